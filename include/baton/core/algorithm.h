@@ -1,0 +1,55 @@
+// Algorithm: a training method that the engine runs on the events it matches.
+//
+//   class ScaleLoss : public baton::Algorithm {
+//    public:
+//     bool match(baton::Event e, const baton::State&) override { return e == baton::Event::kAfterLoss; }
+//     std::optional<int> apply(baton::Event, baton::State& s, baton::Logger&) override {
+//       s.loss = s.loss * 0.5;
+//       return std::nullopt;
+//     }
+//   };
+#pragma once
+
+#include <optional>
+#include <string>
+#include <typeinfo>
+
+#include "baton/core/event.h"
+#include "baton/core/state_dict.h"
+
+namespace baton {
+
+class State;
+class Logger;
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+
+  // The class name without namespaces ("LabelSmoothing"). Trace keys and passes use it.
+  virtual std::string name() const;
+
+  // Whether apply() should run on this event. Must not change the state.
+  virtual bool match(Event event, const State& state) = 0;
+  // Changes the state in place. The return value is recorded in the trace as its exit code.
+  virtual std::optional<int> apply(Event event, State& state, Logger& logger) = 0;
+
+  // Data-parallel training must look for parameters that get no gradient. Default: false.
+  virtual bool find_unused_parameters() const { return false; }
+  // backward() must keep the graph for higher-order gradients. Default: false.
+  virtual bool backwards_create_graph() const { return false; }
+  // The algorithm changes the model's structure and must run again before a checkpoint loads.
+  // Default: false.
+  virtual bool required_on_load() const { return false; }
+  // The algorithm mixes two losses (MixUp, CutMix); the engine warns when two of them run on
+  // one event. Default: false.
+  virtual bool interpolate_loss() const { return false; }
+
+  virtual StateDict state_dict() const { return {}; }
+  virtual void load_state_dict(const StateDict& /*state*/) {}
+};
+
+// The unqualified class name of a polymorphic object: "baton::algorithms::MixUp" -> "MixUp".
+std::string short_type_name(const std::type_info& type);
+
+}  // namespace baton

@@ -1,0 +1,122 @@
+// State: everything a training run holds, shared by the trainer, algorithms and callbacks.
+//
+// Algorithms change it in place (state.batch, state.outputs, state.loss, the model's modules);
+// callbacks read it. The trainer fills the fields; a default-constructed State is empty.
+//
+//   baton::State state;
+//   state.max_duration = baton::Time::parse("3ep");
+//   state.algorithms.push_back(std::make_shared<MyAlgorithm>());
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "baton/core/algorithm.h"
+#include "baton/core/callback.h"
+#include "baton/core/profiler.h"
+#include "baton/core/state_dict.h"
+#include "baton/core/time.h"
+
+namespace torch::nn {
+class Module;
+}  // namespace torch::nn
+namespace torch::optim {
+class Optimizer;
+class LRScheduler;
+}  // namespace torch::optim
+
+namespace baton {
+
+class DataLoader;  // baton/data
+
+enum class Precision { kFp32, kAmpBf16 };
+// "fp32", "amp_bf16".
+std::string_view to_string(Precision precision);
+// Throws std::invalid_argument naming the bad string and the accepted ones.
+Precision parse_precision(std::string_view text);
+
+// One batch of examples. Algorithms may replace either tensor (MixUp mixes inputs, label
+// smoothing turns class indices into soft targets).
+struct Batch {
+  at::Tensor input;
+  at::Tensor target;
+
+  // Examples in the batch: input.size(0), or 0 when input is undefined.
+  int64_t size() const;
+};
+
+class State {
+ public:
+  State();
+  ~State();
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
+  // What is trained.
+  std::shared_ptr<torch::nn::Module> model;
+  std::vector<std::shared_ptr<torch::optim::Optimizer>> optimizers;
+  std::vector<std::shared_ptr<torch::optim::LRScheduler>> schedulers;
+
+  // The loader in use now, its label ("train", or an evaluator's name) and its length in batches.
+  std::shared_ptr<DataLoader> dataloader;
+  std::string dataloader_label;
+  std::optional<int64_t> dataloader_len;
+
+  // The current batch, the model's outputs for it, and its loss.
+  Batch batch;
+  at::Tensor outputs;
+  at::Tensor loss;
+  // Examples per microbatch, and how many microbatches make this batch. Default: 1 (whole batch).
+  int64_t microbatch_size = 0;
+  int64_t num_microbatches = 1;
+
+  // Where the run is, and when it ends. Default: no max_duration (the trainer requires one).
+  Timestamp timestamp;
+  std::optional<Time> max_duration;
+
+  // Run order is list order, subject to the engine's passes.
+  std::vector<std::shared_ptr<Algorithm>> algorithms;
+  // Callbacks and LoggerDestinations (loggers are callbacks too).
+  std::vector<std::shared_ptr<Callback>> callbacks;
+
+  // Default: kFp32.
+  Precision precision = Precision::kFp32;
+  // Default: "" (the trainer names the run).
+  std::string run_name;
+  // This process's rank and the number of ranks. Default: 0 of 1.
+  int rank = 0;
+  int world_size = 1;
+  // Latest evaluation metrics by evaluator label, then metric name.
+  std::map<std::string, std::map<std::string, double>> eval_metrics;
+  // Default: nullptr (no profiling, no cost).
+  std::shared_ptr<Profiler> profiler;
+
+  // Ends fit() after the current batch.
+  void stop_training() { stop_requested_ = true; }
+  bool stop_requested() const { return stop_requested_; }
+  // Clears a stop request: the trainer calls this when fit() starts again.
+  void clear_stop_request() { stop_requested_ = false; }
+
+  // The fraction of max_duration done, in max_duration's unit; nullopt without a max_duration.
+  std::optional<double> elapsed_duration() const;
+
+  // The model's parameters and buffers ("model/<name>"), the timestamp, run name, max_duration,
+  // precision, and every algorithm's and callback's state ("algorithms/<name>", "callbacks/<name>").
+  // Optimizer and scheduler state come with checkpoints (baton/train).
+  StateDict state_dict() const;
+  // Restores what state_dict() saved. Throws std::invalid_argument naming a missing or
+  // mis-shaped model tensor.
+  void load_state_dict(const StateDict& state);
+
+ private:
+  bool stop_requested_ = false;
+};
+
+}  // namespace baton

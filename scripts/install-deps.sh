@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Installs the Debian packages baton needs, only when something is missing.
+#
+#   scripts/install-deps.sh            build, test and demo dependencies
+#   scripts/install-deps.sh --bench    also the Python peers used by bench/
+#   scripts/install-deps.sh --fuzz     also clang and its runtimes for `make fuzz`
+#   scripts/install-deps.sh --check    only report what is missing (exit 1 if anything is)
+#
+# Nothing is downloaded from anywhere but Debian's package archive.
+set -euo pipefail
+
+core=(
+  build-essential cmake make pkg-config git
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libtorch-dev libopenblas0-pthread libtcmalloc-minimal4 zlib1g-dev
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+  libsqlite3-dev libpq-dev postgresql
+  libopenmpi-dev openmpi-bin
+  dataset-fashion-mnist ccache
+)
+bench=(python3-torch python3-optuna libtbb-dev)
+fuzz=(clang libclang-rt-14-dev)
+
+want=("${core[@]}")
+check_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) want+=("${bench[@]}") ;;
+    --fuzz) want+=("${fuzz[@]}") ;;
+    --check) check_only=1 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (expected --bench, --fuzz or --check)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for pkg in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#want[@]} packages present"
+  exit 0
+fi
+
+if [ "$check_only" -eq 1 ]; then
+  echo "install-deps: missing: ${missing[*]}"
+  exit 1
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO=(sudo -n)
+  else
+    echo "install-deps: missing packages; run as root: apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+else
+  SUDO=()
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the build tree into a temporary prefix, builds examples/ against it with
+# find_package(baton), and runs each example. Usage: check_install.sh BUILD_DIR EXAMPLES_DIR
+set -euo pipefail
+build=$1
+examples=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S "$examples" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" "${launcher[@]}" >/dev/null
+cmake --build "$tmp/build" -j "$(nproc)" >/dev/null
+
+for exe in "$tmp"/build/custom_algorithm "$tmp"/build/simulated_fit; do
+  if ! ldd "$exe" | grep -q "$tmp/prefix/lib/libbaton"; then
+    echo "FAIL: $(basename "$exe") does not link the installed libbaton:"; ldd "$exe" | grep baton; exit 1
+  fi
+  "$exe" >"$tmp/out.txt"
+done
+grep -q "fit_end" "$tmp/out.txt" || { echo "FAIL: simulated_fit did not reach fit_end"; exit 1; }
+echo "install tree: find_package(baton) built and ran $(ls "$tmp"/build | grep -c -E '^(custom_algorithm|simulated_fit)$') examples"
