@@ -16,11 +16,11 @@
 
 namespace {
 
-constexpr std::array<baton::Event, 10> kBatchEvents = {
-    baton::Event::kBatchStart,    baton::Event::kBeforeTrainBatch, baton::Event::kBeforeForward,
-    baton::Event::kAfterForward,  baton::Event::kBeforeLoss,       baton::Event::kAfterLoss,
-    baton::Event::kBeforeBackward, baton::Event::kAfterBackward,   baton::Event::kAfterTrainBatch,
-    baton::Event::kBatchEnd};
+constexpr std::array<baton::Event, 10> kBatchEvents = {baton::Event::kBatchStart,      baton::Event::kBeforeTrainBatch,
+                                                       baton::Event::kBeforeForward,   baton::Event::kAfterForward,
+                                                       baton::Event::kBeforeLoss,      baton::Event::kAfterLoss,
+                                                       baton::Event::kBeforeBackward,  baton::Event::kAfterBackward,
+                                                       baton::Event::kAfterTrainBatch, baton::Event::kBatchEnd};
 
 class OneEventAlgorithm : public baton::Algorithm {
  public:

@@ -49,7 +49,10 @@ bool env_flag(const char* name) {
 }  // namespace
 
 Engine::Engine(State& state, Logger& logger, std::vector<AlgorithmPass> extra_passes)
-    : state_(state), logger_(logger), passes_(default_passes()), debug_(env_flag("BATON_ENGINE_DEBUG")),
+    : state_(state),
+      logger_(logger),
+      passes_(default_passes()),
+      debug_(env_flag("BATON_ENGINE_DEBUG")),
       cache_(kNumEvents) {
   for (auto& pass : extra_passes) passes_.push_back(std::move(pass));
 }

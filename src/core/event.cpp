@@ -15,8 +15,7 @@ constexpr std::string_view kNames[] = {
 };
 static_assert(std::size(kNames) == kNumEvents, "event_list.h and the Event enum disagree");
 
-#define BATON_EVENT_CHECK(enumerator, name) \
-  static_assert(kNames[static_cast<std::size_t>(Event::enumerator)] == #name);
+#define BATON_EVENT_CHECK(enumerator, name) static_assert(kNames[static_cast<std::size_t>(Event::enumerator)] == #name);
 BATON_FOR_EACH_EVENT(BATON_EVENT_CHECK)
 #undef BATON_EVENT_CHECK
 
@@ -73,10 +72,8 @@ bool is_before_event(Event event) {
     case Event::kEvalStandaloneStart:
     case Event::kPredictStart:
     case Event::kPredictBatchStart:
-    case Event::kPredictBeforeForward:
-      return true;
-    default:
-      return false;
+    case Event::kPredictBeforeForward: return true;
+    default: return false;
   }
 }
 
@@ -99,10 +96,8 @@ bool is_after_event(Event event) {
     case Event::kEvalStandaloneEnd:
     case Event::kPredictEnd:
     case Event::kPredictBatchEnd:
-    case Event::kPredictAfterForward:
-      return true;
-    default:
-      return false;
+    case Event::kPredictAfterForward: return true;
+    default: return false;
   }
 }
 

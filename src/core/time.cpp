@@ -65,6 +65,7 @@ std::optional<double> parse_clock(std::string_view whole, std::string_view s) {
     s.remove_prefix(1);
   }
   if (last < 0) return std::nullopt;
+  if (total > 9.0e15) bad_time(whole, "the number is too large");
   return total;
 }
 
@@ -90,8 +91,8 @@ std::string_view to_string(TimeUnit unit) {
 }
 
 TimeUnit parse_time_unit(std::string_view suffix) {
-  for (TimeUnit unit : {TimeUnit::kIteration, TimeUnit::kEpoch, TimeUnit::kBatch, TimeUnit::kSample,
-                        TimeUnit::kToken, TimeUnit::kDuration, TimeUnit::kSecond}) {
+  for (TimeUnit unit : {TimeUnit::kIteration, TimeUnit::kEpoch, TimeUnit::kBatch, TimeUnit::kSample, TimeUnit::kToken,
+                        TimeUnit::kDuration, TimeUnit::kSecond}) {
     if (to_string(unit) == suffix) return unit;
   }
   throw std::invalid_argument("unknown time unit '" + std::string(suffix) +
@@ -166,7 +167,8 @@ Time Time::operator*(double factor) const {
 
 double Time::operator/(const Time& other) const {
   require_same_unit(other, "/");
-  if (other.value_ == 0.0) throw std::invalid_argument("cannot divide " + to_string() + " by zero " + other.to_string());
+  if (other.value_ == 0.0)
+    throw std::invalid_argument("cannot divide " + to_string() + " by zero " + other.to_string());
   return value_ / other.value_;
 }
 
@@ -197,7 +199,8 @@ Time Timestamp::get(TimeUnit unit) const {
     case TimeUnit::kSecond: return Time::from_seconds(total_wct_);
     case TimeUnit::kDuration: break;
   }
-  throw std::invalid_argument("Timestamp::get: a duration is a fraction of max_duration; use State::elapsed_duration()");
+  throw std::invalid_argument(
+      "Timestamp::get: a duration is a fraction of max_duration; use State::elapsed_duration()");
 }
 
 Timestamp Timestamp::to_next_batch(int64_t samples, int64_t tokens, double seconds) const {
@@ -247,9 +250,11 @@ std::string Timestamp::to_string() const {
   return "[ep=" + std::to_string(epoch_) + "][ba=" + std::to_string(batch_) + "][sp=" + std::to_string(sample_) + "]";
 }
 
-#define BATON_TIMESTAMP_FIELDS(X)                                                                       \
+// clang-format off
+#define BATON_TIMESTAMP_FIELDS(X) \
   X(iteration) X(epoch) X(batch) X(sample) X(token) X(epoch_in_iteration) X(batch_in_epoch) \
-      X(sample_in_epoch) X(token_in_epoch) X(total_wct) X(iteration_wct) X(epoch_wct) X(batch_wct)
+  X(sample_in_epoch) X(token_in_epoch) X(total_wct) X(iteration_wct) X(epoch_wct) X(batch_wct)
+// clang-format on
 
 nlohmann::json Timestamp::state_dict() const {
   nlohmann::json out = nlohmann::json::object();
@@ -262,13 +267,13 @@ nlohmann::json Timestamp::state_dict() const {
 void Timestamp::load_state_dict(const nlohmann::json& state) {
   if (!state.is_object()) throw std::invalid_argument("timestamp state: expected a JSON object, got " + state.dump());
   Timestamp loaded;
-#define BATON_LOAD(field)                                                                             \
-  {                                                                                                   \
-    auto it = state.find(#field);                                                                     \
-    if (it == state.end() || !it->is_number()) {                                                      \
-      throw std::invalid_argument("timestamp state: key '" #field "' is missing or not a number");    \
-    }                                                                                                 \
-    it->get_to(loaded.field##_);                                                                      \
+#define BATON_LOAD(field)                                                                          \
+  {                                                                                                \
+    auto it = state.find(#field);                                                                  \
+    if (it == state.end() || !it->is_number()) {                                                   \
+      throw std::invalid_argument("timestamp state: key '" #field "' is missing or not a number"); \
+    }                                                                                              \
+    it->get_to(loaded.field##_);                                                                   \
   }
   BATON_TIMESTAMP_FIELDS(BATON_LOAD)
 #undef BATON_LOAD

@@ -247,9 +247,7 @@ TEST(Engine, CloseIsIdempotentAndTheDestructorCloses) {
     engine.close();
     engine.close();
   }
-  {
-    Engine engine(state, logger);
-  }
+  { Engine engine(state, logger); }
   EXPECT_THAT(*log, ElementsAre("C:close", "C:post_close", "C:close", "C:post_close"));
 }
 

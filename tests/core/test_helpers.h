@@ -21,7 +21,10 @@ class RecordingAlgorithm : public Algorithm {
  public:
   RecordingAlgorithm(std::string name, std::set<Event> events, std::shared_ptr<Log> log,
                      std::optional<int> exit_code = std::nullopt, bool interpolates = false)
-      : name_(std::move(name)), events_(std::move(events)), log_(std::move(log)), exit_code_(exit_code),
+      : name_(std::move(name)),
+        events_(std::move(events)),
+        log_(std::move(log)),
+        exit_code_(exit_code),
         interpolates_(interpolates) {}
   std::string name() const override { return name_; }
   bool match(Event event, const State&) override { return events_.count(event) > 0; }
@@ -45,7 +48,9 @@ class RecordingCallback : public Callback {
   RecordingCallback(std::string name, std::shared_ptr<Log> log, bool throw_on_close = false)
       : name_(std::move(name)), log_(std::move(log)), throw_on_close_(throw_on_close) {}
   std::string name() const override { return name_; }
-  void run_event(Event event, State&, Logger&) override { log_->push_back(name_ + ":" + std::string(to_string(event))); }
+  void run_event(Event event, State&, Logger&) override {
+    log_->push_back(name_ + ":" + std::string(to_string(event)));
+  }
   void close(State&, Logger&) override {
     log_->push_back(name_ + ":close");
     if (throw_on_close_) throw std::runtime_error(name_ + " failed to close");
@@ -62,7 +67,9 @@ class RecordingLogger : public LoggerDestination {
  public:
   RecordingLogger(std::string name, std::shared_ptr<Log> log) : name_(std::move(name)), log_(std::move(log)) {}
   std::string name() const override { return name_; }
-  void run_event(Event event, State&, Logger&) override { log_->push_back(name_ + ":" + std::string(to_string(event))); }
+  void run_event(Event event, State&, Logger&) override {
+    log_->push_back(name_ + ":" + std::string(to_string(event)));
+  }
   void log_metrics(const Metrics& metrics, int64_t step) override {
     for (const auto& [key, value] : metrics) {
       log_->push_back(name_ + ":metric:" + key + "=" + std::to_string(value) + "@" + std::to_string(step));

@@ -76,7 +76,7 @@ class Engine {
   std::vector<const void*> algorithm_ids_;
   std::vector<Algorithm*> algorithms_;
   std::vector<const void*> callback_ids_;
-  std::vector<Callback*> callbacks_in_order_;  // non-loggers, then loggers
+  std::vector<Callback*> callbacks_in_order_;    // non-loggers, then loggers
   std::vector<Callback*> callbacks_init_order_;  // loggers, then non-loggers
   // Per event: the passes' result for each matched set seen so far.
   std::vector<std::vector<CacheEntry>> cache_;

@@ -15,10 +15,10 @@
 namespace baton {
 
 struct Trace {
-  std::string name;                // the algorithm's name()
+  std::string name;  // the algorithm's name()
   Event event = Event::kInit;
-  std::optional<int> exit_code;    // what apply() returned
-  std::optional<int> order;        // 0 for the first algorithm that ran on this event
+  std::optional<int> exit_code;  // what apply() returned
+  std::optional<int> order;      // 0 for the first algorithm that ran on this event
   bool run = false;
 
   bool operator==(const Trace&) const = default;
