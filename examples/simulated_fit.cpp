@@ -16,6 +16,11 @@
 
 namespace {
 
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.resize(width, ' ');
+  return s;
+}
+
 // Mixes one-hot targets with the uniform distribution before the loss is computed.
 class LabelSmoothing : public baton::Algorithm {
  public:
@@ -51,8 +56,9 @@ class GradientClipping : public baton::Algorithm {
 class EventPrinter : public baton::LoggerDestination {
  public:
   void run_event(baton::Event event, baton::State& state, baton::Logger&) override {
-    std::printf("%-24s %-22s%s\n", state.timestamp.to_string().c_str(), std::string(baton::to_string(event)).c_str(),
-                pending_.c_str());
+    std::string line = pad(state.timestamp.to_string(), 24) + std::string(baton::to_string(event));
+    if (!pending_.empty()) line = pad(line, 46) + pending_;
+    std::printf("%s\n", line.c_str());
     pending_.clear();
   }
   void log_traces(const baton::Traces& traces) override {
