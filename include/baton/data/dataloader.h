@@ -1,0 +1,110 @@
+// DataLoader: batches from a Dataset, shuffled per epoch from a seed, prefetched on a thread.
+//
+//   baton::DataLoader loader(dataset, baton::DataLoaderOptions().batch_size(128).seed(17));
+//   loader.start_epoch(0);
+//   while (auto batch = loader.next()) train_on(*batch);
+//
+// Each batch is one index gather from the dataset's contiguous tensors (no per-example tensors
+// stacked afterwards). The order of epoch e depends only on (seed, e), so a position
+// (epoch, batch, seed) restores the loader in O(1): set_position() does not replay batches.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+
+#include "baton/core/state.h"
+#include "baton/data/dataset.h"
+
+namespace baton {
+
+struct DataLoaderOptions {
+  // Examples per batch. Default: 64.
+  DataLoaderOptions& batch_size(int64_t n) { batch_size_ = n; return *this; }
+  // A new order every epoch. Default: true.
+  DataLoaderOptions& shuffle(bool on) { shuffle_ = on; return *this; }
+  // Drop the last, short batch of an epoch. Default: false.
+  DataLoaderOptions& drop_last(bool on) { drop_last_ = on; return *this; }
+  // Seed of the shuffle. Default: 0.
+  DataLoaderOptions& seed(uint64_t s) { seed_ = s; return *this; }
+  // Build the next batch on a background thread while this one is used. Default: true.
+  DataLoaderOptions& prefetch(bool on) { prefetch_ = on; return *this; }
+
+  int64_t batch_size_ = 64;
+  bool shuffle_ = true;
+  bool drop_last_ = false;
+  uint64_t seed_ = 0;
+  bool prefetch_ = true;
+};
+
+// Where a loader is: the next batch to hand out is `batch` of epoch `epoch`.
+struct DataLoaderPosition {
+  int64_t epoch = 0;
+  int64_t batch = 0;
+  uint64_t seed = 0;
+
+  nlohmann::json to_json() const;
+  // Throws std::invalid_argument naming a missing key.
+  static DataLoaderPosition from_json(const nlohmann::json& j);
+  bool operator==(const DataLoaderPosition&) const = default;
+};
+
+class DataLoader {
+ public:
+  // Throws std::invalid_argument for a null dataset or a batch size below 1.
+  DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions options = {});
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  // Batches in one epoch.
+  int64_t num_batches() const;
+  int64_t num_samples() const;
+  int64_t batch_size() const { return options_.batch_size_; }
+  const std::shared_ptr<Dataset>& dataset() const { return dataset_; }
+  const DataLoaderOptions& options() const { return options_; }
+
+  // Begins epoch `epoch` at its first batch.
+  void start_epoch(int64_t epoch);
+  // The next batch of the current epoch, or nullopt at its end.
+  std::optional<Batch> next();
+
+  DataLoaderPosition position() const;
+  // O(1): recomputes the epoch's order from the seed and moves to the batch.
+  // Throws std::invalid_argument for a batch past the end of the epoch.
+  void set_position(const DataLoaderPosition& position);
+
+ private:
+  Batch make_batch(int64_t index) const;
+  void worker_loop();
+  void request(int64_t index);
+  Batch take(int64_t index);
+  // Waits for the worker to finish what it builds and drops it (before the order changes).
+  void quiesce();
+  void stop_worker();
+
+  std::shared_ptr<Dataset> dataset_;
+  DataLoaderOptions options_;
+  int64_t epoch_ = 0;
+  int64_t next_batch_ = 0;
+  at::Tensor order_;  // the epoch's permutation of example indices
+
+  // One-slot prefetch.
+  std::thread worker_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  int64_t requested_ = -1;  // batch index the worker should build
+  bool busy_ = false;       // the worker is building a batch
+  int64_t ready_index_ = -1;
+  std::optional<Batch> ready_;
+  std::exception_ptr error_;
+};
+
+}  // namespace baton

@@ -1,0 +1,49 @@
+// Dataset: examples addressed by index, gathered a whole batch at a time.
+//
+//   auto data = std::make_shared<baton::TensorDataset>(images, labels);  // images [N, C, H, W]
+//   baton::Batch batch = data->get_batch(torch::tensor({0, 5, 9}));       // 3 examples
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "baton/core/state.h"
+
+namespace baton {
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  // Number of examples.
+  virtual int64_t size() const = 0;
+  // The examples at `indices` (a 1-D int64 tensor) as one batch, in that order.
+  virtual Batch get_batch(const at::Tensor& indices) const = 0;
+  // The shape of one input ([C, H, W] for images).
+  virtual std::vector<int64_t> input_shape() const = 0;
+  // Number of classes for classification data (largest label + 1); 0 when not known.
+  virtual int64_t num_classes() const { return 0; }
+};
+
+// Inputs and targets held in memory as two contiguous tensors with one example per row.
+class TensorDataset : public Dataset {
+ public:
+  // Throws std::invalid_argument when the two disagree on the number of examples.
+  TensorDataset(at::Tensor inputs, at::Tensor targets);
+
+  int64_t size() const override;
+  Batch get_batch(const at::Tensor& indices) const override;
+  std::vector<int64_t> input_shape() const override;
+  int64_t num_classes() const override { return num_classes_; }
+
+  const at::Tensor& inputs() const { return inputs_; }
+  const at::Tensor& targets() const { return targets_; }
+
+ private:
+  at::Tensor inputs_;
+  at::Tensor targets_;
+  int64_t num_classes_ = 0;
+};
+
+}  // namespace baton

@@ -1,0 +1,162 @@
+#include "baton/data/dataloader.h"
+
+#include <stdexcept>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+namespace baton {
+namespace {
+
+// Mixes seed and epoch into one well-spread generator seed (splitmix64's finaliser).
+uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(epoch + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+nlohmann::json DataLoaderPosition::to_json() const { return {{"epoch", epoch}, {"batch", batch}, {"seed", seed}}; }
+
+DataLoaderPosition DataLoaderPosition::from_json(const nlohmann::json& j) {
+  DataLoaderPosition p;
+  for (const char* key : {"epoch", "batch", "seed"}) {
+    if (!j.contains(key) || !j[key].is_number_integer()) {
+      throw std::invalid_argument(std::string("dataloader position: key '") + key + "' is missing or not an integer");
+    }
+  }
+  p.epoch = j["epoch"].get<int64_t>();
+  p.batch = j["batch"].get<int64_t>();
+  p.seed = j["seed"].get<uint64_t>();
+  return p;
+}
+
+DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions options)
+    : dataset_(std::move(dataset)), options_(options) {
+  if (!dataset_) throw std::invalid_argument("DataLoader: the dataset is null");
+  if (options_.batch_size_ < 1) {
+    throw std::invalid_argument("DataLoader: batch_size must be at least 1, got " + std::to_string(options_.batch_size_));
+  }
+  if (options_.prefetch_) worker_ = std::thread([this] { worker_loop(); });
+  start_epoch(0);
+}
+
+DataLoader::~DataLoader() { stop_worker(); }
+
+void DataLoader::stop_worker() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+int64_t DataLoader::num_samples() const { return dataset_->size(); }
+
+int64_t DataLoader::num_batches() const {
+  const int64_t n = dataset_->size();
+  const int64_t bs = options_.batch_size_;
+  return options_.drop_last_ ? n / bs : (n + bs - 1) / bs;
+}
+
+void DataLoader::quiesce() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [&] { return !busy_ && requested_ < 0; });
+  ready_.reset();
+  ready_index_ = -1;
+  error_ = nullptr;
+}
+
+void DataLoader::start_epoch(int64_t epoch) {
+  quiesce();
+  epoch_ = epoch;
+  next_batch_ = 0;
+  const int64_t n = dataset_->size();
+  if (options_.shuffle_) {
+    auto generator = at::detail::createCPUGenerator(epoch_seed(options_.seed_, epoch));
+    order_ = torch::randperm(n, generator, torch::TensorOptions().dtype(torch::kLong));
+  } else {
+    order_ = torch::arange(n, torch::TensorOptions().dtype(torch::kLong));
+  }
+  if (options_.prefetch_ && num_batches() > 0) request(0);
+}
+
+Batch DataLoader::make_batch(int64_t index) const {
+  const int64_t start = index * options_.batch_size_;
+  const int64_t end = std::min(start + options_.batch_size_, dataset_->size());
+  return dataset_->get_batch(order_.slice(0, start, end));
+}
+
+void DataLoader::request(int64_t index) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    requested_ = index;
+  }
+  cv_.notify_all();
+}
+
+void DataLoader::worker_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    cv_.wait(lock, [&] { return stopping_ || requested_ >= 0; });
+    if (stopping_) return;
+    const int64_t index = requested_;
+    requested_ = -1;
+    busy_ = true;
+    lock.unlock();
+    std::optional<Batch> batch;
+    std::exception_ptr error;
+    try {
+      batch = make_batch(index);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    busy_ = false;
+    ready_ = std::move(batch);
+    ready_index_ = index;
+    error_ = error;
+    cv_.notify_all();
+  }
+}
+
+Batch DataLoader::take(int64_t index) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [&] { return !busy_ && requested_ < 0; });
+  if (ready_index_ == index) {
+    ready_index_ = -1;
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    Batch batch = std::move(*ready_);
+    ready_.reset();
+    return batch;
+  }
+  lock.unlock();
+  return make_batch(index);
+}
+
+std::optional<Batch> DataLoader::next() {
+  if (next_batch_ >= num_batches()) return std::nullopt;
+  const int64_t index = next_batch_++;
+  Batch batch = options_.prefetch_ ? take(index) : make_batch(index);
+  if (options_.prefetch_ && next_batch_ < num_batches()) request(next_batch_);
+  return batch;
+}
+
+DataLoaderPosition DataLoader::position() const { return {epoch_, next_batch_, options_.seed_}; }
+
+void DataLoader::set_position(const DataLoaderPosition& position) {
+  options_.seed_ = position.seed;
+  start_epoch(position.epoch);
+  if (position.batch < 0 || position.batch > num_batches()) {
+    throw std::invalid_argument("DataLoader::set_position: batch " + std::to_string(position.batch) +
+                                " is outside epoch's 0.." + std::to_string(num_batches()));
+  }
+  quiesce();
+  next_batch_ = position.batch;
+  if (options_.prefetch_ && next_batch_ < num_batches()) request(next_batch_);
+}
+
+}  // namespace baton

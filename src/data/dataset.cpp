@@ -1,0 +1,33 @@
+#include "baton/data/dataset.h"
+
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+namespace baton {
+
+TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets)
+    : inputs_(inputs.contiguous()), targets_(targets.contiguous()) {
+  if (!inputs_.defined() || inputs_.dim() < 1) throw std::invalid_argument("TensorDataset: inputs must have a leading example dimension");
+  if (!targets_.defined() || targets_.dim() < 1) throw std::invalid_argument("TensorDataset: targets must have a leading example dimension");
+  if (inputs_.size(0) != targets_.size(0)) {
+    throw std::invalid_argument("TensorDataset: " + std::to_string(inputs_.size(0)) + " inputs but " +
+                                std::to_string(targets_.size(0)) + " targets; they must be equal");
+  }
+  if (targets_.dim() == 1 && !at::isFloatingType(targets_.scalar_type()) && targets_.numel() > 0) {
+    num_classes_ = targets_.max().item<int64_t>() + 1;
+  }
+}
+
+int64_t TensorDataset::size() const { return inputs_.size(0); }
+
+Batch TensorDataset::get_batch(const at::Tensor& indices) const {
+  return {inputs_.index_select(0, indices), targets_.index_select(0, indices)};
+}
+
+std::vector<int64_t> TensorDataset::input_shape() const {
+  auto sizes = inputs_.sizes();
+  return {sizes.begin() + 1, sizes.end()};
+}
+
+}  // namespace baton

@@ -1,0 +1,119 @@
+#include "baton/data/dataloader.h"
+
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "baton/data/dataset.h"
+#include "baton/data/fashion_mnist.h"
+
+namespace baton {
+namespace {
+
+std::shared_ptr<TensorDataset> numbered(int64_t n) {
+  auto x = torch::arange(n, torch::kFloat).unsqueeze(1);
+  return std::make_shared<TensorDataset>(x, torch::arange(n) % 3);
+}
+
+std::vector<int64_t> ids(const Batch& b) {
+  auto t = b.input.squeeze(1).to(torch::kLong);
+  return {t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel()};
+}
+
+std::vector<std::vector<int64_t>> epoch(DataLoader& loader, int64_t e) {
+  loader.start_epoch(e);
+  std::vector<std::vector<int64_t>> out;
+  while (auto b = loader.next()) out.push_back(ids(*b));
+  return out;
+}
+
+TEST(TensorDataset, GathersRowsAndCountsClasses) {
+  auto data = numbered(10);
+  EXPECT_EQ(data->size(), 10);
+  EXPECT_EQ(data->num_classes(), 3);
+  EXPECT_EQ(data->input_shape(), (std::vector<int64_t>{1}));
+  Batch b = data->get_batch(torch::tensor({4, 1}, torch::kLong));
+  EXPECT_EQ(ids(b), (std::vector<int64_t>{4, 1}));
+  EXPECT_TRUE(torch::equal(b.target, torch::tensor({1, 1}, torch::kLong)));
+  EXPECT_THROW(TensorDataset(torch::zeros({3, 2}), torch::zeros({4})), std::invalid_argument);
+}
+
+TEST(DataLoader, EachEpochVisitsEveryExampleOnceInANewOrder) {
+  DataLoader loader(numbered(103), DataLoaderOptions().batch_size(10).seed(5));
+  EXPECT_EQ(loader.num_batches(), 11);
+  auto e0 = epoch(loader, 0);
+  auto e1 = epoch(loader, 1);
+  ASSERT_EQ(e0.size(), 11u);
+  EXPECT_EQ(e0.back().size(), 3u);
+  std::multiset<int64_t> seen;
+  for (auto& b : e0) seen.insert(b.begin(), b.end());
+  EXPECT_EQ(seen.size(), 103u);
+  EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 103u);
+  EXPECT_NE(e0, e1);
+}
+
+TEST(DataLoader, TheOrderDependsOnlyOnSeedAndEpoch) {
+  DataLoader a(numbered(50), DataLoaderOptions().batch_size(8).seed(9));
+  DataLoader b(numbered(50), DataLoaderOptions().batch_size(8).seed(9).prefetch(false));
+  DataLoader c(numbered(50), DataLoaderOptions().batch_size(8).seed(10));
+  epoch(a, 0);
+  EXPECT_EQ(epoch(a, 3), epoch(b, 3));
+  EXPECT_NE(epoch(a, 3), epoch(c, 3));
+}
+
+TEST(DataLoader, DropLastAndNoShuffle) {
+  DataLoader loader(numbered(25), DataLoaderOptions().batch_size(10).drop_last(true).shuffle(false));
+  auto e = epoch(loader, 0);
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[1], (std::vector<int64_t>{10, 11, 12, 13, 14, 15, 16, 17, 18, 19}));
+}
+
+TEST(DataLoader, RestoredPositionContinuesExactly) {
+  DataLoader original(numbered(100), DataLoaderOptions().batch_size(7).seed(3));
+  original.start_epoch(2);
+  for (int i = 0; i < 5; ++i) original.next();
+  const DataLoaderPosition saved = original.position();
+  EXPECT_EQ(saved, (DataLoaderPosition{2, 5, 3}));
+  std::vector<std::vector<int64_t>> rest;
+  while (auto b = original.next()) rest.push_back(ids(*b));
+
+  DataLoader restored(numbered(100), DataLoaderOptions().batch_size(7).seed(99));
+  restored.set_position(DataLoaderPosition::from_json(saved.to_json()));
+  std::vector<std::vector<int64_t>> resumed;
+  while (auto b = restored.next()) resumed.push_back(ids(*b));
+  EXPECT_EQ(resumed, rest);
+  EXPECT_THROW(restored.set_position({0, 99, 3}), std::invalid_argument);
+  EXPECT_THROW(DataLoaderPosition::from_json({{"epoch", 1}}), std::invalid_argument);
+}
+
+TEST(DataLoader, RefusesBadOptions) {
+  EXPECT_THROW(DataLoader(nullptr), std::invalid_argument);
+  EXPECT_THROW(DataLoader(numbered(3), DataLoaderOptions().batch_size(0)), std::invalid_argument);
+}
+
+TEST(FashionMnist, LoadsStandardisedFromTheDebianPackage) {
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  auto [train, test] = load_fashion_mnist();
+  EXPECT_EQ(train->size(), 60000);
+  EXPECT_EQ(test->size(), 10000);
+  EXPECT_EQ(train->input_shape(), (std::vector<int64_t>{1, 28, 28}));
+  EXPECT_EQ(train->num_classes(), 10);
+  EXPECT_NEAR(train->inputs().mean().item<double>(), 0.0, 1e-4);
+  EXPECT_NEAR(train->inputs().std().item<double>(), 1.0, 1e-4);
+}
+
+TEST(FashionMnist, AMissingDirectoryNamesTheFileAndThePackage) {
+  try {
+    load_fashion_mnist("/nonexistent");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("/nonexistent/train-images-idx3-ubyte.gz: not found; install Debian's dataset-fashion-mnist"));
+  }
+}
+
+}  // namespace
+}  // namespace baton
