@@ -5,7 +5,6 @@
 
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
-#include <torch/optim/schedulers/lr_scheduler.h>
 
 namespace baton {
 namespace {

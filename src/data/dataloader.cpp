@@ -37,7 +37,8 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions optio
     : dataset_(std::move(dataset)), options_(options) {
   if (!dataset_) throw std::invalid_argument("DataLoader: the dataset is null");
   if (options_.batch_size_ < 1) {
-    throw std::invalid_argument("DataLoader: batch_size must be at least 1, got " + std::to_string(options_.batch_size_));
+    throw std::invalid_argument("DataLoader: batch_size must be at least 1, got " +
+                                std::to_string(options_.batch_size_));
   }
   if (options_.prefetch_) worker_ = std::thread([this] { worker_loop(); });
   start_epoch(0);

@@ -8,8 +8,10 @@ namespace baton {
 
 TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets)
     : inputs_(inputs.contiguous()), targets_(targets.contiguous()) {
-  if (!inputs_.defined() || inputs_.dim() < 1) throw std::invalid_argument("TensorDataset: inputs must have a leading example dimension");
-  if (!targets_.defined() || targets_.dim() < 1) throw std::invalid_argument("TensorDataset: targets must have a leading example dimension");
+  if (!inputs_.defined() || inputs_.dim() < 1)
+    throw std::invalid_argument("TensorDataset: inputs must have a leading example dimension");
+  if (!targets_.defined() || targets_.dim() < 1)
+    throw std::invalid_argument("TensorDataset: targets must have a leading example dimension");
   if (inputs_.size(0) != targets_.size(0)) {
     throw std::invalid_argument("TensorDataset: " + std::to_string(inputs_.size(0)) + " inputs but " +
                                 std::to_string(targets_.size(0)) + " targets; they must be equal");

@@ -13,9 +13,7 @@
 namespace baton {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& why) {
-  throw std::runtime_error(path + ": " + why);
-}
+[[noreturn]] void fail(const std::string& path, const std::string& why) { throw std::runtime_error(path + ": " + why); }
 
 // The whole file, decompressed when it is gzip (zlib reads plain files as they are).
 std::vector<unsigned char> read_all(const std::string& path) {
@@ -61,7 +59,8 @@ at::Tensor read_idx(const std::string& path) {
     case 0x0C: type = at::kInt, element = 4; break;
     case 0x0D: type = at::kFloat, element = 4; break;
     case 0x0E: type = at::kDouble, element = 8; break;
-    default: fail(path, "unknown IDX element type 0x" + std::to_string(data[2]) + " (expected 08, 09, 0B, 0C, 0D or 0E)");
+    default:
+      fail(path, "unknown IDX element type 0x" + std::to_string(data[2]) + " (expected 08, 09, 0B, 0C, 0D or 0E)");
   }
   const std::size_t dims = data[3];
   if (dims == 0) fail(path, "IDX header says 0 dimensions");
@@ -115,7 +114,8 @@ at::Tensor read_npy(const std::string& path) {
   };
   std::string descr = field("descr");
   descr = descr.substr(1, descr.find('\'', 1) - 1);
-  if (field("fortran_order").rfind("True", 0) == 0) fail(path, "Fortran-order arrays are not supported; save with C order");
+  if (field("fortran_order").rfind("True", 0) == 0)
+    fail(path, "Fortran-order arrays are not supported; save with C order");
   std::string shape_text = field("shape");
   shape_text = shape_text.substr(1, shape_text.find(')') - 1);
   std::vector<int64_t> shape;
@@ -137,15 +137,24 @@ at::Tensor read_npy(const std::string& path) {
   const char order = descr[0];
   const std::string kind = descr.substr(1);
   at::ScalarType type;
-  if (kind == "b1") type = at::kBool;
-  else if (kind == "u1") type = at::kByte;
-  else if (kind == "i1") type = at::kChar;
-  else if (kind == "i2") type = at::kShort;
-  else if (kind == "i4") type = at::kInt;
-  else if (kind == "i8") type = at::kLong;
-  else if (kind == "f4") type = at::kFloat;
-  else if (kind == "f8") type = at::kDouble;
-  else fail(path, "unsupported dtype '" + descr + "' (expected bool, u1, i1, i2, i4, i8, f4 or f8)");
+  if (kind == "b1")
+    type = at::kBool;
+  else if (kind == "u1")
+    type = at::kByte;
+  else if (kind == "i1")
+    type = at::kChar;
+  else if (kind == "i2")
+    type = at::kShort;
+  else if (kind == "i4")
+    type = at::kInt;
+  else if (kind == "i8")
+    type = at::kLong;
+  else if (kind == "f4")
+    type = at::kFloat;
+  else if (kind == "f8")
+    type = at::kDouble;
+  else
+    fail(path, "unsupported dtype '" + descr + "' (expected bool, u1, i1, i2, i4, i8, f4 or f8)");
   const std::size_t element = c10::elementSize(type);
   if (element > 1 && order != '<') fail(path, "big-endian dtype '" + descr + "' is not supported");
   std::size_t count = 1;

@@ -111,7 +111,9 @@ TEST(FashionMnist, AMissingDirectoryNamesTheFileAndThePackage) {
     load_fashion_mnist("/nonexistent");
     FAIL();
   } catch (const std::runtime_error& e) {
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("/nonexistent/train-images-idx3-ubyte.gz: not found; install Debian's dataset-fashion-mnist"));
+    EXPECT_THAT(e.what(),
+                ::testing::HasSubstr(
+                    "/nonexistent/train-images-idx3-ubyte.gz: not found; install Debian's dataset-fashion-mnist"));
   }
 }
 

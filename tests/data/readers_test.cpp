@@ -93,7 +93,8 @@ TEST(ReadIdx, RefusesBadFilesNamingThemAndTheProblem) {
 
   auto truncated = idx_u8({4, 4}, {1, 2, 3});
   write_bytes(dir.file("short"), truncated, false);
-  EXPECT_THAT(error_of([&] { read_idx(dir.file("short")); }), HasSubstr("declares [4, 4] (28 bytes) but the file has 15 bytes"));
+  EXPECT_THAT(error_of([&] { read_idx(dir.file("short")); }),
+              HasSubstr("declares [4, 4] (28 bytes) but the file has 15 bytes"));
 
   write_bytes(dir.file("type"), {0, 0, 0x42, 1, 0, 0, 0, 1, 7}, false);
   EXPECT_THAT(error_of([&] { read_idx(dir.file("type")); }), HasSubstr("unknown IDX element type"));
@@ -107,8 +108,8 @@ TEST(ReadIdx, RefusesBadFilesNamingThemAndTheProblem) {
 
 std::vector<unsigned char> npy(const std::string& descr, const std::string& shape, const void* data, size_t n,
                                bool fortran = false) {
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
-                       ", 'shape': " + shape + ", }";
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape + ", }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
   std::vector<unsigned char> out = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
@@ -141,7 +142,8 @@ TEST(ReadNpy, RefusesWhatItCannotRead) {
   write_bytes(dir.file("fortran.npy"), npy("<f4", "(2,)", f, sizeof f, true), false);
   EXPECT_THAT(error_of([&] { read_npy(dir.file("fortran.npy")); }), HasSubstr("Fortran"));
   write_bytes(dir.file("short.npy"), npy("<f4", "(3,)", f, sizeof f), false);
-  EXPECT_THAT(error_of([&] { read_npy(dir.file("short.npy")); }), HasSubstr("short.npy: .npy header declares shape (3,)"));
+  EXPECT_THAT(error_of([&] { read_npy(dir.file("short.npy")); }),
+              HasSubstr("short.npy: .npy header declares shape (3,)"));
   write_bytes(dir.file("complex.npy"), npy("<c8", "(1,)", f, sizeof f), false);
   EXPECT_THAT(error_of([&] { read_npy(dir.file("complex.npy")); }), HasSubstr("unsupported dtype '<c8'"));
   write_bytes(dir.file("text.npy"), {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd'}, false);

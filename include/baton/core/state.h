@@ -29,12 +29,12 @@ class Module;
 }  // namespace torch::nn
 namespace torch::optim {
 class Optimizer;
-class LRScheduler;
 }  // namespace torch::optim
 
 namespace baton {
 
 class DataLoader;  // baton/data
+class Scheduler;   // baton/optim
 
 enum class Precision { kFp32, kAmpBf16 };
 // "fp32", "amp_bf16".
@@ -62,7 +62,7 @@ class State {
   // What is trained.
   std::shared_ptr<torch::nn::Module> model;
   std::vector<std::shared_ptr<torch::optim::Optimizer>> optimizers;
-  std::vector<std::shared_ptr<torch::optim::LRScheduler>> schedulers;
+  std::vector<std::shared_ptr<Scheduler>> schedulers;
 
   // The loader in use now, its label ("train", or an evaluator's name) and its length in batches.
   std::shared_ptr<DataLoader> dataloader;

@@ -26,15 +26,30 @@ namespace baton {
 
 struct DataLoaderOptions {
   // Examples per batch. Default: 64.
-  DataLoaderOptions& batch_size(int64_t n) { batch_size_ = n; return *this; }
+  DataLoaderOptions& batch_size(int64_t n) {
+    batch_size_ = n;
+    return *this;
+  }
   // A new order every epoch. Default: true.
-  DataLoaderOptions& shuffle(bool on) { shuffle_ = on; return *this; }
+  DataLoaderOptions& shuffle(bool on) {
+    shuffle_ = on;
+    return *this;
+  }
   // Drop the last, short batch of an epoch. Default: false.
-  DataLoaderOptions& drop_last(bool on) { drop_last_ = on; return *this; }
+  DataLoaderOptions& drop_last(bool on) {
+    drop_last_ = on;
+    return *this;
+  }
   // Seed of the shuffle. Default: 0.
-  DataLoaderOptions& seed(uint64_t s) { seed_ = s; return *this; }
+  DataLoaderOptions& seed(uint64_t s) {
+    seed_ = s;
+    return *this;
+  }
   // Build the next batch on a background thread while this one is used. Default: true.
-  DataLoaderOptions& prefetch(bool on) { prefetch_ = on; return *this; }
+  DataLoaderOptions& prefetch(bool on) {
+    prefetch_ = on;
+    return *this;
+  }
 
   int64_t batch_size_ = 64;
   bool shuffle_ = true;

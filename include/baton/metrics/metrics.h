@@ -1,0 +1,68 @@
+// Metrics accumulated over batches of uneven size and computed once: accuracy, top-k accuracy,
+// cross-entropy.
+//
+//   baton::Accuracy acc;
+//   for (...) acc.update(logits, targets);
+//   double value = acc.compute();  // correct / seen, over every example
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace baton {
+
+class Metric {
+ public:
+  virtual ~Metric() = default;
+  // "accuracy", "top5_accuracy", "loss": the trainer logs "<label>/<name>".
+  virtual std::string name() const = 0;
+  // `outputs` are logits [N, classes]; `targets` class indices [N] or probabilities [N, classes].
+  virtual void update(const at::Tensor& outputs, const at::Tensor& targets) = 0;
+  // Throws std::logic_error when nothing was seen.
+  virtual double compute() const = 0;
+  virtual void reset() = 0;
+};
+
+class Accuracy : public Metric {
+ public:
+  std::string name() const override { return "accuracy"; }
+  void update(const at::Tensor& outputs, const at::Tensor& targets) override;
+  double compute() const override;
+  void reset() override { correct_ = seen_ = 0; }
+
+ protected:
+  int64_t correct_ = 0;
+  int64_t seen_ = 0;
+};
+
+class TopKAccuracy : public Accuracy {
+ public:
+  explicit TopKAccuracy(int64_t k) : k_(k) {}
+  std::string name() const override { return "top" + std::to_string(k_) + "_accuracy"; }
+  void update(const at::Tensor& outputs, const at::Tensor& targets) override;
+
+ private:
+  int64_t k_;
+};
+
+// The mean cross-entropy per example.
+class CrossEntropy : public Metric {
+ public:
+  std::string name() const override { return "loss"; }
+  void update(const at::Tensor& outputs, const at::Tensor& targets) override;
+  double compute() const override;
+  void reset() override { sum_ = 0.0, seen_ = 0; }
+
+ private:
+  double sum_ = 0.0;
+  int64_t seen_ = 0;
+};
+
+// accuracy, top<k>_accuracy (e.g. top5_accuracy), loss. Throws std::invalid_argument otherwise.
+std::unique_ptr<Metric> make_metric(const std::string& name);
+
+}  // namespace baton

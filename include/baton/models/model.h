@@ -1,0 +1,50 @@
+// Model: what the Trainer trains. A torch::nn::Module that also knows its loss.
+//
+//   auto net = std::make_shared<MyNetImpl>();                  // any module with forward(Tensor)
+//   auto model = std::make_shared<baton::Classifier>(net);      // cross-entropy, accuracy
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/any.h>
+
+#include "baton/core/state.h"
+
+namespace baton {
+
+class Model : public torch::nn::Module {
+ public:
+  // The outputs for a training batch.
+  virtual at::Tensor forward(const Batch& batch) = 0;
+  // The loss of `outputs` against the batch's targets (a scalar).
+  virtual at::Tensor loss(const at::Tensor& outputs, const Batch& batch) = 0;
+  // The outputs for an evaluation or prediction batch. Default: forward(batch).
+  virtual at::Tensor eval_forward(const Batch& batch) { return forward(batch); }
+};
+
+// A classifier around any module whose forward takes and returns one tensor (logits).
+// The loss is cross-entropy; targets are class indices or, when an algorithm made them so
+// (label smoothing, MixUp), per-class probabilities of the outputs' shape.
+class Classifier : public Model {
+ public:
+  explicit Classifier(torch::nn::AnyModule module);
+  template <typename ModuleType>
+  explicit Classifier(std::shared_ptr<ModuleType> module) : Classifier(torch::nn::AnyModule(std::move(module))) {}
+
+  at::Tensor forward(const Batch& batch) override;
+  at::Tensor loss(const at::Tensor& outputs, const Batch& batch) override;
+
+  // The wrapped module (registered as the child "module").
+  torch::nn::AnyModule& module() { return module_; }
+
+ private:
+  torch::nn::AnyModule module_;
+};
+
+// Cross-entropy of logits against class indices or per-class probabilities.
+at::Tensor soft_cross_entropy(const at::Tensor& logits, const at::Tensor& targets);
+
+}  // namespace baton

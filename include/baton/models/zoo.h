@@ -1,0 +1,35 @@
+// Models by name: fashion_cnn, mlp, resnet20.
+//
+//   auto model = baton::make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "baton/models/model.h"
+
+namespace baton {
+
+struct ModelSpec {
+  // The shape of one input: [C, H, W] for images, [F] for features.
+  std::vector<int64_t> input_shape;
+  int64_t num_classes = 10;
+  // mlp: the hidden layers' widths. Default: {256, 128}.
+  std::vector<int64_t> hidden = {256, 128};
+};
+
+// fashion_cnn: conv(C->32, 3x3, pad 1) relu maxpool2, conv(32->64, 3x3, pad 1) relu maxpool2,
+//              linear(64*(H/4)*(W/4) -> 128) relu, linear(128 -> classes)  (the peer's FashionCNN)
+// mlp:         flatten, linear + relu for each hidden width, linear -> classes
+// resnet20:    the CIFAR ResNet-20 (He et al. 2016): conv 16, three stages of three basic blocks
+//              (16, 32, 64 channels), global average pool, linear -> classes
+// Throws std::invalid_argument for an unknown name (listing the known ones) or an input shape the
+// model cannot take.
+std::shared_ptr<Model> make_model(const std::string& name, const ModelSpec& spec);
+
+// The names make_model knows.
+std::vector<std::string> model_names();
+
+}  // namespace baton

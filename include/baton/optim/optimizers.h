@@ -1,0 +1,36 @@
+// Optimizers by name: sgd, adam, adamw, decoupled_sgdw.
+//
+//   baton::OptimizerSpec spec;  spec.name = "sgd"; spec.lr = 0.05; spec.momentum = 0.9; spec.nesterov = true;
+//   auto optimizer = baton::make_optimizer(spec, model->parameters());
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace torch::optim {
+class Optimizer;
+}  // namespace torch::optim
+
+namespace baton {
+
+struct OptimizerSpec {
+  std::string name = "sgd";
+  double lr = 0.1;             // Default: 0.1
+  double momentum = 0.0;       // sgd, decoupled_sgdw. Default: 0
+  double dampening = 0.0;      // sgd, decoupled_sgdw. Default: 0
+  bool nesterov = false;       // sgd, decoupled_sgdw. Default: false
+  double weight_decay = 0.0;   // Default: 0
+  double beta1 = 0.9;          // adam, adamw. Default: 0.9
+  double beta2 = 0.999;        // adam, adamw. Default: 0.999
+  double eps = 1e-8;           // adam, adamw. Default: 1e-8
+};
+
+// Throws std::invalid_argument for an unknown name (listing the known ones) or a bad value.
+std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& spec, std::vector<at::Tensor> parameters);
+
+std::vector<std::string> optimizer_names();
+
+}  // namespace baton

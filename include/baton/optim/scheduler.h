@@ -1,0 +1,68 @@
+// Learning-rate schedules in Time units, stepped every batch.
+//
+//   auto schedule = baton::make_scheduler({.name = "cosine_warmup", .t_warmup = Time::parse("1ep")});
+//   double lr = schedule->lr(base_lr, batch, clock);
+//
+// A schedule is a function of the batch count (the timestamp's batch when the batch starts) and
+// of a ScheduleClock that turns Time values ("2ep", "500ba", "0.3dur") into batches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "baton/core/time.h"
+
+namespace baton {
+
+// Converts Time values into batches for one run.
+struct ScheduleClock {
+  int64_t batches_per_epoch = 0;
+  int64_t batch_size = 0;
+  double max_batches = 0;  // max_duration in batches
+
+  // Throws std::invalid_argument for a unit it cannot convert (iterations, seconds).
+  double to_batches(const Time& t) const;
+};
+
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  virtual std::string name() const = 0;
+  // The learning rate at `batch`, for a parameter group whose initial rate is `base_lr`.
+  virtual double lr(double base_lr, double batch, const ScheduleClock& clock) const = 0;
+  // The momentum at `batch`, for schedules that cycle it (one_cycle). Default: none.
+  virtual std::optional<double> momentum(double /*batch*/, const ScheduleClock& /*clock*/) const { return std::nullopt; }
+};
+
+struct SchedulerSpec {
+  std::string name = "constant";
+  double alpha = 1.0;                       // constant: the multiplier until t_max
+  double alpha_i = 1.0;                     // linear, linear_warmup: start multiplier
+  double alpha_f = 0.0;                     // linear*, cosine_warmup, polynomial: end multiplier
+  double gamma = 0.1;                       // step, multistep, exponential: the decay
+  double power = 2.0;                       // polynomial
+  Time t_max = Time::from_duration(1.0);    // linear*, cosine_warmup, polynomial, constant: the end
+  Time t_warmup = Time::from_batch(0);      // *_warmup, polynomial: linear warm-up from 0
+  Time step_size = Time::from_epoch(1);     // step
+  std::vector<Time> milestones;             // multistep
+  Time decay_period = Time::from_epoch(1);  // exponential: gamma per this period
+  // one_cycle (as torch.optim.lr_scheduler.OneCycleLR over max_duration, cosine annealing):
+  std::optional<double> max_lr;             // Default: the optimizer's lr
+  double pct_start = 0.3;
+  double div_factor = 25.0;
+  double final_div_factor = 1e4;
+  bool cycle_momentum = true;
+  double base_momentum = 0.85;
+  double max_momentum = 0.95;
+};
+
+// constant, step, multistep, exponential, linear, linear_warmup, cosine_warmup, polynomial,
+// one_cycle. Throws std::invalid_argument for an unknown name (listing the known ones).
+std::shared_ptr<Scheduler> make_scheduler(const SchedulerSpec& spec);
+
+std::vector<std::string> scheduler_names();
+
+}  // namespace baton

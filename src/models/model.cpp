@@ -1,0 +1,24 @@
+#include "baton/models/model.h"
+
+#include <torch/torch.h>
+
+namespace baton {
+
+Classifier::Classifier(torch::nn::AnyModule module) : module_(std::move(module)) {
+  register_module("module", module_.ptr());
+}
+
+at::Tensor Classifier::forward(const Batch& batch) { return module_.forward(batch.input); }
+
+at::Tensor Classifier::loss(const at::Tensor& outputs, const Batch& batch) {
+  return soft_cross_entropy(outputs, batch.target);
+}
+
+at::Tensor soft_cross_entropy(const at::Tensor& logits, const at::Tensor& targets) {
+  if (targets.dim() == logits.dim() && at::isFloatingType(targets.scalar_type())) {
+    return -(targets * torch::log_softmax(logits, 1)).sum(1).mean();
+  }
+  return torch::nn::functional::cross_entropy(logits, targets);
+}
+
+}  // namespace baton

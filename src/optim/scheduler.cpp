@@ -1,0 +1,170 @@
+#include "baton/optim/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace baton {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// Linear warm-up from 0 to 1 over `warmup` batches; nullopt once it is over.
+std::optional<double> warmup(double batch, double warmup_batches) {
+  if (warmup_batches > 0 && batch < warmup_batches) return batch / warmup_batches;
+  return std::nullopt;
+}
+
+// The fraction of the way from `start` to `end` batches, clamped to [0, 1].
+double progress(double batch, double start, double end) {
+  if (end <= start) return 1.0;
+  return std::clamp((batch - start) / (end - start), 0.0, 1.0);
+}
+
+class Multiplier : public Scheduler {
+ public:
+  explicit Multiplier(SchedulerSpec spec) : spec_(std::move(spec)) {}
+  std::string name() const override { return spec_.name; }
+  double lr(double base_lr, double batch, const ScheduleClock& clock) const override {
+    return base_lr * multiplier(batch, clock);
+  }
+  virtual double multiplier(double batch, const ScheduleClock& clock) const = 0;
+
+ protected:
+  SchedulerSpec spec_;
+};
+
+class Constant : public Multiplier {
+  using Multiplier::Multiplier;
+  double multiplier(double batch, const ScheduleClock& c) const override {
+    return batch < c.to_batches(spec_.t_max) ? spec_.alpha : 1.0;
+  }
+};
+
+class Step : public Multiplier {
+  using Multiplier::Multiplier;
+  double multiplier(double batch, const ScheduleClock& c) const override {
+    const double size = c.to_batches(spec_.step_size);
+    if (size <= 0) throw std::invalid_argument("scheduler 'step': step_size must be positive");
+    return std::pow(spec_.gamma, std::floor(batch / size));
+  }
+};
+
+class MultiStep : public Multiplier {
+  using Multiplier::Multiplier;
+  double multiplier(double batch, const ScheduleClock& c) const override {
+    int passed = 0;
+    for (const Time& m : spec_.milestones) passed += batch >= c.to_batches(m);
+    return std::pow(spec_.gamma, passed);
+  }
+};
+
+class Exponential : public Multiplier {
+  using Multiplier::Multiplier;
+  double multiplier(double batch, const ScheduleClock& c) const override {
+    return std::pow(spec_.gamma, batch / c.to_batches(spec_.decay_period));
+  }
+};
+
+class Linear : public Multiplier {
+  using Multiplier::Multiplier;
+  double multiplier(double batch, const ScheduleClock& c) const override {
+    const double w = c.to_batches(spec_.t_warmup);
+    if (spec_.name == "linear_warmup") {
+      if (auto up = warmup(batch, w)) return *up * spec_.alpha_i;
+    }
+    const double start = spec_.name == "linear_warmup" ? w : 0.0;
+    return spec_.alpha_i + (spec_.alpha_f - spec_.alpha_i) * progress(batch, start, c.to_batches(spec_.t_max));
+  }
+};
+
+class CosineWarmup : public Multiplier {
+  using Multiplier::Multiplier;
+  double multiplier(double batch, const ScheduleClock& c) const override {
+    const double w = c.to_batches(spec_.t_warmup);
+    if (auto up = warmup(batch, w)) return *up;
+    const double frac = progress(batch, w, c.to_batches(spec_.t_max));
+    return spec_.alpha_f + (1.0 - spec_.alpha_f) * 0.5 * (1.0 + std::cos(kPi * frac));
+  }
+};
+
+class Polynomial : public Multiplier {
+  using Multiplier::Multiplier;
+  double multiplier(double batch, const ScheduleClock& c) const override {
+    const double w = c.to_batches(spec_.t_warmup);
+    if (auto up = warmup(batch, w)) return *up;
+    const double frac = progress(batch, w, c.to_batches(spec_.t_max));
+    return spec_.alpha_f + (1.0 - spec_.alpha_f) * std::pow(1.0 - frac, spec_.power);
+  }
+};
+
+// torch.optim.lr_scheduler.OneCycleLR with cosine annealing and two phases.
+class OneCycle : public Scheduler {
+ public:
+  explicit OneCycle(SchedulerSpec spec) : spec_(std::move(spec)) {}
+  std::string name() const override { return "one_cycle"; }
+
+  double lr(double base_lr, double batch, const ScheduleClock& c) const override {
+    const double max_lr = spec_.max_lr.value_or(base_lr);
+    const double initial = max_lr / spec_.div_factor;
+    const double min_lr = initial / spec_.final_div_factor;
+    return phase(batch, c, initial, max_lr, min_lr);
+  }
+
+  std::optional<double> momentum(double batch, const ScheduleClock& c) const override {
+    if (!spec_.cycle_momentum) return std::nullopt;
+    return phase(batch, c, spec_.max_momentum, spec_.base_momentum, spec_.max_momentum);
+  }
+
+ private:
+  // Anneals start -> peak over the first pct_start of the run, then peak -> end.
+  double phase(double batch, const ScheduleClock& c, double start, double peak, double end) const {
+    const double total = c.max_batches;
+    if (total < 2) throw std::invalid_argument("scheduler 'one_cycle' needs a run of at least 2 batches");
+    const double up_end = spec_.pct_start * total - 1.0;
+    const double down_end = total - 1.0;
+    auto anneal = [](double from, double to, double pct) { return to + (from - to) / 2.0 * (std::cos(kPi * pct) + 1.0); };
+    if (batch <= up_end) return anneal(start, peak, up_end > 0 ? batch / up_end : 1.0);
+    return anneal(peak, end, std::min(1.0, (batch - up_end) / (down_end - up_end)));
+  }
+
+  SchedulerSpec spec_;
+};
+
+}  // namespace
+
+double ScheduleClock::to_batches(const Time& t) const {
+  switch (t.unit()) {
+    case TimeUnit::kBatch: return t.value();
+    case TimeUnit::kEpoch: return t.value() * static_cast<double>(batches_per_epoch);
+    case TimeUnit::kSample:
+      if (batch_size <= 0) throw std::invalid_argument("cannot convert " + t.to_string() + " to batches: no batch size");
+      return t.value() / static_cast<double>(batch_size);
+    case TimeUnit::kDuration: return t.value() * max_batches;
+    default: break;
+  }
+  throw std::invalid_argument("a schedule cannot use " + t.to_string() + ": use ep, ba, sp or dur");
+}
+
+std::vector<std::string> scheduler_names() {
+  return {"constant", "step", "multistep", "exponential", "linear", "linear_warmup", "cosine_warmup", "polynomial", "one_cycle"};
+}
+
+std::shared_ptr<Scheduler> make_scheduler(const SchedulerSpec& spec) {
+  if (spec.name == "constant") return std::make_shared<Constant>(spec);
+  if (spec.name == "step") return std::make_shared<Step>(spec);
+  if (spec.name == "multistep") return std::make_shared<MultiStep>(spec);
+  if (spec.name == "exponential") return std::make_shared<Exponential>(spec);
+  if (spec.name == "linear" || spec.name == "linear_warmup") return std::make_shared<Linear>(spec);
+  if (spec.name == "cosine_warmup") return std::make_shared<CosineWarmup>(spec);
+  if (spec.name == "polynomial") return std::make_shared<Polynomial>(spec);
+  if (spec.name == "one_cycle") {
+    if (spec.pct_start <= 0 || spec.pct_start >= 1) throw std::invalid_argument("scheduler 'one_cycle': pct_start must be in (0, 1)");
+    return std::make_shared<OneCycle>(spec);
+  }
+  std::string known;
+  for (const auto& n : scheduler_names()) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown scheduler '" + spec.name + "' (known: " + known + ")");
+}
+
+}  // namespace baton
