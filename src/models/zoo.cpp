@@ -46,13 +46,15 @@ TORCH_MODULE(Mlp);
 
 struct BasicBlockImpl : nn::Module {
   BasicBlockImpl(int64_t in, int64_t out, int64_t stride)
-      : conv1(register_module("conv1", nn::Conv2d(nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false)))),
+      : conv1(
+            register_module("conv1", nn::Conv2d(nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false)))),
         bn1(register_module("bn1", nn::BatchNorm2d(out))),
         conv2(register_module("conv2", nn::Conv2d(nn::Conv2dOptions(out, out, 3).padding(1).bias(false)))),
         bn2(register_module("bn2", nn::BatchNorm2d(out))) {
     if (stride != 1 || in != out) {
-      shortcut = register_module("shortcut", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
-                                                            nn::BatchNorm2d(out)));
+      shortcut = register_module(
+          "shortcut",
+          nn::Sequential(nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)), nn::BatchNorm2d(out)));
     }
   }
   at::Tensor forward(at::Tensor x) {
@@ -97,8 +99,8 @@ TORCH_MODULE(ResNet20);
 void require_image(const std::string& name, const ModelSpec& spec, int64_t min_side) {
   if (spec.input_shape.size() != 3 || spec.input_shape[1] < min_side || spec.input_shape[2] < min_side) {
     throw std::invalid_argument("model '" + name + "' needs image inputs [channels, height, width] of at least " +
-                                std::to_string(min_side) + "x" + std::to_string(min_side) + ", but the data has shape " +
-                                c10::str(at::IntArrayRef(spec.input_shape)));
+                                std::to_string(min_side) + "x" + std::to_string(min_side) +
+                                ", but the data has shape " + c10::str(at::IntArrayRef(spec.input_shape)));
   }
 }
 

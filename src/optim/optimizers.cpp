@@ -48,7 +48,8 @@ std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& spe
     require(spec.momentum >= 0, "optimizer '" + spec.name + "': momentum must not be negative");
     require(!spec.nesterov || (spec.momentum > 0 && spec.dampening == 0),
             "optimizer '" + spec.name + "': nesterov needs momentum > 0 and dampening 0");
-    auto options = torch::optim::SGDOptions(spec.lr).momentum(spec.momentum).dampening(spec.dampening).nesterov(spec.nesterov);
+    auto options =
+        torch::optim::SGDOptions(spec.lr).momentum(spec.momentum).dampening(spec.dampening).nesterov(spec.nesterov);
     if (spec.name == "sgd") {
       return std::make_shared<torch::optim::SGD>(std::move(parameters), options.weight_decay(spec.weight_decay));
     }
@@ -58,11 +59,15 @@ std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& spe
     require(spec.beta1 >= 0 && spec.beta1 < 1 && spec.beta2 >= 0 && spec.beta2 < 1,
             "optimizer '" + spec.name + "': betas must be in [0, 1)");
     if (spec.name == "adam") {
-      return std::make_shared<torch::optim::Adam>(
-          std::move(parameters), torch::optim::AdamOptions(spec.lr).betas({spec.beta1, spec.beta2}).eps(spec.eps).weight_decay(spec.weight_decay));
+      return std::make_shared<torch::optim::Adam>(std::move(parameters), torch::optim::AdamOptions(spec.lr)
+                                                                             .betas({spec.beta1, spec.beta2})
+                                                                             .eps(spec.eps)
+                                                                             .weight_decay(spec.weight_decay));
     }
-    return std::make_shared<torch::optim::AdamW>(
-        std::move(parameters), torch::optim::AdamWOptions(spec.lr).betas({spec.beta1, spec.beta2}).eps(spec.eps).weight_decay(spec.weight_decay));
+    return std::make_shared<torch::optim::AdamW>(std::move(parameters), torch::optim::AdamWOptions(spec.lr)
+                                                                            .betas({spec.beta1, spec.beta2})
+                                                                            .eps(spec.eps)
+                                                                            .weight_decay(spec.weight_decay));
   }
   std::string known;
   for (const auto& n : optimizer_names()) known += (known.empty() ? "" : ", ") + n;

@@ -123,7 +123,9 @@ class OneCycle : public Scheduler {
     if (total < 2) throw std::invalid_argument("scheduler 'one_cycle' needs a run of at least 2 batches");
     const double up_end = spec_.pct_start * total - 1.0;
     const double down_end = total - 1.0;
-    auto anneal = [](double from, double to, double pct) { return to + (from - to) / 2.0 * (std::cos(kPi * pct) + 1.0); };
+    auto anneal = [](double from, double to, double pct) {
+      return to + (from - to) / 2.0 * (std::cos(kPi * pct) + 1.0);
+    };
     if (batch <= up_end) return anneal(start, peak, up_end > 0 ? batch / up_end : 1.0);
     return anneal(peak, end, std::min(1.0, (batch - up_end) / (down_end - up_end)));
   }
@@ -138,7 +140,8 @@ double ScheduleClock::to_batches(const Time& t) const {
     case TimeUnit::kBatch: return t.value();
     case TimeUnit::kEpoch: return t.value() * static_cast<double>(batches_per_epoch);
     case TimeUnit::kSample:
-      if (batch_size <= 0) throw std::invalid_argument("cannot convert " + t.to_string() + " to batches: no batch size");
+      if (batch_size <= 0)
+        throw std::invalid_argument("cannot convert " + t.to_string() + " to batches: no batch size");
       return t.value() / static_cast<double>(batch_size);
     case TimeUnit::kDuration: return t.value() * max_batches;
     default: break;
@@ -147,7 +150,8 @@ double ScheduleClock::to_batches(const Time& t) const {
 }
 
 std::vector<std::string> scheduler_names() {
-  return {"constant", "step", "multistep", "exponential", "linear", "linear_warmup", "cosine_warmup", "polynomial", "one_cycle"};
+  return {"constant",      "step",          "multistep",  "exponential", "linear",
+          "linear_warmup", "cosine_warmup", "polynomial", "one_cycle"};
 }
 
 std::shared_ptr<Scheduler> make_scheduler(const SchedulerSpec& spec) {
@@ -159,7 +163,8 @@ std::shared_ptr<Scheduler> make_scheduler(const SchedulerSpec& spec) {
   if (spec.name == "cosine_warmup") return std::make_shared<CosineWarmup>(spec);
   if (spec.name == "polynomial") return std::make_shared<Polynomial>(spec);
   if (spec.name == "one_cycle") {
-    if (spec.pct_start <= 0 || spec.pct_start >= 1) throw std::invalid_argument("scheduler 'one_cycle': pct_start must be in (0, 1)");
+    if (spec.pct_start <= 0 || spec.pct_start >= 1)
+      throw std::invalid_argument("scheduler 'one_cycle': pct_start must be in (0, 1)");
     return std::make_shared<OneCycle>(spec);
   }
   std::string known;

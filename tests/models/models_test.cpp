@@ -35,8 +35,12 @@ TEST(Zoo, MlpAndResNet20) {
 }
 
 TEST(Zoo, RefusesUnknownNamesAndShapesItCannotTake) {
-  EXPECT_THAT([] { make_model("vgg", {.input_shape = {1, 28, 28}}); },
-              ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("unknown model 'vgg' (known: fashion_cnn, mlp, resnet20)")));
+  EXPECT_THAT(
+      [] {
+        make_model("vgg", {.input_shape = {1, 28, 28}});
+      },
+      ::testing::ThrowsMessage<std::invalid_argument>(
+          ::testing::HasSubstr("unknown model 'vgg' (known: fashion_cnn, mlp, resnet20)")));
   EXPECT_THAT([] { make_model("fashion_cnn", {.input_shape = {784}}); },
               ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("needs image inputs")));
 }
@@ -60,7 +64,8 @@ TEST(Metrics, AveragedOverEveryExampleNotOverBatches) {
   auto b = torch::randn({1, 4});
   ce.update(a, torch::tensor({0, 1, 2}));
   ce.update(b, torch::tensor({3}));
-  const double expected = torch::nn::functional::cross_entropy(torch::cat({a, b}), torch::tensor({0, 1, 2, 3})).item<double>();
+  const double expected =
+      torch::nn::functional::cross_entropy(torch::cat({a, b}), torch::tensor({0, 1, 2, 3})).item<double>();
   EXPECT_NEAR(ce.compute(), expected, 1e-6);
   acc.reset();
   EXPECT_THROW(acc.compute(), std::logic_error);

@@ -45,7 +45,8 @@ TEST(Optimizers, AdamFirstStepIsLrTimesSign) {
 TEST(Optimizers, RefusesUnknownNamesAndBadValues) {
   auto w = torch::ones({1}, torch::requires_grad());
   EXPECT_THAT([&] { make_optimizer({.name = "lion"}, {w}); },
-              ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("unknown optimizer 'lion' (known: sgd, adam")));
+              ::testing::ThrowsMessage<std::invalid_argument>(
+                  ::testing::HasSubstr("unknown optimizer 'lion' (known: sgd, adam")));
   EXPECT_THROW(make_optimizer({.name = "sgd", .lr = -1}, {w}), std::invalid_argument);
   EXPECT_THROW(make_optimizer({.name = "sgd", .nesterov = true}, {w}), std::invalid_argument);
 }

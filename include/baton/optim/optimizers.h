@@ -18,14 +18,14 @@ namespace baton {
 
 struct OptimizerSpec {
   std::string name = "sgd";
-  double lr = 0.1;             // Default: 0.1
-  double momentum = 0.0;       // sgd, decoupled_sgdw. Default: 0
-  double dampening = 0.0;      // sgd, decoupled_sgdw. Default: 0
-  bool nesterov = false;       // sgd, decoupled_sgdw. Default: false
-  double weight_decay = 0.0;   // Default: 0
-  double beta1 = 0.9;          // adam, adamw. Default: 0.9
-  double beta2 = 0.999;        // adam, adamw. Default: 0.999
-  double eps = 1e-8;           // adam, adamw. Default: 1e-8
+  double lr = 0.1;            // Default: 0.1
+  double momentum = 0.0;      // sgd, decoupled_sgdw. Default: 0
+  double dampening = 0.0;     // sgd, decoupled_sgdw. Default: 0
+  bool nesterov = false;      // sgd, decoupled_sgdw. Default: false
+  double weight_decay = 0.0;  // Default: 0
+  double beta1 = 0.9;         // adam, adamw. Default: 0.9
+  double beta2 = 0.999;       // adam, adamw. Default: 0.999
+  double eps = 1e-8;          // adam, adamw. Default: 1e-8
 };
 
 // Throws std::invalid_argument for an unknown name (listing the known ones) or a bad value.

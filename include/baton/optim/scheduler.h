@@ -34,7 +34,9 @@ class Scheduler {
   // The learning rate at `batch`, for a parameter group whose initial rate is `base_lr`.
   virtual double lr(double base_lr, double batch, const ScheduleClock& clock) const = 0;
   // The momentum at `batch`, for schedules that cycle it (one_cycle). Default: none.
-  virtual std::optional<double> momentum(double /*batch*/, const ScheduleClock& /*clock*/) const { return std::nullopt; }
+  virtual std::optional<double> momentum(double /*batch*/, const ScheduleClock& /*clock*/) const {
+    return std::nullopt;
+  }
 };
 
 struct SchedulerSpec {
@@ -50,7 +52,7 @@ struct SchedulerSpec {
   std::vector<Time> milestones;             // multistep
   Time decay_period = Time::from_epoch(1);  // exponential: gamma per this period
   // one_cycle (as torch.optim.lr_scheduler.OneCycleLR over max_duration, cosine annealing):
-  std::optional<double> max_lr;             // Default: the optimizer's lr
+  std::optional<double> max_lr;  // Default: the optimizer's lr
   double pct_start = 0.3;
   double div_factor = 25.0;
   double final_div_factor = 1e4;

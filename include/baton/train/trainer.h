@@ -1,0 +1,163 @@
+// Trainer: the training loop. It owns the State, the Engine and the Logger, fires every event in
+// the order docs/events.md gives, and times training apart from evaluation.
+//
+//   auto [train, test] = baton::load_fashion_mnist();
+//   auto model = baton::make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
+//   baton::Trainer trainer(baton::TrainerOptions()
+//                              .model(model)
+//                              .train_dataloader(std::make_shared<baton::DataLoader>(train, baton::DataLoaderOptions().batch_size(128)))
+//                              .eval_dataloader("eval", std::make_shared<baton::DataLoader>(test, baton::DataLoaderOptions().shuffle(false)))
+//                              .max_duration("3ep")
+//                              .optimizers({baton::make_optimizer({.name = "sgd", .lr = 0.05}, model->parameters())}));
+//   trainer.fit();
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "baton/core/engine.h"
+#include "baton/core/logger.h"
+#include "baton/core/state.h"
+#include "baton/data/dataloader.h"
+#include "baton/models/model.h"
+#include "baton/optim/scheduler.h"
+
+namespace torch::optim {
+class Optimizer;
+}  // namespace torch::optim
+
+// A builder option: `name(value)` sets it and returns the options, `name()` reads it.
+#define BATON_ARG(T, name)                       \
+ public:                                         \
+  auto& name(T value) {                          \
+    name##_ = std::move(value);                  \
+    return *this;                                \
+  }                                              \
+  const T& name() const noexcept { return name##_; } \
+  T& name() noexcept { return name##_; }         \
+                                                 \
+ private:                                        \
+  T name##_
+
+namespace baton {
+
+using Evaluators = std::vector<std::pair<std::string, std::shared_ptr<DataLoader>>>;
+
+class TrainerOptions {
+  // What is trained. Required.
+  BATON_ARG(std::shared_ptr<Model>, model);
+  // Required for fit().
+  BATON_ARG(std::shared_ptr<DataLoader>, train_dataloader);
+  // Named evaluation loaders; metrics are logged as "<name>/<metric>". Default: none.
+  BATON_ARG(Evaluators, eval_dataloaders);
+  // Default: 1ep. Units: ep, ba, sp, tok.
+  BATON_ARG(Time, max_duration) = Time::from_epoch(1);
+  // Default: DecoupledSGDW with lr 0.1 (as Composer) when empty.
+  BATON_ARG(std::vector<std::shared_ptr<torch::optim::Optimizer>>, optimizers);
+  // Applied to every optimizer each batch, one after the other. Default: none.
+  BATON_ARG(std::vector<std::shared_ptr<Scheduler>>, schedulers);
+  BATON_ARG(std::vector<std::shared_ptr<Algorithm>>, algorithms);
+  BATON_ARG(std::vector<std::shared_ptr<Callback>>, callbacks);
+  BATON_ARG(std::vector<std::shared_ptr<LoggerDestination>>, loggers);
+  // Evaluate every this often during fit (ep, ba, sp or dur), and once at the end. A zero value
+  // means no evaluation during fit. Default: 1ep.
+  BATON_ARG(Time, eval_interval) = Time::from_epoch(1);
+  // Evaluate on at most this many batches of each evaluator. Default: -1 (all).
+  BATON_ARG(int64_t, eval_subset_num_batches) = -1;
+  // Examples per microbatch; gradients of the microbatches add up to the batch's. Default: nullopt
+  // ("auto"): on the CPU the whole batch is one microbatch, since splitting only adds overhead there
+  // and memory is not what limits a batch.
+  BATON_ARG(std::optional<int64_t>, device_train_microbatch_size);
+  // Default: fp32. amp_bf16 runs forward and loss under LibTorch's CPU autocast to bfloat16.
+  BATON_ARG(Precision, precision) = Precision::kFp32;
+  // Seeds LibTorch's generator before training. Default: 0.
+  BATON_ARG(uint64_t, seed) = 0;
+  // Deterministic algorithms only (LibTorch's setting). Default: false.
+  BATON_ARG(bool, deterministic) = false;
+  // LibTorch's intra-op threads. Default: 0 = every core. OpenBLAS is held to one thread so that
+  // its threads do not fight LibTorch's.
+  BATON_ARG(int, num_threads) = 0;
+  // Default: "" (the trainer names it "run-<time>").
+  BATON_ARG(std::string, run_name);
+  // Default: true.
+  BATON_ARG(bool, progress_bar) = true;
+  // How often the console logger prints metrics. Default: 1ep.
+  BATON_ARG(Time, console_log_interval) = Time::from_epoch(1);
+  // Evaluation metrics. Default: accuracy and loss.
+  BATON_ARG(std::vector<std::string>, eval_metrics) = std::vector<std::string>{"accuracy", "loss"};
+
+ public:
+  TrainerOptions& max_duration(std::string_view text) { return max_duration(Time::parse(text)); }
+  TrainerOptions& eval_interval(std::string_view text) { return eval_interval(Time::parse(text)); }
+  TrainerOptions& console_log_interval(std::string_view text) { return console_log_interval(Time::parse(text)); }
+  TrainerOptions& eval_dataloader(std::string name, std::shared_ptr<DataLoader> loader) {
+    eval_dataloaders_.emplace_back(std::move(name), std::move(loader));
+    return *this;
+  }
+};
+
+// What a fit took.
+struct RunSummary {
+  double train_s = 0.0;  // time in training steps (data, forward, backward, step), evaluation excluded
+  double eval_s = 0.0;
+  int64_t steps = 0;
+  int64_t samples = 0;
+  bool stopped_early = false;
+  double samples_per_s() const { return train_s > 0 ? static_cast<double>(samples) / train_s : 0.0; }
+};
+
+class Trainer {
+ public:
+  // Validates the options, sets threads and seed, and runs init, before_load and after_load.
+  // Throws std::invalid_argument naming the option that is wrong.
+  explicit Trainer(TrainerOptions options);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Trains until max_duration (or state().stop_training()). Callable again after raising it.
+  void fit();
+  // Sets a later max_duration, then fit().
+  void fit(const Time& max_duration);
+  // Standalone evaluation on every evaluator: eval_standalone_start … eval_standalone_end.
+  // Returns the metrics by evaluator name.
+  std::map<std::string, Metrics> eval();
+  // The model's outputs for every batch of `loader`, in order.
+  std::vector<at::Tensor> predict(DataLoader& loader);
+  // Closes the engine: every callback's close() and post_close(). Idempotent.
+  void close();
+
+  State& state() { return state_; }
+  Logger& logger() { return *logger_; }
+  Engine& engine() { return *engine_; }
+  const TrainerOptions& options() const { return options_; }
+  const RunSummary& summary() const { return summary_; }
+  // The batch size the train loop splits into microbatches of this many examples.
+  int64_t microbatch_size() const;
+
+ private:
+  struct Impl;
+  void train_batch();
+  void run_evaluators();
+  void evaluate(const std::string& label, DataLoader& loader);
+  bool should_eval(Event event) const;
+  bool done() const;
+  void set_learning_rates();
+
+  TrainerOptions options_;
+  State state_;
+  std::unique_ptr<Logger> logger_;
+  std::unique_ptr<Engine> engine_;
+  RunSummary summary_;
+  ScheduleClock clock_;
+  std::vector<std::vector<double>> initial_lrs_;  // per optimizer, per param group
+  int64_t last_eval_batch_ = -1;
+};
+
+}  // namespace baton

@@ -1,0 +1,143 @@
+#include "baton/loggers/progress_bar.h"
+
+#include <unistd.h>
+
+#include <cmath>
+
+#include "baton/core/state.h"
+
+namespace baton {
+namespace {
+
+std::string clock_text(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<int64_t>(seconds);
+  char buf[32];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
+  }
+  return buf;
+}
+
+std::string metrics_text(const Metrics& metrics) {
+  std::string out;
+  char buf[64];
+  for (const auto& [name, value] : metrics) {
+    std::snprintf(buf, sizeof buf, "%s%s %.4f", out.empty() ? "" : "  ", name.c_str(), value);
+    out += buf;
+  }
+  return out;
+}
+
+int64_t total_epochs(const State& state) {
+  if (state.max_duration && state.max_duration->unit() == TimeUnit::kEpoch) return state.max_duration->count();
+  if (state.max_duration && state.max_duration->unit() == TimeUnit::kBatch && state.dataloader_len.value_or(0) > 0) {
+    return (state.max_duration->count() + *state.dataloader_len - 1) / *state.dataloader_len;
+  }
+  return 0;
+}
+
+}  // namespace
+
+ProgressBar::ProgressBar(std::FILE* out, std::optional<bool> terminal)
+    : out_(out), terminal_(terminal.value_or(isatty(fileno(out)) == 1)) {}
+
+void ProgressBar::fit_start(State& state, Logger& logger) { epoch_start(state, logger); }
+
+void ProgressBar::epoch_start(State& state, Logger&) {
+  epoch_start_ = std::chrono::steady_clock::now();
+  epoch_start_sample_ = state.timestamp.sample();
+}
+
+void ProgressBar::log_metrics(const Metrics& metrics, int64_t) {
+  for (const auto& [name, value] : metrics) {
+    if (name == "train/loss") loss_ = value;
+    else if (name.find("/") != std::string::npos && name.rfind("train/", 0) != 0) last_eval_[name] = value;
+  }
+}
+
+void ProgressBar::batch_end(State& state, Logger&) {
+  if (terminal_) draw(state, false);
+}
+
+void ProgressBar::draw(const State& state, bool force) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && now - last_draw_ < std::chrono::milliseconds(100)) return;
+  last_draw_ = now;
+  const int64_t done = state.timestamp.batch_in_epoch();
+  const int64_t total = state.dataloader_len.value_or(0);
+  const double elapsed = std::chrono::duration<double>(now - epoch_start_).count();
+  const double rate = elapsed > 0 ? static_cast<double>(state.timestamp.sample() - epoch_start_sample_) / elapsed : 0;
+  const double eta = done > 0 && total > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : NAN;
+  constexpr int kWidth = 20;
+  const int filled = total > 0 ? static_cast<int>(kWidth * done / total) : 0;
+  std::string bar = std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kWidth - filled), '.');
+  const int64_t epochs = total_epochs(state);
+  std::fprintf(out_, "\repoch %lld%s [%s] %lld/%lld batches  %.0f sp/s  ETA %s  loss %.4f\033[K",
+               static_cast<long long>(state.timestamp.epoch() + 1),
+               epochs > 0 ? ("/" + std::to_string(epochs)).c_str() : "", bar.c_str(), static_cast<long long>(done),
+               static_cast<long long>(total), rate, clock_text(eta).c_str(), loss_);
+  std::fflush(out_);
+  line_open_ = true;
+}
+
+void ProgressBar::finish_line() {
+  if (line_open_) std::fputc('\n', out_);
+  line_open_ = false;
+}
+
+void ProgressBar::epoch_end(State& state, Logger&) {
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count();
+  const double rate = elapsed > 0 ? static_cast<double>(state.timestamp.sample() - epoch_start_sample_) / elapsed : 0;
+  if (terminal_) {
+    draw(state, true);
+    finish_line();
+    return;
+  }
+  std::fprintf(out_, "epoch %lld done: %lld batches in %s, %.0f samples/s, train/loss %.4f\n",
+               static_cast<long long>(state.timestamp.epoch()), static_cast<long long>(state.timestamp.batch()),
+               clock_text(elapsed).c_str(), rate, loss_);
+  std::fflush(out_);
+}
+
+void ProgressBar::eval_end(State& state, Logger&) {
+  finish_line();
+  Metrics mine;
+  for (const auto& [name, value] : last_eval_) {
+    if (name.rfind(state.dataloader_label + "/", 0) == 0) mine[name] = value;
+  }
+  std::fprintf(out_, "eval at %s: %s\n", state.timestamp.to_string().c_str(), metrics_text(mine).c_str());
+  std::fflush(out_);
+}
+
+void ProgressBar::fit_end(State&, Logger&) { finish_line(); }
+
+ConsoleLogger::ConsoleLogger(Time interval, std::FILE* out) : interval_(interval), out_(out) {}
+
+void ConsoleLogger::log_metrics(const Metrics& metrics, int64_t) {
+  for (const auto& [name, value] : metrics) latest_[name] = value;
+}
+
+void ConsoleLogger::print(const State& state) {
+  std::fprintf(out_, "%s %s\n", state.timestamp.to_string().c_str(), metrics_text(latest_).c_str());
+  std::fflush(out_);
+}
+
+void ConsoleLogger::batch_end(State& state, Logger&) {
+  if (interval_.unit() == TimeUnit::kBatch && interval_.count() > 0 && state.timestamp.batch() % interval_.count() == 0) {
+    print(state);
+  }
+}
+
+void ConsoleLogger::epoch_end(State& state, Logger&) {
+  if (interval_.unit() == TimeUnit::kEpoch && interval_.count() > 0 && state.timestamp.epoch() % interval_.count() == 0) {
+    print(state);
+  }
+}
+
+void ConsoleLogger::eval_end(State& state, Logger&) { print(state); }
+
+}  // namespace baton

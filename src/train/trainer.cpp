@@ -1,0 +1,414 @@
+#include "baton/train/trainer.h"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+
+#include <ATen/autocast_mode.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "baton/loggers/console_logger.h"
+#include "baton/loggers/progress_bar.h"
+#include "baton/metrics/metrics.h"
+#include "baton/optim/optimizers.h"
+
+namespace baton {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// OpenBLAS's own threads fight LibTorch's OpenMP threads (1.5x slower here): hold it to one.
+void limit_openblas_threads() {
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
+}
+
+// LibTorch's errors carry a C++ stack; a user needs the first line.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+template <typename F>
+auto torch_call(const std::string& what, F&& f) {
+  try {
+    return f();
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(what + ": " + first_line(e.what_without_backtrace()));
+  }
+}
+
+// Forward and loss under CPU autocast to bfloat16 while alive.
+class AutocastScope {
+ public:
+  explicit AutocastScope(bool on) : on_(on) {
+    if (!on_) return;
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+  }
+  ~AutocastScope() {
+    if (!on_) return;
+    at::autocast::set_cpu_enabled(false);
+    at::autocast::clear_cache();
+  }
+
+ private:
+  bool on_;
+};
+
+bool is_zero(const Time& t) { return t.value() == 0.0; }
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument(what);
+}
+
+double& sgd_momentum_or_null(torch::optim::OptimizerParamGroup& group, bool& found) {
+  static double none = 0.0;
+  if (auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&group.options())) {
+    found = true;
+    return sgd->momentum();
+  }
+  found = false;
+  return none;
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
+  require(options_.model() != nullptr, "TrainerOptions: model is required");
+  const TimeUnit unit = options_.max_duration().unit();
+  require(unit == TimeUnit::kEpoch || unit == TimeUnit::kBatch || unit == TimeUnit::kSample || unit == TimeUnit::kToken,
+          "TrainerOptions: max_duration " + options_.max_duration().to_string() + " must be in ep, ba, sp or tok");
+  require(options_.max_duration().value() > 0, "TrainerOptions: max_duration must be positive");
+  const TimeUnit eval_unit = options_.eval_interval().unit();
+  require(is_zero(options_.eval_interval()) || eval_unit == TimeUnit::kEpoch || eval_unit == TimeUnit::kBatch ||
+              eval_unit == TimeUnit::kSample || eval_unit == TimeUnit::kDuration,
+          "TrainerOptions: eval_interval " + options_.eval_interval().to_string() + " must be in ep, ba, sp or dur (or 0)");
+  require(!options_.device_train_microbatch_size() || *options_.device_train_microbatch_size() >= 1,
+          "TrainerOptions: device_train_microbatch_size must be at least 1 (or auto)");
+  require(options_.num_threads() >= 0, "TrainerOptions: num_threads must not be negative");
+  for (const auto& [name, loader] : options_.eval_dataloaders()) {
+    require(loader != nullptr, "TrainerOptions: evaluator '" + name + "' has no dataloader");
+  }
+  for (const auto& metric : options_.eval_metrics()) make_metric(metric);  // throws for unknown names
+
+  limit_openblas_threads();
+  const int threads = options_.num_threads() > 0 ? options_.num_threads()
+                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  torch::manual_seed(options_.seed());
+  at::globalContext().setDeterministicAlgorithms(options_.deterministic(), /*warn_only=*/false);
+
+  if (options_.optimizers().empty()) {
+    options_.optimizers({make_optimizer({.name = "decoupled_sgdw", .lr = 0.1}, options_.model()->parameters())});
+  }
+  for (const auto& optimizer : options_.optimizers()) {
+    std::vector<double> lrs;
+    for (auto& group : optimizer->param_groups()) lrs.push_back(group.options().get_lr());
+    initial_lrs_.push_back(std::move(lrs));
+  }
+
+  state_.model = options_.model();
+  state_.optimizers = options_.optimizers();
+  state_.schedulers = options_.schedulers();
+  state_.algorithms = options_.algorithms();
+  state_.max_duration = options_.max_duration();
+  state_.precision = options_.precision();
+  state_.run_name = options_.run_name().empty()
+                        ? "run-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count() / 1000000000)
+                        : options_.run_name();
+  state_.callbacks = options_.callbacks();
+  std::vector<std::shared_ptr<LoggerDestination>> loggers = options_.loggers();
+  if (options_.progress_bar()) {
+    loggers.push_back(std::make_shared<ProgressBar>());
+  } else {
+    loggers.push_back(std::make_shared<ConsoleLogger>(options_.console_log_interval()));
+  }
+  for (const auto& logger : loggers) state_.callbacks.push_back(logger);
+  logger_ = std::make_unique<Logger>(state_, loggers);
+  engine_ = std::make_unique<Engine>(state_, *logger_);
+
+  engine_->run_event(Event::kInit);
+  engine_->run_event(Event::kBeforeLoad);
+  engine_->run_event(Event::kAfterLoad);
+}
+
+Trainer::~Trainer() { close(); }
+
+void Trainer::close() {
+  if (engine_) engine_->close();
+}
+
+int64_t Trainer::microbatch_size() const {
+  return options_.device_train_microbatch_size().value_or(std::numeric_limits<int64_t>::max());
+}
+
+bool Trainer::done() const {
+  const Time& max = *state_.max_duration;
+  return state_.timestamp.get(max.unit()) >= max;
+}
+
+bool Trainer::should_eval(Event event) const {
+  const Time& every = options_.eval_interval();
+  if (is_zero(every) || options_.eval_dataloaders().empty()) return false;
+  const Timestamp& ts = state_.timestamp;
+  switch (every.unit()) {
+    case TimeUnit::kEpoch: return event == Event::kEpochEnd && ts.epoch() % every.count() == 0;
+    case TimeUnit::kBatch: return event == Event::kBatchEnd && ts.batch() % every.count() == 0;
+    case TimeUnit::kSample: {
+      const int64_t n = every.count();
+      return event == Event::kBatchEnd && ts.sample() / n > (ts.sample() - state_.batch.size()) / n;
+    }
+    case TimeUnit::kDuration: {
+      const auto period = std::max<int64_t>(1, std::llround(clock_.to_batches(every)));
+      return event == Event::kBatchEnd && ts.batch() % period == 0;
+    }
+    default: return false;
+  }
+}
+
+void Trainer::set_learning_rates() {
+  if (state_.schedulers.empty()) return;
+  const double batch = static_cast<double>(state_.timestamp.batch());
+  for (std::size_t o = 0; o < state_.optimizers.size(); ++o) {
+    auto& groups = state_.optimizers[o]->param_groups();
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      double lr = g < initial_lrs_[o].size() ? initial_lrs_[o][g] : groups[g].options().get_lr();
+      std::optional<double> momentum;
+      for (const auto& scheduler : state_.schedulers) {
+        lr = scheduler->lr(lr, batch, clock_);
+        if (auto m = scheduler->momentum(batch, clock_)) momentum = m;
+      }
+      groups[g].options().set_lr(lr);
+      bool has_momentum = false;
+      double& slot = sgd_momentum_or_null(groups[g], has_momentum);
+      if (momentum && has_momentum) slot = *momentum;
+    }
+  }
+}
+
+void Trainer::fit(const Time& max_duration) {
+  options_.max_duration(max_duration);
+  state_.max_duration = max_duration;
+  fit();
+}
+
+void Trainer::fit() {
+  require(options_.train_dataloader() != nullptr, "Trainer::fit: TrainerOptions::train_dataloader is required");
+  DataLoader& loader = *options_.train_dataloader();
+  require(loader.num_batches() > 0, "Trainer::fit: the training data has no complete batch");
+  state_.clear_stop_request();
+  summary_.stopped_early = false;
+  state_.dataloader = options_.train_dataloader();
+  state_.dataloader_label = "train";
+  state_.dataloader_len = loader.num_batches();
+  clock_.batches_per_epoch = loader.num_batches();
+  clock_.batch_size = loader.batch_size();
+  clock_.max_batches =
+      state_.max_duration->unit() == TimeUnit::kToken ? 0.0 : clock_.to_batches(*state_.max_duration);
+  if (done()) {
+    spdlog::warn("fit: the run is already at max_duration {} ({}); raise it to train more",
+                 state_.max_duration->to_string(), state_.timestamp.to_string());
+    return;
+  }
+
+  const auto start = Clock::now();
+  const double eval_before = summary_.eval_s;
+  engine_->run_event(Event::kFitStart);
+  while (!done() && !state_.stop_requested()) {
+    const Timestamp& ts = state_.timestamp;
+    if (ts.batch_in_epoch() == 0) engine_->run_event(Event::kEpochStart);
+    loader.set_position({ts.epoch(), ts.batch_in_epoch(), loader.options().seed_});
+    while (loader.position().batch < loader.num_batches()) {
+      const auto batch_start = Clock::now();
+      engine_->run_event(Event::kBeforeDataloader);
+      state_.batch = *loader.next();
+      engine_->run_event(Event::kAfterDataloader);
+      engine_->run_event(Event::kBatchStart);
+      const int64_t samples = state_.batch.size();
+      train_batch();
+      state_.timestamp = state_.timestamp.to_next_batch(samples, 0, seconds_since(batch_start));
+      engine_->run_event(Event::kBatchEnd);
+      if (should_eval(Event::kBatchEnd)) run_evaluators();
+      engine_->run_event(Event::kBatchCheckpoint);
+      if (done() || state_.stop_requested()) break;
+    }
+    if (loader.position().batch >= loader.num_batches()) {
+      state_.timestamp = state_.timestamp.to_next_epoch();
+      engine_->run_event(Event::kEpochEnd);
+      if (should_eval(Event::kEpochEnd)) run_evaluators();
+      engine_->run_event(Event::kEpochCheckpoint);
+    }
+  }
+  summary_.stopped_early = state_.stop_requested() && !done();
+  if (!is_zero(options_.eval_interval()) && !options_.eval_dataloaders().empty() &&
+      last_eval_batch_ != state_.timestamp.batch()) {
+    run_evaluators();
+  }
+  engine_->run_event(Event::kFitEnd);
+  summary_.train_s += seconds_since(start) - (summary_.eval_s - eval_before);
+  summary_.steps = state_.timestamp.batch();
+  summary_.samples = state_.timestamp.sample();
+}
+
+void Trainer::train_batch() {
+  set_learning_rates();
+  engine_->run_event(Event::kBeforeTrainBatch);
+  for (const auto& optimizer : state_.optimizers) optimizer->zero_grad();
+
+  const Batch full = state_.batch;
+  const int64_t n = full.size();
+  require(n > 0, "Trainer: an empty training batch");
+  const int64_t mb = std::min(n, microbatch_size());
+  std::vector<at::Tensor> inputs = full.input.split(mb);
+  std::vector<at::Tensor> targets = full.target.split(mb);
+  state_.num_microbatches = static_cast<int64_t>(inputs.size());
+  state_.microbatch_size = mb;
+  bool create_graph = false;
+  for (const auto& a : state_.algorithms) create_graph = create_graph || a->backwards_create_graph();
+
+  double batch_loss = 0.0;
+  Model& model = *options_.model();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs.size() > 1) state_.batch = {inputs[i], targets[i]};
+    const double share = static_cast<double>(inputs[i].size(0)) / static_cast<double>(n);
+    engine_->run_event(Event::kBeforeForward);
+    {
+      AutocastScope autocast(state_.precision == Precision::kAmpBf16);
+      state_.outputs = torch_call("the model cannot take this batch (inputs of shape " + c10::str(state_.batch.input.sizes()) + ")",
+                                  [&] { return model.forward(state_.batch); });
+    }
+    engine_->run_event(Event::kAfterForward);
+    engine_->run_event(Event::kBeforeLoss);
+    {
+      AutocastScope autocast(state_.precision == Precision::kAmpBf16);
+      state_.loss = torch_call("the loss cannot be computed for outputs of shape " + c10::str(state_.outputs.sizes()),
+                               [&] { return model.loss(state_.outputs, state_.batch); });
+    }
+    engine_->run_event(Event::kAfterLoss);
+    engine_->run_event(Event::kBeforeBackward);
+    torch_call("backward failed", [&] {
+      (state_.loss * share).backward({}, /*retain_graph=*/create_graph, create_graph);
+      return 0;
+    });
+    engine_->run_event(Event::kAfterBackward);
+    batch_loss += state_.loss.item<double>() * share;
+  }
+  if (inputs.size() > 1) state_.batch = full;
+  if (!std::isfinite(batch_loss)) {
+    throw std::runtime_error("train/loss is " + std::to_string(batch_loss) + " at batch " +
+                             std::to_string(state_.timestamp.batch() + 1) + " (epoch " +
+                             std::to_string(state_.timestamp.epoch()) +
+                             "); lower the learning rate or check the data for NaN/Inf");
+  }
+  engine_->run_event(Event::kAfterTrainBatch);
+  for (const auto& optimizer : state_.optimizers) optimizer->step();
+  logger_->log_metrics({{"train/loss", batch_loss}}, state_.timestamp.batch() + 1);
+}
+
+void Trainer::run_evaluators() {
+  const auto start = Clock::now();
+  engine_->run_event(Event::kEvalBeforeAll);
+  for (const auto& [label, loader] : options_.eval_dataloaders()) evaluate(label, *loader);
+  engine_->run_event(Event::kEvalAfterAll);
+  last_eval_batch_ = state_.timestamp.batch();
+  summary_.eval_s += seconds_since(start);
+}
+
+void Trainer::evaluate(const std::string& label, DataLoader& loader) {
+  const auto saved_loader = state_.dataloader;
+  const auto saved_label = state_.dataloader_label;
+  const auto saved_len = state_.dataloader_len;
+  const Batch saved_batch = state_.batch;
+  state_.dataloader_label = label;
+  state_.dataloader_len = loader.num_batches();
+
+  std::vector<std::unique_ptr<Metric>> metrics;
+  for (const auto& name : options_.eval_metrics()) metrics.push_back(make_metric(name));
+  Model& model = *options_.model();
+  const bool was_training = model.is_training();
+  model.eval();
+  engine_->run_event(Event::kEvalStart);
+  {
+    torch::NoGradGuard no_grad;
+    loader.start_epoch(0);
+    int64_t seen = 0;
+    while (auto batch = loader.next()) {
+      if (options_.eval_subset_num_batches() >= 0 && seen++ >= options_.eval_subset_num_batches()) break;
+      state_.batch = std::move(*batch);
+      engine_->run_event(Event::kEvalBatchStart);
+      engine_->run_event(Event::kEvalBeforeForward);
+      {
+        AutocastScope autocast(state_.precision == Precision::kAmpBf16);
+        state_.outputs = torch_call("the model cannot take evaluation inputs of shape " + c10::str(state_.batch.input.sizes()),
+                                    [&] { return model.eval_forward(state_.batch); });
+      }
+      engine_->run_event(Event::kEvalAfterForward);
+      for (auto& metric : metrics) metric->update(state_.outputs.to(torch::kFloat), state_.batch.target);
+      engine_->run_event(Event::kEvalBatchEnd);
+    }
+  }
+  Metrics values;
+  auto& stored = state_.eval_metrics[label];
+  for (auto& metric : metrics) {
+    const double value = metric->compute();
+    stored[metric->name()] = value;
+    values[label + "/" + metric->name()] = value;
+  }
+  logger_->log_metrics(values);
+  engine_->run_event(Event::kEvalEnd);
+  if (was_training) model.train();
+  state_.dataloader = saved_loader;
+  state_.dataloader_label = saved_label;
+  state_.dataloader_len = saved_len;
+  state_.batch = saved_batch;
+}
+
+std::map<std::string, Metrics> Trainer::eval() {
+  require(!options_.eval_dataloaders().empty(), "Trainer::eval: no eval_dataloaders");
+  const auto start = Clock::now();
+  engine_->run_event(Event::kEvalStandaloneStart);
+  for (const auto& [label, loader] : options_.eval_dataloaders()) evaluate(label, *loader);
+  engine_->run_event(Event::kEvalStandaloneEnd);
+  summary_.eval_s += seconds_since(start);
+  std::map<std::string, Metrics> out;
+  for (const auto& [label, loader] : options_.eval_dataloaders()) {
+    for (const auto& [name, value] : state_.eval_metrics[label]) out[label][name] = value;
+  }
+  return out;
+}
+
+std::vector<at::Tensor> Trainer::predict(DataLoader& loader) {
+  std::vector<at::Tensor> outputs;
+  Model& model = *options_.model();
+  const bool was_training = model.is_training();
+  model.eval();
+  engine_->run_event(Event::kPredictStart);
+  {
+    torch::NoGradGuard no_grad;
+    loader.start_epoch(0);
+    while (auto batch = loader.next()) {
+      state_.batch = std::move(*batch);
+      engine_->run_event(Event::kPredictBatchStart);
+      engine_->run_event(Event::kPredictBeforeForward);
+      {
+        AutocastScope autocast(state_.precision == Precision::kAmpBf16);
+        state_.outputs = torch_call("the model cannot take inputs of shape " + c10::str(state_.batch.input.sizes()),
+                                    [&] { return model.eval_forward(state_.batch); });
+      }
+      engine_->run_event(Event::kPredictAfterForward);
+      outputs.push_back(state_.outputs.to(torch::kFloat));
+      engine_->run_event(Event::kPredictBatchEnd);
+    }
+  }
+  engine_->run_event(Event::kPredictEnd);
+  if (was_training) model.train();
+  return outputs;
+}
+
+}  // namespace baton

@@ -1,0 +1,246 @@
+#include "baton/train/trainer.h"
+
+#include <stdexcept>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "baton/models/zoo.h"
+#include "baton/optim/optimizers.h"
+
+namespace baton {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Records every event the trainer fires.
+class EventRecorder : public Callback {
+ public:
+  void run_event(Event event, State&, Logger&) override { events.emplace_back(to_string(event)); }
+  std::vector<std::string> events;
+};
+
+// Four well-separated classes in 8 features.
+std::shared_ptr<TensorDataset> blobs(int64_t n, uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  auto labels = torch::randint(0, 4, {n}, gen, torch::kLong);
+  auto centers = torch::eye(4, 8) * 4.0;
+  auto x = centers.index_select(0, labels) + torch::randn({n, 8}, gen);
+  return std::make_shared<TensorDataset>(x, labels);
+}
+
+TrainerOptions small_options(int64_t n = 64, int64_t batch = 16) {
+  auto model = make_model("mlp", {.input_shape = {8}, .num_classes = 4, .hidden = {16}});
+  return TrainerOptions()
+      .model(model)
+      .train_dataloader(std::make_shared<DataLoader>(blobs(n, 1), DataLoaderOptions().batch_size(batch).seed(3)))
+      .eval_dataloader("eval", std::make_shared<DataLoader>(blobs(32, 2), DataLoaderOptions().batch_size(16).shuffle(false)))
+      .optimizers({make_optimizer({.name = "sgd", .lr = 0.1}, model->parameters())})
+      .progress_bar(false)
+      .console_log_interval("0ba");
+}
+
+// The events of one training batch with `micro` microbatches.
+std::vector<std::string> train_batch_events(int micro) {
+  std::vector<std::string> out = {"before_dataloader", "after_dataloader", "batch_start", "before_train_batch"};
+  for (int i = 0; i < micro; ++i) {
+    for (const char* e : {"before_forward", "after_forward", "before_loss", "after_loss", "before_backward", "after_backward"}) {
+      out.emplace_back(e);
+    }
+  }
+  out.insert(out.end(), {"after_train_batch", "batch_end"});
+  return out;
+}
+
+std::vector<std::string> eval_events(int batches) {
+  std::vector<std::string> out = {"eval_before_all", "eval_start"};
+  for (int i = 0; i < batches; ++i) {
+    out.insert(out.end(), {"eval_batch_start", "eval_before_forward", "eval_after_forward", "eval_batch_end"});
+  }
+  out.insert(out.end(), {"eval_end", "eval_after_all"});
+  return out;
+}
+
+TEST(Trainer, FiresEveryEventInTheReferenceOrder) {
+  auto recorder = std::make_shared<EventRecorder>();
+  // 2 epochs of 4 batches of 16, microbatches of 8 (2 per batch), evaluation every 3 batches.
+  Trainer trainer(small_options().max_duration("2ep").eval_interval("3ba").device_train_microbatch_size(8).callbacks({recorder}));
+  trainer.fit();
+
+  std::vector<std::string> expected = {"init", "before_load", "after_load", "fit_start"};
+  int batch = 0;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    expected.emplace_back("epoch_start");
+    for (int b = 0; b < 4; ++b) {
+      auto events = train_batch_events(2);
+      expected.insert(expected.end(), events.begin(), events.end());
+      if (++batch % 3 == 0) {
+        auto ev = eval_events(2);
+        expected.insert(expected.end(), ev.begin(), ev.end());
+      }
+      expected.emplace_back("batch_checkpoint");
+    }
+    expected.insert(expected.end(), {"epoch_end", "epoch_checkpoint"});
+  }
+  auto final_eval = eval_events(2);  // batch 8 was not evaluated: the final evaluation
+  expected.insert(expected.end(), final_eval.begin(), final_eval.end());
+  expected.emplace_back("fit_end");
+  EXPECT_EQ(recorder->events, expected);
+  EXPECT_EQ(trainer.state().timestamp.batch(), 8);
+  EXPECT_EQ(trainer.state().timestamp.epoch(), 2);
+  EXPECT_EQ(trainer.summary().steps, 8);
+  EXPECT_EQ(trainer.summary().samples, 128);
+}
+
+TEST(Trainer, EpochIntervalEvaluatesBetweenEpochEndAndEpochCheckpoint) {
+  auto recorder = std::make_shared<EventRecorder>();
+  Trainer trainer(small_options().max_duration("1ep").eval_interval("1ep").callbacks({recorder}));
+  trainer.fit();
+  auto& ev = recorder->events;
+  auto end = std::find(ev.begin(), ev.end(), "epoch_end");
+  ASSERT_NE(end, ev.end());
+  EXPECT_EQ(*(end + 1), "eval_before_all");
+  EXPECT_EQ(std::count(ev.begin(), ev.end(), "eval_before_all"), 1);  // no second, final evaluation
+  EXPECT_EQ(*(std::find(ev.begin(), ev.end(), "eval_after_all") + 1), "epoch_checkpoint");
+}
+
+// Captures the gradients after the last microbatch, before the optimizer steps.
+class GradientProbe : public Callback {
+ public:
+  void after_train_batch(State& state, Logger&) override {
+    grads.clear();
+    for (const auto& p : state.model->parameters()) grads.push_back(p.grad().clone());
+  }
+  std::vector<at::Tensor> grads;
+};
+
+TEST(Trainer, MicrobatchGradientsAddUpToTheWholeBatch) {
+  auto run = [](std::optional<int64_t> micro) {
+    torch::manual_seed(0);
+    auto probe = std::make_shared<GradientProbe>();
+    Trainer trainer(small_options(24, 24).max_duration("1ba").eval_interval("0ep").device_train_microbatch_size(micro).callbacks({probe}));
+    trainer.fit();
+    return probe->grads;
+  };
+  const auto whole = run(std::nullopt);
+  const auto split = run(5);  // 5 + 5 + 5 + 5 + 4: uneven shares
+  ASSERT_EQ(whole.size(), split.size());
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_LT((whole[i] - split[i]).abs().max().item<double>(), 1e-6) << i;
+  }
+}
+
+TEST(Trainer, StopTrainingEndsFitAfterTheCurrentBatch) {
+  struct StopAtThree : Callback {
+    void batch_end(State& state, Logger&) override {
+      if (state.timestamp.batch() == 3) state.stop_training();
+    }
+  };
+  auto recorder = std::make_shared<EventRecorder>();
+  Trainer trainer(small_options().max_duration("5ep").eval_interval("0ep").callbacks({std::make_shared<StopAtThree>(), recorder}));
+  trainer.fit();
+  EXPECT_EQ(trainer.state().timestamp.batch(), 3);
+  EXPECT_TRUE(trainer.summary().stopped_early);
+  EXPECT_EQ(recorder->events[recorder->events.size() - 2], "batch_checkpoint");
+  EXPECT_EQ(recorder->events.back(), "fit_end");
+}
+
+TEST(Trainer, FitAgainContinuesToALongerDuration) {
+  Trainer trainer(small_options().max_duration("1ep").eval_interval("0ep"));
+  trainer.fit();
+  EXPECT_EQ(trainer.state().timestamp.batch(), 4);
+  trainer.fit(Time::parse("6ba"));
+  EXPECT_EQ(trainer.state().timestamp.batch(), 6);
+  EXPECT_EQ(trainer.state().timestamp.batch_in_epoch(), 2);
+  trainer.fit(Time::parse("2ep"));
+  EXPECT_EQ(trainer.state().timestamp.batch(), 8);
+  EXPECT_EQ(trainer.state().timestamp.epoch(), 2);
+}
+
+TEST(Trainer, LearnsAndEvaluates) {
+  Trainer trainer(small_options(256, 16).max_duration("3ep").eval_interval("1ep"));
+  trainer.fit();
+  EXPECT_GT(trainer.state().eval_metrics["eval"]["accuracy"], 0.9);
+  const auto metrics = trainer.eval();
+  EXPECT_GT(metrics.at("eval").at("accuracy"), 0.9);
+  EXPECT_GT(trainer.summary().train_s, 0.0);
+  EXPECT_GT(trainer.summary().eval_s, 0.0);
+}
+
+TEST(Trainer, StandaloneEvalAndPredictFireTheirEvents) {
+  auto recorder = std::make_shared<EventRecorder>();
+  Trainer trainer(small_options().callbacks({recorder}));
+  recorder->events.clear();
+  trainer.eval();
+  EXPECT_EQ(recorder->events.front(), "eval_standalone_start");
+  EXPECT_EQ(recorder->events.back(), "eval_standalone_end");
+  EXPECT_EQ(std::count(recorder->events.begin(), recorder->events.end(), "eval_before_all"), 0);
+  recorder->events.clear();
+  DataLoader loader(blobs(40, 5), DataLoaderOptions().batch_size(16).shuffle(false));
+  const auto outputs = trainer.predict(loader);
+  ASSERT_EQ(outputs.size(), 3u);
+  EXPECT_EQ(outputs[2].sizes(), (std::vector<int64_t>{8, 4}));
+  EXPECT_EQ(recorder->events.front(), "predict_start");
+  EXPECT_EQ(std::count(recorder->events.begin(), recorder->events.end(), "predict_batch_end"), 3);
+  EXPECT_EQ(recorder->events.back(), "predict_end");
+}
+
+TEST(Trainer, UsesTheLossAnAlgorithmLeaves) {
+  // Scaling the loss to zero leaves the weights where they were.
+  struct ZeroLoss : Algorithm {
+    bool match(Event e, const State&) override { return e == Event::kAfterLoss; }
+    std::optional<int> apply(Event, State& s, Logger&) override {
+      s.loss = s.loss * 0.0;
+      return std::nullopt;
+    }
+  };
+  auto options = small_options().max_duration("2ba").eval_interval("0ep").algorithms({std::make_shared<ZeroLoss>()});
+  const auto before = options.model()->parameters()[0].clone();
+  Trainer trainer(options);
+  trainer.fit();
+  EXPECT_TRUE(torch::equal(before, options.model()->parameters()[0]));
+}
+
+TEST(Trainer, ANaNLossIsAShortErrorNamingTheBatch) {
+  struct PoisonLoss : Algorithm {
+    bool match(Event e, const State& s) override { return e == Event::kAfterLoss && s.timestamp.batch() == 2; }
+    std::optional<int> apply(Event, State& s, Logger&) override {
+      s.loss = s.loss * std::numeric_limits<double>::quiet_NaN();
+      return std::nullopt;
+    }
+  };
+  Trainer trainer(small_options().max_duration("1ep").eval_interval("0ep").algorithms({std::make_shared<PoisonLoss>()}));
+  EXPECT_THAT([&] { trainer.fit(); }, ::testing::ThrowsMessage<std::runtime_error>(HasSubstr("train/loss is nan at batch 3")));
+}
+
+TEST(Trainer, AModelThatDoesNotFitTheDataIsAShortError) {
+  auto model = make_model("mlp", {.input_shape = {5}, .num_classes = 4});
+  auto options = small_options().model(model).optimizers({make_optimizer({.name = "sgd", .lr = 0.1}, model->parameters())}).eval_interval("0ep");
+  Trainer trainer(options);
+  try {
+    trainer.fit();
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_THAT(what, HasSubstr("the model cannot take this batch (inputs of shape [16, 8])"));
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
+TEST(Trainer, RefusesBadOptions) {
+  EXPECT_THROW(Trainer{TrainerOptions()}, std::invalid_argument);
+  EXPECT_THROW(Trainer(small_options().max_duration("0.5dur")), std::invalid_argument);
+  EXPECT_THROW(Trainer(small_options().eval_interval("10tok")), std::invalid_argument);
+  EXPECT_THROW(Trainer(small_options().device_train_microbatch_size(0)), std::invalid_argument);
+  EXPECT_THROW(Trainer(small_options().eval_metrics({"f1"})), std::invalid_argument);
+}
+
+TEST(Trainer, BfloatAutocastTrains) {
+  Trainer trainer(small_options(256, 16).max_duration("3ep").eval_interval("1ep").precision(Precision::kAmpBf16));
+  trainer.fit();
+  EXPECT_GT(trainer.state().eval_metrics["eval"]["accuracy"], 0.85);
+}
+
+}  // namespace
+}  // namespace baton
