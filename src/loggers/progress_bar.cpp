@@ -54,8 +54,10 @@ void ProgressBar::epoch_start(State& state, Logger&) {
 
 void ProgressBar::log_metrics(const Metrics& metrics, int64_t) {
   for (const auto& [name, value] : metrics) {
-    if (name == "train/loss") loss_ = value;
-    else if (name.find("/") != std::string::npos && name.rfind("train/", 0) != 0) last_eval_[name] = value;
+    if (name == "train/loss")
+      loss_ = value;
+    else if (name.find("/") != std::string::npos && name.rfind("train/", 0) != 0)
+      last_eval_[name] = value;
   }
 }
 
@@ -71,10 +73,12 @@ void ProgressBar::draw(const State& state, bool force) {
   const int64_t total = state.dataloader_len.value_or(0);
   const double elapsed = std::chrono::duration<double>(now - epoch_start_).count();
   const double rate = elapsed > 0 ? static_cast<double>(state.timestamp.sample() - epoch_start_sample_) / elapsed : 0;
-  const double eta = done > 0 && total > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : NAN;
+  const double eta =
+      done > 0 && total > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : NAN;
   constexpr int kWidth = 20;
   const int filled = total > 0 ? static_cast<int>(kWidth * done / total) : 0;
-  std::string bar = std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kWidth - filled), '.');
+  std::string bar =
+      std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kWidth - filled), '.');
   const int64_t epochs = total_epochs(state);
   std::fprintf(out_, "\repoch %lld%s [%s] %lld/%lld batches  %.0f sp/s  ETA %s  loss %.4f\033[K",
                static_cast<long long>(state.timestamp.epoch() + 1),
@@ -127,13 +131,15 @@ void ConsoleLogger::print(const State& state) {
 }
 
 void ConsoleLogger::batch_end(State& state, Logger&) {
-  if (interval_.unit() == TimeUnit::kBatch && interval_.count() > 0 && state.timestamp.batch() % interval_.count() == 0) {
+  if (interval_.unit() == TimeUnit::kBatch && interval_.count() > 0 &&
+      state.timestamp.batch() % interval_.count() == 0) {
     print(state);
   }
 }
 
 void ConsoleLogger::epoch_end(State& state, Logger&) {
-  if (interval_.unit() == TimeUnit::kEpoch && interval_.count() > 0 && state.timestamp.epoch() % interval_.count() == 0) {
+  if (interval_.unit() == TimeUnit::kEpoch && interval_.count() > 0 &&
+      state.timestamp.epoch() % interval_.count() == 0) {
     print(state);
   }
 }

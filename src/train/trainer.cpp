@@ -21,9 +21,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // OpenBLAS's own threads fight LibTorch's OpenMP threads (1.5x slower here): hold it to one.
 void limit_openblas_threads() {
@@ -86,9 +84,10 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
           "TrainerOptions: max_duration " + options_.max_duration().to_string() + " must be in ep, ba, sp or tok");
   require(options_.max_duration().value() > 0, "TrainerOptions: max_duration must be positive");
   const TimeUnit eval_unit = options_.eval_interval().unit();
-  require(is_zero(options_.eval_interval()) || eval_unit == TimeUnit::kEpoch || eval_unit == TimeUnit::kBatch ||
-              eval_unit == TimeUnit::kSample || eval_unit == TimeUnit::kDuration,
-          "TrainerOptions: eval_interval " + options_.eval_interval().to_string() + " must be in ep, ba, sp or dur (or 0)");
+  require(
+      is_zero(options_.eval_interval()) || eval_unit == TimeUnit::kEpoch || eval_unit == TimeUnit::kBatch ||
+          eval_unit == TimeUnit::kSample || eval_unit == TimeUnit::kDuration,
+      "TrainerOptions: eval_interval " + options_.eval_interval().to_string() + " must be in ep, ba, sp or dur (or 0)");
   require(!options_.device_train_microbatch_size() || *options_.device_train_microbatch_size() >= 1,
           "TrainerOptions: device_train_microbatch_size must be at least 1 (or auto)");
   require(options_.num_threads() >= 0, "TrainerOptions: num_threads must not be negative");
@@ -119,9 +118,10 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   state_.algorithms = options_.algorithms();
   state_.max_duration = options_.max_duration();
   state_.precision = options_.precision();
-  state_.run_name = options_.run_name().empty()
-                        ? "run-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count() / 1000000000)
-                        : options_.run_name();
+  state_.run_name =
+      options_.run_name().empty()
+          ? "run-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count() / 1000000000)
+          : options_.run_name();
   state_.callbacks = options_.callbacks();
   std::vector<std::shared_ptr<LoggerDestination>> loggers = options_.loggers();
   if (options_.progress_bar()) {
@@ -209,8 +209,7 @@ void Trainer::fit() {
   state_.dataloader_len = loader.num_batches();
   clock_.batches_per_epoch = loader.num_batches();
   clock_.batch_size = loader.batch_size();
-  clock_.max_batches =
-      state_.max_duration->unit() == TimeUnit::kToken ? 0.0 : clock_.to_batches(*state_.max_duration);
+  clock_.max_batches = state_.max_duration->unit() == TimeUnit::kToken ? 0.0 : clock_.to_batches(*state_.max_duration);
   if (done()) {
     spdlog::warn("fit: the run is already at max_duration {} ({}); raise it to train more",
                  state_.max_duration->to_string(), state_.timestamp.to_string());
@@ -280,8 +279,9 @@ void Trainer::train_batch() {
     engine_->run_event(Event::kBeforeForward);
     {
       AutocastScope autocast(state_.precision == Precision::kAmpBf16);
-      state_.outputs = torch_call("the model cannot take this batch (inputs of shape " + c10::str(state_.batch.input.sizes()) + ")",
-                                  [&] { return model.forward(state_.batch); });
+      state_.outputs =
+          torch_call("the model cannot take this batch (inputs of shape " + c10::str(state_.batch.input.sizes()) + ")",
+                     [&] { return model.forward(state_.batch); });
     }
     engine_->run_event(Event::kAfterForward);
     engine_->run_event(Event::kBeforeLoss);
@@ -345,8 +345,9 @@ void Trainer::evaluate(const std::string& label, DataLoader& loader) {
       engine_->run_event(Event::kEvalBeforeForward);
       {
         AutocastScope autocast(state_.precision == Precision::kAmpBf16);
-        state_.outputs = torch_call("the model cannot take evaluation inputs of shape " + c10::str(state_.batch.input.sizes()),
-                                    [&] { return model.eval_forward(state_.batch); });
+        state_.outputs =
+            torch_call("the model cannot take evaluation inputs of shape " + c10::str(state_.batch.input.sizes()),
+                       [&] { return model.eval_forward(state_.batch); });
       }
       engine_->run_event(Event::kEvalAfterForward);
       for (auto& metric : metrics) metric->update(state_.outputs.to(torch::kFloat), state_.batch.target);

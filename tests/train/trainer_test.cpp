@@ -35,7 +35,8 @@ TrainerOptions small_options(int64_t n = 64, int64_t batch = 16) {
   return TrainerOptions()
       .model(model)
       .train_dataloader(std::make_shared<DataLoader>(blobs(n, 1), DataLoaderOptions().batch_size(batch).seed(3)))
-      .eval_dataloader("eval", std::make_shared<DataLoader>(blobs(32, 2), DataLoaderOptions().batch_size(16).shuffle(false)))
+      .eval_dataloader("eval",
+                       std::make_shared<DataLoader>(blobs(32, 2), DataLoaderOptions().batch_size(16).shuffle(false)))
       .optimizers({make_optimizer({.name = "sgd", .lr = 0.1}, model->parameters())})
       .progress_bar(false)
       .console_log_interval("0ba");
@@ -45,7 +46,8 @@ TrainerOptions small_options(int64_t n = 64, int64_t batch = 16) {
 std::vector<std::string> train_batch_events(int micro) {
   std::vector<std::string> out = {"before_dataloader", "after_dataloader", "batch_start", "before_train_batch"};
   for (int i = 0; i < micro; ++i) {
-    for (const char* e : {"before_forward", "after_forward", "before_loss", "after_loss", "before_backward", "after_backward"}) {
+    for (const char* e :
+         {"before_forward", "after_forward", "before_loss", "after_loss", "before_backward", "after_backward"}) {
       out.emplace_back(e);
     }
   }
@@ -65,7 +67,8 @@ std::vector<std::string> eval_events(int batches) {
 TEST(Trainer, FiresEveryEventInTheReferenceOrder) {
   auto recorder = std::make_shared<EventRecorder>();
   // 2 epochs of 4 batches of 16, microbatches of 8 (2 per batch), evaluation every 3 batches.
-  Trainer trainer(small_options().max_duration("2ep").eval_interval("3ba").device_train_microbatch_size(8).callbacks({recorder}));
+  Trainer trainer(
+      small_options().max_duration("2ep").eval_interval("3ba").device_train_microbatch_size(8).callbacks({recorder}));
   trainer.fit();
 
   std::vector<std::string> expected = {"init", "before_load", "after_load", "fit_start"};
@@ -119,7 +122,9 @@ TEST(Trainer, MicrobatchGradientsAddUpToTheWholeBatch) {
   auto run = [](std::optional<int64_t> micro) {
     torch::manual_seed(0);
     auto probe = std::make_shared<GradientProbe>();
-    Trainer trainer(small_options(24, 24).max_duration("1ba").eval_interval("0ep").device_train_microbatch_size(micro).callbacks({probe}));
+    Trainer trainer(
+        small_options(24, 24).max_duration("1ba").eval_interval("0ep").device_train_microbatch_size(micro).callbacks(
+            {probe}));
     trainer.fit();
     return probe->grads;
   };
@@ -138,7 +143,8 @@ TEST(Trainer, StopTrainingEndsFitAfterTheCurrentBatch) {
     }
   };
   auto recorder = std::make_shared<EventRecorder>();
-  Trainer trainer(small_options().max_duration("5ep").eval_interval("0ep").callbacks({std::make_shared<StopAtThree>(), recorder}));
+  Trainer trainer(
+      small_options().max_duration("5ep").eval_interval("0ep").callbacks({std::make_shared<StopAtThree>(), recorder}));
   trainer.fit();
   EXPECT_EQ(trainer.state().timestamp.batch(), 3);
   EXPECT_TRUE(trainer.summary().stopped_early);
@@ -210,13 +216,18 @@ TEST(Trainer, ANaNLossIsAShortErrorNamingTheBatch) {
       return std::nullopt;
     }
   };
-  Trainer trainer(small_options().max_duration("1ep").eval_interval("0ep").algorithms({std::make_shared<PoisonLoss>()}));
-  EXPECT_THAT([&] { trainer.fit(); }, ::testing::ThrowsMessage<std::runtime_error>(HasSubstr("train/loss is nan at batch 3")));
+  Trainer trainer(
+      small_options().max_duration("1ep").eval_interval("0ep").algorithms({std::make_shared<PoisonLoss>()}));
+  EXPECT_THAT([&] { trainer.fit(); },
+              ::testing::ThrowsMessage<std::runtime_error>(HasSubstr("train/loss is nan at batch 3")));
 }
 
 TEST(Trainer, AModelThatDoesNotFitTheDataIsAShortError) {
   auto model = make_model("mlp", {.input_shape = {5}, .num_classes = 4});
-  auto options = small_options().model(model).optimizers({make_optimizer({.name = "sgd", .lr = 0.1}, model->parameters())}).eval_interval("0ep");
+  auto options = small_options()
+                     .model(model)
+                     .optimizers({make_optimizer({.name = "sgd", .lr = 0.1}, model->parameters())})
+                     .eval_interval("0ep");
   Trainer trainer(options);
   try {
     trainer.fit();

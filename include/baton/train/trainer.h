@@ -5,8 +5,9 @@
 //   auto model = baton::make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
 //   baton::Trainer trainer(baton::TrainerOptions()
 //                              .model(model)
-//                              .train_dataloader(std::make_shared<baton::DataLoader>(train, baton::DataLoaderOptions().batch_size(128)))
-//                              .eval_dataloader("eval", std::make_shared<baton::DataLoader>(test, baton::DataLoaderOptions().shuffle(false)))
+//                              .train_dataloader(std::make_shared<baton::DataLoader>(train,
+//                              baton::DataLoaderOptions().batch_size(128))) .eval_dataloader("eval",
+//                              std::make_shared<baton::DataLoader>(test, baton::DataLoaderOptions().shuffle(false)))
 //                              .max_duration("3ep")
 //                              .optimizers({baton::make_optimizer({.name = "sgd", .lr = 0.05}, model->parameters())}));
 //   trainer.fit();
@@ -33,16 +34,16 @@ class Optimizer;
 }  // namespace torch::optim
 
 // A builder option: `name(value)` sets it and returns the options, `name()` reads it.
-#define BATON_ARG(T, name)                       \
- public:                                         \
-  auto& name(T value) {                          \
-    name##_ = std::move(value);                  \
-    return *this;                                \
-  }                                              \
+#define BATON_ARG(T, name)                           \
+ public:                                             \
+  auto& name(T value) {                              \
+    name##_ = std::move(value);                      \
+    return *this;                                    \
+  }                                                  \
   const T& name() const noexcept { return name##_; } \
-  T& name() noexcept { return name##_; }         \
-                                                 \
- private:                                        \
+  T& name() noexcept { return name##_; }             \
+                                                     \
+ private:                                            \
   T name##_
 
 namespace baton {

@@ -1,0 +1,20 @@
+// The baton command line: one function per subcommand (apps/baton/<name>.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace baton::cli {
+
+// Exit codes: 0 done, 1 the run failed (data, training), 2 bad usage or recipe.
+inline constexpr int kRunFailed = 1;
+inline constexpr int kBadInput = 2;
+
+void add_train(CLI::App& app);
+void add_eval(CLI::App& app);
+
+}  // namespace baton::cli

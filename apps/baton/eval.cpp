@@ -1,0 +1,46 @@
+// baton eval RECIPE.yaml --load MODEL.pt [--set key=value]...
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include "baton/train/recipe.h"
+#include "commands.h"
+
+namespace baton::cli {
+namespace {
+
+struct EvalArgs {
+  std::string recipe;
+  std::vector<std::string> sets;
+  std::string load;
+};
+
+void run_eval(const EvalArgs& args) {
+  TrainingRun run = build_run(Recipe::load(args.recipe, args.sets));
+  if (!run.eval_data) throw RecipeError(args.recipe + ": the recipe has no evaluation data");
+  auto module = std::dynamic_pointer_cast<torch::nn::Module>(run.options.model());
+  try {
+    torch::load(module, args.load);
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    throw std::runtime_error(args.load + ": cannot load the model's weights: " + what.substr(0, what.find('\n')));
+  }
+  Trainer trainer(run.options.progress_bar(false));
+  for (const auto& [label, metrics] : trainer.eval()) {
+    for (const auto& [name, value] : metrics) std::printf("%s/%s %.4f\n", label.c_str(), name.c_str(), value);
+  }
+}
+
+}  // namespace
+
+void add_eval(CLI::App& app) {
+  auto args = std::make_shared<EvalArgs>();
+  CLI::App* cmd = app.add_subcommand("eval", "evaluate trained weights on a recipe's evaluation data");
+  cmd->add_option("recipe", args->recipe, "recipe YAML file")->required();
+  cmd->add_option("--load", args->load, "weights written by baton train (RUN_DIR/model.pt)")->required();
+  cmd->add_option("--set", args->sets, "override a recipe key: key.path=value (repeatable)");
+  cmd->callback([args] { run_eval(*args); });
+}
+
+}  // namespace baton::cli

@@ -1,0 +1,38 @@
+// baton: train models and run searches from the command line.
+//
+//   baton train recipes/fashion_mnist.yaml --set max_duration=1ep --run-dir runs/quick
+//   baton eval recipes/fashion_mnist.yaml --load runs/quick/model.pt
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+
+#include "baton/train/recipe.h"
+#include "baton/version.h"
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"baton: train LibTorch models with composable algorithms and callbacks"};
+  app.set_version_flag("--version", BATON_VERSION_STRING);
+  app.require_subcommand(1);
+  baton::cli::add_train(app);
+  baton::cli::add_eval(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : baton::cli::kBadInput;
+  } catch (const baton::RecipeError& e) {
+    std::fprintf(stderr, "baton: %s\n", e.what());
+    return baton::cli::kBadInput;
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    std::fprintf(stderr, "baton: %s\n", what.substr(0, what.find('\n')).c_str());
+    return baton::cli::kRunFailed;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "baton: %s\n", e.what());
+    return baton::cli::kRunFailed;
+  }
+  return 0;
+}

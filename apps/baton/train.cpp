@@ -1,0 +1,79 @@
+// baton train RECIPE.yaml [--set key=value]... [--run-dir DIR]
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include "baton/loggers/jsonl_logger.h"
+#include "baton/train/recipe.h"
+#include "commands.h"
+
+namespace baton::cli {
+namespace {
+
+struct TrainArgs {
+  std::string recipe;
+  std::vector<std::string> sets;
+  std::string run_dir;
+};
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw std::runtime_error(path.string() + ": cannot write");
+}
+
+void run_train(const TrainArgs& args) {
+  const Recipe recipe = Recipe::load(args.recipe, args.sets);
+  TrainingRun run = build_run(recipe);
+  if (run.options.run_name().empty()) run.options.run_name(std::filesystem::path(args.recipe).stem().string());
+  const std::filesystem::path dir = args.run_dir.empty() ? std::filesystem::path("runs") / run.options.run_name()
+                                                         : std::filesystem::path(args.run_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(dir.string() + ": cannot create the run directory (" + ec.message() + ")");
+  write_file(dir / "recipe.yaml", recipe.resolved_yaml());
+  auto loggers = run.options.loggers();
+  loggers.push_back(std::make_shared<JsonlLogger>((dir / "metrics.jsonl").string()));
+  run.options.loggers(loggers);
+
+  std::printf("baton train: %s, model %s, %lld training examples, run dir %s\n", run.options.run_name().c_str(),
+              run.model_name.c_str(), static_cast<long long>(run.train_data->size()), dir.string().c_str());
+  std::fflush(stdout);
+  Trainer trainer(run.options);
+  trainer.fit();
+  trainer.close();
+
+  torch::save(std::dynamic_pointer_cast<torch::nn::Module>(run.options.model()), (dir / "model.pt").string());
+  const RunSummary& s = trainer.summary();
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const auto& [label, values] : trainer.state().eval_metrics) {
+    for (const auto& [name, value] : values) metrics[label + "/" + name] = value;
+  }
+  if (trainer.state().loss.defined()) metrics["train/loss"] = trainer.state().loss.item<double>();
+  const nlohmann::json summary = {{"metrics", metrics},       {"train_s", s.train_s},
+                                  {"eval_s", s.eval_s},       {"steps", s.steps},
+                                  {"samples", s.samples},     {"samples_per_s", s.samples_per_s()},
+                                  {"stopped_early", s.stopped_early}};
+  write_file(dir / "summary.json", summary.dump(2) + "\n");
+  std::printf("done: %lld steps in %.1f s (%.0f samples/s, evaluation %.1f s)", static_cast<long long>(s.steps),
+              s.train_s, s.samples_per_s(), s.eval_s);
+  if (metrics.contains("eval/accuracy")) std::printf(", test accuracy %.4f", metrics["eval/accuracy"].get<double>());
+  std::printf("\nsummary: %s\n", (dir / "summary.json").string().c_str());
+}
+
+}  // namespace
+
+void add_train(CLI::App& app) {
+  auto args = std::make_shared<TrainArgs>();
+  CLI::App* cmd = app.add_subcommand("train", "train a model from a recipe");
+  cmd->add_option("recipe", args->recipe, "recipe YAML file")->required();
+  cmd->add_option("--set", args->sets, "override a recipe key: key.path=value (repeatable)");
+  cmd->add_option("--run-dir", args->run_dir, "where the run writes its files (default: runs/<run_name>)");
+  cmd->callback([args] { run_train(*args); });
+}
+
+}  // namespace baton::cli
