@@ -1,8 +1,8 @@
 // baton eval RECIPE.yaml --load MODEL.pt [--set key=value]...
 #include <cstdio>
 
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include "baton/train/recipe.h"
 #include "commands.h"

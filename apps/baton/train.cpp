@@ -4,8 +4,8 @@
 #include <fstream>
 #include <memory>
 
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include "baton/loggers/jsonl_logger.h"
 #include "baton/train/recipe.h"
@@ -54,9 +54,12 @@ void run_train(const TrainArgs& args) {
     for (const auto& [name, value] : values) metrics[label + "/" + name] = value;
   }
   if (trainer.state().loss.defined()) metrics["train/loss"] = trainer.state().loss.item<double>();
-  const nlohmann::json summary = {{"metrics", metrics},       {"train_s", s.train_s},
-                                  {"eval_s", s.eval_s},       {"steps", s.steps},
-                                  {"samples", s.samples},     {"samples_per_s", s.samples_per_s()},
+  const nlohmann::json summary = {{"metrics", metrics},
+                                  {"train_s", s.train_s},
+                                  {"eval_s", s.eval_s},
+                                  {"steps", s.steps},
+                                  {"samples", s.samples},
+                                  {"samples_per_s", s.samples_per_s()},
                                   {"stopped_early", s.stopped_early}};
   write_file(dir / "summary.json", summary.dump(2) + "\n");
   std::printf("done: %lld steps in %.1f s (%.0f samples/s, evaluation %.1f s)", static_cast<long long>(s.steps),

@@ -17,8 +17,9 @@ JsonlLogger::~JsonlLogger() {
 
 void JsonlLogger::log_metrics(const Metrics& metrics, int64_t step) {
   if (file_ == nullptr) return;
-  nlohmann::json line = {{"step", step},
-                         {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
+  nlohmann::json line = {
+      {"step", step},
+      {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
   for (const auto& [name, value] : metrics) line[name] = value;
   const std::string text = line.dump() + "\n";
   std::fwrite(text.data(), 1, text.size(), file_);

@@ -62,8 +62,10 @@ struct BasicBlockImpl : nn::Module {
     out = bn2(conv2(out));
     return torch::relu(out + (shortcut.is_empty() ? x : shortcut->forward(x)));
   }
-  nn::Conv2d conv1, conv2;
-  nn::BatchNorm2d bn1, bn2;
+  nn::Conv2d conv1;
+  nn::BatchNorm2d bn1;
+  nn::Conv2d conv2;
+  nn::BatchNorm2d bn2;
   nn::Sequential shortcut{nullptr};
 };
 TORCH_MODULE(BasicBlock);

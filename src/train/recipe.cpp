@@ -17,19 +17,32 @@
 namespace baton {
 namespace {
 
-const std::vector<std::string> kTopKeys = {"run_name", "seed", "max_duration", "eval_interval", "eval_subset_num_batches",
-                                           "device_train_microbatch_size", "precision", "deterministic", "num_threads",
-                                           "progress_bar", "console_log_interval", "eval_metrics", "data", "model",
-                                           "optimizer", "scheduler"};
-const std::vector<std::string> kDataKeys = {"dataset", "dir", "train_inputs", "train_labels", "eval_inputs", "eval_labels",
-                                            "batch_size", "eval_batch_size", "shuffle", "drop_last", "standardize", "prefetch"};
+const std::vector<std::string> kTopKeys = {"run_name",
+                                           "seed",
+                                           "max_duration",
+                                           "eval_interval",
+                                           "eval_subset_num_batches",
+                                           "device_train_microbatch_size",
+                                           "precision",
+                                           "deterministic",
+                                           "num_threads",
+                                           "progress_bar",
+                                           "console_log_interval",
+                                           "eval_metrics",
+                                           "data",
+                                           "model",
+                                           "optimizer",
+                                           "scheduler"};
+const std::vector<std::string> kDataKeys = {"dataset",     "dir",         "train_inputs", "train_labels",
+                                            "eval_inputs", "eval_labels", "batch_size",   "eval_batch_size",
+                                            "shuffle",     "drop_last",   "standardize",  "prefetch"};
 const std::vector<std::string> kModelKeys = {"name", "hidden"};
-const std::vector<std::string> kOptimizerKeys = {"name", "lr", "momentum", "dampening", "nesterov", "weight_decay",
-                                                 "beta1", "beta2", "eps"};
-const std::vector<std::string> kSchedulerKeys = {"name", "alpha", "alpha_i", "alpha_f", "gamma", "power", "t_max",
-                                                 "t_warmup", "step_size", "milestones", "decay_period", "max_lr",
-                                                 "pct_start", "div_factor", "final_div_factor", "cycle_momentum",
-                                                 "base_momentum", "max_momentum"};
+const std::vector<std::string> kOptimizerKeys = {"name",         "lr",    "momentum", "dampening", "nesterov",
+                                                 "weight_decay", "beta1", "beta2",    "eps"};
+const std::vector<std::string> kSchedulerKeys = {
+    "name",      "alpha",      "alpha_i",          "alpha_f",        "gamma",         "power",
+    "t_max",     "t_warmup",   "step_size",        "milestones",     "decay_period",  "max_lr",
+    "pct_start", "div_factor", "final_div_factor", "cycle_momentum", "base_momentum", "max_momentum"};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -62,9 +75,9 @@ class Section {
       const std::string key = it->first.as<std::string>();
       if (std::find(known.begin(), known.end(), key) == known.end()) {
         const YAML::Mark mark = it->first.Mark();
-        const std::string loc = set_keys_.count(dotted(key))
-                                    ? "--set " + dotted(key)
-                                    : source_ + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+        const std::string loc = set_keys_.count(dotted(key)) ? "--set " + dotted(key)
+                                                             : source_ + ":" + std::to_string(mark.line + 1) + ":" +
+                                                                   std::to_string(mark.column + 1);
         throw RecipeError(loc + ": unknown key '" + dotted(key) + "' (known" + (path_.empty() ? "" : " in " + path_) +
                           ": " + join(known) + ")");
       }
@@ -123,11 +136,16 @@ class Section {
  private:
   template <typename T>
   static const char* type_name() {
-    if constexpr (std::is_same_v<T, bool>) return "true or false";
-    else if constexpr (std::is_integral_v<T>) return "a whole number";
-    else if constexpr (std::is_floating_point_v<T>) return "a number";
-    else if constexpr (std::is_same_v<T, std::string>) return "a string";
-    else return "a list";
+    if constexpr (std::is_same_v<T, bool>)
+      return "true or false";
+    else if constexpr (std::is_integral_v<T>)
+      return "a whole number";
+    else if constexpr (std::is_floating_point_v<T>)
+      return "a number";
+    else if constexpr (std::is_same_v<T, std::string>)
+      return "a string";
+    else
+      return "a list";
   }
   std::string dotted(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
   std::string where_self() const {
@@ -154,7 +172,8 @@ at::Tensor as_inputs(at::Tensor t) {
 }  // namespace
 
 Recipe::Recipe() : root_(std::make_unique<YAML::Node>()) {}
-Recipe::Recipe(const Recipe& other) : source_(other.source_), root_(std::make_unique<YAML::Node>(YAML::Clone(*other.root_))) {}
+Recipe::Recipe(const Recipe& other)
+    : source_(other.source_), root_(std::make_unique<YAML::Node>(YAML::Clone(*other.root_))) {}
 Recipe& Recipe::operator=(const Recipe& other) {
   source_ = other.source_;
   root_ = std::make_unique<YAML::Node>(YAML::Clone(*other.root_));
@@ -186,7 +205,8 @@ Recipe Recipe::parse(const std::string& yaml, const std::string& source, const s
   if (!root.IsMap()) throw RecipeError(source + ": a recipe is a mapping of keys to values");
   for (const std::string& set : sets) {
     const auto eq = set.find('=');
-    if (eq == std::string::npos || eq == 0) throw RecipeError("--set " + set + ": expected key=value, e.g. optimizer.lr=0.1");
+    if (eq == std::string::npos || eq == 0)
+      throw RecipeError("--set " + set + ": expected key=value, e.g. optimizer.lr=0.1");
     const std::string key = set.substr(0, eq);
     YAML::Node value;
     try {
@@ -294,15 +314,16 @@ TrainingRun build_run(const Recipe& recipe) {
   const int64_t batch_size = data.get<int64_t>("batch_size", 128);
   if (batch_size < 1) data.fail("batch_size", "must be at least 1");
   o.train_dataloader(std::make_shared<DataLoader>(run.train_data, DataLoaderOptions()
-                                                                       .batch_size(batch_size)
-                                                                       .shuffle(data.get<bool>("shuffle", true))
-                                                                       .drop_last(data.get<bool>("drop_last", false))
-                                                                       .prefetch(data.get<bool>("prefetch", true))
-                                                                       .seed(seed)));
+                                                                      .batch_size(batch_size)
+                                                                      .shuffle(data.get<bool>("shuffle", true))
+                                                                      .drop_last(data.get<bool>("drop_last", false))
+                                                                      .prefetch(data.get<bool>("prefetch", true))
+                                                                      .seed(seed)));
   if (run.eval_data) {
     const int64_t eval_batch = data.get<int64_t>("eval_batch_size", 1000);
     if (eval_batch < 1) data.fail("eval_batch_size", "must be at least 1");
-    o.eval_dataloader("eval", std::make_shared<DataLoader>(run.eval_data, DataLoaderOptions().batch_size(eval_batch).shuffle(false)));
+    o.eval_dataloader(
+        "eval", std::make_shared<DataLoader>(run.eval_data, DataLoaderOptions().batch_size(eval_batch).shuffle(false)));
   }
 
   // Model.

@@ -14,7 +14,7 @@ namespace baton {
 
 struct ModelSpec {
   // The shape of one input: [C, H, W] for images, [F] for features.
-  std::vector<int64_t> input_shape;
+  std::vector<int64_t> input_shape{};
   int64_t num_classes = 10;
   // mlp: the hidden layers' widths. Default: {256, 128}.
   std::vector<int64_t> hidden = {256, 128};

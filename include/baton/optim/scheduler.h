@@ -49,10 +49,10 @@ struct SchedulerSpec {
   Time t_max = Time::from_duration(1.0);    // linear*, cosine_warmup, polynomial, constant: the end
   Time t_warmup = Time::from_batch(0);      // *_warmup, polynomial: linear warm-up from 0
   Time step_size = Time::from_epoch(1);     // step
-  std::vector<Time> milestones;             // multistep
+  std::vector<Time> milestones{};           // multistep
   Time decay_period = Time::from_epoch(1);  // exponential: gamma per this period
   // one_cycle (as torch.optim.lr_scheduler.OneCycleLR over max_duration, cosine annealing):
-  std::optional<double> max_lr;  // Default: the optimizer's lr
+  std::optional<double> max_lr{};  // Default: the optimizer's lr
   double pct_start = 0.3;
   double div_factor = 25.0;
   double final_div_factor = 1e4;
