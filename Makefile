@@ -25,7 +25,7 @@ configure: deps
 	@cmake --preset default >/dev/null
 
 demo: build
-	build/bin/simulated_fit
+	build/bin/baton train recipes/fashion_mnist.yaml
 
 test: build
 	ctest --preset unit -j $(JOBS)

@@ -65,7 +65,9 @@ class Section {
   }
 
   [[noreturn]] void fail(const std::string& key, const std::string& why) const {
-    throw RecipeError(where(key, node_[key]) + ": " + why);
+    // A missing key has no position of its own: point at its section.
+    const bool present = node_.IsDefined() && node_.IsMap() && node_[key].IsDefined();
+    throw RecipeError(where(key, present ? node_[key] : node_) + ": " + why);
   }
 
   void check_keys(const std::vector<std::string>& known) const {
@@ -280,10 +282,13 @@ TrainingRun build_run(const Recipe& recipe) {
     run.train_data = train;
     run.eval_data = test;
   } else if (dataset == "files") {
-    auto read = [&](const std::string& key) {
+    for (const char* key : {"train_inputs", "train_labels"}) {
       if (!data.has(key)) data.fail(key, "required when data.dataset is files");
-      return read_array(data.get<std::string>(key, ""));
-    };
+    }
+    if (data.has("eval_inputs") != data.has("eval_labels")) {
+      data.fail(data.has("eval_inputs") ? "eval_labels" : "eval_inputs", "eval_inputs and eval_labels go together");
+    }
+    auto read = [&](const std::string& key) { return read_array(data.get<std::string>(key, "")); };
     at::Tensor train_x = as_inputs(read("train_inputs"));
     at::Tensor train_y = read("train_labels").to(torch::kLong);
     at::Tensor eval_x;

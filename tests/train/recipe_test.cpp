@@ -1,0 +1,158 @@
+#include "baton/train/recipe.h"
+
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+namespace baton {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Recipe, UnknownKeysAreErrorsWithFileLineAndColumn) {
+  const std::string yaml = "max_duration: 1ep\noptimizer:\n  name: sgd\n  lrr: 0.1\n";
+  EXPECT_THAT(error_of([&] { Recipe::parse(yaml, "r.yaml"); }),
+              StartsWith("r.yaml:4:3: unknown key 'optimizer.lrr' (known in optimizer: name, lr,"));
+  EXPECT_THAT(error_of([&] { Recipe::parse("epochs: 3\n", "r.yaml"); }), StartsWith("r.yaml:1:1: unknown key 'epochs'"));
+}
+
+TEST(Recipe, MalformedYamlNamesTheLine) {
+  EXPECT_THAT(error_of([&] { Recipe::parse("model:\n  name: [fashion_cnn\n", "bad.yaml"); }), StartsWith("bad.yaml:"));
+  EXPECT_THAT(error_of([&] { Recipe::parse("model:\n  name: [fashion_cnn\n", "bad.yaml"); }), HasSubstr("not valid YAML"));
+}
+
+TEST(Recipe, SetOverridesAndIsNamedInErrors) {
+  const Recipe r = Recipe::parse("optimizer:\n  lr: 0.1\n", "r.yaml", {"optimizer.lr=0.5", "model.name=mlp"});
+  EXPECT_THAT(r.resolved_yaml(), HasSubstr("lr: 0.5"));
+  EXPECT_THAT(r.resolved_yaml(), HasSubstr("name: mlp"));
+  EXPECT_THAT(error_of([&] { Recipe::parse("", "r.yaml", {"optimizer.lrr=1"}); }),
+              StartsWith("--set optimizer.lrr: unknown key 'optimizer.lrr'"));
+  EXPECT_THAT(error_of([&] { Recipe::parse("", "r.yaml", {"max_duration"}); }), HasSubstr("expected key=value"));
+}
+
+TEST(Recipe, BadValuesNameTheKeyAndTheValue) {
+  const auto build = [](const std::string& yaml, std::vector<std::string> sets = {}) {
+    return error_of([&] { build_run(Recipe::parse(yaml, "r.yaml", sets)); });
+  };
+  EXPECT_THAT(build("max_duration: 3 epochs\n"), StartsWith("r.yaml:1:15: max_duration: invalid time '3 epochs'"));
+  EXPECT_THAT(build("seed: abc\n"), StartsWith("r.yaml:1:7: seed: expected a whole number, got 'abc'"));
+  EXPECT_THAT(build("", {"precision=fp16"}), StartsWith("--set precision: unknown precision 'fp16'"));
+}
+
+class Files : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char templ[] = "/tmp/baton_recipe_XXXXXX";
+    dir_ = mkdtemp(templ);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+
+  // Four classes of 6x6 single-channel images: a bright square in one quadrant.
+  static std::pair<at::Tensor, at::Tensor> quadrants(int64_t n, uint64_t seed) {
+    auto gen = at::detail::createCPUGenerator(seed);
+    auto labels = torch::randint(0, 4, {n}, gen, torch::kLong);
+    auto images = (torch::rand({n, 6, 6}, gen) * 60).to(torch::kByte);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t q = labels[i].item<int64_t>();
+      images[i].slice(0, (q / 2) * 3, (q / 2) * 3 + 3).slice(1, (q % 2) * 3, (q % 2) * 3 + 3).fill_(250);
+    }
+    return {images, labels.to(torch::kByte)};
+  }
+
+  void write_idx(const std::string& file, const at::Tensor& t, bool gzip) {
+    std::vector<unsigned char> bytes = {0, 0, 0x08, static_cast<unsigned char>(t.dim())};
+    for (int64_t d : t.sizes()) {
+      for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<unsigned char>(d >> shift));
+    }
+    auto c = t.contiguous();
+    bytes.insert(bytes.end(), c.data_ptr<uint8_t>(), c.data_ptr<uint8_t>() + c.numel());
+    if (gzip) {
+      gzFile f = gzopen(path(file).c_str(), "wb");
+      gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+      gzclose(f);
+    } else {
+      std::ofstream(path(file), std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    }
+  }
+
+  void write_npy(const std::string& file, const at::Tensor& t) {
+    const bool is_float = t.scalar_type() == at::kFloat;
+    std::string shape = "(";
+    for (int64_t d : t.sizes()) shape += std::to_string(d) + ", ";
+    shape += ")";
+    std::string header = std::string("{'descr': '") + (is_float ? "<f4" : "|u1") + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    std::ofstream out(path(file), std::ios::binary);
+    out.write("\x93NUMPY\x01\x00", 8);
+    const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff), static_cast<unsigned char>(header.size() >> 8)};
+    out.write(reinterpret_cast<const char*>(len), 2);
+    out << header;
+    auto c = t.contiguous();
+    out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.nbytes()));
+  }
+
+  double train_on(const std::string& files_yaml) {
+    const std::string yaml = "max_duration: 4ep\neval_interval: 4ep\nprogress_bar: false\n"
+                             "model: {name: mlp, hidden: [32]}\noptimizer: {name: sgd, lr: 0.1, momentum: 0.9}\n"
+                             "data:\n  dataset: files\n  batch_size: 16\n" + files_yaml;
+    TrainingRun run = build_run(Recipe::parse(yaml, "files.yaml"));
+    EXPECT_EQ(run.train_data->input_shape(), (std::vector<int64_t>{1, 6, 6}));
+    EXPECT_EQ(run.train_data->num_classes(), 4);
+    Trainer trainer(run.options.console_log_interval("0ep"));
+    trainer.fit();
+    return trainer.state().eval_metrics["eval"]["accuracy"];
+  }
+
+  std::string dir_;
+};
+
+TEST_F(Files, TrainsOnIdxFilesGzipOrNot) {
+  auto [x, y] = quadrants(256, 1);
+  auto [tx, ty] = quadrants(64, 2);
+  write_idx("train-x.gz", x, true);
+  write_idx("train-y.gz", y, true);
+  write_idx("test-x", tx, false);
+  write_idx("test-y", ty, false);
+  EXPECT_GT(train_on("  train_inputs: " + path("train-x.gz") + "\n  train_labels: " + path("train-y.gz") +
+                     "\n  eval_inputs: " + path("test-x") + "\n  eval_labels: " + path("test-y") + "\n"),
+            0.9);
+}
+
+TEST_F(Files, TrainsOnNpyFiles) {
+  auto [x, y] = quadrants(256, 3);
+  auto [tx, ty] = quadrants(64, 4);
+  write_npy("x.npy", x.to(torch::kFloat).unsqueeze(1));
+  write_npy("y.npy", y);
+  write_npy("tx.npy", tx.to(torch::kFloat).unsqueeze(1));
+  write_npy("ty.npy", ty);
+  EXPECT_GT(train_on("  train_inputs: " + path("x.npy") + "\n  train_labels: " + path("y.npy") + "\n  eval_inputs: " +
+                     path("tx.npy") + "\n  eval_labels: " + path("ty.npy") + "\n"),
+            0.9);
+}
+
+TEST_F(Files, MissingFilesAndMissingKeysAreNamed) {
+  EXPECT_THAT(error_of([&] { train_on("  train_inputs: " + path("nope.npy") + "\n  train_labels: " + path("y.npy") + "\n"); }),
+              HasSubstr("nope.npy: cannot open"));
+  EXPECT_THAT(error_of([&] { train_on("  train_inputs: " + path("x.npy") + "\n"); }),
+              HasSubstr("data.train_labels: required when data.dataset is files"));
+}
+
+}  // namespace
+}  // namespace baton
