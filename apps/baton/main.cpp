@@ -4,6 +4,7 @@
 //   baton eval recipes/fashion_mnist.yaml --load runs/quick/model.pt
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include <c10/util/Exception.h>
 #include <CLI/CLI.hpp>
@@ -18,6 +19,18 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   baton::cli::add_train(app);
   baton::cli::add_eval(app);
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "baton: unknown command '%s' (known: %s)\n", argv[1], names.c_str());
+      return baton::cli::kBadInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

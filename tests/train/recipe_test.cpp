@@ -28,12 +28,14 @@ TEST(Recipe, UnknownKeysAreErrorsWithFileLineAndColumn) {
   const std::string yaml = "max_duration: 1ep\noptimizer:\n  name: sgd\n  lrr: 0.1\n";
   EXPECT_THAT(error_of([&] { Recipe::parse(yaml, "r.yaml"); }),
               StartsWith("r.yaml:4:3: unknown key 'optimizer.lrr' (known in optimizer: name, lr,"));
-  EXPECT_THAT(error_of([&] { Recipe::parse("epochs: 3\n", "r.yaml"); }), StartsWith("r.yaml:1:1: unknown key 'epochs'"));
+  EXPECT_THAT(error_of([&] { Recipe::parse("epochs: 3\n", "r.yaml"); }),
+              StartsWith("r.yaml:1:1: unknown key 'epochs'"));
 }
 
 TEST(Recipe, MalformedYamlNamesTheLine) {
   EXPECT_THAT(error_of([&] { Recipe::parse("model:\n  name: [fashion_cnn\n", "bad.yaml"); }), StartsWith("bad.yaml:"));
-  EXPECT_THAT(error_of([&] { Recipe::parse("model:\n  name: [fashion_cnn\n", "bad.yaml"); }), HasSubstr("not valid YAML"));
+  EXPECT_THAT(error_of([&] { Recipe::parse("model:\n  name: [fashion_cnn\n", "bad.yaml"); }),
+              HasSubstr("not valid YAML"));
 }
 
 TEST(Recipe, SetOverridesAndIsNamedInErrors) {
@@ -96,12 +98,14 @@ class Files : public ::testing::Test {
     std::string shape = "(";
     for (int64_t d : t.sizes()) shape += std::to_string(d) + ", ";
     shape += ")";
-    std::string header = std::string("{'descr': '") + (is_float ? "<f4" : "|u1") + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    std::string header = std::string("{'descr': '") + (is_float ? "<f4" : "|u1") +
+                         "', 'fortran_order': False, 'shape': " + shape + ", }";
     while ((10 + header.size() + 1) % 64 != 0) header += ' ';
     header += '\n';
     std::ofstream out(path(file), std::ios::binary);
     out.write("\x93NUMPY\x01\x00", 8);
-    const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff), static_cast<unsigned char>(header.size() >> 8)};
+    const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff),
+                                  static_cast<unsigned char>(header.size() >> 8)};
     out.write(reinterpret_cast<const char*>(len), 2);
     out << header;
     auto c = t.contiguous();
@@ -109,9 +113,11 @@ class Files : public ::testing::Test {
   }
 
   double train_on(const std::string& files_yaml) {
-    const std::string yaml = "max_duration: 4ep\neval_interval: 4ep\nprogress_bar: false\n"
-                             "model: {name: mlp, hidden: [32]}\noptimizer: {name: sgd, lr: 0.1, momentum: 0.9}\n"
-                             "data:\n  dataset: files\n  batch_size: 16\n" + files_yaml;
+    const std::string yaml =
+        "max_duration: 4ep\neval_interval: 4ep\nprogress_bar: false\n"
+        "model: {name: mlp, hidden: [32]}\noptimizer: {name: sgd, lr: 0.1, momentum: 0.9}\n"
+        "data:\n  dataset: files\n  batch_size: 16\n" +
+        files_yaml;
     TrainingRun run = build_run(Recipe::parse(yaml, "files.yaml"));
     EXPECT_EQ(run.train_data->input_shape(), (std::vector<int64_t>{1, 6, 6}));
     EXPECT_EQ(run.train_data->num_classes(), 4);
@@ -142,14 +148,15 @@ TEST_F(Files, TrainsOnNpyFiles) {
   write_npy("y.npy", y);
   write_npy("tx.npy", tx.to(torch::kFloat).unsqueeze(1));
   write_npy("ty.npy", ty);
-  EXPECT_GT(train_on("  train_inputs: " + path("x.npy") + "\n  train_labels: " + path("y.npy") + "\n  eval_inputs: " +
-                     path("tx.npy") + "\n  eval_labels: " + path("ty.npy") + "\n"),
+  EXPECT_GT(train_on("  train_inputs: " + path("x.npy") + "\n  train_labels: " + path("y.npy") +
+                     "\n  eval_inputs: " + path("tx.npy") + "\n  eval_labels: " + path("ty.npy") + "\n"),
             0.9);
 }
 
 TEST_F(Files, MissingFilesAndMissingKeysAreNamed) {
-  EXPECT_THAT(error_of([&] { train_on("  train_inputs: " + path("nope.npy") + "\n  train_labels: " + path("y.npy") + "\n"); }),
-              HasSubstr("nope.npy: cannot open"));
+  EXPECT_THAT(
+      error_of([&] { train_on("  train_inputs: " + path("nope.npy") + "\n  train_labels: " + path("y.npy") + "\n"); }),
+      HasSubstr("nope.npy: cannot open"));
   EXPECT_THAT(error_of([&] { train_on("  train_inputs: " + path("x.npy") + "\n"); }),
               HasSubstr("data.train_labels: required when data.dataset is files"));
 }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# baton's command line on bad input: each case is one short error on stderr (at most 3 lines,
+# no LibTorch stack), an exit code below 128 (2: usage or recipe, 1: the run failed), and it
+# names what and where. Also a short real run: the run directory gets its files.
+# Usage: cli_test.sh BATON_BINARY SOURCE_DIR
+set -uo pipefail
+baton=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+expect_error() {  # expect_error CODE "substring" -- command...
+  local code=$1 needle=$2
+  shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  if [ "$rc" -ne "$code" ] || ! grep -qF -- "$needle" "$tmp/err" || [ "$lines" -gt 3 ] || grep -q "Exception raised from" "$tmp/err"; then
+    echo "FAIL: $* -> exit $rc (want $code), $lines lines, stderr:"; cat "$tmp/err"; failures=$((failures + 1))
+  fi
+}
+
+cat >"$tmp/typo.yaml" <<'Y'
+max_duration: 1ep
+optimizer:
+  name: sgd
+  lrr: 0.1
+Y
+expect_error 2 "typo.yaml:4:3: unknown key 'optimizer.lrr'" -- "$baton" train "$tmp/typo.yaml"
+expect_error 2 "missing.yaml: cannot open the recipe" -- "$baton" train "$tmp/missing.yaml"
+printf 'model: [unclosed\n' >"$tmp/broken.yaml"
+expect_error 2 "broken.yaml:2:1: not valid YAML" -- "$baton" train "$tmp/broken.yaml"
+expect_error 2 "--set optimizer.name: unknown optimizer 'lion'" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set optimizer.name=lion
+expect_error 2 "unknown model 'vgg'" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set model.name=vgg
+expect_error 2 "--set max_duration: invalid time 'three'" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=three
+expect_error 1 "train-images-idx3-ubyte.gz: not found; install Debian's dataset-fashion-mnist" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set data.dir="$tmp"
+expect_error 2 "frobnicate" -- "$baton" frobnicate
+printf 'not an idx file at all' >"$tmp/corrupt.idx"
+cat >"$tmp/files.yaml" <<Y
+data: {dataset: files, train_inputs: $tmp/corrupt.idx, train_labels: $tmp/corrupt.idx}
+Y
+expect_error 1 "corrupt.idx: not an IDX file" -- "$baton" train "$tmp/files.yaml"
+
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+  # A model whose input does not fit the data: mlp built for the data, but fashion_cnn with 3 channels cannot be asked for,
+  # so feed mlp-shaped weights to eval instead.
+  "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=20ba --set eval_interval=0 --set progress_bar=false \
+    --run-dir "$tmp/run" >"$tmp/train.out" 2>&1 || { echo "FAIL: a short run failed"; cat "$tmp/train.out"; failures=$((failures + 1)); }
+  for f in recipe.yaml metrics.jsonl summary.json model.pt; do
+    [ -s "$tmp/run/$f" ] || { echo "FAIL: the run directory has no $f"; failures=$((failures + 1)); }
+  done
+  grep -q '"steps": 20' "$tmp/run/summary.json" || { echo "FAIL: summary.json:"; cat "$tmp/run/summary.json"; failures=$((failures + 1)); }
+  [ "$(wc -l <"$tmp/run/metrics.jsonl")" -eq 20 ] || { echo "FAIL: metrics.jsonl has $(wc -l <"$tmp/run/metrics.jsonl") lines"; failures=$((failures + 1)); }
+  grep -q "max_duration: 20ba" "$tmp/run/recipe.yaml" || { echo "FAIL: recipe.yaml is not the resolved recipe"; failures=$((failures + 1)); }
+  expect_error 1 "cannot load the model's weights" -- "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --set model.name=mlp
+  "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" >"$tmp/eval.out" 2>&1 && grep -q "eval/accuracy" "$tmp/eval.out" ||
+    { echo "FAIL: baton eval"; cat "$tmp/eval.out"; failures=$((failures + 1)); }
+fi
+
+[ "$failures" -eq 0 ] && echo "cli: ok"
+exit $((failures > 0))
