@@ -40,8 +40,9 @@ void run_train(const TrainArgs& args) {
   loggers.push_back(std::make_shared<JsonlLogger>((dir / "metrics.jsonl").string()));
   run.options.loggers(loggers);
 
-  std::printf("baton train: %s, model %s, %lld training examples, run dir %s\n", run.options.run_name().c_str(),
-              run.model_name.c_str(), static_cast<long long>(run.train_data->size()), dir.string().c_str());
+  std::printf("baton train: %s, model %s, %lld training examples, precision %s, run dir %s\n",
+              run.options.run_name().c_str(), run.model_name.c_str(), static_cast<long long>(run.train_data->size()),
+              std::string(to_string(run.options.precision())).c_str(), dir.string().c_str());
   std::fflush(stdout);
   Trainer trainer(run.options);
   trainer.fit();

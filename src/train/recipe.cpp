@@ -13,6 +13,7 @@
 #include "baton/data/readers.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
+#include "baton/train/threads.h"
 
 namespace baton {
 namespace {
@@ -262,10 +263,15 @@ TrainingRun build_run(const Recipe& recipe) {
   o.progress_bar(top.get<bool>("progress_bar", true));
   o.console_log_interval(top.time("console_log_interval", Time::from_epoch(1)));
   if (top.has("eval_metrics")) o.eval_metrics(top.get<std::vector<std::string>>("eval_metrics", {}));
-  try {
-    o.precision(parse_precision(top.get<std::string>("precision", "fp32")));
-  } catch (const std::invalid_argument& e) {
-    top.fail("precision", e.what());
+  const std::string precision = top.get<std::string>("precision", "auto");
+  if (precision == "auto") {
+    o.precision(cpu_has_native_bf16() ? Precision::kAmpBf16 : Precision::kFp32);
+  } else {
+    try {
+      o.precision(parse_precision(precision));
+    } catch (const std::invalid_argument& e) {
+      top.fail("precision", std::string(e.what()) + " or 'auto'");
+    }
   }
   const std::string micro = top.get<std::string>("device_train_microbatch_size", "auto");
   if (micro != "auto") {

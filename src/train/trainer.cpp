@@ -1,7 +1,5 @@
 #include "baton/train/trainer.h"
 
-#include <dlfcn.h>
-
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
@@ -15,6 +13,7 @@
 #include "baton/loggers/progress_bar.h"
 #include "baton/metrics/metrics.h"
 #include "baton/optim/optimizers.h"
+#include "baton/train/threads.h"
 
 namespace baton {
 namespace {
@@ -22,12 +21,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-// OpenBLAS's own threads fight LibTorch's OpenMP threads (1.5x slower here): hold it to one.
-void limit_openblas_threads() {
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
-}
 
 // LibTorch's errors carry a C++ stack; a user needs the first line.
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
@@ -96,10 +89,7 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   }
   for (const auto& metric : options_.eval_metrics()) make_metric(metric);  // throws for unknown names
 
-  limit_openblas_threads();
-  const int threads = options_.num_threads() > 0 ? options_.num_threads()
-                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  at::set_num_threads(threads);
+  configure_threads(options_.num_threads());
   torch::manual_seed(options_.seed());
   at::globalContext().setDeterministicAlgorithms(options_.deterministic(), /*warn_only=*/false);
 

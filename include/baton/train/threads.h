@@ -1,0 +1,17 @@
+// Thread settings for fast CPU training.
+//
+//   int threads = baton::configure_threads(0);  // every core for LibTorch, one for OpenBLAS
+#pragma once
+
+namespace baton {
+
+// Sets LibTorch's intra-op threads to `num_threads` (0: every core; LibTorch starts with one here)
+// and holds OpenBLAS to one thread, so that its threads do not fight LibTorch's OpenMP threads
+// (1.5x slower on this project's machines). Returns the number of LibTorch threads.
+int configure_threads(int num_threads);
+
+// Whether this processor computes bfloat16 natively (AVX512-BF16 or AMX-BF16): there, CPU
+// autocast to bfloat16 is faster than float32; elsewhere it is slower.
+bool cpu_has_native_bf16();
+
+}  // namespace baton
