@@ -41,6 +41,8 @@ test-asan: deps
 bench: build
 	@scripts/install-deps.sh --bench
 	build/bin/engine_bench
+	build/bin/trainer_bench
+	bench/peer_fashion.sh
 
 format:
 	clang-format -i $(CXX_FILES)

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "baton/data/fashion_mnist.h"
 #include "baton/loggers/progress_bar.h"
@@ -46,7 +46,9 @@ std::shared_ptr<baton::TensorDataset> training_data() {
   return std::make_shared<baton::TensorDataset>(torch::randn({60000, 1, 28, 28}), torch::randint(0, 10, {60000}));
 }
 
-baton::OptimizerSpec sgd() { return {.name = "sgd", .lr = 0.05, .momentum = 0.9, .nesterov = true, .weight_decay = 5e-4}; }
+baton::OptimizerSpec sgd() {
+  return {.name = "sgd", .lr = 0.05, .momentum = 0.9, .nesterov = true, .weight_decay = 5e-4};
+}
 
 double hand_written(const std::shared_ptr<baton::TensorDataset>& data, int64_t steps) {
   torch::manual_seed(0);
@@ -80,7 +82,8 @@ double trainer(const std::shared_ptr<baton::TensorDataset>& data, int64_t steps)
   }
   baton::Trainer t(baton::TrainerOptions()
                        .model(model)
-                       .train_dataloader(std::make_shared<baton::DataLoader>(data, baton::DataLoaderOptions().batch_size(128).drop_last(true)))
+                       .train_dataloader(std::make_shared<baton::DataLoader>(
+                           data, baton::DataLoaderOptions().batch_size(128).drop_last(true)))
                        .max_duration(baton::Time::from_batch(steps))
                        .eval_interval("0ep")
                        .optimizers({baton::make_optimizer(sgd(), model->parameters())})
@@ -103,8 +106,10 @@ int main(int argc, char** argv) {
   int reps = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--steps") steps = std::atoll(argv[i + 1]);
-    else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
+    if (flag == "--steps")
+      steps = std::atoll(argv[i + 1]);
+    else if (flag == "--reps")
+      reps = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "trainer_bench: unknown flag %s (expected --steps N, --reps N)\n", flag.c_str());
       return 2;
@@ -112,19 +117,23 @@ int main(int argc, char** argv) {
   }
   const auto data = training_data();
   baton::configure_threads(0);  // the same threads for both: every core, one OpenBLAS thread
-  hand_written(data, 20);  // warm-up: oneDNN primitives, allocator
+  hand_written(data, 20);       // warm-up: oneDNN primitives, allocator
   std::vector<double> loop;
   std::vector<double> fit;
   for (int r = 0; r < reps; ++r) {
     loop.push_back(hand_written(data, steps));
     fit.push_back(trainer(data, steps));
-    std::printf("rep %d: hand-written loop %.0f samples/s, Trainer::fit %.0f samples/s\n", r + 1, loop.back(), fit.back());
+    std::printf("rep %d: hand-written loop %.0f samples/s, Trainer::fit %.0f samples/s\n", r + 1, loop.back(),
+                fit.back());
   }
   const double ratio = median(fit) / median(loop);
   std::printf("median: hand-written loop %.0f samples/s, Trainer::fit %.0f samples/s, ratio %.3f\n", median(loop),
               median(fit), ratio);
-  std::printf("%s\n", nlohmann::json{{"steps", steps}, {"reps", reps}, {"loop_samples_per_s", median(loop)},
-                                     {"trainer_samples_per_s", median(fit)}, {"ratio", ratio}}
+  std::printf("%s\n", nlohmann::json{{"steps", steps},
+                                     {"reps", reps},
+                                     {"loop_samples_per_s", median(loop)},
+                                     {"trainer_samples_per_s", median(fit)},
+                                     {"ratio", ratio}}
                           .dump()
                           .c_str());
 }

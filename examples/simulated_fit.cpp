@@ -126,8 +126,8 @@ int main(int argc, char** argv) {
       engine.run_event(baton::Event::kBeforeBackward);
       state.loss.backward();
       engine.run_event(baton::Event::kAfterBackward);
-      optimizer.step();
       engine.run_event(baton::Event::kAfterTrainBatch);
+      optimizer.step();
       state.timestamp = state.timestamp.to_next_batch(state.batch.size());
       logger.log_metrics({{"train/loss", state.loss.item<double>()}});
       engine.run_event(baton::Event::kBatchEnd);

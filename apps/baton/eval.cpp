@@ -26,7 +26,7 @@ void run_eval(const EvalArgs& args) {
     const std::string what = e.what_without_backtrace();
     throw std::runtime_error(args.load + ": cannot load the model's weights: " + what.substr(0, what.find('\n')));
   }
-  Trainer trainer(run.options.progress_bar(false));
+  Trainer trainer(run.options.progress_bar(false).console_log_interval("0ep"));
   for (const auto& [label, metrics] : trainer.eval()) {
     for (const auto& [name, value] : metrics) std::printf("%s/%s %.4f\n", label.c_str(), name.c_str(), value);
   }

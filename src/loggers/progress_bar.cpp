@@ -144,6 +144,8 @@ void ConsoleLogger::epoch_end(State& state, Logger&) {
   }
 }
 
-void ConsoleLogger::eval_end(State& state, Logger&) { print(state); }
+void ConsoleLogger::eval_end(State& state, Logger&) {
+  if (interval_.value() > 0) print(state);
+}
 
 }  // namespace baton

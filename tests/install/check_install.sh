@@ -13,11 +13,12 @@ if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=cc
 cmake -S "$examples" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" "${launcher[@]}" >/dev/null
 cmake --build "$tmp/build" -j "$(nproc)" >/dev/null
 
-for exe in "$tmp"/build/custom_algorithm "$tmp"/build/simulated_fit; do
+for exe in "$tmp"/build/custom_algorithm "$tmp"/build/simulated_fit "$tmp"/build/train_classifier; do
   if ! ldd "$exe" | grep -q "$tmp/prefix/lib/libbaton"; then
     echo "FAIL: $(basename "$exe") does not link the installed libbaton:"; ldd "$exe" | grep baton; exit 1
   fi
-  "$exe" >"$tmp/out.txt"
+  "$exe" >"$tmp/$(basename "$exe").txt" || { echo "FAIL: $(basename "$exe") exited $?"; cat "$tmp/$(basename "$exe").txt"; exit 1; }
 done
-grep -q "fit_end" "$tmp/out.txt" || { echo "FAIL: simulated_fit did not reach fit_end"; exit 1; }
-echo "install tree: find_package(baton) built and ran $(ls "$tmp"/build | grep -c -E '^(custom_algorithm|simulated_fit)$') examples"
+grep -q "fit_end" "$tmp/simulated_fit.txt" || { echo "FAIL: simulated_fit did not reach fit_end"; exit 1; }
+grep -q "eval/accuracy" "$tmp/train_classifier.txt" || { echo "FAIL: train_classifier printed no accuracy"; exit 1; }
+echo "install tree: find_package(baton) built and ran $(ls "$tmp"/build | grep -c -E '^(custom_algorithm|simulated_fit|train_classifier)$') examples"
