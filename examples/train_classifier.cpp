@@ -30,15 +30,18 @@ int main() {
   baton::Trainer trainer(
       baton::TrainerOptions()
           .model(model)
-          .train_dataloader(std::make_shared<baton::DataLoader>(clusters(2048), baton::DataLoaderOptions().batch_size(64)))
-          .eval_dataloader("eval", std::make_shared<baton::DataLoader>(clusters(512), baton::DataLoaderOptions().shuffle(false)))
+          .train_dataloader(
+              std::make_shared<baton::DataLoader>(clusters(2048), baton::DataLoaderOptions().batch_size(64)))
+          .eval_dataloader(
+              "eval", std::make_shared<baton::DataLoader>(clusters(512), baton::DataLoaderOptions().shuffle(false)))
           .max_duration("3ep")
           .eval_interval("1ep")
           .optimizers({baton::make_optimizer({.name = "sgd", .lr = 0.1, .momentum = 0.9}, model->parameters())})
           .schedulers({baton::make_scheduler({.name = "cosine_warmup", .t_warmup = baton::Time::parse("0.1dur")})})
           .progress_bar(false));
   trainer.fit();
-  std::printf("eval/accuracy %.4f after %lld batches (%.0f samples/s)\n", trainer.state().eval_metrics["eval"]["accuracy"],
+  std::printf("eval/accuracy %.4f after %lld batches (%.0f samples/s)\n",
+              trainer.state().eval_metrics["eval"]["accuracy"],
               static_cast<long long>(trainer.state().timestamp.batch()), trainer.summary().samples_per_s());
   return trainer.state().eval_metrics["eval"]["accuracy"] > 0.9 ? 0 : 1;
 }

@@ -8,6 +8,10 @@ namespace CLI {
 class App;
 }  // namespace CLI
 
+namespace baton {
+struct TrainingRun;
+}  // namespace baton
+
 namespace baton::cli {
 
 // Exit codes: 0 done, 1 the run failed (data, training), 2 bad usage or recipe.
@@ -16,5 +20,9 @@ inline constexpr int kBadInput = 2;
 
 void add_train(CLI::App& app);
 void add_eval(CLI::App& app);
+void add_predict(CLI::App& app);
+
+// Loads weights written by baton train into the run's model; a clear error when they do not fit.
+void load_weights(TrainingRun& run, const std::string& path);
 
 }  // namespace baton::cli

@@ -19,13 +19,7 @@ struct EvalArgs {
 void run_eval(const EvalArgs& args) {
   TrainingRun run = build_run(Recipe::load(args.recipe, args.sets));
   if (!run.eval_data) throw RecipeError(args.recipe + ": the recipe has no evaluation data");
-  auto module = std::dynamic_pointer_cast<torch::nn::Module>(run.options.model());
-  try {
-    torch::load(module, args.load);
-  } catch (const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
-    throw std::runtime_error(args.load + ": cannot load the model's weights: " + what.substr(0, what.find('\n')));
-  }
+  load_weights(run, args.load);
   Trainer trainer(run.options.progress_bar(false).console_log_interval("0ep"));
   for (const auto& [label, metrics] : trainer.eval()) {
     for (const auto& [name, value] : metrics) std::printf("%s/%s %.4f\n", label.c_str(), name.c_str(), value);
@@ -33,6 +27,16 @@ void run_eval(const EvalArgs& args) {
 }
 
 }  // namespace
+
+void load_weights(TrainingRun& run, const std::string& path) {
+  auto module = std::dynamic_pointer_cast<torch::nn::Module>(run.options.model());
+  try {
+    torch::load(module, path);
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    throw std::runtime_error(path + ": cannot load the model's weights: " + what.substr(0, what.find('\n')));
+  }
+}
 
 void add_eval(CLI::App& app) {
   auto args = std::make_shared<EvalArgs>();

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   baton::cli::add_train(app);
   baton::cli::add_eval(app);
+  baton::cli::add_predict(app);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;

@@ -169,6 +169,39 @@ at::Tensor read_npy(const std::string& path) {
   return out;
 }
 
+void write_npy(const std::string& path, const at::Tensor& tensor) {
+  const at::Tensor t = tensor.contiguous().cpu();
+  std::string descr;
+  switch (t.scalar_type()) {
+    case at::kBool: descr = "|b1"; break;
+    case at::kByte: descr = "|u1"; break;
+    case at::kChar: descr = "|i1"; break;
+    case at::kShort: descr = "<i2"; break;
+    case at::kInt: descr = "<i4"; break;
+    case at::kLong: descr = "<i8"; break;
+    case at::kFloat: descr = "<f4"; break;
+    case at::kDouble: descr = "<f8"; break;
+    default: fail(path, std::string("cannot write tensors of type ") + c10::toString(t.scalar_type()) + " as .npy");
+  }
+  std::string shape = "(";
+  for (int64_t d : t.sizes()) shape += std::to_string(d) + ",";
+  if (t.dim() > 1) shape.pop_back();
+  shape += ")";
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append(63 - (10 + header.size()) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out) fail(path, std::string("cannot write: ") + std::strerror(errno));
+  const char magic[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
+  out.write(magic, sizeof magic);
+  const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff),
+                                static_cast<unsigned char>(header.size() >> 8)};
+  out.write(reinterpret_cast<const char*>(len), 2);
+  out << header;
+  out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
+  if (!out) fail(path, "write failed");
+}
+
 at::Tensor read_array(const std::string& path) { return ends_with(path, ".npy") ? read_npy(path) : read_idx(path); }
 
 }  // namespace baton

@@ -37,7 +37,7 @@ const std::vector<std::string> kTopKeys = {"run_name",
 const std::vector<std::string> kDataKeys = {"dataset",     "dir",         "train_inputs", "train_labels",
                                             "eval_inputs", "eval_labels", "batch_size",   "eval_batch_size",
                                             "shuffle",     "drop_last",   "standardize",  "prefetch"};
-const std::vector<std::string> kModelKeys = {"name", "hidden"};
+const std::vector<std::string> kModelKeys = {"name", "hidden", "path"};
 const std::vector<std::string> kOptimizerKeys = {"name",         "lr",    "momentum", "dampening", "nesterov",
                                                  "weight_decay", "beta1", "beta2",    "eps"};
 const std::vector<std::string> kSchedulerKeys = {
@@ -342,10 +342,15 @@ TrainingRun build_run(const Recipe& recipe) {
   run.model_name = model.get<std::string>("name", "fashion_cnn");
   ModelSpec spec{.input_shape = run.train_data->input_shape(), .num_classes = run.train_data->num_classes()};
   if (model.has("hidden")) spec.hidden = model.get<std::vector<int64_t>>("hidden", {});
-  try {
-    o.model(make_model(run.model_name, spec));
-  } catch (const std::invalid_argument& e) {
-    model.fail("name", e.what());
+  if (run.model_name == "torchscript") {
+    if (!model.has("path")) model.fail("path", "required for a torchscript model (a file saved with torch.jit.save)");
+    o.model(load_torchscript_classifier(model.get<std::string>("path", "")));
+  } else {
+    try {
+      o.model(make_model(run.model_name, spec));
+    } catch (const std::invalid_argument& e) {
+      model.fail("name", std::string(e.what()) + ", or torchscript with model.path");
+    }
   }
 
   // Optimizer.

@@ -87,6 +87,7 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   for (const auto& [name, loader] : options_.eval_dataloaders()) {
     require(loader != nullptr, "TrainerOptions: evaluator '" + name + "' has no dataloader");
   }
+  if (options_.eval_metrics().empty()) options_.eval_metrics(options_.model()->metrics());
   for (const auto& metric : options_.eval_metrics()) make_metric(metric);  // throws for unknown names
 
   configure_threads(options_.num_threads());
@@ -132,6 +133,13 @@ Trainer::~Trainer() { close(); }
 
 void Trainer::close() {
   if (engine_) engine_->close();
+}
+
+Model& Trainer::current_model() {
+  // An algorithm may have replaced the model: use what the state holds.
+  auto* model = dynamic_cast<Model*>(state_.model.get());
+  if (model == nullptr) throw std::logic_error("State::model is not a baton::Model (an algorithm replaced it?)");
+  return *model;
 }
 
 int64_t Trainer::microbatch_size() const {
@@ -262,7 +270,7 @@ void Trainer::train_batch() {
   for (const auto& a : state_.algorithms) create_graph = create_graph || a->backwards_create_graph();
 
   double batch_loss = 0.0;
-  Model& model = *options_.model();
+  Model& model = current_model();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs.size() > 1) state_.batch = {inputs[i], targets[i]};
     const double share = static_cast<double>(inputs[i].size(0)) / static_cast<double>(n);
@@ -320,7 +328,7 @@ void Trainer::evaluate(const std::string& label, DataLoader& loader) {
 
   std::vector<std::unique_ptr<Metric>> metrics;
   for (const auto& name : options_.eval_metrics()) metrics.push_back(make_metric(name));
-  Model& model = *options_.model();
+  Model& model = current_model();
   const bool was_training = model.is_training();
   model.eval();
   engine_->run_event(Event::kEvalStart);
@@ -376,7 +384,7 @@ std::map<std::string, Metrics> Trainer::eval() {
 
 std::vector<at::Tensor> Trainer::predict(DataLoader& loader) {
   std::vector<at::Tensor> outputs;
-  Model& model = *options_.model();
+  Model& model = current_model();
   const bool was_training = model.is_training();
   model.eval();
   engine_->run_event(Event::kPredictStart);

@@ -57,6 +57,9 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   expect_error 1 "cannot load the model's weights" -- "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --set model.name=mlp
   "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" >"$tmp/eval.out" 2>&1 && grep -q "eval/accuracy" "$tmp/eval.out" ||
     { echo "FAIL: baton eval"; cat "$tmp/eval.out"; failures=$((failures + 1)); }
+  "$baton" predict "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --out "$tmp/p.npy" >"$tmp/predict.out" 2>&1 &&
+    grep -q "predicted 10000 examples: logits \[10000, 10\]" "$tmp/predict.out" && [ -s "$tmp/p.npy" ] ||
+    { echo "FAIL: baton predict"; cat "$tmp/predict.out"; failures=$((failures + 1)); }
 fi
 
 [ "$failures" -eq 0 ] && echo "cli: ok"

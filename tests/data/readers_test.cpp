@@ -152,3 +152,20 @@ TEST(ReadNpy, RefusesWhatItCannotRead) {
 
 }  // namespace
 }  // namespace baton
+
+namespace baton {
+namespace {
+
+TEST(WriteNpy, RoundTripsThroughReadNpy) {
+  char templ[] = "/tmp/baton_npy_XXXXXX";
+  const std::string dir = mkdtemp(templ);
+  for (const at::Tensor& t :
+       {torch::randn({3, 5}), torch::arange(7, torch::kLong), torch::tensor({1, 2}, torch::kByte)}) {
+    write_npy(dir + "/t.npy", t);
+    EXPECT_TRUE(torch::equal(read_npy(dir + "/t.npy"), t));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace baton

@@ -4,7 +4,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <torch/script.h>
 #include <torch/torch.h>
+
+#include <filesystem>
 
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
@@ -251,6 +254,43 @@ TEST(Trainer, BfloatAutocastTrains) {
   Trainer trainer(small_options(256, 16).max_duration("3ep").eval_interval("1ep").precision(Precision::kAmpBf16));
   trainer.fit();
   EXPECT_GT(trainer.state().eval_metrics["eval"]["accuracy"], 0.85);
+}
+
+}  // namespace
+}  // namespace baton
+
+namespace baton {
+namespace {
+
+TEST(TorchScript, AScriptedModuleTrainsInCpp) {
+  char templ[] = "/tmp/baton_ts_XXXXXX";
+  const std::string dir = mkdtemp(templ);
+  const std::string path = dir + "/net.pt";
+  {
+    torch::jit::Module m("Net");
+    m.register_parameter("w", torch::randn({8, 4}) * 0.1, false);
+    m.register_parameter("b", torch::zeros({4}), false);
+    m.define(R"(
+def forward(self, x):
+    return torch.matmul(x, self.w) + self.b
+)");
+    m.save(path);
+  }
+  auto model = load_torchscript_classifier(path);
+  ASSERT_EQ(model->parameters().size(), 2u);
+  const auto before = model->parameters()[0].clone();
+  Trainer trainer(small_options(256, 16)
+                      .model(model)
+                      .optimizers({make_optimizer({.name = "sgd", .lr = 0.1}, model->parameters())})
+                      .max_duration("3ep")
+                      .eval_interval("3ep"));
+  trainer.fit();
+  EXPECT_GT(trainer.state().eval_metrics["eval"]["accuracy"], 0.9);
+  EXPECT_FALSE(torch::equal(before, model->parameters()[0]));
+  // The scripted module itself was trained: reload is not needed to see the new weights.
+  EXPECT_THAT([&] { load_torchscript_classifier(dir + "/missing.pt"); },
+              ::testing::ThrowsMessage<std::runtime_error>(HasSubstr("missing.pt: cannot load a TorchScript module")));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -22,6 +22,10 @@ at::Tensor read_idx(const std::string& path);
 // (bool, u1, i1, i2, i4, i8, f4, f8), C order.
 at::Tensor read_npy(const std::string& path);
 
+// Writes a contiguous CPU tensor as .npy version 1.0 (bool, u1, i1, i2, i4, i8, f4, f8; little
+// endian, C order), as numpy.save does. Throws std::runtime_error naming the path.
+void write_npy(const std::string& path, const at::Tensor& tensor);
+
 // read_idx or read_npy by the file name (.npy, else IDX).
 at::Tensor read_array(const std::string& path);
 

@@ -23,6 +23,8 @@ class Model : public torch::nn::Module {
   virtual at::Tensor loss(const at::Tensor& outputs, const Batch& batch) = 0;
   // The outputs for an evaluation or prediction batch. Default: forward(batch).
   virtual at::Tensor eval_forward(const Batch& batch) { return forward(batch); }
+  // The metrics it is evaluated with (names for make_metric). Default: accuracy and loss.
+  virtual std::vector<std::string> metrics() const { return {"accuracy", "loss"}; }
 };
 
 // A classifier around any module whose forward takes and returns one tensor (logits).
@@ -43,6 +45,11 @@ class Classifier : public Model {
  private:
   torch::nn::AnyModule module_;
 };
+
+// A TorchScript module (torch.jit.save in Python, or torch::jit::Module::save) trained as a
+// classifier in C++: its parameters become this module's, so optimizers, checkpoints and
+// algorithms see them. Throws std::runtime_error naming the file when it cannot be loaded.
+std::shared_ptr<Model> load_torchscript_classifier(const std::string& path);
 
 // Cross-entropy of logits against class indices or per-class probabilities.
 at::Tensor soft_cross_entropy(const at::Tensor& logits, const at::Tensor& targets);

@@ -90,8 +90,8 @@ class TrainerOptions {
   BATON_ARG(bool, progress_bar) = true;
   // How often the console logger prints metrics. Default: 1ep.
   BATON_ARG(Time, console_log_interval) = Time::from_epoch(1);
-  // Evaluation metrics. Default: accuracy and loss.
-  BATON_ARG(std::vector<std::string>, eval_metrics) = std::vector<std::string>{"accuracy", "loss"};
+  // Evaluation metrics (make_metric names). Default: empty, meaning the model's metrics().
+  BATON_ARG(std::vector<std::string>, eval_metrics);
 
  public:
   TrainerOptions& max_duration(std::string_view text) { return max_duration(Time::parse(text)); }
@@ -143,7 +143,7 @@ class Trainer {
   int64_t microbatch_size() const;
 
  private:
-  struct Impl;
+  Model& current_model();
   void train_batch();
   void run_evaluators();
   void evaluate(const std::string& label, DataLoader& loader);

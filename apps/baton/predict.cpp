@@ -1,0 +1,60 @@
+// baton predict RECIPE.yaml --load MODEL.pt [--inputs FILE] [--out predictions.npy] [--set key=value]...
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include "baton/data/readers.h"
+#include "baton/train/recipe.h"
+#include "commands.h"
+
+namespace baton::cli {
+namespace {
+
+struct PredictArgs {
+  std::string recipe;
+  std::vector<std::string> sets;
+  std::string load;
+  std::string inputs;
+  std::string out = "predictions.npy";
+};
+
+void run_predict(const PredictArgs& args) {
+  TrainingRun run = build_run(Recipe::load(args.recipe, args.sets));
+  load_weights(run, args.load);
+  std::shared_ptr<Dataset> data = run.eval_data;
+  if (!args.inputs.empty()) {
+    at::Tensor x = read_array(args.inputs);
+    if (x.dim() == 3) x = x.unsqueeze(1);
+    const bool bytes = x.scalar_type() == at::kByte;
+    x = x.to(torch::kFloat);
+    if (bytes) x.div_(255.0);
+    if (run.train_data) {
+      auto* train = dynamic_cast<TensorDataset*>(run.train_data.get());
+      if (train != nullptr) x = (x - train->inputs().mean()) / train->inputs().std();
+    }
+    data = std::make_shared<TensorDataset>(x, torch::zeros({x.size(0)}, torch::kLong));
+  }
+  if (!data) throw RecipeError(args.recipe + ": no evaluation data to predict on; give --inputs FILE");
+  Trainer trainer(run.options.progress_bar(false).console_log_interval("0ep"));
+  DataLoader loader(data, DataLoaderOptions().batch_size(1000).shuffle(false));
+  const at::Tensor logits = torch::cat(trainer.predict(loader));
+  write_npy(args.out, logits);
+  std::printf("predicted %lld examples: logits %s written to %s\n", static_cast<long long>(logits.size(0)),
+              c10::str(logits.sizes()).c_str(), args.out.c_str());
+}
+
+}  // namespace
+
+void add_predict(CLI::App& app) {
+  auto args = std::make_shared<PredictArgs>();
+  CLI::App* cmd = app.add_subcommand("predict", "write a trained model's outputs for some inputs");
+  cmd->add_option("recipe", args->recipe, "recipe YAML file")->required();
+  cmd->add_option("--load", args->load, "weights written by baton train (RUN_DIR/model.pt)")->required();
+  cmd->add_option("--inputs", args->inputs, "IDX or .npy inputs (default: the recipe's evaluation data)");
+  cmd->add_option("--out", args->out, "where to write the outputs as .npy (default: predictions.npy)");
+  cmd->add_option("--set", args->sets, "override a recipe key: key.path=value (repeatable)");
+  cmd->callback([args] { run_predict(*args); });
+}
+
+}  // namespace baton::cli

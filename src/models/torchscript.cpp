@@ -1,0 +1,54 @@
+#include <set>
+#include <stdexcept>
+
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include "baton/models/model.h"
+
+namespace baton {
+namespace {
+
+class TorchScriptClassifier : public Model {
+ public:
+  explicit TorchScriptClassifier(torch::jit::Module module) : module_(std::move(module)) {
+    std::set<std::string> taken;
+    auto unique = [&](std::string name) {
+      std::replace(name.begin(), name.end(), '.', '_');  // nn::Module names may not hold dots
+      while (!taken.insert(name).second) name += "_";
+      return name;
+    };
+    // The same tensors, so that an optimizer step here is a step of the scripted module.
+    for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
+      register_parameter(unique(p.name), p.value, p.value.requires_grad());
+    }
+    for (const auto& b : module_.named_buffers(/*recurse=*/true)) register_buffer(unique(b.name), b.value);
+  }
+
+  at::Tensor forward(const Batch& batch) override { return module_.forward({batch.input}).toTensor(); }
+  at::Tensor loss(const at::Tensor& outputs, const Batch& batch) override {
+    return soft_cross_entropy(outputs, batch.target);
+  }
+  void train(bool on) override {
+    Model::train(on);
+    module_.train(on);
+  }
+
+ private:
+  torch::jit::Module module_;
+};
+
+}  // namespace
+
+std::shared_ptr<Model> load_torchscript_classifier(const std::string& path) {
+  try {
+    torch::jit::Module module = torch::jit::load(path);
+    for (const auto& p : module.parameters()) p.set_requires_grad(true);
+    return std::make_shared<TorchScriptClassifier>(std::move(module));
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    throw std::runtime_error(path + ": cannot load a TorchScript module: " + what.substr(0, what.find('\n')));
+  }
+}
+
+}  // namespace baton
