@@ -1,8 +1,8 @@
 // baton predict RECIPE.yaml --load MODEL.pt [--inputs FILE] [--out predictions.npy] [--set key=value]...
 #include <cstdio>
 
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include "baton/data/readers.h"
 #include "baton/train/recipe.h"

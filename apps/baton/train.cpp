@@ -48,13 +48,13 @@ void run_train(const TrainArgs& args) {
   trainer.fit();
   trainer.close();
 
-  torch::save(std::dynamic_pointer_cast<torch::nn::Module>(run.options.model()), (dir / "model.pt").string());
   const RunSummary& s = trainer.summary();
+  torch::save(std::dynamic_pointer_cast<torch::nn::Module>(run.options.model()), (dir / "model.pt").string());
   nlohmann::json metrics = nlohmann::json::object();
   for (const auto& [label, values] : trainer.state().eval_metrics) {
     for (const auto& [name, value] : values) metrics[label + "/" + name] = value;
   }
-  if (trainer.state().loss.defined()) metrics["train/loss"] = trainer.state().loss.item<double>();
+  if (s.steps > 0) metrics["train/loss"] = s.train_loss;
   const nlohmann::json summary = {{"metrics", metrics},
                                   {"train_s", s.train_s},
                                   {"eval_s", s.eval_s},

@@ -306,6 +306,7 @@ void Trainer::train_batch() {
   }
   engine_->run_event(Event::kAfterTrainBatch);
   for (const auto& optimizer : state_.optimizers) optimizer->step();
+  summary_.train_loss = batch_loss;
   logger_->log_metrics({{"train/loss", batch_loss}}, state_.timestamp.batch() + 1);
 }
 

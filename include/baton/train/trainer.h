@@ -110,6 +110,7 @@ struct RunSummary {
   int64_t steps = 0;
   int64_t samples = 0;
   bool stopped_early = false;
+  double train_loss = 0.0;  // the last batch's loss (the microbatches' losses weighted by their share)
   double samples_per_s() const { return train_s > 0 ? static_cast<double>(samples) / train_s : 0.0; }
 };
 
