@@ -24,11 +24,7 @@ void run_predict(const PredictArgs& args) {
   load_weights(run, args.load);
   std::shared_ptr<Dataset> data = run.eval_data;
   if (!args.inputs.empty()) {
-    at::Tensor x = read_array(args.inputs);
-    if (x.dim() == 3) x = x.unsqueeze(1);
-    const bool bytes = x.scalar_type() == at::kByte;
-    x = x.to(torch::kFloat);
-    if (bytes) x.div_(255.0);
+    at::Tensor x = as_float_inputs(read_array(args.inputs));
     if (run.train_data) {
       auto* train = dynamic_cast<TensorDataset*>(run.train_data.get());
       if (train != nullptr) x = (x - train->inputs().mean()) / train->inputs().std();

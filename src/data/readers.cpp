@@ -202,6 +202,14 @@ void write_npy(const std::string& path, const at::Tensor& tensor) {
   if (!out) fail(path, "write failed");
 }
 
+at::Tensor as_float_inputs(at::Tensor raw) {
+  if (raw.dim() == 3) raw = raw.unsqueeze(1);
+  const bool bytes = raw.scalar_type() == at::kByte;
+  raw = raw.to(torch::kFloat);
+  if (bytes) raw.div_(255.0);
+  return raw;
+}
+
 at::Tensor read_array(const std::string& path) { return ends_with(path, ".npy") ? read_npy(path) : read_idx(path); }
 
 }  // namespace baton

@@ -163,15 +163,6 @@ class Section {
   const std::set<std::string>& set_keys_;
 };
 
-// Inputs as float examples: [N, H, W] images get a channel, integers are scaled to [0, 1].
-at::Tensor as_inputs(at::Tensor t) {
-  if (t.dim() == 3) t = t.unsqueeze(1);
-  const bool bytes = t.scalar_type() == at::kByte;
-  t = t.to(torch::kFloat);
-  if (bytes) t.div_(255.0);
-  return t;
-}
-
 }  // namespace
 
 Recipe::Recipe() : root_(std::make_unique<YAML::Node>()) {}
@@ -295,12 +286,12 @@ TrainingRun build_run(const Recipe& recipe) {
       data.fail(data.has("eval_inputs") ? "eval_labels" : "eval_inputs", "eval_inputs and eval_labels go together");
     }
     auto read = [&](const std::string& key) { return read_array(data.get<std::string>(key, "")); };
-    at::Tensor train_x = as_inputs(read("train_inputs"));
+    at::Tensor train_x = as_float_inputs(read("train_inputs"));
     at::Tensor train_y = read("train_labels").to(torch::kLong);
     at::Tensor eval_x;
     at::Tensor eval_y;
     if (data.has("eval_inputs")) {
-      eval_x = as_inputs(read("eval_inputs"));
+      eval_x = as_float_inputs(read("eval_inputs"));
       eval_y = read("eval_labels").to(torch::kLong);
       if (eval_x.sizes().slice(1) != train_x.sizes().slice(1)) {
         data.fail("eval_inputs", "examples of shape " + c10::str(eval_x.sizes().slice(1)) +

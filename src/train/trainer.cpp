@@ -310,6 +310,12 @@ void Trainer::train_batch() {
   logger_->log_metrics({{"train/loss", batch_loss}}, state_.timestamp.batch() + 1);
 }
 
+at::Tensor Trainer::eval_forward(Model& model) {
+  AutocastScope autocast(state_.precision == Precision::kAmpBf16);
+  return torch_call("the model cannot take inputs of shape " + c10::str(state_.batch.input.sizes()),
+                    [&] { return model.eval_forward(state_.batch); });
+}
+
 void Trainer::run_evaluators() {
   const auto start = Clock::now();
   engine_->run_event(Event::kEvalBeforeAll);
@@ -342,12 +348,7 @@ void Trainer::evaluate(const std::string& label, DataLoader& loader) {
       state_.batch = std::move(*batch);
       engine_->run_event(Event::kEvalBatchStart);
       engine_->run_event(Event::kEvalBeforeForward);
-      {
-        AutocastScope autocast(state_.precision == Precision::kAmpBf16);
-        state_.outputs =
-            torch_call("the model cannot take evaluation inputs of shape " + c10::str(state_.batch.input.sizes()),
-                       [&] { return model.eval_forward(state_.batch); });
-      }
+      state_.outputs = eval_forward(model);
       engine_->run_event(Event::kEvalAfterForward);
       for (auto& metric : metrics) metric->update(state_.outputs.to(torch::kFloat), state_.batch.target);
       engine_->run_event(Event::kEvalBatchEnd);
@@ -396,11 +397,7 @@ std::vector<at::Tensor> Trainer::predict(DataLoader& loader) {
       state_.batch = std::move(*batch);
       engine_->run_event(Event::kPredictBatchStart);
       engine_->run_event(Event::kPredictBeforeForward);
-      {
-        AutocastScope autocast(state_.precision == Precision::kAmpBf16);
-        state_.outputs = torch_call("the model cannot take inputs of shape " + c10::str(state_.batch.input.sizes()),
-                                    [&] { return model.eval_forward(state_.batch); });
-      }
+      state_.outputs = eval_forward(model);
       engine_->run_event(Event::kPredictAfterForward);
       outputs.push_back(state_.outputs.to(torch::kFloat));
       engine_->run_event(Event::kPredictBatchEnd);

@@ -13,6 +13,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "common/test_util.h"
+
 namespace baton {
 namespace {
 
@@ -50,14 +52,7 @@ std::vector<unsigned char> idx_u8(std::vector<uint32_t> dims, const std::vector<
   return out;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 TEST(ReadIdx, ReadsGzipAndPlainFilesWithTheirShape) {
   TempDir dir;

@@ -7,11 +7,19 @@ examples=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+step() {  # step NAME command...: runs the command, shows its output only when it fails
+  local name=$1
+  shift
+  if ! "$@" >"$tmp/step.log" 2>&1; then
+    echo "FAIL: $name"; tail -40 "$tmp/step.log"; exit 1
+  fi
+}
+step "cmake --install" cmake --install "$build" --prefix "$tmp/prefix"
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-cmake -S "$examples" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" "${launcher[@]}" >/dev/null
-cmake --build "$tmp/build" -j "$(nproc)" >/dev/null
+step "configure examples/ against the install tree" \
+  cmake -S "$examples" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" "${launcher[@]}"
+step "build examples/" cmake --build "$tmp/build" -j "$(nproc)"
 
 for exe in "$tmp"/build/custom_algorithm "$tmp"/build/simulated_fit "$tmp"/build/train_classifier; do
   if ! ldd "$exe" | grep -q "$tmp/prefix/lib/libbaton"; then

@@ -9,20 +9,15 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "common/test_util.h"
+
 namespace baton {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 TEST(Recipe, UnknownKeysAreErrorsWithFileLineAndColumn) {
   const std::string yaml = "max_duration: 1ep\noptimizer:\n  name: sgd\n  lrr: 0.1\n";

@@ -26,6 +26,10 @@ at::Tensor read_npy(const std::string& path);
 // endian, C order), as numpy.save does. Throws std::runtime_error naming the path.
 void write_npy(const std::string& path, const at::Tensor& tensor);
 
+// Raw arrays as float model inputs: [N, H, W] images get a channel ([N, 1, H, W]), bytes are
+// scaled to [0, 1]; other shapes and types are only converted to float.
+at::Tensor as_float_inputs(at::Tensor raw);
+
 // read_idx or read_npy by the file name (.npy, else IDX).
 at::Tensor read_array(const std::string& path);
 

@@ -145,6 +145,8 @@ class Trainer {
 
  private:
   Model& current_model();
+  // The model's outputs for state().batch under the run's precision (gradients as the caller set).
+  at::Tensor eval_forward(Model& model);
   void train_batch();
   void run_evaluators();
   void evaluate(const std::string& label, DataLoader& loader);
