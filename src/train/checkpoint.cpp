@@ -23,8 +23,8 @@ constexpr std::size_t kHeader = 24;
 
 const std::map<std::string, at::ScalarType>& dtypes() {
   static const std::map<std::string, at::ScalarType> types = {
-      {"bool", at::kBool},   {"uint8", at::kByte},    {"int8", at::kChar},   {"int16", at::kShort},
-      {"int32", at::kInt},   {"int64", at::kLong},    {"float16", at::kHalf}, {"bfloat16", at::kBFloat16},
+      {"bool", at::kBool},     {"uint8", at::kByte},    {"int8", at::kChar},    {"int16", at::kShort},
+      {"int32", at::kInt},     {"int64", at::kLong},    {"float16", at::kHalf}, {"bfloat16", at::kBFloat16},
       {"float32", at::kFloat}, {"float64", at::kDouble}};
   return types;
 }
@@ -76,8 +76,11 @@ std::string encode_checkpoint(const StateDict& state, const nlohmann::json& meta
   for (const auto& [name, tensor] : state.tensors) {
     const at::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
     const auto nbytes = static_cast<std::size_t>(t.nbytes());
-    tensors.push_back({{"name", name}, {"dtype", dtype_name(t.scalar_type(), name)}, {"shape", t.sizes().vec()},
-                       {"offset", data.size()}, {"nbytes", nbytes}});
+    tensors.push_back({{"name", name},
+                       {"dtype", dtype_name(t.scalar_type(), name)},
+                       {"shape", t.sizes().vec()},
+                       {"offset", data.size()},
+                       {"nbytes", nbytes}});
     data.append(static_cast<const char*>(t.data_ptr()), nbytes);
   }
   nlohmann::json head = meta;

@@ -2,9 +2,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/autocast_mode.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -13,6 +16,8 @@
 #include "baton/loggers/progress_bar.h"
 #include "baton/metrics/metrics.h"
 #include "baton/optim/optimizers.h"
+#include "baton/train/checkpoint.h"
+#include "baton/train/checkpoint_saver.h"
 #include "baton/train/threads.h"
 
 namespace baton {
@@ -53,6 +58,36 @@ class AutocastScope {
 };
 
 bool is_zero(const Time& t) { return t.value() == 0.0; }
+
+// Glob match with * as the only wildcard: "model/module.f2.*" matches "model/module.f2.weight".
+bool glob_match(std::string_view pattern, std::string_view name) {
+  std::size_t p = 0, n = 0, star = std::string_view::npos, mark = 0;
+  while (n < name.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++, mark = n;
+    } else if (p < pattern.size() && pattern[p] == name[n]) {
+      ++p, ++n;
+    } else if (star != std::string_view::npos) {
+      p = star + 1, n = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+bool matches_any(const std::string& name, const std::vector<std::string>& patterns) {
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return glob_match(p, name); });
+}
+
+std::string bytes_of(const torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
 
 void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);
@@ -122,11 +157,146 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   }
   for (const auto& logger : loggers) state_.callbacks.push_back(logger);
   logger_ = std::make_unique<Logger>(state_, loggers);
-  engine_ = std::make_unique<Engine>(state_, *logger_);
 
+  if (!options_.save_folder().empty()) {
+    const TimeUnit save_unit = options_.save_interval().unit();
+    require(save_unit == TimeUnit::kEpoch || save_unit == TimeUnit::kBatch || save_unit == TimeUnit::kSample,
+            "TrainerOptions: save_interval " + options_.save_interval().to_string() + " must be in ep, ba or sp");
+    saver_ = std::make_shared<CheckpointSaver>(
+        CheckpointSaverOptions{options_.save_folder(), options_.save_interval(), options_.save_filename(),
+                               options_.save_num_checkpoints_to_keep()},
+        [this] { return snapshot(options_.save_weights_only()); }, [this] { return options_.checkpoint_meta(); });
+    state_.callbacks.push_back(saver_);
+  }
+  require(!options_.autoresume() || !options_.save_folder().empty(),
+          "TrainerOptions: autoresume needs save_folder (where to look for checkpoints)");
+
+  engine_ = std::make_unique<Engine>(state_, *logger_);
   engine_->run_event(Event::kInit);
   engine_->run_event(Event::kBeforeLoad);
+  std::string resume = options_.autoresume() ? find_resumable_checkpoint(options_.save_folder()) : "";
+  if (!resume.empty()) {
+    load_checkpoint(resume, /*weights_only=*/false, /*strict=*/true);
+  } else if (!options_.load_path().empty()) {
+    load_checkpoint(options_.load_path(), options_.load_weights_only(), options_.load_strict(),
+                    options_.load_ignore_keys());
+  }
   engine_->run_event(Event::kAfterLoad);
+}
+
+StateDict Trainer::snapshot(bool weights_only) const {
+  StateDict full = state_.state_dict();
+  StateDict out;
+  for (const auto& [name, tensor] : full.tensors) {
+    if (weights_only && name.rfind("model/", 0) != 0) continue;
+    out.tensors[name] = tensor.detach().clone();
+  }
+  if (weights_only) return out;
+  out.values = full.values;
+  for (std::size_t i = 0; i < state_.optimizers.size(); ++i) {
+    const std::string bytes = bytes_of(*state_.optimizers[i]);
+    out.tensors["optimizers/" + std::to_string(i)] =
+        torch::from_blob(const_cast<char*>(bytes.data()), {static_cast<int64_t>(bytes.size())}, torch::kByte).clone();
+  }
+  {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    out.tensors["rng/torch"] = generator.get_state();
+  }
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const auto& [label, values] : state_.eval_metrics) metrics[label] = values;
+  out.values["eval_metrics"] = metrics;
+  out.values["summary"] = {
+      {"train_s", summary_.train_s}, {"eval_s", summary_.eval_s}, {"train_loss", summary_.train_loss}};
+  out.values["last_eval_batch"] = last_eval_batch_;
+  return out;
+}
+
+void Trainer::save_checkpoint(const std::string& path, bool weights_only) const {
+  write_checkpoint(path, snapshot(weights_only), options_.checkpoint_meta());
+}
+
+void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool strict,
+                              const std::vector<std::string>& ignore_keys) {
+  const CheckpointFile ckpt = read_checkpoint(path);
+  const StateDict& sd = ckpt.state;
+  Model& model = current_model();
+  {
+    torch::NoGradGuard no_grad;
+    std::set<std::string> used;
+    auto restore = [&](const std::string& name, at::Tensor target) {
+      const std::string key = "model/" + name;
+      if (matches_any(key, ignore_keys)) return;
+      auto it = sd.tensors.find(key);
+      if (it == sd.tensors.end()) {
+        if (strict) throw std::invalid_argument(path + ": has no tensor '" + key + "' for this model (load_strict)");
+        return;
+      }
+      if (it->second.sizes() != target.sizes()) {
+        throw std::invalid_argument(path + ": tensor '" + key + "' has shape " + c10::str(it->second.sizes()) +
+                                    " but the model's is " + c10::str(target.sizes()) +
+                                    "; is it another model? (load_ignore_keys skips tensors)");
+      }
+      target.copy_(it->second);
+      used.insert(key);
+    };
+    for (auto& item : model.named_parameters()) restore(item.key(), item.value());
+    for (auto& item : model.named_buffers()) restore(item.key(), item.value());
+    if (strict) {
+      for (const auto& [name, tensor] : sd.tensors) {
+        if (name.rfind("model/", 0) == 0 && !used.count(name) && !matches_any(name, ignore_keys)) {
+          throw std::invalid_argument(path + ": tensor '" + name + "' is not in this model (load_strict)");
+        }
+      }
+    }
+  }
+  loaded_from_ = path;
+  if (weights_only) return;
+
+  if (!sd.values.contains("timestamp"))
+    throw CheckpointError(path + ": holds only weights; load it with load_weights_only");
+  // Everything but the model (done above) and what this run's options decide.
+  StateDict rest = sd;
+  for (auto& item : model.named_parameters()) rest.tensors["model/" + item.key()] = item.value();
+  for (auto& item : model.named_buffers()) rest.tensors["model/" + item.key()] = item.value();
+  const std::string run_name = state_.run_name;
+  state_.load_state_dict(rest);
+  state_.run_name = run_name;
+  state_.max_duration = options_.max_duration();
+  state_.precision = options_.precision();
+  for (std::size_t i = 0; i < state_.optimizers.size(); ++i) {
+    auto it = sd.tensors.find("optimizers/" + std::to_string(i));
+    if (it == sd.tensors.end()) throw CheckpointError(path + ": has no state for optimizer " + std::to_string(i));
+    const at::Tensor bytes = it->second.contiguous();
+    std::istringstream in(
+        std::string(static_cast<const char*>(bytes.data_ptr()), static_cast<std::size_t>(bytes.numel())));
+    torch::serialize::InputArchive archive;
+    try {
+      archive.load_from(in);
+      state_.optimizers[i]->load(archive);
+    } catch (const c10::Error& e) {
+      throw CheckpointError(path + ": optimizer " + std::to_string(i) +
+                            " state does not fit this optimizer: " + first_line(e.what_without_backtrace()));
+    }
+  }
+  if (auto it = sd.tensors.find("rng/torch"); it != sd.tensors.end()) {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(it->second);
+  }
+  if (auto it = sd.values.find("eval_metrics"); it != sd.values.end() && it->is_object()) {
+    for (const auto& [label, values] : it->items()) {
+      for (const auto& [name, value] : values.items()) state_.eval_metrics[label][name] = value.get<double>();
+    }
+  }
+  if (auto it = sd.values.find("summary"); it != sd.values.end() && it->is_object()) {
+    summary_.train_s = it->value("train_s", 0.0);
+    summary_.eval_s = it->value("eval_s", 0.0);
+    summary_.train_loss = it->value("train_loss", 0.0);
+  }
+  last_eval_batch_ = sd.values.value("last_eval_batch", int64_t{-1});
+  summary_.steps = state_.timestamp.batch();
+  summary_.samples = state_.timestamp.sample();
 }
 
 Trainer::~Trainer() { close(); }

@@ -12,8 +12,8 @@
 namespace baton {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 class CheckpointFiles : public ::testing::Test {
  protected:
@@ -62,7 +62,8 @@ TEST_F(CheckpointFiles, DamagedFilesAreRecognisedAndNamed) {
               HasSubstr("short.ckpt: truncated"));
   std::string flipped = bytes;
   flipped[flipped.size() - 3] ^= 0x10;
-  EXPECT_THAT(error_of([&] { read_checkpoint(write("flip.ckpt", flipped)); }), HasSubstr("flip.ckpt: corrupt: the checksum"));
+  EXPECT_THAT(error_of([&] { read_checkpoint(write("flip.ckpt", flipped)); }),
+              HasSubstr("flip.ckpt: corrupt: the checksum"));
   EXPECT_THAT(error_of([&] { read_checkpoint(write("foreign.ckpt", "PK\x03\x04 a zip file, not ours at all")); }),
               HasSubstr("foreign.ckpt: not a baton checkpoint"));
   EXPECT_THAT(error_of([&] { read_checkpoint(path("missing.ckpt")); }), HasSubstr("missing.ckpt: cannot open"));
@@ -72,7 +73,8 @@ TEST_F(CheckpointFiles, DamagedFilesAreRecognisedAndNamed) {
 }
 
 TEST_F(CheckpointFiles, AnUnwritableFolderIsNamed) {
-  EXPECT_THAT(error_of([&] { write_checkpoint(path("no/such/dir/a.ckpt"), sample(), {}); }), HasSubstr("cannot write in"));
+  EXPECT_THAT(error_of([&] { write_checkpoint(path("no/such/dir/a.ckpt"), sample(), {}); }),
+              HasSubstr("cannot write in"));
 }
 
 TEST(Sha256, KnownVectors) {

@@ -295,3 +295,101 @@ def forward(self, x):
 
 }  // namespace
 }  // namespace baton
+
+#include "baton/train/checkpoint.h"
+
+namespace baton {
+namespace {
+
+class Resume : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char templ[] = "/tmp/baton_resume_XXXXXX";
+    dir_ = mkdtemp(templ);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  TrainerOptions options(const std::string& folder) {
+    torch::manual_seed(0);
+    return small_options().deterministic(true).eval_interval("2ba").save_folder(dir_ + "/" + folder);
+  }
+  static std::vector<at::Tensor> weights(Trainer& t) {
+    std::vector<at::Tensor> out;
+    for (const auto& p : t.state().model->parameters()) out.push_back(p.detach().clone());
+    return out;
+  }
+  static bool equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (!torch::equal(a[i], b[i])) return false;
+    }
+    return true;
+  }
+  std::string dir_;
+};
+
+TEST_F(Resume, MidEpochResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
+  Trainer uninterrupted(options("a").max_duration("3ep"));
+  uninterrupted.fit();
+  const auto expected = weights(uninterrupted);
+
+  {
+    Trainer first(options("b").max_duration("6ba").save_interval("3ba"));  // stops in the middle of epoch 2
+    first.fit();
+  }
+  EXPECT_TRUE(std::filesystem::is_symlink(dir_ + "/b/latest"));
+  EXPECT_EQ(std::filesystem::read_symlink(dir_ + "/b/latest").string(), "ep1-ba6.ckpt");
+  Trainer resumed(options("b").max_duration("3ep").autoresume(true));
+  EXPECT_EQ(resumed.loaded_from(), dir_ + "/b/latest");
+  EXPECT_EQ(resumed.state().timestamp.batch(), 6);
+  EXPECT_EQ(resumed.state().timestamp.batch_in_epoch(), 2);
+  resumed.fit();
+  EXPECT_EQ(resumed.state().timestamp.batch(), 12);
+  EXPECT_TRUE(equal(weights(resumed), expected));
+  EXPECT_EQ(weights_sha256(resumed.snapshot(true)), weights_sha256(uninterrupted.snapshot(true)));
+}
+
+TEST_F(Resume, KeepsTheNewestCheckpointsAndFallsBackFromADamagedLatest) {
+  {
+    Trainer t(options("c").max_duration("2ep").save_interval("2ba").save_num_checkpoints_to_keep(2));
+    t.fit();
+  }
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/c")) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  // Batch 8 is saved at batch_checkpoint (still epoch 1), then at fit end (epoch 2).
+  EXPECT_EQ(files, (std::vector<std::string>{"ep1-ba8.ckpt", "ep2-ba8.ckpt", "latest"}));
+  EXPECT_EQ(std::filesystem::read_symlink(dir_ + "/c/latest").string(), "ep2-ba8.ckpt");
+  // Damage the newest: resuming takes the good one before it.
+  std::filesystem::resize_file(dir_ + "/c/ep2-ba8.ckpt", 100);
+  Trainer resumed(options("c").max_duration("2ep").autoresume(true));
+  EXPECT_EQ(resumed.loaded_from(), dir_ + "/c/ep1-ba8.ckpt");
+  EXPECT_EQ(resumed.state().timestamp.epoch(), 1);
+}
+
+TEST_F(Resume, WeightsOnlyLoadsIntoAnotherRecipeWithIgnoredKeys) {
+  Trainer source(options("d").max_duration("2ba"));
+  source.fit();
+  source.save_checkpoint(dir_ + "/d.ckpt");
+  // Same body, a 6-class head: the head's tensors are skipped, the rest is loaded.
+  torch::manual_seed(1);
+  auto model = make_model("mlp", {.input_shape = {8}, .num_classes = 6, .hidden = {16}});
+  auto tune =
+      small_options().model(model).optimizers({make_optimizer({.name = "sgd", .lr = 0.1}, model->parameters())});
+  EXPECT_THAT(
+      [&] { Trainer t(tune.load_path(dir_ + "/d.ckpt").load_weights_only(true)); },
+      ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("has shape [4, 16] but the model's is [6, 16]")));
+  Trainer tuned(tune.load_path(dir_ + "/d.ckpt").load_weights_only(true).load_ignore_keys({"model/module.layers.2.*"}));
+  EXPECT_TRUE(torch::equal(tuned.state().model->named_parameters()["module.layers.0.weight"],
+                           source.state().model->named_parameters()["module.layers.0.weight"]));
+  EXPECT_EQ(tuned.state().timestamp.batch(), 0);
+}
+
+TEST_F(Resume, ADamagedLoadPathIsAShortError) {
+  std::ofstream(dir_ + "/bad.ckpt") << "garbage";
+  EXPECT_THAT([&] { Trainer t(options("e").load_path(dir_ + "/bad.ckpt")); },
+              ::testing::ThrowsMessage<CheckpointError>(HasSubstr("bad.ckpt: not a baton checkpoint")));
+}
+
+}  // namespace
+}  // namespace baton

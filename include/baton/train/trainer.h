@@ -93,10 +93,36 @@ class TrainerOptions {
   // Evaluation metrics (make_metric names). Default: empty, meaning the model's metrics().
   BATON_ARG(std::vector<std::string>, eval_metrics);
 
+  // Checkpoints. Where to write them. Default: "" (no checkpoints).
+  BATON_ARG(std::string, save_folder);
+  // How often (ep, ba or sp), on the *_checkpoint events; one is always written at fit end. Default: 1ep.
+  BATON_ARG(Time, save_interval) = Time::from_epoch(1);
+  // {epoch}, {batch} and {run_name} are filled in. Default: "ep{epoch}-ba{batch}.ckpt".
+  BATON_ARG(std::string, save_filename) = std::string("ep{epoch}-ba{batch}.ckpt");
+  // Older checkpoints beyond this many are deleted. Default: -1 (keep all).
+  BATON_ARG(int, save_num_checkpoints_to_keep) = -1;
+  // Only the model's weights. Default: false.
+  BATON_ARG(bool, save_weights_only) = false;
+  // Extra metadata stored in every checkpoint (the CLI puts the resolved recipe here).
+  BATON_ARG(nlohmann::json, checkpoint_meta) = nlohmann::json::object();
+  // A checkpoint to start from. Default: "" (none).
+  BATON_ARG(std::string, load_path);
+  // Take only the model's weights (fine-tuning). Default: false.
+  BATON_ARG(bool, load_weights_only) = false;
+  // Every model tensor must be in the checkpoint and every checkpoint model tensor in the model.
+  // Default: true.
+  BATON_ARG(bool, load_strict) = true;
+  // Tensor names to leave as they are, with * as a wildcard ("model/module.f2.*"). Default: none.
+  BATON_ARG(std::vector<std::string>, load_ignore_keys);
+  // Resume from save_folder/latest when it is there and good (else the newest good checkpoint in
+  // save_folder, else load_path). Default: false.
+  BATON_ARG(bool, autoresume) = false;
+
  public:
   TrainerOptions& max_duration(std::string_view text) { return max_duration(Time::parse(text)); }
   TrainerOptions& eval_interval(std::string_view text) { return eval_interval(Time::parse(text)); }
   TrainerOptions& console_log_interval(std::string_view text) { return console_log_interval(Time::parse(text)); }
+  TrainerOptions& save_interval(std::string_view text) { return save_interval(Time::parse(text)); }
   TrainerOptions& eval_dataloader(std::string name, std::shared_ptr<DataLoader> loader) {
     eval_dataloaders_.emplace_back(std::move(name), std::move(loader));
     return *this;
@@ -143,6 +169,18 @@ class Trainer {
   // The batch size the train loop splits into microbatches of this many examples.
   int64_t microbatch_size() const;
 
+  // Everything a resume needs: model, optimizers, algorithms' and callbacks' state, timestamp,
+  // random generator, evaluation metrics; only the model with `weights_only`. Tensors are copies.
+  StateDict snapshot(bool weights_only) const;
+  // Writes snapshot(weights_only) to `path` now (synchronously).
+  void save_checkpoint(const std::string& path, bool weights_only = false) const;
+  // Loads a checkpoint. Throws CheckpointError for a damaged file, std::invalid_argument naming
+  // the tensor when the model does not fit it.
+  void load_checkpoint(const std::string& path, bool weights_only, bool strict,
+                       const std::vector<std::string>& ignore_keys = {});
+  // The checkpoint the trainer started from, or "" when none.
+  const std::string& loaded_from() const { return loaded_from_; }
+
  private:
   Model& current_model();
   // The model's outputs for state().batch under the run's precision (gradients as the caller set).
@@ -162,6 +200,8 @@ class Trainer {
   ScheduleClock clock_;
   std::vector<std::vector<double>> initial_lrs_;  // per optimizer, per param group
   int64_t last_eval_batch_ = -1;
+  std::string loaded_from_;
+  std::shared_ptr<class CheckpointSaver> saver_;
 };
 
 }  // namespace baton

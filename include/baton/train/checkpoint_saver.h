@@ -1,0 +1,66 @@
+// CheckpointSaver: writes checkpoints during fit, on the *_checkpoint events (so a checkpoint can
+// hold that interval's evaluation) and at fit end, and keeps checkpoints/latest pointing at the
+// newest. The Trainer adds one when TrainerOptions::save_folder is set.
+//
+// The snapshot is taken on the training thread; the file is written on a background thread, so
+// training does not wait for the disk (the next save waits for the previous write).
+#pragma once
+
+#include <functional>
+#include <future>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "baton/core/callback.h"
+#include "baton/core/state_dict.h"
+#include "baton/core/time.h"
+
+namespace baton {
+
+struct CheckpointSaverOptions {
+  std::string folder;
+  Time interval = Time::from_epoch(1);
+  std::string filename = "ep{epoch}-ba{batch}.ckpt";
+  int num_checkpoints_to_keep = -1;
+};
+
+class CheckpointSaver : public Callback {
+ public:
+  using Snapshot = std::function<StateDict()>;
+  using Meta = std::function<nlohmann::json()>;
+  // Creates the folder. Throws CheckpointError naming it when it cannot.
+  CheckpointSaver(CheckpointSaverOptions options, Snapshot snapshot, Meta meta);
+  ~CheckpointSaver() override;
+
+  void batch_checkpoint(State& state, Logger& logger) override;
+  void epoch_checkpoint(State& state, Logger& logger) override;
+  void fit_end(State& state, Logger& logger) override;
+  void close(State& state, Logger& logger) override;
+
+  // Snapshots now and writes in the background; returns the file's path.
+  std::string save(const State& state);
+  // Waits for the write in flight; rethrows its error.
+  void wait();
+  // Paths written by this saver, oldest first (those not deleted).
+  const std::vector<std::string>& written() const { return written_; }
+
+ private:
+  CheckpointSaverOptions options_;
+  Snapshot snapshot_;
+  Meta meta_;
+  std::future<void> pending_;
+  std::vector<std::string> written_;
+  // Whether the last save was at this timestamp (epoch, batch).
+  bool saved_now(const State& state) const;
+  std::pair<int64_t, int64_t> last_saved_{-1, -1};
+};
+
+// Points `folder`/latest (a relative symlink) at `file` atomically.
+void point_latest_at(const std::string& folder, const std::string& file);
+
+// The checkpoint to resume from in `folder`: latest when it is good; else the newest good
+// *.ckpt (saying so in one warning); "" when there is none.
+std::string find_resumable_checkpoint(const std::string& folder);
+
+}  // namespace baton

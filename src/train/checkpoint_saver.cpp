@@ -1,0 +1,152 @@
+#include "baton/train/checkpoint_saver.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+#include "baton/core/state.h"
+#include "baton/train/checkpoint.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fill(std::string pattern, const State& state) {
+  auto replace = [&](const std::string& key, const std::string& value) {
+    for (auto at = pattern.find(key); at != std::string::npos; at = pattern.find(key, at + value.size())) {
+      pattern.replace(at, key.size(), value);
+    }
+  };
+  replace("{epoch}", std::to_string(state.timestamp.epoch()));
+  replace("{batch}", std::to_string(state.timestamp.batch()));
+  replace("{run_name}", state.run_name);
+  return pattern;
+}
+
+}  // namespace
+
+void point_latest_at(const std::string& folder, const std::string& file) {
+  const fs::path link = fs::path(folder) / "latest";
+  const fs::path tmp = fs::path(folder) / (".latest.tmp." + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  fs::create_symlink(fs::path(file).filename(), tmp, ec);
+  if (!ec) fs::rename(tmp, link, ec);
+  if (ec) throw CheckpointError(link.string() + ": cannot point it at " + file + " (" + ec.message() + ")");
+}
+
+std::string find_resumable_checkpoint(const std::string& folder) {
+  const fs::path latest = fs::path(folder) / "latest";
+  std::error_code ec;
+  if (!fs::exists(folder, ec)) return "";
+  std::string damaged;
+  if (fs::is_symlink(latest, ec) || fs::exists(latest, ec)) {
+    try {
+      read_checkpoint(latest.string());
+      return latest.string();
+    } catch (const CheckpointError& e) {
+      damaged = e.what();
+    }
+  }
+  // The newest good checkpoint, by the batch it was written at.
+  std::string best;
+  int64_t best_batch = -1;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    if (entry.path().extension() != ".ckpt" || entry.path().filename().string().front() == '.') continue;
+    try {
+      const CheckpointFile ckpt = read_checkpoint(entry.path().string());
+      const int64_t batch = ckpt.state.values.value("timestamp", nlohmann::json::object()).value("batch", int64_t{0});
+      if (batch > best_batch) best_batch = batch, best = entry.path().string();
+    } catch (const CheckpointError&) {
+    }
+  }
+  if (!damaged.empty() && !best.empty()) {
+    spdlog::warn("{}; resuming from the newest good checkpoint, {}", damaged, best);
+  } else if (!damaged.empty()) {
+    spdlog::warn("{}; no good checkpoint in {}", damaged, folder);
+  }
+  return best;
+}
+
+CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options, Snapshot snapshot, Meta meta)
+    : options_(std::move(options)), snapshot_(std::move(snapshot)), meta_(std::move(meta)) {
+  std::error_code ec;
+  fs::create_directories(options_.folder, ec);
+  if (ec) throw CheckpointError(options_.folder + ": cannot create the checkpoint folder (" + ec.message() + ")");
+  if (::access(options_.folder.c_str(), W_OK) != 0) {
+    throw CheckpointError(options_.folder + ": the checkpoint folder is not writable");
+  }
+}
+
+CheckpointSaver::~CheckpointSaver() {
+  try {
+    wait();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+  }
+}
+
+void CheckpointSaver::wait() {
+  if (pending_.valid()) pending_.get();
+}
+
+std::string CheckpointSaver::save(const State& state) {
+  wait();
+  StateDict snapshot = snapshot_();
+  nlohmann::json meta = meta_ ? meta_() : nlohmann::json::object();
+  const std::string path = (fs::path(options_.folder) / fill(options_.filename, state)).string();
+  last_saved_ = {state.timestamp.epoch(), state.timestamp.batch()};
+  written_.erase(std::remove(written_.begin(), written_.end(), path), written_.end());
+  written_.push_back(path);
+  std::vector<std::string> doomed;
+  if (options_.num_checkpoints_to_keep >= 0) {
+    while (written_.size() > static_cast<std::size_t>(std::max(1, options_.num_checkpoints_to_keep))) {
+      doomed.push_back(written_.front());
+      written_.erase(written_.begin());
+    }
+  }
+  pending_ = std::async(std::launch::async, [this, path, snapshot = std::move(snapshot), meta = std::move(meta),
+                                             doomed = std::move(doomed)] {
+    write_checkpoint(path, snapshot, meta);
+    point_latest_at(options_.folder, path);
+    for (const auto& old : doomed) {
+      std::error_code ec;
+      fs::remove(old, ec);
+    }
+  });
+  return path;
+}
+
+void CheckpointSaver::batch_checkpoint(State& state, Logger&) {
+  const Time& every = options_.interval;
+  if (every.value() <= 0) return;
+  if (every.unit() == TimeUnit::kBatch && state.timestamp.batch() % every.count() == 0) save(state);
+  if (every.unit() == TimeUnit::kSample) {
+    const int64_t n = every.count();
+    if (state.timestamp.sample() / n > (state.timestamp.sample() - state.batch.size()) / n) save(state);
+  }
+}
+
+void CheckpointSaver::epoch_checkpoint(State& state, Logger&) {
+  const Time& every = options_.interval;
+  if (every.unit() == TimeUnit::kEpoch && every.count() > 0 && state.timestamp.epoch() % every.count() == 0) {
+    if (!saved_now(state)) save(state);
+  }
+}
+
+bool CheckpointSaver::saved_now(const State& state) const {
+  return last_saved_ == std::pair<int64_t, int64_t>{state.timestamp.epoch(), state.timestamp.batch()};
+}
+
+void CheckpointSaver::fit_end(State& state, Logger&) {
+  if (!saved_now(state)) save(state);
+  wait();
+}
+
+void CheckpointSaver::close(State&, Logger&) { wait(); }
+
+}  // namespace baton
