@@ -22,8 +22,10 @@ step "configure examples/ against the install tree" \
 step "build examples/" cmake --build "$tmp/build" -j "$(nproc)"
 
 for exe in "$tmp"/build/custom_algorithm "$tmp"/build/simulated_fit "$tmp"/build/train_classifier; do
-  if ! ldd "$exe" | grep -q "$tmp/prefix/lib/libbaton"; then
-    echo "FAIL: $(basename "$exe") does not link the installed libbaton:"; ldd "$exe" | grep baton; exit 1
+  # ldd into a variable first: `ldd | grep -q` under pipefail fails at random when grep exits early.
+  libs=$(ldd "$exe")
+  if ! grep -q "$tmp/prefix/lib/libbaton" <<<"$libs"; then
+    echo "FAIL: $(basename "$exe") does not link the installed libbaton:"; grep baton <<<"$libs"; exit 1
   fi
   "$exe" >"$tmp/$(basename "$exe").txt" || { echo "FAIL: $(basename "$exe") exited $?"; cat "$tmp/$(basename "$exe").txt"; exit 1; }
 done
