@@ -21,6 +21,7 @@ inline constexpr int kBadInput = 2;
 void add_train(CLI::App& app);
 void add_eval(CLI::App& app);
 void add_predict(CLI::App& app);
+void add_checkpoint(CLI::App& app);
 
 // Loads weights written by baton train into the run's model; a clear error when they do not fit.
 void load_weights(TrainingRun& run, const std::string& path);

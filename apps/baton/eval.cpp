@@ -1,14 +1,27 @@
 // baton eval RECIPE.yaml --load MODEL.pt [--set key=value]...
 #include <cstdio>
+#include <fstream>
 
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
+#include "baton/train/checkpoint.h"
 #include "baton/train/recipe.h"
 #include "commands.h"
 
 namespace baton::cli {
 namespace {
+
+void copy_tensor(const StateDict& state, const std::string& path, const std::string& name, at::Tensor target) {
+  auto it = state.tensors.find("model/" + name);
+  if (it == state.tensors.end())
+    throw std::runtime_error(path + ": cannot load the model's weights: no tensor 'model/" + name + "'");
+  if (it->second.sizes() != target.sizes()) {
+    throw std::runtime_error(path + ": cannot load the model's weights: 'model/" + name + "' has shape " +
+                             c10::str(it->second.sizes()) + ", the model's is " + c10::str(target.sizes()));
+  }
+  target.copy_(it->second);
+}
 
 struct EvalArgs {
   std::string recipe;
@@ -30,6 +43,17 @@ void run_eval(const EvalArgs& args) {
 
 void load_weights(TrainingRun& run, const std::string& path) {
   auto module = std::dynamic_pointer_cast<torch::nn::Module>(run.options.model());
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  in.read(magic, sizeof magic);
+  if (!in) throw std::runtime_error(path + ": cannot read the weights");
+  if (std::string(magic, 7) == "BATONCK") {
+    const CheckpointFile ckpt = read_checkpoint(path);
+    torch::NoGradGuard no_grad;
+    for (auto& item : module->named_parameters()) copy_tensor(ckpt.state, path, item.key(), item.value());
+    for (auto& item : module->named_buffers()) copy_tensor(ckpt.state, path, item.key(), item.value());
+    return;
+  }
   try {
     torch::load(module, path);
   } catch (const c10::Error& e) {

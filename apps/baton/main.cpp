@@ -9,6 +9,7 @@
 #include <c10/util/Exception.h>
 #include <CLI/CLI.hpp>
 
+#include "baton/train/checkpoint.h"
 #include "baton/train/recipe.h"
 #include "baton/version.h"
 #include "commands.h"
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   baton::cli::add_train(app);
   baton::cli::add_eval(app);
   baton::cli::add_predict(app);
+  baton::cli::add_checkpoint(app);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;
@@ -38,6 +40,9 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : baton::cli::kBadInput;
   } catch (const baton::RecipeError& e) {
+    std::fprintf(stderr, "baton: %s\n", e.what());
+    return baton::cli::kBadInput;
+  } catch (const baton::CheckpointError& e) {
     std::fprintf(stderr, "baton: %s\n", e.what());
     return baton::cli::kBadInput;
   } catch (const c10::Error& e) {

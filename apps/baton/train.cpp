@@ -9,6 +9,7 @@
 
 #include "baton/loggers/jsonl_logger.h"
 #include "baton/train/recipe.h"
+#include "baton/version.h"
 #include "commands.h"
 
 namespace baton::cli {
@@ -18,6 +19,7 @@ struct TrainArgs {
   std::string recipe;
   std::vector<std::string> sets;
   std::string run_dir;
+  bool autoresume = false;
 };
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
@@ -36,6 +38,11 @@ void run_train(const TrainArgs& args) {
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir.string() + ": cannot create the run directory (" + ec.message() + ")");
   write_file(dir / "recipe.yaml", recipe.resolved_yaml());
+  if (run.options.save_folder().empty()) run.options.save_folder((dir / "checkpoints").string());
+  run.options.autoresume(args.autoresume);
+  run.options.checkpoint_meta({{"baton_version", BATON_VERSION_STRING},
+                               {"run_name", run.options.run_name()},
+                               {"recipe", recipe.resolved_yaml()}});
   auto loggers = run.options.loggers();
   loggers.push_back(std::make_shared<JsonlLogger>((dir / "metrics.jsonl").string()));
   run.options.loggers(loggers);
@@ -45,6 +52,10 @@ void run_train(const TrainArgs& args) {
               std::string(to_string(run.options.precision())).c_str(), dir.string().c_str());
   std::fflush(stdout);
   Trainer trainer(run.options);
+  if (!trainer.loaded_from().empty()) {
+    std::printf("resuming from %s at %s\n", trainer.loaded_from().c_str(),
+                trainer.state().timestamp.to_string().c_str());
+  }
   trainer.fit();
   trainer.close();
 
@@ -77,6 +88,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("recipe", args->recipe, "recipe YAML file")->required();
   cmd->add_option("--set", args->sets, "override a recipe key: key.path=value (repeatable)");
   cmd->add_option("--run-dir", args->run_dir, "where the run writes its files (default: runs/<run_name>)");
+  cmd->add_flag(
+      "--autoresume", args->autoresume,
+      "resume from the run's checkpoints/latest if it is good (else the newest good checkpoint, else load_path)");
   cmd->callback([args] { run_train(*args); });
 }
 

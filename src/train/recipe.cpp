@@ -33,7 +33,16 @@ const std::vector<std::string> kTopKeys = {"run_name",
                                            "data",
                                            "model",
                                            "optimizer",
-                                           "scheduler"};
+                                           "scheduler",
+                                           "save_folder",
+                                           "save_interval",
+                                           "save_filename",
+                                           "save_num_checkpoints_to_keep",
+                                           "save_weights_only",
+                                           "load_path",
+                                           "load_weights_only",
+                                           "load_strict",
+                                           "load_ignore_keys"};
 const std::vector<std::string> kDataKeys = {"dataset",     "dir",         "train_inputs", "train_labels",
                                             "eval_inputs", "eval_labels", "batch_size",   "eval_batch_size",
                                             "shuffle",     "drop_last",   "standardize",  "prefetch"};
@@ -262,6 +271,21 @@ TrainingRun build_run(const Recipe& recipe) {
       o.precision(parse_precision(precision));
     } catch (const std::invalid_argument& e) {
       top.fail("precision", std::string(e.what()) + " or 'auto'");
+    }
+  }
+  o.save_folder(top.get<std::string>("save_folder", ""));
+  o.save_interval(top.time("save_interval", Time::from_epoch(1)));
+  o.save_filename(top.get<std::string>("save_filename", "ep{epoch}-ba{batch}.ckpt"));
+  o.save_num_checkpoints_to_keep(top.get<int>("save_num_checkpoints_to_keep", -1));
+  o.save_weights_only(top.get<bool>("save_weights_only", false));
+  o.load_path(top.get<std::string>("load_path", ""));
+  o.load_weights_only(top.get<bool>("load_weights_only", false));
+  o.load_strict(top.get<bool>("load_strict", true));
+  if (top.has("load_ignore_keys")) o.load_ignore_keys(top.get<std::vector<std::string>>("load_ignore_keys", {}));
+  {
+    const TimeUnit unit = o.save_interval().unit();
+    if (unit != TimeUnit::kEpoch && unit != TimeUnit::kBatch && unit != TimeUnit::kSample) {
+      top.fail("save_interval", "must be in ep, ba or sp");
     }
   }
   const std::string micro = top.get<std::string>("device_train_microbatch_size", "auto");

@@ -206,8 +206,11 @@ StateDict Trainer::snapshot(bool weights_only) const {
   nlohmann::json metrics = nlohmann::json::object();
   for (const auto& [label, values] : state_.eval_metrics) metrics[label] = values;
   out.values["eval_metrics"] = metrics;
-  out.values["summary"] = {
-      {"train_s", summary_.train_s}, {"eval_s", summary_.eval_s}, {"train_loss", summary_.train_loss}};
+  // Inside fit(), the time of this fit so far counts too.
+  const double train_s =
+      summary_.train_s +
+      (fit_clock_ ? seconds_since(fit_clock_->start) - (summary_.eval_s - fit_clock_->eval_before) : 0.0);
+  out.values["summary"] = {{"train_s", train_s}, {"eval_s", summary_.eval_s}, {"train_loss", summary_.train_loss}};
   out.values["last_eval_batch"] = last_eval_batch_;
   return out;
 }
@@ -386,6 +389,7 @@ void Trainer::fit() {
 
   const auto start = Clock::now();
   const double eval_before = summary_.eval_s;
+  fit_clock_ = FitClock{start, eval_before};
   engine_->run_event(Event::kFitStart);
   while (!done() && !state_.stop_requested()) {
     const Timestamp& ts = state_.timestamp;
@@ -419,6 +423,7 @@ void Trainer::fit() {
   }
   engine_->run_event(Event::kFitEnd);
   summary_.train_s += seconds_since(start) - (summary_.eval_s - eval_before);
+  fit_clock_.reset();
   summary_.steps = state_.timestamp.batch();
   summary_.samples = state_.timestamp.sample();
 }

@@ -48,7 +48,7 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   # so feed mlp-shaped weights to eval instead.
   "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=20ba --set eval_interval=0 --set progress_bar=false \
     --run-dir "$tmp/run" >"$tmp/train.out" 2>&1 || { echo "FAIL: a short run failed"; cat "$tmp/train.out"; failures=$((failures + 1)); }
-  for f in recipe.yaml metrics.jsonl summary.json model.pt; do
+  for f in recipe.yaml metrics.jsonl summary.json model.pt checkpoints/latest checkpoints/ep0-ba20.ckpt; do
     [ -s "$tmp/run/$f" ] || { echo "FAIL: the run directory has no $f"; failures=$((failures + 1)); }
   done
   grep -q '"steps": 20' "$tmp/run/summary.json" || { echo "FAIL: summary.json:"; cat "$tmp/run/summary.json"; failures=$((failures + 1)); }
@@ -57,6 +57,19 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   expect_error 1 "cannot load the model's weights" -- "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --set model.name=mlp
   "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" >"$tmp/eval.out" 2>&1 && grep -q "eval/accuracy" "$tmp/eval.out" ||
     { echo "FAIL: baton eval"; cat "$tmp/eval.out"; failures=$((failures + 1)); }
+  # Checkpoints: inspect, resume, a damaged file, a folder that cannot be written.
+  "$baton" checkpoint inspect "$tmp/run/checkpoints/latest" --json >"$tmp/inspect.json" &&
+    python3 -c "import json,sys; d=json.load(open('$tmp/inspect.json')); sys.exit(0 if len(d['weights_sha256'])==64 and d['timestamp']['batch']==20 else 1)" ||
+    { echo "FAIL: checkpoint inspect"; cat "$tmp/inspect.json"; failures=$((failures + 1)); }
+  "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=25ba --set eval_interval=0 --set progress_bar=false \
+    --run-dir "$tmp/run" --autoresume >"$tmp/resume.out" 2>&1 && grep -q "resuming from .*latest at \[ep=0\]\[ba=20\]" "$tmp/resume.out" &&
+    grep -q '"steps": 25' "$tmp/run/summary.json" || { echo "FAIL: --autoresume"; cat "$tmp/resume.out"; failures=$((failures + 1)); }
+  head -c 1000 "$tmp/run/checkpoints/latest" >"$tmp/cut.ckpt"
+  expect_error 2 "cut.ckpt: truncated" -- "$baton" checkpoint inspect "$tmp/cut.ckpt"
+  expect_error 2 "cut.ckpt: truncated" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set load_path="$tmp/cut.ckpt" --run-dir "$tmp/run2"
+  expect_error 2 "cannot create the checkpoint folder" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set save_folder=/proc/baton/ckpt --run-dir "$tmp/run3"
+  "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/checkpoints/latest" >"$tmp/eval2.out" 2>&1 && grep -q "eval/accuracy" "$tmp/eval2.out" ||
+    { echo "FAIL: baton eval from a checkpoint"; cat "$tmp/eval2.out"; failures=$((failures + 1)); }
   "$baton" predict "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --out "$tmp/p.npy" >"$tmp/predict.out" 2>&1 &&
     grep -q "predicted 10000 examples: logits \[10000, 10\]" "$tmp/predict.out" && [ -s "$tmp/p.npy" ] ||
     { echo "FAIL: baton predict"; cat "$tmp/predict.out"; failures=$((failures + 1)); }

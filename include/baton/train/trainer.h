@@ -13,6 +13,7 @@
 //   trainer.fit();
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -201,6 +202,11 @@ class Trainer {
   std::vector<std::vector<double>> initial_lrs_;  // per optimizer, per param group
   int64_t last_eval_batch_ = -1;
   std::string loaded_from_;
+  struct FitClock {
+    std::chrono::steady_clock::time_point start;
+    double eval_before;
+  };
+  std::optional<FitClock> fit_clock_;  // set while fit() runs
   std::shared_ptr<class CheckpointSaver> saver_;
 };
 
