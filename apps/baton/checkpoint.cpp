@@ -42,7 +42,8 @@ void run_inspect(const InspectArgs& args) {
               out["run_name"].get<std::string>().c_str(), out["baton_version"].get<std::string>().c_str(),
               ts.to_string().c_str(), out["weights_sha256"].get<std::string>().c_str());
   for (const auto& [label, metrics] : out["metrics"].items()) {
-    for (const auto& [name, value] : metrics.items()) std::printf("  %s/%s %.4f\n", label.c_str(), name.c_str(), value.get<double>());
+    for (const auto& [name, value] : metrics.items())
+      std::printf("  %s/%s %.4f\n", label.c_str(), name.c_str(), value.get<double>());
   }
   std::printf("  %zu tensors, %lld bytes:\n", tensors.size(), static_cast<long long>(bytes));
   for (const auto& t : tensors) {

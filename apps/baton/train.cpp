@@ -1,4 +1,8 @@
 // baton train RECIPE.yaml [--set key=value]... [--run-dir DIR]
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +19,30 @@
 namespace baton::cli {
 namespace {
 
+// SIGTERM / SIGINT: the first asks the run to stop after the current batch (the checkpoint saver
+// writes a checkpoint at fit end); a second one exits at once. Checkpoints are written to a
+// temporary name and renamed, so exiting mid-write leaves the last good one intact.
+std::atomic<int> g_signal{0};
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_signal.exchange(sig) != 0) _exit(128 + sig);
+}
+
+class SignalStopper : public Callback {
+ public:
+  void batch_end(State& state, Logger&) override {
+    if (g_signal.load() != 0) state.stop_training();
+  }
+};
+
+void install_signal_handlers() {
+  struct sigaction action = {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+}
+
 struct TrainArgs {
   std::string recipe;
   std::vector<std::string> sets;
@@ -28,7 +56,7 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (!out) throw std::runtime_error(path.string() + ": cannot write");
 }
 
-void run_train(const TrainArgs& args) {
+int run_train(const TrainArgs& args) {
   const Recipe recipe = Recipe::load(args.recipe, args.sets);
   TrainingRun run = build_run(recipe);
   if (run.options.run_name().empty()) run.options.run_name(std::filesystem::path(args.recipe).stem().string());
@@ -43,6 +71,9 @@ void run_train(const TrainArgs& args) {
   run.options.checkpoint_meta({{"baton_version", BATON_VERSION_STRING},
                                {"run_name", run.options.run_name()},
                                {"recipe", recipe.resolved_yaml()}});
+  auto callbacks = run.options.callbacks();
+  callbacks.push_back(std::make_shared<SignalStopper>());
+  run.options.callbacks(callbacks);
   auto loggers = run.options.loggers();
   loggers.push_back(std::make_shared<JsonlLogger>((dir / "metrics.jsonl").string()));
   run.options.loggers(loggers);
@@ -51,6 +82,7 @@ void run_train(const TrainArgs& args) {
               run.options.run_name().c_str(), run.model_name.c_str(), static_cast<long long>(run.train_data->size()),
               std::string(to_string(run.options.precision())).c_str(), dir.string().c_str());
   std::fflush(stdout);
+  install_signal_handlers();
   Trainer trainer(run.options);
   if (!trainer.loaded_from().empty()) {
     std::printf("resuming from %s at %s\n", trainer.loaded_from().c_str(),
@@ -78,6 +110,12 @@ void run_train(const TrainArgs& args) {
               s.train_s, s.samples_per_s(), s.eval_s);
   if (metrics.contains("eval/accuracy")) std::printf(", test accuracy %.4f", metrics["eval/accuracy"].get<double>());
   std::printf("\nsummary: %s\n", (dir / "summary.json").string().c_str());
+  if (const int sig = g_signal.load(); sig != 0) {
+    std::printf("stopped by signal %d after batch %lld; resume with --autoresume\n", sig,
+                static_cast<long long>(s.steps));
+    return 128 + sig;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -91,7 +129,9 @@ void add_train(CLI::App& app) {
   cmd->add_flag(
       "--autoresume", args->autoresume,
       "resume from the run's checkpoints/latest if it is good (else the newest good checkpoint, else load_path)");
-  cmd->callback([args] { run_train(*args); });
+  cmd->callback([args] {
+    if (const int code = run_train(*args); code != 0) throw CLI::RuntimeError(code);
+  });
 }
 
 }  // namespace baton::cli

@@ -254,6 +254,9 @@ TrainingRun build_run(const Recipe& recipe) {
   TrainerOptions& o = run.options;
   const uint64_t seed = top.get<uint64_t>("seed", 0);
   o.seed(seed);
+  // LibTorch seeds its generator at random in each process: seed before the model is built, so
+  // that the same recipe starts from the same weights.
+  torch::manual_seed(seed);
   o.run_name(top.get<std::string>("run_name", ""));
   o.max_duration(top.time("max_duration", Time::from_epoch(1)));
   o.eval_interval(top.time("eval_interval", Time::from_epoch(1), /*zero_means_none=*/true));

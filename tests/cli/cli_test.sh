@@ -70,6 +70,22 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   expect_error 2 "cannot create the checkpoint folder" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set save_folder=/proc/baton/ckpt --run-dir "$tmp/run3"
   "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/checkpoints/latest" >"$tmp/eval2.out" 2>&1 && grep -q "eval/accuracy" "$tmp/eval2.out" ||
     { echo "FAIL: baton eval from a checkpoint"; cat "$tmp/eval2.out"; failures=$((failures + 1)); }
+  # SIGTERM: finish the batch, write a checkpoint, exit 143; then resume from it.
+  "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=2000ba --set eval_interval=0 --set progress_bar=false \
+    --set save_interval=5000ba --run-dir "$tmp/sig" >"$tmp/sig.out" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do [ -s "$tmp/sig/metrics.jsonl" ] && [ "$(wc -l <"$tmp/sig/metrics.jsonl")" -ge 3 ] && break; sleep 0.2; done
+  kill -TERM "$pid"
+  wait "$pid"
+  rc=$?
+  if [ "$rc" -ne 143 ] || ! grep -q "stopped by signal 15" "$tmp/sig.out" || [ ! -s "$tmp/sig/checkpoints/latest" ]; then
+    echo "FAIL: SIGTERM -> exit $rc"; cat "$tmp/sig.out"; ls "$tmp/sig/checkpoints"; failures=$((failures + 1))
+  else
+    stopped=$(python3 -c "import json; print(json.load(open('$tmp/sig/summary.json'))['steps'])")
+    "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=$((stopped + 3))ba --set eval_interval=0 \
+      --set progress_bar=false --set save_interval=5000ba --run-dir "$tmp/sig" --autoresume >"$tmp/sig2.out" 2>&1 &&
+      grep -q "resuming from .*\[ba=$stopped\]" "$tmp/sig2.out" || { echo "FAIL: resume after SIGTERM"; cat "$tmp/sig2.out"; failures=$((failures + 1)); }
+  fi
   "$baton" predict "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --out "$tmp/p.npy" >"$tmp/predict.out" 2>&1 &&
     grep -q "predicted 10000 examples: logits \[10000, 10\]" "$tmp/predict.out" && [ -s "$tmp/p.npy" ] ||
     { echo "FAIL: baton predict"; cat "$tmp/predict.out"; failures=$((failures + 1)); }
