@@ -7,7 +7,7 @@ baton=$1
 src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-steps=${STEPS:-300}
+steps=${STEPS:-600}
 common=(--set max_duration=${steps}ba --set eval_interval=0 --set progress_bar=false --set deterministic=true
         --set save_interval=7ba --set precision=fp32)
 
@@ -19,7 +19,7 @@ for attempt in $(seq 40); do
   "$baton" train "$src/recipes/fashion_mnist.yaml" "${common[@]}" --run-dir "$tmp/killed" --autoresume >>"$tmp/killed.log" 2>&1 &
   pid=$!
   if [ "$kills" -lt 5 ]; then
-    sleep "$(python3 -c "import random; print(round(random.uniform(1.0, 3.5), 2))")"
+    sleep "$(python3 -c "import random; print(round(random.uniform(0.5, 3.0), 2))")"
     if kill -9 "$pid" 2>/dev/null; then kills=$((kills + 1)); fi
     wait "$pid" 2>/dev/null
   else
