@@ -42,6 +42,7 @@ bench: build
 	@scripts/install-deps.sh --bench
 	build/bin/engine_bench
 	build/bin/trainer_bench
+	build/bin/resume_bench
 	bench/peer_fashion.sh
 
 format:
