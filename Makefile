@@ -10,7 +10,7 @@
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= 120
 CXX_FILES = $(shell git ls-files '*.h' '*.cpp')
 
 .PHONY: build deps configure demo test test-all test-asan bench format format-check tidy fuzz install clean

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "baton/data/fashion_mnist.h"
 #include "baton/models/zoo.h"
@@ -30,7 +30,8 @@ baton::TrainerOptions options(const std::shared_ptr<baton::TensorDataset>& data)
   auto model = baton::make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
   return baton::TrainerOptions()
       .model(model)
-      .train_dataloader(std::make_shared<baton::DataLoader>(data, baton::DataLoaderOptions().batch_size(128).drop_last(true)))
+      .train_dataloader(
+          std::make_shared<baton::DataLoader>(data, baton::DataLoaderOptions().batch_size(128).drop_last(true)))
       .optimizers({baton::make_optimizer({.name = "sgd", .lr = 0.05, .momentum = 0.9}, model->parameters())})
       .eval_interval("0ep")
       .progress_bar(false)
@@ -76,7 +77,10 @@ int main(int argc, char** argv) {
   std::sort(at400.begin(), at400.end());
   const double m0 = at0[at0.size() / 2];
   const double m400 = at400[at400.size() / 2];
-  std::printf("median: resume at batch 0 %.3f s, at batch 400 %.3f s, difference %.3f s (goal < 1 s)\n", m0, m400, m400 - m0);
-  std::printf("%s\n", nlohmann::json{{"resume_at_0_s", m0}, {"resume_at_400_s", m400}, {"difference_s", m400 - m0}}.dump().c_str());
+  std::printf("median: resume at batch 0 %.3f s, at batch 400 %.3f s, difference %.3f s (goal < 1 s)\n", m0, m400,
+              m400 - m0);
+  std::printf(
+      "%s\n",
+      nlohmann::json{{"resume_at_0_s", m0}, {"resume_at_400_s", m400}, {"difference_s", m400 - m0}}.dump().c_str());
   std::filesystem::remove_all(dir);
 }

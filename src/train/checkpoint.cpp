@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
@@ -13,13 +12,11 @@
 
 #include <torch/torch.h>
 
+#include "checkpoint_layout.h"
 #include "sha256.h"
 
 namespace baton {
 namespace {
-
-constexpr char kMagic[8] = {'B', 'A', 'T', 'O', 'N', 'C', 'K', '\0'};
-constexpr std::size_t kHeader = 24;
 
 const std::map<std::string, at::ScalarType>& dtypes() {
   static const std::map<std::string, at::ScalarType> types = {
@@ -41,24 +38,7 @@ void put(std::string& out, T value) {
   out.append(reinterpret_cast<const char*>(&value), sizeof value);
 }
 
-template <typename T>
-T get(const std::string& bytes, std::size_t at) {
-  T value;
-  std::memcpy(&value, bytes.data() + at, sizeof value);
-  return value;
-}
-
 [[noreturn]] void fail(const std::string& name, const std::string& why) { throw CheckpointError(name + ": " + why); }
-
-uint32_t crc_of(const char* data, std::size_t size) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  while (size > 0) {
-    const auto chunk = static_cast<uInt>(std::min<std::size_t>(size, 1u << 30));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);
-    data += chunk, size -= chunk;
-  }
-  return static_cast<uint32_t>(crc);
-}
 
 void fsync_path(const std::string& path, int flags) {
   const int fd = ::open(path.c_str(), flags);
@@ -92,71 +72,25 @@ std::string encode_checkpoint(const StateDict& state, const nlohmann::json& meta
   put<uint32_t>(body, static_cast<uint32_t>(meta_text.size()));
   body += meta_text;
   body += data;
-  std::string out(kMagic, sizeof kMagic);
+  std::string out(kCheckpointMagic, sizeof kCheckpointMagic);
   put<uint32_t>(out, kCheckpointFormatVersion);
-  put<uint32_t>(out, crc_of(body.data(), body.size()));
+  put<uint32_t>(out, checkpoint_crc(body.data(), body.size()));
   put<uint64_t>(out, body.size());
   out += body;
   return out;
 }
 
 CheckpointFile decode_checkpoint(const std::string& bytes, const std::string& name) {
-  if (bytes.empty()) fail(name, "the file is empty");
-  if (bytes.size() < kHeader || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
-    fail(name, "not a baton checkpoint (no BATONCK header)");
-  }
-  const auto version = get<uint32_t>(bytes, 8);
-  if (version != kCheckpointFormatVersion) {
-    fail(name, "checkpoint format version " + std::to_string(version) + " (this baton reads version " +
-                   std::to_string(kCheckpointFormatVersion) + ")");
-  }
-  const auto crc = get<uint32_t>(bytes, 12);
-  const auto length = get<uint64_t>(bytes, 16);
-  if (bytes.size() - kHeader != length) {
-    fail(name, "truncated or padded: the header says " + std::to_string(length + kHeader) + " bytes, the file has " +
-                   std::to_string(bytes.size()));
-  }
-  if (crc_of(bytes.data() + kHeader, length) != crc) fail(name, "corrupt: the checksum does not match the contents");
-  if (length < 4) fail(name, "corrupt: no metadata");
-  const auto meta_len = get<uint32_t>(bytes, kHeader);
-  if (meta_len > length - 4) fail(name, "corrupt: the metadata runs past the end");
+  CheckpointLayout layout = parse_checkpoint_layout(bytes, name);
   CheckpointFile out;
-  try {
-    out.meta = nlohmann::json::parse(bytes.substr(kHeader + 4, meta_len));
-  } catch (const nlohmann::json::exception&) {
-    fail(name, "corrupt: the metadata is not JSON");
+  for (const TensorEntry& e : layout.tensors) {
+    at::Tensor tensor = torch::empty(e.shape, torch::TensorOptions().dtype(dtypes().at(e.dtype)));
+    std::memcpy(tensor.data_ptr(), bytes.data() + layout.data_start + e.offset, e.nbytes);
+    out.state.tensors[e.name] = tensor;
   }
-  if (!out.meta.is_object() || !out.meta.contains("tensors") || !out.meta["tensors"].is_array()) {
-    fail(name, "corrupt: the metadata lists no tensors");
-  }
-  const std::size_t data_start = kHeader + 4 + meta_len;
-  const std::size_t data_size = bytes.size() - data_start;
-  try {
-    for (const auto& t : out.meta["tensors"]) {
-      const std::string tname = t.at("name").get<std::string>();
-      const auto type = dtypes().find(t.at("dtype").get<std::string>());
-      if (type == dtypes().end()) fail(name, "tensor '" + tname + "' has an unknown dtype");
-      const auto shape = t.at("shape").get<std::vector<int64_t>>();
-      const auto offset = t.at("offset").get<std::size_t>();
-      const auto nbytes = t.at("nbytes").get<std::size_t>();
-      int64_t numel = 1;
-      for (int64_t d : shape) {
-        if (d < 0 || (d > 0 && numel > (int64_t{1} << 40) / d)) fail(name, "tensor '" + tname + "' has a bad shape");
-        numel *= d;
-      }
-      if (static_cast<std::size_t>(numel) * c10::elementSize(type->second) != nbytes || offset > data_size ||
-          nbytes > data_size - offset) {
-        fail(name, "corrupt: tensor '" + tname + "' does not fit its bytes");
-      }
-      at::Tensor tensor = torch::empty(shape, torch::TensorOptions().dtype(type->second));
-      std::memcpy(tensor.data_ptr(), bytes.data() + data_start + offset, nbytes);
-      out.state.tensors[tname] = tensor;
-    }
-  } catch (const nlohmann::json::exception&) {
-    fail(name, "corrupt: a tensor's description is malformed");
-  }
-  out.tensors = out.meta["tensors"];
-  out.state.values = out.meta.value("values", nlohmann::json::object());
+  out.tensors = layout.meta["tensors"];
+  out.state.values = layout.meta.value("values", nlohmann::json::object());
+  out.meta = std::move(layout.meta);
   out.meta.erase("tensors");
   out.meta.erase("values");
   return out;

@@ -1,5 +1,7 @@
 #include "baton/train/checkpoint.h"
 
+#include "baton/core/time.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -92,6 +94,45 @@ TEST(Sha256, WeightsHashIsEqualForEqualWeightsOnly) {
   EXPECT_EQ(weights_sha256(a), weights_sha256(b));  // only the model's tensors count
   b.tensors["model/w"][1] = 2.0f;
   EXPECT_NE(weights_sha256(a), weights_sha256(b));
+}
+
+}  // namespace
+}  // namespace baton
+
+namespace baton {
+namespace {
+
+// The fuzzers' corpora (tests/fuzz/corpus) as regression inputs: each is read or refused with
+// the parser's own error, never a crash or another exception.
+TEST(FuzzCorpus, CheckpointReaderRefusesOrReadsEveryInput) {
+  const std::filesystem::path dir = std::filesystem::path(BATON_SOURCE_DIR) / "tests/fuzz/corpus/checkpoint_reader";
+  int inputs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      decode_checkpoint(bytes, entry.path().filename().string());
+    } catch (const CheckpointError&) {
+    }
+    ++inputs;
+  }
+  EXPECT_GE(inputs, 4);
+}
+
+TEST(FuzzCorpus, TimeParseRefusesOrReadsEveryInput) {
+  const std::filesystem::path dir = std::filesystem::path(BATON_SOURCE_DIR) / "tests/fuzz/corpus/time_parse";
+  int inputs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      const Time t = Time::parse(text);
+      EXPECT_EQ(Time::parse(t.to_string()), t) << entry.path();
+    } catch (const std::invalid_argument&) {
+    }
+    ++inputs;
+  }
+  EXPECT_GE(inputs, 9);
 }
 
 }  // namespace

@@ -14,22 +14,15 @@
 // and whatever the writer adds (baton version, recipe, metrics).
 #pragma once
 
-#include <stdexcept>
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "baton/core/state_dict.h"
+#include "baton/train/checkpoint_error.h"
 
 namespace baton {
-
-inline constexpr uint32_t kCheckpointFormatVersion = 1;
-
-// What is wrong with a checkpoint file; the message starts with the file's path.
-class CheckpointError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct CheckpointFile {
   StateDict state;

@@ -1,0 +1,104 @@
+#include "checkpoint_layout.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+
+namespace baton {
+namespace {
+
+[[noreturn]] void fail(const std::string& name, const std::string& why) { throw CheckpointError(name + ": " + why); }
+
+template <typename T>
+T get(const std::string& bytes, std::size_t at) {
+  T value;
+  std::memcpy(&value, bytes.data() + at, sizeof value);
+  return value;
+}
+
+}  // namespace
+
+std::size_t dtype_size(const std::string& dtype) {
+  static const std::map<std::string, std::size_t> sizes = {{"bool", 1},    {"uint8", 1},    {"int8", 1},
+                                                           {"int16", 2},   {"int32", 4},    {"int64", 8},
+                                                           {"float16", 2}, {"bfloat16", 2}, {"float32", 4},
+                                                           {"float64", 8}};
+  const auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+uint32_t checkpoint_crc(const char* data, std::size_t size) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (size > 0) {
+    const auto chunk = static_cast<uInt>(std::min<std::size_t>(size, 1u << 30));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);
+    data += chunk, size -= chunk;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+CheckpointLayout parse_checkpoint_layout(const std::string& bytes, const std::string& name) {
+  if (bytes.empty()) fail(name, "the file is empty");
+  if (bytes.size() < kCheckpointHeader || std::memcmp(bytes.data(), kCheckpointMagic, sizeof kCheckpointMagic) != 0) {
+    fail(name, "not a baton checkpoint (no BATONCK header)");
+  }
+  const auto version = get<uint32_t>(bytes, 8);
+  if (version != kCheckpointFormatVersion) {
+    fail(name, "checkpoint format version " + std::to_string(version) + " (this baton reads version " +
+                   std::to_string(kCheckpointFormatVersion) + ")");
+  }
+  const auto crc = get<uint32_t>(bytes, 12);
+  const auto length = get<uint64_t>(bytes, 16);
+  if (bytes.size() - kCheckpointHeader != length) {
+    fail(name, "truncated or padded: the header says " + std::to_string(length + kCheckpointHeader) +
+                   " bytes, the file has " + std::to_string(bytes.size()));
+  }
+  if (checkpoint_crc(bytes.data() + kCheckpointHeader, length) != crc) {
+    fail(name, "corrupt: the checksum does not match the contents");
+  }
+  if (length < 4) fail(name, "corrupt: no metadata");
+  const auto meta_len = get<uint32_t>(bytes, kCheckpointHeader);
+  if (meta_len > length - 4) fail(name, "corrupt: the metadata runs past the end");
+  CheckpointLayout out;
+  try {
+    out.meta = nlohmann::json::parse(bytes.substr(kCheckpointHeader + 4, meta_len));
+  } catch (const nlohmann::json::exception&) {
+    fail(name, "corrupt: the metadata is not JSON");
+  }
+  if (!out.meta.is_object() || !out.meta.contains("tensors") || !out.meta["tensors"].is_array()) {
+    fail(name, "corrupt: the metadata lists no tensors");
+  }
+  out.data_start = kCheckpointHeader + 4 + meta_len;
+  const std::size_t data_size = bytes.size() - out.data_start;
+  try {
+    for (const auto& t : out.meta["tensors"]) {
+      TensorEntry e;
+      e.name = t.at("name").get<std::string>();
+      e.dtype = t.at("dtype").get<std::string>();
+      e.shape = t.at("shape").get<std::vector<int64_t>>();
+      e.offset = t.at("offset").get<std::size_t>();
+      e.nbytes = t.at("nbytes").get<std::size_t>();
+      const std::size_t element = dtype_size(e.dtype);
+      if (element == 0) fail(name, "tensor '" + e.name + "' has an unknown dtype '" + e.dtype + "'");
+      uint64_t numel = 1;
+      for (int64_t d : e.shape) {
+        if (d < 0 || (d > 0 && numel > (uint64_t{1} << 40) / static_cast<uint64_t>(d))) {
+          fail(name, "tensor '" + e.name + "' has a bad shape");
+        }
+        numel *= static_cast<uint64_t>(d);
+      }
+      if (numel * element != e.nbytes || e.offset > data_size || e.nbytes > data_size - e.offset) {
+        fail(name, "corrupt: tensor '" + e.name + "' does not fit its bytes");
+      }
+      out.tensors.push_back(std::move(e));
+    }
+  } catch (const nlohmann::json::exception&) {
+    fail(name, "corrupt: a tensor's description is malformed");
+  }
+  return out;
+}
+
+}  // namespace baton
