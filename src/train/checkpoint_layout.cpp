@@ -6,7 +6,6 @@
 #include <cstring>
 #include <map>
 
-
 namespace baton {
 namespace {
 
@@ -22,10 +21,9 @@ T get(const std::string& bytes, std::size_t at) {
 }  // namespace
 
 std::size_t dtype_size(const std::string& dtype) {
-  static const std::map<std::string, std::size_t> sizes = {{"bool", 1},    {"uint8", 1},    {"int8", 1},
-                                                           {"int16", 2},   {"int32", 4},    {"int64", 8},
-                                                           {"float16", 2}, {"bfloat16", 2}, {"float32", 4},
-                                                           {"float64", 8}};
+  static const std::map<std::string, std::size_t> sizes = {
+      {"bool", 1},  {"uint8", 1},   {"int8", 1},     {"int16", 2},   {"int32", 4},
+      {"int64", 8}, {"float16", 2}, {"bfloat16", 2}, {"float32", 4}, {"float64", 8}};
   const auto it = sizes.find(dtype);
   return it == sizes.end() ? 0 : it->second;
 }

@@ -93,14 +93,10 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);
 }
 
-double& sgd_momentum_or_null(torch::optim::OptimizerParamGroup& group, bool& found) {
-  static double none = 0.0;
-  if (auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&group.options())) {
-    found = true;
-    return sgd->momentum();
-  }
-  found = false;
-  return none;
+// The momentum of an SGD parameter group (one_cycle cycles it); nullptr for other optimizers.
+double* sgd_momentum(torch::optim::OptimizerParamGroup& group) {
+  auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&group.options());
+  return sgd != nullptr ? &sgd->momentum() : nullptr;
 }
 
 }  // namespace
@@ -356,9 +352,7 @@ void Trainer::set_learning_rates() {
         if (auto m = scheduler->momentum(batch, clock_)) momentum = m;
       }
       groups[g].options().set_lr(lr);
-      bool has_momentum = false;
-      double& slot = sgd_momentum_or_null(groups[g], has_momentum);
-      if (momentum && has_momentum) slot = *momentum;
+      if (double* slot = sgd_momentum(groups[g]); momentum && slot != nullptr) *slot = *momentum;
     }
   }
 }
