@@ -15,43 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "baton/train/recipe_file.h"
 #include "baton/train/trainer.h"
 
-namespace YAML {
-class Node;
-}  // namespace YAML
-
 namespace baton {
-
-class RecipeError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-class Recipe {
- public:
-  // Reads `path` and applies `sets` ("key.path=value", the value read as YAML).
-  static Recipe load(const std::string& path, const std::vector<std::string>& sets = {});
-  // The same from YAML text (`source` names it in errors).
-  static Recipe parse(const std::string& yaml, const std::string& source, const std::vector<std::string>& sets = {});
-
-  Recipe(const Recipe&);
-  Recipe& operator=(const Recipe&);
-  ~Recipe();
-
-  // The recipe after the overrides, as YAML.
-  std::string resolved_yaml() const;
-  const std::string& source() const { return source_; }
-  const YAML::Node& root() const;
-  // The keys that --set gave (dotted paths).
-  const std::set<std::string>& set_keys() const { return set_keys_; }
-
- private:
-  Recipe();
-  std::string source_;
-  std::unique_ptr<YAML::Node> root_;
-  std::set<std::string> set_keys_;
-};
 
 // What a recipe builds: the trainer's options and the data it holds.
 struct TrainingRun {

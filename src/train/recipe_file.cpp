@@ -1,0 +1,100 @@
+#include "baton/train/recipe_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "recipe_section.h"
+
+namespace baton {
+
+using recipe_detail::kDataKeys;
+using recipe_detail::kModelKeys;
+using recipe_detail::kOptimizerKeys;
+using recipe_detail::kSchedulerKeys;
+using recipe_detail::kTopKeys;
+using recipe_detail::Section;
+
+Recipe::Recipe() : root_(std::make_unique<YAML::Node>()) {}
+Recipe::Recipe(const Recipe& other)
+    : source_(other.source_), root_(std::make_unique<YAML::Node>(YAML::Clone(*other.root_))) {}
+Recipe& Recipe::operator=(const Recipe& other) {
+  source_ = other.source_;
+  root_ = std::make_unique<YAML::Node>(YAML::Clone(*other.root_));
+  return *this;
+}
+Recipe::~Recipe() = default;
+
+const YAML::Node& Recipe::root() const { return *root_; }
+
+Recipe Recipe::load(const std::string& path, const std::vector<std::string>& sets) {
+  std::ifstream in(path);
+  if (!in) throw RecipeError(path + ": cannot open the recipe (" + std::strerror(errno) + ")");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), path, sets);
+}
+
+Recipe Recipe::parse(const std::string& yaml, const std::string& source, const std::vector<std::string>& sets) {
+  Recipe recipe;
+  recipe.source_ = source;
+  try {
+    *recipe.root_ = YAML::Load(yaml);
+  } catch (const YAML::ParserException& e) {
+    throw RecipeError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                      ": not valid YAML: " + e.msg);
+  }
+  YAML::Node& root = *recipe.root_;
+  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) throw RecipeError(source + ": a recipe is a mapping of keys to values");
+  for (const std::string& set : sets) {
+    const auto eq = set.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw RecipeError("--set " + set + ": expected key=value, e.g. optimizer.lr=0.1");
+    const std::string key = set.substr(0, eq);
+    YAML::Node value;
+    try {
+      value = YAML::Load(set.substr(eq + 1));
+    } catch (const YAML::ParserException& e) {
+      throw RecipeError("--set " + key + ": not a valid value: " + e.msg);
+    }
+    // Walk to the parent mapping, creating sections that are missing.
+    std::vector<std::string> parts;
+    std::stringstream ss(key);
+    for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
+    YAML::Node node = root;
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      YAML::Node next = node[parts[i]];
+      if (!next.IsDefined() || next.IsNull()) next = YAML::Node(YAML::NodeType::Map);
+      if (!next.IsMap()) throw RecipeError("--set " + key + ": '" + parts[i] + "' is not a section");
+      node[parts[i]] = next;
+      node.reset(next);
+    }
+    node[parts.back()] = value;
+    recipe.set_keys_.insert(key);
+  }
+  // Check every key now, so that a typo fails before any data is read.
+  try {
+    Section top(root, "", recipe.source_, recipe.set_keys_);
+    top.check_keys(kTopKeys);
+    top.child("data").check_keys(kDataKeys);
+    top.child("model").check_keys(kModelKeys);
+    top.child("optimizer").check_keys(kOptimizerKeys);
+    top.child("scheduler").check_keys(kSchedulerKeys);
+  } catch (const YAML::Exception& e) {
+    throw RecipeError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                      ": cannot read the recipe: " + e.msg);
+  }
+  return recipe;
+}
+
+std::string Recipe::resolved_yaml() const {
+  YAML::Emitter out;
+  out << *root_;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace baton
