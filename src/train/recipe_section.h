@@ -16,36 +16,36 @@
 namespace baton::recipe_detail {
 
 inline const std::vector<std::string> kTopKeys = {"run_name",
-                                           "seed",
-                                           "max_duration",
-                                           "eval_interval",
-                                           "eval_subset_num_batches",
-                                           "device_train_microbatch_size",
-                                           "precision",
-                                           "deterministic",
-                                           "num_threads",
-                                           "progress_bar",
-                                           "console_log_interval",
-                                           "eval_metrics",
-                                           "data",
-                                           "model",
-                                           "optimizer",
-                                           "scheduler",
-                                           "save_folder",
-                                           "save_interval",
-                                           "save_filename",
-                                           "save_num_checkpoints_to_keep",
-                                           "save_weights_only",
-                                           "load_path",
-                                           "load_weights_only",
-                                           "load_strict",
-                                           "load_ignore_keys"};
+                                                  "seed",
+                                                  "max_duration",
+                                                  "eval_interval",
+                                                  "eval_subset_num_batches",
+                                                  "device_train_microbatch_size",
+                                                  "precision",
+                                                  "deterministic",
+                                                  "num_threads",
+                                                  "progress_bar",
+                                                  "console_log_interval",
+                                                  "eval_metrics",
+                                                  "data",
+                                                  "model",
+                                                  "optimizer",
+                                                  "scheduler",
+                                                  "save_folder",
+                                                  "save_interval",
+                                                  "save_filename",
+                                                  "save_num_checkpoints_to_keep",
+                                                  "save_weights_only",
+                                                  "load_path",
+                                                  "load_weights_only",
+                                                  "load_strict",
+                                                  "load_ignore_keys"};
 inline const std::vector<std::string> kDataKeys = {"dataset",     "dir",         "train_inputs", "train_labels",
-                                            "eval_inputs", "eval_labels", "batch_size",   "eval_batch_size",
-                                            "shuffle",     "drop_last",   "standardize",  "prefetch"};
+                                                   "eval_inputs", "eval_labels", "batch_size",   "eval_batch_size",
+                                                   "shuffle",     "drop_last",   "standardize",  "prefetch"};
 inline const std::vector<std::string> kModelKeys = {"name", "hidden", "path"};
 inline const std::vector<std::string> kOptimizerKeys = {"name",         "lr",    "momentum", "dampening", "nesterov",
-                                                 "weight_decay", "beta1", "beta2",    "eps"};
+                                                        "weight_decay", "beta1", "beta2",    "eps"};
 inline const std::vector<std::string> kSchedulerKeys = {
     "name",      "alpha",      "alpha_i",          "alpha_f",        "gamma",         "power",
     "t_max",     "t_warmup",   "step_size",        "milestones",     "decay_period",  "max_lr",
@@ -173,6 +173,5 @@ class Section {
   const std::string& source_;
   const std::set<std::string>& set_keys_;
 };
-
 
 }  // namespace baton::recipe_detail

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 
 namespace baton::testing {
@@ -15,6 +18,21 @@ inline std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "no error";
+}
+
+// Calls `f(name, contents)` for every file of tests/fuzz/corpus/<fuzzer>; returns how many.
+// REQUIRES: BATON_SOURCE_DIR defined (tests/CMakeLists.txt does).
+inline int for_each_corpus_input(const std::string& fuzzer,
+                                 const std::function<void(const std::string&, const std::string&)>& f) {
+  int inputs = 0;
+  const std::filesystem::path dir = std::filesystem::path(BATON_SOURCE_DIR) / "tests/fuzz/corpus" / fuzzer;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    f(entry.path().filename().string(),
+      std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+    ++inputs;
+  }
+  return inputs;
 }
 
 }  // namespace baton::testing

@@ -105,33 +105,24 @@ namespace {
 // The fuzzers' corpora (tests/fuzz/corpus) as regression inputs: each is read or refused with
 // the parser's own error, never a crash or another exception.
 TEST(FuzzCorpus, CheckpointReaderRefusesOrReadsEveryInput) {
-  const std::filesystem::path dir = std::filesystem::path(BATON_SOURCE_DIR) / "tests/fuzz/corpus/checkpoint_reader";
-  int inputs = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(entry.path(), std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    try {
-      decode_checkpoint(bytes, entry.path().filename().string());
-    } catch (const CheckpointError&) {
-    }
-    ++inputs;
-  }
+  const int inputs =
+      testing::for_each_corpus_input("checkpoint_reader", [](const std::string& name, const std::string& bytes) {
+        try {
+          decode_checkpoint(bytes, name);
+        } catch (const CheckpointError&) {
+        }
+      });
   EXPECT_GE(inputs, 4);
 }
 
 TEST(FuzzCorpus, TimeParseRefusesOrReadsEveryInput) {
-  const std::filesystem::path dir = std::filesystem::path(BATON_SOURCE_DIR) / "tests/fuzz/corpus/time_parse";
-  int inputs = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(entry.path(), std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const int inputs = testing::for_each_corpus_input("time_parse", [](const std::string& name, const std::string& text) {
     try {
       const Time t = Time::parse(text);
-      EXPECT_EQ(Time::parse(t.to_string()), t) << entry.path();
+      EXPECT_EQ(Time::parse(t.to_string()), t) << name;
     } catch (const std::invalid_argument&) {
     }
-    ++inputs;
-  }
+  });
   EXPECT_GE(inputs, 9);
 }
 

@@ -164,19 +164,15 @@ namespace {
 
 // The recipe fuzzer's corpus (tests/fuzz/corpus/recipe_parser) as regression inputs.
 TEST(FuzzCorpus, RecipeParserRefusesOrReadsEveryInput) {
-  const std::filesystem::path dir = std::filesystem::path(BATON_SOURCE_DIR) / "tests/fuzz/corpus/recipe_parser";
-  int inputs = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(entry.path(), std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    try {
-      const Recipe recipe = Recipe::parse(text, entry.path().filename().string());
-      EXPECT_NO_THROW(Recipe::parse(recipe.resolved_yaml(), "resolved.yaml")) << entry.path();
-    } catch (const RecipeError&) {
-    }
-    ++inputs;
-  }
-  EXPECT_GE(inputs, 4);
+  const int inputs =
+      testing::for_each_corpus_input("recipe_parser", [](const std::string& name, const std::string& text) {
+        try {
+          const Recipe recipe = Recipe::parse(text, name);
+          EXPECT_NO_THROW(Recipe::parse(recipe.resolved_yaml(), "resolved.yaml")) << name;
+        } catch (const RecipeError&) {
+        }
+      });
+  EXPECT_GE(inputs, 5);
 }
 
 }  // namespace
