@@ -12,6 +12,10 @@ namespace baton {
 struct TrainingRun;
 }  // namespace baton
 
+namespace torch::nn {
+class Module;
+}  // namespace torch::nn
+
 namespace baton::cli {
 
 // Exit codes: 0 done, 1 the run failed (data, training), 2 bad usage or recipe.
@@ -22,8 +26,10 @@ void add_train(CLI::App& app);
 void add_eval(CLI::App& app);
 void add_predict(CLI::App& app);
 void add_checkpoint(CLI::App& app);
+void add_export(CLI::App& app);
 
 // Loads weights written by baton train into the run's model; a clear error when they do not fit.
 void load_weights(TrainingRun& run, const std::string& path);
+void load_weights(torch::nn::Module& module, const std::string& path);
 
 }  // namespace baton::cli

@@ -42,7 +42,11 @@ void run_eval(const EvalArgs& args) {
 }  // namespace
 
 void load_weights(TrainingRun& run, const std::string& path) {
-  auto module = std::dynamic_pointer_cast<torch::nn::Module>(run.options.model());
+  load_weights(*std::dynamic_pointer_cast<torch::nn::Module>(run.options.model()), path);
+}
+
+void load_weights(torch::nn::Module& target, const std::string& path) {
+  std::shared_ptr<torch::nn::Module> module(&target, [](torch::nn::Module*) {});  // torch::load takes a pointer
   std::ifstream in(path, std::ios::binary);
   char magic[8] = {};
   in.read(magic, sizeof magic);

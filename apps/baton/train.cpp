@@ -56,6 +56,16 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (!out) throw std::runtime_error(path.string() + ": cannot write");
 }
 
+// What `baton export` needs to build the model again without the data.
+nlohmann::json model_meta(const TrainingRun& run) {
+  nlohmann::json model = {{"name", run.model_name},
+                          {"input_shape", run.model_spec.input_shape},
+                          {"num_classes", run.model_spec.num_classes},
+                          {"hidden", run.model_spec.hidden}};
+  if (!run.model_path.empty()) model["path"] = std::filesystem::absolute(run.model_path).string();
+  return model;
+}
+
 int run_train(const TrainArgs& args) {
   const Recipe recipe = Recipe::load(args.recipe, args.sets);
   TrainingRun run = build_run(recipe);
@@ -70,7 +80,8 @@ int run_train(const TrainArgs& args) {
   run.options.autoresume(args.autoresume);
   run.options.checkpoint_meta({{"baton_version", BATON_VERSION_STRING},
                                {"run_name", run.options.run_name()},
-                               {"recipe", recipe.resolved_yaml()}});
+                               {"recipe", recipe.resolved_yaml()},
+                               {"model", model_meta(run)}});
   auto callbacks = run.options.callbacks();
   callbacks.push_back(std::make_shared<SignalStopper>());
   run.options.callbacks(callbacks);

@@ -133,9 +133,11 @@ TrainingRun build_run(const Recipe& recipe) {
   run.model_name = model.get<std::string>("name", "fashion_cnn");
   ModelSpec spec{.input_shape = run.train_data->input_shape(), .num_classes = run.train_data->num_classes()};
   if (model.has("hidden")) spec.hidden = model.get<std::vector<int64_t>>("hidden", {});
+  run.model_spec = spec;
   if (run.model_name == "torchscript") {
     if (!model.has("path")) model.fail("path", "required for a torchscript model (a file saved with torch.jit.save)");
-    o.model(load_torchscript_classifier(model.get<std::string>("path", "")));
+    run.model_path = model.get<std::string>("path", "");
+    o.model(load_torchscript_classifier(run.model_path));
   } else {
     try {
       o.model(make_model(run.model_name, spec));

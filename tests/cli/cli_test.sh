@@ -89,6 +89,36 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   "$baton" predict "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --out "$tmp/p.npy" >"$tmp/predict.out" 2>&1 &&
     grep -q "predicted 10000 examples: logits \[10000, 10\]" "$tmp/predict.out" && [ -s "$tmp/p.npy" ] ||
     { echo "FAIL: baton predict"; cat "$tmp/predict.out"; failures=$((failures + 1)); }
+  # Export: the checkpoint's model as TorchScript; Python's torch.jit.load gets baton eval's accuracy.
+  "$baton" export "$tmp/run/checkpoints/latest" --torchscript "$tmp/model.ts" >"$tmp/export.out" 2>&1 && [ -s "$tmp/model.ts" ] ||
+    { echo "FAIL: baton export"; cat "$tmp/export.out"; failures=$((failures + 1)); }
+  expect_error 2 "cut.ckpt: truncated" -- "$baton" export "$tmp/cut.ckpt" --torchscript "$tmp/cut.ts"
+  [ ! -e "$tmp/cut.ts" ] || { echo "FAIL: a failed export left $tmp/cut.ts"; failures=$((failures + 1)); }
+  expect_error 2 "pass --recipe" -- "$baton" export "$tmp/run/model.pt" --torchscript "$tmp/m2.ts"
+  "$baton" export "$tmp/run/model.pt" --recipe "$src/recipes/fashion_mnist.yaml" --torchscript "$tmp/m2.ts" >"$tmp/export2.out" 2>&1 ||
+    { echo "FAIL: baton export model.pt --recipe"; cat "$tmp/export2.out"; failures=$((failures + 1)); }
+  if /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
+    # In fp32: the export is fp32, and the recipe's precision auto evaluates in bf16 on some CPUs.
+    "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/checkpoints/latest" --set precision=fp32 >"$tmp/eval3.out" 2>&1
+    want=$(grep -o "eval/accuracy [0-9.]*" "$tmp/eval3.out" | cut -d' ' -f2)
+    /usr/bin/python3 - "$tmp/model.ts" "$want" >"$tmp/py.out" 2>&1 <<'PY' || { echo "FAIL: Python's torch.jit.load of the export"; cat "$tmp/py.out"; failures=$((failures + 1)); }
+import gzip, sys, numpy, torch
+def idx(name):
+    with gzip.open("/usr/share/datasets/fashion-mnist/" + name) as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
+    return numpy.frombuffer(data, numpy.uint8, offset=4 + 4 * dims).reshape(shape)
+train = torch.from_numpy(idx("train-images-idx3-ubyte.gz").copy()).float().div(255)
+x = (torch.from_numpy(idx("t10k-images-idx3-ubyte.gz").copy()).float().div(255) - train.mean()) / train.std()
+y = torch.from_numpy(idx("t10k-labels-idx1-ubyte.gz").astype(numpy.int64))
+model = torch.jit.load(sys.argv[1])
+with torch.no_grad():
+    accuracy = (model(x.unsqueeze(1)).argmax(1) == y).float().mean().item()
+print("python accuracy", accuracy, "baton eval", sys.argv[2])
+sys.exit(0 if abs(accuracy - float(sys.argv[2])) < 5e-4 else 1)
+PY
+  fi
 fi
 
 [ "$failures" -eq 0 ] && echo "cli: ok"

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "baton/models/zoo.h"
 #include "baton/train/recipe_file.h"
 #include "baton/train/trainer.h"
 
@@ -24,6 +25,10 @@ namespace baton {
 struct TrainingRun {
   TrainerOptions options;
   std::string model_name;
+  // What the model was built from (for an export without the data): the zoo's spec, or for
+  // model.name torchscript, the file.
+  ModelSpec model_spec;
+  std::string model_path;
   std::shared_ptr<Dataset> train_data;
   std::shared_ptr<Dataset> eval_data;
 };
