@@ -10,26 +10,26 @@ namespace {
 namespace nn = torch::nn;
 namespace F = torch::nn::functional;
 
-struct FashionCnnImpl : nn::Module {
-  FashionCnnImpl(int64_t channels, int64_t height, int64_t width, int64_t classes)
-      : c1(register_module("c1", nn::Conv2d(nn::Conv2dOptions(channels, 32, 3).padding(1)))),
-        c2(register_module("c2", nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)))),
-        f1(register_module("f1", nn::Linear(64 * (height / 4) * (width / 4), 128))),
-        f2(register_module("f2", nn::Linear(128, classes))) {}
-
-  at::Tensor forward(at::Tensor x) {
-    x = F::max_pool2d(torch::relu(c1(x)), F::MaxPool2dFuncOptions(2));
-    x = F::max_pool2d(torch::relu(c2(x)), F::MaxPool2dFuncOptions(2));
-    return f2(torch::relu(f1(x.flatten(1))));
+struct FashionCnnImpl : Replaceable {
+  FashionCnnImpl(int64_t channels, int64_t height, int64_t width, int64_t classes) : Replaceable("FashionCnn") {
+    c1 = add_slot("c1", nn::Conv2d(nn::Conv2dOptions(channels, 32, 3).padding(1)));
+    p1 = add_slot("p1", nn::MaxPool2d(nn::MaxPool2dOptions(2)));
+    c2 = add_slot("c2", nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)));
+    p2 = add_slot("p2", nn::MaxPool2d(nn::MaxPool2dOptions(2)));
+    f1 = add_slot("f1", nn::Linear(64 * (height / 4) * (width / 4), 128));
+    f2 = add_slot("f2", nn::Linear(128, classes));
   }
-
-  nn::Conv2d c1, c2;
-  nn::Linear f1, f2;
+  at::Tensor forward(at::Tensor x) {
+    x = call(p1, torch::relu(call(c1, x)));
+    x = call(p2, torch::relu(call(c2, x)));
+    return call(f2, torch::relu(call(f1, x.flatten(1))));
+  }
+  int c1, p1, c2, p2, f1, f2;
 };
 TORCH_MODULE(FashionCnn);
 
 struct MlpImpl : nn::Module {
-  MlpImpl(int64_t inputs, const std::vector<int64_t>& hidden, int64_t classes) {
+  MlpImpl(int64_t inputs, const std::vector<int64_t>& hidden, int64_t classes) : nn::Module("Mlp") {
     int64_t width = inputs;
     for (std::size_t i = 0; i < hidden.size(); ++i) {
       layers->push_back(nn::Linear(width, hidden[i]));
@@ -40,61 +40,58 @@ struct MlpImpl : nn::Module {
     register_module("layers", layers);
   }
   at::Tensor forward(at::Tensor x) { return layers->forward(x.flatten(1)); }
-  nn::Sequential layers;
+  Stack layers;
 };
 TORCH_MODULE(Mlp);
 
-struct BasicBlockImpl : nn::Module {
-  BasicBlockImpl(int64_t in, int64_t out, int64_t stride)
-      : conv1(
-            register_module("conv1", nn::Conv2d(nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false)))),
-        bn1(register_module("bn1", nn::BatchNorm2d(out))),
-        conv2(register_module("conv2", nn::Conv2d(nn::Conv2dOptions(out, out, 3).padding(1).bias(false)))),
-        bn2(register_module("bn2", nn::BatchNorm2d(out))) {
-    if (stride != 1 || in != out) {
-      shortcut = register_module(
-          "shortcut",
-          nn::Sequential(nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)), nn::BatchNorm2d(out)));
-    }
-  }
-  at::Tensor forward(at::Tensor x) {
-    at::Tensor out = torch::relu(bn1(conv1(x)));
-    out = bn2(conv2(out));
-    return torch::relu(out + (shortcut.is_empty() ? x : shortcut->forward(x)));
-  }
-  nn::Conv2d conv1;
-  nn::BatchNorm2d bn1;
-  nn::Conv2d conv2;
-  nn::BatchNorm2d bn2;
-  nn::Sequential shortcut{nullptr};
-};
-TORCH_MODULE(BasicBlock);
+}  // namespace
 
-struct ResNet20Impl : nn::Module {
-  ResNet20Impl(int64_t channels, int64_t classes)
-      : stem(register_module("stem", nn::Conv2d(nn::Conv2dOptions(channels, 16, 3).padding(1).bias(false)))),
-        bn(register_module("bn", nn::BatchNorm2d(16))),
-        fc(register_module("fc", nn::Linear(64, classes))) {
+BasicBlockImpl::BasicBlockImpl(int64_t in, int64_t out, int64_t stride) : Replaceable("BasicBlock") {
+  conv1_ = add_slot("conv1", nn::Conv2d(nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false)));
+  bn1_ = add_slot("bn1", nn::BatchNorm2d(out));
+  conv2_ = add_slot("conv2", nn::Conv2d(nn::Conv2dOptions(out, out, 3).padding(1).bias(false)));
+  bn2_ = add_slot("bn2", nn::BatchNorm2d(out));
+  if (stride != 1 || in != out) {
+    Stack shortcut;
+    shortcut->push_back(nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)));
+    shortcut->push_back(nn::BatchNorm2d(out));
+    shortcut_ = add_slot("shortcut", shortcut);
+  }
+}
+
+at::Tensor BasicBlockImpl::residual(const at::Tensor& x) {
+  return call(bn2_, call(conv2_, torch::relu(call(bn1_, call(conv1_, x)))));
+}
+
+at::Tensor BasicBlockImpl::shortcut(const at::Tensor& x) { return shortcut_ < 0 ? x : call(shortcut_, x); }
+
+at::Tensor BasicBlockImpl::forward(at::Tensor x) { return torch::relu(residual(x) + shortcut(x)); }
+
+namespace {
+
+struct ResNet20Impl : Replaceable {
+  ResNet20Impl(int64_t channels, int64_t classes) : Replaceable("ResNet20") {
+    stem = add_slot("stem", nn::Conv2d(nn::Conv2dOptions(channels, 16, 3).padding(1).bias(false)));
+    bn = add_slot("bn", nn::BatchNorm2d(16));
     int64_t in = 16;
     int stage = 0;
     for (int64_t width : {16, 32, 64}) {
-      nn::Sequential blocks;
+      Stack blocks;
       for (int i = 0; i < 3; ++i) {
         blocks->push_back(BasicBlock(in, width, (i == 0 && width != 16) ? 2 : 1));
         in = width;
       }
-      layers.push_back(register_module("layer" + std::to_string(++stage), blocks));
+      layers.push_back(add_slot("layer" + std::to_string(++stage), blocks));
     }
+    fc = add_slot("fc", nn::Linear(64, classes));
   }
   at::Tensor forward(at::Tensor x) {
-    x = torch::relu(bn(stem(x)));
-    for (auto& layer : layers) x = layer->forward(x);
-    return fc(F::adaptive_avg_pool2d(x, F::AdaptiveAvgPool2dFuncOptions(1)).flatten(1));
+    x = torch::relu(call(bn, call(stem, x)));
+    for (int layer : layers) x = call(layer, x);
+    return call(fc, F::adaptive_avg_pool2d(x, F::AdaptiveAvgPool2dFuncOptions(1)).flatten(1));
   }
-  nn::Conv2d stem;
-  nn::BatchNorm2d bn;
-  nn::Linear fc;
-  std::vector<nn::Sequential> layers;
+  int stem, bn, fc;
+  std::vector<int> layers;
 };
 TORCH_MODULE(ResNet20);
 

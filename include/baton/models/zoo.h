@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "baton/models/model.h"
+#include "baton/models/surgery.h"
 
 namespace baton {
 
@@ -31,5 +32,20 @@ std::shared_ptr<Model> make_model(const std::string& name, const ModelSpec& spec
 
 // The names make_model knows.
 std::vector<std::string> model_names();
+
+// ResNet-20's block: relu(residual(x) + shortcut(x)), residual = bn2(conv2(relu(bn1(conv1(x))))),
+// shortcut = a 1x1 conv and BatchNorm when the shape changes, else identity. Public so that
+// surgery (stochastic depth) can recognise and wrap it.
+class BasicBlockImpl : public Replaceable {
+ public:
+  BasicBlockImpl(int64_t in, int64_t out, int64_t stride);
+  at::Tensor forward(at::Tensor x);
+  at::Tensor residual(const at::Tensor& x);
+  at::Tensor shortcut(const at::Tensor& x);
+
+ private:
+  int conv1_ = -1, bn1_ = -1, conv2_ = -1, bn2_ = -1, shortcut_ = -1;
+};
+TORCH_MODULE(BasicBlock);
 
 }  // namespace baton
