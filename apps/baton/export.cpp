@@ -73,8 +73,7 @@ void run_export(const ExportArgs& args) {
   const std::string bytes = export_torchscript(*built.model, torch::randn(shape));
   write_file_atomically(args.torchscript, bytes);
   std::printf("exported %s to %s (TorchScript, %zu bytes, input [N, %s)\n", args.checkpoint.c_str(),
-              args.torchscript.c_str(), bytes.size(),
-              c10::str(at::IntArrayRef(built.input_shape)).substr(1).c_str());
+              args.torchscript.c_str(), bytes.size(), c10::str(at::IntArrayRef(built.input_shape)).substr(1).c_str());
 }
 
 }  // namespace

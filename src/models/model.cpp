@@ -1,5 +1,7 @@
 #include "baton/models/model.h"
 
+#include <stdexcept>
+
 #include <torch/torch.h>
 
 namespace baton {
@@ -12,6 +14,22 @@ at::Tensor Classifier::forward(const Batch& batch) { return module_.forward(batc
 
 at::Tensor Classifier::loss(const at::Tensor& outputs, const Batch& batch) {
   return soft_cross_entropy(outputs, batch.target);
+}
+
+at::Tensor Model::loss_per_example(const at::Tensor& /*outputs*/, const Batch& /*batch*/) {
+  throw std::logic_error(name() + " has no per-example loss (override Model::loss_per_example)");
+}
+
+at::Tensor Classifier::loss_per_example(const at::Tensor& outputs, const Batch& batch) {
+  return soft_cross_entropy_per_example(outputs, batch.target);
+}
+
+at::Tensor soft_cross_entropy_per_example(const at::Tensor& logits, const at::Tensor& targets) {
+  if (targets.dim() == logits.dim() && at::isFloatingType(targets.scalar_type())) {
+    return -(targets * torch::log_softmax(logits, 1)).sum(1);
+  }
+  return torch::nn::functional::cross_entropy(logits, targets,
+                                              torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
 }
 
 at::Tensor soft_cross_entropy(const at::Tensor& logits, const at::Tensor& targets) {

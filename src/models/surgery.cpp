@@ -65,7 +65,8 @@ void sync_optimizer_params(torch::optim::Optimizer& optimizer, torch::nn::Module
     auto& list = group.params();
     for (const auto& p : list) {
       // Optimizer state is keyed by the tensor's address, which a new tensor may reuse.
-      if (in_model.count(p.unsafeGetTensorImpl()) == 0) optimizer.state().erase(c10::guts::to_string(p.unsafeGetTensorImpl()));
+      if (in_model.count(p.unsafeGetTensorImpl()) == 0)
+        optimizer.state().erase(c10::guts::to_string(p.unsafeGetTensorImpl()));
     }
     list.erase(std::remove_if(list.begin(), list.end(),
                               [&](const at::Tensor& p) { return in_model.count(p.unsafeGetTensorImpl()) == 0; }),

@@ -29,6 +29,9 @@ class TorchScriptClassifier : public Model {
   at::Tensor loss(const at::Tensor& outputs, const Batch& batch) override {
     return soft_cross_entropy(outputs, batch.target);
   }
+  at::Tensor loss_per_example(const at::Tensor& outputs, const Batch& batch) override {
+    return soft_cross_entropy_per_example(outputs, batch.target);
+  }
   void train(bool on) override {
     Model::train(on);
     module_.train(on);

@@ -11,6 +11,8 @@
 
 #include "recipe_section.h"
 
+#include "baton/algorithms/registry.h"
+#include "baton/callbacks/registry.h"
 #include "baton/data/fashion_mnist.h"
 #include "baton/data/readers.h"
 #include "baton/models/zoo.h"
@@ -20,6 +22,60 @@
 namespace baton {
 
 using recipe_detail::Section;
+
+namespace {
+
+// A YAML value as JSON: true/false, whole numbers and numbers become JSON's; other scalars strings.
+nlohmann::json to_json(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return nullptr;
+  if (node.IsSequence()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& item : node) out.push_back(to_json(item));
+    return out;
+  }
+  if (node.IsMap()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (auto it = node.begin(); it != node.end(); ++it) out[it->first.as<std::string>()] = to_json(it->second);
+    return out;
+  }
+  const std::string text = node.Scalar();
+  if (node.Tag() == "!") return text;  // quoted
+  if (text == "true" || text == "false") return text == "true";
+  int64_t i = 0;
+  double d = 0;
+  if (YAML::convert<int64_t>::decode(node, i)) return i;
+  if (YAML::convert<double>::decode(node, d)) return d;
+  return text;
+}
+
+// A recipe section of named components with options ({mixup: {alpha: 0.2}, channels_last: }),
+// each built by `make`; errors point at the component or option.
+template <typename T, typename Make>
+std::vector<std::shared_ptr<T>> build_named(const Section& top, const std::string& key, const std::string& example,
+                                            Make make) {
+  std::vector<std::shared_ptr<T>> out;
+  if (!top.has(key)) return out;
+  const Section section = top.child(key);
+  if (!section.node().IsMap()) top.fail(key, "expected a mapping of names to their options, e.g. " + example);
+  for (auto it = section.node().begin(); it != section.node().end(); ++it) {
+    const std::string name = it->first.as<std::string>();
+    try {
+      out.push_back(make(name, to_json(it->second)));
+    } catch (const OptionError& e) {
+      const Section options = section.child(name);
+      const std::string prefix = name + "." + e.key() + ": ";
+      std::string why = e.what();
+      if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+      if (e.key().empty() || !options.node().IsMap()) section.fail(name, why);
+      options.fail(e.key(), why);
+    } catch (const std::invalid_argument& e) {
+      section.fail(name, e.what());
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 TrainingRun build_run(const Recipe& recipe) {
   const Section top(recipe.root(), "", recipe.source(), recipe.set_keys());
@@ -163,6 +219,13 @@ TrainingRun build_run(const Recipe& recipe) {
   } catch (const std::invalid_argument& e) {
     opt.fail("name", e.what());
   }
+
+  // Algorithms and callbacks, in the recipe's order.
+  o.algorithms(
+      build_named<Algorithm>(top, "algorithms", "{label_smoothing: {smoothing: 0.1}, channels_last: }",
+                             [](const std::string& n, const nlohmann::json& j) { return make_algorithm(n, j); }));
+  o.callbacks(build_named<Callback>(top, "callbacks", "{threshold_stopper: {monitor: eval/accuracy, threshold: 0.91}}",
+                                    [](const std::string& n, const nlohmann::json& j) { return make_callback(n, j); }));
 
   // Scheduler.
   if (top.has("scheduler")) {

@@ -39,7 +39,9 @@ inline const std::vector<std::string> kTopKeys = {"run_name",
                                                   "load_path",
                                                   "load_weights_only",
                                                   "load_strict",
-                                                  "load_ignore_keys"};
+                                                  "load_ignore_keys",
+                                                  "algorithms",
+                                                  "callbacks"};
 inline const std::vector<std::string> kDataKeys = {"dataset",     "dir",         "train_inputs", "train_labels",
                                                    "eval_inputs", "eval_labels", "batch_size",   "eval_batch_size",
                                                    "shuffle",     "drop_last",   "standardize",  "prefetch"};
@@ -146,6 +148,7 @@ class Section {
   }
 
   Section child(const std::string& key) const { return Section(node_[key], dotted(key), source_, set_keys_); }
+  const YAML::Node& node() const { return node_; }
 
  private:
   template <typename T>

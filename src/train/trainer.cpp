@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "baton/algorithms/registry.h"
 #include "baton/loggers/console_logger.h"
 #include "baton/loggers/progress_bar.h"
 #include "baton/metrics/metrics.h"
@@ -180,6 +181,29 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   engine_->run_event(Event::kAfterLoad);
 }
 
+// Algorithms that changed the model's structure (required_on_load) and that this run lacks are
+// built from the checkpoint's record and applied before the weights load, so the weights fit.
+void Trainer::reapply_surgery(const std::string& path, const StateDict& sd) {
+  const auto it = sd.values.find("required_on_load");
+  if (it == sd.values.end() || !it->is_array()) return;
+  for (const auto& spec : *it) {
+    const std::string name = spec.value("name", "");
+    const bool present = std::any_of(state_.algorithms.begin(), state_.algorithms.end(), [&](const auto& a) {
+      return a->recipe_spec().is_object() && a->recipe_spec().value("name", "") == name;
+    });
+    if (present || name.empty()) continue;
+    std::shared_ptr<Algorithm> algorithm;
+    try {
+      algorithm = make_algorithm(name, spec.value("options", nlohmann::json::object()));
+    } catch (const std::invalid_argument& e) {
+      throw CheckpointError(path + ": cannot rebuild the model surgery it was saved with (" + e.what() + ")");
+    }
+    spdlog::info("{}: applying {} to the model, as the run that saved it did", path, name);
+    algorithm->apply(Event::kInit, state_, *logger_);
+    state_.algorithms.push_back(algorithm);
+  }
+}
+
 StateDict Trainer::snapshot(bool weights_only) const {
   StateDict full = state_.state_dict();
   StateDict out;
@@ -187,8 +211,13 @@ StateDict Trainer::snapshot(bool weights_only) const {
     if (weights_only && name.rfind("model/", 0) != 0) continue;
     out.tensors[name] = tensor.detach().clone();
   }
+  nlohmann::json surgery = nlohmann::json::array();
+  for (const auto& a : state_.algorithms) {
+    if (a->required_on_load() && a->recipe_spec().is_object()) surgery.push_back(a->recipe_spec());
+  }
+  if (!surgery.empty()) out.values["required_on_load"] = surgery;
   if (weights_only) return out;
-  out.values = full.values;
+  for (const auto& [key, value] : full.values.items()) out.values[key] = value;
   for (std::size_t i = 0; i < state_.optimizers.size(); ++i) {
     const std::string bytes = bytes_of(*state_.optimizers[i]);
     out.tensors["optimizers/" + std::to_string(i)] =
@@ -219,6 +248,7 @@ void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool s
                               const std::vector<std::string>& ignore_keys) {
   const CheckpointFile ckpt = read_checkpoint(path);
   const StateDict& sd = ckpt.state;
+  reapply_surgery(path, sd);
   Model& model = current_model();
   {
     torch::NoGradGuard no_grad;
@@ -393,9 +423,9 @@ void Trainer::fit() {
       const auto batch_start = Clock::now();
       engine_->run_event(Event::kBeforeDataloader);
       state_.batch = *loader.next();
+      const int64_t samples = state_.batch.size();  // what the loader gave, before algorithms select or resize
       engine_->run_event(Event::kAfterDataloader);
       engine_->run_event(Event::kBatchStart);
-      const int64_t samples = state_.batch.size();
       train_batch();
       state_.timestamp = state_.timestamp.to_next_batch(samples, 0, seconds_since(batch_start));
       engine_->run_event(Event::kBatchEnd);

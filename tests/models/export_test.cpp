@@ -93,19 +93,19 @@ TEST(Export, PythonTorchJitLoadGivesTheSameOutputs) {
   torch::NoGradGuard no_grad;
   write_npy((dir.path / "x.npy").string(), x);
   write_npy((dir.path / "want.npy").string(), model->eval_forward(Batch{x, at::Tensor()}));
-  const std::string script = "import numpy, torch, sys\n"
-                             "d = sys.argv[1]\n"
-                             "m = torch.jit.load(d + '/model.pt')\n"
-                             "m.eval()\n"
-                             "got = m(torch.from_numpy(numpy.load(d + '/x.npy'))).detach().numpy()\n"
-                             "want = numpy.load(d + '/want.npy')\n"
-                             "assert got.shape == want.shape, (got.shape, want.shape)\n"
-                             "err = abs(got - want).max()\n"
-                             "print('max difference', err)\n"
-                             "sys.exit(0 if err < 1e-5 else 1)\n";
+  const std::string script =
+      "import numpy, torch, sys\n"
+      "d = sys.argv[1]\n"
+      "m = torch.jit.load(d + '/model.pt')\n"
+      "m.eval()\n"
+      "got = m(torch.from_numpy(numpy.load(d + '/x.npy'))).detach().numpy()\n"
+      "want = numpy.load(d + '/want.npy')\n"
+      "assert got.shape == want.shape, (got.shape, want.shape)\n"
+      "err = abs(got - want).max()\n"
+      "print('max difference', err)\n"
+      "sys.exit(0 if err < 1e-5 else 1)\n";
   write(dir.path / "check.py", script);
-  const std::string command =
-      "/usr/bin/python3 " + (dir.path / "check.py").string() + " " + dir.path.string() + " >&2";
+  const std::string command = "/usr/bin/python3 " + (dir.path / "check.py").string() + " " + dir.path.string() + " >&2";
   EXPECT_EQ(std::system(command.c_str()), 0);
 }
 

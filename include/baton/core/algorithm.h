@@ -47,6 +47,15 @@ class Algorithm {
 
   virtual StateDict state_dict() const { return {}; }
   virtual void load_state_dict(const StateDict& /*state*/) {}
+
+  // How a recipe builds it: {"name": "blurpool", "options": {...}}. make_algorithm (baton/algorithms)
+  // sets it; empty for an algorithm built directly in C++. Checkpoints keep it for the algorithms
+  // that are required_on_load, so a run without them can rebuild them.
+  const nlohmann::json& recipe_spec() const { return recipe_spec_; }
+  void set_recipe_spec(nlohmann::json spec) { recipe_spec_ = std::move(spec); }
+
+ private:
+  nlohmann::json recipe_spec_;
 };
 
 // The unqualified class name of a polymorphic object: "baton::algorithms::MixUp" -> "MixUp".

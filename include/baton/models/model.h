@@ -21,6 +21,9 @@ class Model : public torch::nn::Module {
   virtual at::Tensor forward(const Batch& batch) = 0;
   // The loss of `outputs` against the batch's targets (a scalar).
   virtual at::Tensor loss(const at::Tensor& outputs, const Batch& batch) = 0;
+  // Each example's loss (a vector of the batch's size), for algorithms that rank examples
+  // (selective backprop). Default: throws std::logic_error.
+  virtual at::Tensor loss_per_example(const at::Tensor& outputs, const Batch& batch);
   // The outputs for an evaluation or prediction batch. Default: forward(batch).
   virtual at::Tensor eval_forward(const Batch& batch) { return forward(batch); }
   // The metrics it is evaluated with (names for make_metric). Default: accuracy and loss.
@@ -38,6 +41,7 @@ class Classifier : public Model {
 
   at::Tensor forward(const Batch& batch) override;
   at::Tensor loss(const at::Tensor& outputs, const Batch& batch) override;
+  at::Tensor loss_per_example(const at::Tensor& outputs, const Batch& batch) override;
 
   // The wrapped module (registered as the child "module").
   torch::nn::AnyModule& module() { return module_; }
@@ -51,7 +55,9 @@ class Classifier : public Model {
 // algorithms see them. Throws std::runtime_error naming the file when it cannot be loaded.
 std::shared_ptr<Model> load_torchscript_classifier(const std::string& path);
 
-// Cross-entropy of logits against class indices or per-class probabilities.
+// Cross-entropy of logits against class indices or per-class probabilities: the mean, and each
+// example's.
 at::Tensor soft_cross_entropy(const at::Tensor& logits, const at::Tensor& targets);
+at::Tensor soft_cross_entropy_per_example(const at::Tensor& logits, const at::Tensor& targets);
 
 }  // namespace baton

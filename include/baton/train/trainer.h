@@ -192,6 +192,7 @@ class Trainer {
   bool should_eval(Event event) const;
   bool done() const;
   void set_learning_rates();
+  void reapply_surgery(const std::string& path, const StateDict& sd);
 
   TrainerOptions options_;
   State state_;

@@ -1,0 +1,68 @@
+// Callbacks that end training on a metric: ThresholdStopper (the metric reached a value) and
+// EarlyStopper (the metric stopped improving).
+//
+//   auto stop = std::make_shared<baton::ThresholdStopper>(ThresholdStopperOptions{.monitor = "eval/accuracy", .threshold = 0.91});
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "baton/core/callback.h"
+#include "baton/core/time.h"
+
+namespace baton {
+
+struct ThresholdStopperOptions {
+  std::string monitor = "eval/accuracy";  // "<evaluator label>/<metric>", or train/loss
+  double threshold = 0.0;
+  // "ge": stop when the metric >= threshold, "le": when <=. Default: le for names with "loss" or
+  // "error" in them, else ge.
+  std::string comparison;
+};
+// Checks after each evaluation (eval_end of the monitored evaluator), or after each batch for
+// train/loss, and asks the trainer to stop: fit() returns after the current batch, with
+// summary().stopped_early set.
+class ThresholdStopper : public Callback {
+ public:
+  explicit ThresholdStopper(ThresholdStopperOptions options);
+  void eval_end(State& state, Logger& logger) override;
+  void batch_end(State& state, Logger& logger) override;
+  // The step at which it stopped the run; nullopt before.
+  std::optional<int64_t> stopped_at() const { return stopped_at_; }
+
+ private:
+  void check(State& state, double value);
+  ThresholdStopperOptions options_;
+  std::string label_;
+  std::string metric_;
+  bool greater_;
+  std::optional<int64_t> stopped_at_;
+};
+
+struct EarlyStopperOptions {
+  std::string monitor = "eval/loss";
+  // How long without improvement: evaluations of the monitored evaluator when in ep/ba units,
+  // counted in that unit ("3ep": three epochs without improvement).
+  Time patience = Time::from_epoch(1);
+  double min_delta = 0.0;  // a change smaller than this is no improvement
+  std::string comparison;  // as ThresholdStopper: "ge" (higher is better) or "le"
+};
+// Stops when the monitored metric has not improved by min_delta for `patience`.
+class EarlyStopper : public Callback {
+ public:
+  explicit EarlyStopper(EarlyStopperOptions options);
+  void eval_end(State& state, Logger& logger) override;
+  StateDict state_dict() const override;
+  void load_state_dict(const StateDict& state) override;
+  std::optional<double> best() const { return best_; }
+
+ private:
+  EarlyStopperOptions options_;
+  std::string label_;
+  std::string metric_;
+  bool greater_;
+  std::optional<double> best_;
+  int64_t best_at_ = 0;  // in patience's unit
+};
+
+}  // namespace baton

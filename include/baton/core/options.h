@@ -1,0 +1,96 @@
+// Options of a named component (an algorithm, a callback) given as JSON, as a recipe gives them:
+// typed getters with defaults, and every key accounted for.
+//
+//   baton::OptionReader o("mixup", json);
+//   double alpha = o.number("alpha", 0.2);
+//   o.finish();  // throws OptionError for a key no getter asked for
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "baton/core/time.h"
+
+namespace baton {
+
+// An option that is unknown or has a bad value; key() names it, so a recipe can point at its line.
+// what() starts with "<owner>.<key>: ".
+class OptionError : public std::invalid_argument {
+ public:
+  OptionError(std::string key, const std::string& message) : std::invalid_argument(message), key_(std::move(key)) {}
+  const std::string& key() const { return key_; }
+
+ private:
+  std::string key_;
+};
+
+class OptionReader {
+ public:
+  OptionReader(std::string owner, const nlohmann::json& json) : owner_(std::move(owner)), json_(json) {
+    if (!json_.is_null() && !json_.is_object()) {
+      throw OptionError("", owner_ + ": expected a mapping of options, got " + json_.dump());
+    }
+  }
+
+  double number(const std::string& key, double fallback) { return get(key, fallback, "a number", &nlohmann::json::is_number); }
+  int64_t integer(const std::string& key, int64_t fallback) {
+    return get(key, fallback, "a whole number", &nlohmann::json::is_number_integer);
+  }
+  bool boolean(const std::string& key, bool fallback) { return get(key, fallback, "true or false", &nlohmann::json::is_boolean); }
+  std::string text(const std::string& key, const std::string& fallback) {
+    return get(key, fallback, "a string", &nlohmann::json::is_string);
+  }
+  std::optional<double> optional_number(const std::string& key) {
+    known_.push_back(key);
+    if (!present(key)) return std::nullopt;
+    return number(key, 0.0);
+  }
+  Time time(const std::string& key, Time fallback) {
+    known_.push_back(key);
+    if (!present(key)) return fallback;
+    const nlohmann::json& v = json_[key];
+    if (!v.is_string()) fail(key, "expected a time such as 50ba, 1ep or 0.5dur, got " + v.dump());
+    try {
+      return Time::parse(v.get<std::string>());
+    } catch (const std::invalid_argument& e) {
+      fail(key, e.what());
+    }
+  }
+
+  // Throws for a key no getter asked for.
+  void finish() const {
+    if (!json_.is_object()) return;
+    for (const auto& [key, value] : json_.items()) {
+      if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+      std::string known;
+      for (const auto& k : known_) known += (known.empty() ? "" : ", ") + k;
+      throw OptionError(key, owner_ + "." + key + ": unknown option (known: " + (known.empty() ? "none" : known) + ")");
+    }
+  }
+
+ private:
+  bool present(const std::string& key) const { return json_.is_object() && json_.contains(key) && !json_[key].is_null(); }
+  template <typename T>
+  T get(const std::string& key, T fallback, const char* what, bool (nlohmann::json::*check)() const noexcept) {
+    known_.push_back(key);
+    if (!present(key)) return fallback;
+    const nlohmann::json& v = json_[key];
+    if (!(v.*check)()) fail(key, std::string("expected ") + what + ", got " + v.dump());
+    return v.get<T>();
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
+    throw OptionError(key, owner_ + "." + key + ": " + why);
+  }
+
+  std::string owner_;
+  nlohmann::json json_;
+  std::vector<std::string> known_;
+};
+
+}  // namespace baton

@@ -1,0 +1,311 @@
+// Algorithms that change the model's structure or layout: channels-last, BlurPool,
+// Squeeze-Excite, stochastic depth, ghost BatchNorm, low-precision GroupNorm and LayerNorm.
+#include <cmath>
+#include <stdexcept>
+
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/torch.h>
+
+#include "baton/algorithms/algorithms.h"
+#include "baton/core/logger.h"
+#include "baton/models/surgery.h"
+#include "baton/models/zoo.h"
+#include "common.h"
+
+namespace baton {
+
+namespace nn = torch::nn;
+namespace F = torch::nn::functional;
+
+namespace {
+
+// ---- The modules surgery puts in --------------------------------------------------------------
+
+// A [1, 1, 3, 3] binomial filter ([1 2 1] x [1 2 1] / 16), applied per channel.
+at::Tensor blur(const at::Tensor& x, const at::Tensor& filter, int64_t stride) {
+  const int64_t c = x.size(1);
+  return F::conv2d(x, filter.to(x.scalar_type()).expand({c, 1, 3, 3}),
+                   F::Conv2dFuncOptions().stride(stride).padding(1).groups(c));
+}
+
+at::Tensor binomial_filter() {
+  const at::Tensor row = torch::tensor({1.F, 2.F, 1.F});
+  return (row.view({3, 1}) * row.view({1, 3}) / 16.0).view({1, 1, 3, 3});
+}
+
+struct BlurConv2dImpl : nn::Module {
+  BlurConv2dImpl(nn::Conv2d conv_in, bool first) : nn::Module("BlurConv2d"), blur_first(first) {
+    stride = conv_in->options.stride()->at(0);
+    conv_in->options.stride(1);  // the blur downsamples
+    conv = register_module("conv", conv_in);
+    filter = register_buffer("blur_filter", binomial_filter());
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    return blur_first ? conv(blur(x, filter, stride)) : blur(conv(x), filter, stride);
+  }
+  nn::Conv2d conv{nullptr};
+  at::Tensor filter;
+  int64_t stride = 1;
+  bool blur_first = true;
+};
+TORCH_MODULE(BlurConv2d);
+
+struct BlurMaxPool2dImpl : nn::Module {
+  explicit BlurMaxPool2dImpl(const nn::MaxPool2dOptions& original) : nn::Module("BlurMaxPool2d") {
+    stride = (*original.stride())[0];
+    pool = register_module("pool", nn::MaxPool2d(nn::MaxPool2dOptions(original.kernel_size())
+                                                      .stride(1)
+                                                      .padding(original.padding())
+                                                      .dilation(original.dilation())));
+    filter = register_buffer("blur_filter", binomial_filter());
+  }
+  at::Tensor forward(const at::Tensor& x) { return blur(pool(x), filter, stride); }
+  nn::MaxPool2d pool{nullptr};
+  at::Tensor filter;
+  int64_t stride = 2;
+};
+TORCH_MODULE(BlurMaxPool2d);
+
+struct SqueezeExciteConv2dImpl : nn::Module {
+  SqueezeExciteConv2dImpl(nn::Conv2d conv_in, int64_t latent) : nn::Module("SqueezeExciteConv2d") {
+    const int64_t c = conv_in->options.out_channels();
+    conv = register_module("conv", conv_in);
+    squeeze = register_module("squeeze", nn::Linear(c, latent));
+    excite = register_module("excite", nn::Linear(latent, c));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    const at::Tensor y = conv(x);
+    const at::Tensor w = torch::sigmoid(excite(torch::relu(squeeze(y.mean({2, 3})))));
+    return y * w.unsqueeze(2).unsqueeze(3);
+  }
+  nn::Conv2d conv{nullptr};
+  nn::Linear squeeze{nullptr}, excite{nullptr};
+};
+TORCH_MODULE(SqueezeExciteConv2d);
+
+struct StochasticBlockImpl : nn::Module {
+  StochasticBlockImpl(BasicBlock block_in, double rate) : nn::Module("StochasticBlock"), drop_rate(rate) {
+    block = register_module("block", block_in);
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    if (is_training()) {
+      if (torch::rand({1}).item<double>() < drop_rate) return torch::relu(block->shortcut(x));
+      return block->forward(x);
+    }
+    return torch::relu(block->residual(x) * (1.0 - drop_rate) + block->shortcut(x));
+  }
+  BasicBlock block{nullptr};
+  double drop_rate;
+};
+TORCH_MODULE(StochasticBlock);
+
+struct GhostBatchNorm2dImpl : nn::Module {
+  GhostBatchNorm2dImpl(nn::BatchNorm2d bn, int64_t ghost) : nn::Module("GhostBatchNorm2d"), ghost_batch_size(ghost) {
+    batchnorm = register_module("batchnorm", bn);
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    if (!is_training() || x.size(0) <= ghost_batch_size) return batchnorm(x);
+    const auto chunks = x.split(ghost_batch_size);
+    std::vector<at::Tensor> out;
+    out.reserve(chunks.size());
+    // Each group updates the running statistics; the momentum is shared out so that a batch moves
+    // them about as much as one BatchNorm step would.
+    const c10::optional<double> momentum = batchnorm->options.momentum();
+    if (momentum) batchnorm->options.momentum(*momentum / static_cast<double>(chunks.size()));
+    for (const auto& chunk : chunks) out.push_back(batchnorm(chunk));
+    batchnorm->options.momentum(momentum);
+    return torch::cat(out);
+  }
+  nn::BatchNorm2d batchnorm{nullptr};
+  int64_t ghost_batch_size;
+};
+TORCH_MODULE(GhostBatchNorm2d);
+
+// Under CPU autocast, computes in bfloat16 with autocast's upcast to fp32 bypassed.
+bool low_precision() { return at::autocast::is_cpu_enabled(); }
+
+struct LowPrecisionLayerNormLayerImpl : nn::Module {
+  explicit LowPrecisionLayerNormLayerImpl(nn::LayerNorm ln) : nn::Module("LowPrecisionLayerNorm") {
+    norm = register_module("norm", ln);
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    if (!low_precision()) return norm(x);
+    const auto dtype = at::autocast::get_autocast_cpu_dtype();
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+    const auto& o = norm->options;
+    return at::layer_norm(x.to(dtype), o.normalized_shape(),
+                          norm->weight.defined() ? norm->weight.to(dtype) : at::Tensor(),
+                          norm->bias.defined() ? norm->bias.to(dtype) : at::Tensor(), o.eps());
+  }
+  nn::LayerNorm norm{nullptr};
+};
+TORCH_MODULE(LowPrecisionLayerNormLayer);
+
+struct LowPrecisionGroupNormLayerImpl : nn::Module {
+  explicit LowPrecisionGroupNormLayerImpl(nn::GroupNorm gn) : nn::Module("LowPrecisionGroupNorm") {
+    norm = register_module("norm", gn);
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    if (!low_precision()) return norm(x);
+    const auto dtype = at::autocast::get_autocast_cpu_dtype();
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+    const auto& o = norm->options;
+    return at::group_norm(x.to(dtype), o.num_groups(), norm->weight.defined() ? norm->weight.to(dtype) : at::Tensor(),
+                          norm->bias.defined() ? norm->bias.to(dtype) : at::Tensor(), o.eps());
+  }
+  nn::GroupNorm norm{nullptr};
+};
+TORCH_MODULE(LowPrecisionGroupNormLayer);
+
+// Applies `policy` to the state's model, brings the optimizers' parameter lists up to date and
+// logs how many modules were replaced.
+int operate(State& state, Logger& logger, const std::string& algorithm, const SurgeryPolicy& policy) {
+  if (!state.model) throw std::invalid_argument(algorithm + ": no model");
+  const int replaced = replace_modules(*state.model, policy);
+  for (const auto& o : state.optimizers) sync_optimizer_params(*o, *state.model);
+  logger.log_metrics({{"surgery/" + algorithm, static_cast<double>(replaced)}});
+  return replaced;
+}
+
+template <typename Impl>
+std::shared_ptr<Impl> as(nn::Module& m) {
+  return std::dynamic_pointer_cast<Impl>(m.shared_from_this());
+}
+
+}  // namespace
+
+// ---- ChannelsLast ---------------------------------------------------------------------------
+
+bool ChannelsLast::match(Event event, const State& /*state*/) {
+  return event == Event::kInit || event == Event::kAfterDataloader || event == Event::kEvalBeforeForward ||
+         event == Event::kPredictBeforeForward;
+}
+
+std::optional<int> ChannelsLast::apply(Event event, State& state, Logger& /*logger*/) {
+  if (event == Event::kInit) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : state.model->parameters()) {
+      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+    }
+    return std::nullopt;
+  }
+  if (state.batch.input.defined() && state.batch.input.dim() == 4) {
+    state.batch.input = state.batch.input.contiguous(at::MemoryFormat::ChannelsLast);
+  }
+  return std::nullopt;
+}
+
+// ---- BlurPool -------------------------------------------------------------------------------
+
+BlurPool::BlurPool(BlurPoolOptions options) : options_(options) {}
+
+bool BlurPool::match(Event event, const State& /*state*/) { return event == Event::kInit; }
+
+std::optional<int> BlurPool::apply(Event /*event*/, State& state, Logger& logger) {
+  replaced_ = operate(state, logger, "blurpool", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+    if (auto conv = as<nn::Conv2dImpl>(child); conv && options_.replace_convs) {
+      const auto& o = conv->options;
+      const bool strided = (*o.stride())[0] > 1 || (*o.stride())[1] > 1;
+      if (strided && o.in_channels() >= options_.min_channels && (*o.stride())[0] == (*o.stride())[1]) {
+        return nn::AnyModule(BlurConv2d(nn::Conv2d(conv), options_.blur_first));
+      }
+    }
+    if (auto pool = as<nn::MaxPool2dImpl>(child); pool && options_.replace_maxpools) {
+      return nn::AnyModule(BlurMaxPool2d(pool->options));
+    }
+    return std::nullopt;
+  });
+  return std::nullopt;
+}
+
+// ---- SqueezeExcite --------------------------------------------------------------------------
+
+SqueezeExcite::SqueezeExcite(SqueezeExciteOptions options) : options_(options) {
+  if (!(options_.latent_channels > 0.0)) throw std::invalid_argument("latent_channels must be positive");
+  if (options_.min_channels < 1) throw std::invalid_argument("min_channels must be at least 1");
+}
+
+bool SqueezeExcite::match(Event event, const State& /*state*/) { return event == Event::kInit; }
+
+std::optional<int> SqueezeExcite::apply(Event /*event*/, State& state, Logger& logger) {
+  replaced_ = operate(state, logger, "squeeze_excite", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+    auto conv = as<nn::Conv2dImpl>(child);
+    if (!conv || conv->options.out_channels() < options_.min_channels) return std::nullopt;
+    const int64_t c = conv->options.out_channels();
+    const auto latent = options_.latent_channels < 1.0
+                            ? std::max<int64_t>(1, static_cast<int64_t>(std::round(options_.latent_channels * static_cast<double>(c))))
+                            : static_cast<int64_t>(options_.latent_channels);
+    return nn::AnyModule(SqueezeExciteConv2d(nn::Conv2d(conv), latent));
+  });
+  return std::nullopt;
+}
+
+// ---- StochasticDepth ------------------------------------------------------------------------
+
+StochasticDepth::StochasticDepth(StochasticDepthOptions options) : options_(std::move(options)) {
+  if (!(options_.drop_rate >= 0.0 && options_.drop_rate < 1.0)) throw std::invalid_argument("drop_rate must be in [0, 1)");
+  if (options_.drop_distribution != "linear" && options_.drop_distribution != "uniform") {
+    throw std::invalid_argument("drop_distribution must be linear or uniform, got '" + options_.drop_distribution + "'");
+  }
+}
+
+bool StochasticDepth::match(Event event, const State& /*state*/) { return event == Event::kInit; }
+
+std::optional<int> StochasticDepth::apply(Event /*event*/, State& state, Logger& logger) {
+  int64_t blocks = 0;
+  for (const auto& m : state.model->modules()) blocks += std::dynamic_pointer_cast<BasicBlockImpl>(m) ? 1 : 0;
+  int64_t seen = 0;
+  replaced_ = operate(state, logger, "stochastic_depth", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+    auto block = as<BasicBlockImpl>(child);
+    if (!block) return std::nullopt;
+    ++seen;
+    const double rate = options_.drop_distribution == "linear"
+                            ? options_.drop_rate * static_cast<double>(seen) / static_cast<double>(blocks)
+                            : options_.drop_rate;
+    return nn::AnyModule(StochasticBlock(BasicBlock(block), rate));
+  });
+  return std::nullopt;
+}
+
+// ---- GhostBatchNorm -------------------------------------------------------------------------
+
+GhostBatchNorm::GhostBatchNorm(GhostBatchNormOptions options) : options_(options) {
+  if (options_.ghost_batch_size < 1) throw std::invalid_argument("ghost_batch_size must be at least 1");
+}
+
+bool GhostBatchNorm::match(Event event, const State& /*state*/) { return event == Event::kInit; }
+
+std::optional<int> GhostBatchNorm::apply(Event /*event*/, State& state, Logger& logger) {
+  replaced_ = operate(state, logger, "ghost_batchnorm", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+    auto bn = as<nn::BatchNorm2dImpl>(child);
+    if (!bn) return std::nullopt;
+    return nn::AnyModule(GhostBatchNorm2d(nn::BatchNorm2d(bn), options_.ghost_batch_size));
+  });
+  return std::nullopt;
+}
+
+// ---- Low-precision norms --------------------------------------------------------------------
+
+bool LowPrecisionGroupNorm::match(Event event, const State& /*state*/) { return event == Event::kInit; }
+
+std::optional<int> LowPrecisionGroupNorm::apply(Event /*event*/, State& state, Logger& logger) {
+  replaced_ = operate(state, logger, "low_precision_groupnorm", [](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+    auto gn = as<nn::GroupNormImpl>(child);
+    if (!gn) return std::nullopt;
+    return nn::AnyModule(LowPrecisionGroupNormLayer(nn::GroupNorm(gn)));
+  });
+  return std::nullopt;
+}
+
+bool LowPrecisionLayerNorm::match(Event event, const State& /*state*/) { return event == Event::kInit; }
+
+std::optional<int> LowPrecisionLayerNorm::apply(Event /*event*/, State& state, Logger& logger) {
+  replaced_ = operate(state, logger, "low_precision_layernorm", [](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+    auto ln = as<nn::LayerNormImpl>(child);
+    if (!ln) return std::nullopt;
+    return nn::AnyModule(LowPrecisionLayerNormLayer(nn::LayerNorm(ln)));
+  });
+  return std::nullopt;
+}
+
+}  // namespace baton

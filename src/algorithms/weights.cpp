@@ -1,0 +1,472 @@
+// Algorithms that act on weights and gradients: layer freezing, EMA, SWA, gradient clipping, SAM,
+// selective backprop.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "baton/algorithms/algorithms.h"
+#include "baton/core/logger.h"
+#include "common.h"
+
+namespace baton {
+
+namespace {
+
+// The model's parameters and buffers by name.
+std::vector<std::pair<std::string, at::Tensor>> named_tensors(torch::nn::Module& model) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& p : model.named_parameters()) out.emplace_back(p.key(), p.value());
+  for (const auto& b : model.named_buffers()) out.emplace_back(b.key(), b.value());
+  return out;
+}
+
+bool is_update_event(Event event, const Time& interval) {
+  return interval.unit() == TimeUnit::kEpoch ? event == Event::kEpochEnd : event == Event::kBatchEnd;
+}
+
+// Whether `interval` has passed at this event: every n epochs at epoch_end, every n batches (or
+// the batch that crosses a multiple of n samples) at batch_end.
+bool interval_due(const State& state, const Time& interval) {
+  const Timestamp& ts = state.timestamp;
+  const int64_t n = std::max<int64_t>(1, interval.count());
+  switch (interval.unit()) {
+    case TimeUnit::kEpoch: return ts.epoch() % n == 0;
+    case TimeUnit::kBatch: return ts.batch() % n == 0;
+    case TimeUnit::kSample: return ts.sample() / n > (ts.sample() - state.batch.size()) / n;
+    default: return true;
+  }
+}
+
+double batches_of(const State& state, const Time& t) { return detail::clock_of(state).to_batches(t); }
+
+}  // namespace
+
+// ---- LayerFreezing --------------------------------------------------------------------------
+
+LayerFreezing::LayerFreezing(LayerFreezingOptions options) : options_(options) {
+  if (!(options_.freeze_start >= 0.0 && options_.freeze_start < 1.0)) throw std::invalid_argument("freeze_start must be in [0, 1)");
+  if (!(options_.freeze_level >= 0.0 && options_.freeze_level <= 1.0)) throw std::invalid_argument("freeze_level must be in [0, 1]");
+}
+
+bool LayerFreezing::match(Event event, const State& /*state*/) {
+  return event == Event::kEpochEnd || (event == Event::kFitStart && pending_load_ >= 0);
+}
+
+void LayerFreezing::freeze(State& state, int64_t count) {
+  // Layers: modules with parameters of their own, in definition order.
+  std::vector<std::shared_ptr<torch::nn::Module>> layers;
+  for (const auto& m : state.model->modules(/*include_self=*/true)) {
+    if (!m->named_parameters(/*recurse=*/false).is_empty()) layers.push_back(m);
+  }
+  count = std::min<int64_t>(count, static_cast<int64_t>(layers.size()));
+  for (int64_t i = 0; i < count; ++i) {
+    for (auto& p : layers[static_cast<std::size_t>(i)]->parameters(/*recurse=*/false)) {
+      p.set_requires_grad(false);
+      p.mutable_grad() = at::Tensor();  // no gradient, so the optimizer skips it (weight decay too)
+    }
+  }
+  frozen_ = std::max(frozen_, count);
+}
+
+std::optional<int> LayerFreezing::apply(Event event, State& state, Logger& logger) {
+  if (event == Event::kFitStart) {
+    freeze(state, pending_load_);
+    pending_load_ = -1;
+    return std::nullopt;
+  }
+  const double t = detail::elapsed(state);
+  if (t < options_.freeze_start) return std::nullopt;
+  int64_t layers = 0;
+  for (const auto& m : state.model->modules(true)) layers += m->named_parameters(false).is_empty() ? 0 : 1;
+  const double fraction = options_.freeze_level * (t - options_.freeze_start) / (1.0 - options_.freeze_start);
+  const auto count = static_cast<int64_t>(std::floor(std::min(1.0, fraction) * static_cast<double>(layers)));
+  if (count > frozen_) {
+    freeze(state, count);
+    logger.log_metrics({{"layer_freezing/frozen_layers", static_cast<double>(frozen_)}});
+  }
+  return std::nullopt;
+}
+
+StateDict LayerFreezing::state_dict() const {
+  StateDict sd;
+  sd.values["frozen_layers"] = frozen_;
+  return sd;
+}
+
+void LayerFreezing::load_state_dict(const StateDict& state) {
+  pending_load_ = state.values.value("frozen_layers", int64_t{0});  // frozen again when fit starts
+  frozen_ = 0;
+}
+
+// ---- EMA ------------------------------------------------------------------------------------
+
+Ema::Ema(EmaOptions options) : options_(options) {
+  if (options_.smoothing && !(*options_.smoothing >= 0.0 && *options_.smoothing < 1.0)) {
+    throw std::invalid_argument("smoothing must be in [0, 1)");
+  }
+  if (!options_.smoothing && options_.half_life.value() <= 0.0) throw std::invalid_argument("half_life must be positive");
+  const TimeUnit u = options_.update_interval.unit();
+  if (u != TimeUnit::kBatch && u != TimeUnit::kEpoch && u != TimeUnit::kSample) {
+    throw std::invalid_argument("update_interval must be in ba, ep or sp");
+  }
+}
+
+bool Ema::match(Event event, const State& /*state*/) {
+  switch (event) {
+    case Event::kFitStart:
+    case Event::kBatchStart:
+    case Event::kBatchEnd:
+    case Event::kEpochEnd:
+    case Event::kBatchCheckpoint:
+    case Event::kEpochCheckpoint:
+    case Event::kEvalStart:
+    case Event::kEvalEnd:
+    case Event::kFitEnd: return true;
+    default: return false;
+  }
+}
+
+bool Ema::started(const State& state) const {
+  if (options_.ema_start.value() <= 0.0) return true;
+  return static_cast<double>(state.timestamp.batch()) >= batches_of(state, options_.ema_start);
+}
+
+// Exchanges the model's tensors with the averaged ones without copying: each parameter keeps its
+// identity (optimizers hold it) and takes the other storage.
+void Ema::swap(State& state) {
+  torch::NoGradGuard no_grad;
+  for (auto& [name, tensor] : named_tensors(*state.model)) {
+    auto it = ema_.find(name);
+    if (it == ema_.end()) continue;
+    at::Tensor live = tensor.detach();  // shares the current storage
+    tensor.set_data(it->second);
+    it->second = live;
+  }
+  swapped_ = !swapped_;
+}
+
+std::optional<int> Ema::apply(Event event, State& state, Logger& /*logger*/) {
+  switch (event) {
+    case Event::kFitStart:
+    case Event::kBatchStart:
+      if (swapped_) swap(state);
+      break;
+    case Event::kBatchEnd:
+    case Event::kEpochEnd: {
+      if (swapped_ || !is_update_event(event, options_.update_interval) || !interval_due(state, options_.update_interval) ||
+          !started(state)) {
+        break;
+      }
+      torch::NoGradGuard no_grad;
+      if (ema_.empty()) {
+        for (auto& [name, tensor] : named_tensors(*state.model)) ema_[name] = tensor.detach().clone();
+        break;
+      }
+      double s = 0.0;
+      if (options_.smoothing) {
+        s = *options_.smoothing;
+      } else {
+        const double interval = batches_of(state, options_.update_interval);
+        s = std::pow(0.5, interval / batches_of(state, options_.half_life));
+      }
+      for (const auto& p : state.model->named_parameters()) {
+        at::Tensor& e = ema_.at(p.key());
+        if (at::isFloatingType(e.scalar_type())) e.mul_(s).add_(p.value().detach(), 1.0 - s);
+      }
+      for (const auto& b : state.model->named_buffers()) ema_.at(b.key()).copy_(b.value());
+      break;
+    }
+    case Event::kEvalStart:
+      if (!swapped_ && !ema_.empty()) {
+        swap(state);
+        swapped_for_eval_ = true;
+      }
+      break;
+    case Event::kEvalEnd:
+      if (swapped_for_eval_ && swapped_) swap(state);
+      swapped_for_eval_ = false;
+      break;
+    case Event::kBatchCheckpoint:
+    case Event::kEpochCheckpoint:
+    case Event::kFitEnd:
+      if (!swapped_ && !ema_.empty()) swap(state);
+      break;
+    default: break;
+  }
+  return std::nullopt;
+}
+
+StateDict Ema::state_dict() const {
+  StateDict sd;
+  sd.values["swapped_in"] = swapped_;
+  for (const auto& [name, tensor] : ema_) sd.tensors[name] = tensor;
+  return sd;
+}
+
+void Ema::load_state_dict(const StateDict& state) {
+  ema_.clear();
+  for (const auto& [name, tensor] : state.tensors) ema_[name] = tensor.clone();
+  swapped_ = state.values.value("swapped_in", false);
+  swapped_for_eval_ = false;
+}
+
+// ---- SWA ------------------------------------------------------------------------------------
+
+Swa::Swa(SwaOptions options) : options_(std::move(options)) {
+  if (options_.anneal_strategy != "cos" && options_.anneal_strategy != "linear") {
+    throw std::invalid_argument("anneal_strategy must be cos or linear, got '" + options_.anneal_strategy + "'");
+  }
+  if (options_.anneal_steps < 1) throw std::invalid_argument("anneal_steps must be at least 1");
+  const TimeUnit u = options_.update_interval.unit();
+  if (u != TimeUnit::kBatch && u != TimeUnit::kEpoch) throw std::invalid_argument("update_interval must be in ba or ep");
+}
+
+bool Swa::match(Event event, const State& /*state*/) {
+  if (done_) return false;
+  return event == Event::kBatchEnd || event == Event::kEpochEnd ||
+         (options_.schedule_swa_lr && event == Event::kBeforeTrainBatch);
+}
+
+std::optional<int> Swa::apply(Event event, State& state, Logger& logger) {
+  const double batch = static_cast<double>(state.timestamp.batch());
+  const double start = batches_of(state, options_.swa_start);
+  const double end = batches_of(state, options_.swa_end);
+  if (event == Event::kBeforeTrainBatch) {
+    if (batch < start) return std::nullopt;
+    if (start_batch_ < 0) {
+      start_batch_ = state.timestamp.batch();
+      base_lrs_.clear();
+      for (const auto& o : state.optimizers) {
+        for (auto& g : o->param_groups()) base_lrs_.push_back(g.options().get_lr());
+      }
+    }
+    const double t = std::min(1.0, (batch - static_cast<double>(start_batch_)) / static_cast<double>(options_.anneal_steps));
+    const double f = options_.anneal_strategy == "cos" ? (1.0 - std::cos(M_PI * t)) / 2.0 : t;
+    std::size_t i = 0;
+    for (const auto& o : state.optimizers) {
+      for (auto& g : o->param_groups()) {
+        const double base = base_lrs_.at(i++);
+        const double target = options_.swa_lr > 0.0 ? options_.swa_lr : base;
+        g.options().set_lr(base * (1.0 - f) + target * f);
+      }
+    }
+    return std::nullopt;
+  }
+  torch::NoGradGuard no_grad;
+  if (batch >= end) {
+    if (count_ == 0) return std::nullopt;
+    for (auto& [name, tensor] : named_tensors(*state.model)) {
+      auto it = average_.find(name);
+      if (it != average_.end() && at::isFloatingType(tensor.scalar_type())) tensor.copy_(it->second);
+    }
+    // BatchNorm statistics of the averaged weights: one pass over the training data, cumulative.
+    std::vector<std::shared_ptr<torch::nn::BatchNorm2dImpl>> norms;
+    for (const auto& m : state.model->modules()) {
+      if (auto bn = std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(m)) norms.push_back(bn);
+    }
+    if (!norms.empty() && state.dataloader) {
+      std::vector<c10::optional<double>> momenta;
+      for (auto& bn : norms) {
+        momenta.push_back(bn->options.momentum());
+        bn->reset_running_stats();
+        bn->options.momentum(c10::nullopt);
+      }
+      DataLoader pass(state.dataloader->dataset(), DataLoaderOptions()
+                                                     .batch_size(state.dataloader->batch_size())
+                                                     .shuffle(false)
+                                                     .prefetch(false));
+      pass.start_epoch(0);
+      Model& model = detail::model_of(state, name());
+      const bool was_training = model.is_training();
+      model.train();
+      while (auto b = pass.next()) model.forward(*b);
+      model.train(was_training);
+      for (std::size_t i = 0; i < norms.size(); ++i) norms[i]->options.momentum(momenta[i]);
+    }
+    done_ = true;
+    logger.log_metrics({{"swa/num_averaged", static_cast<double>(count_)}});
+    return std::nullopt;
+  }
+  if (batch < start || !is_update_event(event, options_.update_interval) ||
+      !interval_due(state, options_.update_interval)) {
+    return std::nullopt;
+  }
+  ++count_;
+  for (auto& [name, tensor] : named_tensors(*state.model)) {
+    if (!at::isFloatingType(tensor.scalar_type())) continue;
+    auto it = average_.find(name);
+    if (it == average_.end()) {
+      average_[name] = tensor.detach().clone();
+    } else {
+      it->second.add_(tensor.detach() - it->second, 1.0 / static_cast<double>(count_));
+    }
+  }
+  return std::nullopt;
+}
+
+StateDict Swa::state_dict() const {
+  StateDict sd;
+  sd.values = {{"count", count_}, {"done", done_}, {"start_batch", start_batch_}, {"base_lrs", base_lrs_}};
+  for (const auto& [name, tensor] : average_) sd.tensors[name] = tensor;
+  return sd;
+}
+
+void Swa::load_state_dict(const StateDict& state) {
+  count_ = state.values.value("count", int64_t{0});
+  done_ = state.values.value("done", false);
+  start_batch_ = state.values.value("start_batch", int64_t{-1});
+  base_lrs_ = state.values.value("base_lrs", std::vector<double>{});
+  average_.clear();
+  for (const auto& [name, tensor] : state.tensors) average_[name] = tensor.clone();
+}
+
+// ---- GradientClipping -----------------------------------------------------------------------
+
+GradientClipping::GradientClipping(GradientClippingOptions options) : options_(std::move(options)) {
+  const std::string& t = options_.clipping_type;
+  if (t != "norm" && t != "value" && t != "adaptive") {
+    throw std::invalid_argument("clipping_type must be norm, value or adaptive, got '" + t + "'");
+  }
+  if (!(options_.clipping_threshold > 0.0)) throw std::invalid_argument("clipping_threshold must be positive");
+}
+
+bool GradientClipping::match(Event event, const State& /*state*/) { return event == Event::kAfterTrainBatch; }
+
+std::optional<int> GradientClipping::apply(Event /*event*/, State& state, Logger& /*logger*/) {
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> params;
+  for (const auto& p : state.model->parameters()) {
+    if (p.grad().defined()) params.push_back(p);
+  }
+  const double threshold = options_.clipping_threshold;
+  if (options_.clipping_type == "norm") {
+    torch::nn::utils::clip_grad_norm_(params, threshold);
+  } else if (options_.clipping_type == "value") {
+    torch::nn::utils::clip_grad_value_(params, threshold);
+  } else {
+    // Unit-wise: rows of a weight (output units), the whole tensor for vectors.
+    for (auto& p : params) {
+      const at::Tensor w = p.detach();
+      at::Tensor g = p.mutable_grad();
+      auto unit_norm = [](const at::Tensor& t) {
+        return t.dim() <= 1 ? t.norm().view({1}) : t.flatten(1).norm(2, {1}, /*keepdim=*/true);
+      };
+      const at::Tensor max_norm = unit_norm(w).clamp_min(1e-3) * threshold;
+      const at::Tensor g_norm = unit_norm(g).clamp_min(1e-6);
+      const at::Tensor factor = (max_norm / g_norm).clamp_max(1.0);
+      std::vector<int64_t> shape(static_cast<std::size_t>(g.dim()), 1);
+      if (g.dim() > 1) shape[0] = g.size(0);
+      g.mul_(g.dim() <= 1 ? factor : factor.view(shape));
+    }
+  }
+  return std::nullopt;
+}
+
+// ---- SAM ------------------------------------------------------------------------------------
+
+Sam::Sam(SamOptions options) : options_(options) {
+  if (!(options_.rho > 0.0)) throw std::invalid_argument("rho must be positive");
+  if (options_.interval < 1) throw std::invalid_argument("interval must be at least 1");
+}
+
+bool Sam::match(Event event, const State& state) {
+  return event == Event::kAfterTrainBatch && state.timestamp.batch() % options_.interval == 0;
+}
+
+std::optional<int> Sam::apply(Event /*event*/, State& state, Logger& /*logger*/) {
+  Model& model = detail::model_of(state, name());
+  std::vector<at::Tensor> params;
+  for (const auto& p : model.parameters()) {
+    if (p.grad().defined()) params.push_back(p);
+  }
+  if (params.empty()) return std::nullopt;
+  std::vector<at::Tensor> steps;
+  {
+    torch::NoGradGuard no_grad;
+    at::Tensor norm = torch::zeros({}, torch::kDouble);
+    for (const auto& p : params) norm += p.grad().to(torch::kDouble).pow(2).sum();
+    const double scale = options_.rho / (std::sqrt(norm.item<double>()) + options_.epsilon);
+    for (auto& p : params) {
+      steps.push_back(p.grad() * scale);
+      p.add_(steps.back());
+      p.mutable_grad().zero_();
+    }
+  }
+  // The gradient at the perturbed weights, for the whole batch, microbatch by microbatch.
+  const int64_t n = state.batch.size();
+  const int64_t mb = state.microbatch_size > 0 ? std::min(n, state.microbatch_size) : n;
+  const auto inputs = state.batch.input.split(mb);
+  const auto targets = state.batch.target.split(mb);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Batch part{inputs[i], targets[i]};
+    at::Tensor loss;
+    {
+      detail::Autocast autocast(state.precision == Precision::kAmpBf16);
+      loss = model.loss(model.forward(part), part);
+    }
+    (loss * (static_cast<double>(inputs[i].size(0)) / static_cast<double>(n))).backward();
+  }
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < params.size(); ++i) params[i].sub_(steps[i]);
+  return std::nullopt;
+}
+
+// ---- SelectiveBackprop ----------------------------------------------------------------------
+
+SelectiveBackprop::SelectiveBackprop(SelectiveBackpropOptions options) : options_(std::move(options)) {
+  if (!(options_.start >= 0.0 && options_.start <= options_.end && options_.end <= 1.0)) {
+    throw std::invalid_argument("start and end must satisfy 0 <= start <= end <= 1");
+  }
+  if (!(options_.keep > 0.0 && options_.keep <= 1.0)) throw std::invalid_argument("keep must be in (0, 1]");
+  if (!(options_.scale_factor > 0.0 && options_.scale_factor <= 1.0)) throw std::invalid_argument("scale_factor must be in (0, 1]");
+  if (options_.interval < 1) throw std::invalid_argument("interval must be at least 1");
+  if (options_.method != "top_k" && options_.method != "sample") {
+    throw std::invalid_argument("method must be top_k or sample, got '" + options_.method + "'");
+  }
+}
+
+bool SelectiveBackprop::match(Event event, const State& state) {
+  if (event != Event::kAfterDataloader) return false;
+  const double t = detail::elapsed(state);
+  return t >= options_.start && t < options_.end && state.timestamp.batch() % options_.interval == 0;
+}
+
+std::optional<int> SelectiveBackprop::apply(Event /*event*/, State& state, Logger& /*logger*/) {
+  Model& model = detail::model_of(state, name());
+  const int64_t n = state.batch.size();
+  const auto kept = std::max<int64_t>(1, static_cast<int64_t>(std::round(options_.keep * static_cast<double>(n))));
+  if (kept >= n) return std::nullopt;
+  at::Tensor losses;
+  {
+    torch::NoGradGuard no_grad;
+    Batch probe = state.batch;
+    if (options_.scale_factor < 1.0 && probe.input.dim() == 4) {
+      probe.input = torch::nn::functional::interpolate(
+          probe.input, torch::nn::functional::InterpolateFuncOptions()
+                           .scale_factor(std::vector<double>{options_.scale_factor, options_.scale_factor})
+                           .mode(torch::kBilinear)
+                           .align_corners(false)
+                           .recompute_scale_factor(true));
+    }
+    detail::Autocast autocast(state.precision == Precision::kAmpBf16);
+    losses = model.loss_per_example(model.forward(probe), probe).to(torch::kFloat);
+  }
+  at::Tensor chosen;
+  if (options_.method == "top_k") {
+    chosen = std::get<1>(losses.topk(kept));
+  } else {
+    // Composer's: examples drawn without replacement, weighted by their loss rank's percentile^(1/keep - 1).
+    const at::Tensor order = losses.argsort();
+    const at::Tensor percentile = (torch::arange(n, torch::kDouble) + 0.5) / static_cast<double>(n);
+    const at::Tensor weights = percentile.pow(1.0 / options_.keep - 1.0);
+    chosen = order.index_select(0, torch::multinomial(weights, kept, /*replacement=*/false));
+  }
+  chosen = std::get<0>(chosen.sort());
+  state.batch.input = state.batch.input.index_select(0, chosen);
+  state.batch.target = state.batch.target.index_select(0, chosen);
+  return std::nullopt;
+}
+
+}  // namespace baton

@@ -1,0 +1,66 @@
+#include "baton/callbacks/registry.h"
+
+#include <functional>
+#include <map>
+
+#include "baton/callbacks/stoppers.h"
+
+namespace baton {
+namespace {
+
+using Factory = std::function<std::shared_ptr<Callback>(OptionReader&)>;
+
+const std::map<std::string, Factory>& factories() {
+  static const std::map<std::string, Factory> table = {
+      {"threshold_stopper",
+       [](OptionReader& o) {
+         ThresholdStopperOptions t;
+         t.monitor = o.text("monitor", t.monitor);
+         t.threshold = o.number("threshold", t.threshold);
+         t.comparison = o.text("comparison", "");
+         return std::make_shared<ThresholdStopper>(t);
+       }},
+      {"early_stopper",
+       [](OptionReader& o) {
+         EarlyStopperOptions e;
+         e.monitor = o.text("monitor", e.monitor);
+         e.patience = o.time("patience", e.patience);
+         e.min_delta = o.number("min_delta", e.min_delta);
+         e.comparison = o.text("comparison", "");
+         return std::make_shared<EarlyStopper>(e);
+       }},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::shared_ptr<Callback> make_callback(const std::string& name, const nlohmann::json& options) {
+  const auto it = factories().find(name);
+  if (it == factories().end()) {
+    std::string known;
+    for (const auto& n : callback_names()) known += (known.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("unknown callback '" + name + "' (known: " + known + ")");
+  }
+  OptionReader reader(name, options);
+  std::shared_ptr<Callback> callback;
+  try {
+    callback = it->second(reader);
+  } catch (const OptionError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    const std::string key = what.substr(0, what.find(' '));
+    throw OptionError(options.is_object() && options.contains(key) ? key : "", name + ": " + what);
+  }
+  reader.finish();
+  return callback;
+}
+
+std::vector<std::string> callback_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : factories()) names.push_back(name);
+  return names;
+}
+
+}  // namespace baton

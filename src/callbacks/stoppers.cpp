@@ -1,0 +1,103 @@
+#include "baton/callbacks/stoppers.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "baton/core/logger.h"
+#include "baton/core/state.h"
+
+namespace baton {
+namespace {
+
+// "eval/accuracy" -> {"eval", "accuracy"}.
+std::pair<std::string, std::string> split_monitor(const std::string& monitor) {
+  const auto slash = monitor.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == monitor.size()) {
+    throw std::invalid_argument("monitor must be '<evaluator>/<metric>' such as eval/accuracy, got '" + monitor + "'");
+  }
+  return {monitor.substr(0, slash), monitor.substr(slash + 1)};
+}
+
+bool greater_is_better(const std::string& comparison, const std::string& metric) {
+  if (comparison == "ge") return true;
+  if (comparison == "le") return false;
+  if (!comparison.empty()) throw std::invalid_argument("comparison must be ge or le, got '" + comparison + "'");
+  return metric.find("loss") == std::string::npos && metric.find("error") == std::string::npos;
+}
+
+std::optional<double> metric_of(const State& state, const std::string& label, const std::string& metric) {
+  const auto l = state.eval_metrics.find(label);
+  if (l == state.eval_metrics.end()) return std::nullopt;
+  const auto m = l->second.find(metric);
+  if (m == l->second.end()) return std::nullopt;
+  return m->second;
+}
+
+}  // namespace
+
+ThresholdStopper::ThresholdStopper(ThresholdStopperOptions options) : options_(std::move(options)) {
+  std::tie(label_, metric_) = split_monitor(options_.monitor);
+  greater_ = greater_is_better(options_.comparison, metric_);
+}
+
+void ThresholdStopper::check(State& state, double value) {
+  if (stopped_at_ || !std::isfinite(value)) return;
+  if (greater_ ? value >= options_.threshold : value <= options_.threshold) {
+    stopped_at_ = state.timestamp.batch();
+    spdlog::info("threshold_stopper: {} = {:.4f} reached {} at {}; stopping", options_.monitor, value,
+                 options_.threshold, state.timestamp.to_string());
+    state.stop_training();
+  }
+}
+
+void ThresholdStopper::eval_end(State& state, Logger& /*logger*/) {
+  if (state.dataloader_label != label_) return;
+  if (auto v = metric_of(state, label_, metric_)) check(state, *v);
+}
+
+void ThresholdStopper::batch_end(State& state, Logger& /*logger*/) {
+  if (label_ == "train" && metric_ == "loss" && state.loss.defined()) check(state, state.loss.item<double>());
+}
+
+EarlyStopper::EarlyStopper(EarlyStopperOptions options) : options_(std::move(options)) {
+  std::tie(label_, metric_) = split_monitor(options_.monitor);
+  greater_ = greater_is_better(options_.comparison, metric_);
+  const TimeUnit u = options_.patience.unit();
+  if (u != TimeUnit::kEpoch && u != TimeUnit::kBatch) throw std::invalid_argument("patience must be in ep or ba");
+  if (options_.min_delta < 0.0) throw std::invalid_argument("min_delta must be at least 0");
+}
+
+void EarlyStopper::eval_end(State& state, Logger& /*logger*/) {
+  if (state.dataloader_label != label_) return;
+  const auto value = metric_of(state, label_, metric_);
+  if (!value) return;
+  const int64_t now =
+      options_.patience.unit() == TimeUnit::kEpoch ? state.timestamp.epoch() : state.timestamp.batch();
+  const bool improved = !best_ || (greater_ ? *value > *best_ + options_.min_delta : *value < *best_ - options_.min_delta);
+  if (improved) {
+    best_ = *value;
+    best_at_ = now;
+    return;
+  }
+  if (now - best_at_ >= options_.patience.count()) {
+    spdlog::info("early_stopper: {} has not improved on {:.4f} for {}; stopping at {}", options_.monitor, *best_,
+                 options_.patience.to_string(), state.timestamp.to_string());
+    state.stop_training();
+  }
+}
+
+StateDict EarlyStopper::state_dict() const {
+  StateDict sd;
+  if (best_) sd.values["best"] = *best_;
+  sd.values["best_at"] = best_at_;
+  return sd;
+}
+
+void EarlyStopper::load_state_dict(const StateDict& state) {
+  best_ = state.values.contains("best") ? std::optional<double>(state.values["best"].get<double>()) : std::nullopt;
+  best_at_ = state.values.value("best_at", int64_t{0});
+}
+
+}  // namespace baton
