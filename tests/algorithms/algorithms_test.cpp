@@ -1,0 +1,542 @@
+// Each algorithm's effect, not merely that it runs.
+#include "baton/algorithms/algorithms.h"
+
+#include <filesystem>
+
+#include <ATen/autocast_mode.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "baton/algorithms/registry.h"
+#include "baton/core/logger.h"
+#include "baton/core/state.h"
+#include "baton/models/surgery.h"
+#include "baton/models/zoo.h"
+#include "baton/optim/optimizers.h"
+#include "baton/train/trainer.h"
+#include "common/test_util.h"
+
+namespace baton {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Four classes of 1x16x16 images: class k is brighter in quadrant k.
+std::shared_ptr<TensorDataset> quadrants(int64_t n, uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  const at::Tensor labels = torch::randint(0, 4, {n}, gen, torch::kLong);
+  at::Tensor x = torch::randn({n, 1, 16, 16}, gen) * 0.5;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = labels[i].item<int64_t>();
+    x[i].narrow(1, (k / 2) * 8, 8).narrow(2, (k % 2) * 8, 8).add_(1.5);
+  }
+  return std::make_shared<TensorDataset>(x, labels);
+}
+
+TrainerOptions image_options(const std::string& model_name = "fashion_cnn", int64_t n = 64, int64_t batch = 16) {
+  torch::manual_seed(0);
+  auto model = make_model(model_name, {.input_shape = {1, 16, 16}, .num_classes = 4});
+  return TrainerOptions()
+      .model(model)
+      .train_dataloader(std::make_shared<DataLoader>(quadrants(n, 1), DataLoaderOptions().batch_size(batch).seed(3)))
+      .eval_dataloader("eval", std::make_shared<DataLoader>(quadrants(32, 2), DataLoaderOptions().batch_size(16).shuffle(false)))
+      .optimizers({make_optimizer({.name = "sgd", .lr = 0.05, .momentum = 0.9}, model->parameters())})
+      .progress_bar(false)
+      .console_log_interval("0ba")
+      .eval_interval("0ep");
+}
+
+// A State with a model and a batch, for calling apply() directly.
+struct Bench {
+  explicit Bench(const std::string& model_name = "fashion_cnn") {
+    torch::manual_seed(0);
+    model = make_model(model_name, {.input_shape = {1, 16, 16}, .num_classes = 4});
+    state.model = model;
+    state.max_duration = Time::from_batch(10);
+    state.batch = {torch::randn({8, 1, 16, 16}), torch::randint(0, 4, {8})};
+  }
+  std::shared_ptr<Model> model;
+  State state;
+  Logger logger{state};
+};
+
+// Calls every callback hook through one function.
+class Probe : public Callback {
+ public:
+  explicit Probe(std::function<void(Event, State&)> f) : f_(std::move(f)) {}
+  void run_event(Event event, State& state, Logger&) override { f_(event, state); }
+
+ private:
+  std::function<void(Event, State&)> f_;
+};
+
+at::Tensor flat_weights(torch::nn::Module& m) {
+  std::vector<at::Tensor> parts;
+  for (const auto& p : m.parameters()) parts.push_back(p.detach().flatten().clone());
+  return torch::cat(parts);
+}
+
+// ---- Targets and inputs ----
+
+TEST(LabelSmoothing, SmoothsTargetsForTheLossAndRestoresThem) {
+  Bench b;
+  b.state.outputs = torch::zeros({8, 4});
+  const at::Tensor labels = b.state.batch.target.clone();
+  LabelSmoothing ls({.smoothing = 0.2});
+  ls.apply(Event::kBeforeLoss, b.state, b.logger);
+  const at::Tensor t = b.state.batch.target;
+  ASSERT_EQ(t.sizes(), (std::vector<int64_t>{8, 4}));
+  for (int64_t i = 0; i < 8; ++i) {
+    for (int64_t c = 0; c < 4; ++c) {
+      EXPECT_NEAR(t[i][c].item<double>(), c == labels[i].item<int64_t>() ? 0.85 : 0.05, 1e-6);
+    }
+  }
+  ls.apply(Event::kAfterLoss, b.state, b.logger);
+  EXPECT_TRUE(b.state.batch.target.equal(labels));
+}
+
+// Inputs whose rows are one-hot: a mixed row shows both examples and their weights.
+TEST(MixUp, MixesInputsAndInterpolatesTheLoss) {
+  Bench b;
+  b.state.batch = {torch::eye(8), torch::arange(8) % 4};
+  MixUp mixup({.alpha = 1.0, .interpolate_loss = true});
+  torch::manual_seed(5);
+  mixup.apply(Event::kBeforeForward, b.state, b.logger);
+  const double lambda = mixup.mixing();
+  ASSERT_GT(lambda, 0.0);
+  ASSERT_LE(lambda, 0.5);
+  const at::Tensor x = b.state.batch.input;
+  std::vector<int64_t> perm(8);
+  for (int64_t i = 0; i < 8; ++i) {
+    // Row i: 1 - λ at i, λ at perm[i] (or 1 when perm[i] == i).
+    const at::Tensor row = x[i].clone();
+    if (row[i].item<double>() > 0.999) {
+      perm[static_cast<std::size_t>(i)] = i;
+      continue;
+    }
+    EXPECT_NEAR(row[i].item<double>(), 1.0 - lambda, 1e-6);
+    row[i] = 0;
+    perm[static_cast<std::size_t>(i)] = row.argmax().item<int64_t>();
+    EXPECT_NEAR(row.max().item<double>(), lambda, 1e-6);
+  }
+  // The loss: (1 - λ) L(outputs, y) + λ L(outputs, y[perm]).
+  const at::Tensor outputs = torch::randn({8, 4});
+  const at::Tensor y = b.state.batch.target;
+  b.state.outputs = outputs;
+  b.state.loss = soft_cross_entropy(outputs, y);
+  mixup.apply(Event::kBeforeBackward, b.state, b.logger);
+  const at::Tensor yp = y.index_select(0, torch::tensor(perm));
+  const double want = (1.0 - lambda) * soft_cross_entropy(outputs, y).item<double>() +
+                      lambda * soft_cross_entropy(outputs, yp).item<double>();
+  EXPECT_NEAR(b.state.loss.item<double>(), want, 1e-5);
+  EXPECT_TRUE(mixup.interpolate_loss());
+}
+
+TEST(MixUp, WithoutInterpolationMixesTheTargetsForTheLoss) {
+  Bench b;
+  b.state.outputs = torch::zeros({8, 4});
+  MixUp mixup({.alpha = 0.4});
+  mixup.apply(Event::kBeforeForward, b.state, b.logger);
+  const at::Tensor labels = b.state.batch.target.clone();
+  mixup.apply(Event::kBeforeLoss, b.state, b.logger);
+  const at::Tensor soft = b.state.batch.target;
+  ASSERT_EQ(soft.dim(), 2);
+  EXPECT_TRUE(torch::allclose(soft.sum(1), torch::ones({8})));
+  // The original class keeps at least half of the weight.
+  for (int64_t i = 0; i < 8; ++i) EXPECT_GE(soft[i][labels[i].item<int64_t>()].item<double>(), 0.5 - 1e-6);
+  mixup.apply(Event::kAfterLoss, b.state, b.logger);
+  EXPECT_TRUE(b.state.batch.target.equal(labels));
+}
+
+TEST(CutMix, PastesABoxWhoseAreaIsTheMixingWeight) {
+  Bench b;
+  // Image i is filled with the value i: a pixel shows which image it came from.
+  b.state.batch.input = torch::arange(8, torch::kFloat).view({8, 1, 1, 1}).expand({8, 1, 16, 16}).contiguous();
+  CutMix cutmix({.alpha = 1.0});
+  torch::manual_seed(3);
+  cutmix.apply(Event::kBeforeForward, b.state, b.logger);
+  const at::Tensor x = b.state.batch.input;
+  for (int64_t i = 0; i < 8; ++i) {
+    const double foreign = (x[i] != static_cast<float>(i)).sum().item<double>() / 256.0;
+    const at::Tensor values = std::get<0>(at::_unique(x[i]));
+    EXPECT_LE(values.numel(), 2);
+    if (values.numel() == 2) {
+      EXPECT_NEAR(foreign, cutmix.mixing(), 1e-9);
+    }
+  }
+  EXPECT_GT(cutmix.mixing(), 0.0);
+}
+
+TEST(CutOut, ZeroesASquareOfTheGivenSideInEachImage) {
+  Bench b;
+  b.state.batch.input = torch::ones({8, 1, 16, 16});
+  CutOut cutout({.num_holes = 1, .length = 0.25});
+  cutout.apply(Event::kAfterDataloader, b.state, b.logger);
+  for (int64_t i = 0; i < 8; ++i) EXPECT_EQ((b.state.batch.input[i] == 0).sum().item<int64_t>(), 16);  // 4 x 4
+  // Different places in different images.
+  EXPECT_FALSE(b.state.batch.input[0].equal(b.state.batch.input[1]) && b.state.batch.input[1].equal(b.state.batch.input[2]));
+}
+
+TEST(ColOut, DropsRowsAndColumns) {
+  Bench b;
+  const at::Tensor before = b.state.batch.input.clone();
+  ColOut colout({.p_row = 0.25, .p_col = 0.5});
+  colout.apply(Event::kAfterDataloader, b.state, b.logger);
+  EXPECT_EQ(b.state.batch.input.sizes(), (std::vector<int64_t>{8, 1, 12, 8}));
+  // What is left are original pixels: the first image's values are a subset of its old values.
+  EXPECT_TRUE(torch::isin(b.state.batch.input[0].flatten(), before[0].flatten()).all().item<bool>());
+}
+
+TEST(RandAugment, ChangesImagesKeepsShapesAndIsSeeded) {
+  Bench b;
+  const at::Tensor before = b.state.batch.input.clone();
+  RandAugment ra({.severity = 9, .depth = 2});
+  torch::manual_seed(11);
+  ra.apply(Event::kAfterDataloader, b.state, b.logger);
+  const at::Tensor once = b.state.batch.input.clone();
+  EXPECT_EQ(once.sizes(), before.sizes());
+  EXPECT_TRUE(torch::isfinite(once).all().item<bool>());
+  int changed = 0;
+  for (int64_t i = 0; i < 8; ++i) changed += once[i].allclose(before[i]) ? 0 : 1;
+  EXPECT_GE(changed, 4);
+  b.state.batch.input = before.clone();
+  torch::manual_seed(11);
+  ra.apply(Event::kAfterDataloader, b.state, b.logger);
+  EXPECT_TRUE(b.state.batch.input.equal(once));
+  EXPECT_THAT(testing::error_of([] { RandAugment({.augmentation_set = "colour"}); }), HasSubstr("augmentation_set"));
+}
+
+TEST(ProgressiveResizing, ChangesTheInputSizeOnSchedule) {
+  auto recorder = std::make_shared<Probe>([](Event, State&) {});
+  std::vector<int64_t> sides;
+  auto probe = std::make_shared<Probe>([&](Event e, State& s) {
+    if (e == Event::kBeforeForward) sides.push_back(s.batch.input.size(2));
+  });
+  Trainer trainer(image_options("resnet20", 160, 16)
+                      .max_duration("10ba")
+                      .algorithms({std::make_shared<ProgressiveResizing>(ProgressiveResizingOptions{
+                          .initial_scale = 0.5, .finetune_fraction = 0.2, .delay_fraction = 0.2, .size_increment = 4})})
+                      .callbacks({probe}));
+  trainer.fit();
+  // 10 batches: 0.5 until 20%, growing to full size at 80%, then full: 8, 8, 8, then 8..16, then 16.
+  ASSERT_EQ(sides.size(), 10U);
+  EXPECT_EQ(sides.front(), 8);
+  EXPECT_EQ(sides.back(), 16);
+  EXPECT_TRUE(std::is_sorted(sides.begin(), sides.end()));
+  EXPECT_GT(std::count_if(sides.begin(), sides.end(), [](int64_t s) { return s > 8 && s < 16; }), 0);
+  ProgressiveResizing pr({.initial_scale = 0.5, .finetune_fraction = 0.2, .delay_fraction = 0.5});
+  EXPECT_DOUBLE_EQ(pr.scale_at(0.4), 0.5);
+  EXPECT_DOUBLE_EQ(pr.scale_at(0.65), 0.75);
+  EXPECT_DOUBLE_EQ(pr.scale_at(0.9), 1.0);
+}
+
+// ---- Weights and gradients ----
+
+TEST(LayerFreezing, AFrozenLayerGetsNoGradientAfterItsFreezePoint) {
+  auto freezing = std::make_shared<LayerFreezing>(LayerFreezingOptions{.freeze_start = 0.0, .freeze_level = 1.0});
+  // fashion_cnn has 4 layers with parameters (c1, c2, f1, f2); after epoch 1 of 4, 1 is frozen, after 2, 2.
+  std::map<int64_t, bool> c1_grad_at_epoch;
+  at::Tensor c1_at_freeze;
+  auto probe = std::make_shared<Probe>([&](Event e, State& s) {
+    auto params = s.model->named_parameters();
+    if (e == Event::kAfterTrainBatch) c1_grad_at_epoch[s.timestamp.epoch()] = params["module.c1.weight"].grad().defined();
+    if (e == Event::kEpochEnd && s.timestamp.epoch() == 1) c1_at_freeze = params["module.c1.weight"].detach().clone();
+  });
+  TrainerOptions options = image_options().max_duration("4ep").algorithms({freezing}).callbacks({probe});
+  Trainer trainer(options);
+  const at::Tensor f2_before = options.model()->named_parameters()["module.f2.weight"].detach().clone();
+  trainer.fit();
+  EXPECT_TRUE(c1_grad_at_epoch[0]);
+  EXPECT_FALSE(c1_grad_at_epoch[1]);
+  EXPECT_FALSE(c1_grad_at_epoch[3]);
+  auto params = options.model()->named_parameters();
+  EXPECT_TRUE(params["module.c1.weight"].equal(c1_at_freeze));  // not stepped since (momentum, decay included)
+  EXPECT_FALSE(params["module.f2.weight"].equal(f2_before));
+  EXPECT_EQ(freezing->frozen_layers(), 4);  // at the last epoch's end the whole run is done: all of them
+}
+
+TEST(Ema, AveragedWeightsDifferAreUsedForEvalAndRestoredAfter) {
+  auto ema = std::make_shared<Ema>(EmaOptions{.half_life = Time::from_batch(2)});
+  at::Tensor live_at_end, at_eval, at_next_start;
+  auto probe = std::make_shared<Probe>([&](Event e, State& s) {
+    const int64_t batch = s.timestamp.batch();
+    if (e == Event::kBatchEnd && batch == 4) live_at_end = flat_weights(*s.model);
+    if (e == Event::kEvalStart && batch == 4) at_eval = flat_weights(*s.model);
+    if (e == Event::kBatchStart && batch == 4) at_next_start = flat_weights(*s.model);
+  });
+  TrainerOptions options = image_options().max_duration("6ba").eval_interval("4ba").algorithms({ema}).callbacks({probe});
+  Trainer trainer(options);
+  trainer.fit();
+  ASSERT_TRUE(live_at_end.defined() && at_eval.defined() && at_next_start.defined());
+  EXPECT_FALSE(at_eval.equal(live_at_end));       // evaluation saw the average
+  EXPECT_TRUE(at_next_start.equal(live_at_end));  // and training went on with the live weights
+  // At the end the model holds the average; the live weights are kept in the algorithm's state.
+  EXPECT_TRUE(ema->swapped_in());
+  const StateDict sd = ema->state_dict();
+  EXPECT_FALSE(sd.tensors.empty());
+  EXPECT_FALSE(sd.tensors.at("module.f2.weight").equal(options.model()->named_parameters()["module.f2.weight"]));
+}
+
+TEST(Ema, CheckpointsHoldTheAverageAndResumeBitwise) {
+  const auto dir = std::filesystem::temp_directory_path() / ("baton-ema-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto run = [&](const std::string& duration, bool autoresume) {
+    TrainerOptions o = image_options()
+                           .max_duration(duration)
+                           .algorithms({std::make_shared<Ema>(EmaOptions{.half_life = Time::from_batch(3)})})
+                           .save_folder(dir.string())
+                           .save_interval("2ba")
+                           .autoresume(autoresume)
+                           .deterministic(true);
+    Trainer trainer(o);
+    trainer.fit();
+    return flat_weights(*o.model());
+  };
+  const at::Tensor straight = run("8ba", false);
+  std::filesystem::remove_all(dir);
+  run("4ba", false);
+  const at::Tensor resumed = run("8ba", true);
+  EXPECT_TRUE(resumed.equal(straight));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Swa, AveragesTheWeightsBetweenStartAndEnd) {
+  std::vector<at::Tensor> seen;
+  auto probe = std::make_shared<Probe>([&](Event e, State& s) {
+    const int64_t batch = s.timestamp.batch();
+    if (e == Event::kBatchEnd && batch >= 5 && batch < 9) seen.push_back(flat_weights(*s.model));
+  });
+  auto swa = std::make_shared<Swa>(SwaOptions{.swa_start = Time::from_duration(0.5),
+                                              .swa_end = Time::from_duration(0.9),
+                                              .update_interval = Time::from_batch(1)});
+  TrainerOptions options = image_options().max_duration("10ba").algorithms({swa}).callbacks({probe});
+  Trainer trainer(options);
+  trainer.fit(Time::from_batch(9));  // the model takes the average at batch 9
+  ASSERT_EQ(seen.size(), 4U);
+  EXPECT_TRUE(swa->done());
+  EXPECT_EQ(swa->num_averaged(), 4);
+  EXPECT_TRUE(torch::allclose(flat_weights(*options.model()), torch::stack(seen).mean(0), 1e-5, 1e-6));
+}
+
+TEST(GradientClipping, NormValueAndAdaptive) {
+  Bench b;
+  auto grads = [&](double scale) {
+    for (auto& p : b.model->parameters()) p.mutable_grad() = torch::randn_like(p) * scale;
+  };
+  auto total_norm = [&] {
+    double sq = 0;
+    for (auto& p : b.model->parameters()) sq += p.grad().pow(2).sum().item<double>();
+    return std::sqrt(sq);
+  };
+  grads(10.0);
+  GradientClipping({.clipping_type = "norm", .clipping_threshold = 1.0}).apply(Event::kAfterTrainBatch, b.state, b.logger);
+  EXPECT_NEAR(total_norm(), 1.0, 1e-3);
+  grads(10.0);
+  GradientClipping({.clipping_type = "value", .clipping_threshold = 0.5}).apply(Event::kAfterTrainBatch, b.state, b.logger);
+  for (auto& p : b.model->parameters()) EXPECT_LE(p.grad().abs().max().item<double>(), 0.5 + 1e-7);
+  grads(10.0);
+  GradientClipping({.clipping_type = "adaptive", .clipping_threshold = 0.01}).apply(Event::kAfterTrainBatch, b.state, b.logger);
+  for (auto& p : b.model->parameters()) {
+    if (p.dim() < 2) continue;
+    const at::Tensor ratio = p.grad().flatten(1).norm(2, {1}) / p.detach().flatten(1).norm(2, {1}).clamp_min(1e-3);
+    EXPECT_LE(ratio.max().item<double>(), 0.01 + 1e-5);
+  }
+}
+
+// Counts forward calls of the model it wraps.
+struct CountingImpl : torch::nn::Module {
+  explicit CountingImpl(torch::nn::AnyModule m) : inner(std::move(m)) { register_module("inner", inner.ptr()); }
+  at::Tensor forward(const at::Tensor& x) {
+    ++calls;
+    return inner.forward(x);
+  }
+  torch::nn::AnyModule inner;
+  int calls = 0;
+};
+TORCH_MODULE(Counting);
+
+TEST(Sam, TakesTwoForwardBackwardPassesPerStep) {
+  for (bool with_sam : {false, true}) {
+    torch::manual_seed(0);
+    auto base = make_model("fashion_cnn", {.input_shape = {1, 16, 16}, .num_classes = 4});
+    Counting counting(std::dynamic_pointer_cast<Classifier>(base)->module());
+    auto model = std::make_shared<Classifier>(counting.ptr());
+    TrainerOptions o = image_options().model(model).optimizers(
+        {make_optimizer({.name = "sgd", .lr = 0.05}, model->parameters())});
+    if (with_sam) o.algorithms({std::make_shared<Sam>(SamOptions{.rho = 0.05})});
+    Trainer trainer(o.max_duration("3ba"));
+    trainer.fit();
+    EXPECT_EQ(counting->calls, with_sam ? 6 : 3);
+  }
+}
+
+TEST(SelectiveBackprop, KeepsTheHardestExamplesByTheConfiguredFraction) {
+  Bench b;
+  b.state.timestamp = Timestamp().to_next_batch(8).to_next_batch(8).to_next_batch(8).to_next_batch(8).to_next_batch(8)
+                          .to_next_batch(8);  // batch 6 of 10: inside [0.5, 0.9), even
+  SelectiveBackprop sb({.keep = 0.25});
+  ASSERT_TRUE(sb.match(Event::kAfterDataloader, b.state));
+  const Batch before = b.state.batch;
+  at::Tensor losses;
+  {
+    torch::NoGradGuard no_grad;
+    losses = b.model->loss_per_example(b.model->forward(before), before);
+  }
+  sb.apply(Event::kAfterDataloader, b.state, b.logger);
+  ASSERT_EQ(b.state.batch.size(), 2);
+  const at::Tensor hardest = std::get<0>(std::get<1>(losses.topk(2)).sort());
+  EXPECT_TRUE(b.state.batch.input.equal(before.input.index_select(0, hardest)));
+  EXPECT_TRUE(b.state.batch.target.equal(before.target.index_select(0, hardest)));
+  b.state.timestamp = Timestamp().to_next_batch(8);  // batch 1: before start
+  EXPECT_FALSE(sb.match(Event::kAfterDataloader, b.state));
+}
+
+// ---- Surgery and layout ----
+
+TEST(ChannelsLast, ConvWeightsAndInputsAreChannelsLastAndTheModelTrains) {
+  TrainerOptions o = image_options().max_duration("2ba").algorithms({std::make_shared<ChannelsLast>()});
+  bool input_nhwc = false;
+  o.callbacks({std::make_shared<Probe>([&](Event e, State& s) {
+    if (e == Event::kBeforeForward) input_nhwc = s.batch.input.is_contiguous(at::MemoryFormat::ChannelsLast);
+  })});
+  Trainer trainer(o);
+  trainer.fit();
+  EXPECT_TRUE(input_nhwc);
+  EXPECT_TRUE(o.model()->named_parameters()["module.c1.weight"].is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(std::isfinite(trainer.summary().train_loss));
+}
+
+// Surgery: the modules are replaced, outputs keep their shape, the model trains and saves, and a
+// run without the algorithm re-applies it when it loads the checkpoint.
+void check_surgery(const std::string& model_name, const std::string& algorithm, const nlohmann::json& options,
+                   const std::string& replaced_type, int want_replaced) {
+  SCOPED_TRACE(algorithm);
+  const auto dir = std::filesystem::temp_directory_path() / ("baton-surgery-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  TrainerOptions o = image_options(model_name).max_duration("3ba").algorithms({make_algorithm(algorithm, options)});
+  const auto before = o.model()->parameters().size();
+  Trainer trainer(o.save_folder(dir.string()).save_interval("3ba"));
+  int replaced = 0;
+  for (const auto& m : o.model()->modules()) replaced += m->name() == replaced_type ? 1 : 0;
+  EXPECT_EQ(replaced, want_replaced);
+  EXPECT_GE(o.model()->parameters().size(), before);
+  trainer.fit();
+  EXPECT_TRUE(std::isfinite(trainer.summary().train_loss));
+  const at::Tensor x = torch::randn({3, 1, 16, 16});
+  o.model()->eval();
+  const at::Tensor out = o.model()->forward(Batch{x, at::Tensor()});
+  EXPECT_EQ(out.sizes(), (std::vector<int64_t>{3, 4}));
+
+  TrainerOptions fresh = image_options(model_name).load_path((dir / "ep0-ba3.ckpt").string());
+  Trainer loaded(fresh);
+  ASSERT_EQ(loaded.state().algorithms.size(), 1U);  // rebuilt from the checkpoint
+  fresh.model()->eval();
+  EXPECT_TRUE(fresh.model()->forward(Batch{x, at::Tensor()}).allclose(out, 1e-5, 1e-6));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Surgery, BlurPoolReplacesStridedConvsAndMaxPools) {
+  check_surgery("resnet20", "blurpool", {}, "BlurConv2d", 4);  // 2 strided 3x3 convs, 2 strided shortcuts
+  check_surgery("fashion_cnn", "blurpool", {}, "BlurMaxPool2d", 2);
+}
+
+TEST(Surgery, SqueezeExciteFollowsWideConvs) {
+  check_surgery("resnet20", "squeeze_excite", {{"min_channels", 64}, {"latent_channels", 0.25}}, "SqueezeExciteConv2d",
+                7);  // stage 3: 6 convs + the shortcut
+}
+
+TEST(Surgery, StochasticDepthWrapsEveryBlock) {
+  check_surgery("resnet20", "stochastic_depth", {{"drop_rate", 0.5}}, "StochasticBlock", 9);
+}
+
+TEST(Surgery, GhostBatchNormNormalisesEachGhostBatch) {
+  check_surgery("resnet20", "ghost_batchnorm", {{"ghost_batch_size", 8}}, "GhostBatchNorm2d", 21);
+  // In training each group of 8 has per-channel mean ~0 after the norm (plain BatchNorm: only the batch).
+  Bench b("resnet20");
+  GhostBatchNorm({.ghost_batch_size = 4}).apply(Event::kInit, b.state, b.logger);
+  torch::nn::AnyModule* ghost = nullptr;
+  for (const auto& m : b.model->modules()) {
+    if (auto* r = dynamic_cast<Replaceable*>(m.get())) {
+      for (const auto& name : r->slot_names()) {
+        if (r->slot(name).ptr()->name() == "GhostBatchNorm2d" && r->slot(name).ptr()->named_buffers()["batchnorm.running_mean"].size(0) == 16) {
+          ghost = &r->slot(name);
+        }
+      }
+    }
+  }
+  ASSERT_NE(ghost, nullptr);
+  ghost->ptr()->train();
+  const at::Tensor x = torch::randn({8, 16, 4, 4}) + torch::arange(8, torch::kFloat).view({8, 1, 1, 1});
+  const at::Tensor y = ghost->forward(x);
+  for (int64_t g = 0; g < 2; ++g) {
+    EXPECT_LT(y.narrow(0, g * 4, 4).mean({0, 2, 3}).abs().max().item<double>(), 1e-4);
+  }
+}
+
+TEST(Surgery, LowPrecisionNormsComputeInBf16UnderAutocast) {
+  struct NormsImpl : Replaceable {
+    NormsImpl() {
+      ln_ = add_slot("ln", torch::nn::LayerNorm(torch::nn::LayerNormOptions({16})));
+      gn_ = add_slot("gn", torch::nn::GroupNorm(torch::nn::GroupNormOptions(2, 4)));
+    }
+    at::Tensor forward(const at::Tensor& x) { return call(ln_, call(gn_, x)); }
+    int ln_, gn_;
+  };
+  auto net = std::make_shared<NormsImpl>();
+  auto model = std::make_shared<Classifier>(net);
+  State state;
+  state.model = model;
+  Logger logger(state);
+  const at::Tensor x = torch::randn({2, 4, 16});
+  auto run = [&] {
+    at::autocast::set_cpu_enabled(true);
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    const at::Tensor y = model->forward(Batch{x, at::Tensor()});
+    at::autocast::set_cpu_enabled(false);
+    at::autocast::clear_cache();
+    return y;
+  };
+  const at::Tensor plain = run();
+  EXPECT_EQ(plain.scalar_type(), at::kFloat);
+  LowPrecisionGroupNorm gn;
+  LowPrecisionLayerNorm ln;
+  gn.apply(Event::kInit, state, logger);
+  ln.apply(Event::kInit, state, logger);
+  EXPECT_EQ(gn.replaced(), 1);
+  EXPECT_EQ(ln.replaced(), 1);
+  const at::Tensor low = run();
+  EXPECT_EQ(low.scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(low.to(at::kFloat).allclose(plain, 0.05, 0.05));
+  EXPECT_EQ(model->forward(Batch{x, at::Tensor()}).scalar_type(), at::kFloat);  // no autocast: as before
+}
+
+// ---- Registry ----
+
+TEST(Registry, BuildsEveryAlgorithmByNameAndRefusesBadOptions) {
+  EXPECT_EQ(algorithm_names().size(), 20U);
+  for (const auto& name : algorithm_names()) {
+    auto a = make_algorithm(name);
+    EXPECT_EQ(a->recipe_spec()["name"], name);
+  }
+  EXPECT_THAT(testing::error_of([] { make_algorithm("mixupp"); }), HasSubstr("unknown algorithm 'mixupp' (known: blurpool"));
+  try {
+    make_algorithm("mixup", {{"alpah", 0.2}});
+    FAIL();
+  } catch (const OptionError& e) {
+    EXPECT_EQ(e.key(), "alpah");
+    EXPECT_THAT(e.what(), HasSubstr("mixup.alpah: unknown option (known: alpha, interpolate_loss)"));
+  }
+  try {
+    make_algorithm("ema", {{"half_life", 50}});
+    FAIL();
+  } catch (const OptionError& e) {
+    EXPECT_EQ(e.key(), "half_life");
+    EXPECT_THAT(e.what(), HasSubstr("expected a time such as 50ba"));
+  }
+  EXPECT_THAT(testing::error_of([] { make_algorithm("label_smoothing", {{"smoothing", 1.5}}); }),
+              HasSubstr("smoothing must be in [0, 1)"));
+}
+
+}  // namespace
+}  // namespace baton
