@@ -66,10 +66,11 @@ std::vector<std::shared_ptr<T>> build_named(const Section& top, const std::strin
       const std::string prefix = name + "." + e.key() + ": ";
       std::string why = e.what();
       if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
-      if (e.key().empty() || !options.node().IsMap()) section.fail(name, why);
-      options.fail(e.key(), why);
+      if (e.key().empty() || !options.node().IsMap()) section.fail_at_key(name, why);
+      if (why.rfind("unknown option", 0) == 0) options.fail_at_key(e.key(), why);
+      options.fail(e.key(), why);  // a bad value: point at it
     } catch (const std::invalid_argument& e) {
-      section.fail(name, e.what());
+      section.fail_at_key(name, e.what());
     }
   }
   return out;

@@ -79,6 +79,16 @@ class Section {
     throw RecipeError(where(key, present ? node_[key] : node_) + ": " + why);
   }
 
+  // As fail(), pointing at the key itself (for a name that is wrong, whatever its value).
+  [[noreturn]] void fail_at_key(const std::string& key, const std::string& why) const {
+    if (node_.IsMap()) {
+      for (auto it = node_.begin(); it != node_.end(); ++it) {
+        if (it->first.IsScalar() && it->first.Scalar() == key) throw RecipeError(where(key, it->first) + ": " + why);
+      }
+    }
+    fail(key, why);
+  }
+
   void check_keys(const std::vector<std::string>& known) const {
     if (!node_.IsDefined() || node_.IsNull()) return;
     if (!node_.IsMap()) throw RecipeError(where_self() + ": expected a mapping of keys to values");

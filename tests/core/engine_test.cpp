@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
+
+#include "common/test_util.h"
 #include <spdlog/spdlog.h>
 
 #include "baton/core/profiler.h"
@@ -34,20 +36,7 @@ struct Fixture {
   Engine engine{state, logger};
 };
 
-// Captures what spdlog prints while alive.
-class CapturedLog {
- public:
-  CapturedLog() : previous_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("captured", sink));
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  std::string text() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
+using testing::CapturedLog;
 
 TEST(Engine, BeforeEventsRunAlgorithmsInOrder) {
   Fixture f({"A", "B", "C"}, {Event::kBeforeLoss});

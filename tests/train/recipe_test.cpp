@@ -148,6 +148,38 @@ TEST_F(Files, TrainsOnNpyFiles) {
             0.9);
 }
 
+TEST_F(Files, AlgorithmsAndCallbacksByNameInTheRecipesOrder) {
+  auto [x, y] = quadrants(64, 3);
+  write_npy("x.npy", x.to(torch::kFloat).unsqueeze(1));
+  write_npy("y.npy", y);
+  const std::string data =
+      "data: {dataset: files, train_inputs: " + path("x.npy") + ", train_labels: " + path("y.npy") + "}\n";
+  auto build = [&](const std::string& extra) { return build_run(Recipe::parse(data + extra, "a.yaml")); };
+  TrainingRun run = build(
+      "algorithms:\n  label_smoothing: {smoothing: 0.2}\n  ema:\n    half_life: 50ba\n  channels_last:\n"
+      "callbacks:\n  threshold_stopper: {monitor: eval/accuracy, threshold: 0.9}\n");
+  ASSERT_EQ(run.options.algorithms().size(), 3U);
+  EXPECT_EQ(run.options.algorithms()[0]->name(), "LabelSmoothing");
+  EXPECT_EQ(run.options.algorithms()[1]->name(), "Ema");
+  EXPECT_EQ(run.options.algorithms()[1]->recipe_spec()["options"]["half_life"], "50ba");
+  EXPECT_EQ(run.options.algorithms()[2]->name(), "ChannelsLast");
+  ASSERT_EQ(run.options.callbacks().size(), 1U);
+  EXPECT_EQ(run.options.callbacks()[0]->name(), "ThresholdStopper");
+
+  EXPECT_THAT(error_of([&] { build("algorithms:\n  mixup: {alpah: 0.2}\n"); }),
+              StartsWith("a.yaml:3:11: algorithms.mixup.alpah: unknown option (known: alpha, interpolate_loss)"));
+  EXPECT_THAT(error_of([&] { build("algorithms:\n  ema:\n    half_life: fifty\n"); }),
+              StartsWith("a.yaml:4:16: algorithms.ema.half_life: invalid time 'fifty'"));
+  EXPECT_THAT(error_of([&] { build("algorithms:\n  mixupp:\n"); }),
+              StartsWith("a.yaml:3:3: algorithms.mixupp: unknown algorithm 'mixupp' (known: blurpool,"));
+  EXPECT_THAT(error_of([&] { build("algorithms: [mixup]\n"); }),
+              HasSubstr("algorithms: expected a mapping of names to their options"));
+  EXPECT_THAT(error_of([&] { build("callbacks:\n  threshold_stopper: {threshold: high}\n"); }),
+              HasSubstr("callbacks.threshold_stopper.threshold: expected a number, got \"high\""));
+  EXPECT_THAT(error_of([&] { build_run(Recipe::parse(data, "a.yaml", {"algorithms.cutout.length=-1"})); }),
+              StartsWith("--set algorithms.cutout.length: cutout: length must be positive"));
+}
+
 TEST_F(Files, MissingFilesAndMissingKeysAreNamed) {
   EXPECT_THAT(
       error_of([&] { train_on("  train_inputs: " + path("nope.npy") + "\n  train_labels: " + path("y.npy") + "\n"); }),
