@@ -52,7 +52,8 @@ double sample_beta(double alpha) {
 }  // namespace
 
 MixUp::MixUp(MixOptions options) : options_(options) {
-  if (options_.alpha < 0.0) throw std::invalid_argument("alpha must be at least 0, got " + std::to_string(options_.alpha));
+  if (options_.alpha < 0.0)
+    throw std::invalid_argument("alpha must be at least 0, got " + std::to_string(options_.alpha));
 }
 
 bool MixUp::match(Event event, const State& /*state*/) {
@@ -89,8 +90,9 @@ void CutMix::mix_inputs(State& state) {
   const int64_t x1 = std::clamp<int64_t>(cx - cut_w / 2 + cut_w, 0, w);
   at::Tensor mixed = state.batch.input.clone();
   using torch::indexing::Slice;
-  mixed.index_put_({Slice(), Slice(), Slice(y0, y1), Slice(x0, x1)},
-                   state.batch.input.index_select(0, permutation_).index({Slice(), Slice(), Slice(y0, y1), Slice(x0, x1)}));
+  mixed.index_put_(
+      {Slice(), Slice(), Slice(y0, y1), Slice(x0, x1)},
+      state.batch.input.index_select(0, permutation_).index({Slice(), Slice(), Slice(y0, y1), Slice(x0, x1)}));
   state.batch.input = mixed;
   mixing_ = static_cast<double>((y1 - y0) * (x1 - x0)) / static_cast<double>(h * w);
 }
@@ -151,8 +153,8 @@ std::optional<int> CutOut::apply(Event /*event*/, State& state, Logger& /*logger
   const at::Tensor x0 = corners(w);
   const at::Tensor ys = torch::arange(h).view({1, 1, h});
   const at::Tensor xs = torch::arange(w).view({1, 1, w});
-  const at::Tensor in_y = (ys >= y0) & (ys < y0 + len);  // [n, holes, h]
-  const at::Tensor in_x = (xs >= x0) & (xs < x0 + len);  // [n, holes, w]
+  const at::Tensor in_y = (ys >= y0) & (ys < y0 + len);                     // [n, holes, h]
+  const at::Tensor in_x = (xs >= x0) & (xs < x0 + len);                     // [n, holes, w]
   const at::Tensor holes = (in_y.unsqueeze(3) & in_x.unsqueeze(2)).any(1);  // [n, h, w]
   x = x.masked_fill(holes.unsqueeze(1), 0.0);
   return std::nullopt;
@@ -183,8 +185,21 @@ std::optional<int> ColOut::apply(Event /*event*/, State& state, Logger& /*logger
 
 namespace {
 
-enum Op { kIdentity, kAutoContrast, kEqualize, kSolarize, kPosterize, kContrast, kBrightness, kSharpness,
-          kRotate, kShearX, kShearY, kTranslateX, kTranslateY };
+enum Op {
+  kIdentity,
+  kAutoContrast,
+  kEqualize,
+  kSolarize,
+  kPosterize,
+  kContrast,
+  kBrightness,
+  kSharpness,
+  kRotate,
+  kShearX,
+  kShearY,
+  kTranslateX,
+  kTranslateY
+};
 
 // Image ops on x in [0, 1], [n, C, H, W]; m in [0, 1] is the magnitude, sign in {-1, 1}.
 at::Tensor intensity_op(int op, const at::Tensor& x, double m, const at::Tensor& sign) {
@@ -198,7 +213,8 @@ at::Tensor intensity_op(int op, const at::Tensor& x, double m, const at::Tensor&
     case kEqualize: {  // a contrast stretch between the 5th and 95th percentiles
       const at::Tensor flat = x.flatten(1);
       const at::Tensor lo = std::get<0>(flat.kthvalue(std::max<int64_t>(1, flat.size(1) / 20), 1)).view({-1, 1, 1, 1});
-      const at::Tensor hi = std::get<0>(flat.kthvalue(std::max<int64_t>(1, flat.size(1) * 19 / 20), 1)).view({-1, 1, 1, 1});
+      const at::Tensor hi =
+          std::get<0>(flat.kthvalue(std::max<int64_t>(1, flat.size(1) * 19 / 20), 1)).view({-1, 1, 1, 1});
       return ((x - lo) / (hi - lo).clamp_min(1e-6)).clamp(0, 1);
     }
     case kSolarize: {
@@ -239,7 +255,9 @@ at::Tensor affine_of(int op, int64_t n, double m, const at::Tensor& sign) {
     }
     case kShearX: theta.select(2, 1).select(1, 0).copy_(s * static_cast<float>(m * 0.3)); break;
     case kShearY: theta.select(2, 0).select(1, 1).copy_(s * static_cast<float>(m * 0.3)); break;
-    case kTranslateX: theta.select(2, 2).select(1, 0).copy_(s * static_cast<float>(m * 0.9)); break;  // ~45% of the side
+    case kTranslateX:
+      theta.select(2, 2).select(1, 0).copy_(s * static_cast<float>(m * 0.9));
+      break;  // ~45% of the side
     case kTranslateY: theta.select(2, 2).select(1, 1).copy_(s * static_cast<float>(m * 0.9)); break;
     default: break;
   }
@@ -294,7 +312,8 @@ std::optional<int> RandAugment::apply(Event /*event*/, State& state, Logger& /*l
     }
     if (any_geometric) {
       const at::Tensor grid = F::affine_grid(theta, x.sizes(), /*align_corners=*/false);
-      x = F::grid_sample(x, grid, F::GridSampleFuncOptions().mode(torch::kBilinear).padding_mode(torch::kZeros).align_corners(false));
+      x = F::grid_sample(
+          x, grid, F::GridSampleFuncOptions().mode(torch::kBilinear).padding_mode(torch::kZeros).align_corners(false));
     }
   }
   state.batch.input = x * range + lo;
@@ -307,7 +326,8 @@ ProgressiveResizing::ProgressiveResizing(ProgressiveResizingOptions options) : o
   if (options_.mode != "resize" && options_.mode != "crop") {
     throw std::invalid_argument("mode must be resize or crop, got '" + options_.mode + "'");
   }
-  if (!(options_.initial_scale > 0.0 && options_.initial_scale <= 1.0)) throw std::invalid_argument("initial_scale must be in (0, 1]");
+  if (!(options_.initial_scale > 0.0 && options_.initial_scale <= 1.0))
+    throw std::invalid_argument("initial_scale must be in (0, 1]");
   if (options_.delay_fraction < 0.0 || options_.finetune_fraction < 0.0 ||
       options_.delay_fraction + options_.finetune_fraction > 1.0) {
     throw std::invalid_argument("delay_fraction and finetune_fraction must be at least 0 and add up to at most 1");
@@ -338,10 +358,8 @@ std::optional<int> ProgressiveResizing::apply(Event /*event*/, State& state, Log
   const int64_t w = side_of(x.size(3));
   if (h != x.size(2) || w != x.size(3)) {
     if (options_.mode == "resize") {
-      x = F::interpolate(x, F::InterpolateFuncOptions()
-                                .size(std::vector<int64_t>{h, w})
-                                .mode(torch::kBilinear)
-                                .align_corners(false));
+      x = F::interpolate(
+          x, F::InterpolateFuncOptions().size(std::vector<int64_t>{h, w}).mode(torch::kBilinear).align_corners(false));
     } else {
       const int64_t y0 = torch::randint(x.size(2) - h + 1, {1}).item<int64_t>();
       const int64_t x0 = torch::randint(x.size(3) - w + 1, {1}).item<int64_t>();

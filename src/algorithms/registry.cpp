@@ -22,7 +22,9 @@ MixOptions mix_options(OptionReader& o, double alpha) {
 const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> table = {
       {"label_smoothing",
-       [](OptionReader& o) { return std::make_shared<LabelSmoothing>(LabelSmoothingOptions{o.number("smoothing", 0.1)}); }},
+       [](OptionReader& o) {
+         return std::make_shared<LabelSmoothing>(LabelSmoothingOptions{o.number("smoothing", 0.1)});
+       }},
       {"mixup", [](OptionReader& o) { return std::make_shared<MixUp>(mix_options(o, 0.2)); }},
       {"cutmix",
        [](OptionReader& o) {
@@ -32,15 +34,17 @@ const std::map<std::string, Factory>& factories() {
        }},
       {"cutout",
        [](OptionReader& o) {
-         return std::make_shared<CutOut>(CutOutOptions{o.integer("num_holes", 1), o.number("length", 0.5),
-                                                       o.boolean("uniform_sampling", false)});
+         return std::make_shared<CutOut>(
+             CutOutOptions{o.integer("num_holes", 1), o.number("length", 0.5), o.boolean("uniform_sampling", false)});
        }},
       {"colout",
-       [](OptionReader& o) { return std::make_shared<ColOut>(ColOutOptions{o.number("p_row", 0.15), o.number("p_col", 0.15)}); }},
+       [](OptionReader& o) {
+         return std::make_shared<ColOut>(ColOutOptions{o.number("p_row", 0.15), o.number("p_col", 0.15)});
+       }},
       {"randaugment",
        [](OptionReader& o) {
-         return std::make_shared<RandAugment>(RandAugmentOptions{o.integer("severity", 9), o.integer("depth", 2),
-                                                                 o.text("augmentation_set", "all")});
+         return std::make_shared<RandAugment>(
+             RandAugmentOptions{o.integer("severity", 9), o.integer("depth", 2), o.text("augmentation_set", "all")});
        }},
       {"progressive_resizing",
        [](OptionReader& o) {
@@ -76,8 +80,8 @@ const std::map<std::string, Factory>& factories() {
        }},
       {"gradient_clipping",
        [](OptionReader& o) {
-         return std::make_shared<GradientClipping>(GradientClippingOptions{o.text("clipping_type", "norm"),
-                                                                           o.number("clipping_threshold", 1.0)});
+         return std::make_shared<GradientClipping>(
+             GradientClippingOptions{o.text("clipping_type", "norm"), o.number("clipping_threshold", 1.0)});
        }},
       {"sam",
        [](OptionReader& o) {
@@ -98,9 +102,9 @@ const std::map<std::string, Factory>& factories() {
       {"channels_last", [](OptionReader&) { return std::make_shared<ChannelsLast>(); }},
       {"blurpool",
        [](OptionReader& o) {
-         return std::make_shared<BlurPool>(BlurPoolOptions{o.boolean("replace_convs", true),
-                                                           o.boolean("replace_maxpools", true),
-                                                           o.boolean("blur_first", true), o.integer("min_channels", 16)});
+         return std::make_shared<BlurPool>(
+             BlurPoolOptions{o.boolean("replace_convs", true), o.boolean("replace_maxpools", true),
+                             o.boolean("blur_first", true), o.integer("min_channels", 16)});
        }},
       {"squeeze_excite",
        [](OptionReader& o) {
@@ -113,7 +117,9 @@ const std::map<std::string, Factory>& factories() {
              StochasticDepthOptions{o.number("drop_rate", 0.2), o.text("drop_distribution", "linear")});
        }},
       {"ghost_batchnorm",
-       [](OptionReader& o) { return std::make_shared<GhostBatchNorm>(GhostBatchNormOptions{o.integer("ghost_batch_size", 32)}); }},
+       [](OptionReader& o) {
+         return std::make_shared<GhostBatchNorm>(GhostBatchNormOptions{o.integer("ghost_batch_size", 32)});
+       }},
       {"low_precision_groupnorm", [](OptionReader&) { return std::make_shared<LowPrecisionGroupNorm>(); }},
       {"low_precision_layernorm", [](OptionReader&) { return std::make_shared<LowPrecisionLayerNorm>(); }},
   };

@@ -54,9 +54,9 @@ struct BlurMaxPool2dImpl : nn::Module {
   explicit BlurMaxPool2dImpl(const nn::MaxPool2dOptions& original) : nn::Module("BlurMaxPool2d") {
     stride = (*original.stride())[0];
     pool = register_module("pool", nn::MaxPool2d(nn::MaxPool2dOptions(original.kernel_size())
-                                                      .stride(1)
-                                                      .padding(original.padding())
-                                                      .dilation(original.dilation())));
+                                                     .stride(1)
+                                                     .padding(original.padding())
+                                                     .dilation(original.dilation())));
     filter = register_buffer("blur_filter", binomial_filter());
   }
   at::Tensor forward(const at::Tensor& x) { return blur(pool(x), filter, stride); }
@@ -202,19 +202,20 @@ BlurPool::BlurPool(BlurPoolOptions options) : options_(options) {}
 bool BlurPool::match(Event event, const State& /*state*/) { return event == Event::kInit; }
 
 std::optional<int> BlurPool::apply(Event /*event*/, State& state, Logger& logger) {
-  replaced_ = operate(state, logger, "blurpool", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
-    if (auto conv = as<nn::Conv2dImpl>(child); conv && options_.replace_convs) {
-      const auto& o = conv->options;
-      const bool strided = (*o.stride())[0] > 1 || (*o.stride())[1] > 1;
-      if (strided && o.in_channels() >= options_.min_channels && (*o.stride())[0] == (*o.stride())[1]) {
-        return nn::AnyModule(BlurConv2d(nn::Conv2d(conv), options_.blur_first));
-      }
-    }
-    if (auto pool = as<nn::MaxPool2dImpl>(child); pool && options_.replace_maxpools) {
-      return nn::AnyModule(BlurMaxPool2d(pool->options));
-    }
-    return std::nullopt;
-  });
+  replaced_ =
+      operate(state, logger, "blurpool", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+        if (auto conv = as<nn::Conv2dImpl>(child); conv && options_.replace_convs) {
+          const auto& o = conv->options;
+          const bool strided = (*o.stride())[0] > 1 || (*o.stride())[1] > 1;
+          if (strided && o.in_channels() >= options_.min_channels && (*o.stride())[0] == (*o.stride())[1]) {
+            return nn::AnyModule(BlurConv2d(nn::Conv2d(conv), options_.blur_first));
+          }
+        }
+        if (auto pool = as<nn::MaxPool2dImpl>(child); pool && options_.replace_maxpools) {
+          return nn::AnyModule(BlurMaxPool2d(pool->options));
+        }
+        return std::nullopt;
+      });
   return std::nullopt;
 }
 
@@ -228,24 +229,29 @@ SqueezeExcite::SqueezeExcite(SqueezeExciteOptions options) : options_(options) {
 bool SqueezeExcite::match(Event event, const State& /*state*/) { return event == Event::kInit; }
 
 std::optional<int> SqueezeExcite::apply(Event /*event*/, State& state, Logger& logger) {
-  replaced_ = operate(state, logger, "squeeze_excite", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
-    auto conv = as<nn::Conv2dImpl>(child);
-    if (!conv || conv->options.out_channels() < options_.min_channels) return std::nullopt;
-    const int64_t c = conv->options.out_channels();
-    const auto latent = options_.latent_channels < 1.0
-                            ? std::max<int64_t>(1, static_cast<int64_t>(std::round(options_.latent_channels * static_cast<double>(c))))
-                            : static_cast<int64_t>(options_.latent_channels);
-    return nn::AnyModule(SqueezeExciteConv2d(nn::Conv2d(conv), latent));
-  });
+  replaced_ = operate(
+      state, logger, "squeeze_excite", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+        auto conv = as<nn::Conv2dImpl>(child);
+        if (!conv || conv->options.out_channels() < options_.min_channels) return std::nullopt;
+        const int64_t c = conv->options.out_channels();
+        const auto latent =
+            options_.latent_channels < 1.0
+                ? std::max<int64_t>(1,
+                                    static_cast<int64_t>(std::round(options_.latent_channels * static_cast<double>(c))))
+                : static_cast<int64_t>(options_.latent_channels);
+        return nn::AnyModule(SqueezeExciteConv2d(nn::Conv2d(conv), latent));
+      });
   return std::nullopt;
 }
 
 // ---- StochasticDepth ------------------------------------------------------------------------
 
 StochasticDepth::StochasticDepth(StochasticDepthOptions options) : options_(std::move(options)) {
-  if (!(options_.drop_rate >= 0.0 && options_.drop_rate < 1.0)) throw std::invalid_argument("drop_rate must be in [0, 1)");
+  if (!(options_.drop_rate >= 0.0 && options_.drop_rate < 1.0))
+    throw std::invalid_argument("drop_rate must be in [0, 1)");
   if (options_.drop_distribution != "linear" && options_.drop_distribution != "uniform") {
-    throw std::invalid_argument("drop_distribution must be linear or uniform, got '" + options_.drop_distribution + "'");
+    throw std::invalid_argument("drop_distribution must be linear or uniform, got '" + options_.drop_distribution +
+                                "'");
   }
 }
 
@@ -255,15 +261,16 @@ std::optional<int> StochasticDepth::apply(Event /*event*/, State& state, Logger&
   int64_t blocks = 0;
   for (const auto& m : state.model->modules()) blocks += std::dynamic_pointer_cast<BasicBlockImpl>(m) ? 1 : 0;
   int64_t seen = 0;
-  replaced_ = operate(state, logger, "stochastic_depth", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
-    auto block = as<BasicBlockImpl>(child);
-    if (!block) return std::nullopt;
-    ++seen;
-    const double rate = options_.drop_distribution == "linear"
-                            ? options_.drop_rate * static_cast<double>(seen) / static_cast<double>(blocks)
-                            : options_.drop_rate;
-    return nn::AnyModule(StochasticBlock(BasicBlock(block), rate));
-  });
+  replaced_ = operate(
+      state, logger, "stochastic_depth", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+        auto block = as<BasicBlockImpl>(child);
+        if (!block) return std::nullopt;
+        ++seen;
+        const double rate = options_.drop_distribution == "linear"
+                                ? options_.drop_rate * static_cast<double>(seen) / static_cast<double>(blocks)
+                                : options_.drop_rate;
+        return nn::AnyModule(StochasticBlock(BasicBlock(block), rate));
+      });
   return std::nullopt;
 }
 
@@ -276,11 +283,12 @@ GhostBatchNorm::GhostBatchNorm(GhostBatchNormOptions options) : options_(options
 bool GhostBatchNorm::match(Event event, const State& /*state*/) { return event == Event::kInit; }
 
 std::optional<int> GhostBatchNorm::apply(Event /*event*/, State& state, Logger& logger) {
-  replaced_ = operate(state, logger, "ghost_batchnorm", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
-    auto bn = as<nn::BatchNorm2dImpl>(child);
-    if (!bn) return std::nullopt;
-    return nn::AnyModule(GhostBatchNorm2d(nn::BatchNorm2d(bn), options_.ghost_batch_size));
-  });
+  replaced_ = operate(state, logger, "ghost_batchnorm",
+                      [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+                        auto bn = as<nn::BatchNorm2dImpl>(child);
+                        if (!bn) return std::nullopt;
+                        return nn::AnyModule(GhostBatchNorm2d(nn::BatchNorm2d(bn), options_.ghost_batch_size));
+                      });
   return std::nullopt;
 }
 
@@ -289,22 +297,24 @@ std::optional<int> GhostBatchNorm::apply(Event /*event*/, State& state, Logger& 
 bool LowPrecisionGroupNorm::match(Event event, const State& /*state*/) { return event == Event::kInit; }
 
 std::optional<int> LowPrecisionGroupNorm::apply(Event /*event*/, State& state, Logger& logger) {
-  replaced_ = operate(state, logger, "low_precision_groupnorm", [](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
-    auto gn = as<nn::GroupNormImpl>(child);
-    if (!gn) return std::nullopt;
-    return nn::AnyModule(LowPrecisionGroupNormLayer(nn::GroupNorm(gn)));
-  });
+  replaced_ = operate(state, logger, "low_precision_groupnorm",
+                      [](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+                        auto gn = as<nn::GroupNormImpl>(child);
+                        if (!gn) return std::nullopt;
+                        return nn::AnyModule(LowPrecisionGroupNormLayer(nn::GroupNorm(gn)));
+                      });
   return std::nullopt;
 }
 
 bool LowPrecisionLayerNorm::match(Event event, const State& /*state*/) { return event == Event::kInit; }
 
 std::optional<int> LowPrecisionLayerNorm::apply(Event /*event*/, State& state, Logger& logger) {
-  replaced_ = operate(state, logger, "low_precision_layernorm", [](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
-    auto ln = as<nn::LayerNormImpl>(child);
-    if (!ln) return std::nullopt;
-    return nn::AnyModule(LowPrecisionLayerNormLayer(nn::LayerNorm(ln)));
-  });
+  replaced_ = operate(state, logger, "low_precision_layernorm",
+                      [](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+                        auto ln = as<nn::LayerNormImpl>(child);
+                        if (!ln) return std::nullopt;
+                        return nn::AnyModule(LowPrecisionLayerNormLayer(nn::LayerNorm(ln)));
+                      });
   return std::nullopt;
 }
 

@@ -46,8 +46,10 @@ double batches_of(const State& state, const Time& t) { return detail::clock_of(s
 // ---- LayerFreezing --------------------------------------------------------------------------
 
 LayerFreezing::LayerFreezing(LayerFreezingOptions options) : options_(options) {
-  if (!(options_.freeze_start >= 0.0 && options_.freeze_start < 1.0)) throw std::invalid_argument("freeze_start must be in [0, 1)");
-  if (!(options_.freeze_level >= 0.0 && options_.freeze_level <= 1.0)) throw std::invalid_argument("freeze_level must be in [0, 1]");
+  if (!(options_.freeze_start >= 0.0 && options_.freeze_start < 1.0))
+    throw std::invalid_argument("freeze_start must be in [0, 1)");
+  if (!(options_.freeze_level >= 0.0 && options_.freeze_level <= 1.0))
+    throw std::invalid_argument("freeze_level must be in [0, 1]");
 }
 
 bool LayerFreezing::match(Event event, const State& /*state*/) {
@@ -106,7 +108,8 @@ Ema::Ema(EmaOptions options) : options_(options) {
   if (options_.smoothing && !(*options_.smoothing >= 0.0 && *options_.smoothing < 1.0)) {
     throw std::invalid_argument("smoothing must be in [0, 1)");
   }
-  if (!options_.smoothing && options_.half_life.value() <= 0.0) throw std::invalid_argument("half_life must be positive");
+  if (!options_.smoothing && options_.half_life.value() <= 0.0)
+    throw std::invalid_argument("half_life must be positive");
   const TimeUnit u = options_.update_interval.unit();
   if (u != TimeUnit::kBatch && u != TimeUnit::kEpoch && u != TimeUnit::kSample) {
     throw std::invalid_argument("update_interval must be in ba, ep or sp");
@@ -155,8 +158,8 @@ std::optional<int> Ema::apply(Event event, State& state, Logger& /*logger*/) {
       break;
     case Event::kBatchEnd:
     case Event::kEpochEnd: {
-      if (swapped_ || !is_update_event(event, options_.update_interval) || !interval_due(state, options_.update_interval) ||
-          !started(state)) {
+      if (swapped_ || !is_update_event(event, options_.update_interval) ||
+          !interval_due(state, options_.update_interval) || !started(state)) {
         break;
       }
       torch::NoGradGuard no_grad;
@@ -220,7 +223,8 @@ Swa::Swa(SwaOptions options) : options_(std::move(options)) {
   }
   if (options_.anneal_steps < 1) throw std::invalid_argument("anneal_steps must be at least 1");
   const TimeUnit u = options_.update_interval.unit();
-  if (u != TimeUnit::kBatch && u != TimeUnit::kEpoch) throw std::invalid_argument("update_interval must be in ba or ep");
+  if (u != TimeUnit::kBatch && u != TimeUnit::kEpoch)
+    throw std::invalid_argument("update_interval must be in ba or ep");
 }
 
 bool Swa::match(Event event, const State& /*state*/) {
@@ -242,7 +246,8 @@ std::optional<int> Swa::apply(Event event, State& state, Logger& logger) {
         for (auto& g : o->param_groups()) base_lrs_.push_back(g.options().get_lr());
       }
     }
-    const double t = std::min(1.0, (batch - static_cast<double>(start_batch_)) / static_cast<double>(options_.anneal_steps));
+    const double t =
+        std::min(1.0, (batch - static_cast<double>(start_batch_)) / static_cast<double>(options_.anneal_steps));
     const double f = options_.anneal_strategy == "cos" ? (1.0 - std::cos(M_PI * t)) / 2.0 : t;
     std::size_t i = 0;
     for (const auto& o : state.optimizers) {
@@ -273,10 +278,8 @@ std::optional<int> Swa::apply(Event event, State& state, Logger& logger) {
         bn->reset_running_stats();
         bn->options.momentum(c10::nullopt);
       }
-      DataLoader pass(state.dataloader->dataset(), DataLoaderOptions()
-                                                     .batch_size(state.dataloader->batch_size())
-                                                     .shuffle(false)
-                                                     .prefetch(false));
+      DataLoader pass(state.dataloader->dataset(),
+                      DataLoaderOptions().batch_size(state.dataloader->batch_size()).shuffle(false).prefetch(false));
       pass.start_epoch(0);
       Model& model = detail::model_of(state, name());
       const bool was_training = model.is_training();
@@ -420,7 +423,8 @@ SelectiveBackprop::SelectiveBackprop(SelectiveBackpropOptions options) : options
     throw std::invalid_argument("start and end must satisfy 0 <= start <= end <= 1");
   }
   if (!(options_.keep > 0.0 && options_.keep <= 1.0)) throw std::invalid_argument("keep must be in (0, 1]");
-  if (!(options_.scale_factor > 0.0 && options_.scale_factor <= 1.0)) throw std::invalid_argument("scale_factor must be in (0, 1]");
+  if (!(options_.scale_factor > 0.0 && options_.scale_factor <= 1.0))
+    throw std::invalid_argument("scale_factor must be in (0, 1]");
   if (options_.interval < 1) throw std::invalid_argument("interval must be at least 1");
   if (options_.method != "top_k" && options_.method != "sample") {
     throw std::invalid_argument("method must be top_k or sample, got '" + options_.method + "'");

@@ -73,9 +73,9 @@ void EarlyStopper::eval_end(State& state, Logger& /*logger*/) {
   if (state.dataloader_label != label_) return;
   const auto value = metric_of(state, label_, metric_);
   if (!value) return;
-  const int64_t now =
-      options_.patience.unit() == TimeUnit::kEpoch ? state.timestamp.epoch() : state.timestamp.batch();
-  const bool improved = !best_ || (greater_ ? *value > *best_ + options_.min_delta : *value < *best_ - options_.min_delta);
+  const int64_t now = options_.patience.unit() == TimeUnit::kEpoch ? state.timestamp.epoch() : state.timestamp.batch();
+  const bool improved =
+      !best_ || (greater_ ? *value > *best_ + options_.min_delta : *value < *best_ - options_.min_delta);
   if (improved) {
     best_ = *value;
     best_at_ = now;

@@ -40,7 +40,8 @@ TrainerOptions image_options(const std::string& model_name = "fashion_cnn", int6
   return TrainerOptions()
       .model(model)
       .train_dataloader(std::make_shared<DataLoader>(quadrants(n, 1), DataLoaderOptions().batch_size(batch).seed(3)))
-      .eval_dataloader("eval", std::make_shared<DataLoader>(quadrants(32, 2), DataLoaderOptions().batch_size(16).shuffle(false)))
+      .eval_dataloader(
+          "eval", std::make_shared<DataLoader>(quadrants(32, 2), DataLoaderOptions().batch_size(16).shuffle(false)))
       .optimizers({make_optimizer({.name = "sgd", .lr = 0.05, .momentum = 0.9}, model->parameters())})
       .progress_bar(false)
       .console_log_interval("0ba")
@@ -175,7 +176,8 @@ TEST(CutOut, ZeroesASquareOfTheGivenSideInEachImage) {
   cutout.apply(Event::kAfterDataloader, b.state, b.logger);
   for (int64_t i = 0; i < 8; ++i) EXPECT_EQ((b.state.batch.input[i] == 0).sum().item<int64_t>(), 16);  // 4 x 4
   // Different places in different images.
-  EXPECT_FALSE(b.state.batch.input[0].equal(b.state.batch.input[1]) && b.state.batch.input[1].equal(b.state.batch.input[2]));
+  EXPECT_FALSE(b.state.batch.input[0].equal(b.state.batch.input[1]) &&
+               b.state.batch.input[1].equal(b.state.batch.input[2]));
 }
 
 TEST(ColOut, DropsRowsAndColumns) {
@@ -240,7 +242,8 @@ TEST(LayerFreezing, AFrozenLayerGetsNoGradientAfterItsFreezePoint) {
   at::Tensor c1_at_freeze;
   auto probe = std::make_shared<Probe>([&](Event e, State& s) {
     auto params = s.model->named_parameters();
-    if (e == Event::kAfterTrainBatch) c1_grad_at_epoch[s.timestamp.epoch()] = params["module.c1.weight"].grad().defined();
+    if (e == Event::kAfterTrainBatch)
+      c1_grad_at_epoch[s.timestamp.epoch()] = params["module.c1.weight"].grad().defined();
     if (e == Event::kEpochEnd && s.timestamp.epoch() == 1) c1_at_freeze = params["module.c1.weight"].detach().clone();
   });
   TrainerOptions options = image_options().max_duration("4ep").algorithms({freezing}).callbacks({probe});
@@ -265,7 +268,8 @@ TEST(Ema, AveragedWeightsDifferAreUsedForEvalAndRestoredAfter) {
     if (e == Event::kEvalStart && batch == 4) at_eval = flat_weights(*s.model);
     if (e == Event::kBatchStart && batch == 4) at_next_start = flat_weights(*s.model);
   });
-  TrainerOptions options = image_options().max_duration("6ba").eval_interval("4ba").algorithms({ema}).callbacks({probe});
+  TrainerOptions options =
+      image_options().max_duration("6ba").eval_interval("4ba").algorithms({ema}).callbacks({probe});
   Trainer trainer(options);
   trainer.fit();
   ASSERT_TRUE(live_at_end.defined() && at_eval.defined() && at_next_start.defined());
@@ -330,13 +334,16 @@ TEST(GradientClipping, NormValueAndAdaptive) {
     return std::sqrt(sq);
   };
   grads(10.0);
-  GradientClipping({.clipping_type = "norm", .clipping_threshold = 1.0}).apply(Event::kAfterTrainBatch, b.state, b.logger);
+  GradientClipping({.clipping_type = "norm", .clipping_threshold = 1.0})
+      .apply(Event::kAfterTrainBatch, b.state, b.logger);
   EXPECT_NEAR(total_norm(), 1.0, 1e-3);
   grads(10.0);
-  GradientClipping({.clipping_type = "value", .clipping_threshold = 0.5}).apply(Event::kAfterTrainBatch, b.state, b.logger);
+  GradientClipping({.clipping_type = "value", .clipping_threshold = 0.5})
+      .apply(Event::kAfterTrainBatch, b.state, b.logger);
   for (auto& p : b.model->parameters()) EXPECT_LE(p.grad().abs().max().item<double>(), 0.5 + 1e-7);
   grads(10.0);
-  GradientClipping({.clipping_type = "adaptive", .clipping_threshold = 0.01}).apply(Event::kAfterTrainBatch, b.state, b.logger);
+  GradientClipping({.clipping_type = "adaptive", .clipping_threshold = 0.01})
+      .apply(Event::kAfterTrainBatch, b.state, b.logger);
   for (auto& p : b.model->parameters()) {
     if (p.dim() < 2) continue;
     const at::Tensor ratio = p.grad().flatten(1).norm(2, {1}) / p.detach().flatten(1).norm(2, {1}).clamp_min(1e-3);
@@ -362,8 +369,8 @@ TEST(Sam, TakesTwoForwardBackwardPassesPerStep) {
     auto base = make_model("fashion_cnn", {.input_shape = {1, 16, 16}, .num_classes = 4});
     Counting counting(std::dynamic_pointer_cast<Classifier>(base)->module());
     auto model = std::make_shared<Classifier>(counting.ptr());
-    TrainerOptions o = image_options().model(model).optimizers(
-        {make_optimizer({.name = "sgd", .lr = 0.05}, model->parameters())});
+    TrainerOptions o =
+        image_options().model(model).optimizers({make_optimizer({.name = "sgd", .lr = 0.05}, model->parameters())});
     if (with_sam) o.algorithms({std::make_shared<Sam>(SamOptions{.rho = 0.05})});
     Trainer trainer(o.max_duration("3ba"));
     trainer.fit();
@@ -373,8 +380,9 @@ TEST(Sam, TakesTwoForwardBackwardPassesPerStep) {
 
 TEST(SelectiveBackprop, KeepsTheHardestExamplesByTheConfiguredFraction) {
   Bench b;
-  b.state.timestamp = Timestamp().to_next_batch(8).to_next_batch(8).to_next_batch(8).to_next_batch(8).to_next_batch(8)
-                          .to_next_batch(8);  // batch 6 of 10: inside [0.5, 0.9), even
+  b.state.timestamp =
+      Timestamp().to_next_batch(8).to_next_batch(8).to_next_batch(8).to_next_batch(8).to_next_batch(8).to_next_batch(
+          8);  // batch 6 of 10: inside [0.5, 0.9), even
   SelectiveBackprop sb({.keep = 0.25});
   ASSERT_TRUE(sb.match(Event::kAfterDataloader, b.state));
   const Batch before = b.state.batch;
@@ -459,7 +467,8 @@ TEST(Surgery, GhostBatchNormNormalisesEachGhostBatch) {
   for (const auto& m : b.model->modules()) {
     if (auto* r = dynamic_cast<Replaceable*>(m.get())) {
       for (const auto& name : r->slot_names()) {
-        if (r->slot(name).ptr()->name() == "GhostBatchNorm2d" && r->slot(name).ptr()->named_buffers()["batchnorm.running_mean"].size(0) == 16) {
+        if (r->slot(name).ptr()->name() == "GhostBatchNorm2d" &&
+            r->slot(name).ptr()->named_buffers()["batchnorm.running_mean"].size(0) == 16) {
           ghost = &r->slot(name);
         }
       }
@@ -519,7 +528,8 @@ TEST(Registry, BuildsEveryAlgorithmByNameAndRefusesBadOptions) {
     auto a = make_algorithm(name);
     EXPECT_EQ(a->recipe_spec()["name"], name);
   }
-  EXPECT_THAT(testing::error_of([] { make_algorithm("mixupp"); }), HasSubstr("unknown algorithm 'mixupp' (known: blurpool"));
+  EXPECT_THAT(testing::error_of([] { make_algorithm("mixupp"); }),
+              HasSubstr("unknown algorithm 'mixupp' (known: blurpool"));
   try {
     make_algorithm("mixup", {{"alpah", 0.2}});
     FAIL();
@@ -534,7 +544,9 @@ TEST(Registry, BuildsEveryAlgorithmByNameAndRefusesBadOptions) {
     EXPECT_EQ(e.key(), "half_life");
     EXPECT_THAT(e.what(), HasSubstr("expected a time such as 50ba"));
   }
-  EXPECT_THAT(testing::error_of([] { make_algorithm("label_smoothing", {{"smoothing", 1.5}}); }),
+  EXPECT_THAT(testing::error_of([] {
+                make_algorithm("label_smoothing", {{"smoothing", 1.5}});
+              }),
               HasSubstr("smoothing must be in [0, 1)"));
 }
 

@@ -34,7 +34,8 @@ class TraceRecorder : public LoggerDestination {
 
 std::shared_ptr<TensorDataset> images(int64_t n) {
   auto gen = at::detail::createCPUGenerator(7);
-  return std::make_shared<TensorDataset>(torch::randn({n, 1, 16, 16}, gen), torch::randint(0, 4, {n}, gen, torch::kLong));
+  return std::make_shared<TensorDataset>(torch::randn({n, 1, 16, 16}, gen),
+                                         torch::randint(0, 4, {n}, gen, torch::kLong));
 }
 
 TEST(Composition, SevenAlgorithmsRunInThePassesOrder) {
@@ -52,16 +53,17 @@ TEST(Composition, SevenAlgorithmsRunInThePassesOrder) {
         make_algorithm("selective_backprop", {{"start", 0.0}, {"end", 1.0}, {"interval", 1}, {"keep", 0.5}}),
     };
     auto traces = std::make_shared<TraceRecorder>();
-    TrainerOptions o = TrainerOptions()
-                           .model(model)
-                           .train_dataloader(std::make_shared<DataLoader>(images(64), DataLoaderOptions().batch_size(16)))
-                           .eval_dataloader("eval", std::make_shared<DataLoader>(images(16), DataLoaderOptions().batch_size(16)))
-                           .optimizers({make_optimizer({.name = "sgd", .lr = 0.05}, model->parameters())})
-                           .algorithms(algorithms)
-                           .loggers({traces})
-                           .progress_bar(false)
-                           .console_log_interval("0ba")
-                           .max_duration("2ep");
+    TrainerOptions o =
+        TrainerOptions()
+            .model(model)
+            .train_dataloader(std::make_shared<DataLoader>(images(64), DataLoaderOptions().batch_size(16)))
+            .eval_dataloader("eval", std::make_shared<DataLoader>(images(16), DataLoaderOptions().batch_size(16)))
+            .optimizers({make_optimizer({.name = "sgd", .lr = 0.05}, model->parameters())})
+            .algorithms(algorithms)
+            .loggers({traces})
+            .progress_bar(false)
+            .console_log_interval("0ba")
+            .max_duration("2ep");
     testing::CapturedLog log;
     Trainer trainer(o);
     trainer.fit();

@@ -63,9 +63,14 @@ TEST(EarlyStopper, StopsWhenTheMetricStopsImproving) {
 TEST(CallbackRegistry, RefusesUnknownNamesAndOptions) {
   EXPECT_THAT(testing::error_of([] { make_callback("treshold_stopper"); }),
               HasSubstr("unknown callback 'treshold_stopper' (known: early_stopper, threshold_stopper)"));
-  EXPECT_THAT(testing::error_of([] { make_callback("threshold_stopper", {{"monitor", "accuracy"}}); }),
+  EXPECT_THAT(testing::error_of([] {
+                make_callback("threshold_stopper", {{"monitor", "accuracy"}});
+              }),
               HasSubstr("monitor must be '<evaluator>/<metric>'"));
-  EXPECT_THAT(testing::error_of([] { make_callback("early_stopper", {{"patience", "3sp"}}); }), HasSubstr("patience must be in ep or ba"));
+  EXPECT_THAT(testing::error_of([] {
+                make_callback("early_stopper", {{"patience", "3sp"}});
+              }),
+              HasSubstr("patience must be in ep or ba"));
 }
 
 }  // namespace

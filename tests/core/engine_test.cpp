@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 
-#include "common/test_util.h"
 #include <spdlog/spdlog.h>
+#include "common/test_util.h"
 
 #include "baton/core/profiler.h"
 #include "core/test_helpers.h"

@@ -78,7 +78,7 @@ class CutMix : public MixUp {
 
 struct CutOutOptions {
   int64_t num_holes = 1;
-  double length = 0.5;  // a hole's side: a fraction of the image's shorter side (< 1) or pixels (>= 1)
+  double length = 0.5;            // a hole's side: a fraction of the image's shorter side (< 1) or pixels (>= 1)
   bool uniform_sampling = false;  // centres anywhere (holes may be cut by the border); else inside
 };
 // CutOut (DeVries & Taylor 2017). after_dataloader: squares of each image set to 0 (the mean of
@@ -215,8 +215,8 @@ struct SwaOptions {
   Time swa_end = Time::from_duration(0.97);
   Time update_interval = Time::from_epoch(1);
   bool schedule_swa_lr = false;
-  double swa_lr = -1.0;         // with schedule_swa_lr: the rate annealed to (default: the current one)
-  int64_t anneal_steps = 10;    // batches of annealing
+  double swa_lr = -1.0;                 // with schedule_swa_lr: the rate annealed to (default: the current one)
+  int64_t anneal_steps = 10;            // batches of annealing
   std::string anneal_strategy = "cos";  // cos or linear
 };
 // Stochastic Weight Averaging (Izmailov et al. 2018). Every update_interval between swa_start and
@@ -260,9 +260,9 @@ class GradientClipping : public Algorithm {
 };
 
 struct SamOptions {
-  double rho = 0.05;        // the radius of the neighbourhood
-  double epsilon = 1e-12;   // added to the gradient norm
-  int64_t interval = 1;     // do SAM every this many steps (plain steps in between)
+  double rho = 0.05;       // the radius of the neighbourhood
+  double epsilon = 1e-12;  // added to the gradient norm
+  int64_t interval = 1;    // do SAM every this many steps (plain steps in between)
 };
 // Sharpness-Aware Minimization (Foret et al. 2021). after_train_batch: the weights move by
 // rho * g / |g|, the batch's forward and backward run again there, and the weights move back,
@@ -279,11 +279,11 @@ class Sam : public Algorithm {
 };
 
 struct SelectiveBackpropOptions {
-  double start = 0.5;         // fraction of the run where it begins
-  double end = 0.9;           // ... and ends
-  double keep = 0.5;          // fraction of each batch kept
-  double scale_factor = 1.0;  // inputs scaled by this for the selection forward (cheaper)
-  int64_t interval = 2;       // every this many batches
+  double start = 0.5;            // fraction of the run where it begins
+  double end = 0.9;              // ... and ends
+  double keep = 0.5;             // fraction of each batch kept
+  double scale_factor = 1.0;     // inputs scaled by this for the selection forward (cheaper)
+  int64_t interval = 2;          // every this many batches
   std::string method = "top_k";  // top_k: the hardest examples; sample: drawn by loss rank (Composer)
 };
 // Selective backprop (Jiang et al. 2019). after_dataloader: a forward without gradients ranks the
@@ -351,8 +351,8 @@ class SqueezeExcite : public Algorithm {
 };
 
 struct StochasticDepthOptions {
-  double drop_rate = 0.2;                     // the last block's drop probability
-  std::string drop_distribution = "linear";   // linear: block l of L drops with drop_rate * l / L; uniform
+  double drop_rate = 0.2;                    // the last block's drop probability
+  std::string drop_distribution = "linear";  // linear: block l of L drops with drop_rate * l / L; uniform
 };
 // Stochastic depth (Huang et al. 2016) on ResNet basic blocks. init: each block is wrapped; in
 // training its residual branch is skipped with its drop probability, at evaluation it is scaled by

@@ -21,7 +21,8 @@ namespace baton {
 // listed in docs/algorithms.md). The algorithm remembers both (Algorithm::recipe_spec), so a
 // checkpoint can rebuild a surgery algorithm. Throws std::invalid_argument for an unknown name
 // (listing the known ones) and OptionError (baton/core/options.h) for an unknown key or a bad value.
-std::shared_ptr<Algorithm> make_algorithm(const std::string& name, const nlohmann::json& options = nlohmann::json::object());
+std::shared_ptr<Algorithm> make_algorithm(const std::string& name,
+                                          const nlohmann::json& options = nlohmann::json::object());
 
 // The names make_algorithm knows, sorted.
 std::vector<std::string> algorithm_names();

@@ -16,7 +16,8 @@ namespace baton {
 
 // Throws std::invalid_argument for an unknown name (listing the known ones) and OptionError for
 // an unknown key or a bad value.
-std::shared_ptr<Callback> make_callback(const std::string& name, const nlohmann::json& options = nlohmann::json::object());
+std::shared_ptr<Callback> make_callback(const std::string& name,
+                                        const nlohmann::json& options = nlohmann::json::object());
 
 // The names make_callback knows, sorted.
 std::vector<std::string> callback_names();

@@ -1,7 +1,8 @@
 // Callbacks that end training on a metric: ThresholdStopper (the metric reached a value) and
 // EarlyStopper (the metric stopped improving).
 //
-//   auto stop = std::make_shared<baton::ThresholdStopper>(ThresholdStopperOptions{.monitor = "eval/accuracy", .threshold = 0.91});
+//   auto stop = std::make_shared<baton::ThresholdStopper>(ThresholdStopperOptions{.monitor = "eval/accuracy",
+//   .threshold = 0.91});
 #pragma once
 
 #include <optional>

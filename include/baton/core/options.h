@@ -38,11 +38,15 @@ class OptionReader {
     }
   }
 
-  double number(const std::string& key, double fallback) { return get(key, fallback, "a number", &nlohmann::json::is_number); }
+  double number(const std::string& key, double fallback) {
+    return get(key, fallback, "a number", &nlohmann::json::is_number);
+  }
   int64_t integer(const std::string& key, int64_t fallback) {
     return get(key, fallback, "a whole number", &nlohmann::json::is_number_integer);
   }
-  bool boolean(const std::string& key, bool fallback) { return get(key, fallback, "true or false", &nlohmann::json::is_boolean); }
+  bool boolean(const std::string& key, bool fallback) {
+    return get(key, fallback, "true or false", &nlohmann::json::is_boolean);
+  }
   std::string text(const std::string& key, const std::string& fallback) {
     return get(key, fallback, "a string", &nlohmann::json::is_string);
   }
@@ -75,7 +79,9 @@ class OptionReader {
   }
 
  private:
-  bool present(const std::string& key) const { return json_.is_object() && json_.contains(key) && !json_[key].is_null(); }
+  bool present(const std::string& key) const {
+    return json_.is_object() && json_.contains(key) && !json_[key].is_null();
+  }
   template <typename T>
   T get(const std::string& key, T fallback, const char* what, bool (nlohmann::json::*check)() const noexcept) {
     known_.push_back(key);
