@@ -2,13 +2,15 @@
 // ../shared/peers/pytorch_fashion.py --tuned) in the same run. Train time only (evaluation
 // excluded), until test accuracy >= 0.91, evaluated at least every 12,800 training samples.
 //
-//   build/bin/tta [--seeds 3] [--peer-runs 1] [--no-peer] [--full] [--ablate] [--set key=value]...
+//   build/bin/tta [--seeds 3] [--peer-runs 1] [--no-peer] [--full] [--ablate] [--add NAME[={options}]]...
+//                 [--set key=value]...
 //
 // Rows: the peer; recipes/fashion_mnist.yaml (the peer's recipe) with a threshold stopper and an
 // evaluation every 100 batches; recipes/fashion_mnist_fast.yaml (its own stopper). --full also runs
 // the fast recipe without its stopper to the end (seed 0) and reports the final accuracy.
 // --ablate runs the fast recipe once without each of its algorithms (same seeds): the marginal
-// effect table of bench/README.md. The last line is JSON.
+// effect table of bench/README.md; --add runs it once with each named algorithm added (its options
+// as YAML: --add 'mixup={alpha: 0.1}'). The last line is JSON.
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -19,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "baton/train/recipe.h"
 #include "baton/train/trainer.h"
@@ -28,7 +30,7 @@
 namespace {
 
 struct Result {
-  double train_s = 0;      // to the target when reached, else the whole run
+  double train_s = 0;  // to the target when reached, else the whole run
   bool reached = false;
   double final_accuracy = 0;
   int64_t steps = 0;
@@ -53,14 +55,15 @@ Result run_recipe(const std::string& path, std::vector<std::string> sets) {
   r.train_s = s.train_s;
   r.steps = s.steps;
   r.samples_per_s = s.samples_per_s();
-  r.final_accuracy = trainer.state().eval_metrics.count("eval") ? trainer.state().eval_metrics.at("eval").at("accuracy") : 0;
+  r.final_accuracy =
+      trainer.state().eval_metrics.count("eval") ? trainer.state().eval_metrics.at("eval").at("accuracy") : 0;
   r.reached = r.final_accuracy >= 0.91;
   return r;
 }
 
 Result run_peer(const std::string& script, int seed) {
-  const std::string command =
-      "/usr/bin/python3 " + script + " --epochs 3 --target 0.91 --tuned --seed " + std::to_string(seed) + " 2>/dev/null";
+  const std::string command = "/usr/bin/python3 " + script + " --epochs 3 --target 0.91 --tuned --seed " +
+                              std::to_string(seed) + " 2>/dev/null";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
   Result r;
   if (!pipe) return r;
@@ -103,6 +106,7 @@ int main(int argc, char** argv) {
   bool full = false;
   bool ablate = false;
   std::vector<std::string> sets;
+  std::vector<std::string> add;  // "name" or "name={options}": the recipe plus this algorithm
   const std::filesystem::path root = std::filesystem::path(BATON_SOURCE_DIR);
   std::string peer_script = (root / "../shared/peers/pytorch_fashion.py").string();
   if (const char* p = std::getenv("PEER")) peer_script = p;
@@ -118,10 +122,14 @@ int main(int argc, char** argv) {
       full = true;
     } else if (a == "--ablate") {
       ablate = true;
+    } else if (a == "--add" && i + 1 < argc) {
+      add.emplace_back(argv[++i]);
     } else if (a == "--set" && i + 1 < argc) {
       sets.emplace_back(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: tta [--seeds N] [--peer-runs N] [--no-peer] [--full] [--ablate] [--set key=value]...\n");
+      std::fprintf(stderr,
+                   "usage: tta [--seeds N] [--peer-runs N] [--no-peer] [--full] [--ablate] [--add NAME[=OPTIONS]]... "
+                   "[--set key=value]...\n");
       return 2;
     }
   }
@@ -146,16 +154,22 @@ int main(int argc, char** argv) {
     };
     std::printf("time to 91%% test accuracy (train time, evaluation excluded), %d seeds\n", seeds);
     double peer_s = 0;
-    if (peer) peer_s = collect("peer: pytorch_fashion.py --tuned", [&](int s) { return run_peer(peer_script, s); }, peer_runs);
+    if (peer)
+      peer_s = collect(
+          "peer: pytorch_fashion.py --tuned", [&](int s) { return run_peer(peer_script, s); }, peer_runs);
     auto with = [&](std::vector<std::string> extra, int seed) {
       extra.insert(extra.begin(), sets.begin(), sets.end());
       extra.push_back("seed=" + std::to_string(seed));
       return extra;
     };
-    const double base_s = collect("recipes/fashion_mnist.yaml", [&](int s) {
-      return run_recipe(baseline, with({"eval_interval=100ba", "callbacks.threshold_stopper.threshold=0.91"}, s));
-    }, seeds);
-    const double fast_s = collect("recipes/fashion_mnist_fast.yaml", [&](int s) { return run_recipe(fast, with({}, s)); }, seeds);
+    const double base_s = collect(
+        "recipes/fashion_mnist.yaml",
+        [&](int s) {
+          return run_recipe(baseline, with({"eval_interval=100ba", "callbacks.threshold_stopper.threshold=0.91"}, s));
+        },
+        seeds);
+    const double fast_s = collect(
+        "recipes/fashion_mnist_fast.yaml", [&](int s) { return run_recipe(fast, with({}, s)); }, seeds);
     out = {{"seeds", seeds}, {"baseline_s", base_s}, {"fast_s", fast_s}};
     if (peer) {
       out["peer_s"] = peer_s;
@@ -178,13 +192,14 @@ int main(int argc, char** argv) {
         less.remove(name);
         YAML::Emitter e;
         e << YAML::Flow << less;
-        const double s = collect("without " + name, [&](int seed) {
-          return run_recipe(fast, with({"algorithms=" + std::string(e.c_str())}, seed));
-        }, seeds);
+        const double s = collect(
+            "without " + name,
+            [&](int seed) { return run_recipe(fast, with({"algorithms=" + std::string(e.c_str())}, seed)); }, seeds);
         table.emplace_back(name, s);
         out["without_" + name] = s;
       }
-      std::printf("\n| without | median time to 91%% | change |\n|---|---|---|\n| (none: the recipe) | %.1f s | |\n", fast_s);
+      std::printf("\n| without | median time to 91%% | change |\n|---|---|---|\n| (none: the recipe) | %.1f s | |\n",
+                  fast_s);
       for (const auto& [name, s] : table) {
         if (s >= 1e9) {
           std::printf("| %s | not reached | |\n", name.c_str());
@@ -193,12 +208,34 @@ int main(int argc, char** argv) {
         }
       }
     }
+    if (!add.empty()) {
+      std::vector<std::pair<std::string, double>> table;
+      for (const auto& spec : add) {
+        const auto eq = spec.find('=');
+        const std::string name = spec.substr(0, eq);
+        const std::string options = eq == std::string::npos ? "" : spec.substr(eq + 1);
+        const double s = collect(
+            "with " + spec,
+            [&](int seed) { return run_recipe(fast, with({"algorithms." + name + "=" + options}, seed)); }, seeds);
+        table.emplace_back(spec, s);
+        out["with_" + name] = s;
+      }
+      std::printf("\n| adding | median time to 91%% | change |\n|---|---|---|\n| (nothing: the recipe) | %.1f s | |\n",
+                  fast_s);
+      for (const auto& [spec, s] : table) {
+        if (s >= 1e9) {
+          std::printf("| %s | not reached | |\n", spec.c_str());
+        } else {
+          std::printf("| %s | %.1f s | %+.1f s |\n", spec.c_str(), s, s - fast_s);
+        }
+      }
+    }
     std::printf("\nmedians:");
     for (const auto& row : rows) {
       const double m = median(row.times);
       std::printf("\n  %-44s %s  (%d/%zu reached 91%%, final acc %.4f)", row.name.c_str(),
-                  m >= 1e9 ? "  not reached" : (std::to_string(m).substr(0, 5) + " s").c_str(), row.reached, row.times.size(),
-                  row.final_accuracy);
+                  m >= 1e9 ? "  not reached" : (std::to_string(m).substr(0, 5) + " s").c_str(), row.reached,
+                  row.times.size(), row.final_accuracy);
     }
     if (peer && fast_s > 0) std::printf("\n  speed-up of the fast recipe over the peer: %.2fx", peer_s / fast_s);
     std::printf("\n%s\n", out.dump().c_str());

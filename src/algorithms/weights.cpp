@@ -158,10 +158,12 @@ std::optional<int> Ema::apply(Event event, State& state, Logger& /*logger*/) {
       break;
     case Event::kBatchEnd:
     case Event::kEpochEnd: {
-      if (swapped_ || !is_update_event(event, options_.update_interval) ||
-          !interval_due(state, options_.update_interval) || !started(state)) {
+      if (!is_update_event(event, options_.update_interval) || !interval_due(state, options_.update_interval) ||
+          !started(state)) {
         break;
       }
+      // At an epoch's end the average may still be in place from the last batch's checkpoint.
+      if (swapped_) swap(state);
       torch::NoGradGuard no_grad;
       if (ema_.empty()) {
         for (auto& [name, tensor] : named_tensors(*state.model)) ema_[name] = tensor.detach().clone();

@@ -282,6 +282,23 @@ TEST(Ema, AveragedWeightsDifferAreUsedForEvalAndRestoredAfter) {
   EXPECT_FALSE(sd.tensors.at("module.f2.weight").equal(options.model()->named_parameters()["module.f2.weight"]));
 }
 
+TEST(Ema, UpdatesPerEpochToo) {
+  // Epoch-wise updates happen at epoch_end, when the last batch's checkpoint swap may be in place.
+  auto ema =
+      std::make_shared<Ema>(EmaOptions{.half_life = Time::from_epoch(1), .update_interval = Time::from_epoch(1)});
+  std::vector<at::Tensor> at_epoch_end;
+  auto probe = std::make_shared<Probe>([&](Event e, State& s) {
+    if (e == Event::kEpochEnd) at_epoch_end.push_back(flat_weights(*s.model));
+  });
+  TrainerOptions options = image_options().max_duration("3ep").algorithms({ema}).callbacks({probe});
+  Trainer trainer(options);
+  trainer.fit();
+  ASSERT_EQ(at_epoch_end.size(), 3U);
+  // First update copies (epoch 1), then ema = 0.5 ema + 0.5 w at epochs 2 and 3.
+  const at::Tensor want = (at_epoch_end[0] * 0.5 + at_epoch_end[1] * 0.5) * 0.5 + at_epoch_end[2] * 0.5;
+  EXPECT_TRUE(flat_weights(*options.model()).allclose(want, 1e-5, 1e-6));
+}
+
 TEST(Ema, CheckpointsHoldTheAverageAndResumeBitwise) {
   const auto dir = std::filesystem::temp_directory_path() / ("baton-ema-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
