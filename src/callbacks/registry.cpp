@@ -3,6 +3,7 @@
 #include <functional>
 #include <map>
 
+#include "baton/callbacks/monitors.h"
 #include "baton/callbacks/stoppers.h"
 
 namespace baton {
@@ -29,6 +30,14 @@ const std::map<std::string, Factory>& factories() {
          e.comparison = o.text("comparison", "");
          return std::make_shared<EarlyStopper>(e);
        }},
+      {"speed_monitor", [](OptionReader& o) { return std::make_shared<SpeedMonitor>(o.integer("window_size", 100)); }},
+      {"lr_monitor", [](OptionReader&) { return std::make_shared<LrMonitor>(); }},
+      {"optimizer_monitor",
+       [](OptionReader& o) { return std::make_shared<OptimizerMonitor>(o.boolean("per_layer", false)); }},
+      {"memory_monitor", [](OptionReader& o) { return std::make_shared<MemoryMonitor>(o.integer("interval", 50)); }},
+      {"nan_monitor", [](OptionReader&) { return std::make_shared<NanMonitor>(); }},
+      {"runtime_estimator", [](OptionReader&) { return std::make_shared<RuntimeEstimator>(); }},
+      {"free_outputs", [](OptionReader&) { return std::make_shared<FreeOutputs>(); }},
   };
   return table;
 }

@@ -50,7 +50,76 @@ class TrainingModeRestorer {
   bool was_training_;
 };
 
+// The graph of model.eval_forward on `input`, reading the tensors of `module` (a mirror) as attributes.
+std::shared_ptr<torch::jit::Graph> trace(Model& model, const at::Tensor& input, torch::jit::Module& module) {
+  try {
+    auto traced = torch::jit::tracer::trace(
+        {input},
+        [&](torch::jit::Stack inputs) {
+          return torch::jit::Stack{model.eval_forward(Batch{inputs.at(0).toTensor(), at::Tensor()})};
+        },
+        [](const at::Tensor&) { return std::string(); }, /*strict=*/true, /*force_outplace=*/false, &module);
+    return traced.first->graph;
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("cannot trace the model for TorchScript: " + first_line(e));
+  }
+}
+
+std::vector<int64_t> sizes_of(const torch::jit::Value* v) {
+  const auto type = v->type()->cast<c10::TensorType>();
+  if (!type) return {};
+  const auto sizes = type->sizes().concrete_sizes();
+  return sizes ? *sizes : std::vector<int64_t>{};
+}
+
+// The shape of a weight the graph reads as an attribute (prim::GetAttr chains from `self`).
+std::vector<int64_t> attribute_sizes(const torch::jit::Value* v, const torch::jit::Module& root) {
+  std::vector<std::string> path;
+  const torch::jit::Node* n = v->node();
+  while (n->kind() == c10::prim::GetAttr) {
+    path.push_back(n->s(c10::attr::name));
+    v = n->input(0);
+    n = v->node();
+  }
+  if (path.empty() || v != v->owningGraph()->inputs().at(0)) return sizes_of(v);
+  std::reverse(path.begin(), path.end());
+  torch::jit::Module m = root;
+  for (std::size_t i = 0; i + 1 < path.size(); ++i) m = m.attr(path[i]).toModule();
+  const c10::IValue value = m.attr(path.back());
+  return value.isTensor() ? value.toTensor().sizes().vec() : std::vector<int64_t>{};
+}
+
+int64_t product(const std::vector<int64_t>& v, std::size_t from = 0) {
+  int64_t p = 1;
+  for (std::size_t i = from; i < v.size(); ++i) p *= v[i];
+  return p;
+}
+
 }  // namespace
+
+double count_multiply_adds(Model& model, const at::Tensor& example_input) {
+  TrainingModeRestorer restore(model);
+  model.eval();
+  torch::NoGradGuard no_grad;
+  int counter = 0;
+  torch::jit::Module module = mirror(model, counter);
+  const auto graph = trace(model, example_input.to(torch::kFloat), module);
+  double macs = 0;
+  for (const torch::jit::Node* node : graph->nodes()) {
+    const std::string kind = node->kind().toQualString();
+    if (kind == "aten::_convolution" || kind == "aten::conv2d" || kind == "aten::conv1d") {
+      const auto out = sizes_of(node->output());
+      const auto weight = attribute_sizes(node->inputs().at(1), module);
+      if (!out.empty() && weight.size() >= 3)
+        macs += static_cast<double>(product(out)) * static_cast<double>(product(weight, 1));
+    } else if (kind == "aten::addmm" || kind == "aten::mm" || kind == "aten::matmul" || kind == "aten::linear") {
+      const auto a = sizes_of(node->inputs().at(kind == "aten::addmm" ? 1 : 0));
+      const auto out = sizes_of(node->output());
+      if (!a.empty() && !out.empty()) macs += static_cast<double>(product(out)) * static_cast<double>(a.back());
+    }
+  }
+  return macs / static_cast<double>(std::max<int64_t>(1, example_input.size(0)));
+}
 
 std::string export_torchscript(Model& model, const at::Tensor& example_input) {
   TrainingModeRestorer restore(model);
@@ -64,18 +133,9 @@ std::string export_torchscript(Model& model, const at::Tensor& example_input) {
 
   int counter = 0;
   torch::jit::Module module = mirror(model, counter);
-  try {
-    auto traced = torch::jit::tracer::trace(
-        {input},
-        [&](torch::jit::Stack inputs) {
-          return torch::jit::Stack{model.eval_forward(Batch{inputs.at(0).toTensor(), at::Tensor()})};
-        },
-        [](const at::Tensor&) { return std::string(); }, /*strict=*/true, /*force_outplace=*/false, &module);
-    const auto method = c10::QualifiedName(*module.type()->name(), "forward");
-    module.type()->addMethod(module._ivalue()->compilation_unit()->create_function(method, traced.first->graph));
-  } catch (const c10::Error& e) {
-    throw std::runtime_error("cannot trace the model for TorchScript: " + first_line(e));
-  }
+  const auto graph = trace(model, input, module);
+  const auto method = c10::QualifiedName(*module.type()->name(), "forward");
+  module.type()->addMethod(module._ivalue()->compilation_unit()->create_function(method, graph));
 
   std::ostringstream bytes;
   module.save(bytes);

@@ -20,4 +20,9 @@ namespace baton {
 // model's training mode is restored.
 std::string export_torchscript(Model& model, const at::Tensor& example_input);
 
+// Multiply-adds of one example's forward (eval mode), from the traced graph: convolutions and
+// matrix products (the layers that dominate). `example_input` is a batch; the count is divided by
+// its size. Throws std::runtime_error when the model cannot be traced.
+double count_multiply_adds(Model& model, const at::Tensor& example_input);
+
 }  // namespace baton

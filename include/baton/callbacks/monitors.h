@@ -1,0 +1,114 @@
+// Callbacks that watch a run and log what they see: speed, learning rates, optimizer norms,
+// memory, NaNs, time left; and two small utilities (free_outputs, LambdaCallback).
+//
+//   TrainerOptions().callbacks({std::make_shared<baton::SpeedMonitor>(), std::make_shared<baton::LrMonitor>()});
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "baton/core/callback.h"
+
+namespace baton {
+
+// Logs throughput over the last `window_size` batches (throughput/samples_per_sec,
+// throughput/batches_per_sec), the wall-clock time of each epoch (wall_clock/epoch_s) and, from
+// the model's multiply-adds per example (counted once, on the first batch, by tracing the
+// model), throughput/flops_per_sec (2 FLOPs per multiply-add, forward and backward ~ 3x forward).
+class SpeedMonitor : public Callback {
+ public:
+  explicit SpeedMonitor(int64_t window_size = 100);
+  void fit_start(State& state, Logger& logger) override;
+  void epoch_start(State& state, Logger& logger) override;
+  void batch_start(State& state, Logger& logger) override;
+  void batch_end(State& state, Logger& logger) override;
+  void epoch_end(State& state, Logger& logger) override;
+  // Multiply-adds of one example's forward; 0 until counted (or when the model cannot be traced).
+  double multiply_adds() const { return macs_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  int64_t window_size_;
+  std::deque<std::pair<double, int64_t>> window_;  // (seconds, samples) per batch
+  Clock::time_point batch_start_{};
+  Clock::time_point epoch_start_{};
+  double macs_ = 0;
+  bool counted_ = false;
+};
+
+// Logs each optimizer parameter group's learning rate (lr-<Optimizer>/group<i>) every batch.
+class LrMonitor : public Callback {
+ public:
+  void batch_start(State& state, Logger& logger) override;
+};
+
+// Logs the L2 norms of the gradients and parameters (optimizer/grad_l2_norm,
+// optimizer/param_l2_norm) after each backward, and per layer with `per_layer`
+// (optimizer/grad_l2_norm/<parameter name>).
+class OptimizerMonitor : public Callback {
+ public:
+  explicit OptimizerMonitor(bool per_layer = false) : per_layer_(per_layer) {}
+  void after_train_batch(State& state, Logger& logger) override;
+
+ private:
+  bool per_layer_;
+};
+
+// Logs the process's resident memory and its peak (memory/rss_mb, memory/peak_rss_mb) every
+// `interval` batches.
+class MemoryMonitor : public Callback {
+ public:
+  explicit MemoryMonitor(int64_t interval = 50) : interval_(interval) {}
+  void batch_end(State& state, Logger& logger) override;
+  // From /proc/self/status (0 where there is none).
+  static double rss_mb();
+  static double peak_rss_mb();
+
+ private:
+  int64_t interval_;
+};
+
+// Stops training at the first NaN or Inf loss, before its backward can spoil the weights: throws
+// std::runtime_error naming the batch and epoch; checkpoints already written stay as they are.
+class NanMonitor : public Callback {
+ public:
+  void after_loss(State& state, Logger& logger) override;
+};
+
+// Logs time/remaining_estimate_s (and time/elapsed_s) every batch: the train time so far divided by
+// the fraction of max_duration done, less what is done. Evaluation time is counted too (it recurs).
+class RuntimeEstimator : public Callback {
+ public:
+  void fit_start(State& state, Logger& logger) override;
+  void batch_end(State& state, Logger& logger) override;
+  std::optional<double> remaining_s() const { return remaining_; }
+
+ private:
+  std::chrono::steady_clock::time_point start_{};
+  double done_at_start_ = 0;
+  std::optional<double> remaining_;
+};
+
+// Drops the model's outputs after the loss is computed (after_loss), to free their memory early.
+class FreeOutputs : public Callback {
+ public:
+  void after_loss(State& state, Logger& logger) override;
+};
+
+// A callback from functions: { {Event::kBatchEnd, [](State& s, Logger& l) {...}}, ... }.
+class LambdaCallback : public Callback {
+ public:
+  using Hook = std::function<void(State&, Logger&)>;
+  explicit LambdaCallback(std::map<Event, Hook> hooks) : hooks_(std::move(hooks)) {}
+  void run_event(Event event, State& state, Logger& logger) override;
+
+ private:
+  std::map<Event, Hook> hooks_;
+};
+
+}  // namespace baton

@@ -1,0 +1,37 @@
+// InMemoryLogger: keeps every logged metric in memory, for tests and the C++ API.
+//
+//   auto memory = std::make_shared<baton::InMemoryLogger>();
+//   TrainerOptions().loggers({memory});  ...  memory->series("train/loss")  // [(step, value), ...]
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "baton/core/logger.h"
+
+namespace baton {
+
+class InMemoryLogger : public LoggerDestination {
+ public:
+  void log_metrics(const Metrics& metrics, int64_t step) override;
+  void log_hyperparameters(const nlohmann::json& hyperparameters) override;
+
+  // Every value of one metric, with its step, in logging order.
+  std::vector<std::pair<int64_t, double>> series(const std::string& name) const;
+  // The last value of each metric.
+  Metrics latest() const;
+  std::optional<double> latest(const std::string& name) const;
+  nlohmann::json hyperparameters() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::vector<std::pair<int64_t, double>>> series_;
+  nlohmann::json hyperparameters_ = nlohmann::json::object();
+};
+
+}  // namespace baton

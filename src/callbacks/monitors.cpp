@@ -1,0 +1,166 @@
+#include "baton/callbacks/monitors.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "baton/core/logger.h"
+#include "baton/core/state.h"
+#include "baton/models/export.h"
+#include "baton/models/model.h"
+
+namespace baton {
+namespace {
+
+double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// A field of /proc/self/status in MB ("VmRSS:   123456 kB").
+double status_mb(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) {
+      std::istringstream fields(line.substr(field.size() + 1));
+      double kb = 0;
+      fields >> kb;
+      return kb / 1024.0;
+    }
+  }
+  return 0.0;
+}
+
+}  // namespace
+
+// ---- SpeedMonitor ---------------------------------------------------------------------------
+
+SpeedMonitor::SpeedMonitor(int64_t window_size) : window_size_(window_size) {
+  if (window_size_ < 1) throw std::invalid_argument("window_size must be at least 1");
+}
+
+void SpeedMonitor::fit_start(State& /*state*/, Logger& /*logger*/) { window_.clear(); }
+
+void SpeedMonitor::epoch_start(State& /*state*/, Logger& /*logger*/) { epoch_start_ = Clock::now(); }
+
+void SpeedMonitor::batch_start(State& state, Logger& /*logger*/) {
+  batch_start_ = Clock::now();
+  if (counted_) return;
+  counted_ = true;
+  auto* model = dynamic_cast<Model*>(state.model.get());
+  if (model == nullptr || !state.batch.input.defined()) return;
+  try {
+    macs_ = count_multiply_adds(*model, state.batch.input.narrow(0, 0, std::min<int64_t>(2, state.batch.size())));
+  } catch (const std::exception& e) {
+    spdlog::info("speed_monitor: no FLOP estimate ({})", e.what());
+  }
+}
+
+void SpeedMonitor::batch_end(State& state, Logger& logger) {
+  window_.emplace_back(seconds(Clock::now() - batch_start_), state.batch.size());
+  while (static_cast<int64_t>(window_.size()) > window_size_) window_.pop_front();
+  double s = 0;
+  int64_t samples = 0;
+  for (const auto& [sec, n] : window_) {
+    s += sec;
+    samples += n;
+  }
+  if (s <= 0) return;
+  Metrics m = {{"throughput/samples_per_sec", static_cast<double>(samples) / s},
+               {"throughput/batches_per_sec", static_cast<double>(window_.size()) / s}};
+  if (macs_ > 0) m["throughput/flops_per_sec"] = 2.0 * 3.0 * macs_ * static_cast<double>(samples) / s;
+  logger.log_metrics(m);
+}
+
+void SpeedMonitor::epoch_end(State& /*state*/, Logger& logger) {
+  if (epoch_start_ != Clock::time_point{}) logger.log_metrics({{"wall_clock/epoch_s", seconds(Clock::now() - epoch_start_)}});
+}
+
+// ---- LrMonitor ------------------------------------------------------------------------------
+
+void LrMonitor::batch_start(State& state, Logger& logger) {
+  Metrics m;
+  for (std::size_t o = 0; o < state.optimizers.size(); ++o) {
+    auto& groups = state.optimizers[o]->param_groups();
+    const std::string name = "lr-" + std::string(o == 0 ? "" : std::to_string(o) + "-") + "optimizer";
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      m[name + "/group" + std::to_string(g)] = groups[g].options().get_lr();
+    }
+  }
+  if (!m.empty()) logger.log_metrics(m);
+}
+
+// ---- OptimizerMonitor -----------------------------------------------------------------------
+
+void OptimizerMonitor::after_train_batch(State& state, Logger& logger) {
+  torch::NoGradGuard no_grad;
+  double grad_sq = 0;
+  double param_sq = 0;
+  Metrics m;
+  for (const auto& p : state.model->named_parameters()) {
+    const double w = p.value().detach().to(torch::kDouble).pow(2).sum().item<double>();
+    param_sq += w;
+    if (!p.value().grad().defined()) continue;
+    const double g = p.value().grad().to(torch::kDouble).pow(2).sum().item<double>();
+    grad_sq += g;
+    if (per_layer_) {
+      m["optimizer/grad_l2_norm/" + p.key()] = std::sqrt(g);
+      m["optimizer/param_l2_norm/" + p.key()] = std::sqrt(w);
+    }
+  }
+  m["optimizer/grad_l2_norm"] = std::sqrt(grad_sq);
+  m["optimizer/param_l2_norm"] = std::sqrt(param_sq);
+  logger.log_metrics(m);
+}
+
+// ---- MemoryMonitor --------------------------------------------------------------------------
+
+double MemoryMonitor::rss_mb() { return status_mb("VmRSS"); }
+double MemoryMonitor::peak_rss_mb() { return status_mb("VmHWM"); }
+
+void MemoryMonitor::batch_end(State& state, Logger& logger) {
+  if (interval_ > 0 && state.timestamp.batch() % interval_ != 0) return;
+  logger.log_metrics({{"memory/rss_mb", rss_mb()}, {"memory/peak_rss_mb", peak_rss_mb()}});
+}
+
+// ---- NanMonitor -----------------------------------------------------------------------------
+
+void NanMonitor::after_loss(State& state, Logger& /*logger*/) {
+  if (!state.loss.defined()) return;
+  const double loss = state.loss.detach().to(torch::kDouble).item<double>();
+  if (std::isfinite(loss)) return;
+  throw std::runtime_error("nan_monitor: the loss is " + std::to_string(loss) + " at batch " +
+                           std::to_string(state.timestamp.batch() + 1) + " (epoch " +
+                           std::to_string(state.timestamp.epoch()) +
+                           "); training stopped, earlier checkpoints are kept. Lower the learning rate or check the data");
+}
+
+// ---- RuntimeEstimator -----------------------------------------------------------------------
+
+void RuntimeEstimator::fit_start(State& state, Logger& /*logger*/) {
+  start_ = std::chrono::steady_clock::now();
+  done_at_start_ = state.elapsed_duration().value_or(0.0);
+}
+
+void RuntimeEstimator::batch_end(State& state, Logger& logger) {
+  const auto done = state.elapsed_duration();
+  if (!done) return;
+  const double elapsed = seconds(std::chrono::steady_clock::now() - start_);
+  const double progress = *done - done_at_start_;
+  if (progress <= 0) return;
+  remaining_ = std::max(0.0, elapsed / progress * (1.0 - *done));
+  logger.log_metrics({{"time/remaining_estimate_s", *remaining_}, {"time/elapsed_s", elapsed}});
+}
+
+// ---- FreeOutputs, LambdaCallback ------------------------------------------------------------
+
+void FreeOutputs::after_loss(State& state, Logger& /*logger*/) { state.outputs = at::Tensor(); }
+
+void LambdaCallback::run_event(Event event, State& state, Logger& logger) {
+  const auto it = hooks_.find(event);
+  if (it != hooks_.end()) it->second(state, logger);
+}
+
+}  // namespace baton

@@ -1,0 +1,42 @@
+#include "baton/loggers/in_memory_logger.h"
+
+namespace baton {
+
+void InMemoryLogger::log_metrics(const Metrics& metrics, int64_t step) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [name, value] : metrics) series_[name].emplace_back(step, value);
+}
+
+void InMemoryLogger::log_hyperparameters(const nlohmann::json& hyperparameters) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  hyperparameters_.update(hyperparameters);
+}
+
+std::vector<std::pair<int64_t, double>> InMemoryLogger::series(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = series_.find(name);
+  return it == series_.end() ? std::vector<std::pair<int64_t, double>>{} : it->second;
+}
+
+Metrics InMemoryLogger::latest() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Metrics out;
+  for (const auto& [name, values] : series_) {
+    if (!values.empty()) out[name] = values.back().second;
+  }
+  return out;
+}
+
+std::optional<double> InMemoryLogger::latest(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = series_.find(name);
+  if (it == series_.end() || it->second.empty()) return std::nullopt;
+  return it->second.back().second;
+}
+
+nlohmann::json InMemoryLogger::hyperparameters() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return hyperparameters_;
+}
+
+}  // namespace baton
