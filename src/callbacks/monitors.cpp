@@ -75,7 +75,8 @@ void SpeedMonitor::batch_end(State& state, Logger& logger) {
 }
 
 void SpeedMonitor::epoch_end(State& /*state*/, Logger& logger) {
-  if (epoch_start_ != Clock::time_point{}) logger.log_metrics({{"wall_clock/epoch_s", seconds(Clock::now() - epoch_start_)}});
+  if (epoch_start_ != Clock::time_point{})
+    logger.log_metrics({{"wall_clock/epoch_s", seconds(Clock::now() - epoch_start_)}});
 }
 
 // ---- LrMonitor ------------------------------------------------------------------------------
@@ -131,10 +132,10 @@ void NanMonitor::after_loss(State& state, Logger& /*logger*/) {
   if (!state.loss.defined()) return;
   const double loss = state.loss.detach().to(torch::kDouble).item<double>();
   if (std::isfinite(loss)) return;
-  throw std::runtime_error("nan_monitor: the loss is " + std::to_string(loss) + " at batch " +
-                           std::to_string(state.timestamp.batch() + 1) + " (epoch " +
-                           std::to_string(state.timestamp.epoch()) +
-                           "); training stopped, earlier checkpoints are kept. Lower the learning rate or check the data");
+  throw std::runtime_error(
+      "nan_monitor: the loss is " + std::to_string(loss) + " at batch " + std::to_string(state.timestamp.batch() + 1) +
+      " (epoch " + std::to_string(state.timestamp.epoch()) +
+      "); training stopped, earlier checkpoints are kept. Lower the learning rate or check the data");
 }
 
 // ---- RuntimeEstimator -----------------------------------------------------------------------

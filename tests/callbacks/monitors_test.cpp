@@ -21,11 +21,13 @@ using ::testing::HasSubstr;
 
 std::shared_ptr<TensorDataset> images(int64_t n) {
   auto gen = at::detail::createCPUGenerator(5);
-  return std::make_shared<TensorDataset>(torch::randn({n, 1, 16, 16}, gen), torch::randint(0, 4, {n}, gen, torch::kLong));
+  return std::make_shared<TensorDataset>(torch::randn({n, 1, 16, 16}, gen),
+                                         torch::randint(0, 4, {n}, gen, torch::kLong));
 }
 
 struct SmallRun {
-  explicit SmallRun(std::vector<std::shared_ptr<Callback>> callbacks, const std::string& duration = "6ba", double lr = 0.05) {
+  explicit SmallRun(std::vector<std::shared_ptr<Callback>> callbacks, const std::string& duration = "6ba",
+                    double lr = 0.05) {
     torch::manual_seed(0);
     model = make_model("fashion_cnn", {.input_shape = {1, 16, 16}, .num_classes = 4});
     options = TrainerOptions()
@@ -100,14 +102,16 @@ TEST(NanMonitor, StopsAtTheFirstNanLossNamingTheStepAndKeepsCheckpoints) {
   const auto dir = std::filesystem::temp_directory_path() / ("baton-nan-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   // A loss that turns NaN at the 4th batch.
-  auto poison = std::make_shared<LambdaCallback>(std::map<Event, LambdaCallback::Hook>{
-      {Event::kAfterLoss, [](State& s, Logger&) {
-         if (s.timestamp.batch() == 3) s.loss = s.loss * std::numeric_limits<double>::quiet_NaN();
-       }}});
+  auto poison = std::make_shared<LambdaCallback>(
+      std::map<Event, LambdaCallback::Hook>{{Event::kAfterLoss, [](State& s, Logger&) {
+                                               if (s.timestamp.batch() == 3)
+                                                 s.loss = s.loss * std::numeric_limits<double>::quiet_NaN();
+                                             }}});
   SmallRun run({poison, make_callback("nan_monitor")}, "6ba");
   run.options.save_folder(dir.string()).save_interval("2ba");
   Trainer trainer(run.options);
-  EXPECT_THAT(testing::error_of([&] { trainer.fit(); }), HasSubstr("nan_monitor: the loss is nan at batch 4 (epoch 0)"));
+  EXPECT_THAT(testing::error_of([&] { trainer.fit(); }),
+              HasSubstr("nan_monitor: the loss is nan at batch 4 (epoch 0)"));
   trainer.close();
   EXPECT_TRUE(std::filesystem::exists(dir / "ep0-ba2.ckpt"));
   std::filesystem::remove_all(dir);

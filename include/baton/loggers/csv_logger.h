@@ -1,0 +1,44 @@
+// CsvLogger: metrics.csv, one row per step, a column per metric in the order metrics first appear
+// (a new metric adds a column: the file is rewritten with it, earlier rows empty there).
+//
+//   step,time,train/loss,eval/accuracy
+//   1,1763800000.12,2.29,
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "baton/core/logger.h"
+
+namespace baton {
+
+class CsvLogger : public LoggerDestination {
+ public:
+  // Creates or truncates `path`. Throws std::runtime_error naming the path when it cannot.
+  explicit CsvLogger(const std::string& path);
+
+  void log_metrics(const Metrics& metrics, int64_t step) override;
+  void epoch_end(State& state, Logger& logger) override;
+  void fit_end(State& state, Logger& logger) override;
+  void close(State& state, Logger& logger) override;
+
+ private:
+  struct Row {
+    int64_t step;
+    double time;
+    std::map<std::string, double> values;
+  };
+  void flush_row();
+  void rewrite();
+  void append(const Row& row);
+
+  std::string path_;
+  std::vector<std::string> columns_;
+  std::vector<Row> rows_;  // written rows (kept to rewrite the file when a column appears)
+  bool open_row_ = false;
+  Row current_{};
+};
+
+}  // namespace baton
