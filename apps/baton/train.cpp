@@ -11,7 +11,9 @@
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
+#include "baton/loggers/csv_logger.h"
 #include "baton/loggers/jsonl_logger.h"
+#include "baton/loggers/tensorboard_logger.h"
 #include "baton/train/recipe.h"
 #include "baton/version.h"
 #include "commands.h"
@@ -76,7 +78,7 @@ int run_train(const TrainArgs& args) {
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir.string() + ": cannot create the run directory (" + ec.message() + ")");
   write_file(dir / "recipe.yaml", recipe.resolved_yaml());
-  if (run.options.save_folder().empty()) run.options.save_folder((dir / "checkpoints").string());
+  if (run.options.save_folder().empty() && run.checkpoints) run.options.save_folder((dir / "checkpoints").string());
   run.options.autoresume(args.autoresume);
   run.options.checkpoint_meta({{"baton_version", BATON_VERSION_STRING},
                                {"run_name", run.options.run_name()},
@@ -86,7 +88,11 @@ int run_train(const TrainArgs& args) {
   callbacks.push_back(std::make_shared<SignalStopper>());
   run.options.callbacks(callbacks);
   auto loggers = run.options.loggers();
-  loggers.push_back(std::make_shared<JsonlLogger>((dir / "metrics.jsonl").string()));
+  for (const std::string& name : run.loggers) {
+    if (name == "jsonl") loggers.push_back(std::make_shared<JsonlLogger>((dir / "metrics.jsonl").string()));
+    if (name == "csv") loggers.push_back(std::make_shared<CsvLogger>((dir / "metrics.csv").string()));
+    if (name == "tensorboard") loggers.push_back(std::make_shared<TensorBoardLogger>((dir / "tensorboard").string()));
+  }
   run.options.loggers(loggers);
 
   std::printf("baton train: %s, model %s, %lld training examples, precision %s, run dir %s\n",

@@ -81,7 +81,7 @@ void SpeedMonitor::epoch_end(State& /*state*/, Logger& logger) {
 
 // ---- LrMonitor ------------------------------------------------------------------------------
 
-void LrMonitor::batch_start(State& state, Logger& logger) {
+void LrMonitor::before_train_batch(State& state, Logger& logger) {
   Metrics m;
   for (std::size_t o = 0; o < state.optimizers.size(); ++o) {
     auto& groups = state.optimizers[o]->param_groups();
@@ -90,7 +90,7 @@ void LrMonitor::batch_start(State& state, Logger& logger) {
       m[name + "/group" + std::to_string(g)] = groups[g].options().get_lr();
     }
   }
-  if (!m.empty()) logger.log_metrics(m);
+  if (!m.empty()) logger.log_metrics(m, state.timestamp.batch() + 1);  // the step of this batch's loss
 }
 
 // ---- OptimizerMonitor -----------------------------------------------------------------------

@@ -34,7 +34,8 @@ CsvLogger::CsvLogger(const std::string& path) : path_(path) {
 void CsvLogger::log_metrics(const Metrics& metrics, int64_t step) {
   if (open_row_ && step != current_.step) flush_row();
   if (!open_row_) {
-    current_ = Row{step, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(), {}};
+    current_ =
+        Row{step, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(), {}};
     open_row_ = true;
   }
   for (const auto& [name, value] : metrics) current_.values[name] = value;
@@ -73,7 +74,9 @@ void CsvLogger::rewrite() {
 
 void CsvLogger::append(const Row& row) {
   std::ofstream out(path_, std::ios::app);
-  out << row.step << ',' << format(row.time);
+  char time[32];
+  std::snprintf(time, sizeof time, "%.3f", row.time);
+  out << row.step << ',' << time;
   for (const auto& c : columns_) {
     out << ',';
     const auto it = row.values.find(c);

@@ -33,7 +33,9 @@ void varint(std::string& out, uint64_t v) {
   }
   out.push_back(static_cast<char>(v));
 }
-void tag(std::string& out, int field, int wire) { varint(out, (static_cast<uint64_t>(field) << 3) | static_cast<uint64_t>(wire)); }
+void tag(std::string& out, int field, int wire) {
+  varint(out, (static_cast<uint64_t>(field) << 3) | static_cast<uint64_t>(wire));
+}
 void bytes_field(std::string& out, int field, std::string_view data) {
   tag(out, field, 2);
   varint(out, data.size());
@@ -104,8 +106,8 @@ std::string text_event(double wall_time, int64_t step, const std::string& name, 
   std::string metadata;
   bytes_field(metadata, 1, plugin);  // SummaryMetadata.plugin_data
   std::string tensor;
-  tag(tensor, 1, 0);  // dtype
-  varint(tensor, 7);  // DT_STRING
+  tag(tensor, 1, 0);             // dtype
+  varint(tensor, 7);             // DT_STRING
   bytes_field(tensor, 2, "");    // tensor_shape: a scalar
   bytes_field(tensor, 8, text);  // string_val
   std::string v;
@@ -123,9 +125,7 @@ std::string text_event(double wall_time, int64_t step, const std::string& name, 
 
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
 
@@ -135,8 +135,9 @@ TensorBoardLogger::TensorBoardLogger(const std::string& dir) {
   if (ec) throw std::runtime_error(dir + ": cannot create the TensorBoard folder (" + ec.message() + ")");
   char host[256] = "localhost";
   gethostname(host, sizeof host - 1);
-  path_ = (std::filesystem::path(dir) / ("events.out.tfevents." + std::to_string(static_cast<int64_t>(now())) + "." + host))
-              .string();
+  path_ =
+      (std::filesystem::path(dir) / ("events.out.tfevents." + std::to_string(static_cast<int64_t>(now())) + "." + host))
+          .string();
   file_ = std::fopen(path_.c_str(), "wb");
   if (file_ == nullptr) throw std::runtime_error(path_ + ": cannot write the TensorBoard event file");
   write_event(tensorboard::file_version_event(now()));
@@ -154,7 +155,8 @@ void TensorBoardLogger::write_event(const std::string& event) {
 
 void TensorBoardLogger::log_metrics(const Metrics& metrics, int64_t step) {
   const double t = now();
-  for (const auto& [name, value] : metrics) write_event(tensorboard::scalar_event(t, step, name, static_cast<float>(value)));
+  for (const auto& [name, value] : metrics)
+    write_event(tensorboard::scalar_event(t, step, name, static_cast<float>(value)));
 }
 
 void TensorBoardLogger::log_hyperparameters(const nlohmann::json& hyperparameters) {

@@ -1,5 +1,6 @@
 #include "baton/train/recipe.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 
 #include "baton/algorithms/registry.h"
 #include "baton/callbacks/registry.h"
+#include "baton/core/options.h"
 #include "baton/data/fashion_mnist.h"
 #include "baton/data/readers.h"
 #include "baton/models/zoo.h"
@@ -59,6 +61,7 @@ std::vector<std::shared_ptr<T>> build_named(const Section& top, const std::strin
   if (!section.node().IsMap()) top.fail(key, "expected a mapping of names to their options, e.g. " + example);
   for (auto it = section.node().begin(); it != section.node().end(); ++it) {
     const std::string name = it->first.as<std::string>();
+    if (it->second.IsScalar() && it->second.Scalar() == "false") continue;  // switched off: name: false
     try {
       out.push_back(make(name, to_json(it->second)));
     } catch (const OptionError& e) {
@@ -226,7 +229,39 @@ TrainingRun build_run(const Recipe& recipe) {
       build_named<Algorithm>(top, "algorithms", "{label_smoothing: {smoothing: 0.1}, channels_last: }",
                              [](const std::string& n, const nlohmann::json& j) { return make_algorithm(n, j); }));
   o.callbacks(build_named<Callback>(top, "callbacks", "{threshold_stopper: {monitor: eval/accuracy, threshold: 0.91}}",
-                                    [](const std::string& n, const nlohmann::json& j) { return make_callback(n, j); }));
+                                    [&](const std::string& n, const nlohmann::json& j) -> std::shared_ptr<Callback> {
+                                      if (n != "checkpoint_saver") return make_callback(n, j);
+                                      // The trainer's own saver: its options are the save_* keys.
+                                      OptionReader r(n, j);
+                                      o.save_interval(r.time("interval", o.save_interval()));
+                                      o.save_filename(r.text("filename", o.save_filename()));
+                                      o.save_num_checkpoints_to_keep(static_cast<int>(
+                                          r.integer("num_checkpoints_to_keep", o.save_num_checkpoints_to_keep())));
+                                      o.save_weights_only(r.boolean("weights_only", o.save_weights_only()));
+                                      r.finish();
+                                      return nullptr;
+                                    }));
+  {
+    auto callbacks = o.callbacks();
+    callbacks.erase(std::remove(callbacks.begin(), callbacks.end(), nullptr), callbacks.end());
+    o.callbacks(callbacks);
+  }
+  run.checkpoints = !(top.has("callbacks") && top.child("callbacks").has("checkpoint_saver") &&
+                      top.child("callbacks").node()["checkpoint_saver"].IsScalar() &&
+                      top.child("callbacks").node()["checkpoint_saver"].Scalar() == "false");
+  // Loggers that write into the run directory: built by whoever knows it (baton train).
+  build_named<int>(top, "loggers", "{jsonl: , csv: , tensorboard: }",
+                   [&](const std::string& n, const nlohmann::json& j) {
+                     const std::vector<std::string> known = {"csv", "jsonl", "tensorboard"};
+                     if (std::find(known.begin(), known.end(), n) == known.end()) {
+                       throw std::invalid_argument("unknown logger '" + n + "' (known: csv, jsonl, tensorboard)");
+                     }
+                     OptionReader r(n, j);
+                     r.finish();
+                     run.loggers.push_back(n);
+                     return std::shared_ptr<int>();
+                   });
+  if (!top.has("loggers")) run.loggers = {"jsonl"};  // a recipe that says nothing still gets metrics.jsonl
 
   // Scheduler.
   if (top.has("scheduler")) {

@@ -41,7 +41,8 @@ inline const std::vector<std::string> kTopKeys = {"run_name",
                                                   "load_strict",
                                                   "load_ignore_keys",
                                                   "algorithms",
-                                                  "callbacks"};
+                                                  "callbacks",
+                                                  "loggers"};
 inline const std::vector<std::string> kDataKeys = {"dataset",     "dir",         "train_inputs", "train_labels",
                                                    "eval_inputs", "eval_labels", "batch_size",   "eval_batch_size",
                                                    "shuffle",     "drop_last",   "standardize",  "prefetch"};

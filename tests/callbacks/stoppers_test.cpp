@@ -62,7 +62,7 @@ TEST(EarlyStopper, StopsWhenTheMetricStopsImproving) {
 
 TEST(CallbackRegistry, RefusesUnknownNamesAndOptions) {
   EXPECT_THAT(testing::error_of([] { make_callback("treshold_stopper"); }),
-              HasSubstr("unknown callback 'treshold_stopper' (known: early_stopper, threshold_stopper)"));
+              HasSubstr("unknown callback 'treshold_stopper' (known: early_stopper, free_outputs, lr_monitor,"));
   EXPECT_THAT(testing::error_of([] {
                 make_callback("threshold_stopper", {{"monitor", "accuracy"}});
               }),

@@ -52,7 +52,10 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
     [ -s "$tmp/run/$f" ] || { echo "FAIL: the run directory has no $f"; failures=$((failures + 1)); }
   done
   grep -q '"steps": 20' "$tmp/run/summary.json" || { echo "FAIL: summary.json:"; cat "$tmp/run/summary.json"; failures=$((failures + 1)); }
-  [ "$(wc -l <"$tmp/run/metrics.jsonl")" -eq 20 ] || { echo "FAIL: metrics.jsonl has $(wc -l <"$tmp/run/metrics.jsonl") lines"; failures=$((failures + 1)); }
+  [ "$(grep -c '"train/loss"' "$tmp/run/metrics.jsonl")" -eq 20 ] || { echo "FAIL: metrics.jsonl has $(grep -c train/loss "$tmp/run/metrics.jsonl") train/loss lines"; failures=$((failures + 1)); }
+  [ "$(grep -c '^[0-9]' "$tmp/run/metrics.csv")" -eq 20 ] && head -1 "$tmp/run/metrics.csv" | grep -q "throughput/samples_per_sec" ||
+    { echo "FAIL: metrics.csv:"; head -3 "$tmp/run/metrics.csv"; failures=$((failures + 1)); }
+  ls "$tmp/run/tensorboard/" | grep -q "^events.out.tfevents." || { echo "FAIL: no TensorBoard event file"; failures=$((failures + 1)); }
   grep -q "max_duration: 20ba" "$tmp/run/recipe.yaml" || { echo "FAIL: recipe.yaml is not the resolved recipe"; failures=$((failures + 1)); }
   expect_error 1 "cannot load the model's weights" -- "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --set model.name=mlp
   "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" >"$tmp/eval.out" 2>&1 && grep -q "eval/accuracy" "$tmp/eval.out" ||

@@ -41,10 +41,11 @@ class SpeedMonitor : public Callback {
   bool counted_ = false;
 };
 
-// Logs each optimizer parameter group's learning rate (lr-<Optimizer>/group<i>) every batch.
+// Logs each optimizer parameter group's learning rate (lr-optimizer/group<i>) every batch, as the
+// schedulers set it for the batch, at the step of the batch's loss.
 class LrMonitor : public Callback {
  public:
-  void batch_start(State& state, Logger& logger) override;
+  void before_train_batch(State& state, Logger& logger) override;
 };
 
 // Logs the L2 norms of the gradients and parameters (optimizer/grad_l2_norm,

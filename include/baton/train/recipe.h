@@ -29,6 +29,10 @@ struct TrainingRun {
   // model.name torchscript, the file.
   ModelSpec model_spec;
   std::string model_path;
+  // The recipe's `loggers:` that write into the run directory (csv, jsonl, tensorboard), and
+  // whether `callbacks: {checkpoint_saver: false}` turned checkpoints off.
+  std::vector<std::string> loggers;
+  bool checkpoints = true;
   std::shared_ptr<Dataset> train_data;
   std::shared_ptr<Dataset> eval_data;
 };
