@@ -92,6 +92,11 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   "$baton" predict "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --out "$tmp/p.npy" >"$tmp/predict.out" 2>&1 &&
     grep -q "predicted 10000 examples: logits \[10000, 10\]" "$tmp/predict.out" && [ -s "$tmp/p.npy" ] ||
     { echo "FAIL: baton predict"; cat "$tmp/predict.out"; failures=$((failures + 1)); }
+  # Plot: an SVG of a metric for the runs, one path per run.
+  "$baton" plot "$tmp/run" "$tmp/sig" --metric train/loss --out "$tmp/loss.svg" >"$tmp/plot.out" 2>&1 &&
+    python3 -c "import sys, xml.dom.minidom as m; d = m.parse('$tmp/loss.svg'); sys.exit(0 if len([p for p in d.getElementsByTagName('path') if p.getAttribute('class') == 'series']) == 2 else 1)" ||
+    { echo "FAIL: baton plot"; cat "$tmp/plot.out"; failures=$((failures + 1)); }
+  expect_error 2 "no run has the metric 'eval/nothing'" -- "$baton" plot "$tmp/run" --metric eval/nothing --out "$tmp/n.svg"
   # Export: the checkpoint's model as TorchScript; Python's torch.jit.load gets baton eval's accuracy.
   "$baton" export "$tmp/run/checkpoints/latest" --torchscript "$tmp/model.ts" >"$tmp/export.out" 2>&1 && [ -s "$tmp/model.ts" ] ||
     { echo "FAIL: baton export"; cat "$tmp/export.out"; failures=$((failures + 1)); }
