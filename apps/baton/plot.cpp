@@ -52,11 +52,14 @@ void run_plot(const PlotArgs& args) {
   for (const auto& run : args.runs) {
     series.push_back(read_series(run, args.metric));
     points += series.back().points.size();
-    if (series.back().points.empty()) std::fprintf(stderr, "baton plot: %s has no %s\n", run.c_str(), args.metric.c_str());
+    if (series.back().points.empty())
+      std::fprintf(stderr, "baton plot: %s has no %s\n", run.c_str(), args.metric.c_str());
   }
-  if (points == 0) throw RecipeError("no run has the metric '" + args.metric + "' (see the keys in RUN_DIR/metrics.jsonl)");
+  if (points == 0)
+    throw RecipeError("no run has the metric '" + args.metric + "' (see the keys in RUN_DIR/metrics.jsonl)");
   write_file_atomically(args.out, line_chart_svg(series, {.title = args.metric}));
-  std::printf("plotted %s of %zu run(s), %zu points, to %s\n", args.metric.c_str(), series.size(), points, args.out.c_str());
+  std::printf("plotted %s of %zu run(s), %zu points, to %s\n", args.metric.c_str(), series.size(), points,
+              args.out.c_str());
 }
 
 }  // namespace

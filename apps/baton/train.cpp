@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
+#include "baton/callbacks/trace_profiler.h"
 #include "baton/loggers/csv_logger.h"
 #include "baton/loggers/jsonl_logger.h"
 #include "baton/loggers/tensorboard_logger.h"
@@ -50,6 +51,7 @@ struct TrainArgs {
   std::vector<std::string> sets;
   std::string run_dir;
   bool autoresume = false;
+  bool profile = false;
 };
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
@@ -86,6 +88,10 @@ int run_train(const TrainArgs& args) {
                                {"model", model_meta(run)}});
   auto callbacks = run.options.callbacks();
   callbacks.push_back(std::make_shared<SignalStopper>());
+  if (args.profile) {
+    // Batches 2..6 of the run (the first is warm-up), one file in RUN_DIR/traces.
+    callbacks.push_back(std::make_shared<TraceProfiler>(TraceProfilerOptions{.folder = (dir / "traces").string()}));
+  }
   run.options.callbacks(callbacks);
   auto loggers = run.options.loggers();
   for (const std::string& name : run.loggers) {
@@ -146,6 +152,8 @@ void add_train(CLI::App& app) {
   cmd->add_flag(
       "--autoresume", args->autoresume,
       "resume from the run's checkpoints/latest if it is good (else the newest good checkpoint, else load_path)");
+  cmd->add_flag("--profile", args->profile,
+                "record batches 2-6 as a Chrome trace in RUN_DIR/traces (open in chrome://tracing or Perfetto)");
   cmd->callback([args] {
     if (const int code = run_train(*args); code != 0) throw CLI::RuntimeError(code);
   });

@@ -5,6 +5,7 @@
 
 #include "baton/callbacks/monitors.h"
 #include "baton/callbacks/stoppers.h"
+#include "baton/callbacks/trace_profiler.h"
 
 namespace baton {
 namespace {
@@ -38,6 +39,17 @@ const std::map<std::string, Factory>& factories() {
       {"nan_monitor", [](OptionReader&) { return std::make_shared<NanMonitor>(); }},
       {"runtime_estimator", [](OptionReader&) { return std::make_shared<RuntimeEstimator>(); }},
       {"free_outputs", [](OptionReader&) { return std::make_shared<FreeOutputs>(); }},
+      {"profiler",
+       [](OptionReader& o) {
+         TraceProfilerOptions t;
+         t.folder = o.text("folder", t.folder);
+         t.skip_first = o.integer("skip_first", t.skip_first);
+         t.wait = o.integer("wait", t.wait);
+         t.warmup = o.integer("warmup", t.warmup);
+         t.active = o.integer("active", t.active);
+         t.repeat = o.integer("repeat", t.repeat);
+         return std::make_shared<TraceProfiler>(t);
+       }},
   };
   return table;
 }

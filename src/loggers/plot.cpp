@@ -79,27 +79,32 @@ std::string line_chart_svg(const std::vector<Series>& series, const ChartOptions
       << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << o.width << "\" height=\"" << o.height
       << "\" viewBox=\"0 0 " << o.width << ' ' << o.height << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << num((left + right) / 2) << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(o.title)
-      << "</text>\n";
+      << "<text x=\"" << num((left + right) / 2) << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
+      << escape(o.title) << "</text>\n";
   // Grid, ticks and labels.
   svg << "<g class=\"axes\" stroke=\"#ccc\" stroke-width=\"1\">\n";
   for (double t : xt) {
     if (t < x0 || t > x1) continue;
-    svg << "<line x1=\"" << num(px(t)) << "\" y1=\"" << num(top) << "\" x2=\"" << num(px(t)) << "\" y2=\"" << num(bottom) << "\"/>\n";
+    svg << "<line x1=\"" << num(px(t)) << "\" y1=\"" << num(top) << "\" x2=\"" << num(px(t)) << "\" y2=\""
+        << num(bottom) << "\"/>\n";
   }
   for (double t : yt) {
     if (t < y0 || t > y1) continue;
-    svg << "<line x1=\"" << num(left) << "\" y1=\"" << num(py(t)) << "\" x2=\"" << num(right) << "\" y2=\"" << num(py(t)) << "\"/>\n";
+    svg << "<line x1=\"" << num(left) << "\" y1=\"" << num(py(t)) << "\" x2=\"" << num(right) << "\" y2=\""
+        << num(py(t)) << "\"/>\n";
   }
   svg << "</g>\n<g class=\"frame\" stroke=\"black\" fill=\"none\">\n<rect x=\"" << num(left) << "\" y=\"" << num(top)
-      << "\" width=\"" << num(right - left) << "\" height=\"" << num(bottom - top) << "\"/>\n</g>\n<g class=\"ticks\">\n";
+      << "\" width=\"" << num(right - left) << "\" height=\"" << num(bottom - top)
+      << "\"/>\n</g>\n<g class=\"ticks\">\n";
   for (double t : xt) {
     if (t < x0 || t > x1) continue;
-    svg << "<text x=\"" << num(px(t)) << "\" y=\"" << num(bottom + 16) << "\" text-anchor=\"middle\">" << label(t) << "</text>\n";
+    svg << "<text x=\"" << num(px(t)) << "\" y=\"" << num(bottom + 16) << "\" text-anchor=\"middle\">" << label(t)
+        << "</text>\n";
   }
   for (double t : yt) {
     if (t < y0 || t > y1) continue;
-    svg << "<text x=\"" << num(left - 6) << "\" y=\"" << num(py(t) + 4) << "\" text-anchor=\"end\">" << label(t) << "</text>\n";
+    svg << "<text x=\"" << num(left - 6) << "\" y=\"" << num(py(t) + 4) << "\" text-anchor=\"end\">" << label(t)
+        << "</text>\n";
   }
   svg << "</g>\n<text x=\"" << num((left + right) / 2) << "\" y=\"" << num(bottom + 36) << "\" text-anchor=\"middle\">"
       << escape(o.x_label) << "</text>\n<text transform=\"translate(16 " << num((top + bottom) / 2)
@@ -112,12 +117,12 @@ std::string line_chart_svg(const std::vector<Series>& series, const ChartOptions
       if (!std::isfinite(x) || !std::isfinite(y)) continue;
       d += (d.empty() ? "M" : " L") + num(px(x)) + " " + num(py(y));
     }
-    svg << "<path class=\"series\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"2\" d=\"" << d << "\"><title>"
-        << escape(series[i].name) << "</title></path>\n";
+    svg << "<path class=\"series\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"2\" d=\"" << d
+        << "\"><title>" << escape(series[i].name) << "</title></path>\n";
     const double ly = top + 10 + 20.0 * static_cast<double>(i);
-    svg << "<g class=\"legend\"><line x1=\"" << num(right + 14) << "\" y1=\"" << num(ly) << "\" x2=\"" << num(right + 38)
-        << "\" y2=\"" << num(ly) << "\" stroke=\"" << colour << "\" stroke-width=\"3\"/><text x=\"" << num(right + 44)
-        << "\" y=\"" << num(ly + 4) << "\">" << escape(series[i].name) << "</text></g>\n";
+    svg << "<g class=\"legend\"><line x1=\"" << num(right + 14) << "\" y1=\"" << num(ly) << "\" x2=\""
+        << num(right + 38) << "\" y2=\"" << num(ly) << "\" stroke=\"" << colour << "\" stroke-width=\"3\"/><text x=\""
+        << num(right + 44) << "\" y=\"" << num(ly + 4) << "\">" << escape(series[i].name) << "</text></g>\n";
   }
   svg << "</svg>\n";
   return svg.str();

@@ -422,7 +422,10 @@ void Trainer::fit() {
     while (loader.position().batch < loader.num_batches()) {
       const auto batch_start = Clock::now();
       engine_->run_event(Event::kBeforeDataloader);
-      state_.batch = *loader.next();
+      {
+        ScopedMarker wait(state_.profiler.get(), "dataloader/wait");
+        state_.batch = *loader.next();
+      }
       const int64_t samples = state_.batch.size();  // what the loader gave, before algorithms select or resize
       engine_->run_event(Event::kAfterDataloader);
       engine_->run_event(Event::kBatchStart);
@@ -475,6 +478,7 @@ void Trainer::train_batch() {
     const double share = static_cast<double>(inputs[i].size(0)) / static_cast<double>(n);
     engine_->run_event(Event::kBeforeForward);
     {
+      ScopedMarker marker(state_.profiler.get(), "forward");
       AutocastScope autocast(state_.precision == Precision::kAmpBf16);
       state_.outputs =
           torch_call("the model cannot take this batch (inputs of shape " + c10::str(state_.batch.input.sizes()) + ")",
@@ -483,16 +487,20 @@ void Trainer::train_batch() {
     engine_->run_event(Event::kAfterForward);
     engine_->run_event(Event::kBeforeLoss);
     {
+      ScopedMarker marker(state_.profiler.get(), "loss");
       AutocastScope autocast(state_.precision == Precision::kAmpBf16);
       state_.loss = torch_call("the loss cannot be computed for outputs of shape " + c10::str(state_.outputs.sizes()),
                                [&] { return model.loss(state_.outputs, state_.batch); });
     }
     engine_->run_event(Event::kAfterLoss);
     engine_->run_event(Event::kBeforeBackward);
-    torch_call("backward failed", [&] {
-      (state_.loss * share).backward({}, /*retain_graph=*/create_graph, create_graph);
-      return 0;
-    });
+    {
+      ScopedMarker marker(state_.profiler.get(), "backward");
+      torch_call("backward failed", [&] {
+        (state_.loss * share).backward({}, /*retain_graph=*/create_graph, create_graph);
+        return 0;
+      });
+    }
     engine_->run_event(Event::kAfterBackward);
     batch_loss += state_.loss.item<double>() * share;
   }
@@ -504,7 +512,10 @@ void Trainer::train_batch() {
                              "); lower the learning rate or check the data for NaN/Inf");
   }
   engine_->run_event(Event::kAfterTrainBatch);
-  for (const auto& optimizer : state_.optimizers) optimizer->step();
+  {
+    ScopedMarker marker(state_.profiler.get(), "optimizer/step");
+    for (const auto& optimizer : state_.optimizers) optimizer->step();
+  }
   summary_.train_loss = batch_loss;
   logger_->log_metrics({{"train/loss", batch_loss}}, state_.timestamp.batch() + 1);
 }

@@ -92,6 +92,11 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   "$baton" predict "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --out "$tmp/p.npy" >"$tmp/predict.out" 2>&1 &&
     grep -q "predicted 10000 examples: logits \[10000, 10\]" "$tmp/predict.out" && [ -s "$tmp/p.npy" ] ||
     { echo "FAIL: baton predict"; cat "$tmp/predict.out"; failures=$((failures + 1)); }
+  # --profile: a Chrome trace of batches 2..6 in RUN_DIR/traces.
+  "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=8ba --set eval_interval=0 --set progress_bar=false \
+    --set 'callbacks={checkpoint_saver: false}' --profile --run-dir "$tmp/prof" >"$tmp/prof.out" 2>&1 &&
+    python3 -c "import json, sys; t = json.load(open('$tmp/prof/traces/ep0-ba1.json')); sys.exit(0 if sum(e['name'] == 'event/batch' and e['ph'] == 'B' for e in t['traceEvents']) == 5 else 1)" &&
+    [ ! -e "$tmp/prof/checkpoints" ] || { echo "FAIL: --profile"; cat "$tmp/prof.out"; ls -R "$tmp/prof"; failures=$((failures + 1)); }
   # Plot: an SVG of a metric for the runs, one path per run.
   "$baton" plot "$tmp/run" "$tmp/sig" --metric train/loss --out "$tmp/loss.svg" >"$tmp/plot.out" 2>&1 &&
     python3 -c "import sys, xml.dom.minidom as m; d = m.parse('$tmp/loss.svg'); sys.exit(0 if len([p for p in d.getElementsByTagName('path') if p.getAttribute('class') == 'series']) == 2 else 1)" ||

@@ -10,7 +10,7 @@
 namespace baton {
 
 struct Series {
-  std::string name{};  // the legend's label
+  std::string name{};                             // the legend's label
   std::vector<std::pair<double, double>> points;  // (x, y), in x order
 };
 
