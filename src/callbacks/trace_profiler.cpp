@@ -5,8 +5,8 @@
 #include <fstream>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "baton/core/state.h"
 
@@ -119,8 +119,12 @@ void TraceProfiler::flush() {
   }
   nlohmann::json trace = {{"displayTimeUnit", "ms"}, {"traceEvents", nlohmann::json::array()}};
   for (const Span& s : events) {
-    trace["traceEvents"].push_back(
-        {{"name", s.name}, {"ph", std::string(1, s.phase)}, {"ts", s.ts_us}, {"pid", 1}, {"tid", s.tid}, {"cat", "baton"}});
+    trace["traceEvents"].push_back({{"name", s.name},
+                                    {"ph", std::string(1, s.phase)},
+                                    {"ts", s.ts_us},
+                                    {"pid", 1},
+                                    {"tid", s.tid},
+                                    {"cat", "baton"}});
   }
   const std::string path = (std::filesystem::path(options_.folder) / (window_name_ + ".json")).string();
   std::ofstream out(path);

@@ -65,12 +65,14 @@ void ProgressBar::batch_end(State& state, Logger&) {
   if (terminal_) draw(state, false);
 }
 
-void ProgressBar::draw(const State& state, bool force) {
+void ProgressBar::draw(const State& state, bool force, bool epoch_done) {
   const auto now = std::chrono::steady_clock::now();
   if (!force && now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
-  const int64_t done = state.timestamp.batch_in_epoch();
   const int64_t total = state.dataloader_len.value_or(0);
+  // At epoch_end the timestamp already points at the next epoch: show the finished one, full.
+  const int64_t done = epoch_done ? total : state.timestamp.batch_in_epoch();
+  const int64_t epoch = epoch_done ? state.timestamp.epoch() : state.timestamp.epoch() + 1;
   const double elapsed = std::chrono::duration<double>(now - epoch_start_).count();
   const double rate = elapsed > 0 ? static_cast<double>(state.timestamp.sample() - epoch_start_sample_) / elapsed : 0;
   const double eta =
@@ -80,10 +82,11 @@ void ProgressBar::draw(const State& state, bool force) {
   std::string bar =
       std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kWidth - filled), '.');
   const int64_t epochs = total_epochs(state);
-  std::fprintf(out_, "\repoch %lld%s [%s] %lld/%lld batches  %.0f sp/s  ETA %s  loss %.4f\033[K",
-               static_cast<long long>(state.timestamp.epoch() + 1),
-               epochs > 0 ? ("/" + std::to_string(epochs)).c_str() : "", bar.c_str(), static_cast<long long>(done),
-               static_cast<long long>(total), rate, clock_text(eta).c_str(), loss_);
+  const std::string eval = last_eval_.empty() ? "" : "  " + metrics_text(last_eval_);
+  std::fprintf(out_, "\repoch %lld%s [%s] %lld/%lld batches  %.0f sp/s  ETA %s  loss %.4f%s\033[K",
+               static_cast<long long>(epoch), epochs > 0 ? ("/" + std::to_string(epochs)).c_str() : "", bar.c_str(),
+               static_cast<long long>(done), static_cast<long long>(total), rate, clock_text(eta).c_str(), loss_,
+               eval.c_str());
   std::fflush(out_);
   line_open_ = true;
 }
@@ -97,7 +100,7 @@ void ProgressBar::epoch_end(State& state, Logger&) {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count();
   const double rate = elapsed > 0 ? static_cast<double>(state.timestamp.sample() - epoch_start_sample_) / elapsed : 0;
   if (terminal_) {
-    draw(state, true);
+    draw(state, true, /*epoch_done=*/true);
     finish_line();
     return;
   }

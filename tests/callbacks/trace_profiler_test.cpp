@@ -5,8 +5,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "baton/algorithms/registry.h"
 #include "baton/models/zoo.h"
@@ -29,7 +29,8 @@ TEST(TraceProfiler, WritesChromeTracesWithBalancedNestedSpans) {
   torch::manual_seed(0);
   auto model = make_model("fashion_cnn", {.input_shape = {1, 16, 16}, .num_classes = 4});
   auto gen = at::detail::createCPUGenerator(1);
-  auto data = std::make_shared<TensorDataset>(torch::randn({64, 1, 16, 16}, gen), torch::randint(0, 4, {64}, gen, torch::kLong));
+  auto data = std::make_shared<TensorDataset>(torch::randn({64, 1, 16, 16}, gen),
+                                              torch::randint(0, 4, {64}, gen, torch::kLong));
   auto profiler = std::make_shared<TraceProfiler>(
       TraceProfilerOptions{.folder = dir.string(), .wait = 1, .warmup = 0, .active = 2, .repeat = 1});
   Trainer trainer(TrainerOptions()
@@ -70,9 +71,9 @@ TEST(TraceProfiler, WritesChromeTracesWithBalancedNestedSpans) {
   }
   for (const auto& [tid, stack] : stacks) EXPECT_TRUE(stack.empty());
   EXPECT_EQ(batches, 2);  // the two active batches
-  for (const char* want : {"event/batch", "event/forward", "event/loss", "algorithm/LabelSmoothing/event/before_loss",
-                           "callback/TraceProfiler/event/batch_end", "dataloader/wait", "forward", "backward",
-                           "optimizer/step"}) {
+  for (const char* want :
+       {"event/batch", "event/forward", "event/loss", "algorithm/LabelSmoothing/event/before_loss",
+        "callback/TraceProfiler/event/batch_end", "dataloader/wait", "forward", "backward", "optimizer/step"}) {
     EXPECT_TRUE(names.count(want)) << want;
   }
   // The whole recorded window: two batches of this model take milliseconds, not seconds.

@@ -30,7 +30,7 @@ class ProgressBar : public LoggerDestination {
   void log_metrics(const Metrics& metrics, int64_t step) override;
 
  private:
-  void draw(const State& state, bool force);
+  void draw(const State& state, bool force, bool epoch_done = false);
   void finish_line();
 
   std::FILE* out_;
