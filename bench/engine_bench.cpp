@@ -12,6 +12,10 @@
 
 #include <benchmark/benchmark.h>
 
+#include <filesystem>
+
+#include "baton/callbacks/trace_profiler.h"
+
 #include "baton/baton.h"
 
 namespace {
@@ -83,6 +87,25 @@ void BM_RunEvent_Loaded(benchmark::State& bench) {
   run(bench, state);
 }
 BENCHMARK(BM_RunEvent_Loaded);
+
+// The same with the trace profiler attached and recording every span (a fixed number of
+// iterations, as the recorded spans are kept): what profiling costs per event when it is on.
+void BM_RunEvent_Loaded_Profiled(benchmark::State& bench) {
+  baton::State state;
+  for (std::size_t i = 0; i < 8; ++i) state.algorithms.push_back(std::make_shared<OneEventAlgorithm>(kBatchEvents[i]));
+  for (int i = 0; i < 4; ++i) state.callbacks.push_back(std::make_shared<CountingCallback>());
+  state.callbacks.push_back(std::make_shared<QuietLogger>());
+  const auto dir = std::filesystem::temp_directory_path() / "baton-engine-bench-traces";
+  auto profiler = std::make_shared<baton::TraceProfiler>(
+      baton::TraceProfilerOptions{.folder = dir.string(), .warmup = 0, .active = 1 << 30, .repeat = 0});
+  state.callbacks.push_back(profiler);
+  baton::Logger logger(state);
+  profiler->fit_start(state, logger);  // recording from now on
+  run(bench, state);
+  state.profiler.reset();
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_RunEvent_Loaded_Profiled)->Iterations(200000);
 
 }  // namespace
 

@@ -18,7 +18,8 @@ namespace {
 std::string run_with(const std::function<std::shared_ptr<LoggerDestination>(std::FILE*)>& make) {
   std::FILE* out = std::tmpfile();
   auto gen = at::detail::createCPUGenerator(1);
-  auto data = std::make_shared<TensorDataset>(torch::randn({320, 6}, gen), torch::randint(0, 3, {320}, gen, torch::kLong));
+  auto data =
+      std::make_shared<TensorDataset>(torch::randn({320, 6}, gen), torch::randint(0, 3, {320}, gen, torch::kLong));
   torch::manual_seed(0);
   auto model = make_model("mlp", {.input_shape = {6}, .num_classes = 3, .hidden = {8}});
   Trainer trainer(TrainerOptions()
@@ -63,7 +64,8 @@ TEST(ProgressBar, OnATerminalRedrawsInPlaceAtMostTenTimesASecond) {
 }
 
 TEST(ConsoleLogger, PrintsTheLatestMetricsEveryInterval) {
-  const std::string text = run_with([](std::FILE* f) { return std::make_shared<ConsoleLogger>(Time::from_batch(30), f); });
+  const std::string text =
+      run_with([](std::FILE* f) { return std::make_shared<ConsoleLogger>(Time::from_batch(30), f); });
   // Batches 30, 60, 90, 120 and the 3 evaluations.
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 7) << text;
   EXPECT_THAT(text, ::testing::HasSubstr("[ba=30]"));
