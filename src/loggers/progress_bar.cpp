@@ -26,7 +26,8 @@ std::string metrics_text(const Metrics& metrics) {
   std::string out;
   char buf[64];
   for (const auto& [name, value] : metrics) {
-    std::snprintf(buf, sizeof buf, "%s%s %.4f", out.empty() ? "" : "  ", name.c_str(), value);
+    std::snprintf(buf, sizeof buf, std::abs(value) >= 1e6 ? "%s%s %.4g" : "%s%s %.4f", out.empty() ? "" : "  ",
+                  name.c_str(), value);
     out += buf;
   }
   return out;
@@ -122,13 +123,15 @@ void ProgressBar::eval_end(State& state, Logger&) {
 
 void ProgressBar::fit_end(State&, Logger&) { finish_line(); }
 
-ConsoleLogger::ConsoleLogger(Time interval, std::FILE* out) : interval_(interval), out_(out) {}
+ConsoleLogger::ConsoleLogger(Time interval, std::FILE* out, ProgressBar* bar)
+    : interval_(interval), out_(out), bar_(bar) {}
 
 void ConsoleLogger::log_metrics(const Metrics& metrics, int64_t) {
   for (const auto& [name, value] : metrics) latest_[name] = value;
 }
 
 void ConsoleLogger::print(const State& state) {
+  if (bar_ != nullptr) bar_->finish_line();
   std::fprintf(out_, "%s %s\n", state.timestamp.to_string().c_str(), metrics_text(latest_).c_str());
   std::fflush(out_);
 }
@@ -148,7 +151,7 @@ void ConsoleLogger::epoch_end(State& state, Logger&) {
 }
 
 void ConsoleLogger::eval_end(State& state, Logger&) {
-  if (interval_.value() > 0) print(state);
+  if (interval_.value() > 0 && bar_ == nullptr) print(state);
 }
 
 }  // namespace baton

@@ -224,6 +224,8 @@ TrainingRun build_run(const Recipe& recipe) {
     opt.fail("name", e.what());
   }
 
+  o.hyperparameters(to_json(recipe.root()));
+
   // Algorithms and callbacks, in the recipe's order.
   o.algorithms(
       build_named<Algorithm>(top, "algorithms", "{label_smoothing: {smoothing: 0.1}, channels_last: }",

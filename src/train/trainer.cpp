@@ -147,13 +147,17 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
           : options_.run_name();
   state_.callbacks = options_.callbacks();
   std::vector<std::shared_ptr<LoggerDestination>> loggers = options_.loggers();
+  std::shared_ptr<ProgressBar> bar;
   if (options_.progress_bar()) {
-    loggers.push_back(std::make_shared<ProgressBar>());
-  } else {
-    loggers.push_back(std::make_shared<ConsoleLogger>(options_.console_log_interval()));
+    bar = std::make_shared<ProgressBar>();
+    loggers.push_back(bar);
+  }
+  if (!is_zero(options_.console_log_interval())) {
+    loggers.push_back(std::make_shared<ConsoleLogger>(options_.console_log_interval(), stdout, bar.get()));
   }
   for (const auto& logger : loggers) state_.callbacks.push_back(logger);
   logger_ = std::make_unique<Logger>(state_, loggers);
+  if (!options_.hyperparameters().empty()) logger_->log_hyperparameters(options_.hyperparameters());
 
   if (!options_.save_folder().empty()) {
     const TimeUnit save_unit = options_.save_interval().unit();

@@ -30,6 +30,7 @@ class ProgressBar : public LoggerDestination {
   void log_metrics(const Metrics& metrics, int64_t step) override;
 
  private:
+  friend class ConsoleLogger;
   void draw(const State& state, bool force, bool epoch_done = false);
   void finish_line();
 
@@ -46,7 +47,9 @@ class ProgressBar : public LoggerDestination {
 // Prints the latest metrics every `interval` of training (ep or ba), one line each.
 class ConsoleLogger : public LoggerDestination {
  public:
-  explicit ConsoleLogger(Time interval = Time::from_epoch(1), std::FILE* out = stdout);
+  // With a progress bar on the same output, the console leaves evaluations to the bar and ends
+  // the bar's line before it prints.
+  explicit ConsoleLogger(Time interval = Time::from_epoch(1), std::FILE* out = stdout, ProgressBar* bar = nullptr);
   void batch_end(State& state, Logger& logger) override;
   void epoch_end(State& state, Logger& logger) override;
   void eval_end(State& state, Logger& logger) override;
@@ -56,6 +59,7 @@ class ConsoleLogger : public LoggerDestination {
   void print(const State& state);
   Time interval_;
   std::FILE* out_;
+  ProgressBar* bar_;
   Metrics latest_;
 };
 

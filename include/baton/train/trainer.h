@@ -89,8 +89,11 @@ class TrainerOptions {
   BATON_ARG(std::string, run_name);
   // Default: true.
   BATON_ARG(bool, progress_bar) = true;
-  // How often the console logger prints metrics. Default: 1ep.
+  // How often the console logger prints the latest metrics (0: no console logger). Default: 1ep.
   BATON_ARG(Time, console_log_interval) = Time::from_epoch(1);
+  // Logged once to every logger when the trainer is built (baton train: the resolved recipe).
+  // Default: none.
+  BATON_ARG(nlohmann::json, hyperparameters) = nlohmann::json::object();
   // Evaluation metrics (make_metric names). Default: empty, meaning the model's metrics().
   BATON_ARG(std::vector<std::string>, eval_metrics);
 
