@@ -176,6 +176,22 @@ std::shared_ptr<Impl> as(nn::Module& m) {
 
 // ---- ChannelsLast ---------------------------------------------------------------------------
 
+namespace {
+
+// NHWC strides even where .contiguous(ChannelsLast) would keep NCHW ones: for a single channel
+// both layouts count as contiguous, and LibTorch then picks NCHW for the whole network after it
+// (its max pooling is ~10x slower in NCHW).
+at::Tensor nhwc(const at::Tensor& t) {
+  at::Tensor out = at::empty(t.sizes(), t.options().memory_format(at::MemoryFormat::ChannelsLast));
+  if (t.size(1) == 1 && t.numel() > 0) {
+    // Make the channel stride 1, as a real NHWC tensor has.
+    out = at::empty_strided(t.sizes(), {t.size(2) * t.size(3), 1, t.size(3), 1}, t.options());
+  }
+  return out.copy_(t);
+}
+
+}  // namespace
+
 bool ChannelsLast::match(Event event, const State& /*state*/) {
   return event == Event::kInit || event == Event::kAfterDataloader || event == Event::kEvalBeforeForward ||
          event == Event::kPredictBeforeForward;
@@ -185,12 +201,12 @@ std::optional<int> ChannelsLast::apply(Event event, State& state, Logger& /*logg
   if (event == Event::kInit) {
     torch::NoGradGuard no_grad;
     for (auto& p : state.model->parameters()) {
-      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+      if (p.dim() == 4) p.set_data(nhwc(p));
     }
     return std::nullopt;
   }
   if (state.batch.input.defined() && state.batch.input.dim() == 4) {
-    state.batch.input = state.batch.input.contiguous(at::MemoryFormat::ChannelsLast);
+    state.batch.input = nhwc(state.batch.input);
   }
   return std::nullopt;
 }

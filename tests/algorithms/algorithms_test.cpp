@@ -423,12 +423,21 @@ TEST(ChannelsLast, ConvWeightsAndInputsAreChannelsLastAndTheModelTrains) {
   TrainerOptions o = image_options().max_duration("2ba").algorithms({std::make_shared<ChannelsLast>()});
   bool input_nhwc = false;
   o.callbacks({std::make_shared<Probe>([&](Event e, State& s) {
-    if (e == Event::kBeforeForward) input_nhwc = s.batch.input.is_contiguous(at::MemoryFormat::ChannelsLast);
+    // Real NHWC strides (channel stride 1) even for one channel, so convolutions after it stay NHWC.
+    if (e == Event::kBeforeForward) {
+      input_nhwc = s.batch.input.is_contiguous(at::MemoryFormat::ChannelsLast) && s.batch.input.stride(1) == 1;
+    }
   })});
   Trainer trainer(o);
   trainer.fit();
   EXPECT_TRUE(input_nhwc);
-  EXPECT_TRUE(o.model()->named_parameters()["module.c1.weight"].is_contiguous(at::MemoryFormat::ChannelsLast));
+  const at::Tensor c1 = o.model()->named_parameters()["module.c1.weight"];
+  EXPECT_TRUE(c1.is_contiguous(at::MemoryFormat::ChannelsLast) && c1.stride(1) == 1);
+  // And so the first convolution's output is NHWC too.
+  const at::Tensor out = torch::conv2d(torch::randn({2, 1, 16, 16}).contiguous(at::MemoryFormat::ChannelsLast).as_strided(
+                                           {2, 1, 16, 16}, {256, 1, 16, 1}),
+                                       c1.detach(), {}, 1, 1);
+  EXPECT_TRUE(out.is_contiguous(at::MemoryFormat::ChannelsLast));
   EXPECT_TRUE(std::isfinite(trainer.summary().train_loss));
 }
 
