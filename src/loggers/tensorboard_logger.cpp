@@ -138,6 +138,9 @@ TensorBoardLogger::TensorBoardLogger(const std::string& dir) {
   path_ =
       (std::filesystem::path(dir) / ("events.out.tfevents." + std::to_string(static_cast<int64_t>(now())) + "." + host))
           .string();
+  // A resumed run may start within the same second as the one before: never overwrite its file.
+  const std::string base = path_;
+  for (int i = 1; std::filesystem::exists(path_); ++i) path_ = base + "." + std::to_string(i);
   file_ = std::fopen(path_.c_str(), "wb");
   if (file_ == nullptr) throw std::runtime_error(path_ + ": cannot write the TensorBoard event file");
   write_event(tensorboard::file_version_event(now()));

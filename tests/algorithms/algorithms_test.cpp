@@ -434,8 +434,9 @@ TEST(ChannelsLast, ConvWeightsAndInputsAreChannelsLastAndTheModelTrains) {
   const at::Tensor c1 = o.model()->named_parameters()["module.c1.weight"];
   EXPECT_TRUE(c1.is_contiguous(at::MemoryFormat::ChannelsLast) && c1.stride(1) == 1);
   // And so the first convolution's output is NHWC too.
-  const at::Tensor out = torch::conv2d(torch::randn({2, 1, 16, 16}).contiguous(at::MemoryFormat::ChannelsLast).as_strided(
-                                           {2, 1, 16, 16}, {256, 1, 16, 1}),
+  const at::Tensor out = torch::conv2d(torch::randn({2, 1, 16, 16})
+                                           .contiguous(at::MemoryFormat::ChannelsLast)
+                                           .as_strided({2, 1, 16, 16}, {256, 1, 16, 1}),
                                        c1.detach(), {}, 1, 1);
   EXPECT_TRUE(out.is_contiguous(at::MemoryFormat::ChannelsLast));
   EXPECT_TRUE(std::isfinite(trainer.summary().train_loss));

@@ -123,6 +123,15 @@ TEST(TensorBoardLogger, WritesTFRecordsThatReadBack) {
   EXPECT_THAT(find(parse(find(text, 8)->bytes), 8)->bytes, ::testing::HasSubstr("\"lr\": 0.1"));
 }
 
+TEST(TensorBoardLogger, TwoLoggersInOneSecondWriteTwoFiles) {
+  TempDir dir;
+  TensorBoardLogger a((dir.path / "tb").string());
+  TensorBoardLogger b((dir.path / "tb").string());
+  EXPECT_NE(a.path(), b.path());
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path / "tb"), std::filesystem::directory_iterator()),
+            2);
+}
+
 TEST(CsvLogger, OneRowPerStepColumnsGrowAsMetricsAppear) {
   TempDir dir;
   const auto path = dir.path / "metrics.csv";
