@@ -46,7 +46,7 @@ namespace {
 double sample_beta(double alpha) {
   if (alpha <= 0.0) return 0.0;
   const at::Tensor concentration = torch::full({2}, alpha, torch::kDouble);
-  return at::_sample_dirichlet(concentration)[0].item<double>();
+  return at::_sample_dirichlet(concentration, at::detail::getDefaultCPUGenerator())[0].item<double>();
 }
 
 }  // namespace
