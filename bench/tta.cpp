@@ -90,6 +90,19 @@ void print(const std::string& label, const Result& r) {
   std::fflush(stdout);
 }
 
+// A markdown table of median times to 91% against the recipe's (1e9: not reached).
+void print_table(const char* column, const char* base_row, double base_s,
+                 const std::vector<std::pair<std::string, double>>& rows) {
+  std::printf("\n| %s | median time to 91%% | change |\n|---|---|---|\n| %s | %.1f s | |\n", column, base_row, base_s);
+  for (const auto& [name, s] : rows) {
+    if (s >= 1e9) {
+      std::printf("| %s | not reached | |\n", name.c_str());
+    } else {
+      std::printf("| %s | %.1f s | %+.1f s |\n", name.c_str(), s, s - base_s);
+    }
+  }
+}
+
 struct Row {
   std::string name;
   std::vector<double> times;
@@ -198,15 +211,7 @@ int main(int argc, char** argv) {
         table.emplace_back(name, s);
         out["without_" + name] = s;
       }
-      std::printf("\n| without | median time to 91%% | change |\n|---|---|---|\n| (none: the recipe) | %.1f s | |\n",
-                  fast_s);
-      for (const auto& [name, s] : table) {
-        if (s >= 1e9) {
-          std::printf("| %s | not reached | |\n", name.c_str());
-        } else {
-          std::printf("| %s | %.1f s | %+.1f s |\n", name.c_str(), s, s - fast_s);
-        }
-      }
+      print_table("without", "(none: the recipe)", fast_s, table);
     }
     if (!add.empty()) {
       std::vector<std::pair<std::string, double>> table;
@@ -220,15 +225,7 @@ int main(int argc, char** argv) {
         table.emplace_back(spec, s);
         out["with_" + name] = s;
       }
-      std::printf("\n| adding | median time to 91%% | change |\n|---|---|---|\n| (nothing: the recipe) | %.1f s | |\n",
-                  fast_s);
-      for (const auto& [spec, s] : table) {
-        if (s >= 1e9) {
-          std::printf("| %s | not reached | |\n", spec.c_str());
-        } else {
-          std::printf("| %s | %.1f s | %+.1f s |\n", spec.c_str(), s, s - fast_s);
-        }
-      }
+      print_table("adding", "(nothing: the recipe)", fast_s, table);
     }
     std::printf("\nmedians:");
     for (const auto& row : rows) {

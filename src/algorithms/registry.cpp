@@ -10,8 +10,6 @@
 namespace baton {
 namespace {
 
-using Factory = std::function<std::shared_ptr<Algorithm>(OptionReader&)>;
-
 MixOptions mix_options(OptionReader& o, double alpha) {
   MixOptions m;
   m.alpha = o.number("alpha", alpha);
@@ -19,8 +17,8 @@ MixOptions mix_options(OptionReader& o, double alpha) {
   return m;
 }
 
-const std::map<std::string, Factory>& factories() {
-  static const std::map<std::string, Factory> table = {
+const Factories<Algorithm>& factories() {
+  static const Factories<Algorithm> table = {
       {"label_smoothing",
        [](OptionReader& o) {
          return std::make_shared<LabelSmoothing>(LabelSmoothingOptions{o.number("smoothing", 0.1)});
@@ -129,33 +127,11 @@ const std::map<std::string, Factory>& factories() {
 }  // namespace
 
 std::shared_ptr<Algorithm> make_algorithm(const std::string& name, const nlohmann::json& options) {
-  const auto it = factories().find(name);
-  if (it == factories().end()) {
-    std::string known;
-    for (const auto& n : algorithm_names()) known += (known.empty() ? "" : ", ") + n;
-    throw std::invalid_argument("unknown algorithm '" + name + "' (known: " + known + ")");
-  }
-  OptionReader reader(name, options);
-  std::shared_ptr<Algorithm> algorithm;
-  try {
-    algorithm = it->second(reader);
-  } catch (const OptionError&) {
-    throw;
-  } catch (const std::invalid_argument& e) {
-    // A value the constructor refused: name the option when the message starts with it.
-    const std::string what = e.what();
-    const std::string key = what.substr(0, what.find(' '));
-    throw OptionError(options.is_object() && options.contains(key) ? key : "", name + ": " + what);
-  }
-  reader.finish();
+  std::shared_ptr<Algorithm> algorithm = build_named(factories(), "algorithm", name, options);
   algorithm->set_recipe_spec({{"name", name}, {"options", options.is_null() ? nlohmann::json::object() : options}});
   return algorithm;
 }
 
-std::vector<std::string> algorithm_names() {
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : factories()) names.push_back(name);
-  return names;
-}
+std::vector<std::string> algorithm_names() { return names_of(factories()); }
 
 }  // namespace baton

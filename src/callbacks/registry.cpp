@@ -10,10 +10,8 @@
 namespace baton {
 namespace {
 
-using Factory = std::function<std::shared_ptr<Callback>(OptionReader&)>;
-
-const std::map<std::string, Factory>& factories() {
-  static const std::map<std::string, Factory> table = {
+const Factories<Callback>& factories() {
+  static const Factories<Callback> table = {
       {"threshold_stopper",
        [](OptionReader& o) {
          ThresholdStopperOptions t;
@@ -57,31 +55,9 @@ const std::map<std::string, Factory>& factories() {
 }  // namespace
 
 std::shared_ptr<Callback> make_callback(const std::string& name, const nlohmann::json& options) {
-  const auto it = factories().find(name);
-  if (it == factories().end()) {
-    std::string known;
-    for (const auto& n : callback_names()) known += (known.empty() ? "" : ", ") + n;
-    throw std::invalid_argument("unknown callback '" + name + "' (known: " + known + ")");
-  }
-  OptionReader reader(name, options);
-  std::shared_ptr<Callback> callback;
-  try {
-    callback = it->second(reader);
-  } catch (const OptionError&) {
-    throw;
-  } catch (const std::invalid_argument& e) {
-    const std::string what = e.what();
-    const std::string key = what.substr(0, what.find(' '));
-    throw OptionError(options.is_object() && options.contains(key) ? key : "", name + ": " + what);
-  }
-  reader.finish();
-  return callback;
+  return build_named(factories(), "callback", name, options);
 }
 
-std::vector<std::string> callback_names() {
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : factories()) names.push_back(name);
-  return names;
-}
+std::vector<std::string> callback_names() { return names_of(factories()); }
 
 }  // namespace baton

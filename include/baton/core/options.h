@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -98,5 +101,44 @@ class OptionReader {
   nlohmann::json json_;
   std::vector<std::string> known_;
 };
+
+// Named components (algorithms, callbacks) and how to build each from its options.
+template <typename T>
+using Factories = std::map<std::string, std::function<std::shared_ptr<T>(OptionReader&)>>;
+
+// The names in `table`, sorted.
+template <typename T>
+std::vector<std::string> names_of(const Factories<T>& table) {
+  std::vector<std::string> names;
+  for (const auto& entry : table) names.push_back(entry.first);
+  return names;
+}
+
+// Builds `name` from `table` with `options`. Throws std::invalid_argument for an unknown name
+// ("unknown <kind> 'x' (known: ...)"), and OptionError for an unknown key or a value the component
+// refused (naming the key when the refusal's message starts with it).
+template <typename T>
+std::shared_ptr<T> build_named(const Factories<T>& table, const std::string& kind, const std::string& name,
+                               const nlohmann::json& options) {
+  const auto it = table.find(name);
+  if (it == table.end()) {
+    std::string known;
+    for (const auto& n : names_of(table)) known += (known.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("unknown " + kind + " '" + name + "' (known: " + known + ")");
+  }
+  OptionReader reader(name, options);
+  std::shared_ptr<T> built;
+  try {
+    built = it->second(reader);
+  } catch (const OptionError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    const std::string key = what.substr(0, what.find(' '));
+    throw OptionError(options.is_object() && options.contains(key) ? key : "", name + ": " + what);
+  }
+  reader.finish();
+  return built;
+}
 
 }  // namespace baton
