@@ -52,8 +52,11 @@ const Factories<Algorithm>& factories() {
        }},
       {"layer_freezing",
        [](OptionReader& o) {
-         return std::make_shared<LayerFreezing>(
-             LayerFreezingOptions{o.number("freeze_start", 0.5), o.number("freeze_level", 1.0)});
+         LayerFreezingOptions f;
+         f.freeze_start = o.number("freeze_start", f.freeze_start);
+         f.freeze_level = o.number("freeze_level", f.freeze_level);
+         f.freeze_interval = o.time("freeze_interval", f.freeze_interval);
+         return std::make_shared<LayerFreezing>(f);
        }},
       {"ema",
        [](OptionReader& o) {

@@ -50,10 +50,16 @@ LayerFreezing::LayerFreezing(LayerFreezingOptions options) : options_(options) {
     throw std::invalid_argument("freeze_start must be in [0, 1)");
   if (!(options_.freeze_level >= 0.0 && options_.freeze_level <= 1.0))
     throw std::invalid_argument("freeze_level must be in [0, 1]");
+  const TimeUnit u = options_.freeze_interval.unit();
+  if ((u != TimeUnit::kBatch && u != TimeUnit::kEpoch && u != TimeUnit::kSample) ||
+      options_.freeze_interval.count() < 1) {
+    throw std::invalid_argument("freeze_interval must be a positive number of ep, ba or sp");
+  }
 }
 
-bool LayerFreezing::match(Event event, const State& /*state*/) {
-  return event == Event::kEpochEnd || (event == Event::kFitStart && pending_load_ >= 0);
+bool LayerFreezing::match(Event event, const State& state) {
+  if (event == Event::kFitStart) return pending_load_ >= 0;
+  return is_update_event(event, options_.freeze_interval) && interval_due(state, options_.freeze_interval);
 }
 
 void LayerFreezing::freeze(State& state, int64_t count) {

@@ -259,6 +259,31 @@ TEST(LayerFreezing, AFrozenLayerGetsNoGradientAfterItsFreezePoint) {
   EXPECT_EQ(freezing->frozen_layers(), 4);  // at the last epoch's end the whole run is done: all of them
 }
 
+TEST(LayerFreezing, AFreezeIntervalInBatchesFreezesWithinAnEpoch) {
+  LayerFreezingOptions o;
+  o.freeze_start = 0.0;
+  o.freeze_interval = Time::from_batch(2);
+  auto freezing = std::make_shared<LayerFreezing>(o);
+  // 8 batches, checked every 2: after batch 2 of 8 a quarter of the 4 layers (c1), after 4 half (c1, c2).
+  std::vector<int64_t> c1_trained, c2_trained;
+  auto probe = std::make_shared<Probe>([&](Event e, State& s) {
+    if (e != Event::kAfterTrainBatch) return;
+    auto params = s.model->named_parameters();
+    if (params["module.c1.weight"].grad().defined()) c1_trained.push_back(s.timestamp.batch());
+    if (params["module.c2.weight"].grad().defined()) c2_trained.push_back(s.timestamp.batch());
+  });
+  TrainerOptions options = image_options().max_duration("8ba").algorithms({freezing}).callbacks({probe});
+  Trainer trainer(options);
+  trainer.fit();
+  EXPECT_EQ(c1_trained, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(c2_trained, (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(freezing->frozen_layers(), 4);
+  o.freeze_interval = Time::from_batch(0);
+  EXPECT_THROW(LayerFreezing{o}, std::invalid_argument);
+  o.freeze_interval = Time::from_duration(0.5);
+  EXPECT_THROW(LayerFreezing{o}, std::invalid_argument);
+}
+
 TEST(Ema, AveragedWeightsDifferAreUsedForEvalAndRestoredAfter) {
   auto ema = std::make_shared<Ema>(EmaOptions{.half_life = Time::from_batch(2)});
   at::Tensor live_at_end, at_eval, at_next_start;
