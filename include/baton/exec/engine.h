@@ -1,0 +1,156 @@
+// Execution engines: run trials on workers and report what happens as model events.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "baton/exec/trial.h"
+
+namespace baton {
+
+using ModelEventCallback = std::function<void(ModelEvent&)>;
+
+// What an in-process trial function sees: its parameters, a way to report, and whether it was
+// killed (a cooperative flag: a long trial polls should_stop() and returns).
+class TrialContext {
+ public:
+  virtual ~TrialContext() = default;
+  virtual int64_t trial_id() const = 0;
+  virtual const nlohmann::json& parameters() const = 0;
+  virtual void report_intermediate(double value, int64_t step) = 0;
+  virtual void report_final(double value) = 0;
+  virtual bool should_stop() const = 0;
+};
+
+// Returns normally: Trained (with a final value; without one: Failed). Throws: Failed, with the
+// message kept. Killed: Interrupted.
+using TrialFunction = std::function<void(TrialContext&)>;
+
+class ExecutionEngine {
+ public:
+  virtual ~ExecutionEngine() = default;
+
+  // Queues one trial with these parameters; returns its id.
+  virtual int64_t submit(const nlohmann::json& parameters) = 0;
+  // Blocks until every trial in `ids` (all trials when empty) is completed, or the timeout
+  // passes; returns whether they all are. Woken by events, no polling.
+  virtual bool wait(const std::vector<int64_t>& ids = {}, std::optional<double> timeout_s = std::nullopt) = 0;
+  // Blocks until any one of the unfinished trials completes (or none is left); returns its id.
+  virtual std::optional<int64_t> wait_any(std::optional<double> timeout_s = std::nullopt) = 0;
+  virtual std::vector<Trial> list(std::optional<TrialStatus> status = std::nullopt) const = 0;
+  virtual std::optional<Trial> get(int64_t id) const = 0;
+  // Stops a waiting or running trial: it ends Interrupted. Returns false when it had already ended.
+  virtual bool kill(int64_t id) = 0;
+  virtual int idle_workers() const = 0;
+  virtual bool budget_available() const = 0;
+  // Runs a failed or interrupted trial again under the same id (through Retrying); false when
+  // it cannot (no such trial, not ended, or Trained).
+  virtual bool retry(int64_t id) = 0;
+  // Adds a trial that is not scheduled (Waiting until an event ends it): for middlewares that
+  // answer a submit without running it (Invalid, a replay).
+  virtual int64_t add_unscheduled(const nlohmann::json& parameters) = 0;
+
+  virtual int register_callback(ModelEventType type, ModelEventCallback callback) = 0;
+  virtual void unregister_callback(int handle) = 0;
+  virtual void dispatch(ModelEvent& event) = 0;
+  virtual void shutdown() = 0;
+
+  virtual nlohmann::json state_dict() const = 0;
+  virtual void load_state_dict(const nlohmann::json& state) = 0;
+};
+
+// The part every engine shares: the trial table, listeners, dispatch and waiting. Subclasses run
+// trials and call dispatch().
+class TrialTable : public ExecutionEngine {
+ public:
+  std::vector<Trial> list(std::optional<TrialStatus> status = std::nullopt) const override;
+  std::optional<Trial> get(int64_t id) const override;
+  bool wait(const std::vector<int64_t>& ids = {}, std::optional<double> timeout_s = std::nullopt) override;
+  std::optional<int64_t> wait_any(std::optional<double> timeout_s = std::nullopt) override;
+  bool budget_available() const override { return true; }
+  int register_callback(ModelEventType type, ModelEventCallback callback) override;
+  void unregister_callback(int handle) override;
+  void dispatch(ModelEvent& event) override;
+  nlohmann::json state_dict() const override;
+  void load_state_dict(const nlohmann::json& state) override;
+  bool retry(int64_t id) override;
+  int64_t add_unscheduled(const nlohmann::json& parameters) override { return add_trial(parameters); }
+  // The default action: applies the event to its trial.
+  void default_callback(ModelEvent& event);
+
+ protected:
+  int64_t add_trial(const nlohmann::json& parameters);
+  // Runs the (Retrying or new) trial again when a worker is free.
+  virtual void requeue(int64_t id) = 0;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<int64_t, Trial> trials_;
+  int64_t next_id_ = 0;
+
+ private:
+  std::mutex listeners_mutex_;
+  std::vector<std::pair<int, std::pair<ModelEventType, ModelEventCallback>>> listeners_;
+  int next_handle_ = 0;
+  std::deque<int64_t> completed_order_;  // for wait_any: completions not yet taken
+};
+
+// Runs each trial in the calling thread, inside submit(). One worker.
+class SequentialEngine : public TrialTable {
+ public:
+  explicit SequentialEngine(TrialFunction function);
+  int64_t submit(const nlohmann::json& parameters) override;
+  bool kill(int64_t id) override;
+  int idle_workers() const override { return running_ ? 0 : 1; }
+  void shutdown() override {}
+
+ protected:
+  void requeue(int64_t id) override;
+
+ private:
+  void drain();
+  TrialFunction function_;
+  std::deque<int64_t> pending_;
+  bool running_ = false;
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> current_{-1};
+};
+
+// N worker threads take waiting trials in id order.
+class ThreadPoolEngine : public TrialTable {
+ public:
+  ThreadPoolEngine(TrialFunction function, int workers);
+  ~ThreadPoolEngine() override;
+  int64_t submit(const nlohmann::json& parameters) override;
+  bool kill(int64_t id) override;
+  int idle_workers() const override;
+  void shutdown() override;
+
+ protected:
+  void requeue(int64_t id) override;
+
+ private:
+  void work();
+  TrialFunction function_;
+  int workers_;
+  std::deque<int64_t> queue_;
+  std::map<int64_t, std::shared_ptr<std::atomic<bool>>> stop_flags_;
+  int busy_ = 0;
+  bool shutting_down_ = false;
+  std::condition_variable work_ready_;
+  std::vector<std::thread> threads_;
+};
+
+// Runs one trial function to its end and dispatches its events on `engine` (shared by the engines).
+void run_trial_function(ExecutionEngine& engine, const TrialFunction& function, int64_t id,
+                        const nlohmann::json& parameters, const std::atomic<bool>& stop);
+
+}  // namespace baton

@@ -1,0 +1,110 @@
+// Search spaces in NNI's format, and the strategies that suggest trials from them.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "baton/exec/engine.h"
+
+namespace baton {
+
+// {name: {_type: choice|randint|uniform|quniform|loguniform|qloguniform|normal, _value: [...]}}.
+// A choice's value may be an object with "_name" and nested dimensions of its own: a sampled
+// value is then that object with its dimensions sampled.
+struct Dimension {
+  std::string name;
+  std::string type;
+  std::vector<double> bounds{};  // the numeric _value (not for choice)
+  std::vector<nlohmann::json> choices{};
+  std::vector<std::vector<Dimension>> nested{};  // per choice (empty when the choice is a plain value)
+};
+
+class SearchSpace {
+ public:
+  // Throws std::invalid_argument "<where>: '<name>': <what> (<fix>)" on a malformed space.
+  static SearchSpace from_json(const nlohmann::json& space, const std::string& where = "search space");
+  // A .json file, or YAML (anything else); errors name the file.
+  static SearchSpace from_file(const std::filesystem::path& path);
+
+  const std::vector<Dimension>& dimensions() const { return dims_; }
+  nlohmann::json sample(std::mt19937_64& rng) const;
+  // Every combination: choices and integers in full, continuous ranges at `points` values each
+  // (log-spaced for log types). Throws when there would be more than `limit`.
+  std::vector<nlohmann::json> grid(int points = 5, std::size_t limit = 1000000) const;
+  // Whether `parameters` could have come from this space (names, types, ranges).
+  bool contains(const nlohmann::json& parameters) const;
+
+ private:
+  std::vector<Dimension> dims_;
+};
+
+double sample_dimension(const Dimension& d, std::mt19937_64& rng);  // numeric types only
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  // The next parameters to try; nullopt when the strategy has nothing more (a finished grid).
+  virtual std::optional<nlohmann::json> suggest() = 0;
+  // A completed trial (in any order, also the ones restored on resume).
+  virtual void observe(const Trial& trial) { (void)trial; }
+};
+
+struct StrategyOptions {
+  uint64_t seed = 0;
+  bool maximize = true;
+  int grid_points = 5;  // grid: values per continuous dimension
+};
+
+// "random", "grid", "tpe" (see tpe.h for its own options). Unknown names: std::invalid_argument
+// listing the known ones.
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options);
+std::vector<std::string> strategy_names();
+
+class RandomStrategy : public Strategy {
+ public:
+  RandomStrategy(SearchSpace space, uint64_t seed);
+  std::string name() const override { return "random"; }
+  std::optional<nlohmann::json> suggest() override;
+
+ private:
+  SearchSpace space_;
+  std::mt19937_64 rng_;
+};
+
+class GridStrategy : public Strategy {
+ public:
+  GridStrategy(const SearchSpace& space, int points);
+  std::string name() const override { return "grid"; }
+  std::optional<nlohmann::json> suggest() override;
+  void observe(const Trial& trial) override;
+
+ private:
+  std::vector<nlohmann::json> grid_;
+  std::size_t next_ = 0;
+  std::set<std::string> done_;  // restored trials are not suggested again
+};
+
+struct SearchProgress {
+  int64_t submitted = 0;
+  int64_t completed = 0;
+  std::optional<Trial> best{};
+};
+
+// The strategy loop: submits while a worker is idle and the budget lasts, until `trials` were
+// submitted (counting those already in the engine, e.g. after a resume), and feeds each completed
+// trial back to the strategy. Event-driven: it sleeps in wait_any between completions.
+// `on_progress` runs after every completion. Returns the best Trained trial.
+std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int64_t trials, bool maximize,
+                                const std::function<void(const SearchProgress&)>& on_progress = {});
+
+}  // namespace baton

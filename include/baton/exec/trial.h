@@ -1,0 +1,99 @@
+// Trials and the model events that change them (NNI's execution-engine vocabulary).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace baton {
+
+enum class TrialStatus { kWaiting, kRunning, kTrained, kFailed, kInterrupted, kInvalid, kRetrying };
+
+// Trained, Failed, Interrupted and Invalid are final; Waiting, Running and Retrying are not.
+bool completed(TrialStatus status);
+std::string to_string(TrialStatus status);
+// "trained" etc. (case-insensitive); throws std::invalid_argument naming the known ones.
+TrialStatus trial_status_from_string(const std::string& name);
+
+struct IntermediateValue {
+  int64_t step = 0;
+  double value = 0.0;
+};
+
+struct TrialMetrics {
+  std::vector<IntermediateValue> intermediate{};  // in the order reported
+  std::optional<double> final{};
+};
+
+struct Trial {
+  int64_t id = 0;
+  nlohmann::json parameters = nlohmann::json::object();
+  TrialStatus status = TrialStatus::kWaiting;
+  TrialMetrics metrics{};
+  double submitted_at = 0.0;  // seconds since the Unix epoch; 0 = not yet
+  double started_at = 0.0;
+  double ended_at = 0.0;
+  int attempts = 0;  // runs started (1 + retries)
+  std::string error{};
+
+  bool completed() const { return baton::completed(status); }
+  // The best intermediate value up to `step` (inclusive), for the direction; nullopt when none.
+  std::optional<double> best_up_to(int64_t step, bool maximize) const;
+  nlohmann::json to_json() const;
+  static Trial from_json(const nlohmann::json& j);
+};
+
+enum class ModelEventType { kTrainingStart, kIntermediateMetric, kFinalMetric, kTrainingEnd };
+std::string to_string(ModelEventType type);
+
+// A change to one trial, dispatched to the engine's listeners in registration order and then to
+// its default action (which updates the trial). A listener may edit the event (e.g. turn a failure
+// into a retry), stop_propagation() (no more listeners, no default action) or prevent_default()
+// (the remaining listeners still run; the trial is not updated).
+class ModelEvent {
+ public:
+  ModelEvent(ModelEventType type, int64_t trial_id) : type_(type), trial_id_(trial_id) {}
+  virtual ~ModelEvent() = default;
+  ModelEventType type() const { return type_; }
+  int64_t trial_id() const { return trial_id_; }
+  void stop_propagation() { propagation_stopped_ = true; }
+  void prevent_default() { default_prevented_ = true; }
+  bool propagation_stopped() const { return propagation_stopped_; }
+  bool default_prevented() const { return default_prevented_; }
+
+ private:
+  ModelEventType type_;
+  int64_t trial_id_;
+  bool propagation_stopped_ = false;
+  bool default_prevented_ = false;
+};
+
+struct IntermediateMetric : ModelEvent {
+  IntermediateMetric(int64_t trial, double v, int64_t s)
+      : ModelEvent(ModelEventType::kIntermediateMetric, trial), value(v), step(s) {}
+  double value;
+  int64_t step;
+};
+
+struct FinalMetric : ModelEvent {
+  FinalMetric(int64_t trial, double v) : ModelEvent(ModelEventType::kFinalMetric, trial), value(v) {}
+  double value;
+};
+
+// A worker began a run of the trial (Waiting or Retrying -> Running; attempts + 1).
+struct TrainingStart : ModelEvent {
+  explicit TrainingStart(int64_t trial) : ModelEvent(ModelEventType::kTrainingStart, trial) {}
+};
+
+// A trial's run ended: Trained, Failed, Interrupted or Invalid (Retrying: it will run again).
+struct TrainingEnd : ModelEvent {
+  TrainingEnd(int64_t trial, TrialStatus s, std::string e = {})
+      : ModelEvent(ModelEventType::kTrainingEnd, trial), status(s), error(std::move(e)) {}
+  TrialStatus status;
+  std::string error;
+};
+
+}  // namespace baton

@@ -1,0 +1,402 @@
+#include "baton/exec/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace baton {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+class Context : public TrialContext {
+ public:
+  Context(ExecutionEngine& engine, int64_t id, const nlohmann::json& parameters, const std::atomic<bool>& stop)
+      : engine_(engine), id_(id), parameters_(parameters), stop_(stop) {}
+  int64_t trial_id() const override { return id_; }
+  const nlohmann::json& parameters() const override { return parameters_; }
+  void report_intermediate(double value, int64_t step) override {
+    if (stop_) return;
+    IntermediateMetric event(id_, value, step);
+    engine_.dispatch(event);
+  }
+  void report_final(double value) override {
+    if (stop_) return;
+    if (!std::isfinite(value)) {
+      bad_final_ = "the final value is " + std::to_string(value);
+      return;
+    }
+    FinalMetric event(id_, value);
+    engine_.dispatch(event);
+    final_reported_ = true;
+  }
+  bool should_stop() const override { return stop_; }
+  bool final_reported() const { return final_reported_; }
+  const std::string& bad_final() const { return bad_final_; }
+
+ private:
+  ExecutionEngine& engine_;
+  int64_t id_;
+  const nlohmann::json& parameters_;
+  const std::atomic<bool>& stop_;
+  bool final_reported_ = false;
+  std::string bad_final_;
+};
+
+}  // namespace
+
+void run_trial_function(ExecutionEngine& engine, const TrialFunction& function, int64_t id,
+                        const nlohmann::json& parameters, const std::atomic<bool>& stop) {
+  TrainingStart start(id);
+  engine.dispatch(start);
+  Context context(engine, id, parameters, stop);
+  std::string error;
+  try {
+    function(context);
+  } catch (const std::exception& e) {
+    error = e.what();
+    if (error.empty()) error = "the trial threw an exception without a message";
+  } catch (...) {
+    error = "the trial threw something that is not a std::exception";
+  }
+  TrialStatus status = TrialStatus::kTrained;
+  if (stop) {
+    status = TrialStatus::kInterrupted;
+    error = "killed";
+  } else if (!error.empty()) {
+    status = TrialStatus::kFailed;
+  } else if (!context.bad_final().empty()) {
+    status = TrialStatus::kFailed;
+    error = context.bad_final();
+  } else if (!context.final_reported()) {
+    status = TrialStatus::kFailed;
+    error = "the trial returned without reporting a final value";
+  }
+  TrainingEnd end(id, status, error);
+  engine.dispatch(end);
+}
+
+// ---- TrialTable -----------------------------------------------------------------------------
+
+int64_t TrialTable::add_trial(const nlohmann::json& parameters) {
+  std::lock_guard lock(mutex_);
+  Trial t;
+  t.id = next_id_++;
+  t.parameters = parameters;
+  t.submitted_at = now_s();
+  trials_[t.id] = t;
+  return t.id;
+}
+
+std::vector<Trial> TrialTable::list(std::optional<TrialStatus> status) const {
+  std::lock_guard lock(mutex_);
+  std::vector<Trial> out;
+  for (const auto& [id, t] : trials_) {
+    if (!status || t.status == *status) out.push_back(t);
+  }
+  return out;
+}
+
+std::optional<Trial> TrialTable::get(int64_t id) const {
+  std::lock_guard lock(mutex_);
+  auto it = trials_.find(id);
+  if (it == trials_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool TrialTable::wait(const std::vector<int64_t>& ids, std::optional<double> timeout_s) {
+  std::unique_lock lock(mutex_);
+  auto done = [&] {
+    if (ids.empty()) {
+      for (const auto& [id, t] : trials_)
+        if (!t.completed()) return false;
+      return true;
+    }
+    for (int64_t id : ids) {
+      auto it = trials_.find(id);
+      if (it == trials_.end()) throw std::invalid_argument("wait: no trial " + std::to_string(id));
+      if (!it->second.completed()) return false;
+    }
+    return true;
+  };
+  if (!timeout_s) {
+    changed_.wait(lock, done);
+    return true;
+  }
+  return changed_.wait_for(lock, std::chrono::duration<double>(*timeout_s), done);
+}
+
+std::optional<int64_t> TrialTable::wait_any(std::optional<double> timeout_s) {
+  std::unique_lock lock(mutex_);
+  auto ready = [&] {
+    if (!completed_order_.empty()) return true;
+    for (const auto& [id, t] : trials_)
+      if (!t.completed()) return false;
+    return true;  // nothing left to wait for
+  };
+  if (!timeout_s) {
+    changed_.wait(lock, ready);
+  } else if (!changed_.wait_for(lock, std::chrono::duration<double>(*timeout_s), ready)) {
+    return std::nullopt;
+  }
+  if (completed_order_.empty()) return std::nullopt;
+  const int64_t id = completed_order_.front();
+  completed_order_.pop_front();
+  return id;
+}
+
+int TrialTable::register_callback(ModelEventType type, ModelEventCallback callback) {
+  std::lock_guard lock(listeners_mutex_);
+  listeners_.push_back({next_handle_, {type, std::move(callback)}});
+  return next_handle_++;
+}
+
+void TrialTable::unregister_callback(int handle) {
+  std::lock_guard lock(listeners_mutex_);
+  std::erase_if(listeners_, [&](const auto& l) { return l.first == handle; });
+}
+
+void TrialTable::dispatch(ModelEvent& event) {
+  std::vector<ModelEventCallback> callbacks;
+  {
+    std::lock_guard lock(listeners_mutex_);
+    for (const auto& [handle, listener] : listeners_) {
+      if (listener.first == event.type()) callbacks.push_back(listener.second);
+    }
+  }
+  for (const auto& callback : callbacks) {
+    callback(event);
+    if (event.propagation_stopped()) return;
+  }
+  if (!event.default_prevented()) default_callback(event);
+}
+
+void TrialTable::default_callback(ModelEvent& event) {
+  bool requeue_it = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = trials_.find(event.trial_id());
+    if (it == trials_.end()) return;
+    Trial& t = it->second;
+    switch (event.type()) {
+      case ModelEventType::kTrainingStart:
+        t.status = TrialStatus::kRunning;
+        t.started_at = now_s();
+        t.ended_at = 0.0;
+        ++t.attempts;
+        break;
+      case ModelEventType::kIntermediateMetric: {
+        const auto& e = static_cast<const IntermediateMetric&>(event);
+        t.metrics.intermediate.push_back({e.step, e.value});
+        break;
+      }
+      case ModelEventType::kFinalMetric: t.metrics.final = static_cast<const FinalMetric&>(event).value; break;
+      case ModelEventType::kTrainingEnd: {
+        const auto& e = static_cast<const TrainingEnd&>(event);
+        t.status = e.status;
+        t.error = e.error;
+        if (e.status == TrialStatus::kRetrying) {
+          t.metrics = {};
+          requeue_it = true;
+        } else {
+          t.ended_at = now_s();
+          if (t.completed()) completed_order_.push_back(t.id);
+        }
+        break;
+      }
+    }
+  }
+  changed_.notify_all();
+  if (requeue_it) requeue(event.trial_id());
+}
+
+nlohmann::json TrialTable::state_dict() const {
+  std::lock_guard lock(mutex_);
+  nlohmann::json trials = nlohmann::json::array();
+  for (const auto& [id, t] : trials_) trials.push_back(t.to_json());
+  return {{"next_id", next_id_}, {"trials", trials}};
+}
+
+void TrialTable::load_state_dict(const nlohmann::json& state) {
+  std::vector<int64_t> unfinished;
+  {
+    std::lock_guard lock(mutex_);
+    trials_.clear();
+    completed_order_.clear();
+    for (const auto& j : state.at("trials")) {
+      Trial t = Trial::from_json(j);
+      if (!t.completed()) {
+        t.status = TrialStatus::kRetrying;  // its run was lost with the process that held it
+        t.metrics = {};
+        unfinished.push_back(t.id);
+      }
+      trials_[t.id] = t;
+    }
+    next_id_ = state.value("next_id", trials_.empty() ? int64_t{0} : trials_.rbegin()->first + 1);
+  }
+  for (int64_t id : unfinished) requeue(id);
+}
+
+bool TrialTable::retry(int64_t id) {
+  auto t = get(id);
+  if (!t || t->status == TrialStatus::kTrained || !t->completed()) return false;
+  {
+    std::lock_guard lock(mutex_);
+    std::erase(completed_order_, id);
+  }
+  TrainingEnd event(id, TrialStatus::kRetrying, t->error);
+  dispatch(event);
+  return true;
+}
+
+// ---- SequentialEngine -----------------------------------------------------------------------
+
+SequentialEngine::SequentialEngine(TrialFunction function) : function_(std::move(function)) {}
+
+int64_t SequentialEngine::submit(const nlohmann::json& parameters) {
+  const int64_t id = add_trial(parameters);
+  pending_.push_back(id);
+  drain();
+  return id;
+}
+
+void SequentialEngine::requeue(int64_t id) {
+  pending_.push_back(id);
+  if (!running_) drain();
+}
+
+void SequentialEngine::drain() {
+  while (!pending_.empty() && !running_) {
+    const int64_t id = pending_.front();
+    pending_.pop_front();
+    auto trial = get(id);
+    if (!trial || trial->completed()) continue;
+    running_ = true;
+    stop_ = false;
+    current_ = id;
+    run_trial_function(*this, function_, id, trial->parameters, stop_);
+    current_ = -1;
+    running_ = false;
+  }
+}
+
+bool SequentialEngine::kill(int64_t id) {
+  auto trial = get(id);
+  if (!trial || trial->completed()) return false;
+  if (current_ == id) {
+    stop_ = true;
+    return true;
+  }
+  std::erase(pending_, id);
+  TrainingEnd event(id, TrialStatus::kInterrupted, "killed");
+  dispatch(event);
+  return true;
+}
+
+// ---- ThreadPoolEngine -----------------------------------------------------------------------
+
+ThreadPoolEngine::ThreadPoolEngine(TrialFunction function, int workers)
+    : function_(std::move(function)), workers_(workers) {
+  if (workers < 1) throw std::invalid_argument("ThreadPoolEngine: workers must be at least 1, got " + std::to_string(workers));
+  for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+}
+
+ThreadPoolEngine::~ThreadPoolEngine() { shutdown(); }
+
+int64_t ThreadPoolEngine::submit(const nlohmann::json& parameters) {
+  {
+    std::lock_guard lock(mutex_);
+    if (shutting_down_) throw std::runtime_error("ThreadPoolEngine: submit after shutdown");
+  }
+  const int64_t id = add_trial(parameters);
+  requeue(id);
+  return id;
+}
+
+void ThreadPoolEngine::requeue(int64_t id) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!shutting_down_) {
+      queue_.push_back(id);
+      stop_flags_[id] = std::make_shared<std::atomic<bool>>(false);
+      work_ready_.notify_one();
+      return;
+    }
+  }
+  TrainingEnd event(id, TrialStatus::kInterrupted, "the engine shut down before the trial could run again");
+  dispatch(event);
+}
+
+void ThreadPoolEngine::work() {
+  for (;;) {
+    int64_t id = 0;
+    nlohmann::json parameters;
+    std::shared_ptr<std::atomic<bool>> stop;
+    {
+      std::unique_lock lock(mutex_);
+      work_ready_.wait(lock, [&] { return shutting_down_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      id = queue_.front();
+      queue_.pop_front();
+      parameters = trials_.at(id).parameters;
+      stop = stop_flags_.at(id);
+      ++busy_;
+    }
+    run_trial_function(*this, function_, id, parameters, *stop);
+    {
+      std::lock_guard lock(mutex_);
+      --busy_;
+      if (stop_flags_.count(id) && stop_flags_[id] == stop) stop_flags_.erase(id);
+    }
+    changed_.notify_all();
+  }
+}
+
+bool ThreadPoolEngine::kill(int64_t id) {
+  bool queued = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = trials_.find(id);
+    if (it == trials_.end() || it->second.completed()) return false;
+    auto q = std::find(queue_.begin(), queue_.end(), id);
+    if (q != queue_.end()) {
+      queue_.erase(q);
+      stop_flags_.erase(id);
+      queued = true;
+    } else if (auto f = stop_flags_.find(id); f != stop_flags_.end()) {
+      *f->second = true;
+    }
+  }
+  if (queued) {
+    TrainingEnd event(id, TrialStatus::kInterrupted, "killed");
+    dispatch(event);
+  }
+  return true;
+}
+
+int ThreadPoolEngine::idle_workers() const {
+  std::lock_guard lock(mutex_);
+  return std::max(0, workers_ - busy_ - static_cast<int>(queue_.size()));
+}
+
+void ThreadPoolEngine::shutdown() {
+  std::deque<int64_t> never_started;
+  {
+    std::lock_guard lock(mutex_);
+    if (shutting_down_ && threads_.empty()) return;
+    shutting_down_ = true;
+    never_started.swap(queue_);
+    for (auto& [id, flag] : stop_flags_) *flag = true;  // running ones stop at their next check
+  }
+  work_ready_.notify_all();
+  for (int64_t id : never_started) {
+    TrainingEnd event(id, TrialStatus::kInterrupted, "the engine shut down before the trial started");
+    dispatch(event);
+  }
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+}  // namespace baton

@@ -1,0 +1,182 @@
+#include "baton/exec/middleware.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+namespace baton {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+void Middleware::set_engine(std::shared_ptr<ExecutionEngine> engine) {
+  if (engine_) throw std::logic_error("Middleware::set_engine: the engine is already set (once only)");
+  if (!engine) throw std::invalid_argument("Middleware::set_engine: no engine");
+  engine_ = std::move(engine);
+  on_engine_set();
+}
+
+ExecutionEngine& Middleware::engine() const {
+  if (!engine_) throw std::logic_error("Middleware: no engine set (call set_engine first)");
+  return *engine_;
+}
+
+int64_t Middleware::submit_invalid(const nlohmann::json& parameters, const std::string& reason) {
+  const int64_t id = engine().add_unscheduled(parameters);
+  TrainingEnd event(id, TrialStatus::kInvalid, reason);
+  engine().dispatch(event);
+  return id;
+}
+
+// ---- Chain ----------------------------------------------------------------------------------
+
+Chain::Chain(std::vector<std::shared_ptr<Middleware>> middlewares) : middlewares_(std::move(middlewares)) {
+  for (const auto& m : middlewares_)
+    if (!m) throw std::invalid_argument("Chain: a middleware is null");
+}
+
+void Chain::set_engine(std::shared_ptr<ExecutionEngine> engine) {
+  std::shared_ptr<ExecutionEngine> inner = std::move(engine);
+  for (auto it = middlewares_.rbegin(); it != middlewares_.rend(); ++it) {
+    (*it)->set_engine(inner);
+    inner = *it;
+  }
+  Middleware::set_engine(inner);
+}
+
+// ---- Deduplication --------------------------------------------------------------------------
+
+Deduplication::Deduplication(std::string action) : action_(std::move(action)) {
+  if (action_ != "invalid" && action_ != "replay")
+    throw std::invalid_argument("Deduplication: action must be 'invalid' or 'replay', got '" + action_ + "'");
+}
+
+int64_t Deduplication::submit(const nlohmann::json& parameters) {
+  const std::string key = parameters.dump();  // nlohmann's objects are sorted: a canonical form
+  std::optional<int64_t> first;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = seen_.find(key); it != seen_.end()) first = it->second;
+  }
+  if (!first) {
+    const int64_t id = engine().submit(parameters);
+    std::lock_guard lock(mutex_);
+    seen_.emplace(key, id);
+    return id;
+  }
+  const auto earlier = engine().get(*first);
+  if (action_ == "invalid" || !earlier || !earlier->completed()) {
+    return submit_invalid(parameters, "duplicate of trial " + std::to_string(*first));
+  }
+  const int64_t id = engine().add_unscheduled(parameters);
+  TrainingStart start(id);
+  engine().dispatch(start);
+  for (const auto& v : earlier->metrics.intermediate) {
+    IntermediateMetric e(id, v.value, v.step);
+    engine().dispatch(e);
+  }
+  if (earlier->metrics.final) {
+    FinalMetric e(id, *earlier->metrics.final);
+    engine().dispatch(e);
+  }
+  TrainingEnd end(id, earlier->status, "replay of trial " + std::to_string(*first));
+  engine().dispatch(end);
+  return id;
+}
+
+// ---- Filter ---------------------------------------------------------------------------------
+
+Filter::Filter(std::function<bool(const nlohmann::json&)> accept, std::string reason)
+    : accept_(std::move(accept)), reason_(std::move(reason)) {
+  if (!accept_) throw std::invalid_argument("Filter: no predicate");
+}
+
+int64_t Filter::submit(const nlohmann::json& parameters) {
+  if (accept_(parameters)) return engine().submit(parameters);
+  return submit_invalid(parameters, reason_);
+}
+
+// ---- FailureHandler -------------------------------------------------------------------------
+
+FailureHandler::FailureHandler(int retries, std::optional<double> failure_metric)
+    : retries_(retries), failure_metric_(failure_metric) {
+  if (retries < 0) throw std::invalid_argument("FailureHandler: retries must be >= 0");
+}
+
+void FailureHandler::on_engine_set() {
+  engine().register_callback(ModelEventType::kTrainingEnd, [this](ModelEvent& event) {
+    auto& end = static_cast<TrainingEnd&>(event);
+    if (end.status != TrialStatus::kFailed) return;
+    if (failure_metric_) {
+      FinalMetric metric(end.trial_id(), *failure_metric_);
+      engine().dispatch(metric);
+      end.status = TrialStatus::kTrained;
+      end.error = "failed (" + end.error + "); reported as " + std::to_string(*failure_metric_);
+      return;
+    }
+    const auto trial = engine().get(end.trial_id());
+    if (trial && trial->attempts <= retries_) end.status = TrialStatus::kRetrying;  // the engine runs it again
+  });
+}
+
+// ---- MedianStop -----------------------------------------------------------------------------
+
+MedianStop::MedianStop(bool maximize, int warmup_trials, int64_t warmup_steps)
+    : maximize_(maximize), warmup_trials_(warmup_trials), warmup_steps_(warmup_steps) {}
+
+void MedianStop::on_engine_set() {
+  engine().register_callback(ModelEventType::kIntermediateMetric, [this](ModelEvent& event) {
+    const auto& e = static_cast<const IntermediateMetric&>(event);
+    if (e.step < warmup_steps_) return;
+    const auto trial = engine().get(e.trial_id());
+    if (!trial || trial->status != TrialStatus::kRunning) return;
+    std::vector<double> others;
+    for (const auto& t : engine().list(TrialStatus::kTrained)) {
+      if (auto best = t.best_up_to(e.step, maximize_)) others.push_back(*best);
+    }
+    if (static_cast<int>(others.size()) < warmup_trials_ || others.empty()) return;
+    std::sort(others.begin(), others.end());
+    const std::size_t n = others.size();
+    const double median = n % 2 ? others[n / 2] : 0.5 * (others[n / 2 - 1] + others[n / 2]);
+    std::optional<double> best = trial->best_up_to(e.step, maximize_);
+    best = best ? (maximize_ ? std::max(*best, e.value) : std::min(*best, e.value)) : e.value;
+    if (maximize_ ? *best < median : *best > median) {
+      ++kills_;
+      engine().kill(e.trial_id());
+    }
+  });
+}
+
+// ---- Budget ---------------------------------------------------------------------------------
+
+Budget::Budget(BudgetOptions options) : options_(options) {
+  if (options_.max_trials && *options_.max_trials < 0) throw std::invalid_argument("Budget: max_trials < 0");
+}
+
+void Budget::on_engine_set() { start_s_ = now_s(); }
+
+bool Budget::budget_available() const {
+  if (options_.max_trials && submitted_ >= *options_.max_trials) return false;
+  if (options_.max_wall_s && now_s() - start_s_ >= *options_.max_wall_s) return false;
+  if (options_.max_trial_seconds) {
+    const double now = now_s();
+    double spent = 0.0;
+    for (const auto& t : engine().list()) {
+      if (t.started_at > 0.0) spent += (t.ended_at > 0.0 ? t.ended_at : now) - t.started_at;
+    }
+    if (spent >= *options_.max_trial_seconds) return false;
+  }
+  return engine().budget_available();
+}
+
+int64_t Budget::submit(const nlohmann::json& parameters) {
+  if (!budget_available()) throw std::runtime_error("Budget: the budget is spent; no more trials");
+  ++submitted_;
+  return engine().submit(parameters);
+}
+
+}  // namespace baton

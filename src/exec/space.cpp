@@ -1,0 +1,365 @@
+#include "baton/exec/space.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <yaml-cpp/yaml.h>
+
+#include "baton/exec/tpe.h"
+
+namespace baton {
+namespace {
+
+const std::vector<std::string> kTypes = {"choice",     "randint",     "uniform", "quniform",
+                                         "loguniform", "qloguniform", "normal"};
+
+std::string known_types() {
+  std::string s;
+  for (const auto& t : kTypes) s += (s.empty() ? "" : ", ") + t;
+  return s;
+}
+
+bool is_log(const std::string& type) { return type == "loguniform" || type == "qloguniform"; }
+
+std::vector<Dimension> parse_dims(const nlohmann::json& space, const std::string& where, const std::string& prefix) {
+  if (!space.is_object()) {
+    throw std::invalid_argument(where + (prefix.empty() ? "" : ": '" + prefix + "'") +
+                                ": expected a mapping of parameter names to {_type, _value}");
+  }
+  std::vector<Dimension> dims;
+  for (const auto& [name, spec] : space.items()) {
+    if (name == "_name") continue;
+    const std::string path = prefix.empty() ? name : prefix + "." + name;
+    auto fail = [&](const std::string& what) { throw std::invalid_argument(where + ": '" + path + "': " + what); };
+    if (!spec.is_object() || !spec.contains("_type") || !spec.contains("_value")) {
+      fail("expected {_type: ..., _value: [...]}, e.g. {_type: uniform, _value: [0.001, 0.1]}");
+    }
+    if (!spec["_type"].is_string()) fail("_type must be a string (one of " + known_types() + ")");
+    Dimension d;
+    d.name = name;
+    d.type = spec["_type"].get<std::string>();
+    if (std::find(kTypes.begin(), kTypes.end(), d.type) == kTypes.end()) {
+      fail("unknown _type '" + d.type + "' (known: " + known_types() + ")");
+    }
+    const nlohmann::json& value = spec["_value"];
+    if (!value.is_array() || value.empty()) fail("_value must be a non-empty list");
+    if (d.type == "choice") {
+      for (const auto& c : value) {
+        d.choices.push_back(c);
+        d.nested.push_back(c.is_object() && c.contains("_name") ? parse_dims(c, where, path + "[" + c["_name"].dump() + "]")
+                                                                 : std::vector<Dimension>{});
+      }
+    } else {
+      for (const auto& v : value) {
+        if (!v.is_number()) fail("_value holds '" + v.dump() + "', not a number");
+        d.bounds.push_back(v.get<double>());
+      }
+      const std::size_t want = (d.type == "quniform" || d.type == "qloguniform") ? 3 : 2;
+      if (d.bounds.size() != want) {
+        fail("_type " + d.type + " takes " + std::to_string(want) + " numbers in _value" +
+             (want == 3 ? " [low, high, q]" : (d.type == "normal" ? " [mu, sigma]" : " [low, high]")) + ", got " +
+             value.dump());
+      }
+      if (d.type == "normal") {
+        if (!(d.bounds[1] > 0)) fail("sigma must be > 0, got " + std::to_string(d.bounds[1]));
+      } else if (!(d.bounds[0] < d.bounds[1])) {
+        fail("low must be below high, got " + value.dump());
+      }
+      if (is_log(d.type) && !(d.bounds[0] > 0)) fail(d.type + " needs low > 0, got " + value.dump());
+      if (want == 3 && !(d.bounds[2] > 0)) fail("q must be > 0, got " + value.dump());
+    }
+    dims.push_back(std::move(d));
+  }
+  return dims;
+}
+
+nlohmann::json yaml_to_json(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return nullptr;
+  if (node.IsSequence()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& item : node) out.push_back(yaml_to_json(item));
+    return out;
+  }
+  if (node.IsMap()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (auto it = node.begin(); it != node.end(); ++it) out[it->first.as<std::string>()] = yaml_to_json(it->second);
+    return out;
+  }
+  const std::string text = node.Scalar();
+  if (node.Tag() == "!") return text;
+  if (text == "true" || text == "false") return text == "true";
+  int64_t i = 0;
+  double d = 0;
+  if (YAML::convert<int64_t>::decode(node, i)) return i;
+  if (YAML::convert<double>::decode(node, d)) return d;
+  return text;
+}
+
+nlohmann::json sample_dims(const std::vector<Dimension>& dims, std::mt19937_64& rng) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& d : dims) {
+    if (d.type == "choice") {
+      std::uniform_int_distribution<std::size_t> pick(0, d.choices.size() - 1);
+      const std::size_t i = pick(rng);
+      nlohmann::json v = d.choices[i];
+      if (!d.nested[i].empty()) {
+        nlohmann::json inner = sample_dims(d.nested[i], rng);
+        inner["_name"] = v["_name"];
+        v = inner;
+      }
+      out[d.name] = v;
+    } else if (d.type == "randint") {
+      out[d.name] = static_cast<int64_t>(sample_dimension(d, rng));
+    } else {
+      out[d.name] = sample_dimension(d, rng);
+    }
+  }
+  return out;
+}
+
+std::vector<nlohmann::json> values_of(const Dimension& d, int points, std::size_t limit);
+
+std::vector<nlohmann::json> grid_dims(const std::vector<Dimension>& dims, int points, std::size_t limit) {
+  std::vector<nlohmann::json> combos = {nlohmann::json::object()};
+  for (const auto& d : dims) {
+    const auto values = values_of(d, points, limit);
+    if (combos.size() * values.size() > limit) {
+      throw std::invalid_argument("grid: the space has more than " + std::to_string(limit) +
+                                  " points; use a random or tpe strategy, or fewer grid points");
+    }
+    std::vector<nlohmann::json> next;
+    for (const auto& c : combos) {
+      for (const auto& v : values) {
+        nlohmann::json x = c;
+        x[d.name] = v;
+        next.push_back(std::move(x));
+      }
+    }
+    combos.swap(next);
+  }
+  return combos;
+}
+
+std::vector<nlohmann::json> values_of(const Dimension& d, int points, std::size_t limit) {
+  std::vector<nlohmann::json> out;
+  if (d.type == "choice") {
+    for (std::size_t i = 0; i < d.choices.size(); ++i) {
+      if (d.nested[i].empty()) {
+        out.push_back(d.choices[i]);
+        continue;
+      }
+      for (auto inner : grid_dims(d.nested[i], points, limit)) {
+        inner["_name"] = d.choices[i]["_name"];
+        out.push_back(inner);
+      }
+    }
+    return out;
+  }
+  if (d.type == "randint") {
+    for (auto v = static_cast<int64_t>(std::ceil(d.bounds[0])); static_cast<double>(v) < d.bounds[1]; ++v) {
+      out.push_back(v);
+      if (out.size() > limit) break;
+    }
+    return out;
+  }
+  if (d.type == "quniform") {
+    for (double v = d.bounds[0]; v <= d.bounds[1] + 1e-12; v += d.bounds[2]) {
+      out.push_back(std::round(v / d.bounds[2]) * d.bounds[2]);
+      if (out.size() > limit) break;
+    }
+    return out;
+  }
+  double lo = d.bounds[0], hi = d.bounds[1];
+  if (d.type == "normal") {
+    lo = d.bounds[0] - 2 * d.bounds[1];
+    hi = d.bounds[0] + 2 * d.bounds[1];
+  }
+  const bool log = is_log(d.type);
+  for (int i = 0; i < points; ++i) {
+    const double f = points == 1 ? 0.5 : static_cast<double>(i) / (points - 1);
+    double v = log ? std::exp(std::log(lo) + f * (std::log(hi) - std::log(lo))) : lo + f * (hi - lo);
+    if (d.type == "qloguniform") v = std::clamp(std::round(v / d.bounds[2]) * d.bounds[2], lo, hi);
+    if (out.empty() || out.back().get<double>() != v) out.push_back(v);
+  }
+  return out;
+}
+
+bool contains_dims(const std::vector<Dimension>& dims, const nlohmann::json& p) {
+  if (!p.is_object()) return false;
+  for (const auto& d : dims) {
+    if (!p.contains(d.name)) return false;
+    const auto& v = p[d.name];
+    if (d.type == "choice") {
+      bool found = false;
+      for (std::size_t i = 0; i < d.choices.size() && !found; ++i) {
+        if (d.nested[i].empty()) {
+          found = v == d.choices[i];
+        } else {
+          found = v.is_object() && v.value("_name", nlohmann::json()) == d.choices[i]["_name"] &&
+                  contains_dims(d.nested[i], v);
+        }
+      }
+      if (!found) return false;
+      continue;
+    }
+    if (!v.is_number()) return false;
+    const double x = v.get<double>();
+    if (d.type == "normal") continue;
+    if (d.type == "randint" ? (x < d.bounds[0] || x >= d.bounds[1]) : (x < d.bounds[0] || x > d.bounds[1])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+double sample_dimension(const Dimension& d, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  const double lo = d.bounds.at(0), hi = d.bounds.at(1);
+  if (d.type == "randint") {
+    std::uniform_int_distribution<int64_t> pick(static_cast<int64_t>(std::ceil(lo)),
+                                                static_cast<int64_t>(std::ceil(hi)) - 1);
+    return static_cast<double>(pick(rng));
+  }
+  if (d.type == "uniform") return lo + u01(rng) * (hi - lo);
+  if (d.type == "quniform") {
+    const double q = d.bounds[2];
+    return std::clamp(std::round((lo + u01(rng) * (hi - lo)) / q) * q, lo, hi);
+  }
+  if (d.type == "loguniform" || d.type == "qloguniform") {
+    const double v = std::exp(std::log(lo) + u01(rng) * (std::log(hi) - std::log(lo)));
+    if (d.type == "loguniform") return v;
+    return std::clamp(std::round(v / d.bounds[2]) * d.bounds[2], lo, hi);
+  }
+  if (d.type == "normal") return std::normal_distribution<double>(lo, hi)(rng);
+  throw std::invalid_argument("sample_dimension: '" + d.name + "' is a " + d.type);
+}
+
+SearchSpace SearchSpace::from_json(const nlohmann::json& space, const std::string& where) {
+  SearchSpace s;
+  s.dims_ = parse_dims(space, where, "");
+  if (s.dims_.empty()) throw std::invalid_argument(where + ": the search space has no parameters");
+  return s;
+}
+
+SearchSpace SearchSpace::from_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(path.string() + ": cannot read the search space (no such file?)");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j;
+  if (path.extension() == ".json") {
+    try {
+      j = nlohmann::json::parse(text.str());
+    } catch (const nlohmann::json::parse_error& e) {
+      throw std::invalid_argument(path.string() + ": not valid JSON: " + e.what());
+    }
+  } else {
+    try {
+      j = yaml_to_json(YAML::Load(text.str()));
+    } catch (const YAML::Exception& e) {
+      throw std::invalid_argument(path.string() + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                  std::to_string(e.mark.column + 1) + ": " + e.msg);
+    }
+  }
+  return from_json(j, path.string());
+}
+
+nlohmann::json SearchSpace::sample(std::mt19937_64& rng) const { return sample_dims(dims_, rng); }
+
+std::vector<nlohmann::json> SearchSpace::grid(int points, std::size_t limit) const {
+  if (points < 1) throw std::invalid_argument("grid: points must be at least 1");
+  return grid_dims(dims_, points, limit);
+}
+
+bool SearchSpace::contains(const nlohmann::json& parameters) const { return contains_dims(dims_, parameters); }
+
+// ---- strategies -----------------------------------------------------------------------------
+
+RandomStrategy::RandomStrategy(SearchSpace space, uint64_t seed) : space_(std::move(space)), rng_(seed) {}
+
+std::optional<nlohmann::json> RandomStrategy::suggest() { return space_.sample(rng_); }
+
+GridStrategy::GridStrategy(const SearchSpace& space, int points) : grid_(space.grid(points)) {}
+
+std::optional<nlohmann::json> GridStrategy::suggest() {
+  while (next_ < grid_.size()) {
+    const auto& p = grid_[next_++];
+    if (!done_.count(p.dump())) return p;
+  }
+  return std::nullopt;
+}
+
+void GridStrategy::observe(const Trial& trial) { done_.insert(trial.parameters.dump()); }
+
+std::vector<std::string> strategy_names() { return {"random", "grid", "tpe"}; }
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options) {
+  if (name == "random") return std::make_unique<RandomStrategy>(space, options.seed);
+  if (name == "grid") return std::make_unique<GridStrategy>(space, options.grid_points);
+  if (name == "tpe") {
+    TpeOptions t;
+    t.seed = options.seed;
+    t.maximize = options.maximize;
+    return std::make_unique<TpeStrategy>(space, t);
+  }
+  std::string known;
+  for (const auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown strategy '" + name + "' (known: " + known + ")");
+}
+
+// ---- the search loop ------------------------------------------------------------------------
+
+std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int64_t trials, bool maximize,
+                                const std::function<void(const SearchProgress&)>& on_progress) {
+  SearchProgress progress;
+  auto better = [&](const Trial& t) {
+    if (t.status != TrialStatus::kTrained || !t.metrics.final) return false;
+    if (!progress.best) return true;
+    return maximize ? *t.metrics.final > *progress.best->metrics.final : *t.metrics.final < *progress.best->metrics.final;
+  };
+  for (const auto& t : engine.list()) {  // restored on resume
+    ++progress.submitted;
+    if (t.completed()) {
+      ++progress.completed;
+      strategy.observe(t);
+      if (better(t)) progress.best = t;
+    }
+  }
+  auto take = [&](int64_t id) {
+    auto t = engine.get(id);
+    if (!t) return;
+    ++progress.completed;
+    strategy.observe(*t);
+    if (better(*t)) progress.best = *t;
+    if (on_progress) on_progress(progress);
+  };
+  bool exhausted = false;
+  for (;;) {
+    while (!exhausted && progress.submitted < trials && engine.idle_workers() > 0 && engine.budget_available()) {
+      auto parameters = strategy.suggest();
+      if (!parameters) {
+        exhausted = true;
+        break;
+      }
+      engine.submit(*parameters);
+      ++progress.submitted;
+      // An engine that ran it already (in-process, sequential): the strategy learns before the next.
+      while (auto done = engine.wait_any(0.0)) take(*done);
+    }
+    auto id = engine.wait_any();
+    if (!id) {
+      const bool can_submit = !exhausted && progress.submitted < trials && engine.budget_available();
+      if (!can_submit) break;
+      std::this_thread::yield();  // a worker is between its trial's end and being idle again
+      continue;
+    }
+    take(*id);
+  }
+  return progress.best;
+}
+
+}  // namespace baton

@@ -1,0 +1,86 @@
+#include "baton/exec/trial.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <stdexcept>
+
+namespace baton {
+namespace {
+
+constexpr std::array<const char*, 7> kStatusNames = {"waiting", "running",     "trained", "failed",
+                                                     "interrupted", "invalid", "retrying"};
+
+}  // namespace
+
+bool completed(TrialStatus status) {
+  return status == TrialStatus::kTrained || status == TrialStatus::kFailed || status == TrialStatus::kInterrupted ||
+         status == TrialStatus::kInvalid;
+}
+
+std::string to_string(TrialStatus status) { return kStatusNames.at(static_cast<std::size_t>(status)); }
+
+TrialStatus trial_status_from_string(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (std::size_t i = 0; i < kStatusNames.size(); ++i) {
+    if (lower == kStatusNames[i]) return static_cast<TrialStatus>(i);
+  }
+  std::string known;
+  for (const char* n : kStatusNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  throw std::invalid_argument("unknown trial status '" + name + "' (known: " + known + ")");
+}
+
+std::string to_string(ModelEventType type) {
+  switch (type) {
+    case ModelEventType::kTrainingStart: return "training_start";
+    case ModelEventType::kIntermediateMetric: return "intermediate_metric";
+    case ModelEventType::kFinalMetric: return "final_metric";
+    case ModelEventType::kTrainingEnd: return "training_end";
+  }
+  return "?";
+}
+
+std::optional<double> Trial::best_up_to(int64_t step, bool maximize) const {
+  std::optional<double> best;
+  for (const auto& v : metrics.intermediate) {
+    if (v.step > step) continue;
+    if (!best || (maximize ? v.value > *best : v.value < *best)) best = v.value;
+  }
+  return best;
+}
+
+nlohmann::json Trial::to_json() const {
+  nlohmann::json inter = nlohmann::json::array();
+  for (const auto& v : metrics.intermediate) inter.push_back({{"step", v.step}, {"value", v.value}});
+  nlohmann::json j = {{"id", id},
+                      {"status", to_string(status)},
+                      {"parameters", parameters},
+                      {"final", metrics.final ? nlohmann::json(*metrics.final) : nlohmann::json()},
+                      {"intermediate", inter},
+                      {"submitted_at", submitted_at},
+                      {"started_at", started_at},
+                      {"ended_at", ended_at},
+                      {"attempts", attempts}};
+  if (!error.empty()) j["error"] = error;
+  return j;
+}
+
+Trial Trial::from_json(const nlohmann::json& j) {
+  Trial t;
+  t.id = j.at("id").get<int64_t>();
+  t.status = trial_status_from_string(j.at("status").get<std::string>());
+  t.parameters = j.value("parameters", nlohmann::json::object());
+  if (j.contains("final") && !j["final"].is_null()) t.metrics.final = j["final"].get<double>();
+  for (const auto& v : j.value("intermediate", nlohmann::json::array())) {
+    t.metrics.intermediate.push_back({v.at("step").get<int64_t>(), v.at("value").get<double>()});
+  }
+  t.submitted_at = j.value("submitted_at", 0.0);
+  t.started_at = j.value("started_at", 0.0);
+  t.ended_at = j.value("ended_at", 0.0);
+  t.attempts = j.value("attempts", 0);
+  t.error = j.value("error", std::string());
+  return t;
+}
+
+}  // namespace baton

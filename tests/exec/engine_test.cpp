@@ -1,0 +1,276 @@
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "baton/exec/engine.h"
+#include "baton/exec/middleware.h"
+
+namespace baton {
+namespace {
+
+TrialFunction report_x() {
+  return [](TrialContext& t) { t.report_final(t.parameters().at("x").get<double>()); };
+}
+
+TEST(Trial, StatusNamesAndCompleted) {
+  EXPECT_TRUE(completed(TrialStatus::kTrained));
+  EXPECT_TRUE(completed(TrialStatus::kInvalid));
+  EXPECT_FALSE(completed(TrialStatus::kRetrying));
+  EXPECT_FALSE(completed(TrialStatus::kRunning));
+  EXPECT_EQ(trial_status_from_string("Interrupted"), TrialStatus::kInterrupted);
+  EXPECT_THROW(trial_status_from_string("done"), std::invalid_argument);
+  Trial t;
+  t.id = 3;
+  t.parameters = {{"lr", 0.1}};
+  t.status = TrialStatus::kTrained;
+  t.metrics.intermediate = {{1, 0.5}, {2, 0.7}, {3, 0.6}};
+  t.metrics.final = 0.6;
+  const Trial back = Trial::from_json(t.to_json());
+  EXPECT_EQ(back.to_json(), t.to_json());
+  EXPECT_EQ(*t.best_up_to(2, true), 0.7);
+  EXPECT_EQ(*t.best_up_to(3, false), 0.5);
+  EXPECT_FALSE(t.best_up_to(0, true));
+}
+
+TEST(SequentialEngine, TrainedFailedAndBadFinalValues) {
+  SequentialEngine engine([](TrialContext& t) {
+    const std::string kind = t.parameters().at("kind");
+    if (kind == "throw") throw std::runtime_error("out of memory in step 3");
+    if (kind == "nan") t.report_final(std::nan(""));
+    if (kind == "ok") {
+      t.report_intermediate(0.5, 1);
+      t.report_final(0.9);
+    }
+  });
+  const auto ok = engine.submit({{"kind", "ok"}});
+  const auto thrown = engine.submit({{"kind", "throw"}});
+  const auto nan = engine.submit({{"kind", "nan"}});
+  const auto silent = engine.submit({{"kind", "silent"}});
+  ASSERT_TRUE(engine.wait());
+  EXPECT_EQ(engine.get(ok)->status, TrialStatus::kTrained);
+  EXPECT_EQ(*engine.get(ok)->metrics.final, 0.9);
+  ASSERT_EQ(engine.get(ok)->metrics.intermediate.size(), 1U);
+  EXPECT_EQ(engine.get(ok)->attempts, 1);
+  EXPECT_GT(engine.get(ok)->ended_at, 0.0);
+  EXPECT_EQ(engine.get(thrown)->status, TrialStatus::kFailed);
+  EXPECT_EQ(engine.get(thrown)->error, "out of memory in step 3");
+  EXPECT_EQ(engine.get(nan)->status, TrialStatus::kFailed);
+  EXPECT_NE(engine.get(nan)->error.find("nan"), std::string::npos);
+  EXPECT_EQ(engine.get(silent)->status, TrialStatus::kFailed);
+  EXPECT_NE(engine.get(silent)->error.find("without reporting a final value"), std::string::npos);
+  EXPECT_EQ(engine.list(TrialStatus::kFailed).size(), 3U);
+}
+
+TEST(ModelEvents, ListenersRunInOrderAndCanStopOrPreventTheDefault) {
+  SequentialEngine engine([](TrialContext& t) {
+    t.report_intermediate(1.0, 1);
+    t.report_intermediate(2.0, 2);
+    t.report_intermediate(3.0, 3);
+    t.report_final(3.0);
+  });
+  std::vector<std::string> seen;
+  engine.register_callback(ModelEventType::kIntermediateMetric, [&](ModelEvent& e) {
+    const auto& m = static_cast<IntermediateMetric&>(e);
+    seen.push_back("a" + std::to_string(m.step));
+    if (m.step == 2) e.stop_propagation();  // b never sees step 2, and the trial does not record it
+    if (m.step == 3) e.prevent_default();   // b sees step 3, the trial does not record it
+  });
+  const int b = engine.register_callback(ModelEventType::kIntermediateMetric, [&](ModelEvent& e) {
+    seen.push_back("b" + std::to_string(static_cast<IntermediateMetric&>(e).step));
+  });
+  const auto id = engine.submit({});
+  EXPECT_EQ(seen, (std::vector<std::string>{"a1", "b1", "a2", "a3", "b3"}));
+  const auto inter = engine.get(id)->metrics.intermediate;
+  ASSERT_EQ(inter.size(), 1U);
+  EXPECT_EQ(inter[0].step, 1);
+  engine.unregister_callback(b);
+  seen.clear();
+  engine.submit({});
+  EXPECT_EQ(seen, (std::vector<std::string>{"a1", "a2", "a3"}));
+}
+
+TEST(ThreadPoolEngine, RunsNAtOnceAndWaitWakesOnEvents) {
+  std::atomic<int> running{0}, most{0};
+  ThreadPoolEngine engine(
+      [&](TrialContext& t) {
+        const int now = ++running;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        --running;
+        t.report_final(t.parameters().at("x").get<double>());
+      },
+      4);
+  EXPECT_EQ(engine.idle_workers(), 4);
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 12; ++i) ids.push_back(engine.submit({{"x", i}}));
+  EXPECT_EQ(engine.idle_workers(), 0);
+  ASSERT_TRUE(engine.wait(ids, 30.0));
+  EXPECT_EQ(most.load(), 4);
+  EXPECT_EQ(engine.list(TrialStatus::kTrained).size(), 12U);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(*engine.get(ids[i])->metrics.final, i);
+  EXPECT_FALSE(engine.wait_any(0.0) == std::nullopt);  // completions queue up for wait_any
+  engine.shutdown();
+  EXPECT_THROW(engine.submit({{"x", 1}}), std::runtime_error);
+}
+
+TEST(ThreadPoolEngine, KillStopsARunningTrialAndDropsAWaitingOne) {
+  std::atomic<int> started{0};
+  ThreadPoolEngine engine(
+      [&](TrialContext& t) {
+        ++started;
+        while (!t.should_stop()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      },
+      1);
+  const auto running = engine.submit({});
+  const auto waiting = engine.submit({});
+  while (engine.get(running)->status != TrialStatus::kRunning) std::this_thread::yield();
+  EXPECT_TRUE(engine.kill(waiting));
+  EXPECT_EQ(engine.get(waiting)->status, TrialStatus::kInterrupted);
+  EXPECT_TRUE(engine.kill(running));
+  ASSERT_TRUE(engine.wait({}, 10.0));
+  EXPECT_EQ(engine.get(running)->status, TrialStatus::kInterrupted);
+  EXPECT_EQ(started.load(), 1);  // the waiting one never ran
+  EXPECT_FALSE(engine.kill(running));
+}
+
+TEST(ExecutionEngine, StateDictRestoresFinishedTrialsAndRerunsUnfinishedOnes) {
+  std::atomic<int> runs{0};
+  ThreadPoolEngine first(report_x(), 1);
+  first.submit({{"x", 1.0}});
+  ASSERT_TRUE(first.wait());
+  nlohmann::json state = first.state_dict();
+  Trial lost;  // a trial that was running when the process died
+  lost.id = 1;
+  lost.parameters = {{"x", 2.0}};
+  lost.status = TrialStatus::kRunning;
+  state["trials"].push_back(lost.to_json());
+  state["next_id"] = 2;
+  ThreadPoolEngine second(
+      [&](TrialContext& t) {
+        ++runs;
+        t.report_final(t.parameters().at("x").get<double>());
+      },
+      1);
+  second.load_state_dict(state);
+  ASSERT_TRUE(second.wait({}, 10.0));
+  EXPECT_EQ(runs.load(), 1);  // only the lost one ran again
+  EXPECT_EQ(*second.get(0)->metrics.final, 1.0);
+  EXPECT_EQ(*second.get(1)->metrics.final, 2.0);
+  EXPECT_EQ(second.submit({{"x", 3.0}}), 2);
+}
+
+// ---- middlewares ----
+
+TEST(Middleware, SetEngineOnceAndChainOrder) {
+  auto dedup = std::make_shared<Deduplication>();
+  EXPECT_THROW(dedup->submit({}), std::logic_error);
+  dedup->set_engine(std::make_shared<SequentialEngine>(report_x()));
+  EXPECT_THROW(dedup->set_engine(std::make_shared<SequentialEngine>(report_x())), std::logic_error);
+
+  auto filter = std::make_shared<Filter>([](const nlohmann::json& p) { return p.at("x").get<double>() < 5; },
+                                         "x must be below 5");
+  auto budget = std::make_shared<Budget>(BudgetOptions{.max_trials = 3});
+  Chain chain({std::make_shared<Deduplication>(), filter, budget});
+  chain.set_engine(std::make_shared<SequentialEngine>(report_x()));
+  const auto a = chain.submit({{"x", 1.0}});
+  const auto again = chain.submit({{"x", 1.0}});  // dedup answers: the budget does not see it
+  const auto big = chain.submit({{"x", 9.0}});    // the filter answers
+  EXPECT_EQ(chain.get(a)->status, TrialStatus::kTrained);
+  EXPECT_EQ(chain.get(again)->status, TrialStatus::kInvalid);
+  EXPECT_EQ(chain.get(again)->error, "duplicate of trial 0");
+  EXPECT_EQ(chain.get(big)->status, TrialStatus::kInvalid);
+  EXPECT_EQ(chain.get(big)->error, "x must be below 5");
+  EXPECT_TRUE(chain.budget_available());
+  chain.submit({{"x", 2.0}});
+  chain.submit({{"x", 3.0}});
+  EXPECT_FALSE(chain.budget_available());
+  EXPECT_THROW(chain.submit({{"x", 4.0}}), std::runtime_error);
+  EXPECT_EQ(chain.list().size(), 5U);
+}
+
+TEST(Deduplication, ReplayCopiesTheEarlierTrialsMetricsWithoutRunning) {
+  int runs = 0;
+  Deduplication dedup("replay");
+  dedup.set_engine(std::make_shared<SequentialEngine>([&](TrialContext& t) {
+    ++runs;
+    t.report_intermediate(0.4, 1);
+    t.report_final(0.8);
+  }));
+  dedup.submit({{"x", 1}});
+  const auto replay = dedup.submit({{"x", 1}});
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(dedup.get(replay)->status, TrialStatus::kTrained);
+  EXPECT_EQ(*dedup.get(replay)->metrics.final, 0.8);
+  EXPECT_EQ(dedup.get(replay)->metrics.intermediate.size(), 1U);
+  EXPECT_THROW(Deduplication("skip"), std::invalid_argument);
+}
+
+TEST(FailureHandler, RetriesUpToKTimesThenFails) {
+  std::map<int64_t, int> runs;
+  FailureHandler handler(2);
+  handler.set_engine(std::make_shared<ThreadPoolEngine>(
+      [&](TrialContext& t) {
+        const int n = ++runs[t.trial_id()];
+        if (n < t.parameters().at("succeed_on").get<int>()) throw std::runtime_error("flaky " + std::to_string(n));
+        t.report_final(n);
+      },
+      2));
+  const auto second = handler.submit({{"succeed_on", 2}});
+  const auto never = handler.submit({{"succeed_on", 9}});
+  ASSERT_TRUE(handler.wait({}, 10.0));
+  EXPECT_EQ(handler.get(second)->status, TrialStatus::kTrained);
+  EXPECT_EQ(handler.get(second)->attempts, 2);
+  EXPECT_EQ(*handler.get(second)->metrics.final, 2.0);
+  EXPECT_EQ(handler.get(never)->status, TrialStatus::kFailed);
+  EXPECT_EQ(handler.get(never)->attempts, 3);  // 1 + 2 retries
+  EXPECT_EQ(handler.get(never)->error, "flaky 3");
+}
+
+TEST(FailureHandler, OrReportsAFixedMetric) {
+  FailureHandler handler(0, -1.0);
+  handler.set_engine(std::make_shared<SequentialEngine>([](TrialContext&) { throw std::runtime_error("diverged"); }));
+  const auto id = handler.submit({});
+  EXPECT_EQ(handler.get(id)->status, TrialStatus::kTrained);
+  EXPECT_EQ(*handler.get(id)->metrics.final, -1.0);
+  EXPECT_NE(handler.get(id)->error.find("diverged"), std::string::npos);
+}
+
+TEST(MedianStop, KillsATrialBelowTheMedianOfCompletedOnesAtTheSameStep) {
+  auto median = std::make_shared<MedianStop>(/*maximize=*/true, /*warmup_trials=*/3, /*warmup_steps=*/2);
+  median->set_engine(std::make_shared<SequentialEngine>([](TrialContext& t) {
+    const double slope = t.parameters().at("slope").get<double>();
+    for (int step = 1; step <= 10 && !t.should_stop(); ++step) t.report_intermediate(slope * step, step);
+    if (!t.should_stop()) t.report_final(slope * 10);
+  }));
+  for (double s : {1.0, 2.0, 3.0}) median->submit({{"slope", s}});
+  EXPECT_EQ(median->kills(), 0);  // warm-up: three trials complete whatever they score
+  const auto good = median->submit({{"slope", 2.5}});
+  const auto bad = median->submit({{"slope", 0.5}});
+  EXPECT_EQ(median->get(good)->status, TrialStatus::kTrained);
+  EXPECT_EQ(median->get(bad)->status, TrialStatus::kInterrupted);
+  EXPECT_EQ(median->get(bad)->metrics.intermediate.size(), 2U);  // killed at step 2, the first after warm-up
+  EXPECT_EQ(median->kills(), 1);
+}
+
+TEST(Budget, TrialSecondsAndWallTime) {
+  Budget seconds(BudgetOptions{.max_trial_seconds = 0.05});
+  seconds.set_engine(std::make_shared<SequentialEngine>([](TrialContext& t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    t.report_final(1);
+  }));
+  seconds.submit({});
+  EXPECT_TRUE(seconds.budget_available());
+  seconds.submit({});
+  EXPECT_FALSE(seconds.budget_available());
+  Budget wall(BudgetOptions{.max_wall_s = 0.0});
+  wall.set_engine(std::make_shared<SequentialEngine>(report_x()));
+  EXPECT_FALSE(wall.budget_available());
+}
+
+}  // namespace
+}  // namespace baton
