@@ -12,6 +12,7 @@
 
 #include "baton/exec/engine.h"
 #include "baton/exec/space.h"
+#include "baton/exec/tpe.h"
 
 namespace {
 
@@ -41,7 +42,8 @@ double branin(const nlohmann::json& p) {
 
 int usage(const std::string& why) {
   std::cerr << "hpo_bench: " << why
-            << "\nusage: hpo_bench [--function hartmann6|branin|trivial] [--trials N] [--seed S] [--strategy tpe|random|grid]\n";
+            << "\nusage: hpo_bench [--function hartmann6|branin|trivial] [--trials N] [--seed S] [--strategy tpe|random|grid]\n"
+            << "       [--multivariate 0|1] [--candidates N] [--max-rest N]   (tpe)\n";
   return 2;
 }
 
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
   std::string function = "hartmann6", strategy_name = "tpe";
   int64_t trials = 200;
   uint64_t seed = 0;
+  baton::TpeOptions tpe;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return usage("'" + a + "' needs a value");
@@ -60,6 +63,9 @@ int main(int argc, char** argv) {
       else if (a == "--trials") trials = std::stoll(v);
       else if (a == "--seed") seed = std::stoull(v);
       else if (a == "--strategy" || a == "--sampler") strategy_name = v;
+      else if (a == "--multivariate") tpe.multivariate = v != "0" && v != "false";
+      else if (a == "--candidates") tpe.candidates = std::stoi(v);
+      else if (a == "--max-rest") tpe.max_rest = std::stoi(v);
       else return usage("unknown option '" + a + "'");
     } catch (const std::exception&) {
       return usage("'" + a + "' needs a number, got '" + v + "'");
@@ -85,7 +91,14 @@ int main(int argc, char** argv) {
   }
   try {
     const auto s = baton::SearchSpace::from_json(space);
-    auto strategy = baton::make_strategy(strategy_name, s, {.seed = seed, .maximize = false});
+    std::unique_ptr<baton::Strategy> strategy;
+    if (strategy_name == "tpe") {
+      tpe.seed = seed;
+      tpe.maximize = false;
+      strategy = std::make_unique<baton::TpeStrategy>(s, tpe);
+    } else {
+      strategy = baton::make_strategy(strategy_name, s, {.seed = seed, .maximize = false});
+    }
     baton::SequentialEngine engine([&](baton::TrialContext& t) { t.report_final(objective(t.parameters())); });
     const auto t0 = std::chrono::steady_clock::now();
     const auto best = baton::run_search(*strategy, engine, trials, /*maximize=*/false);

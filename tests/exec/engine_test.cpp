@@ -1,5 +1,7 @@
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -211,11 +213,15 @@ TEST(Deduplication, ReplayCopiesTheEarlierTrialsMetricsWithoutRunning) {
 }
 
 TEST(FailureHandler, RetriesUpToKTimesThenFails) {
+  std::mutex mutex;
   std::map<int64_t, int> runs;
   FailureHandler handler(2);
   handler.set_engine(std::make_shared<ThreadPoolEngine>(
       [&](TrialContext& t) {
-        const int n = ++runs[t.trial_id()];
+        const int n = [&] {
+          std::lock_guard lock(mutex);
+          return ++runs[t.trial_id()];
+        }();
         if (n < t.parameters().at("succeed_on").get<int>()) throw std::runtime_error("flaky " + std::to_string(n));
         t.report_final(n);
       },

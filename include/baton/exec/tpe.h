@@ -14,8 +14,8 @@ struct TpeOptions {
   bool maximize = true;
   int startup_trials = 10;  // random suggestions before the model is used
   int candidates = 24;      // drawn from the good density, the best ratio wins
-  bool multivariate = true; // one kernel per trial over all dimensions (else one per dimension)
-  int max_rest = 64;
+  bool multivariate = false;  // one kernel per trial over all dimensions (else per dimension, as Optuna's default)
+  int max_rest = 16;          // hartmann6, 1,000 trials, 10 seeds: 16, 32 and 64 find the same median best
 };
 
 class TpeStrategy : public Strategy {

@@ -1,0 +1,177 @@
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "baton/exec/engine.h"
+#include "baton/exec/space.h"
+#include "baton/exec/tpe.h"
+
+namespace baton {
+namespace {
+
+nlohmann::json example_space() {
+  return nlohmann::json::parse(R"({
+    "lr": {"_type": "loguniform", "_value": [1e-4, 1e-1]},
+    "batch": {"_type": "choice", "_value": [32, 64, 128]},
+    "layers": {"_type": "randint", "_value": [1, 4]},
+    "dropout": {"_type": "quniform", "_value": [0.0, 0.5, 0.1]},
+    "wd": {"_type": "qloguniform", "_value": [1e-5, 1e-2, 1e-5]},
+    "noise": {"_type": "normal", "_value": [0.0, 1.0]},
+    "momentum": {"_type": "uniform", "_value": [0.8, 0.99]},
+    "optimizer": {"_type": "choice", "_value": [
+      {"_name": "sgd", "nesterov": {"_type": "choice", "_value": [true, false]}},
+      {"_name": "adam", "beta1": {"_type": "uniform", "_value": [0.8, 0.95]}},
+      "lbfgs"]}
+  })");
+}
+
+TEST(SearchSpace, SamplesStayInTheirRangesAndNestedChoicesAreSampled) {
+  const auto space = SearchSpace::from_json(example_space());
+  std::mt19937_64 rng(7);
+  std::set<std::string> optimizers;
+  std::set<int64_t> layers;
+  for (int i = 0; i < 500; ++i) {
+    const auto p = space.sample(rng);
+    ASSERT_TRUE(space.contains(p)) << p.dump();
+    EXPECT_GE(p["lr"].get<double>(), 1e-4);
+    EXPECT_LE(p["lr"].get<double>(), 1e-1);
+    EXPECT_TRUE(p["layers"].is_number_integer());
+    layers.insert(p["layers"].get<int64_t>());
+    const double d = p["dropout"].get<double>();
+    EXPECT_NEAR(d * 10, std::round(d * 10), 1e-9);
+    const auto& o = p["optimizer"];
+    if (o.is_object()) {
+      optimizers.insert(o["_name"].get<std::string>());
+      if (o["_name"] == "sgd") {
+        EXPECT_TRUE(o["nesterov"].is_boolean());
+      }
+      if (o["_name"] == "adam") {
+        EXPECT_GE(o["beta1"].get<double>(), 0.8);
+      }
+    } else {
+      optimizers.insert(o.get<std::string>());
+    }
+  }
+  EXPECT_EQ(optimizers, (std::set<std::string>{"sgd", "adam", "lbfgs"}));
+  EXPECT_EQ(layers, (std::set<int64_t>{1, 2, 3}));  // randint: [low, high)
+  EXPECT_FALSE(space.contains({{"lr", 0.5}}));
+}
+
+TEST(SearchSpace, MalformedSpacesSayWhatAndWhere) {
+  auto error = [](const char* text) {
+    try {
+      SearchSpace::from_json(nlohmann::json::parse(text), "space.json");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(R"({"lr": {"_type": "unifrom", "_value": [0, 1]}})"),
+            "space.json: 'lr': unknown _type 'unifrom' (known: choice, randint, uniform, quniform, loguniform, "
+            "qloguniform, normal)");
+  EXPECT_NE(error(R"({"lr": {"_type": "uniform", "_value": [1, 0]}})").find("low must be below high"), std::string::npos);
+  EXPECT_NE(error(R"({"lr": {"_type": "loguniform", "_value": [0, 1]}})").find("needs low > 0"), std::string::npos);
+  EXPECT_NE(error(R"({"lr": {"_type": "quniform", "_value": [0, 1]}})").find("takes 3 numbers"), std::string::npos);
+  EXPECT_NE(error(R"({"lr": 0.1})").find("expected {_type"), std::string::npos);
+  EXPECT_NE(error(R"({"lr": {"_type": "uniform", "_value": ["a", 1]}})").find("not a number"), std::string::npos);
+  EXPECT_NE(error(R"({})").find("no parameters"), std::string::npos);
+  EXPECT_NE(error(R"({"o": {"_type": "choice", "_value": [{"_name": "a", "x": {"_type": "x", "_value": [1]}}]}})")
+                .find("'o[\"a\"].x'"),
+            std::string::npos);
+}
+
+TEST(SearchSpace, ReadsYamlAndJsonFiles) {
+  const auto dir = std::filesystem::temp_directory_path() / ("baton_space_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "s.yaml") << "lr: {_type: loguniform, _value: [0.001, 0.1]}\nbs: {_type: choice, _value: [64, 128]}\n";
+  std::ofstream(dir / "s.json") << R"({"lr": {"_type": "uniform", "_value": [0, 1]}})";
+  std::ofstream(dir / "bad.yaml") << "lr: {_type: uniform, _value: [0, 1\n";
+  EXPECT_EQ(SearchSpace::from_file(dir / "s.yaml").dimensions().size(), 2U);
+  EXPECT_EQ(SearchSpace::from_file(dir / "s.json").dimensions().size(), 1U);
+  try {
+    SearchSpace::from_file(dir / "bad.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind((dir / "bad.yaml").string() + ":", 0), 0U) << e.what();
+  }
+  EXPECT_THROW(SearchSpace::from_file(dir / "missing.yaml"), std::invalid_argument);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(GridStrategy, EnumeratesEveryCombinationOnce) {
+  const auto space = SearchSpace::from_json(nlohmann::json::parse(R"({
+    "a": {"_type": "choice", "_value": [1, 2, 3]},
+    "b": {"_type": "randint", "_value": [0, 2]},
+    "c": {"_type": "loguniform", "_value": [0.001, 0.1]}})"));
+  GridStrategy grid(space, 3);
+  std::set<std::string> seen;
+  while (auto p = grid.suggest()) EXPECT_TRUE(seen.insert(p->dump()).second);
+  EXPECT_EQ(seen.size(), 3U * 2U * 3U);
+  std::set<double> cs;
+  for (const auto& text : seen) cs.insert(nlohmann::json::parse(text)["c"].get<double>());
+  ASSERT_EQ(cs.size(), 3U);  // log-spaced
+  EXPECT_NEAR(*cs.begin(), 0.001, 1e-12);
+  EXPECT_NEAR(*std::next(cs.begin()), 0.01, 1e-9);
+  EXPECT_NEAR(*cs.rbegin(), 0.1, 1e-12);
+  EXPECT_THROW(make_strategy("gird", space, {}), std::invalid_argument);
+}
+
+double branin(const nlohmann::json& p) {
+  const double x1 = p["x1"].get<double>(), x2 = p["x2"].get<double>();
+  const double a = x2 - 5.1 / (4 * M_PI * M_PI) * x1 * x1 + 5 / M_PI * x1 - 6;
+  return a * a + 10 * (1 - 1 / (8 * M_PI)) * std::cos(x1) + 10;
+}
+
+double best_of(const std::string& strategy, uint64_t seed) {
+  const auto space = SearchSpace::from_json(nlohmann::json::parse(
+      R"({"x1": {"_type": "uniform", "_value": [-5, 10]}, "x2": {"_type": "uniform", "_value": [0, 15]}})"));
+  auto s = make_strategy(strategy, space, {.seed = seed, .maximize = false});
+  SequentialEngine engine([](TrialContext& t) { t.report_final(branin(t.parameters())); });
+  return *run_search(*s, engine, 100, false)->metrics.final;
+}
+
+TEST(Strategies, SeededAndTpeBeatsRandomOnBranin) {
+  EXPECT_EQ(best_of("tpe", 3), best_of("tpe", 3));
+  EXPECT_NE(best_of("tpe", 3), best_of("tpe", 4));
+  std::vector<double> tpe, random;
+  for (uint64_t seed = 0; seed < 7; ++seed) {
+    tpe.push_back(best_of("tpe", seed));
+    random.push_back(best_of("random", seed));
+  }
+  std::sort(tpe.begin(), tpe.end());
+  std::sort(random.begin(), random.end());
+  EXPECT_LT(tpe[3], random[3]);  // the medians, 100 trials each
+  EXPECT_LT(tpe[3], 0.397887 + 0.3);
+}
+
+TEST(Strategies, TpeHandlesChoicesAndMaximizes) {
+  const auto space = SearchSpace::from_json(nlohmann::json::parse(
+      R"({"c": {"_type": "choice", "_value": ["a", "b", "c", "d"]}, "x": {"_type": "uniform", "_value": [0, 1]}})"));
+  TpeStrategy tpe(space, {.seed = 1, .maximize = true});
+  ThreadPoolEngine engine(
+      [](TrialContext& t) { t.report_final((t.parameters()["c"] == "c" ? 1.0 : 0.0) + t.parameters()["x"].get<double>()); },
+      2);
+  run_search(tpe, engine, 60, true);
+  int late_c = 0;
+  for (const auto& t : engine.list()) late_c += t.id >= 40 && t.parameters["c"] == "c";
+  EXPECT_GE(late_c, 12);  // of the last 20, most pick the best choice (random: 5)
+  EXPECT_EQ(tpe.observations(), 60U);
+}
+
+TEST(RunSearch, StopsAtTheTrialCountAndRestoresFromAnEngine) {
+  const auto space = SearchSpace::from_json(nlohmann::json::parse(R"({"x": {"_type": "uniform", "_value": [0, 1]}})"));
+  auto s = make_strategy("random", space, {.seed = 0});
+  ThreadPoolEngine engine([](TrialContext& t) { t.report_final(t.parameters()["x"].get<double>()); }, 3);
+  int progress_calls = 0;
+  const auto best = run_search(*s, engine, 20, true, [&](const SearchProgress&) { ++progress_calls; });
+  EXPECT_EQ(engine.list().size(), 20U);
+  EXPECT_EQ(progress_calls, 20);
+  for (const auto& t : engine.list()) EXPECT_LE(*t.metrics.final, *best->metrics.final);
+  run_search(*s, engine, 25, true);  // counts the 20 already there
+  EXPECT_EQ(engine.list().size(), 25U);
+}
+
+}  // namespace
+}  // namespace baton
