@@ -1,0 +1,378 @@
+#include "baton/exec/process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace baton {
+namespace {
+
+double mono_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+constexpr std::size_t kStderrTail = 2000;
+
+}  // namespace
+
+std::optional<nlohmann::json> parse_protocol_line(const std::string& line) {
+  static const std::string kPrefix = "baton:";
+  if (line.rfind(kPrefix, 0) != 0) return std::nullopt;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(line.substr(kPrefix.size()));
+  } catch (const nlohmann::json::parse_error&) {
+    throw std::invalid_argument("not JSON after 'baton:': " + line.substr(0, 200));
+  }
+  const bool inter = j.is_object() && j.contains("intermediate");
+  const bool fin = j.is_object() && j.contains("final");
+  if (inter == fin) {
+    throw std::invalid_argument("expected {\"intermediate\": v, \"step\": n} or {\"final\": v}, got " + j.dump());
+  }
+  const auto& v = j[inter ? "intermediate" : "final"];
+  if (!v.is_number()) throw std::invalid_argument("the value is not a number: " + j.dump());
+  if (inter && j.contains("step") && !j["step"].is_number_integer())
+    throw std::invalid_argument("the step is not an integer: " + j.dump());
+  return j;
+}
+
+struct ProcessEngine::Run {
+  pid_t pid = -1;
+  int out = -1, err = -1;
+  std::string out_buf, err_tail;
+  double deadline = 0.0;       // 0: none
+  double kill_at = 0.0;        // SIGKILL after SIGTERM
+  bool interrupted = false, timed_out = false, final_reported = false;
+  std::string protocol_error;
+  int64_t auto_step = 0;
+  std::ofstream out_log, err_log;
+};
+
+ProcessEngine::ProcessEngine(ProcessEngineOptions options) : options_(std::move(options)) {
+  if (options_.command.empty()) throw std::invalid_argument("ProcessEngine: no command");
+  if (options_.workers < 1) throw std::invalid_argument("ProcessEngine: workers must be at least 1");
+  if (options_.timeout_s && !(*options_.timeout_s > 0)) throw std::invalid_argument("ProcessEngine: timeout must be > 0");
+  if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("ProcessEngine: pipe failed");
+  monitor_ = std::thread([this] { monitor(); });
+}
+
+ProcessEngine::~ProcessEngine() {
+  shutdown();
+  ::close(wake_pipe_[0]);
+  ::close(wake_pipe_[1]);
+}
+
+void ProcessEngine::wake() {
+  const char c = 1;
+  [[maybe_unused]] auto n = ::write(wake_pipe_[1], &c, 1);
+}
+
+int64_t ProcessEngine::submit(const nlohmann::json& parameters) {
+  {
+    std::lock_guard lock(mutex_);
+    if (shutting_down_) throw std::runtime_error("ProcessEngine: submit after shutdown");
+  }
+  const int64_t id = add_trial(parameters);
+  requeue(id);
+  return id;
+}
+
+void ProcessEngine::requeue(int64_t id) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!shutting_down_) {
+      queue_.push_back(id);
+      wake();
+      return;
+    }
+  }
+  TrainingEnd event(id, TrialStatus::kInterrupted, "the engine shut down before the trial could run");
+  dispatch(event);
+}
+
+bool ProcessEngine::kill(int64_t id) {
+  bool queued = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = trials_.find(id);
+    if (it == trials_.end() || it->second.completed()) return false;
+    auto q = std::find(queue_.begin(), queue_.end(), id);
+    if (q != queue_.end()) {
+      queue_.erase(q);
+      queued = true;
+    } else {
+      kill_requests_.insert(id);
+      wake();
+    }
+  }
+  if (queued) {
+    TrainingEnd event(id, TrialStatus::kInterrupted, "killed before it started");
+    dispatch(event);
+  }
+  return true;
+}
+
+int ProcessEngine::idle_workers() const {
+  std::lock_guard lock(mutex_);
+  return std::max(0, options_.workers - active_ - static_cast<int>(queue_.size()));
+}
+
+void ProcessEngine::shutdown() {
+  std::deque<int64_t> never_started;
+  {
+    std::lock_guard lock(mutex_);
+    if (shutting_down_) return;
+    shutting_down_ = true;
+    never_started.swap(queue_);
+    wake();
+  }
+  for (int64_t id : never_started) {
+    TrainingEnd event(id, TrialStatus::kInterrupted, "the engine shut down before the trial started");
+    dispatch(event);
+  }
+  if (monitor_.joinable()) monitor_.join();
+}
+
+void ProcessEngine::start(int64_t id) {
+  nlohmann::json parameters;
+  {
+    std::lock_guard lock(mutex_);
+    parameters = trials_.at(id).parameters;
+  }
+  TrainingStart started(id);
+  dispatch(started);
+  auto run = std::make_unique<Run>();
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    TrainingEnd end(id, TrialStatus::kFailed, std::string("could not create pipes: ") + std::strerror(errno));
+    dispatch(end);
+    std::lock_guard lock(mutex_);
+    --active_;
+    return;
+  }
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    const std::string s = *e;
+    if (s.rfind("BATON_TRIAL_", 0) == 0) continue;
+    env_strings.push_back(s);
+  }
+  for (const auto& [k, v] : options_.env) env_strings.push_back(k + "=" + v);
+  env_strings.push_back("BATON_TRIAL_PARAMETERS=" + parameters.dump());
+  env_strings.push_back("BATON_TRIAL_ID=" + std::to_string(id));
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);  // its own process group: kill() reaches its children too
+  std::string sh = "/bin/sh", dash_c = "-c", command = options_.command;
+  char* argv[] = {sh.data(), dash_c.data(), command.data(), nullptr};
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(out[1]);
+  ::close(err[1]);
+  if (rc != 0) {
+    ::close(out[0]);
+    ::close(err[0]);
+    TrainingEnd end(id, TrialStatus::kFailed, std::string("could not start /bin/sh: ") + std::strerror(rc));
+    dispatch(end);
+    std::lock_guard lock(mutex_);
+    --active_;
+    return;
+  }
+  run->pid = pid;
+  run->out = out[0];
+  run->err = err[0];
+  if (options_.timeout_s) run->deadline = mono_s() + *options_.timeout_s;
+  if (!options_.log_dir.empty()) {
+    const auto dir = options_.log_dir / std::to_string(id);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    run->out_log.open(dir / "stdout.log", std::ios::app);
+    run->err_log.open(dir / "stderr.log", std::ios::app);
+  }
+  running_[id] = std::move(run);
+}
+
+void ProcessEngine::finish(int64_t id, Run& run) {
+  int status = 0;
+  while (::waitpid(run.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  TrialStatus result = TrialStatus::kTrained;
+  std::string error;
+  auto with_tail = [&](std::string what) {
+    if (!run.err_tail.empty()) what += "; stderr: " + run.err_tail;
+    return what;
+  };
+  if (run.interrupted) {
+    result = TrialStatus::kInterrupted;
+    error = "killed";
+  } else if (run.timed_out) {
+    result = TrialStatus::kFailed;
+    error = with_tail("timed out after " + std::to_string(*options_.timeout_s) + " s");
+  } else if (WIFSIGNALED(status)) {
+    result = TrialStatus::kFailed;
+    error = with_tail(std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+                      strsignal(WTERMSIG(status)) + ")");
+  } else if (WEXITSTATUS(status) != 0) {
+    result = TrialStatus::kFailed;
+    error = with_tail("exit status " + std::to_string(WEXITSTATUS(status)));
+  } else if (!run.protocol_error.empty()) {
+    result = TrialStatus::kFailed;
+    error = run.protocol_error;
+  } else if (!run.final_reported) {
+    result = TrialStatus::kFailed;
+    error = with_tail("exited 0 without printing a line baton: {\"final\": VALUE}");
+  }
+  {
+    std::lock_guard lock(mutex_);
+    --active_;
+    kill_requests_.erase(id);
+  }
+  TrainingEnd end(id, result, error);
+  dispatch(end);
+}
+
+void ProcessEngine::monitor() {
+  std::vector<char> buffer(1 << 16);
+  for (;;) {
+    // Start what fits; take kill requests.
+    std::vector<int64_t> to_start;
+    std::set<int64_t> kills;
+    bool stopping = false;
+    {
+      std::lock_guard lock(mutex_);
+      stopping = shutting_down_;
+      while (!stopping && !queue_.empty() && active_ < options_.workers) {
+        to_start.push_back(queue_.front());
+        queue_.pop_front();
+        ++active_;
+      }
+      kills.swap(kill_requests_);
+    }
+    for (int64_t id : to_start) start(id);
+    const double now = mono_s();
+    for (auto& [id, run] : running_) {
+      const bool kill_it = stopping || kills.count(id);
+      if (kill_it && !run->interrupted && !run->timed_out) run->interrupted = true;
+      if (run->deadline > 0 && now >= run->deadline && !run->interrupted && !run->timed_out) run->timed_out = true;
+      if ((run->interrupted || run->timed_out) && run->kill_at == 0.0) {
+        ::kill(-run->pid, SIGTERM);
+        run->kill_at = now + options_.kill_grace_s;
+      }
+      if (run->kill_at > 0.0 && now >= run->kill_at) {
+        ::kill(-run->pid, SIGKILL);
+        run->kill_at = now + 3600;  // once
+      }
+    }
+    if (stopping && running_.empty()) return;
+
+    std::vector<pollfd> fds = {{wake_pipe_[0], POLLIN, 0}};
+    std::vector<std::pair<int64_t, bool>> owners = {{-1, false}};
+    double next = -1;
+    for (auto& [id, run] : running_) {
+      if (run->out >= 0) {
+        fds.push_back({run->out, POLLIN, 0});
+        owners.push_back({id, true});
+      }
+      if (run->err >= 0) {
+        fds.push_back({run->err, POLLIN, 0});
+        owners.push_back({id, false});
+      }
+      for (double t : {run->deadline, run->kill_at}) {
+        if (t > 0 && (next < 0 || t < next)) next = t;
+      }
+    }
+    const int timeout_ms = next < 0 ? -1 : std::max(0, static_cast<int>(std::ceil((next - mono_s()) * 1000)));
+    const int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (n < 0 && errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (n <= 0) continue;
+    if (fds[0].revents) {
+      char drain[256];
+      while (::read(wake_pipe_[0], drain, sizeof drain) > 0) {
+      }
+    }
+    std::vector<int64_t> done;
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      auto& run = *running_.at(owners[i].first);
+      const int64_t id = owners[i].first;
+      int& fd = owners[i].second ? run.out : run.err;
+      const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+      if (got < 0 && errno == EINTR) continue;
+      const bool eof = got <= 0;
+      if (eof) {
+        ::close(fd);
+        fd = -1;
+      }
+      if (!owners[i].second) {  // stderr: keep its tail
+        if (!eof) {
+          const std::string chunk(buffer.data(), static_cast<std::size_t>(got));
+          if (run.err_log.is_open()) run.err_log << chunk << std::flush;
+          run.err_tail += chunk;
+          if (run.err_tail.size() > kStderrTail) run.err_tail.erase(0, run.err_tail.size() - kStderrTail);
+          while (!run.err_tail.empty() && (run.err_tail.back() == '\n' || run.err_tail.back() == ' '))
+            run.err_tail.pop_back();
+        }
+        if (run.out < 0 && run.err < 0) done.push_back(id);
+        continue;
+      }
+      if (!eof) {
+        run.out_buf.append(buffer.data(), static_cast<std::size_t>(got));
+      } else if (!run.out_buf.empty()) {
+        run.out_buf += '\n';  // a last line without its newline
+      }
+      std::size_t pos = 0;
+      for (std::size_t nl; (nl = run.out_buf.find('\n', pos)) != std::string::npos; pos = nl + 1) {
+        const std::string line = run.out_buf.substr(pos, nl - pos);
+        if (run.out_log.is_open()) run.out_log << line << '\n' << std::flush;
+        if (run.interrupted || run.timed_out) continue;
+        try {
+          if (auto j = parse_protocol_line(line)) {
+            if (j->contains("final")) {
+              const double v = (*j)["final"].get<double>();
+              if (!std::isfinite(v)) throw std::invalid_argument("the final value is " + std::to_string(v));
+              FinalMetric e(id, v);
+              dispatch(e);
+              run.final_reported = true;
+            } else {
+              const int64_t step = j->contains("step") ? (*j)["step"].get<int64_t>() : run.auto_step;
+              run.auto_step = step + 1;
+              IntermediateMetric e(id, (*j)["intermediate"].get<double>(), step);
+              dispatch(e);
+            }
+          }
+        } catch (const std::exception& e) {
+          if (run.protocol_error.empty()) run.protocol_error = std::string("trial protocol: ") + e.what();
+        }
+      }
+      run.out_buf.erase(0, pos);
+      if (run.out < 0 && run.err < 0) done.push_back(id);
+    }
+    std::sort(done.begin(), done.end());
+    done.erase(std::unique(done.begin(), done.end()), done.end());
+    for (int64_t id : done) {
+      auto node = running_.extract(id);
+      finish(id, *node.mapped());
+    }
+  }
+}
+
+}  // namespace baton
