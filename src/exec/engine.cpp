@@ -87,7 +87,13 @@ int64_t TrialTable::add_trial(const nlohmann::json& parameters) {
   t.parameters = parameters;
   t.submitted_at = now_s();
   trials_[t.id] = t;
+  if (observer_) observer_(t);
   return t.id;
+}
+
+void TrialTable::set_observer(std::function<void(const Trial&)> observer) {
+  std::lock_guard lock(mutex_);
+  observer_ = std::move(observer);
 }
 
 std::vector<Trial> TrialTable::list(std::optional<TrialStatus> status) const {
@@ -208,8 +214,22 @@ void TrialTable::default_callback(ModelEvent& event) {
       }
     }
   }
+  notify_observer(event.trial_id());  // stored before any waiter wakes
   changed_.notify_all();
   if (requeue_it) requeue(event.trial_id());
+}
+
+void TrialTable::notify_observer(int64_t id) {
+  std::function<void(const Trial&)> observer;
+  Trial copy;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = trials_.find(id);
+    if (!observer_ || it == trials_.end()) return;
+    observer = observer_;
+    copy = it->second;
+  }
+  observer(copy);
 }
 
 nlohmann::json TrialTable::state_dict() const {

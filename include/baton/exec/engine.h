@@ -86,6 +86,9 @@ class TrialTable : public ExecutionEngine {
   int64_t add_unscheduled(const nlohmann::json& parameters) override { return add_trial(parameters); }
   // The default action: applies the event to its trial.
   void default_callback(ModelEvent& event);
+  // Called with a copy of the trial after every change the default action makes (and for each
+  // trial added): where storage writes it. Runs in the thread that dispatched the event.
+  void set_observer(std::function<void(const Trial&)> observer);
 
  protected:
   int64_t add_trial(const nlohmann::json& parameters);
@@ -97,6 +100,8 @@ class TrialTable : public ExecutionEngine {
   int64_t next_id_ = 0;
 
  private:
+  void notify_observer(int64_t id);
+  std::function<void(const Trial&)> observer_;
   std::mutex listeners_mutex_;
   std::vector<std::pair<int, std::pair<ModelEventType, ModelEventCallback>>> listeners_;
   int next_handle_ = 0;
