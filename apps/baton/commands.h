@@ -28,6 +28,7 @@ void add_predict(CLI::App& app);
 void add_checkpoint(CLI::App& app);
 void add_export(CLI::App& app);
 void add_plot(CLI::App& app);
+void add_search(CLI::App& app);  // search and trials
 
 // Loads weights written by baton train into the run's model; a clear error when they do not fit.
 void load_weights(TrainingRun& run, const std::string& path);

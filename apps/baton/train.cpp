@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -70,8 +72,59 @@ nlohmann::json model_meta(const TrainingRun& run) {
   return model;
 }
 
+// Run as a search trial (baton search --recipe): BATON_TRIAL_PARAMETERS holds the trial's
+// parameters, applied after the command line's --set; nested objects set dotted keys, and a nested
+// choice's "_name" sets KEY.name.
+void flatten_parameters(const nlohmann::json& j, const std::string& prefix, std::vector<std::string>& sets) {
+  for (const auto& [key, value] : j.items()) {
+    const std::string name = key == "_name" ? prefix + "name" : prefix + key;
+    if (value.is_object()) {
+      flatten_parameters(value, name + ".", sets);
+    } else {
+      sets.push_back(name + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
+    }
+  }
+}
+
+std::vector<std::string> with_trial_parameters(std::vector<std::string> sets) {
+  const char* text = std::getenv("BATON_TRIAL_PARAMETERS");
+  if (!text) return sets;
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    throw RecipeError(std::string("BATON_TRIAL_PARAMETERS is not a JSON object: ") + text);
+  }
+  flatten_parameters(j, "", sets);
+  return sets;
+}
+
+// Prints the trial protocol's lines for one evaluation metric (BATON_TRIAL_METRIC, e.g.
+// eval/accuracy): an intermediate value at each evaluation, with the batch as its step.
+class TrialReporter : public Callback {
+ public:
+  explicit TrialReporter(std::string metric) : metric_(std::move(metric)) {}
+  void eval_after_all(State& state, Logger&) override {
+    if (auto v = value(state)) {
+      std::printf("baton: {\"intermediate\": %.17g, \"step\": %lld}\n", *v,
+                  static_cast<long long>(state.timestamp.batch()));
+      std::fflush(stdout);
+    }
+  }
+  std::optional<double> value(const State& state) const {
+    const auto slash = metric_.find('/');
+    if (slash == std::string::npos) return std::nullopt;
+    auto label = state.eval_metrics.find(metric_.substr(0, slash));
+    if (label == state.eval_metrics.end()) return std::nullopt;
+    auto v = label->second.find(metric_.substr(slash + 1));
+    if (v == label->second.end()) return std::nullopt;
+    return v->second;
+  }
+
+ private:
+  std::string metric_;
+};
+
 int run_train(const TrainArgs& args) {
-  const Recipe recipe = Recipe::load(args.recipe, args.sets);
+  const Recipe recipe = Recipe::load(args.recipe, with_trial_parameters(args.sets));
   TrainingRun run = build_run(recipe);
   if (run.options.run_name().empty()) run.options.run_name(std::filesystem::path(args.recipe).stem().string());
   const std::filesystem::path dir = args.run_dir.empty() ? std::filesystem::path("runs") / run.options.run_name()
@@ -88,6 +141,12 @@ int run_train(const TrainArgs& args) {
                                {"model", model_meta(run)}});
   auto callbacks = run.options.callbacks();
   callbacks.push_back(std::make_shared<SignalStopper>());
+  const char* trial_metric = std::getenv("BATON_TRIAL_METRIC");
+  std::shared_ptr<TrialReporter> reporter;
+  if (trial_metric && *trial_metric) {
+    reporter = std::make_shared<TrialReporter>(trial_metric);
+    callbacks.push_back(reporter);
+  }
   if (args.profile) {
     // Batches 2..6 of the run (the first is warm-up), one file in RUN_DIR/traces.
     callbacks.push_back(std::make_shared<TraceProfiler>(TraceProfilerOptions{.folder = (dir / "traces").string()}));
@@ -133,6 +192,14 @@ int run_train(const TrainArgs& args) {
               s.train_s, s.samples_per_s(), s.eval_s);
   if (metrics.contains("eval/accuracy")) std::printf(", test accuracy %.4f", metrics["eval/accuracy"].get<double>());
   std::printf("\nsummary: %s\n", (dir / "summary.json").string().c_str());
+  if (reporter) {
+    if (!metrics.contains(trial_metric)) {
+      std::fprintf(stderr, "baton train: the trial's metric '%s' was never evaluated (metrics: %s)\n", trial_metric,
+                   metrics.dump().c_str());
+      return kRunFailed;
+    }
+    std::printf("baton: {\"final\": %.17g}\n", metrics[trial_metric].get<double>());
+  }
   if (const int sig = g_signal.load(); sig != 0) {
     std::printf("stopped by signal %d after batch %lld; resume with --autoresume\n", sig,
                 static_cast<long long>(s.steps));

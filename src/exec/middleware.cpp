@@ -55,6 +55,11 @@ Deduplication::Deduplication(std::string action) : action_(std::move(action)) {
     throw std::invalid_argument("Deduplication: action must be 'invalid' or 'replay', got '" + action_ + "'");
 }
 
+void Deduplication::on_engine_set() {
+  std::lock_guard lock(mutex_);
+  for (const auto& t : engine().list()) seen_.emplace(t.parameters.dump(), t.id);
+}
+
 int64_t Deduplication::submit(const nlohmann::json& parameters) {
   const std::string key = parameters.dump();  // nlohmann's objects are sorted: a canonical form
   std::optional<int64_t> first;

@@ -279,6 +279,13 @@ bool SearchSpace::contains(const nlohmann::json& parameters) const { return cont
 
 // ---- strategies -----------------------------------------------------------------------------
 
+void Strategy::restore(const std::vector<Trial>& trials) {
+  for (const auto& t : trials) {
+    (void)suggest();
+    if (t.completed()) observe(t);
+  }
+}
+
 RandomStrategy::RandomStrategy(SearchSpace space, uint64_t seed) : space_(std::move(space)), rng_(seed) {}
 
 std::optional<nlohmann::json> RandomStrategy::suggest() { return space_.sample(rng_); }
@@ -321,11 +328,12 @@ std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int
     if (!progress.best) return true;
     return maximize ? *t.metrics.final > *progress.best->metrics.final : *t.metrics.final < *progress.best->metrics.final;
   };
-  for (const auto& t : engine.list()) {  // restored on resume
+  const auto restored = engine.list();  // an earlier run's trials, on resume
+  strategy.restore(restored);
+  for (const auto& t : restored) {
     ++progress.submitted;
     if (t.completed()) {
       ++progress.completed;
-      strategy.observe(t);
       if (better(t)) progress.best = t;
     }
   }

@@ -75,6 +75,9 @@ class Deduplication : public Middleware {
   explicit Deduplication(std::string action = "invalid");
   int64_t submit(const nlohmann::json& parameters) override;
 
+ protected:
+  void on_engine_set() override;  // the engine's trials so far (a resumed search) count as seen
+
  private:
   std::string action_;
   std::mutex mutex_;

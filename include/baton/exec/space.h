@@ -55,8 +55,12 @@ class Strategy {
   virtual std::string name() const = 0;
   // The next parameters to try; nullopt when the strategy has nothing more (a finished grid).
   virtual std::optional<nlohmann::json> suggest() = 0;
-  // A completed trial (in any order, also the ones restored on resume).
+  // A completed trial (in any order).
   virtual void observe(const Trial& trial) { (void)trial; }
+  // The trials of an earlier run of this search (resume), in id order: by default the strategy
+  // replays its suggestions for them (so a seeded sequence goes on where it stopped instead of
+  // starting over) and observes the completed ones.
+  virtual void restore(const std::vector<Trial>& trials);
 };
 
 struct StrategyOptions {

@@ -1,0 +1,312 @@
+// baton search: run many trials of a command or a recipe, suggested by a strategy.
+// baton trials ls|show: read a search's storage.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "baton/exec/middleware.h"
+#include "baton/exec/process.h"
+#include "baton/exec/space.h"
+#include "baton/exec/storage.h"
+#include "commands.h"
+
+namespace baton::cli {
+namespace {
+
+struct SearchArgs {
+  std::string space;
+  std::string command;
+  std::string recipe;
+  std::string metric = "eval/accuracy";
+  int64_t trials = 10;
+  int parallel = 1;
+  std::string strategy = "tpe";
+  std::string direction = "maximize";
+  uint64_t seed = 0;
+  std::string storage;
+  std::string run_dir = "runs/search";
+  bool resume = false;
+  double trial_timeout = 0;
+  int retries = 0;
+  std::vector<std::string> sets;
+};
+
+class BadInput : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("baton") : p.string();
+}
+
+std::string format_duration(double s) {
+  char buf[32];
+  if (s < 60) std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  else std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
+  return buf;
+}
+
+int run_search_command(const SearchArgs& a) {
+  if (a.command.empty() == a.recipe.empty()) throw BadInput("give exactly one of --command CMD or --recipe RECIPE.yaml");
+  if (a.direction != "maximize" && a.direction != "minimize")
+    throw BadInput("--direction must be maximize or minimize, got '" + a.direction + "'");
+  if (a.trials < 1) throw BadInput("--trials must be at least 1");
+  if (a.parallel < 1) throw BadInput("--parallel must be at least 1");
+  if (!a.recipe.empty() && !std::filesystem::exists(a.recipe)) throw BadInput(a.recipe + ": no such recipe file");
+  const bool maximize = a.direction == "maximize";
+  SearchSpace space = [&] {
+    try {
+      return SearchSpace::from_file(a.space);
+    } catch (const std::invalid_argument& e) {
+      throw BadInput(e.what());
+    }
+  }();
+  std::unique_ptr<Strategy> strategy;
+  try {
+    strategy = make_strategy(a.strategy, space, {.seed = a.seed, .maximize = maximize});
+  } catch (const std::invalid_argument& e) {
+    throw BadInput(e.what());
+  }
+  const std::filesystem::path dir = a.run_dir;
+  std::filesystem::create_directories(dir);
+  const std::string storage_url = a.storage.empty() ? "sqlite://" + std::filesystem::absolute(dir / "search.db").string() : a.storage;
+  std::unique_ptr<TrialStorage> storage;
+  try {
+    storage = open_storage(storage_url);
+  } catch (const std::invalid_argument& e) {
+    throw BadInput(e.what());
+  }
+  std::vector<Trial> previous = storage->load_trials();
+  if (!previous.empty() && !a.resume) {
+    throw BadInput(storage_url + " already holds " + std::to_string(previous.size()) +
+                   " trials; add --resume to continue that search, or use another --run-dir/--storage");
+  }
+
+  ProcessEngineOptions options;
+  options.workers = a.parallel;
+  if (a.trial_timeout > 0) options.timeout_s = a.trial_timeout;
+  options.log_dir = dir / "trials";
+  if (!a.command.empty()) {
+    options.command = a.command;
+  } else {
+    std::string cmd = shell_quote(self_exe()) + " train " + shell_quote(std::filesystem::absolute(a.recipe).string());
+    for (const auto& s : a.sets) cmd += " --set " + shell_quote(s);
+    cmd += " --set progress_bar=false --run-dir " + shell_quote(std::filesystem::absolute(dir / "trials").string()) +
+           "/\"$BATON_TRIAL_ID\"";
+    options.command = cmd;
+    options.env["BATON_TRIAL_METRIC"] = a.metric;
+  }
+  auto engine = std::make_shared<ProcessEngine>(options);
+  engine->set_observer([&](const Trial& t) { storage->save_trial(t); });
+  storage->set_meta("search", {{"space", a.space},
+                               {"command", options.command},
+                               {"strategy", a.strategy},
+                               {"direction", a.direction},
+                               {"seed", a.seed}});
+  if (!previous.empty()) {
+    nlohmann::json state = {{"trials", nlohmann::json::array()}};
+    int unfinished = 0;
+    for (const auto& t : previous) {
+      state["trials"].push_back(t.to_json());
+      unfinished += t.completed() ? 0 : 1;
+    }
+    std::printf("resuming: %zu trials in %s, %d unfinished (run again)\n", previous.size(), storage_url.c_str(),
+                unfinished);
+    engine->load_state_dict(state);
+  }
+  std::vector<std::shared_ptr<Middleware>> stack = {std::make_shared<Deduplication>("replay")};
+  if (a.retries > 0) stack.push_back(std::make_shared<FailureHandler>(a.retries));
+  Chain chain(stack);
+  chain.set_engine(engine);
+
+  const bool tty = ::isatty(1);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  double last_line = -1e9;
+  std::printf("baton search: %s, %lld trials, %d at once, strategy %s (%s), storage %s\n", a.space.c_str(),
+              static_cast<long long>(a.trials), a.parallel, a.strategy.c_str(), a.direction.c_str(),
+              storage_url.c_str());
+  std::fflush(stdout);
+  auto status_line = [&](const SearchProgress& p, bool force) {
+    const double e = elapsed();
+    if (!tty && !force && e - last_line < 10.0) return;
+    last_line = e;
+    int failed = 0, running = 0;
+    for (const auto& t : chain.list()) {
+      failed += t.status == TrialStatus::kFailed ? 1 : 0;
+      running += t.status == TrialStatus::kRunning ? 1 : 0;
+    }
+    std::ostringstream line;
+    line << "trials " << p.completed << "/" << a.trials << " done, " << running << " running, " << failed
+         << " failed";
+    if (p.best) line << " | best " << *p.best->metrics.final << " (trial " << p.best->id << " " << p.best->parameters.dump() << ")";
+    const double eta = p.completed > 0 ? e / static_cast<double>(p.completed) * static_cast<double>(a.trials - p.completed) : 0;
+    line << " | " << format_duration(e) << " elapsed";
+    if (p.completed > 0 && p.completed < a.trials) line << ", ETA " << format_duration(eta);
+    std::string text = line.str();
+    if (tty) {
+      if (text.size() > 160) text = text.substr(0, 157) + "...";
+      std::printf("\r\033[K%s", text.c_str());
+    } else {
+      std::printf("%s\n", text.c_str());
+    }
+    std::fflush(stdout);
+  };
+  SearchProgress last;
+  const auto best = run_search(*strategy, chain, a.trials, maximize, [&](const SearchProgress& p) {
+    last = p;
+    status_line(p, false);
+  });
+  status_line(last, true);
+  if (tty) std::printf("\n");
+  chain.shutdown();
+
+  std::map<std::string, int> by_status;
+  const auto all = chain.list();
+  for (const auto& t : all) ++by_status[to_string(t.status)];
+  nlohmann::json summary = {{"best", nullptr},
+                            {"trials", {{"total", all.size()}, {"by_status", by_status}}},
+                            {"wall_s", elapsed()},
+                            {"direction", a.direction},
+                            {"storage", storage_url}};
+  if (best) summary["best"] = {{"id", best->id}, {"value", *best->metrics.final}, {"parameters", best->parameters}};
+  std::ofstream(dir / "summary.json") << summary.dump(2) << "\n";
+  for (const auto& t : all) {
+    if (t.status == TrialStatus::kFailed) {
+      std::printf("trial %lld failed: %s\n", static_cast<long long>(t.id), t.error.substr(0, 300).c_str());
+    }
+  }
+  if (best) {
+    std::printf("best: trial %lld, %s = %.6g, parameters %s\n", static_cast<long long>(best->id),
+                a.recipe.empty() ? "value" : a.metric.c_str(), *best->metrics.final, best->parameters.dump().c_str());
+  } else {
+    std::printf("no trial finished with a value\n");
+  }
+  std::printf("summary: %s\n", (dir / "summary.json").string().c_str());
+  return best ? 0 : kRunFailed;
+}
+
+nlohmann::json trial_row(const Trial& t) {
+  nlohmann::json inter = nlohmann::json::array();
+  for (const auto& v : t.metrics.intermediate) inter.push_back({{"step", v.step}, {"value", v.value}});
+  return {{"id", t.id},
+          {"status", to_string(t.status)},
+          {"parameters", t.parameters},
+          {"final", t.metrics.final ? nlohmann::json(*t.metrics.final) : nlohmann::json()},
+          {"intermediate", inter}};
+}
+
+std::unique_ptr<TrialStorage> open_existing(const std::string& url) {
+  std::string path = url;
+  if (path.rfind("sqlite:///", 0) == 0) path = path.substr(9);
+  else if (path.rfind("sqlite:", 0) == 0) path = path.substr(7);
+  if (url.find("://") == std::string::npos || url.rfind("sqlite:", 0) == 0) {
+    if (!std::filesystem::exists(path)) throw BadInput(path + ": no such storage file (the --storage of a search, or RUN_DIR/search.db)");
+  }
+  try {
+    return open_storage(url);
+  } catch (const std::invalid_argument& e) {
+    throw BadInput(e.what());
+  }
+}
+
+int run_trials_ls(const std::string& url, bool json) {
+  auto storage = open_existing(url);
+  const auto trials = storage->load_trials();
+  if (json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& t : trials) rows.push_back(trial_row(t));
+    std::printf("%s\n", rows.dump().c_str());
+    return 0;
+  }
+  std::printf("%6s  %-11s  %12s  %6s  %s\n", "id", "status", "final", "steps", "parameters");
+  for (const auto& t : trials) {
+    const std::string fin = t.metrics.final ? std::to_string(*t.metrics.final) : "-";
+    std::printf("%6lld  %-11s  %12s  %6zu  %s\n", static_cast<long long>(t.id), to_string(t.status).c_str(),
+                fin.c_str(), t.metrics.intermediate.size(), t.parameters.dump().c_str());
+  }
+  return 0;
+}
+
+int run_trials_show(const std::string& url, int64_t id) {
+  auto storage = open_existing(url);
+  for (const auto& t : storage->load_trials()) {
+    if (t.id == id) {
+      std::printf("%s\n", t.to_json().dump(2).c_str());
+      return 0;
+    }
+  }
+  throw BadInput("no trial " + std::to_string(id) + " in " + url);
+}
+
+template <typename F>
+void guarded(F f) {
+  int code = 0;
+  try {
+    code = f();
+  } catch (const BadInput& e) {
+    std::fprintf(stderr, "baton: %s\n", e.what());
+    code = kBadInput;
+  }
+  if (code != 0) throw CLI::RuntimeError(code);
+}
+
+}  // namespace
+
+void add_search(CLI::App& app) {
+  auto a = std::make_shared<SearchArgs>();
+  CLI::App* cmd = app.add_subcommand("search", "run a hyperparameter search: trials of a command or a recipe");
+  cmd->add_option("space", a->space, "search space (NNI's format, YAML or JSON)")->required();
+  cmd->add_option("--command", a->command,
+                  "trial command (sh -c): parameters in $BATON_TRIAL_PARAMETERS, reports 'baton: {\"final\": v}' lines");
+  cmd->add_option("--recipe", a->recipe, "each trial is `baton train RECIPE` with the parameters as --set overrides");
+  cmd->add_option("--metric", a->metric, "with --recipe: the evaluation metric to optimise (default eval/accuracy)");
+  cmd->add_option("--set", a->sets, "with --recipe: a fixed override for every trial (repeatable)");
+  cmd->add_option("--trials", a->trials, "number of trials (default 10)");
+  cmd->add_option("--parallel", a->parallel, "trials at once (default 1)");
+  cmd->add_option("--strategy", a->strategy, "tpe (default), random or grid");
+  cmd->add_option("--direction", a->direction, "maximize (default) or minimize");
+  cmd->add_option("--seed", a->seed, "strategy seed (default 0)");
+  cmd->add_option("--storage", a->storage, "sqlite:///PATH.db (default RUN_DIR/search.db)");
+  cmd->add_option("--run-dir", a->run_dir, "where trials' logs and summary.json go (default runs/search)");
+  cmd->add_flag("--resume", a->resume, "continue the search in the storage: finished trials kept, unfinished run again");
+  cmd->add_option("--trial-timeout", a->trial_timeout, "seconds before a trial is stopped and counted failed");
+  cmd->add_option("--retries", a->retries, "run a failed trial again up to N times (default 0)");
+  cmd->callback([a] { guarded([&] { return run_search_command(*a); }); });
+
+  auto storage = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto id = std::make_shared<int64_t>(0);
+  CLI::App* trials = app.add_subcommand("trials", "list or show the trials of a search");
+  trials->require_subcommand(1);
+  CLI::App* ls = trials->add_subcommand("ls", "list the trials in a storage");
+  ls->add_option("--storage", *storage, "the search's storage (sqlite:///PATH.db or PATH.db)")->required();
+  ls->add_flag("--json", *json, "one JSON array: [{id, status, parameters, final, intermediate}]");
+  ls->callback([storage, json] { guarded([&] { return run_trials_ls(*storage, *json); }); });
+  CLI::App* show = trials->add_subcommand("show", "one trial in full");
+  show->add_option("id", *id, "trial id")->required();
+  show->add_option("--storage", *storage, "the search's storage")->required();
+  show->callback([storage, id] { guarded([&] { return run_trials_show(*storage, *id); }); });
+}
+
+}  // namespace baton::cli
