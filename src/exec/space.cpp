@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -168,7 +170,7 @@ std::vector<nlohmann::json> values_of(const Dimension& d, int points, std::size_
   }
   if (d.type == "quniform") {
     for (double v = d.bounds[0]; v <= d.bounds[1] + 1e-12; v += d.bounds[2]) {
-      out.push_back(std::round(v / d.bounds[2]) * d.bounds[2]);
+      out.push_back(quantize(v, d.bounds[2]));
       if (out.size() > limit) break;
     }
     return out;
@@ -182,7 +184,7 @@ std::vector<nlohmann::json> values_of(const Dimension& d, int points, std::size_
   for (int i = 0; i < points; ++i) {
     const double f = points == 1 ? 0.5 : static_cast<double>(i) / (points - 1);
     double v = log ? std::exp(std::log(lo) + f * (std::log(hi) - std::log(lo))) : lo + f * (hi - lo);
-    if (d.type == "qloguniform") v = std::clamp(std::round(v / d.bounds[2]) * d.bounds[2], lo, hi);
+    if (d.type == "qloguniform") v = std::clamp(quantize(v, d.bounds[2]), lo, hi);
     if (out.empty() || out.back().get<double>() != v) out.push_back(v);
   }
   return out;
@@ -216,6 +218,13 @@ bool contains_dims(const std::vector<Dimension>& dims, const nlohmann::json& p) 
 
 }  // namespace
 
+double quantize(double v, double q) {
+  const double x = std::round(v / q) * q;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.12g", x);
+  return std::strtod(text, nullptr);
+}
+
 double sample_dimension(const Dimension& d, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u01(0.0, 1.0);
   const double lo = d.bounds.at(0), hi = d.bounds.at(1);
@@ -227,12 +236,12 @@ double sample_dimension(const Dimension& d, std::mt19937_64& rng) {
   if (d.type == "uniform") return lo + u01(rng) * (hi - lo);
   if (d.type == "quniform") {
     const double q = d.bounds[2];
-    return std::clamp(std::round((lo + u01(rng) * (hi - lo)) / q) * q, lo, hi);
+    return std::clamp(quantize(lo + u01(rng) * (hi - lo), q), lo, hi);
   }
   if (d.type == "loguniform" || d.type == "qloguniform") {
     const double v = std::exp(std::log(lo) + u01(rng) * (std::log(hi) - std::log(lo)));
     if (d.type == "loguniform") return v;
-    return std::clamp(std::round(v / d.bounds[2]) * d.bounds[2], lo, hi);
+    return std::clamp(quantize(v, d.bounds[2]), lo, hi);
   }
   if (d.type == "normal") return std::normal_distribution<double>(lo, hi)(rng);
   throw std::invalid_argument("sample_dimension: '" + d.name + "' is a " + d.type);

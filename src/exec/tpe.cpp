@@ -58,7 +58,7 @@ nlohmann::json from_internal(const Dimension& d, double x, std::mt19937_64& rng,
   if (d.type == "randint") return static_cast<int64_t>(std::clamp(std::round(x), std::ceil(d.bounds[0]), std::ceil(d.bounds[1]) - 1));
   double v = is_log(d) ? std::exp(x) : x;
   if (d.type == "quniform" || d.type == "qloguniform") {
-    v = std::clamp(std::round(v / d.bounds[2]) * d.bounds[2], d.bounds[0], d.bounds[1]);
+    v = std::clamp(quantize(v, d.bounds[2]), d.bounds[0], d.bounds[1]);
   }
   return v;
 }

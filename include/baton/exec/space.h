@@ -48,6 +48,8 @@ class SearchSpace {
 };
 
 double sample_dimension(const Dimension& d, std::mt19937_64& rng);  // numeric types only
+// round(v / q) * q, without the binary noise (0.15, not 0.15000000000000002).
+double quantize(double v, double q);
 
 class Strategy {
  public:

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# baton search and baton trials from the command line: a command search ends with the best
+# trial in summary.json; a search killed with SIGKILL resumes with nothing finished run again and
+# the same suggestions as a search never stopped; trials ls --json; a recipe search reports its
+# evaluations; bad input gets one short error and exit 2.
+# Usage: search_test.sh BATON_BINARY SOURCE_DIR
+set -uo pipefail
+baton=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+expect_error() {  # expect_error CODE "substring" -- command...
+  local code=$1 needle=$2
+  shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$code" ] || ! grep -qF -- "$needle" "$tmp/err" || [ "$(wc -l <"$tmp/err")" -gt 3 ]; then
+    fail "$* -> exit $rc (want $code), stderr:"; cat "$tmp/err"
+  fi
+}
+
+cat >"$tmp/space.yaml" <<'Y'
+x: {_type: uniform, _value: [-5, 10]}
+k: {_type: choice, _value: [1, 2, 3]}
+Y
+# f = (x - 2)^2 + k, minimum 1 at x = 2, k = 1; each run is logged to runs.txt.
+cat >"$tmp/trial.sh" <<Y
+#!/bin/sh
+echo "\$BATON_TRIAL_ID" >> "$tmp/runs.txt"
+sleep "\${SLEEP:-0}"
+x=\$(echo "\$BATON_TRIAL_PARAMETERS" | sed 's/.*"x":\([-0-9.e+]*\).*/\1/')
+k=\$(echo "\$BATON_TRIAL_PARAMETERS" | sed 's/.*"k":\([0-9]*\).*/\1/')
+echo 'baton: {"intermediate": 5, "step": 1}'
+awk -v x="\$x" -v k="\$k" 'BEGIN { printf "baton: {\"final\": %.10g}\\n", (x - 2) ^ 2 + k }'
+Y
+chmod +x "$tmp/trial.sh"
+
+"$baton" search "$tmp/space.yaml" --command "$tmp/trial.sh" --trials 40 --parallel 2 --direction minimize \
+  --seed 1 --run-dir "$tmp/a" >"$tmp/a.log" 2>&1 || { fail "command search"; cat "$tmp/a.log"; }
+python3 - "$tmp/a/summary.json" <<'P' || fail "summary.json"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["trials"]["total"] == 40 and s["trials"]["by_status"] == {"trained": 40}, s
+assert s["best"]["value"] < 2.0 and set(s["best"]["parameters"]) == {"x", "k"}, s
+P
+"$baton" trials ls --storage "$tmp/a/search.db" --json >"$tmp/ls.json" || fail "trials ls"
+python3 - "$tmp/ls.json" <<'P' || fail "trials ls --json"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == 40 and {"id", "status", "parameters", "final", "intermediate"} <= set(rows[0]), rows[0]
+assert rows[0]["intermediate"] == [{"step": 1, "value": 5.0}], rows[0]
+P
+"$baton" trials show 3 --storage "$tmp/a/search.db" | grep -q '"attempts": 1' || fail "trials show"
+
+# Kill a search mid-way; --resume finishes it: no finished trial runs again, and the trials are
+# the ones a search that never stopped suggests.
+rm -f "$tmp/runs.txt"
+touch "$tmp/runs.txt"
+SLEEP=0.3 "$baton" search "$tmp/space.yaml" --command "$tmp/trial.sh" --trials 12 --parallel 2 --strategy random \
+  --run-dir "$tmp/b" >"$tmp/b.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ "$(wc -l <"$tmp/runs.txt" 2>/dev/null || echo 0)" -ge 5 ] && break; sleep 0.05; done
+kill -9 $pid
+wait $pid 2>/dev/null
+"$baton" trials ls --storage "$tmp/b/search.db" --json >"$tmp/before.json"
+SLEEP=0 "$baton" search "$tmp/space.yaml" --command "$tmp/trial.sh" --trials 12 --parallel 2 --strategy random \
+  --run-dir "$tmp/b" --resume >"$tmp/b2.log" 2>&1 || { fail "resume"; cat "$tmp/b2.log"; }
+SLEEP=0 "$baton" search "$tmp/space.yaml" --command "$tmp/trial.sh" --trials 12 --parallel 2 --strategy random \
+  --run-dir "$tmp/c" >/dev/null 2>&1 || fail "uninterrupted search"
+"$baton" trials ls --storage "$tmp/b/search.db" --json >"$tmp/after.json"
+"$baton" trials ls --storage "$tmp/c/search.db" --json >"$tmp/never.json"
+python3 - "$tmp/before.json" "$tmp/after.json" "$tmp/never.json" "$tmp/runs.txt" <<'P' || fail "resume kept and re-ran the right trials"
+import json, sys, collections
+before, after, never = (json.load(open(p)) for p in sys.argv[1:4])
+done_before = {r["id"] for r in before if r["status"] == "trained"}
+assert 0 < len(done_before) < 12, before
+assert [r["status"] for r in after] == ["trained"] * 12, after
+assert [r["parameters"] for r in after] == [r["parameters"] for r in never]
+runs = collections.Counter(int(l) for l in open(sys.argv[4]) if l.strip())
+# the runs file has the first search's runs, then the resumed ones, then the third search's (ids 0..11 again)
+for i in done_before:
+    assert runs[i] == 2, (i, runs)  # once in the killed search, once in the uninterrupted one
+P
+"$baton" search "$tmp/space.yaml" --command "$tmp/trial.sh" --trials 3 --run-dir "$tmp/b" >"$tmp/out" 2>&1
+[ $? -eq 2 ] && grep -q "add --resume" "$tmp/out" || fail "a second search into the same storage is refused"
+
+# Failing and hanging trials end Failed and the search goes on.
+"$baton" search "$tmp/space.yaml" --command 'echo boom >&2; exit 4' --trials 2 --run-dir "$tmp/d" >"$tmp/d.log" 2>&1
+[ $? -eq 1 ] && grep -q "exit status 4; stderr: boom" "$tmp/d.log" || { fail "failing trials"; cat "$tmp/d.log"; }
+"$baton" search "$tmp/space.yaml" --command 'sleep 20' --trial-timeout 0.5 --trials 1 --run-dir "$tmp/e" >"$tmp/e.log" 2>&1
+grep -q "timed out after 0.5" "$tmp/e.log" || { fail "trial timeout"; cat "$tmp/e.log"; }
+
+# A recipe search: each trial is a short baton train reporting its evaluations.
+if [ -d /usr/share/datasets/fashion-mnist ] || [ -n "${BATON_DATA_DIR:-}" ]; then
+  printf 'optimizer.lr: {_type: loguniform, _value: [0.01, 0.1]}\n' >"$tmp/lr.yaml"
+  "$baton" search "$tmp/lr.yaml" --recipe "$src/recipes/fashion_mnist.yaml" --set max_duration=20ba \
+    --set eval_interval=10ba --set 'loggers={}' --set 'callbacks={}' --trials 2 --run-dir "$tmp/r" >"$tmp/r.log" 2>&1 ||
+    { fail "recipe search"; cat "$tmp/r.log"; }
+  python3 - "$tmp/r/summary.json" "$tmp/r/search.db" "$baton" <<'P' || fail "recipe search results"
+import json, subprocess, sys
+s = json.load(open(sys.argv[1]))
+assert s["trials"]["by_status"] == {"trained": 2} and 0.1 < s["best"]["value"] <= 1, s
+rows = json.loads(subprocess.check_output([sys.argv[3], "trials", "ls", "--storage", sys.argv[2], "--json"]))
+assert [v["step"] for v in rows[0]["intermediate"]] == [10, 20], rows[0]
+P
+fi
+
+expect_error 2 "unknown strategy 'anneal'" -- "$baton" search "$tmp/space.yaml" --command true --strategy anneal --run-dir "$tmp/x"
+printf 'lr: {_type: unifrom, _value: [0, 1]}\n' >"$tmp/typo.yaml"
+expect_error 2 "'lr': unknown _type 'unifrom'" -- "$baton" search "$tmp/typo.yaml" --command true --run-dir "$tmp/x"
+printf 'lr: {_type: uniform, _value: [0, 1\n' >"$tmp/broken.yaml"
+expect_error 2 "broken.yaml:2:1" -- "$baton" search "$tmp/broken.yaml" --command true --run-dir "$tmp/x"
+expect_error 2 "give exactly one of --command" -- "$baton" search "$tmp/space.yaml" --run-dir "$tmp/x"
+expect_error 2 "--direction must be maximize or minimize" -- "$baton" search "$tmp/space.yaml" --command true --direction up --run-dir "$tmp/x"
+expect_error 2 "PostgreSQL storage is not built yet" -- "$baton" search "$tmp/space.yaml" --command true --storage postgresql://localhost/x --run-dir "$tmp/x"
+expect_error 2 "no such storage file" -- "$baton" trials ls --storage "$tmp/none.db"
+
+[ $failures -eq 0 ] && echo "search cli: ok"
+exit $((failures > 0))
