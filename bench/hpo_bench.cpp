@@ -2,15 +2,21 @@
 // test functions as ../shared/peers/optuna_bench.py; prints one JSON line like it.
 //
 //   build/bin/hpo_bench --function hartmann6 --trials 1000 --seed 0 [--strategy tpe|random|grid]
+#include <spawn.h>
+#include <sys/wait.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <string>
 
+#include <fcntl.h>
+
 #include <nlohmann/json.hpp>
 
 #include "baton/exec/engine.h"
+#include "baton/exec/process.h"
 #include "baton/exec/space.h"
 #include "baton/exec/tpe.h"
 
@@ -40,9 +46,28 @@ double branin(const nlohmann::json& p) {
   return a * a + 10 * (1 - 1 / (8 * M_PI)) * std::cos(x1) + 10;
 }
 
+// The command's own cost: run it n times in a row with posix_spawn + waitpid, output discarded.
+double bare_command_s(const std::string& command, int64_t n) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  std::string sh = "/bin/sh", c = "-c", cmd = command;
+  char* argv[] = {sh.data(), c.data(), cmd.data(), nullptr};
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < n; ++i) {
+    pid_t pid = -1;
+    if (posix_spawn(&pid, "/bin/sh", &actions, nullptr, argv, environ) != 0) return NAN;
+    int status = 0;
+    waitpid(pid, &status, 0);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 int usage(const std::string& why) {
   std::cerr << "hpo_bench: " << why
             << "\nusage: hpo_bench [--function hartmann6|branin|trivial] [--trials N] [--seed S] [--strategy tpe|random|grid]\n"
+            << "       [--engine inprocess|process]  (process: each trial a command printing a trivial final value)\n"
             << "       [--multivariate 0|1] [--candidates N] [--max-rest N]   (tpe)\n";
   return 2;
 }
@@ -50,7 +75,7 @@ int usage(const std::string& why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string function = "hartmann6", strategy_name = "tpe";
+  std::string function = "hartmann6", strategy_name = "tpe", engine_name = "inprocess";
   int64_t trials = 200;
   uint64_t seed = 0;
   baton::TpeOptions tpe;
@@ -63,6 +88,7 @@ int main(int argc, char** argv) {
       else if (a == "--trials") trials = std::stoll(v);
       else if (a == "--seed") seed = std::stoull(v);
       else if (a == "--strategy" || a == "--sampler") strategy_name = v;
+      else if (a == "--engine") engine_name = v;
       else if (a == "--multivariate") tpe.multivariate = v != "0" && v != "false";
       else if (a == "--candidates") tpe.candidates = std::stoi(v);
       else if (a == "--max-rest") tpe.max_rest = std::stoi(v);
@@ -99,10 +125,20 @@ int main(int argc, char** argv) {
     } else {
       strategy = baton::make_strategy(strategy_name, s, {.seed = seed, .maximize = false});
     }
-    baton::SequentialEngine engine([&](baton::TrialContext& t) { t.report_final(objective(t.parameters())); });
+    std::unique_ptr<baton::ExecutionEngine> engine;
+    const std::string command = "echo 'baton: {\"final\": 0.5}'";
+    if (engine_name == "inprocess") {
+      engine = std::make_unique<baton::SequentialEngine>(
+          [&](baton::TrialContext& t) { t.report_final(objective(t.parameters())); });
+    } else if (engine_name == "process") {
+      engine = std::make_unique<baton::ProcessEngine>(baton::ProcessEngineOptions{.command = command});
+    } else {
+      return usage("unknown engine '" + engine_name + "'");
+    }
     const auto t0 = std::chrono::steady_clock::now();
-    const auto best = baton::run_search(*strategy, engine, trials, /*maximize=*/false);
+    const auto best = baton::run_search(*strategy, *engine, trials, /*maximize=*/false);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    engine->shutdown();
     nlohmann::json out = {{"peer", "baton"},
                           {"sampler", strategy_name},
                           {"function", function},
@@ -111,7 +147,13 @@ int main(int argc, char** argv) {
                           {"total_s", dt},
                           {"ms_per_trial", dt / static_cast<double>(trials) * 1e3},
                           {"best", best ? *best->metrics.final : NAN},
-                          {"optimum", optimum}};
+                          {"optimum", optimum},
+                          {"engine", engine_name}};
+    if (engine_name == "process") {
+      const double bare = bare_command_s(command, trials);
+      out["command_ms"] = bare / static_cast<double>(trials) * 1e3;
+      out["overhead_ms"] = (dt - bare) / static_cast<double>(trials) * 1e3;
+    }
     std::cout << out.dump() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "hpo_bench: " << e.what() << "\n";

@@ -87,6 +87,7 @@ int64_t TrialTable::add_trial(const nlohmann::json& parameters) {
   t.parameters = parameters;
   t.submitted_at = now_s();
   trials_[t.id] = t;
+  ++unfinished_;
   if (observer_) observer_(t);
   return t.id;
 }
@@ -115,11 +116,7 @@ std::optional<Trial> TrialTable::get(int64_t id) const {
 bool TrialTable::wait(const std::vector<int64_t>& ids, std::optional<double> timeout_s) {
   std::unique_lock lock(mutex_);
   auto done = [&] {
-    if (ids.empty()) {
-      for (const auto& [id, t] : trials_)
-        if (!t.completed()) return false;
-      return true;
-    }
+    if (ids.empty()) return unfinished_ == 0;
     for (int64_t id : ids) {
       auto it = trials_.find(id);
       if (it == trials_.end()) throw std::invalid_argument("wait: no trial " + std::to_string(id));
@@ -137,10 +134,7 @@ bool TrialTable::wait(const std::vector<int64_t>& ids, std::optional<double> tim
 std::optional<int64_t> TrialTable::wait_any(std::optional<double> timeout_s) {
   std::unique_lock lock(mutex_);
   auto ready = [&] {
-    if (!completed_order_.empty()) return true;
-    for (const auto& [id, t] : trials_)
-      if (!t.completed()) return false;
-    return true;  // nothing left to wait for
+    return !completed_order_.empty() || unfinished_ == 0;  // a completion, or nothing left to wait for
   };
   if (!timeout_s) {
     changed_.wait(lock, ready);
@@ -186,6 +180,7 @@ void TrialTable::default_callback(ModelEvent& event) {
     auto it = trials_.find(event.trial_id());
     if (it == trials_.end()) return;
     Trial& t = it->second;
+    const bool was_completed = t.completed();
     switch (event.type()) {
       case ModelEventType::kTrainingStart:
         t.status = TrialStatus::kRunning;
@@ -213,6 +208,7 @@ void TrialTable::default_callback(ModelEvent& event) {
         break;
       }
     }
+    unfinished_ += static_cast<int64_t>(was_completed) - static_cast<int64_t>(t.completed());
   }
   notify_observer(event.trial_id());  // stored before any waiter wakes
   changed_.notify_all();
@@ -254,6 +250,7 @@ void TrialTable::load_state_dict(const nlohmann::json& state) {
       }
       trials_[t.id] = t;
     }
+    unfinished_ = static_cast<int64_t>(unfinished.size());
     next_id_ = state.value("next_id", trials_.empty() ? int64_t{0} : trials_.rbegin()->first + 1);
   }
   for (int64_t id : unfinished) requeue(id);

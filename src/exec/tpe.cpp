@@ -70,13 +70,13 @@ struct Parzen {
   std::vector<const std::vector<double>*> points;
   // Per point and numeric dimension: the kernel's width and its log normaliser (Optuna's rule:
   // the larger gap to a neighbour, clipped to [range / min(100, n + 1), range]).
-  std::vector<std::vector<double>> sigma, log_norm;
+  std::vector<double> sigma, log_norm;  // [point * dims + dimension]
   std::vector<double> prior_sigma, prior_log_norm, prior_mu;
 
   void fit() {
     const std::size_t n = points.size();
-    sigma.assign(n, std::vector<double>(dims->size(), 1.0));
-    log_norm = sigma;
+    sigma.assign(n * dims->size(), 1.0);
+    log_norm.assign(n * dims->size(), 0.0);
     prior_sigma.assign(dims->size(), 1.0);
     prior_log_norm.assign(dims->size(), 0.0);
     prior_mu.assign(dims->size(), 0.0);
@@ -96,8 +96,8 @@ struct Parzen {
         const double left = v - (r == 0 ? lo : order[r - 1].first);
         const double right = (r + 1 == n ? hi : order[r + 1].first) - v;
         const double s = std::clamp(std::max(left, right), min_sigma, hi - lo);
-        sigma[order[r].second][k] = s;
-        log_norm[order[r].second][k] = std::log(s * 2.5066282746310002);
+        sigma[order[r].second * dims->size() + k] = s;
+        log_norm[order[r].second * dims->size() + k] = std::log(s * 2.5066282746310002);
       }
     }
   }
@@ -113,9 +113,10 @@ struct Parzen {
       return std::log((1.0 - w) * ((*points[i])[k] == x ? 1.0 : 0.0) + w / c);
     }
     const double mu = prior ? prior_mu[k] : (*points[i])[k];
-    const double sg = prior ? prior_sigma[k] : sigma[i][k];
+    const std::size_t at = i * dims->size() + k;
+    const double sg = prior ? prior_sigma[k] : sigma[at];
     const double z = (x - mu) / sg;
-    return -0.5 * z * z - (prior ? prior_log_norm[k] : log_norm[i][k]);
+    return -0.5 * z * z - (prior ? prior_log_norm[k] : log_norm[at]);
   }
 
   double log_density(const std::vector<double>& x, bool multivariate) const {
@@ -136,10 +137,13 @@ struct Parzen {
       }
       return log_mean_exp();
     }
+    // Per dimension the mixture's density directly: the prior's component (as wide as the range)
+    // keeps it well above underflow anywhere in the range.
     double total = 0;
     for (std::size_t k = 0; k < x.size(); ++k) {
-      for (std::size_t i = 0; i < m; ++i) terms[i] = log_kernel(k, i, x[k]);
-      total += log_mean_exp();
+      double sum = 0;
+      for (std::size_t i = 0; i < m; ++i) sum += std::exp(log_kernel(k, i, x[k]));
+      total += std::log(sum / static_cast<double>(m));
     }
     return total;
   }
@@ -157,7 +161,7 @@ struct Parzen {
     }
     const auto [lo, hi] = range_of(d);
     const double mu = prior ? prior_mu[k] : (*points[i])[k];
-    const double sg = prior ? prior_sigma[k] : sigma[i][k];
+    const double sg = prior ? prior_sigma[k] : sigma[i * dims->size() + k];
     for (int attempt = 0; attempt < 16; ++attempt) {
       const double x = std::normal_distribution<double>(mu, sg)(rng);
       if (x >= lo && x <= hi) return x;

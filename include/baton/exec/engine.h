@@ -98,6 +98,7 @@ class TrialTable : public ExecutionEngine {
   std::condition_variable changed_;
   std::map<int64_t, Trial> trials_;
   int64_t next_id_ = 0;
+  int64_t unfinished_ = 0;  // trials not completed: waits need no scan
 
  private:
   void notify_observer(int64_t id);
