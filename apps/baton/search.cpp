@@ -38,6 +38,7 @@ struct SearchArgs {
   bool resume = false;
   double trial_timeout = 0;
   int retries = 0;
+  int median_stop = 0;
   std::vector<std::string> sets;
 };
 
@@ -136,6 +137,11 @@ int run_search_command(const SearchArgs& a) {
   }
   std::vector<std::shared_ptr<Middleware>> stack = {std::make_shared<Deduplication>("replay")};
   if (a.retries > 0) stack.push_back(std::make_shared<FailureHandler>(a.retries));
+  std::shared_ptr<MedianStop> median;
+  if (a.median_stop > 0) {
+    median = std::make_shared<MedianStop>(maximize, a.median_stop);
+    stack.push_back(median);
+  }
   Chain chain(stack);
   chain.set_engine(engine);
 
@@ -196,6 +202,7 @@ int run_search_command(const SearchArgs& a) {
       std::printf("trial %lld failed: %s\n", static_cast<long long>(t.id), t.error.substr(0, 300).c_str());
     }
   }
+  if (median) std::printf("median stopping ended %lld trials early\n", static_cast<long long>(median->kills()));
   if (best) {
     std::printf("best: trial %lld, %s = %.6g, parameters %s\n", static_cast<long long>(best->id),
                 a.recipe.empty() ? "value" : a.metric.c_str(), *best->metrics.final, best->parameters.dump().c_str());
@@ -292,6 +299,9 @@ void add_search(CLI::App& app) {
   cmd->add_flag("--resume", a->resume, "continue the search in the storage: finished trials kept, unfinished run again");
   cmd->add_option("--trial-timeout", a->trial_timeout, "seconds before a trial is stopped and counted failed");
   cmd->add_option("--retries", a->retries, "run a failed trial again up to N times (default 0)");
+  cmd->add_option("--median-stop", a->median_stop,
+                  "stop a trial whose best intermediate value is worse than the median of completed trials at the "
+                  "same step, once N trials completed (default 0: off)");
   cmd->callback([a] { guarded([&] { return run_search_command(*a); }); });
 
   auto storage = std::make_shared<std::string>();

@@ -93,6 +93,32 @@ P
 "$baton" search "$tmp/space.yaml" --command 'sleep 20' --trial-timeout 0.5 --trials 1 --run-dir "$tmp/e" >"$tmp/e.log" 2>&1
 grep -q "timed out after 0.5" "$tmp/e.log" || { fail "trial timeout"; cat "$tmp/e.log"; }
 
+# Median stopping kills running trials (SIGTERM to the command) whose curve is below the median.
+cat >"$tmp/curve.sh" <<'Y'
+#!/bin/sh
+x=$(echo "$BATON_TRIAL_PARAMETERS" | sed 's/.*"x":\([-0-9.e+]*\).*/\1/')
+for s in 1 2 3 4 5; do
+  awk -v x="$x" -v s="$s" 'BEGIN { printf "baton: {\"intermediate\": %.6f, \"step\": %d}\n", x * s, s }'
+  sleep 0.05
+done
+awk -v x="$x" 'BEGIN { printf "baton: {\"final\": %.6f}\n", x * 5 }'
+Y
+chmod +x "$tmp/curve.sh"
+printf 'x: {_type: uniform, _value: [0, 1]}\n' >"$tmp/x.yaml"
+"$baton" search "$tmp/x.yaml" --command "$tmp/curve.sh" --trials 16 --strategy random --median-stop 3 \
+  --run-dir "$tmp/m" >"$tmp/m.log" 2>&1 || { fail "median stop search"; cat "$tmp/m.log"; }
+"$baton" trials ls --storage "$tmp/m/search.db" --json >"$tmp/m.json"
+python3 - "$tmp/m.json" <<'P' || fail "median stopping"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+stopped = [r for r in rows if r["status"] == "interrupted"]
+trained = [r for r in rows if r["status"] == "trained"]
+assert stopped and len(trained) >= 3, rows
+assert all(r["final"] is None for r in stopped), stopped
+# a stopped trial was below the median of the trials completed before it, so below the best
+assert max(r["parameters"]["x"] for r in stopped) < max(r["parameters"]["x"] for r in trained)
+P
+
 # A recipe search: each trial is a short baton train reporting its evaluations.
 if [ -d /usr/share/datasets/fashion-mnist ] || [ -n "${BATON_DATA_DIR:-}" ]; then
   printf 'optimizer.lr: {_type: loguniform, _value: [0.01, 0.1]}\n' >"$tmp/lr.yaml"
