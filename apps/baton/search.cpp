@@ -291,7 +291,7 @@ void add_search(CLI::App& app) {
   cmd->add_option("--set", a->sets, "with --recipe: a fixed override for every trial (repeatable)");
   cmd->add_option("--trials", a->trials, "number of trials (default 10)");
   cmd->add_option("--parallel", a->parallel, "trials at once (default 1)");
-  cmd->add_option("--strategy", a->strategy, "tpe (default), random or grid");
+  cmd->add_option("--strategy", a->strategy, "tpe (default), random, grid or evolution");
   cmd->add_option("--direction", a->direction, "maximize (default) or minimize");
   cmd->add_option("--seed", a->seed, "strategy seed (default 0)");
   cmd->add_option("--storage", a->storage, "sqlite:///PATH.db (default RUN_DIR/search.db)");

@@ -311,7 +311,41 @@ std::optional<nlohmann::json> GridStrategy::suggest() {
 
 void GridStrategy::observe(const Trial& trial) { done_.insert(trial.parameters.dump()); }
 
-std::vector<std::string> strategy_names() { return {"random", "grid", "tpe"}; }
+EvolutionStrategy::EvolutionStrategy(SearchSpace space, uint64_t seed, bool maximize, int population, int sample_size)
+    : space_(std::move(space)),
+      rng_(seed),
+      maximize_(maximize),
+      population_(static_cast<std::size_t>(population)),
+      sample_size_(static_cast<std::size_t>(sample_size)) {
+  if (population < 2 || sample_size < 1 || sample_size > population)
+    throw std::invalid_argument("evolution: need population >= 2 and 1 <= sample_size <= population");
+}
+
+std::optional<nlohmann::json> EvolutionStrategy::suggest() {
+  if (living_.size() < population_) return space_.sample(rng_);
+  std::uniform_int_distribution<std::size_t> pick(0, living_.size() - 1);
+  const std::pair<nlohmann::json, double>* parent = nullptr;
+  for (std::size_t i = 0; i < sample_size_; ++i) {
+    const auto& candidate = living_[pick(rng_)];
+    if (!parent || (maximize_ ? candidate.second > parent->second : candidate.second < parent->second))
+      parent = &candidate;
+  }
+  nlohmann::json child = parent->first;
+  const auto& dims = space_.dimensions();
+  std::uniform_int_distribution<std::size_t> which(0, dims.size() - 1);
+  const std::string& name = dims[which(rng_)].name;
+  const nlohmann::json fresh = space_.sample(rng_);
+  child[name] = fresh[name];
+  return child;
+}
+
+void EvolutionStrategy::observe(const Trial& trial) {
+  if (trial.status != TrialStatus::kTrained || !trial.metrics.final || !std::isfinite(*trial.metrics.final)) return;
+  living_.emplace_back(trial.parameters, *trial.metrics.final);
+  while (living_.size() > population_) living_.pop_front();  // the oldest dies
+}
+
+std::vector<std::string> strategy_names() { return {"random", "grid", "tpe", "evolution"}; }
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options) {
   if (name == "random") return std::make_unique<RandomStrategy>(space, options.seed);
@@ -322,6 +356,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpa
     t.maximize = options.maximize;
     return std::make_unique<TpeStrategy>(space, t);
   }
+  if (name == "evolution") return std::make_unique<EvolutionStrategy>(space, options.seed, options.maximize);
   std::string known;
   for (const auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown strategy '" + name + "' (known: " + known + ")");

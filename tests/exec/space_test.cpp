@@ -146,6 +146,20 @@ TEST(Strategies, SeededAndTpeBeatsRandomOnBranin) {
   EXPECT_LT(tpe[3], 0.397887 + 0.3);
 }
 
+TEST(Strategies, EvolutionIsSeededAndBeatsRandomOnBranin) {
+  EXPECT_EQ(best_of("evolution", 3), best_of("evolution", 3));
+  std::vector<double> evolution, random;
+  for (uint64_t seed = 0; seed < 7; ++seed) {
+    evolution.push_back(best_of("evolution", seed));
+    random.push_back(best_of("random", seed));
+  }
+  std::sort(evolution.begin(), evolution.end());
+  std::sort(random.begin(), random.end());
+  EXPECT_LT(evolution[3], random[3]);
+  EXPECT_THROW(EvolutionStrategy(SearchSpace::from_json({{"x", {{"_type", "uniform"}, {"_value", {0, 1}}}}}), 0, true, 1),
+               std::invalid_argument);
+}
+
 TEST(Strategies, TpeHandlesChoicesAndMaximizes) {
   const auto space = SearchSpace::from_json(nlohmann::json::parse(
       R"({"c": {"_type": "choice", "_value": ["a", "b", "c", "d"]}, "x": {"_type": "uniform", "_value": [0, 1]}})"));

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -71,7 +72,7 @@ struct StrategyOptions {
   int grid_points = 5;  // grid: values per continuous dimension
 };
 
-// "random", "grid", "tpe" (see tpe.h for its own options). Unknown names: std::invalid_argument
+// "random", "grid", "tpe" (see tpe.h for its own options), "evolution". Unknown names: std::invalid_argument
 // listing the known ones.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options);
 std::vector<std::string> strategy_names();
@@ -98,6 +99,25 @@ class GridStrategy : public Strategy {
   std::vector<nlohmann::json> grid_;
   std::size_t next_ = 0;
   std::set<std::string> done_;  // restored trials are not suggested again
+};
+
+// Regularized evolution (Real et al. 2019, as NNI's): the first `population` trials are random;
+// then each suggestion takes `sample_size` of the living population at random, copies the best,
+// and draws one of its parameters anew. The population ages: only the last `population` finished
+// trials live.
+class EvolutionStrategy : public Strategy {
+ public:
+  EvolutionStrategy(SearchSpace space, uint64_t seed, bool maximize, int population = 20, int sample_size = 5);
+  std::string name() const override { return "evolution"; }
+  std::optional<nlohmann::json> suggest() override;
+  void observe(const Trial& trial) override;
+
+ private:
+  SearchSpace space_;
+  std::mt19937_64 rng_;
+  bool maximize_;
+  std::size_t population_, sample_size_;
+  std::deque<std::pair<nlohmann::json, double>> living_;
 };
 
 struct SearchProgress {
