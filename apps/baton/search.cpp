@@ -39,6 +39,7 @@ struct SearchArgs {
   double trial_timeout = 0;
   int retries = 0;
   int median_stop = 0;
+  int64_t asha = 0;
   std::vector<std::string> sets;
 };
 
@@ -142,6 +143,11 @@ int run_search_command(const SearchArgs& a) {
     median = std::make_shared<MedianStop>(maximize, a.median_stop);
     stack.push_back(median);
   }
+  std::shared_ptr<Asha> halving;
+  if (a.asha > 0) {
+    halving = std::make_shared<Asha>(maximize, a.asha);
+    stack.push_back(halving);
+  }
   Chain chain(stack);
   chain.set_engine(engine);
 
@@ -202,6 +208,7 @@ int run_search_command(const SearchArgs& a) {
       std::printf("trial %lld failed: %s\n", static_cast<long long>(t.id), t.error.substr(0, 300).c_str());
     }
   }
+  if (halving) std::printf("successive halving ended %lld trials early\n", static_cast<long long>(halving->kills()));
   if (median) std::printf("median stopping ended %lld trials early\n", static_cast<long long>(median->kills()));
   if (best) {
     std::printf("best: trial %lld, %s = %.6g, parameters %s\n", static_cast<long long>(best->id),
@@ -299,6 +306,9 @@ void add_search(CLI::App& app) {
   cmd->add_flag("--resume", a->resume, "continue the search in the storage: finished trials kept, unfinished run again");
   cmd->add_option("--trial-timeout", a->trial_timeout, "seconds before a trial is stopped and counted failed");
   cmd->add_option("--retries", a->retries, "run a failed trial again up to N times (default 0)");
+  cmd->add_option("--asha", a->asha,
+                  "asynchronous successive halving: rungs at steps N, 3N, 9N...; a trial not in the best third of "
+                  "the values at a rung is stopped (default 0: off)");
   cmd->add_option("--median-stop", a->median_stop,
                   "stop a trial whose best intermediate value is worse than the median of completed trials at the "
                   "same step, once N trials completed (default 0: off)");

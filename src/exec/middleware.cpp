@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <functional>
 #include <stdexcept>
 
 namespace baton {
@@ -150,6 +152,45 @@ void MedianStop::on_engine_set() {
     std::optional<double> best = trial->best_up_to(e.step, maximize_);
     best = best ? (maximize_ ? std::max(*best, e.value) : std::min(*best, e.value)) : e.value;
     if (maximize_ ? *best < median : *best > median) {
+      ++kills_;
+      engine().kill(e.trial_id());
+    }
+  });
+}
+
+// ---- Asha -----------------------------------------------------------------------------------
+
+Asha::Asha(bool maximize, int64_t min_step, int reduction_factor)
+    : maximize_(maximize), min_step_(min_step), eta_(reduction_factor) {
+  if (min_step < 1 || reduction_factor < 2) throw std::invalid_argument("Asha: min_step >= 1 and reduction_factor >= 2");
+}
+
+void Asha::on_engine_set() {
+  engine().register_callback(ModelEventType::kIntermediateMetric, [this](ModelEvent& event) {
+    const auto& e = static_cast<const IntermediateMetric&>(event);
+    bool stop = false;
+    {
+      std::lock_guard lock(mutex_);
+      int& rung = next_rung_[e.trial_id()];
+      for (;;) {
+        const double rung_step = static_cast<double>(min_step_) * std::pow(static_cast<double>(eta_), rung);
+        if (static_cast<double>(e.step) < rung_step) break;
+        auto& values = rungs_[rung];
+        values.push_back(e.value);
+        ++rung;
+        // The best 1/eta of the values at this rung (at least one) go on.
+        const std::size_t keep = std::max<std::size_t>(1, values.size() / static_cast<std::size_t>(eta_));
+        std::vector<double> sorted = values;
+        if (maximize_) std::sort(sorted.begin(), sorted.end(), std::greater<>());
+        else std::sort(sorted.begin(), sorted.end());
+        const double cutoff = sorted[keep - 1];
+        if (values.size() > 1 && (maximize_ ? e.value < cutoff : e.value > cutoff)) {
+          stop = true;
+          break;
+        }
+      }
+    }
+    if (stop) {
       ++kills_;
       engine().kill(e.trial_id());
     }

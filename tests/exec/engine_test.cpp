@@ -263,6 +263,30 @@ TEST(MedianStop, KillsATrialBelowTheMedianOfCompletedOnesAtTheSameStep) {
   EXPECT_EQ(median->kills(), 1);
 }
 
+TEST(Asha, KeepsTheBestThirdAtEachRungAndKillsTheRest) {
+  auto asha = std::make_shared<Asha>(/*maximize=*/true, /*min_step=*/1, /*reduction_factor=*/3);
+  asha->set_engine(std::make_shared<SequentialEngine>([](TrialContext& t) {
+    const double slope = t.parameters().at("slope").get<double>();
+    for (int step = 1; step <= 9 && !t.should_stop(); ++step) t.report_intermediate(slope * step, step);
+    if (!t.should_stop()) t.report_final(slope * 9);
+  }));
+  // Rungs at steps 1, 3, 9. The first trial passes every rung alone; then each must be in the top
+  // third of the values at a rung so far.
+  std::vector<int64_t> ids;
+  for (double s : {5.0, 1.0, 2.0, 9.0, 3.0, 8.0}) ids.push_back(asha->submit({{"slope", s}}));
+  auto status = [&](int i) { return asha->get(ids[i])->status; };
+  EXPECT_EQ(status(0), TrialStatus::kTrained);
+  EXPECT_EQ(status(1), TrialStatus::kInterrupted);  // rung 1: {5, 1}, keep 1: 1 < 5
+  EXPECT_EQ(status(2), TrialStatus::kInterrupted);  // {5, 1, 2}: keep 1
+  EXPECT_EQ(status(3), TrialStatus::kTrained);      // the best everywhere
+  EXPECT_EQ(status(4), TrialStatus::kInterrupted);
+  // Step 1: {5,1,2,9,3,8} keeps 2 (9, 8), so 8 goes on; step 3: {15, 27, 24} keeps 1: stopped there.
+  EXPECT_EQ(status(5), TrialStatus::kInterrupted);
+  EXPECT_EQ(asha->get(ids[5])->metrics.intermediate.size(), 3U);
+  EXPECT_EQ(asha->kills(), 4);
+  EXPECT_EQ(asha->get(ids[1])->metrics.intermediate.size(), 1U);
+}
+
 TEST(Budget, TrialSecondsAndWallTime) {
   Budget seconds(BudgetOptions{.max_trial_seconds = 0.05});
   seconds.set_engine(std::make_shared<SequentialEngine>([](TrialContext& t) {

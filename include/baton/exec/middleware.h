@@ -127,6 +127,28 @@ class MedianStop : public Middleware {
   std::atomic<int64_t> kills_{0};
 };
 
+// Asynchronous successive halving (ASHA, Li et al. 2020; Optuna's SuccessiveHalvingPruner): rungs
+// at steps min_step * eta^k. The first value a trial reports at or past a rung is its value there;
+// unless it is in the best 1/eta of all values recorded at that rung so far (itself included), the
+// trial is killed. No trial waits for others: the decision uses whoever got there first.
+class Asha : public Middleware {
+ public:
+  Asha(bool maximize, int64_t min_step = 1, int reduction_factor = 3);
+  int64_t kills() const { return kills_; }
+
+ protected:
+  void on_engine_set() override;
+
+ private:
+  bool maximize_;
+  int64_t min_step_;
+  int eta_;
+  std::mutex mutex_;
+  std::map<int, std::vector<double>> rungs_;            // rung -> values recorded there
+  std::map<int64_t, int> next_rung_;                   // trial -> the next rung it has to pass
+  std::atomic<int64_t> kills_{0};
+};
+
 struct BudgetOptions {
   std::optional<int64_t> max_trials{};          // trials submitted
   std::optional<double> max_wall_s{};           // since the middleware was set on its engine
