@@ -161,7 +161,7 @@ int run_search_command(const SearchArgs& a) {
   std::fflush(stdout);
   auto status_line = [&](const SearchProgress& p, bool force) {
     const double e = elapsed();
-    if (!tty && !force && e - last_line < 10.0) return;
+    if (!force && e - last_line < (tty ? 0.2 : 10.0)) return;  // redraws at most 5 times a second
     last_line = e;
     int failed = 0, running = 0;
     for (const auto& t : chain.list()) {
