@@ -2,11 +2,14 @@
 // baton trials ls|show: read a search's storage.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -14,6 +17,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "baton/exec/distributed.h"
 #include "baton/exec/middleware.h"
 #include "baton/exec/process.h"
 #include "baton/exec/space.h"
@@ -40,8 +44,24 @@ struct SearchArgs {
   int retries = 0;
   int median_stop = 0;
   int64_t asha = 0;
+  bool join = false;
+  double heartbeat = 2.0;
   std::vector<std::string> sets;
 };
+
+// The rank and size of this process when it was started by mpirun or srun (several workers of
+// one search), else nullopt.
+std::optional<std::pair<int, int>> launcher_rank() {
+  const std::pair<const char*, const char*> vars[] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMIX_RANK", "PMIX_SIZE"}, {"PMI_RANK", "PMI_SIZE"},
+      {"SLURM_PROCID", "SLURM_NTASKS"}};
+  for (const auto& [rank, size] : vars) {
+    const char* r = std::getenv(rank);
+    const char* n = std::getenv(size);
+    if (r && n && std::atoi(n) > 1) return std::make_pair(std::atoi(r), std::atoi(n));
+  }
+  return std::nullopt;
+}
 
 class BadInput : public std::runtime_error {
  public:
@@ -74,8 +94,12 @@ int run_search_command(const SearchArgs& a) {
     throw BadInput("--direction must be maximize or minimize, got '" + a.direction + "'");
   if (a.trials < 1) throw BadInput("--trials must be at least 1");
   if (a.parallel < 1) throw BadInput("--parallel must be at least 1");
+  if (a.heartbeat <= 0) throw BadInput("--heartbeat must be a positive number of seconds");
   if (!a.recipe.empty() && !std::filesystem::exists(a.recipe)) throw BadInput(a.recipe + ": no such recipe file");
+  const auto rank = launcher_rank();
+  const bool join = a.join || rank.has_value();
   const bool maximize = a.direction == "maximize";
+  const std::string worker = default_worker_name();
   SearchSpace space = [&] {
     try {
       return SearchSpace::from_file(a.space);
@@ -83,31 +107,51 @@ int run_search_command(const SearchArgs& a) {
       throw BadInput(e.what());
     }
   }();
+  // The workers of one search suggest different sequences: rank r (or, started by hand, a
+  // number from the worker's name) offsets the seed.
+  uint64_t seed = a.seed;
+  if (join) seed += rank ? static_cast<uint64_t>(rank->first) : std::hash<std::string>{}(worker) % 1000003;
   std::unique_ptr<Strategy> strategy;
   try {
-    strategy = make_strategy(a.strategy, space, {.seed = a.seed, .maximize = maximize});
+    strategy = make_strategy(a.strategy, space, {.seed = seed, .maximize = maximize});
   } catch (const std::invalid_argument& e) {
     throw BadInput(e.what());
   }
   const std::filesystem::path dir = a.run_dir;
   std::filesystem::create_directories(dir);
   const std::string storage_url = a.storage.empty() ? "sqlite://" + std::filesystem::absolute(dir / "search.db").string() : a.storage;
-  std::unique_ptr<TrialStorage> storage;
+  std::shared_ptr<TrialStorage> storage;
   try {
     storage = open_storage(storage_url);
   } catch (const std::invalid_argument& e) {
     throw BadInput(e.what());
+  } catch (const std::runtime_error& e) {
+    throw BadInput(e.what());
   }
   std::vector<Trial> previous = storage->load_trials();
-  if (!previous.empty() && !a.resume) {
+  if (!previous.empty() && !a.resume && !join) {
     throw BadInput(storage_url + " already holds " + std::to_string(previous.size()) +
-                   " trials; add --resume to continue that search, or use another --run-dir/--storage");
+                   " trials; add --resume to continue that search, --join to work on it alongside its other "
+                   "workers, or use another --run-dir/--storage");
+  }
+  if (!join && a.resume) {
+    // The search that was killed: its trial commands may still run (they were in their own
+    // process groups). They are stopped, so that the run again below is the only one.
+    if (auto before = storage->meta("worker"); before && before->is_string()) {
+      const std::string old = before->get<std::string>();
+      if (old != worker && !local_worker_gone(old) && old.substr(0, old.rfind(':')) == worker.substr(0, worker.rfind(':')))
+        throw BadInput("the search " + old + " (host:pid) is still running on " + storage_url +
+                       "; stop it first, or add --join to work on it alongside");
+      if (const int n = kill_worker_processes(old); n > 0)
+        std::printf("stopped %d process(es) left running by the killed search %s\n", n, old.c_str());
+    }
   }
 
   ProcessEngineOptions options;
   options.workers = a.parallel;
   if (a.trial_timeout > 0) options.timeout_s = a.trial_timeout;
   options.log_dir = dir / "trials";
+  options.env["BATON_SEARCH_WORKER"] = worker;
   if (!a.command.empty()) {
     options.command = a.command;
   } else {
@@ -118,23 +162,49 @@ int run_search_command(const SearchArgs& a) {
     options.command = cmd;
     options.env["BATON_TRIAL_METRIC"] = a.metric;
   }
-  auto engine = std::make_shared<ProcessEngine>(options);
-  engine->set_observer([&](const Trial& t) { storage->save_trial(t); });
-  storage->set_meta("search", {{"space", a.space},
-                               {"command", options.command},
-                               {"strategy", a.strategy},
-                               {"direction", a.direction},
-                               {"seed", a.seed}});
-  if (!previous.empty()) {
-    nlohmann::json state = {{"trials", nlohmann::json::array()}};
-    int unfinished = 0;
-    for (const auto& t : previous) {
-      state["trials"].push_back(t.to_json());
-      unfinished += t.completed() ? 0 : 1;
+  const nlohmann::json search_meta = {{"space", a.space},
+                                      {"command", options.command},
+                                      {"strategy", a.strategy},
+                                      {"direction", a.direction},
+                                      {"seed", a.seed}};
+  std::shared_ptr<ExecutionEngine> engine;
+  std::shared_ptr<DistributedEngine> distributed;
+  if (join) {
+    auto local = std::make_shared<ProcessEngine>(options);
+    DistributedOptions d;
+    d.worker = worker;
+    d.limit = a.trials;
+    d.heartbeat_s = a.heartbeat;
+    d.stale_after_s = 10 * a.heartbeat;
+    d.on_dead_worker = [](const std::string& w) {
+      const int n = kill_worker_processes(w);
+      std::printf("worker %s ended while running trials: they go back to the queue%s\n", w.c_str(),
+                  n > 0 ? (", its " + std::to_string(n) + " trial process(es) stopped").c_str() : "");
+      std::fflush(stdout);
+    };
+    if (!storage->meta("search")) storage->set_meta("search", search_meta);
+    distributed = std::make_shared<DistributedEngine>(storage, local, d);
+    engine = distributed;
+    std::printf("worker %s%s joins the search in %s (%zu trials there)\n", worker.c_str(),
+                rank ? (" (rank " + std::to_string(rank->first) + " of " + std::to_string(rank->second) + ")").c_str() : "",
+                storage_url.c_str(), previous.size());
+  } else {
+    auto local = std::make_shared<ProcessEngine>(options);
+    local->set_observer([storage](const Trial& t) { storage->save_trial(t); });
+    storage->set_meta("search", search_meta);
+    storage->set_meta("worker", worker);
+    if (!previous.empty()) {
+      nlohmann::json state = {{"trials", nlohmann::json::array()}};
+      int unfinished = 0;
+      for (const auto& t : previous) {
+        state["trials"].push_back(t.to_json());
+        unfinished += t.completed() ? 0 : 1;
+      }
+      std::printf("resuming: %zu trials in %s, %d unfinished (run again)\n", previous.size(), storage_url.c_str(),
+                  unfinished);
+      local->load_state_dict(state);
     }
-    std::printf("resuming: %zu trials in %s, %d unfinished (run again)\n", previous.size(), storage_url.c_str(),
-                unfinished);
-    engine->load_state_dict(state);
+    engine = local;
   }
   std::vector<std::shared_ptr<Middleware>> stack = {std::make_shared<Deduplication>("replay")};
   if (a.retries > 0) stack.push_back(std::make_shared<FailureHandler>(a.retries));
@@ -202,12 +272,21 @@ int run_search_command(const SearchArgs& a) {
                             {"direction", a.direction},
                             {"storage", storage_url}};
   if (best) summary["best"] = {{"id", best->id}, {"value", *best->metrics.final}, {"parameters", best->parameters}};
-  std::ofstream(dir / "summary.json") << summary.dump(2) << "\n";
+  if (distributed) summary["worker"] = {{"name", worker}, {"requeued_from_silent_workers", distributed->requeued()}};
+  {
+    // Written whole then renamed: the workers of a shared search may write it at the same time.
+    const auto tmp = dir / ("summary.json.tmp." + std::to_string(::getpid()));
+    std::ofstream(tmp) << summary.dump(2) << "\n";
+    std::filesystem::rename(tmp, dir / "summary.json");
+  }
   for (const auto& t : all) {
     if (t.status == TrialStatus::kFailed) {
       std::printf("trial %lld failed: %s\n", static_cast<long long>(t.id), t.error.substr(0, 300).c_str());
     }
   }
+  if (distributed && distributed->requeued() > 0)
+    std::printf("this worker put %lld trial(s) of silent workers back in the queue\n",
+                static_cast<long long>(distributed->requeued()));
   if (halving) std::printf("successive halving ended %lld trials early\n", static_cast<long long>(halving->kills()));
   if (median) std::printf("median stopping ended %lld trials early\n", static_cast<long long>(median->kills()));
   if (best) {
@@ -227,7 +306,8 @@ nlohmann::json trial_row(const Trial& t) {
           {"status", to_string(t.status)},
           {"parameters", t.parameters},
           {"final", t.metrics.final ? nlohmann::json(*t.metrics.final) : nlohmann::json()},
-          {"intermediate", inter}};
+          {"intermediate", inter},
+          {"worker", t.worker}};
 }
 
 std::unique_ptr<TrialStorage> open_existing(const std::string& url) {
@@ -241,6 +321,8 @@ std::unique_ptr<TrialStorage> open_existing(const std::string& url) {
     return open_storage(url);
   } catch (const std::invalid_argument& e) {
     throw BadInput(e.what());
+  } catch (const std::runtime_error& e) {
+    throw BadInput(e.what());
   }
 }
 
@@ -253,11 +335,15 @@ int run_trials_ls(const std::string& url, bool json) {
     std::printf("%s\n", rows.dump().c_str());
     return 0;
   }
-  std::printf("%6s  %-11s  %12s  %6s  %s\n", "id", "status", "final", "steps", "parameters");
+  const bool shared = std::any_of(trials.begin(), trials.end(), [](const Trial& t) { return !t.worker.empty(); });
+  std::printf("%6s  %-11s  %12s  %6s  %s%s\n", "id", "status", "final", "steps", shared ? "worker              " : "",
+              "parameters");
   for (const auto& t : trials) {
     const std::string fin = t.metrics.final ? std::to_string(*t.metrics.final) : "-";
-    std::printf("%6lld  %-11s  %12s  %6zu  %s\n", static_cast<long long>(t.id), to_string(t.status).c_str(),
-                fin.c_str(), t.metrics.intermediate.size(), t.parameters.dump().c_str());
+    char worker[64] = "";
+    if (shared) std::snprintf(worker, sizeof worker, "%-20s", t.worker.empty() ? "-" : t.worker.c_str());
+    std::printf("%6lld  %-11s  %12s  %6zu  %s%s\n", static_cast<long long>(t.id), to_string(t.status).c_str(),
+                fin.c_str(), t.metrics.intermediate.size(), worker, t.parameters.dump().c_str());
   }
   return 0;
 }
@@ -301,9 +387,16 @@ void add_search(CLI::App& app) {
   cmd->add_option("--strategy", a->strategy, "tpe (default), random, grid or evolution");
   cmd->add_option("--direction", a->direction, "maximize (default) or minimize");
   cmd->add_option("--seed", a->seed, "strategy seed (default 0)");
-  cmd->add_option("--storage", a->storage, "sqlite:///PATH.db (default RUN_DIR/search.db)");
+  cmd->add_option("--storage", a->storage,
+                  "sqlite:///PATH.db (default RUN_DIR/search.db) or postgresql://USER@HOST:PORT/DATABASE");
   cmd->add_option("--run-dir", a->run_dir, "where trials' logs and summary.json go (default runs/search)");
   cmd->add_flag("--resume", a->resume, "continue the search in the storage: finished trials kept, unfinished run again");
+  cmd->add_flag("--join", a->join,
+                "be one worker of a search shared through --storage (several processes or machines; implied under "
+                "mpirun/srun): --trials counts the whole search");
+  cmd->add_option("--heartbeat", a->heartbeat,
+                  "with --join: seconds between a worker's heartbeats; a trial whose worker is silent 10 times that "
+                  "long goes back to the queue (default 2)");
   cmd->add_option("--trial-timeout", a->trial_timeout, "seconds before a trial is stopped and counted failed");
   cmd->add_option("--retries", a->retries, "run a failed trial again up to N times (default 0)");
   cmd->add_option("--asha", a->asha,

@@ -80,16 +80,48 @@ void run_trial_function(ExecutionEngine& engine, const TrialFunction& function, 
 
 // ---- TrialTable -----------------------------------------------------------------------------
 
-int64_t TrialTable::add_trial(const nlohmann::json& parameters) {
+int64_t TrialTable::add_trial(const nlohmann::json& parameters, std::optional<int64_t> id) {
   std::lock_guard lock(mutex_);
   Trial t;
-  t.id = next_id_++;
+  if (id && trials_.count(*id)) throw std::invalid_argument("submit_as: trial " + std::to_string(*id) + " exists");
+  t.id = id ? *id : next_id_;
+  next_id_ = std::max(next_id_, t.id + 1);
   t.parameters = parameters;
   t.submitted_at = now_s();
   trials_[t.id] = t;
   ++unfinished_;
   if (observer_) observer_(t);
   return t.id;
+}
+
+int64_t TrialTable::submit_as(int64_t id, const nlohmann::json& parameters) {
+  add_trial(parameters, id);
+  requeue(id);
+  return id;
+}
+
+void TrialTable::forget(int64_t id) {
+  std::lock_guard lock(mutex_);
+  auto it = trials_.find(id);
+  if (it == trials_.end() || !it->second.completed()) return;
+  trials_.erase(it);
+  std::erase(completed_order_, id);
+}
+
+void TrialTable::sync_trial(const Trial& trial) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = trials_.find(trial.id);
+    const bool was_completed = it != trials_.end() && it->second.completed();
+    const bool is_new = it == trials_.end();
+    trials_[trial.id] = trial;
+    next_id_ = std::max(next_id_, trial.id + 1);
+    if (is_new) unfinished_ += trial.completed() ? 0 : 1;
+    else unfinished_ += static_cast<int64_t>(was_completed) - static_cast<int64_t>(trial.completed());
+    if (!was_completed && trial.completed()) completed_order_.push_back(trial.id);
+    if (was_completed && !trial.completed()) std::erase(completed_order_, trial.id);
+  }
+  changed_.notify_all();
 }
 
 void TrialTable::set_observer(std::function<void(const Trial&)> observer) {

@@ -375,4 +375,26 @@ void ProcessEngine::monitor() {
   }
 }
 
+int kill_worker_processes(const std::string& worker) {
+  if (worker.empty()) return 0;
+  const std::string wanted = "BATON_SEARCH_WORKER=" + worker;
+  int killed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = static_cast<pid_t>(std::stol(name));
+    if (pid == ::getpid()) continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    std::string variable;
+    while (std::getline(in, variable, '\0')) {
+      if (variable == wanted) {
+        killed += ::kill(pid, SIGKILL) == 0 ? 1 : 0;
+        break;
+      }
+    }
+  }
+  return killed;
+}
+
 }  // namespace baton

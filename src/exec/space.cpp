@@ -397,7 +397,12 @@ std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int
         exhausted = true;
         break;
       }
-      engine.submit(*parameters);
+      try {
+        engine.submit(*parameters);
+      } catch (const BudgetExhausted&) {  // a shared search's other workers used the last trials
+        exhausted = true;
+        break;
+      }
       ++progress.submitted;
       // An engine that ran it already (in-process, sequential): the strategy learns before the next.
       while (auto done = engine.wait_any(0.0)) take(*done);

@@ -1,122 +1,221 @@
 #include "baton/exec/storage.h"
 
-#include <sqlite3.h>
-
-#include <filesystem>
+#include <cmath>
+#include <cstdio>
 #include <mutex>
 #include <stdexcept>
 
+#include "exec/sql.h"
+
 namespace baton {
 
-struct SqliteStorage::Impl {
-  sqlite3* db = nullptr;
-  std::string path;
+struct SqlStorage::Impl {
+  std::unique_ptr<sql::Connection> db;
   std::mutex mutex;  // one connection, used from the engine's threads
+  std::string now;   // the server clock, as an SQL expression
 };
 
 namespace {
 
-[[noreturn]] void fail(sqlite3* db, const std::string& path, const std::string& what) {
-  throw std::runtime_error(path + ": " + what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+int64_t to_int(const std::optional<std::string>& s) { return s ? std::stoll(*s) : 0; }
+
+Trial parse_trial(const sql::Connection& db, const std::optional<std::string>& body) {
+  try {
+    return Trial::from_json(nlohmann::json::parse(body.value_or("")));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(db.where() + ": a trial row is damaged: " + e.what());
+  }
 }
 
-struct Statement {
-  Statement(sqlite3* db, const std::string& path, const char* sql) : db_(db), path_(path) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) != SQLITE_OK) fail(db, path, "prepare");
-  }
-  ~Statement() { sqlite3_finalize(stmt); }
-  void text(int i, const std::string& s) { sqlite3_bind_text(stmt, i, s.c_str(), static_cast<int>(s.size()), SQLITE_TRANSIENT); }
-  void run() {
-    if (sqlite3_step(stmt) != SQLITE_DONE) fail(db_, path_, "write");
-  }
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3* db_;
-  const std::string& path_;
-};
+// A row of "SELECT id, status, worker, trial": the body, with the queue's status and worker.
+Trial row_trial(const sql::Connection& db, const sql::Row& row) {
+  Trial t = parse_trial(db, row.at(3));
+  t.id = to_int(row.at(0));
+  t.status = trial_status_from_string(row.at(1).value_or("waiting"));
+  t.worker = row.at(2).value_or("");
+  return t;
+}
+
+constexpr const char* kClaimable = "worker = '' AND status IN ('waiting', 'retrying')";
 
 }  // namespace
 
-SqliteStorage::SqliteStorage(const std::string& path) : impl_(std::make_unique<Impl>()) {
-  impl_->path = path;
-  const auto parent = std::filesystem::path(path).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (sqlite3_open_v2(path.c_str(), &impl_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    std::string why = impl_->db ? sqlite3_errmsg(impl_->db) : "out of memory";
-    sqlite3_close(impl_->db);
-    impl_->db = nullptr;
-    throw std::runtime_error(path + ": cannot open the storage: " + why);
-  }
-  sqlite3_busy_timeout(impl_->db, 30000);  // writers from other processes wait, not fail
+SqlStorage::SqlStorage(std::unique_ptr<sql::Connection> connection) : impl_(std::make_unique<Impl>()) {
+  impl_->db = std::move(connection);
+  impl_->now = impl_->db->now_expression();
+  auto& db = *impl_->db;
+  sql::write_transaction(db, [&] {
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS trials (id BIGINT PRIMARY KEY, status TEXT NOT NULL, worker TEXT NOT NULL "
+        "DEFAULT '', heartbeat DOUBLE PRECISION NOT NULL DEFAULT 0, trial TEXT NOT NULL)");
+    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+  });
   try {
-    exec("PRAGMA journal_mode=WAL");
-    exec("PRAGMA synchronous=NORMAL");
-    exec("CREATE TABLE IF NOT EXISTS trials (id INTEGER PRIMARY KEY, status TEXT NOT NULL, trial TEXT NOT NULL)");
-    exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-  } catch (const std::runtime_error& e) {
-    sqlite3_close(impl_->db);
-    impl_->db = nullptr;
-    throw std::runtime_error(std::string(e.what()) + " (not an SQLite file?)");
+    db.query("SELECT worker, heartbeat FROM trials LIMIT 0");
+  } catch (const std::runtime_error&) {  // a storage written by baton 0.x before the work queue
+    sql::write_transaction(db, [&] {
+      db.execute("ALTER TABLE trials ADD COLUMN worker TEXT NOT NULL DEFAULT ''");
+      db.execute("ALTER TABLE trials ADD COLUMN heartbeat DOUBLE PRECISION NOT NULL DEFAULT 0");
+    });
   }
+  db.execute("CREATE INDEX IF NOT EXISTS trials_queue ON trials (status, worker)");
 }
 
-SqliteStorage::~SqliteStorage() {
-  if (impl_ && impl_->db) sqlite3_close(impl_->db);
-}
+SqlStorage::~SqlStorage() = default;
 
-void SqliteStorage::exec(const std::string& sql) {
-  char* error = nullptr;
-  if (sqlite3_exec(impl_->db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
-    const std::string why = error ? error : "?";
-    sqlite3_free(error);
-    throw std::runtime_error(impl_->path + ": " + why);
-  }
-}
-
-void SqliteStorage::save_trial(const Trial& trial) {
+void SqlStorage::save_trial(const Trial& trial) {
   std::lock_guard lock(impl_->mutex);
-  Statement s(impl_->db, impl_->path, "INSERT OR REPLACE INTO trials (id, status, trial) VALUES (?, ?, ?)");
-  sqlite3_bind_int64(s.stmt, 1, trial.id);
-  s.text(2, to_string(trial.status));
-  s.text(3, trial.to_json().dump());
-  s.run();
+  impl_->db->execute(
+      "INSERT INTO trials (id, status, trial) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = "
+      "excluded.status, trial = excluded.trial",
+      {trial.id, to_string(trial.status), trial.to_json().dump()});
 }
 
-std::vector<Trial> SqliteStorage::load_trials() {
+std::vector<Trial> SqlStorage::load_trials() {
   std::lock_guard lock(impl_->mutex);
-  Statement s(impl_->db, impl_->path, "SELECT trial FROM trials ORDER BY id");
   std::vector<Trial> out;
-  for (int rc; (rc = sqlite3_step(s.stmt)) != SQLITE_DONE;) {
-    if (rc != SQLITE_ROW) fail(impl_->db, impl_->path, "read");
-    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(s.stmt, 0));
-    try {
-      out.push_back(Trial::from_json(nlohmann::json::parse(text ? text : "")));
-    } catch (const std::exception& e) {
-      throw std::runtime_error(impl_->path + ": a trial row is damaged: " + e.what());
-    }
-  }
+  for (const auto& row : impl_->db->query("SELECT id, status, worker, trial FROM trials ORDER BY id"))
+    out.push_back(row_trial(*impl_->db, row));
   return out;
 }
 
-void SqliteStorage::set_meta(const std::string& key, const nlohmann::json& value) {
+std::optional<Trial> SqlStorage::load_trial(int64_t id) {
   std::lock_guard lock(impl_->mutex);
-  Statement s(impl_->db, impl_->path, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)");
-  s.text(1, key);
-  s.text(2, value.dump());
-  s.run();
+  const auto rows = impl_->db->query("SELECT id, status, worker, trial FROM trials WHERE id = ?", {id});
+  if (rows.empty()) return std::nullopt;
+  return row_trial(*impl_->db, rows[0]);
 }
 
-std::optional<nlohmann::json> SqliteStorage::meta(const std::string& key) {
+std::vector<TrialState> SqlStorage::states() {
   std::lock_guard lock(impl_->mutex);
-  Statement s(impl_->db, impl_->path, "SELECT value FROM meta WHERE key = ?");
-  s.text(1, key);
-  const int rc = sqlite3_step(s.stmt);
-  if (rc == SQLITE_DONE) return std::nullopt;
-  if (rc != SQLITE_ROW) fail(impl_->db, impl_->path, "read");
-  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(s.stmt, 0));
-  return nlohmann::json::parse(text ? text : "null", nullptr, false);
+  std::vector<TrialState> out;
+  for (const auto& row : impl_->db->query("SELECT id, status, worker FROM trials ORDER BY id"))
+    out.push_back({to_int(row.at(0)), trial_status_from_string(row.at(1).value_or("waiting")), row.at(2).value_or("")});
+  return out;
 }
+
+void SqlStorage::set_meta(const std::string& key, const nlohmann::json& value) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->db->execute(
+      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      {key, value.dump()});
+}
+
+std::optional<nlohmann::json> SqlStorage::meta(const std::string& key) {
+  std::lock_guard lock(impl_->mutex);
+  const auto rows = impl_->db->query("SELECT value FROM meta WHERE key = ?", {key});
+  if (rows.empty()) return std::nullopt;
+  return nlohmann::json::parse(rows[0].at(0).value_or("null"), nullptr, false);
+}
+
+std::optional<int64_t> SqlStorage::create_trial(const nlohmann::json& parameters, int64_t limit,
+                                                const std::string& worker) {
+  std::lock_guard lock(impl_->mutex);
+  auto& db = *impl_->db;
+  return sql::write_transaction(db, [&]() -> std::optional<int64_t> {
+    const auto rows = db.query("SELECT count(*), coalesce(max(id) + 1, 0), " + impl_->now + " FROM trials");
+    if (to_int(rows.at(0).at(0)) >= limit) return std::nullopt;
+    Trial t;
+    t.id = to_int(rows.at(0).at(1));
+    t.parameters = parameters;
+    t.submitted_at = std::stod(rows.at(0).at(2).value_or("0"));
+    t.worker = worker;
+    db.execute("INSERT INTO trials (id, status, worker, heartbeat, trial) VALUES (?, 'waiting', ?, " + impl_->now +
+                   ", ?)",
+               {t.id, worker, t.to_json().dump()});
+    return t.id;
+  });
+}
+
+std::optional<Trial> SqlStorage::claim_trial(const std::string& worker) {
+  std::lock_guard lock(impl_->mutex);
+  auto& db = *impl_->db;
+  return sql::write_transaction(db, [&]() -> std::optional<Trial> {
+    const auto rows = db.query(std::string("SELECT id, status, worker, trial FROM trials WHERE ") + kClaimable +
+                               " ORDER BY id LIMIT 1");
+    if (rows.empty()) return std::nullopt;
+    Trial t = row_trial(db, rows[0]);
+    db.execute("UPDATE trials SET status = 'running', worker = ?, heartbeat = " + impl_->now + " WHERE id = ?",
+               {worker, t.id});
+    t.worker = worker;
+    return t;
+  });
+}
+
+bool SqlStorage::save_owned(const Trial& trial, const std::string& worker) {
+  std::lock_guard lock(impl_->mutex);
+  Trial copy = trial;
+  copy.worker = worker;
+  return impl_->db->execute("UPDATE trials SET status = ?, trial = ?, worker = ?, heartbeat = " + impl_->now +
+                                " WHERE id = ? AND (worker = ? OR (worker = '' AND status = 'waiting'))",
+                            {to_string(copy.status), copy.to_json().dump(), worker, trial.id, worker}) > 0;
+}
+
+HeartbeatResult SqlStorage::heartbeat(const std::string& worker, const std::vector<int64_t>& ids) {
+  std::lock_guard lock(impl_->mutex);
+  HeartbeatResult result;
+  if (ids.empty()) return result;
+  auto& db = *impl_->db;
+  sql::write_transaction(db, [&] {
+    for (int64_t id : ids) {
+      if (db.execute("UPDATE trials SET heartbeat = " + impl_->now + " WHERE id = ? AND worker = ?", {id, worker}) > 0)
+        continue;
+      if (db.execute("UPDATE trials SET worker = ?, heartbeat = " + impl_->now +
+                         " WHERE id = ? AND worker = '' AND status = 'waiting'",
+                     {worker, id}) > 0) {
+        result.reattached.push_back(id);
+      } else {
+        result.lost.push_back(id);
+      }
+    }
+  });
+  return result;
+}
+
+std::vector<Trial> SqlStorage::requeue_stale(double stale_after_s,
+                                             const std::function<bool(const std::string&)>& is_dead) {
+  std::lock_guard lock(impl_->mutex);
+  auto& db = *impl_->db;
+  return sql::write_transaction(db, [&] {
+    std::vector<Trial> requeued;
+    const auto rows = db.query("SELECT id, status, worker, trial, " + impl_->now +
+                               " - heartbeat FROM trials WHERE worker <> '' AND status IN ('waiting', 'running', "
+                               "'retrying')");
+    for (const auto& row : rows) {
+      Trial t = row_trial(db, row);
+      const double silent = std::stod(row.at(4).value_or("0"));
+      const bool dead = is_dead && is_dead(t.worker);
+      if (silent <= stale_after_s && !dead) continue;
+      requeued.push_back(t);
+      char why[160];
+      if (dead) std::snprintf(why, sizeof why, "worker %s ended while running it; run again", t.worker.c_str());
+      else
+        std::snprintf(why, sizeof why, "worker %s stopped beating (silent %.0f s); run again", t.worker.c_str(),
+                      std::floor(silent));
+      t.error = why;
+      t.worker.clear();
+      t.status = TrialStatus::kWaiting;
+      db.execute("UPDATE trials SET status = 'waiting', worker = '', trial = ? WHERE id = ? AND worker = ?",
+                 {t.to_json().dump(), t.id, requeued.back().worker});
+    }
+    return requeued;
+  });
+}
+
+bool SqlStorage::release(int64_t id, const std::string& worker) {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->db->execute("UPDATE trials SET worker = '' WHERE id = ? AND worker = ?", {id, worker}) > 0;
+}
+
+bool SqlStorage::end_unclaimed(const Trial& trial) {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->db->execute(std::string("UPDATE trials SET status = ?, trial = ? WHERE id = ? AND ") + kClaimable,
+                            {to_string(trial.status), trial.to_json().dump(), trial.id}) > 0;
+}
+
+SqliteStorage::SqliteStorage(const std::string& path) : SqlStorage(sql::open_sqlite(path)) {}
+
+PostgresStorage::PostgresStorage(const std::string& url) : SqlStorage(sql::open_postgres(url)) {}
 
 std::unique_ptr<TrialStorage> open_storage(const std::string& url) {
   auto ends_with = [&](const std::string& suffix) {
@@ -126,10 +225,11 @@ std::unique_ptr<TrialStorage> open_storage(const std::string& url) {
   if (url.rfind("sqlite:", 0) == 0) return std::make_unique<SqliteStorage>(url.substr(7));
   if (url.find("://") == std::string::npos && (ends_with(".db") || ends_with(".sqlite") || ends_with(".sqlite3")))
     return std::make_unique<SqliteStorage>(url);
-  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
-    throw std::invalid_argument("storage '" + url + "': PostgreSQL storage is not built yet; use sqlite:///PATH.db");
-  }
-  throw std::invalid_argument("storage '" + url + "': expected sqlite:///ABSOLUTE/PATH.db, sqlite:RELATIVE.db or a path ending in .db");
+  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
+    return std::make_unique<PostgresStorage>(url);
+  throw std::invalid_argument("storage '" + url +
+                              "': expected sqlite:///ABSOLUTE/PATH.db, sqlite:RELATIVE.db, a path ending in .db, or "
+                              "postgresql://USER@HOST:PORT/DATABASE");
 }
 
 }  // namespace baton

@@ -63,6 +63,7 @@ nlohmann::json Trial::to_json() const {
                       {"ended_at", ended_at},
                       {"attempts", attempts}};
   if (!error.empty()) j["error"] = error;
+  if (!worker.empty()) j["worker"] = worker;
   return j;
 }
 
@@ -80,6 +81,7 @@ Trial Trial::from_json(const nlohmann::json& j) {
   t.ended_at = j.value("ended_at", 0.0);
   t.attempts = j.value("attempts", 0);
   t.error = j.value("error", std::string());
+  t.worker = j.value("worker", std::string());
   return t;
 }
 

@@ -137,11 +137,81 @@ fi
 expect_error 2 "unknown strategy 'anneal'" -- "$baton" search "$tmp/space.yaml" --command true --strategy anneal --run-dir "$tmp/x"
 printf 'lr: {_type: unifrom, _value: [0, 1]}\n' >"$tmp/typo.yaml"
 expect_error 2 "'lr': unknown _type 'unifrom'" -- "$baton" search "$tmp/typo.yaml" --command true --run-dir "$tmp/x"
+# ---- a search shared by several workers (--join): no trial twice, all in one storage ----
+: >"$tmp/runs.txt"
+for w in 1 2 3; do
+  "$baton" search "$tmp/space.yaml" --command "$tmp/trial.sh" --join --trials 24 --parallel 2 --strategy random \
+    --direction minimize --run-dir "$tmp/shared" >"$tmp/join$w.out" 2>&1 &
+done
+wait
+ran=$(wc -l <"$tmp/runs.txt")
+distinct=$(sort -u "$tmp/runs.txt" | wc -l)
+[ "$ran" -eq 24 ] && [ "$distinct" -eq 24 ] || fail "3 workers x 24 trials: $ran runs, $distinct distinct (want 24, 24)"
+"$baton" trials ls --storage "$tmp/shared/search.db" --json >"$tmp/shared.json"
+python3 - "$tmp/shared.json" <<'P' || fail "shared search storage: $(cat "$tmp/shared.json" | head -c 300)"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == 24 and sorted(r["id"] for r in rows) == list(range(24)), len(rows)
+assert all(r["status"] == "trained" for r in rows), [r["status"] for r in rows]
+assert len({r["worker"] for r in rows}) >= 2, {r["worker"] for r in rows}
+P
+grep -q '"best"' "$tmp/shared/summary.json" || fail "shared search: no summary.json"
+
+# A worker killed with SIGKILL while its trial runs: another worker finds the trial's worker gone,
+# stops the orphaned trial command, and runs the trial again; nothing is lost.
+cat >"$tmp/slow.sh" <<Y
+#!/bin/sh
+echo "\$BATON_TRIAL_ID" >> "$tmp/slow_runs.txt"
+if [ "\$BATON_TRIAL_ID" = 0 ] && [ ! -e "$tmp/slow_once" ]; then touch "$tmp/slow_once"; sleep 4; touch "$tmp/orphan_finished"; fi
+echo 'baton: {"final": 1}'
+Y
+chmod +x "$tmp/slow.sh"
+"$baton" search "$tmp/space.yaml" --command "$tmp/slow.sh" --join --trials 3 --heartbeat 0.2 --run-dir "$tmp/dead" \
+  >"$tmp/dead1.out" 2>&1 &
+victim=$!
+for _ in $(seq 100); do [ -e "$tmp/slow_once" ] && break; sleep 0.05; done
+kill -9 $victim; wait $victim 2>/dev/null
+"$baton" search "$tmp/space.yaml" --command "$tmp/slow.sh" --join --trials 3 --heartbeat 0.2 --run-dir "$tmp/dead" \
+  >"$tmp/dead2.out" 2>&1 || fail "the worker after a dead one: $(tail -3 "$tmp/dead2.out")"
+grep -q "ended while running trials" "$tmp/dead2.out" || fail "dead worker not noticed: $(cat "$tmp/dead2.out")"
+sleep 4.5
+[ -e "$tmp/orphan_finished" ] && fail "the dead worker's trial command kept running"
+"$baton" trials ls --storage "$tmp/dead/search.db" --json >"$tmp/dead.json"
+python3 - "$tmp/dead.json" <<'P' || fail "after a dead worker: $(cat "$tmp/dead.json" | head -c 400)"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert [r["status"] for r in rows] == ["trained"] * 3, rows
+P
+
+# A silent worker (stopped, not dead): after 10 heartbeats of silence its trial goes back to the
+# queue and another worker runs it; the stopped worker, continued, gives it up. Nothing twice.
+rm -f "$tmp/slow_once" "$tmp/slow_runs.txt"
+"$baton" search "$tmp/space.yaml" --command "$tmp/slow.sh" --join --trials 3 --heartbeat 0.2 --run-dir "$tmp/silent" \
+  >"$tmp/silent1.out" 2>&1 &
+sleeper=$!
+for _ in $(seq 100); do [ -e "$tmp/slow_once" ] && break; sleep 0.05; done
+kill -STOP $sleeper
+"$baton" search "$tmp/space.yaml" --command "$tmp/slow.sh" --join --trials 3 --heartbeat 0.2 --run-dir "$tmp/silent" \
+  >"$tmp/silent2.out" 2>&1 &
+helper=$!
+sleep 3
+kill -CONT $sleeper
+wait $helper || fail "the helper worker: $(tail -3 "$tmp/silent2.out")"
+wait $sleeper || fail "the silent worker: $(tail -3 "$tmp/silent1.out")"
+grep -q "put 1 trial(s) of silent workers back" "$tmp/silent2.out" || fail "silent worker not noticed: $(cat "$tmp/silent2.out")"
+"$baton" trials ls --storage "$tmp/silent/search.db" --json >"$tmp/silent.json"
+python3 - "$tmp/silent.json" <<'P' || fail "after a silent worker: $(cat "$tmp/silent.json" | head -c 400)"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert [r["status"] for r in rows] == ["trained"] * 3, rows
+P
+
 printf 'lr: {_type: uniform, _value: [0, 1\n' >"$tmp/broken.yaml"
 expect_error 2 "broken.yaml:2:1" -- "$baton" search "$tmp/broken.yaml" --command true --run-dir "$tmp/x"
 expect_error 2 "give exactly one of --command" -- "$baton" search "$tmp/space.yaml" --run-dir "$tmp/x"
 expect_error 2 "--direction must be maximize or minimize" -- "$baton" search "$tmp/space.yaml" --command true --direction up --run-dir "$tmp/x"
-expect_error 2 "PostgreSQL storage is not built yet" -- "$baton" search "$tmp/space.yaml" --command true --storage postgresql://localhost/x --run-dir "$tmp/x"
+expect_error 2 "cannot connect" -- "$baton" search "$tmp/space.yaml" --command true --storage postgresql://127.0.0.1:1/x --run-dir "$tmp/x"
+expect_error 2 "--heartbeat must be" -- "$baton" search "$tmp/space.yaml" --command true --join --heartbeat 0 --run-dir "$tmp/hb"
 expect_error 2 "no such storage file" -- "$baton" trials ls --storage "$tmp/none.db"
 
 [ $failures -eq 0 ] && echo "search cli: ok"

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -18,6 +19,13 @@
 namespace baton {
 
 using ModelEventCallback = std::function<void(ModelEvent&)>;
+
+// Thrown by submit() when the search's trial budget is spent (a distributed search whose shared
+// storage holds its `limit` trials already): the strategy loop stops submitting.
+class BudgetExhausted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // What an in-process trial function sees: its parameters, a way to report, and whether it was
 // killed (a cooperative flag: a long trial polls should_stop() and returns).
@@ -84,14 +92,23 @@ class TrialTable : public ExecutionEngine {
   void load_state_dict(const nlohmann::json& state) override;
   bool retry(int64_t id) override;
   int64_t add_unscheduled(const nlohmann::json& parameters) override { return add_trial(parameters); }
+  // Queues a trial under an id given from outside (a distributed search's id, from its shared
+  // storage). Throws std::invalid_argument when the table has that id already.
+  int64_t submit_as(int64_t id, const nlohmann::json& parameters);
+  // Drops a completed trial from the table (a distributed worker about to run it again after a
+  // retry); does nothing for an unknown or unfinished one.
+  void forget(int64_t id);
   // The default action: applies the event to its trial.
   void default_callback(ModelEvent& event);
   // Called with a copy of the trial after every change the default action makes (and for each
   // trial added): where storage writes it. Runs in the thread that dispatched the event.
-  void set_observer(std::function<void(const Trial&)> observer);
+  virtual void set_observer(std::function<void(const Trial&)> observer);
 
  protected:
-  int64_t add_trial(const nlohmann::json& parameters);
+  int64_t add_trial(const nlohmann::json& parameters, std::optional<int64_t> id = std::nullopt);
+  // Puts a trial this engine did not run (another worker's, read from shared storage) into the
+  // table as it is, without events or the observer; a completion wakes wait/wait_any as a local one.
+  void sync_trial(const Trial& trial);
   // Runs the (Retrying or new) trial again when a worker is free.
   virtual void requeue(int64_t id) = 0;
   mutable std::mutex mutex_;

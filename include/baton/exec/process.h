@@ -55,6 +55,11 @@ class ProcessEngine : public TrialTable {
   std::thread monitor_;
 };
 
+// The trial processes (and their children) of a search worker that died: every process of this
+// user whose environment has BATON_SEARCH_WORKER=<worker> (a search sets it for its trials) gets
+// SIGKILL. Returns how many. Linux (/proc); elsewhere 0.
+int kill_worker_processes(const std::string& worker);
+
 // Parses one stdout line of the trial protocol: nullopt when it is not a `baton:` line; throws
 // std::invalid_argument when it is one but malformed.
 std::optional<nlohmann::json> parse_protocol_line(const std::string& line);

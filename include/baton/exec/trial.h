@@ -38,6 +38,7 @@ struct Trial {
   double ended_at = 0.0;
   int attempts = 0;  // runs started (1 + retries)
   std::string error{};
+  std::string worker{};  // who runs or ran it, in a distributed search ("host:pid"); empty otherwise
 
   bool completed() const { return baton::completed(status); }
   // The best intermediate value up to `step` (inclusive), for the direction; nullopt when none.

@@ -1,0 +1,308 @@
+#include "baton/exec/distributed.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+
+namespace baton {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+// A copy of a local engine's event, for this engine's listeners.
+std::unique_ptr<ModelEvent> copy_event(const ModelEvent& e) {
+  switch (e.type()) {
+    case ModelEventType::kTrainingStart: return std::make_unique<TrainingStart>(e.trial_id());
+    case ModelEventType::kIntermediateMetric: {
+      const auto& m = static_cast<const IntermediateMetric&>(e);
+      return std::make_unique<IntermediateMetric>(e.trial_id(), m.value, m.step);
+    }
+    case ModelEventType::kFinalMetric:
+      return std::make_unique<FinalMetric>(e.trial_id(), static_cast<const FinalMetric&>(e).value);
+    case ModelEventType::kTrainingEnd: {
+      const auto& end = static_cast<const TrainingEnd&>(e);
+      return std::make_unique<TrainingEnd>(e.trial_id(), end.status, end.error);
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string default_worker_name() { return host_name() + ":" + std::to_string(::getpid()); }
+
+bool local_worker_gone(const std::string& worker) {
+  const auto colon = worker.rfind(':');
+  if (colon == std::string::npos || worker.substr(0, colon) != host_name()) return false;
+  try {
+    const auto pid = static_cast<pid_t>(std::stol(worker.substr(colon + 1)));
+    if (pid <= 0 || pid == ::getpid()) return false;
+    return ::kill(pid, 0) == -1 && errno == ESRCH;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+DistributedEngine::DistributedEngine(std::shared_ptr<TrialStorage> storage, std::shared_ptr<TrialTable> local,
+                                     DistributedOptions options)
+    : storage_(std::move(storage)), local_(std::move(local)), options_(std::move(options)) {
+  if (!storage_ || !local_) throw std::invalid_argument("DistributedEngine: needs a storage and a local engine");
+  if (options_.worker.empty()) options_.worker = default_worker_name();
+  if (options_.heartbeat_s <= 0 || options_.stale_after_s <= options_.heartbeat_s)
+    throw std::invalid_argument("DistributedEngine: stale_after_s must be longer than heartbeat_s (> 0)");
+  capacity_ = std::max(1, local_->idle_workers());
+  for (auto type : {ModelEventType::kTrainingStart, ModelEventType::kIntermediateMetric,
+                    ModelEventType::kFinalMetric, ModelEventType::kTrainingEnd}) {
+    handles_.push_back(local_->register_callback(type, [this](ModelEvent& e) { forward(e); }));
+  }
+  TrialTable::set_observer([this](const Trial& t) {
+    if (owns(t.id)) {
+      storage_->save_owned(t, options_.worker);
+      if (t.completed()) {
+        std::lock_guard lock(own_mutex_);
+        owned_.erase(t.id);
+      }
+    }
+    if (user_observer_) user_observer_(t);
+  });
+  sync();  // list() shows the search as it is before the first submit
+  thread_ = std::thread([this] { loop(); });
+}
+
+DistributedEngine::~DistributedEngine() {
+  shutdown();
+  for (int h : handles_) local_->unregister_callback(h);
+}
+
+bool DistributedEngine::owns(int64_t id) const {
+  std::lock_guard lock(own_mutex_);
+  return owned_.count(id) > 0;
+}
+
+void DistributedEngine::set_observer(std::function<void(const Trial&)> observer) {
+  user_observer_ = std::move(observer);
+}
+
+int64_t DistributedEngine::submit(const nlohmann::json& parameters) {
+  const auto id = storage_->create_trial(parameters, options_.limit, options_.worker);
+  if (!id) {
+    sync();
+    throw BudgetExhausted("the search's " + std::to_string(options_.limit) + " trials exist already");
+  }
+  Trial t;
+  t.id = *id;
+  t.parameters = parameters;
+  t.submitted_at = now_s();
+  t.worker = options_.worker;
+  {
+    std::lock_guard lock(own_mutex_);
+    owned_.insert(t.id);
+  }
+  run_here(t);
+  return t.id;
+}
+
+int64_t DistributedEngine::add_unscheduled(const nlohmann::json& parameters) {
+  const auto id = storage_->create_trial(parameters, options_.limit, options_.worker);
+  if (!id) {
+    sync();
+    throw BudgetExhausted("the search's " + std::to_string(options_.limit) + " trials exist already");
+  }
+  Trial t;
+  t.id = *id;
+  t.parameters = parameters;
+  t.submitted_at = now_s();
+  t.worker = options_.worker;
+  {
+    std::lock_guard lock(own_mutex_);
+    owned_.insert(t.id);
+  }
+  sync_trial(t);
+  return t.id;
+}
+
+void DistributedEngine::run_here(const Trial& trial) {
+  sync_trial(trial);
+  {
+    std::lock_guard lock(own_mutex_);
+    ++active_;
+  }
+  local_->forget(trial.id);  // an earlier run of it here (before a retry) leaves the local table
+  try {
+    local_->submit_as(trial.id, trial.parameters);
+  } catch (...) {
+    {
+      std::lock_guard lock(own_mutex_);
+      --active_;
+      owned_.erase(trial.id);
+    }
+    storage_->release(trial.id, options_.worker);
+    throw;
+  }
+}
+
+void DistributedEngine::forward(ModelEvent& event) {
+  const bool end = event.type() == ModelEventType::kTrainingEnd;
+  if (owns(event.trial_id())) {
+    auto copy = copy_event(event);
+    dispatch(*copy);
+  }
+  if (end) {
+    {
+      std::lock_guard lock(own_mutex_);
+      --active_;
+    }
+    wake();  // a free worker: claim what waits
+  }
+}
+
+void DistributedEngine::requeue(int64_t id) {  // a retry: back to the queue, for any worker
+  storage_->release(id, options_.worker);
+  {
+    std::lock_guard lock(own_mutex_);
+    owned_.erase(id);
+  }
+  wake();
+}
+
+void DistributedEngine::wake() {
+  {
+    std::lock_guard lock(loop_mutex_);
+    woken_ = true;
+  }
+  loop_wake_.notify_all();
+}
+
+bool DistributedEngine::kill(int64_t id) {
+  auto t = get(id);
+  if (!t || t->completed()) return false;
+  if (owns(id)) return local_->kill(id);
+  if (t->status != TrialStatus::kWaiting && t->status != TrialStatus::kRetrying) return false;
+  t->status = TrialStatus::kInterrupted;
+  t->error = "killed before it ran";
+  t->ended_at = now_s();
+  if (!storage_->end_unclaimed(*t)) return false;
+  sync_trial(*t);
+  return true;
+}
+
+int DistributedEngine::idle_workers() const {
+  std::lock_guard lock(own_mutex_);
+  return std::max(0, capacity_ - active_ - claimable_);
+}
+
+bool DistributedEngine::budget_available() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<int64_t>(trials_.size()) < options_.limit;
+}
+
+void DistributedEngine::load_state_dict(const nlohmann::json&) {
+  throw std::logic_error("DistributedEngine: the state is the shared storage; nothing to load");
+}
+
+void DistributedEngine::shutdown() {
+  {
+    std::lock_guard lock(loop_mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  loop_wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  local_->shutdown();
+}
+
+void DistributedEngine::sync() {
+  int claimable = 0;
+  for (const auto& s : storage_->states()) {
+    if (s.worker.empty() && (s.status == TrialStatus::kWaiting || s.status == TrialStatus::kRetrying)) ++claimable;
+    if (owns(s.id)) continue;  // this worker's events keep it current
+    const auto mine = get(s.id);
+    if (mine && mine->status == s.status && mine->worker == s.worker) continue;
+    if (auto t = storage_->load_trial(s.id)) sync_trial(*t);
+  }
+  std::lock_guard lock(own_mutex_);
+  claimable_ = claimable;
+}
+
+void DistributedEngine::beat_and_reap() {
+  std::vector<int64_t> ids;
+  {
+    std::lock_guard lock(own_mutex_);
+    ids.assign(owned_.begin(), owned_.end());
+  }
+  const auto beat = storage_->heartbeat(options_.worker, ids);
+  for (int64_t id : beat.lost) {  // another worker runs it now: stop ours, its events no longer count
+    {
+      std::lock_guard lock(own_mutex_);
+      owned_.erase(id);
+    }
+    local_->kill(id);
+  }
+  for (int64_t id : beat.reattached) {
+    if (auto t = get(id)) storage_->save_owned(*t, options_.worker);
+  }
+  const auto requeued = storage_->requeue_stale(options_.stale_after_s, local_worker_gone);
+  requeued_ += static_cast<int64_t>(requeued.size());
+  std::set<std::string> dead;
+  for (const auto& t : requeued) {
+    if (local_worker_gone(t.worker)) dead.insert(t.worker);
+  }
+  if (options_.on_dead_worker) {
+    for (const auto& w : dead) options_.on_dead_worker(w);
+  }
+}
+
+void DistributedEngine::claim() {
+  for (;;) {
+    {
+      std::lock_guard lock(own_mutex_);
+      if (active_ >= capacity_) return;
+    }
+    auto t = storage_->claim_trial(options_.worker);
+    if (!t) return;
+    {
+      std::lock_guard lock(own_mutex_);
+      owned_.insert(t->id);
+    }
+    run_here(*t);
+  }
+}
+
+void DistributedEngine::loop() {
+  auto next_beat = std::chrono::steady_clock::now();
+  std::string last_error;
+  for (;;) {
+    {
+      std::lock_guard lock(loop_mutex_);
+      if (stopping_) return;
+    }
+    try {
+      if (std::chrono::steady_clock::now() >= next_beat) {
+        beat_and_reap();
+        next_beat = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                           std::chrono::duration<double>(options_.heartbeat_s));
+      }
+      claim();
+      sync();
+      last_error.clear();
+    } catch (const std::exception& e) {  // the storage is unreachable for a while: say so once, go on
+      if (last_error != e.what()) std::fprintf(stderr, "baton: worker %s: %s\n", options_.worker.c_str(), e.what());
+      last_error = e.what();
+    }
+    std::unique_lock lock(loop_mutex_);
+    loop_wake_.wait_for(lock, std::chrono::duration<double>(options_.poll_s), [&] { return stopping_ || woken_; });
+    woken_ = false;
+  }
+}
+
+}  // namespace baton
