@@ -75,7 +75,7 @@ DistributedEngine::DistributedEngine(std::shared_ptr<TrialStorage> storage, std:
     }
     if (user_observer_) user_observer_(t);
   });
-  sync();  // list() shows the search as it is before the first submit
+  sync(false);  // list() shows the search as it is before the first submit (run_search restores it)
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -137,7 +137,10 @@ void DistributedEngine::run_here(const Trial& trial) {
     std::lock_guard lock(own_mutex_);
     ++active_;
   }
-  local_->forget(trial.id);  // an earlier run of it here (before a retry) leaves the local table
+  // An earlier run of it here (before a retry) leaves the local table; the retry is decided
+  // while the local engine is still ending that run, so it is waited for (a moment).
+  if (auto earlier = local_->get(trial.id); earlier && !earlier->completed()) local_->wait({trial.id}, 30.0);
+  local_->forget(trial.id);
   try {
     local_->submit_as(trial.id, trial.parameters);
   } catch (...) {
@@ -167,8 +170,10 @@ void DistributedEngine::forward(ModelEvent& event) {
 }
 
 void DistributedEngine::requeue(int64_t id) {  // a retry: back to the queue, for any worker
-  storage_->release(id, options_.worker);
   {
+    // Not between this worker's own claim of it and the claim's bookkeeping.
+    std::lock_guard claiming(claim_mutex_);
+    storage_->release(id, options_.worker);
     std::lock_guard lock(own_mutex_);
     owned_.erase(id);
   }
@@ -221,14 +226,14 @@ void DistributedEngine::shutdown() {
   local_->shutdown();
 }
 
-void DistributedEngine::sync() {
+void DistributedEngine::sync(bool announce) {
   int claimable = 0;
   for (const auto& s : storage_->states()) {
     if (s.worker.empty() && (s.status == TrialStatus::kWaiting || s.status == TrialStatus::kRetrying)) ++claimable;
     if (owns(s.id)) continue;  // this worker's events keep it current
     const auto mine = get(s.id);
     if (mine && mine->status == s.status && mine->worker == s.worker) continue;
-    if (auto t = storage_->load_trial(s.id)) sync_trial(*t);
+    if (auto t = storage_->load_trial(s.id)) sync_trial(*t, announce);
   }
   std::lock_guard lock(own_mutex_);
   claimable_ = claimable;
@@ -268,9 +273,11 @@ void DistributedEngine::claim() {
       std::lock_guard lock(own_mutex_);
       if (active_ >= capacity_) return;
     }
-    auto t = storage_->claim_trial(options_.worker);
-    if (!t) return;
+    std::optional<Trial> t;
     {
+      std::lock_guard claiming(claim_mutex_);
+      t = storage_->claim_trial(options_.worker);
+      if (!t) return;
       std::lock_guard lock(own_mutex_);
       owned_.insert(t->id);
     }

@@ -108,7 +108,7 @@ void TrialTable::forget(int64_t id) {
   std::erase(completed_order_, id);
 }
 
-void TrialTable::sync_trial(const Trial& trial) {
+void TrialTable::sync_trial(const Trial& trial, bool announce) {
   {
     std::lock_guard lock(mutex_);
     auto it = trials_.find(trial.id);
@@ -118,7 +118,7 @@ void TrialTable::sync_trial(const Trial& trial) {
     next_id_ = std::max(next_id_, trial.id + 1);
     if (is_new) unfinished_ += trial.completed() ? 0 : 1;
     else unfinished_ += static_cast<int64_t>(was_completed) - static_cast<int64_t>(trial.completed());
-    if (!was_completed && trial.completed()) completed_order_.push_back(trial.id);
+    if (!was_completed && trial.completed() && (announce || !is_new)) completed_order_.push_back(trial.id);
     if (was_completed && !trial.completed()) std::erase(completed_order_, trial.id);
   }
   changed_.notify_all();

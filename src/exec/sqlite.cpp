@@ -1,7 +1,9 @@
 // The SQLite connection of the trial storage: WAL, a 30 s busy timeout, typed bindings.
 #include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <stdexcept>
 
 #include "exec/sql.h"
@@ -24,7 +26,17 @@ class SqliteConnection : public Connection {
     }
     sqlite3_busy_timeout(db_, 30000);  // writers from other processes wait, not fail
     try {
-      execute("PRAGMA journal_mode=WAL", {});
+      // Two processes opening a new file at once: one switches it to WAL, the other may get
+      // "database is locked" from the switch without its busy handler being asked; it retries.
+      for (int attempt = 0;; ++attempt) {
+        try {
+          if (query("PRAGMA journal_mode", {}).at(0).at(0) != "wal") execute("PRAGMA journal_mode=WAL", {});
+          break;
+        } catch (const std::runtime_error&) {
+          if (sqlite3_errcode(db_) != SQLITE_BUSY || attempt >= 300) throw;
+          std::this_thread::sleep_for(std::chrono::milliseconds(10 + attempt % 20));
+        }
+      }
       execute("PRAGMA synchronous=NORMAL", {});
     } catch (const std::runtime_error& e) {
       sqlite3_close(db_);

@@ -204,7 +204,10 @@ std::vector<Trial> SqlStorage::requeue_stale(double stale_after_s,
 
 bool SqlStorage::release(int64_t id, const std::string& worker) {
   std::lock_guard lock(impl_->mutex);
-  return impl_->db->execute("UPDATE trials SET worker = '' WHERE id = ? AND worker = ?", {id, worker}) > 0;
+  return impl_->db->execute(
+             "UPDATE trials SET worker = '', status = CASE WHEN status = 'running' THEN 'waiting' ELSE status END "
+             "WHERE id = ? AND worker = ?",
+             {id, worker}) > 0;
 }
 
 bool SqlStorage::end_unclaimed(const Trial& trial) {

@@ -64,7 +64,7 @@ class DistributedEngine : public TrialTable {
 
  private:
   void loop();
-  void sync();
+  void sync(bool announce = true);
   void beat_and_reap();
   void claim();
   void forward(ModelEvent& event);
@@ -76,6 +76,7 @@ class DistributedEngine : public TrialTable {
   std::shared_ptr<TrialTable> local_;
   DistributedOptions options_;
   int capacity_ = 1;
+  std::mutex claim_mutex_;  // a claim and its bookkeeping, against a give-back of the same trial
   mutable std::mutex own_mutex_;
   std::set<int64_t> owned_;   // trials this worker owns in the storage (running here, or unscheduled)
   int active_ = 0;            // running here

@@ -107,8 +107,9 @@ class TrialTable : public ExecutionEngine {
  protected:
   int64_t add_trial(const nlohmann::json& parameters, std::optional<int64_t> id = std::nullopt);
   // Puts a trial this engine did not run (another worker's, read from shared storage) into the
-  // table as it is, without events or the observer; a completion wakes wait/wait_any as a local one.
-  void sync_trial(const Trial& trial);
+  // table as it is, without events or the observer; a completion wakes wait/wait_any as a local one
+  // (with `announce`; without, a trial first seen completed is not handed out by wait_any).
+  void sync_trial(const Trial& trial, bool announce = true);
   // Runs the (Retrying or new) trial again when a worker is free.
   virtual void requeue(int64_t id) = 0;
   mutable std::mutex mutex_;

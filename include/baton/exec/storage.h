@@ -63,7 +63,8 @@ class TrialStorage {
   // error. Returns them as they were (with the worker that lost them).
   virtual std::vector<Trial> requeue_stale(double stale_after_s,
                                            const std::function<bool(const std::string&)>& is_dead = {}) = 0;
-  // `worker` gives a trial back to the queue (after a failure that will be retried).
+  // `worker` gives a trial back to the queue (after a failure that will be retried, or a claim
+  // it could not start): claimable again, as Retrying or Waiting.
   virtual bool release(int64_t id, const std::string& worker) = 0;
   // Ends an unclaimed Waiting/Retrying trial (a kill before it ran); false when a worker has it.
   virtual bool end_unclaimed(const Trial& trial) = 0;
