@@ -140,7 +140,7 @@ expect_error 2 "'lr': unknown _type 'unifrom'" -- "$baton" search "$tmp/typo.yam
 # ---- a search shared by several workers (--join): no trial twice, all in one storage ----
 : >"$tmp/runs.txt"
 for w in 1 2 3; do
-  "$baton" search "$tmp/space.yaml" --command "$tmp/trial.sh" --join --trials 24 --parallel 2 --strategy random \
+  SLEEP=0.2 "$baton" search "$tmp/space.yaml" --command "$tmp/trial.sh" --join --trials 24 --parallel 2 --strategy random \
     --direction minimize --run-dir "$tmp/shared" >"$tmp/join$w.out" 2>&1 &
 done
 wait
@@ -205,6 +205,22 @@ import json, sys
 rows = json.load(open(sys.argv[1]))
 assert [r["status"] for r in rows] == ["trained"] * 3, rows
 P
+
+# A single search killed with SIGKILL leaves its trial commands running (own process groups);
+# --resume stops them before it runs those trials again. A search still running is not resumed.
+rm -f "$tmp/slow_once" "$tmp/orphan_finished"
+"$baton" search "$tmp/space.yaml" --command "$tmp/slow.sh" --trials 2 --run-dir "$tmp/orphan" >"$tmp/orphan1.out" 2>&1 &
+victim=$!
+for _ in $(seq 100); do [ -e "$tmp/slow_once" ] && break; sleep 0.05; done
+"$baton" search "$tmp/space.yaml" --command "$tmp/slow.sh" --trials 2 --run-dir "$tmp/orphan" --resume >"$tmp/out" 2>&1
+[ $? -eq 2 ] && grep -q "is still running" "$tmp/out" || fail "resuming a running search: $(cat "$tmp/out")"
+kill -9 $victim; wait $victim 2>/dev/null
+"$baton" search "$tmp/space.yaml" --command "$tmp/slow.sh" --trials 2 --run-dir "$tmp/orphan" --resume \
+  >"$tmp/orphan2.out" 2>&1 || fail "resume after kill: $(tail -3 "$tmp/orphan2.out")"
+grep -q "process(es) left running by the killed search" "$tmp/orphan2.out" ||
+  fail "orphans not stopped: $(cat "$tmp/orphan2.out")"
+sleep 4.5
+[ -e "$tmp/orphan_finished" ] && fail "the killed search's trial command kept running"
 
 printf 'lr: {_type: uniform, _value: [0, 1\n' >"$tmp/broken.yaml"
 expect_error 2 "broken.yaml:2:1" -- "$baton" search "$tmp/broken.yaml" --command true --run-dir "$tmp/x"
