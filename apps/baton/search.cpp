@@ -44,6 +44,7 @@ struct SearchArgs {
   int retries = 0;
   int median_stop = 0;
   int64_t asha = 0;
+  int brackets = 1;
   bool join = false;
   double heartbeat = 2.0;
   std::vector<std::string> sets;
@@ -95,6 +96,8 @@ int run_search_command(const SearchArgs& a) {
   if (a.trials < 1) throw BadInput("--trials must be at least 1");
   if (a.parallel < 1) throw BadInput("--parallel must be at least 1");
   if (a.heartbeat <= 0) throw BadInput("--heartbeat must be a positive number of seconds");
+  if (a.brackets < 1) throw BadInput("--brackets must be at least 1");
+  if (a.brackets > 1 && a.asha <= 0) throw BadInput("--brackets needs --asha N (the first bracket's first rung)");
   if (!a.recipe.empty() && !std::filesystem::exists(a.recipe)) throw BadInput(a.recipe + ": no such recipe file");
   const auto rank = launcher_rank();
   const bool join = a.join || rank.has_value();
@@ -215,7 +218,7 @@ int run_search_command(const SearchArgs& a) {
   }
   std::shared_ptr<Asha> halving;
   if (a.asha > 0) {
-    halving = std::make_shared<Asha>(maximize, a.asha);
+    halving = std::make_shared<Asha>(maximize, a.asha, 3, a.brackets);
     stack.push_back(halving);
   }
   Chain chain(stack);
@@ -402,6 +405,9 @@ void add_search(CLI::App& app) {
   cmd->add_option("--asha", a->asha,
                   "asynchronous successive halving: rungs at steps N, 3N, 9N...; a trial not in the best third of "
                   "the values at a rung is stopped (default 0: off)");
+  cmd->add_option("--brackets", a->brackets,
+                  "with --asha: asynchronous Hyperband, K brackets; bracket b has its rungs at N*3^b, 3N*3^b... "
+                  "(trials take brackets in turn; default 1: plain ASHA)");
   cmd->add_option("--median-stop", a->median_stop,
                   "stop a trial whose best intermediate value is worse than the median of completed trials at the "
                   "same step, once N trials completed (default 0: off)");

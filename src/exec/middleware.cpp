@@ -160,9 +160,10 @@ void MedianStop::on_engine_set() {
 
 // ---- Asha -----------------------------------------------------------------------------------
 
-Asha::Asha(bool maximize, int64_t min_step, int reduction_factor)
-    : maximize_(maximize), min_step_(min_step), eta_(reduction_factor) {
-  if (min_step < 1 || reduction_factor < 2) throw std::invalid_argument("Asha: min_step >= 1 and reduction_factor >= 2");
+Asha::Asha(bool maximize, int64_t min_step, int reduction_factor, int brackets)
+    : maximize_(maximize), min_step_(min_step), eta_(reduction_factor), brackets_(brackets) {
+  if (min_step < 1 || reduction_factor < 2 || brackets < 1)
+    throw std::invalid_argument("Asha: min_step >= 1, reduction_factor >= 2 and brackets >= 1");
 }
 
 void Asha::on_engine_set() {
@@ -172,10 +173,12 @@ void Asha::on_engine_set() {
     {
       std::lock_guard lock(mutex_);
       int& rung = next_rung_[e.trial_id()];
+      const int bracket = static_cast<int>(e.trial_id() % brackets_);
       for (;;) {
-        const double rung_step = static_cast<double>(min_step_) * std::pow(static_cast<double>(eta_), rung);
+        const double rung_step =
+            static_cast<double>(min_step_) * std::pow(static_cast<double>(eta_), rung + bracket);
         if (static_cast<double>(e.step) < rung_step) break;
-        auto& values = rungs_[rung];
+        auto& values = rungs_[{bracket, rung}];
         values.push_back(e.value);
         ++rung;
         // The best 1/eta of the values at this rung (at least one) go on.

@@ -254,6 +254,12 @@ SearchSpace SearchSpace::from_json(const nlohmann::json& space, const std::strin
   return s;
 }
 
+SearchSpace SearchSpace::from_dimensions(std::vector<Dimension> dimensions) {
+  SearchSpace space;
+  space.dims_ = std::move(dimensions);
+  return space;
+}
+
 SearchSpace SearchSpace::from_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) throw std::invalid_argument(path.string() + ": cannot read the search space (no such file?)");

@@ -31,28 +31,8 @@ double to_internal(const Dimension& d, const nlohmann::json& v) {
   return is_log(d) ? std::log(std::max(x, 1e-300)) : x;
 }
 
-nlohmann::json from_internal(const Dimension& d, double x, std::mt19937_64& rng, const SearchSpace& /*space*/) {
-  if (d.type == "choice") {
-    const auto i = static_cast<std::size_t>(x);
-    nlohmann::json v = d.choices[i];
-    if (!d.nested[i].empty()) {
-      // Nested dimensions are sampled at random (the model covers the top-level choice).
-      nlohmann::json inner = nlohmann::json::object();
-      for (const auto& n : d.nested[i]) {
-        if (n.type == "choice") {
-          std::uniform_int_distribution<std::size_t> pick(0, n.choices.size() - 1);
-          inner[n.name] = n.choices[pick(rng)];
-        } else if (n.type == "randint") {
-          inner[n.name] = static_cast<int64_t>(sample_dimension(n, rng));
-        } else {
-          inner[n.name] = sample_dimension(n, rng);
-        }
-      }
-      inner["_name"] = v["_name"];
-      v = inner;
-    }
-    return v;
-  }
+nlohmann::json from_internal(const Dimension& d, double x) {
+  if (d.type == "choice") return d.choices[static_cast<std::size_t>(x)];  // nested: filled in by the caller
   const auto [lo, hi] = range_of(d);
   x = std::clamp(x, lo, hi);
   if (d.type == "randint") return static_cast<int64_t>(std::clamp(std::round(x), std::ceil(d.bounds[0]), std::ceil(d.bounds[1]) - 1));
@@ -178,15 +158,35 @@ TpeStrategy::TpeStrategy(SearchSpace space, TpeOptions options)
     throw std::invalid_argument("tpe: candidates and max_rest must be >= 1, startup_trials >= 0");
 }
 
+TpeStrategy& TpeStrategy::branch(std::size_t dimension, std::size_t choice) {
+  auto& sub = branches_[{dimension, choice}];
+  if (!sub) {
+    TpeOptions o = options_;
+    o.seed = rng_();
+    sub = std::make_unique<TpeStrategy>(SearchSpace::from_dimensions(space_.dimensions()[dimension].nested[choice]), o);
+  }
+  return *sub;
+}
+
 void TpeStrategy::observe(const Trial& trial) {
   if (trial.status != TrialStatus::kTrained || !trial.metrics.final || !std::isfinite(*trial.metrics.final)) return;
   Obs o;
   o.loss = options_.maximize ? -*trial.metrics.final : *trial.metrics.final;
-  for (const auto& d : space_.dimensions()) {
+  const auto& dims = space_.dimensions();
+  for (const auto& d : dims) {
     if (!trial.parameters.contains(d.name)) return;  // not from this space
     const double x = to_internal(d, trial.parameters[d.name]);
     if (d.type == "choice" && x < 0) return;
     o.x.push_back(x);
+  }
+  for (std::size_t k = 0; k < dims.size(); ++k) {  // the inner parameters of the choices it took
+    if (dims[k].type != "choice") continue;
+    const auto i = static_cast<std::size_t>(o.x[k]);
+    if (dims[k].nested[i].empty()) continue;
+    Trial inner = trial;
+    inner.parameters = trial.parameters[dims[k].name];
+    inner.parameters.erase("_name");
+    branch(k, i).observe(inner);
   }
   auto at = std::upper_bound(sorted_.begin(), sorted_.end(), o.loss, [](double l, const Obs& b) { return l < b.loss; });
   sorted_.insert(at, std::move(o));
@@ -225,7 +225,15 @@ std::optional<nlohmann::json> TpeStrategy::suggest() {
     }
   }
   nlohmann::json out = nlohmann::json::object();
-  for (std::size_t k = 0; k < dims.size(); ++k) out[dims[k].name] = from_internal(dims[k], best_x[k], rng_, space_);
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    out[dims[k].name] = from_internal(dims[k], best_x[k]);
+    if (dims[k].type != "choice") continue;
+    const auto i = static_cast<std::size_t>(best_x[k]);
+    if (dims[k].nested[i].empty()) continue;
+    auto inner = branch(k, i).suggest().value_or(nlohmann::json::object());
+    inner["_name"] = dims[k].choices[i]["_name"];
+    out[dims[k].name] = inner;
+  }
   return out;
 }
 

@@ -228,6 +228,7 @@ expect_error 2 "give exactly one of --command" -- "$baton" search "$tmp/space.ya
 expect_error 2 "--direction must be maximize or minimize" -- "$baton" search "$tmp/space.yaml" --command true --direction up --run-dir "$tmp/x"
 expect_error 2 "cannot connect" -- "$baton" search "$tmp/space.yaml" --command true --storage postgresql://127.0.0.1:1/x --run-dir "$tmp/x"
 expect_error 2 "--heartbeat must be" -- "$baton" search "$tmp/space.yaml" --command true --join --heartbeat 0 --run-dir "$tmp/hb"
+expect_error 2 "--brackets needs --asha" -- "$baton" search "$tmp/space.yaml" --command true --brackets 3 --run-dir "$tmp/br"
 expect_error 2 "no such storage file" -- "$baton" trials ls --storage "$tmp/none.db"
 
 [ $failures -eq 0 ] && echo "search cli: ok"

@@ -287,6 +287,28 @@ TEST(Asha, KeepsTheBestThirdAtEachRungAndKillsTheRest) {
   EXPECT_EQ(asha->get(ids[1])->metrics.intermediate.size(), 1U);
 }
 
+TEST(Asha, HyperbandBracketsHalveFromLaterStepsWithRungsOfTheirOwn) {
+  auto hyperband = std::make_shared<Asha>(/*maximize=*/true, /*min_step=*/1, /*reduction_factor=*/3, /*brackets=*/2);
+  std::vector<int64_t> steps_reported;
+  hyperband->set_engine(std::make_shared<SequentialEngine>([&](TrialContext& t) {
+    const double slope = t.parameters().at("slope").get<double>();
+    int64_t step = 1;
+    for (; step <= 9 && !t.should_stop(); ++step) t.report_intermediate(slope * static_cast<double>(step), step);
+    if (!t.should_stop()) t.report_final(slope * 9);
+  }));
+  // Even ids: bracket 0, rungs at 1, 3, 9. Odd ids: bracket 1, rungs at 3, 9 only.
+  std::vector<int64_t> ids;
+  for (double s : {5.0, 5.0, 1.0, 1.0}) ids.push_back(hyperband->submit({{"slope", s}}));
+  // Trial 2 (bracket 0) is worse than trial 0 at step 1: stopped after one value.
+  EXPECT_EQ(hyperband->get(ids[2])->status, TrialStatus::kInterrupted);
+  EXPECT_EQ(hyperband->get(ids[2])->metrics.intermediate.size(), 1U);
+  // Trial 3 (bracket 1) is compared with trial 1 only, first at step 3: it ran three steps.
+  EXPECT_EQ(hyperband->get(ids[3])->status, TrialStatus::kInterrupted);
+  EXPECT_EQ(hyperband->get(ids[3])->metrics.intermediate.size(), 3U);
+  EXPECT_EQ(hyperband->kills(), 2);
+  EXPECT_THROW(Asha(true, 1, 3, 0), std::invalid_argument);
+}
+
 TEST(Budget, TrialSecondsAndWallTime) {
   Budget seconds(BudgetOptions{.max_trial_seconds = 0.05});
   seconds.set_engine(std::make_shared<SequentialEngine>([](TrialContext& t) {

@@ -131,9 +131,14 @@ class MedianStop : public Middleware {
 // at steps min_step * eta^k. The first value a trial reports at or past a rung is its value there;
 // unless it is in the best 1/eta of all values recorded at that rung so far (itself included), the
 // trial is killed. No trial waits for others: the decision uses whoever got there first.
+//
+// With `brackets` > 1 it is asynchronous Hyperband (Li et al. 2018; Optuna's HyperbandPruner):
+// trials take brackets in turn (trial id modulo brackets), bracket b halves from step
+// min_step * eta^b with rungs of its own, so that later brackets give every trial a longer start
+// (hedging against metrics that rank trials badly early).
 class Asha : public Middleware {
  public:
-  Asha(bool maximize, int64_t min_step = 1, int reduction_factor = 3);
+  Asha(bool maximize, int64_t min_step = 1, int reduction_factor = 3, int brackets = 1);
   int64_t kills() const { return kills_; }
 
  protected:
@@ -144,7 +149,8 @@ class Asha : public Middleware {
   int64_t min_step_;
   int eta_;
   std::mutex mutex_;
-  std::map<int, std::vector<double>> rungs_;            // rung -> values recorded there
+  int brackets_;
+  std::map<std::pair<int, int>, std::vector<double>> rungs_;  // (bracket, rung) -> values recorded there
   std::map<int64_t, int> next_rung_;                   // trial -> the next rung it has to pass
   std::atomic<int64_t> kills_{0};
 };

@@ -35,6 +35,8 @@ class SearchSpace {
   static SearchSpace from_json(const nlohmann::json& space, const std::string& where = "search space");
   // A .json file, or YAML (anything else); errors name the file.
   static SearchSpace from_file(const std::filesystem::path& path);
+  // The dimensions of a nested choice as a space of their own.
+  static SearchSpace from_dimensions(std::vector<Dimension> dimensions);
 
   const std::vector<Dimension>& dimensions() const { return dims_; }
   nlohmann::json sample(std::mt19937_64& rng) const;
