@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -16,7 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/exec/engine.h"
+#include "baton/exec/distributed.h"
 #include "baton/exec/process.h"
+#include "baton/exec/storage.h"
 #include "baton/exec/space.h"
 #include "baton/exec/tpe.h"
 
@@ -67,7 +70,9 @@ double bare_command_s(const std::string& command, int64_t n) {
 int usage(const std::string& why) {
   std::cerr << "hpo_bench: " << why
             << "\nusage: hpo_bench [--function hartmann6|branin|trivial] [--trials N] [--seed S] [--strategy tpe|random|grid]\n"
-            << "       [--engine inprocess|process]  (process: each trial a command printing a trivial final value)\n"
+            << "       [--engine inprocess|process|shared]  (process: each trial a command printing a trivial final value;\n"
+            << "        shared: the same through a DistributedEngine over --storage URL, default a new SQLite file)\n"
+            << "       [--storage URL]\n"
             << "       [--multivariate 0|1] [--candidates N] [--max-rest N]   (tpe)\n";
   return 2;
 }
@@ -75,7 +80,7 @@ int usage(const std::string& why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string function = "hartmann6", strategy_name = "tpe", engine_name = "inprocess";
+  std::string function = "hartmann6", strategy_name = "tpe", engine_name = "inprocess", storage_url;
   int64_t trials = 200;
   uint64_t seed = 0;
   baton::TpeOptions tpe;
@@ -89,6 +94,7 @@ int main(int argc, char** argv) {
       else if (a == "--seed") seed = std::stoull(v);
       else if (a == "--strategy" || a == "--sampler") strategy_name = v;
       else if (a == "--engine") engine_name = v;
+      else if (a == "--storage") storage_url = v;
       else if (a == "--multivariate") tpe.multivariate = v != "0" && v != "false";
       else if (a == "--candidates") tpe.candidates = std::stoi(v);
       else if (a == "--max-rest") tpe.max_rest = std::stoi(v);
@@ -132,6 +138,16 @@ int main(int argc, char** argv) {
           [&](baton::TrialContext& t) { t.report_final(objective(t.parameters())); });
     } else if (engine_name == "process") {
       engine = std::make_unique<baton::ProcessEngine>(baton::ProcessEngineOptions{.command = command});
+    } else if (engine_name == "shared") {
+      if (storage_url.empty()) {
+        const auto path = std::filesystem::temp_directory_path() / ("hpo_bench_" + std::to_string(::getpid()) + ".db");
+        std::filesystem::remove(path);
+        storage_url = "sqlite://" + path.string();
+      }
+      std::shared_ptr<baton::TrialStorage> storage = baton::open_storage(storage_url);
+      if (!storage->states().empty()) throw std::runtime_error(storage_url + " is not empty");
+      auto local = std::make_shared<baton::ProcessEngine>(baton::ProcessEngineOptions{.command = command});
+      engine = std::make_unique<baton::DistributedEngine>(storage, local, baton::DistributedOptions{.limit = trials});
     } else {
       return usage("unknown engine '" + engine_name + "'");
     }
@@ -149,7 +165,7 @@ int main(int argc, char** argv) {
                           {"best", best ? *best->metrics.final : NAN},
                           {"optimum", optimum},
                           {"engine", engine_name}};
-    if (engine_name == "process") {
+    if (engine_name == "process" || engine_name == "shared") {
       const double bare = bare_command_s(command, trials);
       out["command_ms"] = bare / static_cast<double>(trials) * 1e3;
       out["overhead_ms"] = (dt - bare) / static_cast<double>(trials) * 1e3;
