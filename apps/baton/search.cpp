@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -257,11 +260,38 @@ int run_search_command(const SearchArgs& a) {
     }
     std::fflush(stdout);
   };
+  // The line is redrawn at each completion and, so that elapsed time and the running count move
+  // while long trials run, once a second (a terminal) or every 10 s (a log).
   SearchProgress last;
-  const auto best = run_search(*strategy, chain, a.trials, maximize, [&](const SearchProgress& p) {
-    last = p;
-    status_line(p, false);
+  std::mutex print_mutex;
+  std::condition_variable ticker_wake;
+  bool finished = false;
+  std::thread ticker([&] {
+    std::unique_lock lock(print_mutex);
+    while (!ticker_wake.wait_for(lock, std::chrono::seconds(1), [&] { return finished; })) status_line(last, false);
   });
+  std::optional<Trial> best;
+  try {
+    best = run_search(*strategy, chain, a.trials, maximize, [&](const SearchProgress& p) {
+      std::lock_guard lock(print_mutex);
+      last = p;
+      status_line(p, false);
+    });
+  } catch (...) {
+    {
+      std::lock_guard lock(print_mutex);
+      finished = true;
+    }
+    ticker_wake.notify_all();
+    ticker.join();
+    throw;
+  }
+  {
+    std::lock_guard lock(print_mutex);
+    finished = true;
+  }
+  ticker_wake.notify_all();
+  ticker.join();
   status_line(last, true);
   if (tty) std::printf("\n");
   chain.shutdown();
