@@ -1,0 +1,65 @@
+// Sessions run a TaskGroup: LocalSession runs every node in this process on one fixed pool of
+// threads; MpiSession (mpi.h) maps nodes to MPI ranks.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "baton/plan/task.h"
+
+namespace baton {
+
+// The one error a failed run reports: the first step that threw, with its task and node.
+class PlanError : public std::runtime_error {
+ public:
+  PlanError(std::string node, std::string task, std::string step, const std::string& what);
+  const std::string& node() const { return node_; }
+  const std::string& task() const { return task_; }
+  const std::string& step() const { return step_; }
+
+ private:
+  std::string node_, task_, step_;
+};
+
+namespace detail {
+class Executor;
+class Ticker;
+struct Run;
+}  // namespace detail
+
+class LocalSession {
+ public:
+  // `threads` workers (0: the machine's cores). Steps never get a thread of their own: concurrent
+  // substeps and instances are jobs on this pool (a thread that waits for its substeps runs queued
+  // jobs meanwhile), and every report step runs on the session's one timer thread.
+  explicit LocalSession(int threads = 0);
+  ~LocalSession();
+  LocalSession(const LocalSession&) = delete;
+  LocalSession& operator=(const LocalSession&) = delete;
+
+  // Runs the group to its end and fills its tasks' outputs. When a step throws, its siblings are
+  // cancelled (jobs not started are skipped, running ones see StepContext::cancelled()), exits of
+  // setups that ran still run, and the run throws one PlanError naming the task and node.
+  void run(TaskGroup& group);
+  // Runs one node's combined task (from tasks_by_node) in this session's workspace for `node`;
+  // what MpiSession does on each rank. Returns the error, if any, instead of throwing.
+  std::optional<PlanError> run_node(const Task& combined, const std::string& node);
+  // A node's workspace, kept across runs (what Global tasks use; Private runs see it as parent).
+  std::shared_ptr<Workspace> node_workspace(const std::string& node);
+  // Asks a running group to stop (from another thread): as if a step had failed with "cancelled".
+  void cancel();
+  int threads() const;
+
+ private:
+  std::unique_ptr<detail::Executor> executor_;
+  std::unique_ptr<detail::Ticker> ticker_;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Workspace>> workspaces_;
+  std::shared_ptr<detail::Run> current_;
+};
+
+}  // namespace baton

@@ -1,0 +1,306 @@
+#include "baton/plan/task.h"
+
+#include <set>
+#include <stdexcept>
+
+namespace baton {
+
+// ---- Cluster and Node -----------------------------------------------------------------------
+
+namespace {
+Cluster& default_cluster() {
+  static Cluster cluster;
+  return cluster;
+}
+thread_local Cluster* current_cluster = nullptr;
+thread_local const Node* current_node = nullptr;
+thread_local Task* current_task = nullptr;
+}  // namespace
+
+void Cluster::add_node(const std::string& name, const nlohmann::json& properties) {
+  std::lock_guard lock(mutex_);
+  if (std::find(nodes_.begin(), nodes_.end(), name) == nodes_.end()) nodes_.push_back(name);
+  auto& p = properties_[name];
+  if (!p.is_object()) p = nlohmann::json::object();
+  if (properties.is_object()) p.update(properties);
+}
+
+std::vector<std::string> Cluster::nodes() const {
+  std::lock_guard lock(mutex_);
+  return nodes_;
+}
+
+nlohmann::json Cluster::node_properties(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  auto it = properties_.find(name);
+  return it == properties_.end() ? nlohmann::json::object() : it->second;
+}
+
+Cluster& Cluster::current() { return current_cluster ? *current_cluster : default_cluster(); }
+
+Cluster::Scope::Scope(Cluster& cluster) : previous_(current_cluster) { current_cluster = &cluster; }
+Cluster::Scope::~Scope() { current_cluster = previous_; }
+
+Node::Node(std::string name, const nlohmann::json& properties) : name_(std::move(name)), previous_(current_node) {
+  if (name_.empty()) throw std::invalid_argument("Node: a node needs a name");
+  Cluster::current().add_node(name_, properties);
+  current_node = this;
+}
+
+Node::~Node() { current_node = previous_; }
+
+std::string Node::current() { return current_node ? current_node->name_ : "local"; }
+
+// ---- ExecutionStep ----------------------------------------------------------------------------
+
+std::shared_ptr<ExecutionStep> ExecutionStep::make(std::string name, StepFunction function) {
+  auto s = std::shared_ptr<ExecutionStep>(new ExecutionStep());
+  s->name_ = std::move(name);
+  s->function_ = std::move(function);
+  return s;
+}
+
+std::shared_ptr<ExecutionStep> ExecutionStep::make(std::string name,
+                                                   std::vector<std::shared_ptr<ExecutionStep>> substeps) {
+  auto s = std::shared_ptr<ExecutionStep>(new ExecutionStep());
+  s->name_ = std::move(name);
+  for (const auto& sub : substeps) {
+    if (!sub) throw std::invalid_argument("ExecutionStep '" + s->name_ + "': a substep is null");
+  }
+  s->substeps_ = std::move(substeps);
+  return s;
+}
+
+std::shared_ptr<ExecutionStep> ExecutionStep::guarded(std::string name, std::vector<std::shared_ptr<StepSetup>> setups,
+                                                      std::shared_ptr<ExecutionStep> body) {
+  auto s = make(std::move(name), std::vector<std::shared_ptr<ExecutionStep>>{std::move(body)});
+  s->guards_ = std::move(setups);
+  return s;
+}
+
+ExecutionStep& ExecutionStep::num_iter(int64_t n) {
+  if (n < 0) throw std::invalid_argument("ExecutionStep '" + name_ + "': num_iter < 0");
+  num_iter_ = n;
+  return *this;
+}
+ExecutionStep& ExecutionStep::concurrent_substeps(bool on) {
+  concurrent_ = on;
+  return *this;
+}
+ExecutionStep& ExecutionStep::should_stop(std::function<bool(const Workspace&)> predicate) {
+  stop_predicate_ = std::move(predicate);
+  return *this;
+}
+ExecutionStep& ExecutionStep::should_stop_flag(std::string name) {
+  stop_flag_ = std::move(name);
+  return *this;
+}
+ExecutionStep& ExecutionStep::only_once(bool on) {
+  only_once_ = on;
+  return *this;
+}
+ExecutionStep& ExecutionStep::run_every_ms(int64_t ms) {
+  if (ms <= 0) throw std::invalid_argument("ExecutionStep '" + name_ + "': run_every_ms must be > 0");
+  run_every_ms_ = ms;
+  return *this;
+}
+ExecutionStep& ExecutionStep::num_concurrent_instances(int n) {
+  if (n < 1) throw std::invalid_argument("ExecutionStep '" + name_ + "': num_concurrent_instances < 1");
+  instances_ = n;
+  return *this;
+}
+ExecutionStep& ExecutionStep::create_workspace(bool on) {
+  create_workspace_ = on;
+  return *this;
+}
+ExecutionStep& ExecutionStep::add_setup(SetupScope scope, std::shared_ptr<StepSetup> setup) {
+  if (!setup) throw std::invalid_argument("ExecutionStep '" + name_ + "': null setup");
+  setups_.emplace_back(scope, std::move(setup));
+  return *this;
+}
+
+bool ExecutionStep::stops(const Workspace& ws) const {
+  if (stop_predicate_ && stop_predicate_(ws)) return true;
+  if (!stop_flag_.empty()) {
+    auto v = ws.get(stop_flag_);
+    if (v) {
+      if (const bool* b = std::get_if<bool>(&*v)) return *b;
+      if (const int64_t* i = std::get_if<int64_t>(&*v)) return *i != 0;
+      if (const double* d = std::get_if<double>(&*v)) return *d != 0;
+    }
+  }
+  return false;
+}
+
+std::vector<std::shared_ptr<StepSetup>> ExecutionStep::setups(SetupScope scope) const {
+  std::vector<std::shared_ptr<StepSetup>> out;
+  std::set<const StepSetup*> seen;
+  std::set<const ExecutionStep*> visited;
+  std::function<void(const ExecutionStep&)> walk = [&](const ExecutionStep& s) {
+    if (!visited.insert(&s).second) return;
+    for (const auto& [sc, setup] : s.setups_) {
+      if (sc == scope && seen.insert(setup.get()).second) out.push_back(setup);
+    }
+    for (const auto& sub : s.substeps_) walk(*sub);
+  };
+  walk(*this);
+  return out;
+}
+
+// ---- TaskOutput and Task ----------------------------------------------------------------------
+
+TaskOutput::TaskOutput(std::vector<std::string> names) : names_(std::move(names)) {
+  if (names_.empty()) throw std::invalid_argument("TaskOutput: no names");
+}
+
+WorkspaceValue TaskOutput::get() const { return get_all().at(0); }
+
+std::vector<WorkspaceValue> TaskOutput::get_all() const {
+  if (!ready_) throw std::logic_error("TaskOutput '" + names_[0] + "': the run has not ended (or failed)");
+  return values_;
+}
+
+void TaskOutput::set(std::vector<WorkspaceValue> values) {
+  values_ = std::move(values);
+  ready_ = true;
+}
+
+Task::Task(std::shared_ptr<ExecutionStep> step, TaskOptions options)
+    : step_(std::move(step)), options_(std::move(options)) {
+  if (options_.num_instances < 1) throw std::invalid_argument("Task '" + options_.name + "': num_instances < 1");
+  if (options_.name.empty()) options_.name = step_ ? step_->name() : "task";
+  if (options_.node) Cluster::current().add_node(*options_.node);
+  node_ = options_.node.value_or(Node::current());
+  if (!options_.node && node_ == "local") Cluster::current().add_node(node_);
+  name_ = node_ + "/" + options_.name;
+}
+
+std::shared_ptr<TaskOutput> Task::add_output(const std::string& name) {
+  return add_output(std::vector<std::string>{name});
+}
+
+std::shared_ptr<TaskOutput> Task::add_output(std::vector<std::string> names) {
+  outputs_.push_back(std::make_shared<TaskOutput>(std::move(names)));
+  return outputs_.back();
+}
+
+std::shared_ptr<ExecutionStep> Task::step_with_setup() const {
+  auto body = step_ ? step_ : ExecutionStep::make(name_, std::vector<std::shared_ptr<ExecutionStep>>{});
+  auto instance = ExecutionStep::guarded(name_ + ":instance", body->setups(SetupScope::kInstance), body);
+  if (options_.num_instances > 1) {
+    instance = ExecutionStep::make(name_ + ":parallel", std::vector<std::shared_ptr<ExecutionStep>>{instance});
+    instance->num_concurrent_instances(options_.num_instances);
+  }
+  auto root = ExecutionStep::guarded(name_, body->setups(SetupScope::kTask), instance);
+  root->task_name_ = name_;
+  return root;
+}
+
+Task::Scope::Scope(Task& task) : previous_(current_task) { current_task = &task; }
+Task::Scope::~Scope() { current_task = previous_; }
+Task* Task::current() { return current_task; }
+
+std::shared_ptr<TaskOutput> final_output(const std::string& name) {
+  if (!current_task) throw std::logic_error("final_output('" + name + "'): no current task (use Task::Scope)");
+  return current_task->add_output(name);
+}
+
+// ---- TaskGroup --------------------------------------------------------------------------------
+
+TaskGroup::TaskGroup(std::optional<WorkspaceType> workspace_type) : workspace_type_(workspace_type) {}
+
+Task& TaskGroup::add(Task task) {
+  if (by_node_) throw std::logic_error("TaskGroup: cannot add a task after tasks_by_node()");
+  if (workspace_type_ && task.options_.workspace_type && *workspace_type_ != *task.options_.workspace_type)
+    throw std::invalid_argument("TaskGroup: task '" + task.name_ + "' has another workspace type than its group");
+  if (!task.options_.workspace_type) task.options_.workspace_type = workspace_type_.value_or(WorkspaceType::kPrivate);
+  if (!workspace_type_) workspace_type_ = task.options_.workspace_type;
+  const std::string base = task.node_ + "/" + task.options_.name;
+  std::string name = base;
+  auto taken = [&](const std::string& n) {
+    return std::any_of(tasks_.begin(), tasks_.end(), [&](const Task& t) { return t.name_ == n; });
+  };
+  for (int i = 1; taken(name); ++i) name = base + ":" + std::to_string(i);
+  task.name_ = name;
+  tasks_.push_back(std::move(task));
+  return tasks_.back();
+}
+
+std::vector<std::string> TaskGroup::used_nodes() const {
+  std::vector<std::string> used;
+  for (const auto& t : tasks_) {
+    if (std::find(used.begin(), used.end(), t.node_) == used.end()) used.push_back(t.node_);
+  }
+  return used;
+}
+
+void TaskGroup::report_step(std::shared_ptr<ExecutionStep> step, const std::string& node, int64_t interval_ms) {
+  if (!step) throw std::invalid_argument("TaskGroup::report_step: null step");
+  if (by_node_) throw std::logic_error("TaskGroup: cannot add a report step after tasks_by_node()");
+  step->run_every_ms(interval_ms);
+  report_steps_.emplace_back(node, std::move(step));
+}
+
+const TaskGroup& TaskGroup::tasks_by_node(const std::function<std::string(const std::string&)>& remap) {
+  std::map<std::string, std::string> node_map;
+  for (const auto& n : used_nodes()) node_map[n] = remap ? remap(n) : n;
+  for (const auto& [n, step] : report_steps_) node_map.emplace(n, remap ? remap(n) : n);
+  if (by_node_) {
+    if (node_map != by_node_map_) throw std::logic_error("TaskGroup::tasks_by_node: called again with another mapping");
+    return *by_node_;
+  }
+  auto grouped = std::make_shared<TaskGroup>();
+  std::vector<std::string> order;  // mapped nodes in first-use order
+  for (const auto& t : tasks_) {
+    const auto& m = node_map[t.node_];
+    if (std::find(order.begin(), order.end(), m) == order.end()) order.push_back(m);
+  }
+  for (const auto& [n, step] : report_steps_) {
+    const auto& m = node_map[n];
+    if (std::find(order.begin(), order.end(), m) == order.end()) order.push_back(m);
+  }
+  for (const auto& node : order) {
+    std::vector<std::shared_ptr<ExecutionStep>> steps;
+    std::vector<std::shared_ptr<ExecutionStep>> originals;
+    for (const auto& [n, step] : report_steps_) {
+      if (node_map[n] == node) {
+        steps.push_back(step);
+        originals.push_back(step);
+      }
+    }
+    std::vector<std::shared_ptr<TaskOutput>> outputs;
+    WorkspaceType type = WorkspaceType::kPrivate;
+    for (const auto& t : tasks_) {
+      if (node_map[t.node_] != node) continue;
+      steps.push_back(t.step_with_setup());
+      if (t.step_) originals.push_back(t.step_);
+      outputs.insert(outputs.end(), t.outputs_.begin(), t.outputs_.end());
+      if (t.workspace_type() == WorkspaceType::kGlobal) type = WorkspaceType::kGlobal;  // Global wins
+    }
+    auto body = ExecutionStep::make(node + ":body", steps);
+    body->concurrent_substeps(true);
+    std::vector<std::shared_ptr<StepSetup>> node_setups;
+    std::set<const StepSetup*> seen;
+    for (const auto& s : originals) {
+      for (const auto& setup : s->setups(SetupScope::kNode)) {
+        if (seen.insert(setup.get()).second) node_setups.push_back(setup);
+      }
+    }
+    Task combined(ExecutionStep::guarded(node, node_setups, body),
+                  {.name = "grouped_by_node", .workspace_type = type, .node = node});
+    combined.outputs_ = outputs;
+    combined.name_ = node + "/grouped_by_node";
+    grouped->tasks_.push_back(std::move(combined));
+  }
+  by_node_ = grouped;
+  by_node_map_ = node_map;
+  return *by_node_;
+}
+
+Task TaskGroup::to_task(const std::string& node) {
+  const auto& grouped = tasks_by_node([&](const std::string&) { return node; });
+  if (grouped.tasks().empty()) return Task(nullptr, {.node = node});
+  return grouped.tasks().front();
+}
+
+}  // namespace baton

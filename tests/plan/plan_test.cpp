@@ -1,0 +1,266 @@
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "baton/plan/session.h"
+
+namespace baton {
+namespace {
+
+using Steps = std::vector<std::shared_ptr<ExecutionStep>>;
+
+// A log of what ran, in order, shared by the steps of a test.
+struct Log {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  void add(const std::string& s) {
+    std::lock_guard lock(mutex);
+    lines.push_back(s);
+  }
+  std::vector<std::string> get() {
+    std::lock_guard lock(mutex);
+    return lines;
+  }
+};
+
+std::shared_ptr<ExecutionStep> fn(const std::string& name, StepFunction f) { return ExecutionStep::make(name, std::move(f)); }
+
+TEST(Plan, NodesTasksNamesAndCluster) {
+  Cluster cluster;
+  Cluster::Scope scope(cluster);
+  TaskGroup group;
+  group.add(Task(fn("s1", [](StepContext&) {})));
+  group.add(Task(fn("s2", [](StepContext&) {}), {.name = "s1"}));
+  {
+    Node n2("n2", {{"cores", 4}});
+    group.add(Task(fn("s3", [](StepContext&) {})));
+    EXPECT_EQ(Node::current(), "n2");
+    {
+      Node n1("n1");
+      group.add(Task(fn("s4", [](StepContext&) {})));
+    }
+    group.add(Task(fn("s5", [](StepContext&) {})));
+  }
+  EXPECT_EQ(Node::current(), "local");
+  EXPECT_EQ(group.used_nodes(), (std::vector<std::string>{"local", "n2", "n1"}));
+  EXPECT_EQ(cluster.nodes(), (std::vector<std::string>{"local", "n2", "n1"}));
+  EXPECT_EQ(cluster.node_properties("n2")["cores"], 4);
+  EXPECT_EQ(group.tasks()[0].name(), "local/s1");
+  EXPECT_EQ(group.tasks()[1].name(), "local/s1:1");
+  EXPECT_EQ(group.tasks()[2].name(), "n2/s3");
+  const auto& by_node = group.tasks_by_node();
+  ASSERT_EQ(by_node.tasks().size(), 3U);
+  EXPECT_EQ(by_node.tasks()[1].node(), "n2");
+  EXPECT_EQ(&group.tasks_by_node(), &by_node) << "callable again with the same mapping";
+  EXPECT_THROW(group.tasks_by_node([](const std::string&) { return "x"; }), std::logic_error);
+  EXPECT_THROW(group.add(Task()), std::logic_error);
+}
+
+TEST(Plan, SetupsAndExitsAroundInstancesInOrder) {
+  Log log;
+  auto task_setup = std::make_shared<StepSetup>(StepSetup{[&](Workspace& ws) {
+                                                    log.add("task init");
+                                                    ws.set("total", 0.0);
+                                                  },
+                                                  [&](Workspace& ws) { log.add("task exit " + to_string(*ws.get("total"))); }});
+  auto instance_setup = std::make_shared<StepSetup>(StepSetup{[&](Workspace& ws) {
+                                                        log.add("instance init");
+                                                        ws.set("local", 0.0);
+                                                      },
+                                                      [&](Workspace& ws) {
+                                                        log.add("instance exit");
+                                                        ws.add("total", ws.get_double("local"));
+                                                      }});
+  auto node_setup = std::make_shared<StepSetup>(StepSetup{[&](Workspace&) { log.add("node init"); }, [&](Workspace&) { log.add("node exit"); }});
+  auto body = fn("count", [&](StepContext& c) {
+    c.workspace().add("local", 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // both instances start before one ends
+  });
+  body->num_iter(20).add_setup(SetupScope::kTask, task_setup).add_setup(SetupScope::kInstance, instance_setup);
+  body->add_setup(SetupScope::kNode, node_setup);
+  TaskGroup group;
+  Task task(body, {.name = "count", .num_instances = 2, .node = "trainer"});
+  auto total = task.add_output("total");
+  group.add(std::move(task));
+  LocalSession session(2);
+  session.run(group);
+  const auto lines = log.get();
+  ASSERT_EQ(lines.size(), 8U) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[0], "node init");
+  EXPECT_EQ(lines[1], "task init");
+  EXPECT_EQ(lines[2], "instance init");
+  EXPECT_EQ(lines[3], "instance init") << "two instances";
+  EXPECT_EQ(lines[4], "instance exit");
+  EXPECT_EQ(lines[5], "instance exit");
+  EXPECT_EQ(lines[6], "task exit 40");
+  EXPECT_EQ(lines[7], "node exit");
+  EXPECT_EQ(std::get<double>(total->get()), 40.0);
+}
+
+TEST(Plan, InstanceWorkspacesAreSeparateAndSeeTheTasks) {
+  auto setup = std::make_shared<StepSetup>(StepSetup{[](Workspace& ws) {
+                                               ws.set("shared", int64_t{7});
+                                               ws.set("seen", 0.0);
+                                             },
+                                             [](Workspace& ws) { ws.set("leaked", ws.has("mine")); }});
+  auto body = fn("look", [](StepContext& c) {
+    c.workspace().set("mine", int64_t{c.instance()});
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (c.workspace().get_int("mine") != c.instance()) throw std::runtime_error("instances share a workspace");
+    c.workspace().add("seen", static_cast<double>(c.workspace().get_int("shared")));  // the task's value
+  });
+  body->add_setup(SetupScope::kTask, setup);
+  TaskGroup group;
+  Task task(body, {.num_instances = 3});
+  auto seen = task.add_output("seen");
+  auto leaked = task.add_output("leaked");
+  group.add(std::move(task));
+  LocalSession session(3);
+  session.run(group);
+  EXPECT_EQ(std::get<double>(seen->get()), 21.0);
+  EXPECT_FALSE(std::get<bool>(leaked->get()));
+}
+
+TEST(Plan, PrivateWorkspacesAreDiscardedGlobalOnesKept) {
+  for (auto type : {WorkspaceType::kPrivate, WorkspaceType::kGlobal}) {
+    LocalSession session(2);
+    double last = 0;
+    for (int run = 0; run < 2; ++run) {
+      TaskGroup group(type);
+      Task task(fn("inc", [](StepContext& c) { c.workspace().add("runs", 1); }));
+      auto out = task.add_output("runs");
+      group.add(std::move(task));
+      session.run(group);
+      last = std::get<double>(out->get());
+    }
+    EXPECT_EQ(last, type == WorkspaceType::kGlobal ? 2.0 : 1.0);
+    EXPECT_EQ(session.node_workspace("local")->has("runs"), type == WorkspaceType::kGlobal);
+  }
+  TaskGroup mixed(WorkspaceType::kGlobal);
+  EXPECT_THROW(mixed.add(Task(nullptr, {.workspace_type = WorkspaceType::kPrivate})), std::invalid_argument);
+}
+
+TEST(Plan, NumIterShouldStopAndOnlyOnce) {
+  auto once = fn("once", [](StepContext& c) { c.workspace().add("once", 1); });
+  once->only_once();
+  auto inc = fn("inc", [](StepContext& c) {
+    c.workspace().add("n", 1);
+    if (c.workspace().get_double("n") >= 5) c.workspace().set("stop", true);
+  });
+  auto loop = ExecutionStep::make("loop", Steps{once, inc});
+  loop->should_stop_flag("stop");  // no num_iter: until it stops
+  auto counted = fn("counted", [](StepContext& c) { c.workspace().add("m", 1); });
+  counted->num_iter(7);
+  auto predicate = fn("p", [](StepContext& c) { c.workspace().add("k", 1); });
+  predicate->num_iter(100).should_stop([](const Workspace& ws) { return ws.has("k") && ws.get_double("k") >= 3; });
+  TaskGroup group;
+  Task task(ExecutionStep::make("all", Steps{loop, counted, predicate}));
+  auto n = task.add_output("n");
+  auto once_count = task.add_output("once");
+  auto m = task.add_output("m");
+  auto k = task.add_output("k");
+  group.add(std::move(task));
+  LocalSession(2).run(group);
+  EXPECT_EQ(std::get<double>(n->get()), 5.0);
+  EXPECT_EQ(std::get<double>(once_count->get()), 1.0);
+  EXPECT_EQ(std::get<double>(m->get()), 7.0);
+  EXPECT_EQ(std::get<double>(k->get()), 3.0);
+}
+
+TEST(Plan, ReportStepsRunAtTheirIntervalAndOnceAtTheEnd) {
+  std::atomic<int> reports{0};
+  std::atomic<bool> work_done{false};
+  std::atomic<bool> reported_after_end{false};
+  auto report = fn("report", [&](StepContext&) {
+    ++reports;
+    if (work_done) reported_after_end = true;
+  });
+  TaskGroup group;
+  group.add(Task(fn("work", [&](StepContext&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(260));
+    work_done = true;
+  })));
+  group.report_step(report, "local", 50);
+  LocalSession(2).run(group);
+  // About 5 during the 260 ms (every 50 ms), then one more after the work ended.
+  EXPECT_GE(reports.load(), 4);
+  EXPECT_LE(reports.load(), 7);
+  EXPECT_TRUE(reported_after_end);
+}
+
+TEST(Plan, AThrowingStepCancelsItsSiblingsAndTheRunReportsIt) {
+  std::atomic<bool> sibling_saw_cancel{false};
+  std::atomic<int> later_runs{0};
+  auto failing = fn("boom", [](StepContext&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    throw std::runtime_error("out of cheese");
+  });
+  auto hanging = fn("hang", [&](StepContext& c) {  // would run for a minute without the flag
+    for (int i = 0; i < 60000 && !c.cancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    sibling_saw_cancel = c.cancelled();
+  });
+  auto later = fn("later", [&](StepContext&) { ++later_runs; });
+  auto exit_ran = std::make_shared<std::atomic<bool>>(false);
+  auto guard = std::make_shared<StepSetup>(StepSetup{[](Workspace&) {}, [exit_ran](Workspace&) { *exit_ran = true; }});
+  hanging->add_setup(SetupScope::kTask, guard);
+  TaskGroup group;
+  {
+    Node n("n1");
+    group.add(Task(ExecutionStep::make("seq", Steps{failing, later}), {.name = "fails"}));
+    group.add(Task(hanging, {.name = "hangs"}));
+  }
+  LocalSession session(2);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    session.run(group);
+    ADD_FAILURE() << "no error";
+  } catch (const PlanError& e) {
+    EXPECT_EQ(e.node(), "n1");
+    EXPECT_EQ(e.task(), "n1/fails");
+    EXPECT_EQ(e.step(), "boom");
+    EXPECT_NE(std::string(e.what()).find("out of cheese"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_TRUE(sibling_saw_cancel);
+  EXPECT_EQ(later_runs.load(), 0) << "the failing sequence stops";
+  EXPECT_TRUE(*exit_ran) << "exits of setups that ran still run";
+}
+
+TEST(Plan, AFixedPoolRunsMoreConcurrentStepsThanThreadsWithoutDeadlock) {
+  // 3 levels of 8 concurrent substeps on 2 threads: waiting threads run queued work.
+  std::atomic<int> leaves{0};
+  std::function<std::shared_ptr<ExecutionStep>(int)> tree = [&](int depth) -> std::shared_ptr<ExecutionStep> {
+    if (depth == 0) return fn("leaf", [&](StepContext&) { ++leaves; });
+    Steps subs;
+    for (int i = 0; i < 8; ++i) subs.push_back(tree(depth - 1));
+    auto s = ExecutionStep::make("level" + std::to_string(depth), subs);
+    s->concurrent_substeps();
+    return s;
+  };
+  TaskGroup group;
+  group.add(Task(tree(3)));
+  LocalSession session(2);
+  session.run(group);
+  EXPECT_EQ(leaves.load(), 512);
+  EXPECT_EQ(session.threads(), 2);
+}
+
+TEST(Plan, WorkspaceValuesAndErrors) {
+  auto ws = Workspace::create();
+  ws->set("i", int64_t{3});
+  ws->set("s", std::string("x"));
+  auto child = ws->child();
+  EXPECT_EQ(child->get_int("i"), 3);
+  EXPECT_EQ(child->get_double("i"), 3.0);
+  child->set("i", int64_t{4});
+  EXPECT_EQ(ws->get_int("i"), 3);
+  EXPECT_THROW(child->get_double("s"), std::invalid_argument);
+  EXPECT_THROW(child->get_double("none"), std::out_of_range);
+  EXPECT_EQ(child->names(), std::vector<std::string>{"i"});
+}
+
+}  // namespace
+}  // namespace baton
