@@ -217,10 +217,8 @@ Task& TaskGroup::add(Task task) {
   if (!workspace_type_) workspace_type_ = task.options_.workspace_type;
   const std::string base = task.node_ + "/" + task.options_.name;
   std::string name = base;
-  auto taken = [&](const std::string& n) {
-    return std::any_of(tasks_.begin(), tasks_.end(), [&](const Task& t) { return t.name_ == n; });
-  };
-  for (int i = 1; taken(name); ++i) name = base + ":" + std::to_string(i);
+  for (int i = 1; names_.count(name); ++i) name = base + ":" + std::to_string(i);
+  names_.insert(name);
   task.name_ = name;
   tasks_.push_back(std::move(task));
   return tasks_.back();

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -261,6 +262,7 @@ class TaskGroup {
  private:
   std::optional<WorkspaceType> workspace_type_;
   std::vector<Task> tasks_;
+  std::set<std::string> names_;  // of the tasks, for unique names in O(log n)
   std::vector<std::pair<std::string, std::shared_ptr<ExecutionStep>>> report_steps_;
   std::shared_ptr<TaskGroup> by_node_;
   std::map<std::string, std::string> by_node_map_;
