@@ -93,7 +93,7 @@ void DistributedEngine::set_observer(std::function<void(const Trial&)> observer)
   user_observer_ = std::move(observer);
 }
 
-int64_t DistributedEngine::submit(const nlohmann::json& parameters) {
+Trial DistributedEngine::create_owned(const nlohmann::json& parameters) {
   const auto id = storage_->create_trial(parameters, options_.limit, options_.worker);
   if (!id) {
     sync();
@@ -104,29 +104,19 @@ int64_t DistributedEngine::submit(const nlohmann::json& parameters) {
   t.parameters = parameters;
   t.submitted_at = now_s();
   t.worker = options_.worker;
-  {
-    std::lock_guard lock(own_mutex_);
-    owned_.insert(t.id);
-  }
+  std::lock_guard lock(own_mutex_);
+  owned_.insert(t.id);
+  return t;
+}
+
+int64_t DistributedEngine::submit(const nlohmann::json& parameters) {
+  const Trial t = create_owned(parameters);
   run_here(t);
   return t.id;
 }
 
 int64_t DistributedEngine::add_unscheduled(const nlohmann::json& parameters) {
-  const auto id = storage_->create_trial(parameters, options_.limit, options_.worker);
-  if (!id) {
-    sync();
-    throw BudgetExhausted("the search's " + std::to_string(options_.limit) + " trials exist already");
-  }
-  Trial t;
-  t.id = *id;
-  t.parameters = parameters;
-  t.submitted_at = now_s();
-  t.worker = options_.worker;
-  {
-    std::lock_guard lock(own_mutex_);
-    owned_.insert(t.id);
-  }
+  const Trial t = create_owned(parameters);
   sync_trial(t);
   return t.id;
 }

@@ -69,6 +69,8 @@ class DistributedEngine : public TrialTable {
   void claim();
   void forward(ModelEvent& event);
   bool owns(int64_t id) const;
+  // A new trial in the storage, this worker's from the start; BudgetExhausted at the limit.
+  Trial create_owned(const nlohmann::json& parameters);
   void run_here(const Trial& trial);
   void wake();
 
