@@ -217,7 +217,11 @@ Task& TaskGroup::add(Task task) {
   if (!workspace_type_) workspace_type_ = task.options_.workspace_type;
   const std::string base = task.node_ + "/" + task.options_.name;
   std::string name = base;
-  for (int i = 1; names_.count(name); ++i) name = base + ":" + std::to_string(i);
+  if (names_.count(name)) {  // the next free suffix, starting after the last one given to this base
+    int& next = next_suffix_[base];
+    do name = base + ":" + std::to_string(++next);
+    while (names_.count(name));
+  }
   names_.insert(name);
   task.name_ = name;
   tasks_.push_back(std::move(task));

@@ -51,6 +51,14 @@ TEST(Plan, NodesTasksNamesAndCluster) {
   EXPECT_EQ(group.tasks()[0].name(), "local/s1");
   EXPECT_EQ(group.tasks()[1].name(), "local/s1:1");
   EXPECT_EQ(group.tasks()[2].name(), "n2/s3");
+  {
+    TaskGroup names;
+    names.add(Task(nullptr, {.name = "x"}));
+    names.add(Task(nullptr, {.name = "x:2"}));  // taken by hand: the next "x" skips it
+    EXPECT_EQ(names.add(Task(nullptr, {.name = "x"})).name(), "local/x:1");
+    EXPECT_EQ(names.add(Task(nullptr, {.name = "x"})).name(), "local/x:3");
+    EXPECT_EQ(names.add(Task(nullptr, {.name = "x", .node = "n9"})).name(), "n9/x");
+  }
   const auto& by_node = group.tasks_by_node();
   ASSERT_EQ(by_node.tasks().size(), 3U);
   EXPECT_EQ(by_node.tasks()[1].node(), "n2");

@@ -263,6 +263,7 @@ class TaskGroup {
   std::optional<WorkspaceType> workspace_type_;
   std::vector<Task> tasks_;
   std::set<std::string> names_;  // of the tasks, for unique names in O(log n)
+  std::map<std::string, int> next_suffix_;  // per "node/name": the last suffix given
   std::vector<std::pair<std::string, std::shared_ptr<ExecutionStep>>> report_steps_;
   std::shared_ptr<TaskGroup> by_node_;
   std::map<std::string, std::string> by_node_map_;
