@@ -6,12 +6,16 @@
 
 namespace baton {
 
-PlanError::PlanError(std::string node, std::string task, std::string step, const std::string& what)
-    : std::runtime_error("task " + task + " on node " + node + (step.empty() ? "" : ", step '" + step + "'") + ": " +
-                         what),
+PlanError::PlanError(std::string node, std::string task, std::string step, const std::string& what, int rank)
+    : std::runtime_error((rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) +
+                         (task.empty() ? what
+                                      : "task " + task + " on node " + node +
+                                            (step.empty() ? "" : ", step '" + step + "'") + ": " + what)),
       node_(std::move(node)),
       task_(std::move(task)),
-      step_(std::move(step)) {}
+      step_(std::move(step)),
+      what_(what),
+      rank_(rank) {}
 
 // One run of a group (or of one node's task): the cancellation flag and the first error.
 struct detail::Run {
@@ -181,13 +185,13 @@ std::shared_ptr<Workspace> LocalSession::node_workspace(const std::string& node)
   return ws;
 }
 
-void LocalSession::cancel() {
+void LocalSession::cancel(const std::string& why) {
   std::shared_ptr<detail::Run> run;
   {
     std::lock_guard lock(mutex_);
     run = current_;
   }
-  if (run) run->fail("*", "*", "", "cancelled");
+  if (run) run->fail("", "", "", why);
 }
 
 namespace {
@@ -221,39 +225,34 @@ void run_combined(detail::Executor& executor, detail::Ticker& ticker, detail::Ru
 }  // namespace
 
 void LocalSession::run(TaskGroup& group) {
-  const TaskGroup& by_node = group.tasks_by_node();
+  std::vector<const Task*> combined;
+  for (const auto& task : group.tasks_by_node().tasks()) combined.push_back(&task);
+  if (auto error = run_nodes(combined)) throw *error;
+}
+
+std::optional<PlanError> LocalSession::run_nodes(const std::vector<const Task*>& combined) {
   auto run = std::make_shared<detail::Run>();
   {
     std::lock_guard lock(mutex_);
-    if (current_) throw std::logic_error("LocalSession::run: a group is already running in this session");
+    if (current_) throw std::logic_error("LocalSession: a group is already running in this session");
     current_ = run;
   }
   std::vector<std::function<void()>> jobs;
-  for (const auto& task : by_node.tasks()) {
-    auto ws = node_workspace(task.node());
-    jobs.emplace_back([&, ws, run] { run_combined(*executor_, *ticker_, *run, task, task.node(), ws); });
+  for (const Task* task : combined) {
+    auto ws = node_workspace(task->node());
+    jobs.emplace_back([this, ws, run, task] { run_combined(*executor_, *ticker_, *run, *task, task->node(), ws); });
   }
   executor_->run_all(std::move(jobs));
   {
     std::lock_guard lock(mutex_);
     current_.reset();
   }
-  if (run->error) throw *run->error;
+  return run->error;
 }
 
-std::optional<PlanError> LocalSession::run_node(const Task& combined, const std::string& node) {
-  auto run = std::make_shared<detail::Run>();
-  {
-    std::lock_guard lock(mutex_);
-    if (current_) throw std::logic_error("LocalSession::run_node: a group is already running in this session");
-    current_ = run;
-  }
-  run_combined(*executor_, *ticker_, *run, combined, node, node_workspace(node));
-  {
-    std::lock_guard lock(mutex_);
-    current_.reset();
-  }
-  return run->error;
+bool LocalSession::failing() const {
+  std::lock_guard lock(mutex_);
+  return current_ && current_->cancelled;
 }
 
 }  // namespace baton

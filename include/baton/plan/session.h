@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "baton/plan/task.h"
 
@@ -16,13 +17,17 @@ namespace baton {
 // The one error a failed run reports: the first step that threw, with its task and node.
 class PlanError : public std::runtime_error {
  public:
-  PlanError(std::string node, std::string task, std::string step, const std::string& what);
+  // `rank`: the MPI rank it happened on (-1: none, a LocalSession).
+  PlanError(std::string node, std::string task, std::string step, const std::string& what, int rank = -1);
   const std::string& node() const { return node_; }
+  int rank() const { return rank_; }
+  const std::string& what_happened() const { return what_; }  // the cause alone
   const std::string& task() const { return task_; }
   const std::string& step() const { return step_; }
 
  private:
-  std::string node_, task_, step_;
+  std::string node_, task_, step_, what_;
+  int rank_ = -1;
 };
 
 namespace detail {
@@ -45,19 +50,22 @@ class LocalSession {
   // cancelled (jobs not started are skipped, running ones see StepContext::cancelled()), exits of
   // setups that ran still run, and the run throws one PlanError naming the task and node.
   void run(TaskGroup& group);
-  // Runs one node's combined task (from tasks_by_node) in this session's workspace for `node`;
-  // what MpiSession does on each rank. Returns the error, if any, instead of throwing.
-  std::optional<PlanError> run_node(const Task& combined, const std::string& node);
+  // Runs combined node tasks (from tasks_by_node) at once, each in this session's workspace for
+  // its node; what MpiSession does on each rank. Returns the first error instead of throwing.
+  std::optional<PlanError> run_nodes(const std::vector<const Task*>& combined);
+  // True while a run is going and one of its steps failed (or cancel() was called).
+  bool failing() const;
   // A node's workspace, kept across runs (what Global tasks use; Private runs see it as parent).
   std::shared_ptr<Workspace> node_workspace(const std::string& node);
-  // Asks a running group to stop (from another thread): as if a step had failed with "cancelled".
-  void cancel();
+  // Asks a running group to stop (from another thread): as if a step had failed; the run's error
+  // (no task, no node) says `why`.
+  void cancel(const std::string& why = "cancelled");
   int threads() const;
 
  private:
   std::unique_ptr<detail::Executor> executor_;
   std::unique_ptr<detail::Ticker> ticker_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Workspace>> workspaces_;
   std::shared_ptr<detail::Run> current_;
 };

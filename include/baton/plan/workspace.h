@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
 
 namespace baton {
 
@@ -53,5 +54,12 @@ class Workspace : public std::enable_shared_from_this<Workspace> {
 
 // A value as text, for outputs and messages: numbers, booleans, strings; a tensor as its shape.
 std::string to_string(const WorkspaceValue& value);
+// A value as JSON and back, exactly (how MpiSession moves outputs between ranks): {"d": 1.5},
+// {"i": 3}, {"b": true}, {"s": "x"}, {"t": {"dtype": "float32", "shape": [2], "data": [..]}} (a
+// tensor's values on the CPU). value_from_json throws std::invalid_argument on anything else.
+nlohmann::json value_to_json(const WorkspaceValue& value);
+WorkspaceValue value_from_json(const nlohmann::json& json);
+// The plain JSON of a value, for people: a number, boolean or string; a tensor as nested lists.
+nlohmann::json value_to_plain_json(const WorkspaceValue& value);
 
 }  // namespace baton

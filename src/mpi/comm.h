@@ -1,0 +1,54 @@
+// A thin, private wrapper of the MPI calls baton makes (plan's MpiSession, train's data parallelism).
+// Only src/mpi/comm.cpp includes <mpi.h>; without MPI at build time every call throws
+// std::runtime_error saying so. MPI is initialised on first use (MPI_THREAD_SERIALIZED: one thread
+// at a time calls MPI) and finalised at exit.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace baton::mpi {
+
+bool built();     // compiled against an MPI library
+bool launched();  // this process was started by mpirun/mpiexec or srun (their environment variables)
+
+class Comm {
+ public:
+  // A duplicate of MPI_COMM_WORLD (baton's messages never mix with the program's own).
+  static Comm& world();
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  void barrier();
+  // Every rank's string, on `root` (others get an empty vector).
+  std::vector<std::string> gather(const std::string& mine, int root = 0);
+  // `root`'s string on every rank.
+  std::string broadcast(const std::string& value, int root = 0);
+  std::vector<int> allgather(int mine);
+  // In-place sums over all ranks.
+  void allreduce_sum(float* data, std::size_t n);
+  void allreduce_sum(double* data, std::size_t n);
+
+  // Point-to-point notices: send() does not block (the message is kept until complete_sends());
+  // poll() returns a waiting message with `tag` from any rank; recv() blocks.
+  void send(int dest, int tag, const std::string& message);
+  std::optional<std::pair<int, std::string>> poll(int tag);
+  std::string recv(int source, int tag);
+  void complete_sends();
+
+  // Ends every rank of the job (MPI_Abort) with `code`.
+  [[noreturn]] void abort(int code);
+
+  struct Impl;
+
+ private:
+  Comm();
+  Impl* impl_ = nullptr;  // lives until exit
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace baton::mpi

@@ -1,0 +1,206 @@
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "baton/plan/mpi.h"
+#include "mpi/comm.h"
+
+namespace baton {
+
+namespace {
+
+constexpr int kFailTag = 7100;  // + run number % kFailTags: a run never sees an earlier run's notices
+constexpr int kFailTags = 1000;
+
+int default_threads() {
+  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  int local_ranks = 1;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
+    if (const char* v = std::getenv(name)) {
+      local_ranks = std::max(1, std::atoi(v));
+      break;
+    }
+  }
+  return std::max(1, cores / local_ranks);
+}
+
+nlohmann::json error_json(const PlanError& e, int rank) {
+  return {{"node", e.node()}, {"task", e.task()}, {"step", e.step()}, {"what", e.what_happened()}, {"rank", rank}};
+}
+
+PlanError error_from_json(const nlohmann::json& j) {
+  return PlanError(j.at("node").get<std::string>(), j.at("task").get<std::string>(), j.at("step").get<std::string>(),
+                   j.at("what").get<std::string>(), j.at("rank").get<int>());
+}
+
+// {"<combined task index>": [[value, ...] per output]} for the outputs that are ready.
+nlohmann::json outputs_json(const TaskGroup& by_node, const std::vector<int>& placed, int rank) {
+  nlohmann::json out = nlohmann::json::object();
+  for (std::size_t i = 0; i < by_node.tasks().size(); ++i) {
+    if (placed[i] != rank) continue;
+    nlohmann::json per_output = nlohmann::json::array();
+    for (const auto& output : by_node.tasks()[i].outputs()) {
+      nlohmann::json values = nlohmann::json::array();
+      if (output->ready()) {
+        for (const auto& v : output->get_all()) values.push_back(value_to_json(v));
+      }
+      per_output.push_back(std::move(values));
+    }
+    out[std::to_string(i)] = std::move(per_output);
+  }
+  return out;
+}
+
+void set_outputs(const TaskGroup& by_node, const nlohmann::json& outputs) {
+  for (const auto& [index, per_output] : outputs.items()) {
+    const auto i = static_cast<std::size_t>(std::stoul(index));
+    const auto& task_outputs = by_node.tasks().at(i).outputs();
+    for (std::size_t k = 0; k < task_outputs.size() && k < per_output.size(); ++k) {
+      if (per_output[k].empty() || task_outputs[k]->ready()) continue;
+      std::vector<WorkspaceValue> values;
+      for (const auto& v : per_output[k]) values.push_back(value_from_json(v));
+      task_outputs[k]->set(std::move(values));
+    }
+  }
+}
+
+}  // namespace
+
+bool MpiSession::built() { return mpi::built(); }
+bool MpiSession::launched() { return mpi::launched(); }
+
+MpiSession::MpiSession(MpiSessionOptions options) : options_(std::move(options)) {
+  mpi::Comm::world();  // initialises MPI, or throws when baton was built without it
+  local_ = std::make_unique<LocalSession>(options_.threads > 0 ? options_.threads : default_threads());
+}
+
+MpiSession::~MpiSession() = default;
+
+int MpiSession::rank() const { return mpi::Comm::world().rank(); }
+int MpiSession::size() const { return mpi::Comm::world().size(); }
+
+std::shared_ptr<Workspace> MpiSession::node_workspace(const std::string& node) { return local_->node_workspace(node); }
+
+std::vector<int> MpiSession::place(const TaskGroup& by_node) const {
+  const int n = size();
+  std::vector<int> placed;
+  for (std::size_t i = 0; i < by_node.tasks().size(); ++i) {
+    const auto& node = by_node.tasks()[i].node();
+    auto it = options_.node_ranks.find(node);
+    if (it == options_.node_ranks.end()) {
+      placed.push_back(static_cast<int>(i % static_cast<std::size_t>(n)));
+    } else if (it->second < 0 || it->second >= n) {
+      throw std::invalid_argument("MpiSession: node '" + node + "' is mapped to rank " + std::to_string(it->second) +
+                                  ", but the job has " + std::to_string(n) + " rank(s): 0.." + std::to_string(n - 1));
+    } else {
+      placed.push_back(it->second);
+    }
+  }
+  return placed;
+}
+
+int MpiSession::rank_of(TaskGroup& group, const std::string& node) const {
+  const TaskGroup& by_node = group.tasks_by_node();
+  const auto placed = place(by_node);
+  for (std::size_t i = 0; i < by_node.tasks().size(); ++i) {
+    if (by_node.tasks()[i].node() == node) return placed[i];
+  }
+  throw std::invalid_argument("MpiSession::rank_of: no node '" + node + "' in the group");
+}
+
+void MpiSession::run(TaskGroup& group) {
+  auto& comm = mpi::Comm::world();
+  const int me = comm.rank();
+  const TaskGroup& by_node = group.tasks_by_node();
+  const auto placed = place(by_node);
+  const int tag = kFailTag + runs_++ % kFailTags;
+
+  std::vector<const Task*> mine;
+  for (std::size_t i = 0; i < placed.size(); ++i) {
+    if (placed[i] == me) mine.push_back(&by_node.tasks()[i]);
+  }
+
+  // This rank's nodes run on a worker thread; this thread alone talks MPI: it tells the other ranks
+  // when a step here fails, and cancels the steps here when another rank tells it.
+  std::optional<PlanError> error;
+  std::atomic<bool> done{false};
+  std::thread worker([&] {
+    error = local_->run_nodes(mine);
+    done = true;
+  });
+  bool told = false;
+  std::vector<bool> heard(static_cast<std::size_t>(comm.size()), false);
+  auto tell_others = [&] {
+    for (int r = 0; r < comm.size(); ++r) {
+      if (r != me) comm.send(r, tag, "failed");
+    }
+    told = true;
+  };
+  bool cancelled_by_other = false;
+  try {
+    while (!done) {
+      if (!told && !cancelled_by_other && local_->failing()) tell_others();
+      if (!cancelled_by_other) {
+        if (auto notice = comm.poll(tag)) {
+          heard[static_cast<std::size_t>(notice->first)] = true;
+          cancelled_by_other = true;
+          local_->cancel("cancelled: a step failed on rank " + std::to_string(notice->first));
+        }
+      }
+      if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    worker.join();
+    if (!told && !cancelled_by_other && error && !error->task().empty()) tell_others();
+
+    // Every notice sent in this run is received before the next run can start.
+    const auto told_by = comm.allgather(told ? 1 : 0);
+    for (int r = 0; r < comm.size(); ++r) {
+      if (r != me && told_by[static_cast<std::size_t>(r)] && !heard[static_cast<std::size_t>(r)]) comm.recv(r, tag);
+    }
+    comm.complete_sends();
+
+    nlohmann::json report = {{"error", nullptr}, {"outputs", nlohmann::json::object()}};
+    try {
+      report["outputs"] = outputs_json(by_node, placed, me);
+    } catch (const std::exception& e) {
+      if (!error) error.emplace(mine.empty() ? "" : mine.front()->node(), "", "", std::string("outputs: ") + e.what());
+    }
+    if (error) report["error"] = error_json(*error, me);
+
+    nlohmann::json summary = {{"error", nullptr}};
+    const auto reports = comm.gather(report.dump(), 0);
+    if (me == 0) {
+      nlohmann::json cause, any;
+      for (const auto& text : reports) {
+        const auto r = nlohmann::json::parse(text);
+        set_outputs(by_node, r["outputs"]);
+        if (options_.broadcast_outputs) summary["outputs"].update(r["outputs"]);
+        if (r["error"].is_null()) continue;
+        if (cause.is_null() && !r["error"]["task"].get<std::string>().empty()) cause = r["error"];
+        if (any.is_null()) any = r["error"];
+      }
+      summary["error"] = cause.is_null() ? any : cause;
+    }
+    summary = nlohmann::json::parse(comm.broadcast(summary.dump(), 0));
+    if (me != 0 && options_.broadcast_outputs && summary.contains("outputs")) set_outputs(by_node, summary["outputs"]);
+    if (!summary["error"].is_null()) throw error_from_json(summary["error"]);
+  } catch (const PlanError&) {
+    throw;
+  } catch (const std::exception& e) {
+    // The ranks no longer agree on where they are in the protocol: end the job rather than hang.
+    if (worker.joinable()) {
+      local_->cancel("MPI failure");
+      worker.join();
+    }
+    std::fprintf(stderr, "baton: MpiSession on rank %d: %s; ending the job\n", me, e.what());
+    std::fflush(stderr);
+    comm.abort(3);
+  }
+}
+
+}  // namespace baton
