@@ -2,6 +2,8 @@
 // as a oneTBB flow graph (when built with libtbb-dev). Prints one JSON line per case.
 //
 //   build/bin/plan_bench [--tasks 100000] [--threads 2] [--repeat 3]
+//   mpirun -np 3 build/bin/plan_bench --mpi-runs 1000     the cost of one MpiSession::run of a
+//       group with one empty task on each of 3 nodes, against LocalSession::run of the same group
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "baton/plan/mpi.h"
 #include "baton/plan/session.h"
 
 #ifdef BATON_HAVE_TBB
@@ -51,6 +54,35 @@ double baton_substeps(int n, int threads) {
   return seconds_since(t0);
 }
 
+// `runs` runs of a group of one empty task on each of nodes a, b, c; seconds per run.
+template <typename Session>
+double group_runs(Session& session, int runs) {
+  auto step = baton::ExecutionStep::make("empty", [](baton::StepContext&) { counter.fetch_add(1, std::memory_order_relaxed); });
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < runs; ++r) {
+    baton::TaskGroup group;
+    for (const char* node : {"a", "b", "c"}) group.add(baton::Task(step, {.node = node}));
+    session.run(group);
+  }
+  return seconds_since(t0) / runs;
+}
+
+int mpi_main(int runs, int threads) {
+  baton::MpiSession mpi({.threads = threads});
+  baton::LocalSession local(threads);
+  group_runs(mpi, 10);  // warm-up
+  const double mpi_s = group_runs(mpi, runs);
+  const double local_s = mpi.rank() == 0 ? group_runs(local, runs) : 0;
+  if (mpi.rank() == 0) {
+    nlohmann::json out = {{"ranks", mpi.size()},
+                          {"runs", runs},
+                          {"mpi_session_us_per_run", mpi_s * 1e6},
+                          {"local_session_us_per_run", local_s * 1e6}};
+    std::printf("%s\n", out.dump().c_str());
+  }
+  return 0;
+}
+
 #ifdef BATON_HAVE_TBB
 // The same as a flow graph: a broadcast start node feeding n continue nodes, waited for.
 double tbb_tasks(int n, int threads) {
@@ -78,16 +110,18 @@ double tbb_tasks(int n, int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int tasks = 100000, threads = 2, repeat = 3;
+  int tasks = 100000, threads = 2, repeat = 3, mpi_runs = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--tasks")) tasks = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--repeat")) repeat = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--mpi-runs")) mpi_runs = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: plan_bench [--tasks N] [--threads T] [--repeat R]\n");
+      std::fprintf(stderr, "usage: plan_bench [--tasks N] [--threads T] [--repeat R] [--mpi-runs N]\n");
       return 2;
     }
   }
+  if (mpi_runs > 0) return mpi_main(mpi_runs, threads);
   auto best = [&](auto f) {
     double b = 1e300;
     for (int r = 0; r < repeat; ++r) b = std::min(b, f(tasks, threads));

@@ -1,5 +1,6 @@
-#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -128,10 +129,15 @@ void MpiSession::run(TaskGroup& group) {
   // This rank's nodes run on a worker thread; this thread alone talks MPI: it tells the other ranks
   // when a step here fails, and cancels the steps here when another rank tells it.
   std::optional<PlanError> error;
-  std::atomic<bool> done{false};
+  std::mutex done_mutex;
+  std::condition_variable done_changed;
+  bool done = false;
   std::thread worker([&] {
-    error = local_->run_nodes(mine);
+    auto e = local_->run_nodes(mine);
+    std::lock_guard lock(done_mutex);
+    error = std::move(e);
     done = true;
+    done_changed.notify_all();
   });
   bool told = false;
   std::vector<bool> heard(static_cast<std::size_t>(comm.size()), false);
@@ -143,7 +149,12 @@ void MpiSession::run(TaskGroup& group) {
   };
   bool cancelled_by_other = false;
   try {
-    while (!done) {
+    for (;;) {
+      {
+        // Wakes when the nodes here are done, else every millisecond to look for notices.
+        std::unique_lock lock(done_mutex);
+        if (done_changed.wait_for(lock, std::chrono::milliseconds(1), [&] { return done; })) break;
+      }
       if (!told && !cancelled_by_other && local_->failing()) tell_others();
       if (!cancelled_by_other) {
         if (auto notice = comm.poll(tag)) {
@@ -152,7 +163,6 @@ void MpiSession::run(TaskGroup& group) {
           local_->cancel("cancelled: a step failed on rank " + std::to_string(notice->first));
         }
       }
-      if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     worker.join();
     if (!told && !cancelled_by_other && error && !error->task().empty()) tell_others();
