@@ -272,3 +272,76 @@ TEST(Plan, WorkspaceValuesAndErrors) {
 
 }  // namespace
 }  // namespace baton
+
+namespace baton {
+namespace {
+
+TEST(Plan, ASharedSetupRunsOncePerTaskOrGroupRun) {
+  std::atomic<int> task_inits{0}, task_exits{0}, node_inits{0};
+  auto per_task = std::make_shared<StepSetup>(StepSetup{[&](Workspace&) { ++task_inits; }, [&](Workspace&) { ++task_exits; }});
+  auto per_node = std::make_shared<StepSetup>(StepSetup{[&](Workspace&) { ++node_inits; }, {}});
+  auto a = fn("a", [](StepContext&) {});
+  auto b = fn("b", [](StepContext&) {});
+  a->add_setup(SetupScope::kTask, per_task).add_setup(SetupScope::kNode, per_node);
+  b->add_setup(SetupScope::kTask, per_task).add_setup(SetupScope::kNode, per_node);
+  LocalSession session(2);
+  for (int run = 0; run < 2; ++run) {
+    TaskGroup group;
+    group.add(Task(ExecutionStep::make("ab", Steps{a, b}), {.node = "n"}));  // a and b in one task
+    group.add(Task(b, {.node = "n"}));                                    // b alone in another
+    session.run(group);
+  }
+  EXPECT_EQ(task_inits.load(), 4) << "once per task (2 tasks) per run (2 runs)";
+  EXPECT_EQ(task_exits.load(), 4);
+  EXPECT_EQ(node_inits.load(), 2) << "once per node per group run";
+}
+
+TEST(Plan, WorkspaceValuesRoundTripAsJson) {
+  const std::vector<WorkspaceValue> values = {
+      1.25, int64_t{-7}, true, std::string("x\"y"), torch::tensor({0.1F, 2.5F}).reshape({1, 2}),
+      torch::arange(6, torch::kInt32), torch::tensor({true, false}), torch::tensor({1.0 / 3.0}, torch::kFloat64)};
+  for (const auto& v : values) {
+    const auto back = value_from_json(nlohmann::json::parse(value_to_json(v).dump()));
+    ASSERT_EQ(back.index(), v.index()) << value_to_json(v).dump();
+    if (const auto* t = std::get_if<at::Tensor>(&v)) {
+      const auto& u = std::get<at::Tensor>(back);
+      EXPECT_EQ(u.scalar_type(), t->scalar_type());
+      EXPECT_TRUE(torch::equal(u, *t)) << value_to_json(v).dump();
+    } else {
+      EXPECT_EQ(value_to_json(back), value_to_json(v));
+    }
+  }
+  EXPECT_EQ(value_to_plain_json(torch::arange(4, torch::kInt64).reshape({2, 2})).dump(), "[[0,1],[2,3]]");
+  EXPECT_THROW(value_from_json(nlohmann::json{{"q", 1}}), std::invalid_argument);
+  EXPECT_THROW(value_from_json(nlohmann::json::parse(R"({"t": {"dtype": "float32", "shape": [3], "data": [1]}})")),
+               std::invalid_argument);
+  EXPECT_THROW(value_from_json(nlohmann::json::parse(R"({"t": {"dtype": "complex", "shape": [1], "data": [1]}})")),
+               std::invalid_argument);
+}
+
+TEST(Plan, CancelFromAnotherThreadStopsTheRun) {
+  LocalSession session(2);
+  TaskGroup group;
+  group.add(Task(fn("spin", [](StepContext& c) {
+    while (!c.cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  })));
+  std::atomic<bool> returned{false};
+  std::thread stopper([&] {  // again until the run ends: a cancel before the run starts does nothing
+    while (!returned) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      session.cancel("stopped by the user");
+    }
+  });
+  try {
+    session.run(group);
+    ADD_FAILURE() << "no error";
+  } catch (const PlanError& e) {
+    EXPECT_STREQ(e.what(), "stopped by the user");
+    EXPECT_TRUE(e.task().empty());
+  }
+  returned = true;
+  stopper.join();
+}
+
+}  // namespace
+}  // namespace baton
