@@ -11,8 +11,28 @@
 
 #include "baton/train/checkpoint.h"
 #include "baton/train/recipe.h"
+#include "baton/train/trainer.h"
 #include "baton/version.h"
 #include "commands.h"
+
+namespace {
+
+// "baton: ", or "baton: rank R: " while data parallelism runs.
+std::string prefix() {
+  return baton::data_parallel_active() ? "baton: rank " + std::to_string(baton::launcher_rank()) + ": " : "baton: ";
+}
+
+// A rank of a data-parallel job that fails ends the whole job: the others would wait for it.
+int failed(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (baton::data_parallel_active()) baton::abort_all_ranks(code);
+  return code;
+}
+
+int run(CLI::App& app, int argc, char** argv);
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"baton: train LibTorch models with composable algorithms and callbacks"};
@@ -37,6 +57,12 @@ int main(int argc, char** argv) {
       return baton::cli::kBadInput;
     }
   }
+  return run(app, argc, argv);
+}
+
+namespace {
+
+int run(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
@@ -45,18 +71,20 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : baton::cli::kBadInput;
   } catch (const baton::RecipeError& e) {
-    std::fprintf(stderr, "baton: %s\n", e.what());
-    return baton::cli::kBadInput;
+    std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
+    return failed(baton::cli::kBadInput);
   } catch (const baton::CheckpointError& e) {
-    std::fprintf(stderr, "baton: %s\n", e.what());
-    return baton::cli::kBadInput;
+    std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
+    return failed(baton::cli::kBadInput);
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
-    std::fprintf(stderr, "baton: %s\n", what.substr(0, what.find('\n')).c_str());
-    return baton::cli::kRunFailed;
+    std::fprintf(stderr, "%s%s\n", prefix().c_str(), what.substr(0, what.find('\n')).c_str());
+    return failed(baton::cli::kRunFailed);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "baton: %s\n", e.what());
-    return baton::cli::kRunFailed;
+    std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
+    return failed(baton::cli::kRunFailed);
   }
   return 0;
 }
+
+}  // namespace

@@ -129,10 +129,15 @@ int run_train(const TrainArgs& args) {
   if (run.options.run_name().empty()) run.options.run_name(std::filesystem::path(args.recipe).stem().string());
   const std::filesystem::path dir = args.run_dir.empty() ? std::filesystem::path("runs") / run.options.run_name()
                                                          : std::filesystem::path(args.run_dir);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(dir.string() + ": cannot create the run directory (" + ec.message() + ")");
-  write_file(dir / "recipe.yaml", recipe.resolved_yaml());
+  // Under mpirun/srun every rank trains one model with data parallelism; only rank 0 writes the
+  // run directory and prints.
+  const bool writes = run.options.distributed() == Distributed::kOff || launcher_rank() == 0;
+  if (writes) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw std::runtime_error(dir.string() + ": cannot create the run directory (" + ec.message() + ")");
+    write_file(dir / "recipe.yaml", recipe.resolved_yaml());
+  }
   if (run.options.save_folder().empty() && run.checkpoints) run.options.save_folder((dir / "checkpoints").string());
   run.options.autoresume(args.autoresume);
   run.options.checkpoint_meta({{"baton_version", BATON_VERSION_STRING},
@@ -143,36 +148,47 @@ int run_train(const TrainArgs& args) {
   callbacks.push_back(std::make_shared<SignalStopper>());
   const char* trial_metric = std::getenv("BATON_TRIAL_METRIC");
   std::shared_ptr<TrialReporter> reporter;
-  if (trial_metric && *trial_metric) {
+  if (trial_metric && *trial_metric && writes) {
     reporter = std::make_shared<TrialReporter>(trial_metric);
     callbacks.push_back(reporter);
   }
-  if (args.profile) {
+  if (args.profile && writes) {
     // Batches 2..6 of the run (the first is warm-up), one file in RUN_DIR/traces.
     callbacks.push_back(std::make_shared<TraceProfiler>(TraceProfilerOptions{.folder = (dir / "traces").string()}));
   }
   run.options.callbacks(callbacks);
   auto loggers = run.options.loggers();
-  for (const std::string& name : run.loggers) {
+  for (const std::string& name : writes ? run.loggers : std::vector<std::string>{}) {
     if (name == "jsonl") loggers.push_back(std::make_shared<JsonlLogger>((dir / "metrics.jsonl").string()));
     if (name == "csv") loggers.push_back(std::make_shared<CsvLogger>((dir / "metrics.csv").string()));
     if (name == "tensorboard") loggers.push_back(std::make_shared<TensorBoardLogger>((dir / "tensorboard").string()));
   }
   run.options.loggers(loggers);
 
-  std::printf("baton train: %s, model %s, %lld training examples, precision %s, run dir %s\n",
-              run.options.run_name().c_str(), run.model_name.c_str(), static_cast<long long>(run.train_data->size()),
-              std::string(to_string(run.options.precision())).c_str(), dir.string().c_str());
-  std::fflush(stdout);
+  if (writes) {
+    std::printf("baton train: %s, model %s, %lld training examples, precision %s, run dir %s\n",
+                run.options.run_name().c_str(), run.model_name.c_str(),
+                static_cast<long long>(run.train_data->size()), std::string(to_string(run.options.precision())).c_str(),
+                dir.string().c_str());
+    std::fflush(stdout);
+  }
   install_signal_handlers();
   Trainer trainer(run.options);
-  if (!trainer.loaded_from().empty()) {
+  if (trainer.world_size() > 1 && trainer.rank() == 0) {
+    std::printf("data parallel: %d ranks x %d threads, global batch %lld (each rank about %lld)\n",
+                trainer.world_size(), at::get_num_threads(),
+                static_cast<long long>(run.options.train_dataloader()->batch_size()),
+                static_cast<long long>(run.options.train_dataloader()->batch_size() / trainer.world_size()));
+    std::fflush(stdout);
+  }
+  if (!trainer.loaded_from().empty() && writes) {
     std::printf("resuming from %s at %s\n", trainer.loaded_from().c_str(),
                 trainer.state().timestamp.to_string().c_str());
   }
   trainer.fit();
   trainer.close();
 
+  if (!writes) return g_signal.load() != 0 ? 128 + g_signal.load() : 0;
   const RunSummary& s = trainer.summary();
   torch::save(std::dynamic_pointer_cast<torch::nn::Module>(run.options.model()), (dir / "model.pt").string());
   nlohmann::json metrics = nlohmann::json::object();

@@ -85,10 +85,36 @@ void DataLoader::start_epoch(int64_t epoch) {
   if (options_.prefetch_ && num_batches() > 0) request(0);
 }
 
-Batch DataLoader::make_batch(int64_t index) const {
+std::pair<int64_t, int64_t> DataLoader::shard_range(int64_t index) const {
   const int64_t start = index * options_.batch_size_;
-  const int64_t end = std::min(start + options_.batch_size_, dataset_->size());
-  return dataset_->get_batch(order_.slice(0, start, end));
+  const int64_t len = std::min(start + options_.batch_size_, dataset_->size()) - start;
+  return {start + len * shard_rank_ / shard_world_, start + len * (shard_rank_ + 1) / shard_world_};
+}
+
+int64_t DataLoader::global_batch_samples(int64_t index) const {
+  const int64_t start = index * options_.batch_size_;
+  return std::max<int64_t>(0, std::min(start + options_.batch_size_, dataset_->size()) - start);
+}
+
+int64_t DataLoader::shard_batch_samples(int64_t index) const {
+  const auto [begin, end] = shard_range(index);
+  return std::max<int64_t>(0, end - begin);
+}
+
+void DataLoader::set_shard(int rank, int world) {
+  if (world < 1 || rank < 0 || rank >= world) {
+    throw std::invalid_argument("DataLoader::set_shard: rank " + std::to_string(rank) + " of " + std::to_string(world) +
+                                " (want 0 <= rank < world)");
+  }
+  quiesce();
+  shard_rank_ = rank;
+  shard_world_ = world;
+  if (options_.prefetch_ && next_batch_ < num_batches()) request(next_batch_);
+}
+
+Batch DataLoader::make_batch(int64_t index) const {
+  const auto [begin, end] = shard_range(index);
+  return dataset_->get_batch(order_.slice(0, begin, end));
 }
 
 void DataLoader::request(int64_t index) {

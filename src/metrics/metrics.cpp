@@ -1,5 +1,6 @@
 #include "baton/metrics/metrics.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include <torch/torch.h>
@@ -46,6 +47,18 @@ void CrossEntropy::update(const at::Tensor& outputs, const at::Tensor& targets) 
 }
 
 double CrossEntropy::compute() const { return ratio(sum_, seen_, name()); }
+
+void Accuracy::set_sums(const std::vector<double>& sums) {
+  if (sums.size() != 2) throw std::invalid_argument(name() + ": set_sums wants 2 values");
+  correct_ = std::llround(sums[0]);
+  seen_ = std::llround(sums[1]);
+}
+
+void CrossEntropy::set_sums(const std::vector<double>& sums) {
+  if (sums.size() != 2) throw std::invalid_argument(name() + ": set_sums wants 2 values");
+  sum_ = sums[0];
+  seen_ = std::llround(sums[1]);
+}
 
 std::unique_ptr<Metric> make_metric(const std::string& name) {
   if (name == "accuracy") return std::make_unique<Accuracy>();

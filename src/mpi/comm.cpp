@@ -1,5 +1,6 @@
 #include "mpi/comm.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,12 @@ bool launched() {
   return false;
 }
 
+namespace {
+std::atomic<bool> world_made{false};
+}  // namespace
+
+bool Comm::started() { return world_made.load(); }
+
 #ifdef BATON_HAVE_MPI
 
 namespace {
@@ -43,6 +50,7 @@ void check(int rc, const char* what) {
 struct Comm::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
   std::vector<MPI_Request> requests;
+  std::vector<MPI_Request> reductions;
   std::vector<std::unique_ptr<std::string>> buffers;  // of the sends in flight
   bool we_initialised = false;
 };
@@ -81,7 +89,10 @@ Comm::Comm() : impl_(new Impl) {
 Comm& Comm::world() {
   static std::once_flag once;
   static Comm* comm = nullptr;
-  std::call_once(once, [] { comm = new Comm(); });  // lives until exit: MPI is finalised then
+  std::call_once(once, [] {
+    comm = new Comm();  // lives until exit: MPI is finalised then
+    world_made = true;
+  });
   return *comm;
 }
 
@@ -129,6 +140,44 @@ void Comm::allreduce_sum(float* data, std::size_t n) {
 
 void Comm::allreduce_sum(double* data, std::size_t n) {
   check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, impl_->comm), "MPI_Allreduce");
+}
+
+void Comm::start_allreduce_sum(float* data, std::size_t n) {
+  MPI_Request request;
+  check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, impl_->comm, &request),
+        "MPI_Iallreduce");
+  impl_->reductions.push_back(request);
+}
+
+void Comm::start_allreduce_sum(double* data, std::size_t n) {
+  MPI_Request request;
+  check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, impl_->comm, &request),
+        "MPI_Iallreduce");
+  impl_->reductions.push_back(request);
+}
+
+bool Comm::test_reductions() {
+  if (impl_->reductions.empty()) return true;
+  int done = 0;
+  check(MPI_Testall(static_cast<int>(impl_->reductions.size()), impl_->reductions.data(), &done, MPI_STATUSES_IGNORE),
+        "MPI_Testall");
+  if (done) impl_->reductions.clear();
+  return done != 0;
+}
+
+void Comm::wait_reductions() {
+  if (impl_->reductions.empty()) return;
+  check(MPI_Waitall(static_cast<int>(impl_->reductions.size()), impl_->reductions.data(), MPI_STATUSES_IGNORE),
+        "MPI_Waitall");
+  impl_->reductions.clear();
+}
+
+void Comm::broadcast(float* data, std::size_t n, int root) {
+  check(MPI_Bcast(data, static_cast<int>(n), MPI_FLOAT, root, impl_->comm), "MPI_Bcast");
+}
+
+void Comm::broadcast(double* data, std::size_t n, int root) {
+  check(MPI_Bcast(data, static_cast<int>(n), MPI_DOUBLE, root, impl_->comm), "MPI_Bcast");
 }
 
 void Comm::send(int dest, int tag, const std::string& message) {
@@ -188,6 +237,12 @@ std::string Comm::broadcast(const std::string&, int) { no_mpi(); }
 std::vector<int> Comm::allgather(int) { no_mpi(); }
 void Comm::allreduce_sum(float*, std::size_t) { no_mpi(); }
 void Comm::allreduce_sum(double*, std::size_t) { no_mpi(); }
+void Comm::start_allreduce_sum(float*, std::size_t) { no_mpi(); }
+void Comm::start_allreduce_sum(double*, std::size_t) { no_mpi(); }
+bool Comm::test_reductions() { no_mpi(); }
+void Comm::wait_reductions() { no_mpi(); }
+void Comm::broadcast(float*, std::size_t, int) { no_mpi(); }
+void Comm::broadcast(double*, std::size_t, int) { no_mpi(); }
 void Comm::send(int, int, const std::string&) { no_mpi(); }
 std::optional<std::pair<int, std::string>> Comm::poll(int) { no_mpi(); }
 std::string Comm::recv(int, int) { no_mpi(); }

@@ -19,6 +19,8 @@ class Comm {
  public:
   // A duplicate of MPI_COMM_WORLD (baton's messages never mix with the program's own).
   static Comm& world();
+  // Whether world() has been made (MPI started by baton or found started).
+  static bool started();
   int rank() const { return rank_; }
   int size() const { return size_; }
 
@@ -31,6 +33,15 @@ class Comm {
   // In-place sums over all ranks.
   void allreduce_sum(float* data, std::size_t n);
   void allreduce_sum(double* data, std::size_t n);
+  // Non-blocking in-place sums (MPI_Iallreduce), started in the same order on every rank; the data
+  // must stay put until wait_reductions(). test_reductions() lets them progress and says whether
+  // all have ended.
+  void start_allreduce_sum(float* data, std::size_t n);
+  void start_allreduce_sum(double* data, std::size_t n);
+  bool test_reductions();
+  void wait_reductions();
+  void broadcast(float* data, std::size_t n, int root = 0);
+  void broadcast(double* data, std::size_t n, int root = 0);
 
   // Point-to-point notices: send() does not block (the message is kept until complete_sends());
   // poll() returns a waiting message with `tag` from any rank; recv() blocks.

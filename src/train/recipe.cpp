@@ -96,6 +96,14 @@ TrainingRun build_run(const Recipe& recipe) {
   o.eval_subset_num_batches(top.get<int64_t>("eval_subset_num_batches", -1));
   o.deterministic(top.get<bool>("deterministic", false));
   o.num_threads(top.get<int>("num_threads", 0));
+  try {
+    o.distributed(parse_distributed(top.get<std::string>("distributed", "auto")));
+  } catch (const std::invalid_argument& e) {
+    top.fail("distributed", e.what());
+  }
+  o.ddp_bucket_mb(top.get<double>("ddp_bucket_mb", 4.0));
+  if (o.ddp_bucket_mb() <= 0) top.fail("ddp_bucket_mb", "must be positive (MiB of gradients per reduction)");
+  o.ddp_overlap(top.get<bool>("ddp_overlap", true));
   o.progress_bar(top.get<bool>("progress_bar", true));
   o.console_log_interval(top.time("console_log_interval", Time::from_epoch(1)));
   if (top.has("eval_metrics")) o.eval_metrics(top.get<std::vector<std::string>>("eval_metrics", {}));

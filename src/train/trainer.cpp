@@ -20,6 +20,7 @@
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_saver.h"
 #include "baton/train/threads.h"
+#include "train/data_parallel.h"
 
 namespace baton {
 namespace {
@@ -122,7 +123,15 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   if (options_.eval_metrics().empty()) options_.eval_metrics(options_.model()->metrics());
   for (const auto& metric : options_.eval_metrics()) make_metric(metric);  // throws for unknown names
 
-  configure_threads(options_.num_threads());
+  if (options_.distributed() == Distributed::kOn ||
+      (options_.distributed() == Distributed::kAuto && detail::launched_as_ranks())) {
+    require(options_.ddp_bucket_mb() > 0, "TrainerOptions: ddp_bucket_mb must be positive");
+    ddp_ = std::make_unique<detail::DataParallel>(static_cast<int64_t>(options_.ddp_bucket_mb() * 1024 * 1024),
+                                                  options_.ddp_overlap());
+    if (ddp_->size() == 1 && options_.distributed() == Distributed::kAuto) ddp_.reset();
+  }
+  // Ranks on one machine share its cores.
+  configure_threads(options_.num_threads() == 0 && ddp_ ? detail::cores_per_local_rank() : options_.num_threads());
   torch::manual_seed(options_.seed());
   at::globalContext().setDeterministicAlgorithms(options_.deterministic(), /*warn_only=*/false);
 
@@ -146,20 +155,22 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
           ? "run-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count() / 1000000000)
           : options_.run_name();
   state_.callbacks = options_.callbacks();
-  std::vector<std::shared_ptr<LoggerDestination>> loggers = options_.loggers();
+  const bool writes = rank() == 0;  // only rank 0 logs and writes checkpoints
+  std::vector<std::shared_ptr<LoggerDestination>> loggers;
+  if (writes) loggers = options_.loggers();
   std::shared_ptr<ProgressBar> bar;
-  if (options_.progress_bar()) {
+  if (options_.progress_bar() && writes) {
     bar = std::make_shared<ProgressBar>();
     loggers.push_back(bar);
   }
-  if (!is_zero(options_.console_log_interval())) {
+  if (!is_zero(options_.console_log_interval()) && writes) {
     loggers.push_back(std::make_shared<ConsoleLogger>(options_.console_log_interval(), stdout, bar.get()));
   }
   for (const auto& logger : loggers) state_.callbacks.push_back(logger);
   logger_ = std::make_unique<Logger>(state_, loggers);
   if (!options_.hyperparameters().empty()) logger_->log_hyperparameters(options_.hyperparameters());
 
-  if (!options_.save_folder().empty()) {
+  if (!options_.save_folder().empty() && writes) {
     const TimeUnit save_unit = options_.save_interval().unit();
     require(save_unit == TimeUnit::kEpoch || save_unit == TimeUnit::kBatch || save_unit == TimeUnit::kSample,
             "TrainerOptions: save_interval " + options_.save_interval().to_string() + " must be in ep, ba or sp");
@@ -175,7 +186,13 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   engine_ = std::make_unique<Engine>(state_, *logger_);
   engine_->run_event(Event::kInit);
   engine_->run_event(Event::kBeforeLoad);
-  std::string resume = options_.autoresume() ? find_resumable_checkpoint(options_.save_folder()) : "";
+  std::string resume = options_.autoresume() && writes ? find_resumable_checkpoint(options_.save_folder()) : "";
+  if (ddp_) {
+    // Every rank resumes from what rank 0 found, and takes its share of every batch.
+    if (options_.autoresume()) resume = ddp_->broadcast(resume);
+    if (options_.train_dataloader()) options_.train_dataloader()->set_shard(ddp_->rank(), ddp_->size());
+    for (const auto& [name, loader] : options_.eval_dataloaders()) loader->set_shard(ddp_->rank(), ddp_->size());
+  }
   if (!resume.empty()) {
     load_checkpoint(resume, /*weights_only=*/false, /*strict=*/true);
   } else if (!options_.load_path().empty()) {
@@ -334,6 +351,17 @@ void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool s
 
 Trainer::~Trainer() { close(); }
 
+int Trainer::rank() const { return ddp_ ? ddp_->rank() : 0; }
+int Trainer::world_size() const { return ddp_ ? ddp_->size() : 1; }
+double Trainer::ddp_wait_seconds() const { return ddp_ ? ddp_->wait_seconds() : 0.0; }
+
+Distributed parse_distributed(std::string_view text) {
+  if (text == "auto") return Distributed::kAuto;
+  if (text == "on") return Distributed::kOn;
+  if (text == "off") return Distributed::kOff;
+  throw std::invalid_argument("distributed: '" + std::string(text) + "' (expected auto, on or off)");
+}
+
 void Trainer::close() {
   if (engine_) engine_->close();
 }
@@ -363,7 +391,7 @@ bool Trainer::should_eval(Event event) const {
     case TimeUnit::kBatch: return event == Event::kBatchEnd && ts.batch() % every.count() == 0;
     case TimeUnit::kSample: {
       const int64_t n = every.count();
-      return event == Event::kBatchEnd && ts.sample() / n > (ts.sample() - state_.batch.size()) / n;
+      return event == Event::kBatchEnd && ts.sample() / n > (ts.sample() - batch_samples_) / n;
     }
     case TimeUnit::kDuration: {
       const auto period = std::max<int64_t>(1, std::llround(clock_.to_batches(every)));
@@ -419,6 +447,7 @@ void Trainer::fit() {
   const double eval_before = summary_.eval_s;
   fit_clock_ = FitClock{start, eval_before};
   engine_->run_event(Event::kFitStart);
+  if (ddp_) ddp_->broadcast_model(*state_.model);  // every rank starts from rank 0's weights
   while (!done() && !state_.stop_requested()) {
     const Timestamp& ts = state_.timestamp;
     if (ts.batch_in_epoch() == 0) engine_->run_event(Event::kEpochStart);
@@ -426,11 +455,18 @@ void Trainer::fit() {
     while (loader.position().batch < loader.num_batches()) {
       const auto batch_start = Clock::now();
       engine_->run_event(Event::kBeforeDataloader);
+      const int64_t index = loader.position().batch;
       {
         ScopedMarker wait(state_.profiler.get(), "dataloader/wait");
         state_.batch = *loader.next();
       }
-      const int64_t samples = state_.batch.size();  // what the loader gave, before algorithms select or resize
+      // What the loader gave (every rank's share of the global batch), before algorithms select or resize.
+      int64_t samples = state_.batch.size();
+      if (ddp_) {
+        samples = loader.global_batch_samples(index);
+        ddp_weight_ = static_cast<double>(loader.shard_batch_samples(index)) / static_cast<double>(samples);
+      }
+      batch_samples_ = samples;
       engine_->run_event(Event::kAfterDataloader);
       engine_->run_event(Event::kBatchStart);
       train_batch();
@@ -438,6 +474,8 @@ void Trainer::fit() {
       engine_->run_event(Event::kBatchEnd);
       if (should_eval(Event::kBatchEnd)) run_evaluators();
       engine_->run_event(Event::kBatchCheckpoint);
+      // A stop asked for on one rank (a signal, a stopper) stops every rank after the same batch.
+      if (ddp_ && ddp_->allreduce({state_.stop_requested() ? 1.0 : 0.0})[0] > 0) state_.stop_training();
       if (done() || state_.stop_requested()) break;
     }
     if (loader.position().batch >= loader.num_batches()) {
@@ -466,17 +504,31 @@ void Trainer::train_batch() {
 
   const Batch full = state_.batch;
   const int64_t n = full.size();
-  require(n > 0, "Trainer: an empty training batch");
-  const int64_t mb = std::min(n, microbatch_size());
-  std::vector<at::Tensor> inputs = full.input.split(mb);
-  std::vector<at::Tensor> targets = full.target.split(mb);
+  // Under data parallelism a rank's share of a short last batch can be empty.
+  require(n > 0 || ddp_, "Trainer: an empty training batch");
+  const int64_t mb = std::max<int64_t>(1, std::min(n, microbatch_size()));
+  std::vector<at::Tensor> inputs, targets;
+  if (n > 0) {
+    inputs = full.input.split(mb);
+    targets = full.target.split(mb);
+  }
   state_.num_microbatches = static_cast<int64_t>(inputs.size());
   state_.microbatch_size = mb;
-  bool create_graph = false;
-  for (const auto& a : state_.algorithms) create_graph = create_graph || a->backwards_create_graph();
+  bool create_graph = false, find_unused = false;
+  for (const auto& a : state_.algorithms) {
+    create_graph = create_graph || a->backwards_create_graph();
+    find_unused = find_unused || a->find_unused_parameters();
+  }
 
   double batch_loss = 0.0;
   Model& model = current_model();
+  if (ddp_) {
+    ddp_->prepare(model);
+    if (inputs.empty()) {  // nothing here: this rank adds zeros
+      ddp_->arm(0.0, find_unused);
+      ddp_->finish();
+    }
+  }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs.size() > 1) state_.batch = {inputs[i], targets[i]};
     const double share = static_cast<double>(inputs[i].size(0)) / static_cast<double>(n);
@@ -498,6 +550,8 @@ void Trainer::train_batch() {
     }
     engine_->run_event(Event::kAfterLoss);
     engine_->run_event(Event::kBeforeBackward);
+    const bool last = i + 1 == inputs.size();
+    if (ddp_ && last) ddp_->arm(ddp_weight_, find_unused);  // buckets reduce as backward fills them
     {
       ScopedMarker marker(state_.profiler.get(), "backward");
       torch_call("backward failed", [&] {
@@ -505,10 +559,15 @@ void Trainer::train_batch() {
         return 0;
       });
     }
+    if (ddp_ && last) {
+      ScopedMarker marker(state_.profiler.get(), "ddp/wait");
+      ddp_->finish();  // after_backward sees the averaged gradients
+    }
     engine_->run_event(Event::kAfterBackward);
     batch_loss += state_.loss.item<double>() * share;
   }
   if (inputs.size() > 1) state_.batch = full;
+  if (ddp_) batch_loss = ddp_->allreduce({batch_loss * ddp_weight_})[0];  // the global batch's loss
   if (!std::isfinite(batch_loss)) {
     throw std::runtime_error("train/loss is " + std::to_string(batch_loss) + " at batch " +
                              std::to_string(state_.timestamp.batch() + 1) + " (epoch " +
@@ -560,12 +619,28 @@ void Trainer::evaluate(const std::string& label, DataLoader& loader) {
     while (auto batch = loader.next()) {
       if (options_.eval_subset_num_batches() >= 0 && seen++ >= options_.eval_subset_num_batches()) break;
       state_.batch = std::move(*batch);
+      if (state_.batch.size() == 0) continue;  // this rank's share of a short batch
       engine_->run_event(Event::kEvalBatchStart);
       engine_->run_event(Event::kEvalBeforeForward);
       state_.outputs = eval_forward(model);
       engine_->run_event(Event::kEvalAfterForward);
       for (auto& metric : metrics) metric->update(state_.outputs.to(torch::kFloat), state_.batch.target);
       engine_->run_event(Event::kEvalBatchEnd);
+    }
+  }
+  if (ddp_) {  // over the whole evaluation set, not this rank's share
+    std::vector<double> sums;
+    for (const auto& metric : metrics) {
+      const auto m = metric->sums();
+      sums.insert(sums.end(), m.begin(), m.end());
+    }
+    sums = ddp_->allreduce(std::move(sums));
+    std::size_t at = 0;
+    for (auto& metric : metrics) {
+      const std::size_t k = metric->sums().size();
+      metric->set_sums(std::vector<double>(sums.begin() + static_cast<std::ptrdiff_t>(at),
+                                           sums.begin() + static_cast<std::ptrdiff_t>(at + k)));
+      at += k;
     }
   }
   Metrics values;

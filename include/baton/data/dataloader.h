@@ -90,6 +90,17 @@ class DataLoader {
   // The next batch of the current epoch, or nullopt at its end.
   std::optional<Batch> next();
 
+  // Data parallelism: from now on each batch holds only this rank's share of the global batch (a
+  // contiguous slice: rank r of w gets examples [len*r/w, len*(r+1)/w) of a batch of len). The
+  // batch count, batch_size() and the order stay those of the whole loader. (0, 1): no sharding.
+  // Throws std::invalid_argument unless 0 <= rank < world.
+  void set_shard(int rank, int world);
+  int shard_rank() const { return shard_rank_; }
+  int shard_world() const { return shard_world_; }
+  // Examples in batch `index` of the epoch: all ranks' (global), and this rank's share.
+  int64_t global_batch_samples(int64_t index) const;
+  int64_t shard_batch_samples(int64_t index) const;
+
   DataLoaderPosition position() const;
   // O(1): recomputes the epoch's order from the seed and moves to the batch.
   // Throws std::invalid_argument for a batch past the end of the epoch.
@@ -109,6 +120,9 @@ class DataLoader {
   int64_t epoch_ = 0;
   int64_t next_batch_ = 0;
   at::Tensor order_;  // the epoch's permutation of example indices
+  int shard_rank_ = 0;
+  int shard_world_ = 1;
+  std::pair<int64_t, int64_t> shard_range(int64_t index) const;  // [begin, end) in order_
 
   // One-slot prefetch.
   std::thread worker_;

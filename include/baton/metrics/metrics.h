@@ -25,6 +25,9 @@ class Metric {
   // Throws std::logic_error when nothing was seen.
   virtual double compute() const = 0;
   virtual void reset() = 0;
+  // What compute() is made of, as sums (data parallelism adds every rank's before compute()).
+  virtual std::vector<double> sums() const = 0;
+  virtual void set_sums(const std::vector<double>& sums) = 0;
 };
 
 class Accuracy : public Metric {
@@ -33,6 +36,8 @@ class Accuracy : public Metric {
   void update(const at::Tensor& outputs, const at::Tensor& targets) override;
   double compute() const override;
   void reset() override { correct_ = seen_ = 0; }
+  std::vector<double> sums() const override { return {static_cast<double>(correct_), static_cast<double>(seen_)}; }
+  void set_sums(const std::vector<double>& sums) override;
 
  protected:
   int64_t correct_ = 0;
@@ -56,6 +61,8 @@ class CrossEntropy : public Metric {
   void update(const at::Tensor& outputs, const at::Tensor& targets) override;
   double compute() const override;
   void reset() override { sum_ = 0.0, seen_ = 0; }
+  std::vector<double> sums() const override { return {sum_, static_cast<double>(seen_)}; }
+  void set_sums(const std::vector<double>& sums) override;
 
  private:
   double sum_ = 0.0;

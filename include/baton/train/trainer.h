@@ -51,6 +51,23 @@ namespace baton {
 
 using Evaluators = std::vector<std::pair<std::string, std::shared_ptr<DataLoader>>>;
 
+// Data parallelism over MPI ranks. kAuto: on when the process is one of several ranks started by
+// mpirun/mpiexec or srun; kOn: always (a job of one rank without a launcher); kOff: never.
+enum class Distributed { kAuto, kOn, kOff };
+Distributed parse_distributed(std::string_view text);  // auto, on, off; std::invalid_argument otherwise
+// This process's rank as mpirun/mpiexec/srun's environment gives it (0 when not started by one),
+// known before MPI starts: e.g. to create files on rank 0 only.
+int launcher_rank();
+// Data parallelism is running: MPI was started with more than one rank.
+bool data_parallel_active();
+// Ends every rank of the job with `code` (MPI_Abort). A rank that fails calls this, after saying
+// why, so that the others do not wait for it forever.
+[[noreturn]] void abort_all_ranks(int code);
+
+namespace detail {
+class DataParallel;
+}
+
 class TrainerOptions {
   // What is trained. Required.
   BATON_ARG(std::shared_ptr<Model>, model);
@@ -122,6 +139,14 @@ class TrainerOptions {
   // save_folder, else load_path). Default: false.
   BATON_ARG(bool, autoresume) = false;
 
+  // Data parallelism (docs/distributed.md): every rank takes its share of each global batch
+  // (train_dataloader's batch_size is the global batch), gradients are averaged over the ranks in
+  // buckets of this many MiB, reduced during backward when `ddp_overlap`. Only rank 0 logs and
+  // writes checkpoints. Defaults: auto, 4 MiB, true.
+  BATON_ARG(Distributed, distributed) = Distributed::kAuto;
+  BATON_ARG(double, ddp_bucket_mb) = 4.0;
+  BATON_ARG(bool, ddp_overlap) = true;
+
  public:
   TrainerOptions& max_duration(std::string_view text) { return max_duration(Time::parse(text)); }
   TrainerOptions& eval_interval(std::string_view text) { return eval_interval(Time::parse(text)); }
@@ -185,6 +210,12 @@ class Trainer {
   // The checkpoint the trainer started from, or "" when none.
   const std::string& loaded_from() const { return loaded_from_; }
 
+  // This process's rank among the data-parallel ranks, and their number (0 and 1 without).
+  int rank() const;
+  int world_size() const;
+  // Seconds spent waiting for gradient reductions after backward (0 without data parallelism).
+  double ddp_wait_seconds() const;
+
  private:
   Model& current_model();
   // The model's outputs for state().batch under the run's precision (gradients as the caller set).
@@ -212,6 +243,9 @@ class Trainer {
   };
   std::optional<FitClock> fit_clock_;  // set while fit() runs
   std::shared_ptr<class CheckpointSaver> saver_;
+  std::unique_ptr<detail::DataParallel> ddp_;
+  double ddp_weight_ = 1.0;     // this rank's share of the current global batch
+  int64_t batch_samples_ = 0;   // samples of the current batch, every rank's
 };
 
 }  // namespace baton
