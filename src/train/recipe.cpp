@@ -96,10 +96,11 @@ TrainingRun build_run(const Recipe& recipe) {
   o.eval_subset_num_batches(top.get<int64_t>("eval_subset_num_batches", -1));
   o.deterministic(top.get<bool>("deterministic", false));
   o.num_threads(top.get<int>("num_threads", 0));
+  const std::string distributed = top.get<std::string>("distributed", "auto");
   try {
-    o.distributed(parse_distributed(top.get<std::string>("distributed", "auto")));
-  } catch (const std::invalid_argument& e) {
-    top.fail("distributed", e.what());
+    o.distributed(parse_distributed(distributed));
+  } catch (const std::invalid_argument&) {
+    top.fail("distributed", "expected auto, on or off, got '" + distributed + "'");
   }
   o.ddp_bucket_mb(top.get<double>("ddp_bucket_mb", 4.0));
   if (o.ddp_bucket_mb() <= 0) top.fail("ddp_bucket_mb", "must be positive (MiB of gradients per reduction)");

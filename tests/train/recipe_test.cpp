@@ -49,6 +49,18 @@ TEST(Recipe, BadValuesNameTheKeyAndTheValue) {
   EXPECT_THAT(build("max_duration: 3 epochs\n"), StartsWith("r.yaml:1:15: max_duration: invalid time '3 epochs'"));
   EXPECT_THAT(build("seed: abc\n"), StartsWith("r.yaml:1:7: seed: expected a whole number, got 'abc'"));
   EXPECT_THAT(build("", {"precision=fp16"}), StartsWith("--set precision: unknown precision 'fp16'"));
+  EXPECT_THAT(build("", {"distributed=maybe"}),
+              StartsWith("--set distributed: expected auto, on or off, got 'maybe'"));
+  EXPECT_THAT(build("ddp_bucket_mb: 0\n"), HasSubstr("ddp_bucket_mb: must be positive"));
+}
+
+TEST(Recipe, DistributedKeys) {
+  EXPECT_EQ(build_run(Recipe::parse("", "r.yaml")).options.distributed(), Distributed::kAuto);
+  const auto run = build_run(Recipe::parse("distributed: off\nddp_bucket_mb: 0.5\nddp_overlap: false\n", "r.yaml"));
+  EXPECT_EQ(run.options.distributed(), Distributed::kOff);
+  EXPECT_DOUBLE_EQ(run.options.ddp_bucket_mb(), 0.5);
+  EXPECT_FALSE(run.options.ddp_overlap());
+  EXPECT_EQ(build_run(Recipe::parse("", "r.yaml", {"distributed=on"})).options.distributed(), Distributed::kOn);
 }
 
 class Files : public ::testing::Test {
