@@ -102,7 +102,7 @@ TrainingRun build_run(const Recipe& recipe) {
   } catch (const std::invalid_argument&) {
     top.fail("distributed", "expected auto, on or off, got '" + distributed + "'");
   }
-  o.ddp_bucket_mb(top.get<double>("ddp_bucket_mb", 4.0));
+  o.ddp_bucket_mb(top.get<double>("ddp_bucket_mb", 1.0));
   if (o.ddp_bucket_mb() <= 0) top.fail("ddp_bucket_mb", "must be positive (MiB of gradients per reduction)");
   o.ddp_overlap(top.get<bool>("ddp_overlap", true));
   o.progress_bar(top.get<bool>("progress_bar", true));

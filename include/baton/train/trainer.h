@@ -142,9 +142,9 @@ class TrainerOptions {
   // Data parallelism (docs/distributed.md): every rank takes its share of each global batch
   // (train_dataloader's batch_size is the global batch), gradients are averaged over the ranks in
   // buckets of this many MiB, reduced during backward when `ddp_overlap`. Only rank 0 logs and
-  // writes checkpoints. Defaults: auto, 4 MiB, true.
+  // writes checkpoints. Defaults: auto, 1 MiB, true.
   BATON_ARG(Distributed, distributed) = Distributed::kAuto;
-  BATON_ARG(double, ddp_bucket_mb) = 4.0;
+  BATON_ARG(double, ddp_bucket_mb) = 1.0;
   BATON_ARG(bool, ddp_overlap) = true;
 
  public:
