@@ -164,6 +164,11 @@ void ProcessEngine::start(int64_t id) {
   for (char** e = environ; *e; ++e) {
     const std::string s = *e;
     if (s.rfind("BATON_TRIAL_", 0) == 0) continue;
+    // A trial is a process of its own, not a rank of the MPI job a search may run in: without the
+    // launcher's variables, a `baton train` trial does not start data parallelism (or MPI).
+    if ((s.rfind("OMPI_", 0) == 0 && s.rfind("OMPI_ALLOW_RUN_AS_ROOT", 0) != 0) || s.rfind("PMIX_", 0) == 0 || s.rfind("PMI_", 0) == 0 ||
+        s.rfind("SLURM_STEP_NUM_TASKS=", 0) == 0 || s.rfind("MPI_LOCALNRANKS=", 0) == 0)
+      continue;
     env_strings.push_back(s);
   }
   for (const auto& [k, v] : options_.env) env_strings.push_back(k + "=" + v);

@@ -83,13 +83,11 @@ void DataParallel::prepare(torch::nn::Module& model) {
   bool same = params.size() == params_.size();
   for (std::size_t i = 0; same && i < params.size(); ++i) same = params[i].unsafeGetTensorImpl() == params_[i].unsafeGetTensorImpl();
   if (same && !buckets_.empty()) return;
-  if (!same || buckets_.empty()) {
-    for (const auto& item : model.named_parameters()) {
-      const auto type = item.value().scalar_type();
-      if (item.value().requires_grad() && type != at::kFloat && type != at::kDouble) {
-        throw std::invalid_argument("data parallelism: parameter '" + item.key() + "' is " + c10::toString(type) +
-                                    "; only float32 and float64 parameters can be averaged");
-      }
+  for (const auto& item : model.named_parameters()) {
+    const auto type = item.value().scalar_type();
+    if (item.value().requires_grad() && type != at::kFloat && type != at::kDouble) {
+      throw std::invalid_argument("data parallelism: parameter '" + item.key() + "' is " + c10::toString(type) +
+                                  "; only float32 and float64 parameters can be averaged");
     }
   }
   if (hooks_) hooks_->owner = nullptr;

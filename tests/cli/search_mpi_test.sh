@@ -12,6 +12,7 @@ printf 'x: {_type: uniform, _value: [0, 1]}\n' >"$tmp/space.yaml"
 cat >"$tmp/trial.sh" <<Y
 #!/bin/sh
 echo "\$BATON_TRIAL_ID" >> "$tmp/ran.txt"
+echo "\${OMPI_COMM_WORLD_SIZE:-none}" >> "$tmp/mpi_env.txt"
 echo 'baton: {"final": 1}'
 Y
 chmod +x "$tmp/trial.sh"
@@ -22,5 +23,8 @@ ran=$(wc -l <"$tmp/ran.txt")
 distinct=$(sort -u "$tmp/ran.txt" | wc -l)
 if [ "$ranks" -ne 3 ] || [ "$ran" -ne 30 ] || [ "$distinct" -ne 30 ]; then
   echo "FAIL: $ranks ranks joined, $ran runs, $distinct distinct (want 3, 30, 30)"; cat "$tmp/out"; exit 1
+fi
+if grep -qv '^none$' "$tmp/mpi_env.txt"; then
+  echo "FAIL: a trial saw the search's MPI launcher variables (it would start MPI itself)"; exit 1
 fi
 echo "search under mpirun: ok"
