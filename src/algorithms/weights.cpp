@@ -34,7 +34,10 @@ bool interval_due(const State& state, const Time& interval) {
   switch (interval.unit()) {
     case TimeUnit::kEpoch: return ts.epoch() % n == 0;
     case TimeUnit::kBatch: return ts.batch() % n == 0;
-    case TimeUnit::kSample: return ts.sample() / n > (ts.sample() - state.batch.size()) / n;
+    case TimeUnit::kSample: {
+      const int64_t batch = state.batch_samples > 0 ? state.batch_samples : state.batch.size();
+      return ts.sample() / n > (ts.sample() - batch) / n;
+    }
     default: return true;
   }
 }

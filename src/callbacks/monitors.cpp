@@ -59,7 +59,9 @@ void SpeedMonitor::batch_start(State& state, Logger& /*logger*/) {
 }
 
 void SpeedMonitor::batch_end(State& state, Logger& logger) {
-  window_.emplace_back(seconds(Clock::now() - batch_start_), state.batch.size());
+  // Every data-parallel rank's samples: the job's throughput.
+  const int64_t batch = state.batch_samples > 0 ? state.batch_samples : state.batch.size();
+  window_.emplace_back(seconds(Clock::now() - batch_start_), batch);
   while (static_cast<int64_t>(window_.size()) > window_size_) window_.pop_front();
   double s = 0;
   int64_t samples = 0;

@@ -391,7 +391,7 @@ bool Trainer::should_eval(Event event) const {
     case TimeUnit::kBatch: return event == Event::kBatchEnd && ts.batch() % every.count() == 0;
     case TimeUnit::kSample: {
       const int64_t n = every.count();
-      return event == Event::kBatchEnd && ts.sample() / n > (ts.sample() - batch_samples_) / n;
+      return event == Event::kBatchEnd && ts.sample() / n > (ts.sample() - state_.batch_samples) / n;
     }
     case TimeUnit::kDuration: {
       const auto period = std::max<int64_t>(1, std::llround(clock_.to_batches(every)));
@@ -466,7 +466,7 @@ void Trainer::fit() {
         samples = loader.global_batch_samples(index);
         ddp_weight_ = static_cast<double>(loader.shard_batch_samples(index)) / static_cast<double>(samples);
       }
-      batch_samples_ = samples;
+      state_.batch_samples = samples;
       engine_->run_event(Event::kAfterDataloader);
       engine_->run_event(Event::kBatchStart);
       train_batch();

@@ -90,6 +90,8 @@ TEST(DataParallel, TwoRanksEqualOneProcessOnTheSameGlobalBatches) {
   EXPECT_EQ(ddp.state().timestamp.batch(), 20);
   EXPECT_EQ(ddp.state().timestamp.sample(), 2 * 207 + 2 * 25) << "samples count global batches";
   EXPECT_EQ(ddp.state().timestamp.epoch(), 2);
+  EXPECT_EQ(ddp.state().batch_samples, 25) << "the global batch, not this rank's share";
+  EXPECT_LT(ddp.state().batch.size(), 25);
 }
 
 // An algorithm that does nothing but says some parameters may get no gradient.

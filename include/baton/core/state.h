@@ -71,6 +71,10 @@ class State {
 
   // The current batch, the model's outputs for it, and its loss.
   Batch batch;
+  // Examples in the current training batch as the loader gave it, over every data-parallel rank
+  // (batch.size() is this rank's share, after algorithms that select or resize). Set before
+  // batch_start; what the timestamp's sample count grows by.
+  int64_t batch_samples = 0;
   at::Tensor outputs;
   at::Tensor loss;
   // Examples per microbatch, and how many microbatches make this batch. Default: 1 (whole batch).

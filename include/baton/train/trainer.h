@@ -244,8 +244,7 @@ class Trainer {
   std::optional<FitClock> fit_clock_;  // set while fit() runs
   std::shared_ptr<class CheckpointSaver> saver_;
   std::unique_ptr<detail::DataParallel> ddp_;
-  double ddp_weight_ = 1.0;     // this rank's share of the current global batch
-  int64_t batch_samples_ = 0;   // samples of the current batch, every rank's
+  double ddp_weight_ = 1.0;  // this rank's share of the current global batch
 };
 
 }  // namespace baton
