@@ -62,4 +62,5 @@ if kill -0 "$job" 2>/dev/null; then kill -9 "$job"; fail "the job still runs 30 
 wait "$job"
 code=$?
 [ "$code" -ne 0 ] || fail "the job exited 0 after a rank was killed"
+grep -q "rank [01] .*signal 9" "$tmp/out3" || { cat "$tmp/out3"; fail "the job's output does not name the killed rank"; }
 echo "baton train under mpirun: ok (failed rank ended the job; killed rank: job ended in ${took} s, exit $code)"
