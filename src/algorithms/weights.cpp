@@ -422,6 +422,7 @@ std::optional<int> Sam::apply(Event /*event*/, State& state, Logger& /*logger*/)
     }
     (loss * (static_cast<double>(inputs[i].size(0)) / static_cast<double>(n))).backward();
   }
+  if (state.reduce_gradients) state.reduce_gradients();  // data parallelism: every rank's gradient
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < params.size(); ++i) params[i].sub_(steps[i]);
   return std::nullopt;

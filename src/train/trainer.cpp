@@ -186,6 +186,13 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   engine_ = std::make_unique<Engine>(state_, *logger_);
   engine_->run_event(Event::kInit);
   engine_->run_event(Event::kBeforeLoad);
+  if (ddp_) {
+    state_.reduce_gradients = [this] {
+      ddp_->prepare(current_model());
+      ddp_->arm(ddp_weight_, /*find_unused=*/true);  // the gradients are all there: reduce them now
+      ddp_->finish();
+    };
+  }
   std::string resume = options_.autoresume() && writes ? find_resumable_checkpoint(options_.save_folder()) : "";
   if (ddp_) {
     // Every rank resumes from what rank 0 found, and takes its share of every batch.

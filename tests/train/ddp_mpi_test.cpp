@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "baton/algorithms/registry.h"
 #include "baton/metrics/metrics.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
@@ -118,6 +119,20 @@ TEST(DataParallel, WithoutOverlapAndWithFindUnusedParametersTheSame) {
     ddp.fit();
     EXPECT_LT(max_difference(weights(ddp), expected), 1e-5) << "find_unused_parameters";
   }
+}
+
+TEST(DataParallel, SamAveragesTheGradientOfItsOwnBackwardToo) {
+  auto with_sam = [](Distributed d) {
+    auto o = options(d, "12ba");
+    o.algorithms({make_algorithm("sam", {{"rho", 0.05}})});
+    return o;
+  };
+  Trainer single(with_sam(Distributed::kOff));
+  single.fit();
+  Trainer ddp(with_sam(Distributed::kOn));
+  ddp.fit();
+  EXPECT_LT(max_difference(weights(ddp), weights(single)), 1e-5);
+  EXPECT_EQ(spread_across_ranks(weights(ddp)), 0.0);
 }
 
 TEST(DataParallel, EvaluationMetricsCoverTheWholeEvaluationSet) {

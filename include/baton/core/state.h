@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -75,6 +76,10 @@ class State {
   // (batch.size() is this rank's share, after algorithms that select or resize). Set before
   // batch_start; what the timestamp's sample count grows by.
   int64_t batch_samples = 0;
+  // Under data parallelism: averages the model's gradients over the ranks, as the trainer does
+  // after its backward. An algorithm that runs a backward of its own (SAM) calls it after. Empty
+  // (nothing to do) without data parallelism.
+  std::function<void()> reduce_gradients;
   at::Tensor outputs;
   at::Tensor loss;
   // Examples per microbatch, and how many microbatches make this batch. Default: 1 (whole batch).
