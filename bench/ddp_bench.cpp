@@ -13,8 +13,8 @@
 #include <cstring>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
@@ -24,9 +24,7 @@
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 int allreduce_table(int repeat) {
   auto& comm = baton::mpi::Comm::world();
@@ -60,13 +58,20 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--threads") threads = std::stoi(value());
-    else if (a == "--steps") steps = std::stoi(value());
-    else if (a == "--overlap") overlap = std::stoi(value());
-    else if (a == "--bucket-mb") bucket_mb = std::stod(value());
-    else if (a == "--precision") precision = value();
-    else if (a == "--allreduce") allreduce = true;
-    else if (a == "--repeat") repeat = std::stoi(value());
+    if (a == "--threads")
+      threads = std::stoi(value());
+    else if (a == "--steps")
+      steps = std::stoi(value());
+    else if (a == "--overlap")
+      overlap = std::stoi(value());
+    else if (a == "--bucket-mb")
+      bucket_mb = std::stod(value());
+    else if (a == "--precision")
+      precision = value();
+    else if (a == "--allreduce")
+      allreduce = true;
+    else if (a == "--repeat")
+      repeat = std::stoi(value());
     else {
       std::fprintf(stderr,
                    "usage: ddp_bench [--threads T] [--steps N] [--overlap 0|1] [--bucket-mb X] "
@@ -81,20 +86,22 @@ int main(int argc, char** argv) {
   auto data = std::make_shared<baton::TensorDataset>(torch::randn({examples, 1, 28, 28}),
                                                      torch::randint(0, 10, {examples}, torch::kLong));
   auto model = baton::make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
-  const auto prec = precision == "auto" ? (baton::cpu_has_native_bf16() ? baton::Precision::kAmpBf16 : baton::Precision::kFp32)
-                                        : baton::parse_precision(precision);
-  auto options = baton::TrainerOptions()
-                     .model(model)
-                     .train_dataloader(std::make_shared<baton::DataLoader>(data, baton::DataLoaderOptions().batch_size(batch)))
-                     .optimizers({baton::make_optimizer({.name = "sgd", .lr = 0.01, .momentum = 0.9}, model->parameters())})
-                     .max_duration(baton::Time::from_batch(10))
-                     .eval_interval("0ba")
-                     .precision(prec)
-                     .num_threads(threads)
-                     .ddp_bucket_mb(bucket_mb)
-                     .ddp_overlap(overlap != 0)
-                     .progress_bar(false)
-                     .console_log_interval("0ba");
+  const auto prec = precision == "auto"
+                        ? (baton::cpu_has_native_bf16() ? baton::Precision::kAmpBf16 : baton::Precision::kFp32)
+                        : baton::parse_precision(precision);
+  auto options =
+      baton::TrainerOptions()
+          .model(model)
+          .train_dataloader(std::make_shared<baton::DataLoader>(data, baton::DataLoaderOptions().batch_size(batch)))
+          .optimizers({baton::make_optimizer({.name = "sgd", .lr = 0.01, .momentum = 0.9}, model->parameters())})
+          .max_duration(baton::Time::from_batch(10))
+          .eval_interval("0ba")
+          .precision(prec)
+          .num_threads(threads)
+          .ddp_bucket_mb(bucket_mb)
+          .ddp_overlap(overlap != 0)
+          .progress_bar(false)
+          .console_log_interval("0ba");
   baton::Trainer trainer(options);
   trainer.fit();  // 10 warm-up batches
   const double wait0 = trainer.ddp_wait_seconds();

@@ -34,7 +34,8 @@ double baton_tasks(int n, int threads) {
   baton::LocalSession session(threads);
   const auto t0 = std::chrono::steady_clock::now();
   baton::TaskGroup group;
-  auto step = baton::ExecutionStep::make("empty", [](baton::StepContext&) { counter.fetch_add(1, std::memory_order_relaxed); });
+  auto step =
+      baton::ExecutionStep::make("empty", [](baton::StepContext&) { counter.fetch_add(1, std::memory_order_relaxed); });
   for (int i = 0; i < n; ++i) group.add(baton::Task(step));
   session.run(group);
   return seconds_since(t0);
@@ -44,7 +45,8 @@ double baton_tasks(int n, int threads) {
 double baton_substeps(int n, int threads) {
   baton::LocalSession session(threads);
   const auto t0 = std::chrono::steady_clock::now();
-  auto leaf = baton::ExecutionStep::make("empty", [](baton::StepContext&) { counter.fetch_add(1, std::memory_order_relaxed); });
+  auto leaf =
+      baton::ExecutionStep::make("empty", [](baton::StepContext&) { counter.fetch_add(1, std::memory_order_relaxed); });
   std::vector<std::shared_ptr<baton::ExecutionStep>> subs(static_cast<std::size_t>(n), leaf);
   auto parent = baton::ExecutionStep::make("parent", subs);
   parent->concurrent_substeps();
@@ -57,7 +59,8 @@ double baton_substeps(int n, int threads) {
 // `runs` runs of a group of one empty task on each of nodes a, b, c; seconds per run.
 template <typename Session>
 double group_runs(Session& session, int runs) {
-  auto step = baton::ExecutionStep::make("empty", [](baton::StepContext&) { counter.fetch_add(1, std::memory_order_relaxed); });
+  auto step =
+      baton::ExecutionStep::make("empty", [](baton::StepContext&) { counter.fetch_add(1, std::memory_order_relaxed); });
   const auto t0 = std::chrono::steady_clock::now();
   for (int r = 0; r < runs; ++r) {
     baton::TaskGroup group;
@@ -112,10 +115,14 @@ double tbb_tasks(int n, int threads) {
 int main(int argc, char** argv) {
   int tasks = 100000, threads = 2, repeat = 3, mpi_runs = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--tasks")) tasks = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--repeat")) repeat = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--mpi-runs")) mpi_runs = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--tasks"))
+      tasks = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--threads"))
+      threads = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--repeat"))
+      repeat = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--mpi-runs"))
+      mpi_runs = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "usage: plan_bench [--tasks N] [--threads T] [--repeat R] [--mpi-runs N]\n");
       return 2;

@@ -45,7 +45,8 @@ baton::TaskGroup build(Outputs& out) {
   baton::TaskGroup tg;
 
   // These tasks go to the default node "local".
-  auto s1 = ExecutionStep::make("s1", [](StepContext& c) { c.workspace().add("s1_sum", static_cast<double>(c.iteration() + 1)); });
+  auto s1 = ExecutionStep::make(
+      "s1", [](StepContext& c) { c.workspace().add("s1_sum", static_cast<double>(c.iteration() + 1)); });
   s1->num_iter(100);  // 1 + 2 + ... + 100
   out.named["s1_sum"] = tg.add(baton::Task(s1)).add_output("s1_sum");
 
@@ -104,9 +105,7 @@ baton::TaskGroup build(Outputs& out) {
     out.named["s5_iterations"] = t5.add_output("s5_iterations");
     out.named["n2_reported"] = t5.add_output("n2_reported");
     tg.add(std::move(t5));
-    tg.report_step(ExecutionStep::make("n2_report", [](StepContext& c) {
-                     c.workspace().set("n2_reported", true);
-                   }),
+    tg.report_step(ExecutionStep::make("n2_report", [](StepContext& c) { c.workspace().set("n2_reported", true); }),
                    "n2", 5);
   }
   return tg;
@@ -138,7 +137,9 @@ int main(int argc, char** argv) {
     } else {
       baton::MpiSession mpi;
       for (const auto& node : tg.used_nodes())
-        if (mpi.rank() == 0) say("node " + node + " runs on rank " + std::to_string(mpi.rank_of(tg, node)) + " of " + std::to_string(mpi.size()));
+        if (mpi.rank() == 0)
+          say("node " + node + " runs on rank " + std::to_string(mpi.rank_of(tg, node)) + " of " +
+              std::to_string(mpi.size()));
       mpi.run(tg);
       print = mpi.rank() == 0;  // the outputs are gathered there
     }

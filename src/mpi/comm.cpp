@@ -21,7 +21,8 @@ bool built() {
 }
 
 bool launched() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "MPI_LOCALNRANKS"}) {
+  for (const char* name :
+       {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "MPI_LOCALNRANKS"}) {
     if (std::getenv(name)) return true;
   }
   return false;
@@ -116,7 +117,8 @@ std::vector<std::string> Comm::gather(const std::string& mine, int root) {
   check(MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR, root, impl_->comm),
         "MPI_Gatherv");
   std::vector<std::string> out;
-  for (std::size_t i = 0; i < lens.size(); ++i) out.push_back(all.substr(static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(lens[i])));
+  for (std::size_t i = 0; i < lens.size(); ++i)
+    out.push_back(all.substr(static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(lens[i])));
   return out;
 }
 
@@ -184,7 +186,8 @@ void Comm::send(int dest, int tag, const std::string& message) {
   impl_->buffers.push_back(std::make_unique<std::string>(message));
   MPI_Request request;
   const auto& buffer = *impl_->buffers.back();
-  check(MPI_Isend(buffer.data(), static_cast<int>(buffer.size()), MPI_CHAR, dest, tag, impl_->comm, &request), "MPI_Isend");
+  check(MPI_Isend(buffer.data(), static_cast<int>(buffer.size()), MPI_CHAR, dest, tag, impl_->comm, &request),
+        "MPI_Isend");
   impl_->requests.push_back(request);
 }
 

@@ -9,8 +9,8 @@ namespace baton {
 PlanError::PlanError(std::string node, std::string task, std::string step, const std::string& what, int rank)
     : std::runtime_error((rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) +
                          (task.empty() ? what
-                                      : "task " + task + " on node " + node +
-                                            (step.empty() ? "" : ", step '" + step + "'") + ": " + what)),
+                                       : "task " + task + " on node " + node +
+                                             (step.empty() ? "" : ", step '" + step + "'") + ": " + what)),
       node_(std::move(node)),
       task_(std::move(task)),
       step_(std::move(step)),
@@ -137,8 +137,10 @@ class Runner {
     std::vector<const ExecutionStep*> periodic;
     std::vector<std::function<void()>> jobs;
     for (const auto& sub : s.substeps()) {
-      if (sub->every_ms()) periodic.push_back(sub.get());
-      else jobs.emplace_back([this, sub = sub.get(), f] { step(*sub, f); });
+      if (sub->every_ms())
+        periodic.push_back(sub.get());
+      else
+        jobs.emplace_back([this, sub = sub.get(), f] { step(*sub, f); });
     }
     std::vector<int> timers;
     for (const auto* p : periodic)
@@ -170,8 +172,8 @@ class Runner {
 }  // namespace
 
 LocalSession::LocalSession(int threads)
-    : executor_(std::make_unique<detail::Executor>(threads > 0 ? threads
-                                                               : static_cast<int>(std::max(1U, std::thread::hardware_concurrency())))),
+    : executor_(std::make_unique<detail::Executor>(
+          threads > 0 ? threads : static_cast<int>(std::max(1U, std::thread::hardware_concurrency())))),
       ticker_(std::make_unique<detail::Ticker>()) {}
 
 LocalSession::~LocalSession() = default;

@@ -83,9 +83,12 @@ double Workspace::add(const std::string& name, double delta) {
   update(name, [&](std::optional<WorkspaceValue> v) -> WorkspaceValue {
     double x = 0;
     if (v) {
-      if (const auto* d = std::get_if<double>(&*v)) x = *d;
-      else if (const auto* i = std::get_if<int64_t>(&*v)) x = static_cast<double>(*i);
-      else throw std::invalid_argument("workspace value '" + name + "' is " + type_name(*v) + ", not a number");
+      if (const auto* d = std::get_if<double>(&*v))
+        x = *d;
+      else if (const auto* i = std::get_if<int64_t>(&*v))
+        x = static_cast<double>(*i);
+      else
+        throw std::invalid_argument("workspace value '" + name + "' is " + type_name(*v) + ", not a number");
     }
     result = x + delta;
     return result;
@@ -137,8 +140,9 @@ nlohmann::json tensor_to_json(const at::Tensor& t) {
   for (const auto& [type, name] : dtype_names()) {
     if (type == t.scalar_type()) dtype = name;
   }
-  if (!dtype) throw std::invalid_argument(std::string("workspace value: a tensor of dtype ") + c10::toString(t.scalar_type()) +
-                                          " cannot be sent (use a real or integer dtype)");
+  if (!dtype)
+    throw std::invalid_argument(std::string("workspace value: a tensor of dtype ") + c10::toString(t.scalar_type()) +
+                                " cannot be sent (use a real or integer dtype)");
   auto flat = t.detach().to(torch::kCPU).contiguous().reshape({-1});
   nlohmann::json data = nlohmann::json::array();
   if (t.is_floating_point()) {
@@ -202,11 +206,16 @@ nlohmann::json value_to_json(const WorkspaceValue& value) {
   return std::visit(
       [](const auto& v) -> nlohmann::json {
         using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, double>) return {{"d", v}};
-        else if constexpr (std::is_same_v<T, int64_t>) return {{"i", v}};
-        else if constexpr (std::is_same_v<T, bool>) return {{"b", v}};
-        else if constexpr (std::is_same_v<T, std::string>) return {{"s", v}};
-        else return {{"t", tensor_to_json(v)}};
+        if constexpr (std::is_same_v<T, double>)
+          return {{"d", v}};
+        else if constexpr (std::is_same_v<T, int64_t>)
+          return {{"i", v}};
+        else if constexpr (std::is_same_v<T, bool>)
+          return {{"b", v}};
+        else if constexpr (std::is_same_v<T, std::string>)
+          return {{"s", v}};
+        else
+          return {{"t", tensor_to_json(v)}};
       },
       value);
 }

@@ -81,7 +81,8 @@ void DataParallel::prepare(torch::nn::Module& model) {
     if (item.value().requires_grad()) params.push_back(item.value());
   }
   bool same = params.size() == params_.size();
-  for (std::size_t i = 0; same && i < params.size(); ++i) same = params[i].unsafeGetTensorImpl() == params_[i].unsafeGetTensorImpl();
+  for (std::size_t i = 0; same && i < params.size(); ++i)
+    same = params[i].unsafeGetTensorImpl() == params_[i].unsafeGetTensorImpl();
   if (same && !buckets_.empty()) return;
   for (const auto& item : model.named_parameters()) {
     const auto type = item.value().scalar_type();

@@ -13,7 +13,9 @@
 namespace baton {
 namespace {
 
-std::shared_ptr<ExecutionStep> fn(const std::string& name, StepFunction f) { return ExecutionStep::make(name, std::move(f)); }
+std::shared_ptr<ExecutionStep> fn(const std::string& name, StepFunction f) {
+  return ExecutionStep::make(name, std::move(f));
+}
 
 // A group over three nodes whose outputs do not depend on timing.
 TaskGroup make_group(std::vector<std::shared_ptr<TaskOutput>>& outputs) {
@@ -36,7 +38,9 @@ TaskGroup make_group(std::vector<std::shared_ptr<TaskOutput>>& outputs) {
   }
   {
     Node n1("n1");
-    auto t = fn("tensor", [](StepContext& c) { c.workspace().set("t", torch::arange(4, torch::kInt64).reshape({2, 2})); });
+    auto t = fn("tensor", [](StepContext& c) {
+      c.workspace().set("t", torch::arange(4, torch::kInt64).reshape({2, 2}));
+    });
     Task task(t);
     outputs.push_back(task.add_output(std::vector<std::string>{"t", "label"}));
     g.add(std::move(task));

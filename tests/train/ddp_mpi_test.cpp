@@ -33,7 +33,8 @@ TrainerOptions options(Distributed distributed, const std::string& steps) {
   return TrainerOptions()
       .model(model)
       .train_dataloader(std::make_shared<DataLoader>(blobs(207, 1), DataLoaderOptions().batch_size(25).seed(3)))
-      .eval_dataloader("eval", std::make_shared<DataLoader>(blobs(101, 2), DataLoaderOptions().batch_size(10).shuffle(false)))
+      .eval_dataloader("eval",
+                       std::make_shared<DataLoader>(blobs(101, 2), DataLoaderOptions().batch_size(10).shuffle(false)))
       .optimizers({make_optimizer({.name = "sgd", .lr = 0.2, .momentum = 0.9}, model->parameters())})
       .max_duration(steps)
       .eval_interval("0ba")
