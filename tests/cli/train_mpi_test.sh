@@ -37,7 +37,7 @@ mpirun -np 1 "$baton" train "$recipe" "${common[@]}" --set max_duration=2ep --ru
        --set load_path="$tmp/missing.ckpt" >"$tmp/out2" 2>&1
 code=$?
 took=$(( $(date +%s) - start ))
-[ "$code" -ne 0 ] && [ "$code" -lt 128 ] || { cat "$tmp/out2"; fail "exit $code, want 1..127"; }
+[ "$code" -eq 2 ] || { cat "$tmp/out2"; fail "exit $code, want 2 (the failing rank's: bad input)"; }
 [ "$took" -lt 30 ] || fail "the job took $took s to end after a rank failed"
 grep -q "rank 1: .*missing.ckpt" "$tmp/out2" || { cat "$tmp/out2"; fail "no 'rank 1: ... missing.ckpt' message"; }
 
