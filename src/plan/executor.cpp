@@ -103,7 +103,9 @@ void Ticker::loop() {
       if (it->second.due < next->second.due) next = it;
     }
     if (std::chrono::steady_clock::now() < next->second.due) {
-      changed_.wait_until(lock, next->second.due);
+      // A copy: remove() may erase the entry while this thread waits (wait_until reads it after).
+      const auto due = next->second.due;
+      changed_.wait_until(lock, due);
       continue;
     }
     const int id = next->first;
