@@ -37,13 +37,16 @@ namespace {
 
 struct Frame : StepContext {
   Workspace* ws = nullptr;
-  std::string node_name, task_name;
+  // Names live in the steps and the session for the whole run: frames (copied for every job)
+  // point at them.
+  const std::string* node_name = nullptr;
+  const std::string* task_name = nullptr;
   int instance_index = 0;
   int64_t iter = 0;
   const std::atomic<bool>* cancel = nullptr;
   Workspace& workspace() override { return *ws; }
-  const std::string& node() const override { return node_name; }
-  const std::string& task() const override { return task_name; }
+  const std::string& node() const override { return *node_name; }
+  const std::string& task() const override { return *task_name; }
   int instance() const override { return instance_index; }
   int64_t iteration() const override { return iter; }
   bool cancelled() const override { return cancel->load(); }
@@ -56,7 +59,7 @@ class Runner {
 
   void step(const ExecutionStep& s, Frame f) {
     if (run_.cancelled) return;
-    if (!s.task_name().empty()) f.task_name = s.task_name();
+    if (!s.task_name().empty()) f.task_name = &s.task_name();
     if (s.is_only_once()) {
       std::lock_guard lock(run_.mutex);
       if (!run_.ran_once.insert({&s, f.ws}).second) return;
@@ -156,9 +159,9 @@ class Runner {
       fn();
       return true;
     } catch (const std::exception& e) {
-      run_.fail(node_, f.task_name, step_name, e.what());
+      run_.fail(node_, *f.task_name, step_name, e.what());
     } catch (...) {
-      run_.fail(node_, f.task_name, step_name, "an exception that is not a std::exception");
+      run_.fail(node_, *f.task_name, step_name, "an exception that is not a std::exception");
     }
     return false;
   }
@@ -204,8 +207,8 @@ void run_combined(detail::Executor& executor, detail::Ticker& ticker, detail::Ru
   auto ws = task.workspace_type() == WorkspaceType::kGlobal ? node_ws : node_ws->child();
   Frame f;
   f.ws = ws.get();
-  f.node_name = node;
-  f.task_name = task.name();
+  f.node_name = &node;
+  f.task_name = &task.name();
   f.cancel = &run.cancelled;
   Runner runner(executor, ticker, run, node);
   if (task.step()) runner.step(*task.step(), f);

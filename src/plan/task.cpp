@@ -1,5 +1,6 @@
 #include "baton/plan/task.h"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -134,6 +135,12 @@ bool ExecutionStep::stops(const Workspace& ws) const {
 
 std::vector<std::shared_ptr<StepSetup>> ExecutionStep::setups(SetupScope scope) const {
   std::vector<std::shared_ptr<StepSetup>> out;
+  if (substeps_.empty()) {  // a leaf (most tasks): no walk, no sets
+    for (const auto& [sc, setup] : setups_) {
+      if (sc == scope && std::find(out.begin(), out.end(), setup) == out.end()) out.push_back(setup);
+    }
+    return out;
+  }
   std::set<const StepSetup*> seen;
   std::set<const ExecutionStep*> visited;
   std::function<void(const ExecutionStep&)> walk = [&](const ExecutionStep& s) {
@@ -186,7 +193,11 @@ std::shared_ptr<TaskOutput> Task::add_output(std::vector<std::string> names) {
 
 std::shared_ptr<ExecutionStep> Task::step_with_setup() const {
   auto body = step_ ? step_ : ExecutionStep::make(name_, std::vector<std::shared_ptr<ExecutionStep>>{});
-  auto instance = ExecutionStep::guarded(name_ + ":instance", body->setups(SetupScope::kInstance), body);
+  auto instance_setups = body->setups(SetupScope::kInstance);
+  // Without instance setups the instance is the body itself (one step less per task).
+  auto instance = instance_setups.empty()
+                      ? body
+                      : ExecutionStep::guarded(name_ + ":instance", std::move(instance_setups), body);
   if (options_.num_instances > 1) {
     instance = ExecutionStep::make(name_ + ":parallel", std::vector<std::shared_ptr<ExecutionStep>>{instance});
     instance->num_concurrent_instances(options_.num_instances);
