@@ -25,9 +25,10 @@ class Metric {
   // Throws std::logic_error when nothing was seen.
   virtual double compute() const = 0;
   virtual void reset() = 0;
-  // What compute() is made of, as sums (data parallelism adds every rank's before compute()).
-  virtual std::vector<double> sums() const = 0;
-  virtual void set_sums(const std::vector<double>& sums) = 0;
+  // What compute() is made of, as sums: data parallelism adds every rank's before compute().
+  // Default: none (a metric without them is computed on each rank's share alone).
+  virtual std::vector<double> sums() const { return {}; }
+  virtual void set_sums(const std::vector<double>& /*sums*/) {}
 };
 
 class Accuracy : public Metric {
