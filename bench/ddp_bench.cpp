@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 #include <torch/torch.h>
@@ -50,7 +51,7 @@ int allreduce_table(int repeat) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   int threads = 1, steps = 200, overlap = 1, repeat = 50;
   double bucket_mb = 1.0;
   bool allreduce = false;
@@ -58,24 +59,29 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--threads")
-      threads = std::stoi(value());
-    else if (a == "--steps")
-      steps = std::stoi(value());
-    else if (a == "--overlap")
-      overlap = std::stoi(value());
-    else if (a == "--bucket-mb")
-      bucket_mb = std::stod(value());
-    else if (a == "--precision")
-      precision = value();
-    else if (a == "--allreduce")
-      allreduce = true;
-    else if (a == "--repeat")
-      repeat = std::stoi(value());
-    else {
-      std::fprintf(stderr,
-                   "usage: ddp_bench [--threads T] [--steps N] [--overlap 0|1] [--bucket-mb X] "
-                   "[--precision auto|fp32|amp_bf16] | --allreduce [--repeat R]\n");
+    try {
+      if (a == "--threads")
+        threads = std::stoi(value());
+      else if (a == "--steps")
+        steps = std::stoi(value());
+      else if (a == "--overlap")
+        overlap = std::stoi(value());
+      else if (a == "--bucket-mb")
+        bucket_mb = std::stod(value());
+      else if (a == "--precision")
+        precision = value();
+      else if (a == "--allreduce")
+        allreduce = true;
+      else if (a == "--repeat")
+        repeat = std::stoi(value());
+      else {
+        std::fprintf(stderr,
+                     "usage: ddp_bench [--threads T] [--steps N] [--overlap 0|1] [--bucket-mb X] "
+                     "[--precision auto|fp32|amp_bf16] | --allreduce [--repeat R]\n");
+        return 2;
+      }
+    } catch (const std::logic_error&) {  // std::stoi/stod: not a number
+      std::fprintf(stderr, "ddp_bench: %s: expected a number, got '%s'\n", a.c_str(), argv[i]);
       return 2;
     }
   }
@@ -125,4 +131,16 @@ int main(int argc, char** argv) {
     std::printf("%s\n", out.dump().c_str());
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::invalid_argument& e) {  // a bad option value
+    std::fprintf(stderr, "ddp_bench: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddp_bench: %s\n", e.what());
+    return 1;
+  }
 }

@@ -128,6 +128,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (tasks < 1 || threads < 1 || repeat < 1 || mpi_runs < 0) {
+    std::fprintf(stderr, "plan_bench: --tasks, --threads and --repeat must be whole numbers of at least 1\n");
+    return 2;
+  }
   if (mpi_runs > 0) return mpi_main(mpi_runs, threads);
   auto best = [&](auto f) {
     double b = 1e300;

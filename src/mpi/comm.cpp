@@ -1,10 +1,12 @@
 #include "mpi/comm.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #ifdef BATON_HAVE_MPI
 #include <mpi.h>
@@ -26,6 +28,33 @@ bool launched() {
     if (std::getenv(name)) return true;
   }
   return false;
+}
+
+int launched_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS", "MPI_LOCALNRANKS"}) {
+    if (const char* v = std::getenv(name)) {
+      if (const int n = std::atoi(v); n > 1) return n;
+    }
+  }
+  return 1;
+}
+
+int launched_rank() {
+  if (launched_size() <= 1) return 0;
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+    if (const char* v = std::getenv(name)) return std::max(0, std::atoi(v));
+  }
+  return 0;
+}
+
+int cores_per_local_rank() {
+  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_STEP_TASKS_PER_NODE"}) {
+    if (const char* v = std::getenv(name)) {
+      if (const int n = std::atoi(v); n > 0) return std::max(1, cores / n);
+    }
+  }
+  return cores;
 }
 
 namespace {

@@ -12,8 +12,14 @@
 
 namespace baton::mpi {
 
-bool built();     // compiled against an MPI library
-bool launched();  // this process was started by mpirun/mpiexec or srun (their environment variables)
+bool built();  // compiled against an MPI library
+// What the launcher (mpirun/mpiexec, a PMI launcher, srun) says in the environment, before MPI
+// starts: whether it started this process, the job's ranks (1 when none), this process's rank
+// (0 when not one of several), and the machine's cores divided among the ranks started on it.
+bool launched();
+int launched_size();
+int launched_rank();
+int cores_per_local_rank();
 
 class Comm {
  public:

@@ -1,7 +1,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -17,18 +16,6 @@ namespace {
 
 constexpr int kFailTag = 7100;  // + run number % kFailTags: a run never sees an earlier run's notices
 constexpr int kFailTags = 1000;
-
-int default_threads() {
-  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  int local_ranks = 1;
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
-    if (const char* v = std::getenv(name)) {
-      local_ranks = std::max(1, std::atoi(v));
-      break;
-    }
-  }
-  return std::max(1, cores / local_ranks);
-}
 
 nlohmann::json error_json(const PlanError& e, int rank) {
   return {{"node", e.node()}, {"task", e.task()}, {"step", e.step()}, {"what", e.what_happened()}, {"rank", rank}};
@@ -77,7 +64,7 @@ bool MpiSession::launched() { return mpi::launched(); }
 
 MpiSession::MpiSession(MpiSessionOptions options) : options_(std::move(options)) {
   mpi::Comm::world();  // initialises MPI, or throws when baton was built without it
-  local_ = std::make_unique<LocalSession>(options_.threads > 0 ? options_.threads : default_threads());
+  local_ = std::make_unique<LocalSession>(options_.threads > 0 ? options_.threads : mpi::cores_per_local_rank());
 }
 
 MpiSession::~MpiSession() = default;

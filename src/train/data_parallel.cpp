@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
-#include <thread>
 
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -13,33 +12,6 @@
 #include "mpi/comm.h"
 
 namespace baton::detail {
-
-bool launched_as_ranks() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS", "MPI_LOCALNRANKS"}) {
-    if (const char* v = std::getenv(name)) {
-      if (std::atoi(v) > 1) return true;
-    }
-  }
-  return false;
-}
-
-int rank_from_environment() {
-  if (!launched_as_ranks()) return 0;
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
-    if (const char* v = std::getenv(name)) return std::max(0, std::atoi(v));
-  }
-  return 0;
-}
-
-int cores_per_local_rank() {
-  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_STEP_TASKS_PER_NODE"}) {
-    if (const char* v = std::getenv(name)) {
-      if (const int n = std::atoi(v); n > 0) return std::max(1, cores / n);
-    }
-  }
-  return cores;
-}
 
 // The hooks outlive a rebuild of the buckets: they call back only while `owner` is set.
 struct DataParallel::Hooks {
@@ -214,7 +186,7 @@ std::string DataParallel::broadcast(const std::string& value) { return comm_.bro
 
 namespace baton {
 
-int launcher_rank() { return detail::rank_from_environment(); }
+int launcher_rank() { return mpi::launched_rank(); }
 
 bool data_parallel_active() { return mpi::Comm::started() && mpi::Comm::world().size() > 1; }
 

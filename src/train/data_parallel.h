@@ -75,10 +75,4 @@ class DataParallel {
   int64_t reduced_bytes_ = 0;
 };
 
-// True when this process is one of several ranks started by mpirun/mpiexec/srun.
-bool launched_as_ranks();
-int rank_from_environment();
-// The machine's cores divided among the ranks started on it (at least 1).
-int cores_per_local_rank();
-
 }  // namespace baton::detail

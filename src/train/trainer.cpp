@@ -20,6 +20,7 @@
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_saver.h"
 #include "baton/train/threads.h"
+#include "mpi/comm.h"
 #include "train/data_parallel.h"
 
 namespace baton {
@@ -124,14 +125,14 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   for (const auto& metric : options_.eval_metrics()) make_metric(metric);  // throws for unknown names
 
   if (options_.distributed() == Distributed::kOn ||
-      (options_.distributed() == Distributed::kAuto && detail::launched_as_ranks())) {
+      (options_.distributed() == Distributed::kAuto && mpi::launched_size() > 1)) {
     require(options_.ddp_bucket_mb() > 0, "TrainerOptions: ddp_bucket_mb must be positive");
     ddp_ = std::make_unique<detail::DataParallel>(static_cast<int64_t>(options_.ddp_bucket_mb() * 1024 * 1024),
                                                   options_.ddp_overlap());
     if (ddp_->size() == 1 && options_.distributed() == Distributed::kAuto) ddp_.reset();
   }
   // Ranks on one machine share its cores.
-  configure_threads(options_.num_threads() == 0 && ddp_ ? detail::cores_per_local_rank() : options_.num_threads());
+  configure_threads(options_.num_threads() == 0 && ddp_ ? mpi::cores_per_local_rank() : options_.num_threads());
   torch::manual_seed(options_.seed());
   at::globalContext().setDeterministicAlgorithms(options_.deterministic(), /*warn_only=*/false);
 
