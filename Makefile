@@ -4,6 +4,9 @@
 #   make test        the same set-up, then the fast tests (ctest label: unit)
 #   make test-all    every test label (unit, slow, mpi, postgres)
 #   make test-asan   the unit tests built with AddressSanitizer + UndefinedBehaviorSanitizer
+#   make build-torch2  the same tree against LibTorch 2.x with CUDA (the pinned PyPI torch wheel in
+#                    .venv-torch2/, scripts/torch2-requirements.txt) in build-torch2/
+#   make test-torch2 its unit tests (on the CPU); make test-gpu: label gpu (skips without a GPU)
 #   make bench       build and run the benchmarks (figures: bench/README.md)
 #   make format      clang-format every C++ file; make tidy runs clang-tidy
 #   make fuzz        build and run the parsers' fuzzers for a short while (clang, libFuzzer)
@@ -13,7 +16,7 @@ PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 120
 CXX_FILES = $(shell git ls-files '*.h' '*.cpp')
 
-.PHONY: build deps configure demo test test-all test-asan bench format format-check tidy fuzz install clean
+.PHONY: build deps configure demo test test-all test-asan build-torch2 test-torch2 test-gpu bench format format-check tidy fuzz install clean
 
 build: configure
 	cmake --build --preset default -j $(JOBS)
@@ -24,14 +27,33 @@ deps:
 configure: deps
 	@cmake --preset default >/dev/null
 
-demo: build
-	build/bin/baton train recipes/fashion_mnist.yaml
+# With an NVIDIA GPU (nvidia-smi answers) the demo builds against LibTorch with CUDA and trains there.
+demo:
+	@if nvidia-smi -L >/dev/null 2>&1; then \
+	  echo "demo: nvidia-smi sees a GPU: building against LibTorch with CUDA (build-torch2/)"; \
+	  $(MAKE) --no-print-directory build-torch2 BATON_TORCH2_PREFER_INSTALLED=1 && \
+	  build-torch2/bin/baton train recipes/fashion_mnist.yaml --set device=cuda; \
+	else \
+	  $(MAKE) --no-print-directory build && build/bin/baton train recipes/fashion_mnist.yaml; \
+	fi
 
 test: build
 	ctest --preset unit -j $(JOBS)
 
 test-all: build
 	ctest --preset all -j $(JOBS)
+
+build-torch2:
+	@scripts/install-deps.sh --torch2
+	@BATON_TORCH2_PREFIX="$$(scripts/torch2-env.sh | tail -n1)" && [ -n "$$BATON_TORCH2_PREFIX" ] && \
+	  BATON_TORCH2_PREFIX="$$BATON_TORCH2_PREFIX" cmake --preset torch2 >/dev/null
+	cmake --build --preset torch2 -j $(JOBS)
+
+test-torch2: build-torch2
+	ctest --preset torch2 -j $(JOBS)
+
+test-gpu: build-torch2
+	ctest --test-dir build-torch2 -L gpu --output-on-failure
 
 test-asan: deps
 	cmake --preset asan >/dev/null
@@ -64,4 +86,4 @@ install: build
 	cmake --install build --prefix $(PREFIX)
 
 clean:
-	rm -rf build build-asan build-debug build-fuzz build-tidy
+	rm -rf build build-asan build-debug build-fuzz build-tidy build-torch2

@@ -4,6 +4,7 @@
 #   scripts/install-deps.sh            build, test and demo dependencies
 #   scripts/install-deps.sh --bench    also the Python peers used by bench/
 #   scripts/install-deps.sh --fuzz     also clang and its runtimes for `make fuzz`
+#   scripts/install-deps.sh --torch2   what the LibTorch 2.x build needs (its LibTorch comes from PyPI)
 #   scripts/install-deps.sh --check    only report what is missing (exit 1 if anything is)
 #
 # Nothing is downloaded from anywhere but Debian's package archive.
@@ -19,6 +20,7 @@ core=(
   dataset-fashion-mnist ccache
 )
 bench=(python3-torch python3-optuna libtbb-dev)
+debian_torch=(libtorch-dev libopenblas0-pthread)
 fuzz=(clang libclang-rt-14-dev)
 
 want=("${core[@]}")
@@ -27,9 +29,13 @@ for arg in "$@"; do
   case "$arg" in
     --bench) want+=("${bench[@]}") ;;
     --fuzz) want+=("${fuzz[@]}") ;;
+    --torch2)  # LibTorch and its BLAS come with the torch wheel; venv makes its virtual environment
+      kept=()
+      for p in "${want[@]}"; do [[ " ${debian_torch[*]} " == *" $p "* ]] || kept+=("$p"); done
+      want=("${kept[@]}" python3-venv) ;;
     --check) check_only=1 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "install-deps.sh: unknown option '$arg' (expected --bench, --fuzz or --check)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (expected --bench, --fuzz, --torch2 or --check)" >&2; exit 2 ;;
   esac
 done
 

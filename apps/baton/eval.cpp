@@ -1,10 +1,11 @@
-// baton eval RECIPE.yaml --load MODEL.pt [--set key=value]...
+// baton eval RECIPE.yaml --load MODEL.pt [--device DEVICE] [--set key=value]...
 #include <cstdio>
 #include <fstream>
 
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
+#include "baton/core/device.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/recipe.h"
 #include "commands.h"
@@ -27,10 +28,11 @@ struct EvalArgs {
   std::string recipe;
   std::vector<std::string> sets;
   std::string load;
+  std::string device;
 };
 
 void run_eval(const EvalArgs& args) {
-  TrainingRun run = build_run(Recipe::load(args.recipe, args.sets));
+  TrainingRun run = build_run(Recipe::load(args.recipe, with_device(args.sets, args.device)));
   if (!run.eval_data) throw RecipeError(args.recipe + ": the recipe has no evaluation data");
   load_weights(run, args.load);
   Trainer trainer(run.options.progress_bar(false).console_log_interval("0ep"));
@@ -40,6 +42,21 @@ void run_eval(const EvalArgs& args) {
 }
 
 }  // namespace
+
+void add_device_option(CLI::App* cmd, std::string& device) {
+  cmd->add_option("--device", device, "where to run: auto, cpu, cuda or cuda:N (default: the recipe's device)");
+}
+
+std::vector<std::string> with_device(std::vector<std::string> sets, const std::string& device) {
+  if (device.empty()) return sets;
+  try {
+    parse_device(device);
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(std::string("--device ") + e.what());
+  }
+  sets.push_back("device=" + device);
+  return sets;
+}
 
 void load_weights(TrainingRun& run, const std::string& path) {
   load_weights(*std::dynamic_pointer_cast<torch::nn::Module>(run.options.model()), path);
@@ -72,6 +89,7 @@ void add_eval(CLI::App& app) {
   cmd->add_option("recipe", args->recipe, "recipe YAML file")->required();
   cmd->add_option("--load", args->load, "weights written by baton train (RUN_DIR/model.pt)")->required();
   cmd->add_option("--set", args->sets, "override a recipe key: key.path=value (repeatable)");
+  add_device_option(cmd, args->device);
   cmd->callback([args] { run_eval(*args); });
 }
 

@@ -1,10 +1,11 @@
-// baton export CHECKPOINT --torchscript OUT.pt [--recipe RECIPE.yaml [--set key=value]...]
+// baton export CHECKPOINT --torchscript OUT.pt [--device DEVICE] [--recipe RECIPE.yaml [--set key=value]...]
 #include <cstdio>
 #include <fstream>
 
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
+#include "baton/core/device.h"
 #include "baton/models/export.h"
 #include "baton/models/zoo.h"
 #include "baton/train/checkpoint.h"
@@ -19,6 +20,7 @@ struct ExportArgs {
   std::string torchscript;
   std::string recipe;
   std::vector<std::string> sets;
+  std::string device = "cpu";
 };
 
 bool is_checkpoint(const std::string& path) {
@@ -42,7 +44,7 @@ BuiltModel from_recipe(const Recipe& recipe) {
 // into the checkpoint (the model's name and shapes; the recipe, which needs the data, when a
 // checkpoint has only that).
 BuiltModel build_model(const ExportArgs& args) {
-  if (!args.recipe.empty()) return from_recipe(Recipe::load(args.recipe, args.sets));
+  if (!args.recipe.empty()) return from_recipe(Recipe::load(args.recipe, with_device(args.sets, args.device)));
   if (!is_checkpoint(args.checkpoint)) {
     if (!std::ifstream(args.checkpoint)) throw std::runtime_error(args.checkpoint + ": cannot open the file");
     throw RecipeError(args.checkpoint +
@@ -59,18 +61,22 @@ BuiltModel build_model(const ExportArgs& args) {
     return {make_model(name, spec), spec.input_shape};
   }
   if (ckpt.meta.contains("recipe") && ckpt.meta["recipe"].is_string()) {
-    return from_recipe(Recipe::parse(ckpt.meta["recipe"].get<std::string>(), args.checkpoint + " (its recipe)"));
+    return from_recipe(Recipe::parse(ckpt.meta["recipe"].get<std::string>(), args.checkpoint + " (its recipe)",
+                                     with_device({}, args.device)));
   }
   throw RecipeError(args.checkpoint + ": the checkpoint does not say which model it holds; pass --recipe RECIPE.yaml");
 }
 
 void run_export(const ExportArgs& args) {
+  with_device({}, args.device);  // a device this machine has, before anything is read
+  const c10::Device device = parse_device(args.device);
   BuiltModel built = build_model(args);
   load_weights(*built.model, args.checkpoint);
+  built.model->to(device);  // the exported module's tensors live there
   std::vector<int64_t> shape = {2};
   shape.insert(shape.end(), built.input_shape.begin(), built.input_shape.end());
   torch::manual_seed(0);
-  const std::string bytes = export_torchscript(*built.model, torch::randn(shape));
+  const std::string bytes = export_torchscript(*built.model, torch::randn(shape).to(device));
   write_file_atomically(args.torchscript, bytes);
   std::printf("exported %s to %s (TorchScript, %zu bytes, input [N, %s)\n", args.checkpoint.c_str(),
               args.torchscript.c_str(), bytes.size(), c10::str(at::IntArrayRef(built.input_shape)).substr(1).c_str());
@@ -85,6 +91,7 @@ void add_export(CLI::App& app) {
   cmd->add_option("--torchscript", args->torchscript, "the TorchScript file to write")->required();
   cmd->add_option("--recipe", args->recipe, "build the model from this recipe instead of the checkpoint's");
   cmd->add_option("--set", args->sets, "override a recipe key (with --recipe): key.path=value (repeatable)");
+  cmd->add_option("--device", args->device, "where the exported module's tensors live: cpu (default), cuda or cuda:N");
   cmd->callback([args] { run_export(*args); });
 }
 

@@ -7,8 +7,10 @@
 #include <string>
 
 #include <c10/util/Exception.h>
+#include <torch/version.h>
 #include <CLI/CLI.hpp>
 
+#include "baton/core/device.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/recipe.h"
 #include "baton/train/trainer.h"
@@ -32,11 +34,18 @@ int failed(int code) {
 
 int run(CLI::App& app, int argc, char** argv);
 
+// "0.1.0 (LibTorch 2.11.0 with CUDA, 1 GPU)": what this build can train on.
+std::string version() {
+  const std::string devices =
+      baton::cuda_built() ? " with CUDA, " + std::to_string(baton::cuda_device_count()) + " GPU(s)" : ", CPU only";
+  return std::string(BATON_VERSION_STRING) + " (LibTorch " + TORCH_VERSION + devices + ")";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"baton: train LibTorch models with composable algorithms and callbacks"};
-  app.set_version_flag("--version", BATON_VERSION_STRING);
+  app.set_version_flag("--version", version);
   app.require_subcommand(1);
   baton::cli::add_train(app);
   baton::cli::add_eval(app);

@@ -1,4 +1,5 @@
-// baton predict RECIPE.yaml --load MODEL.pt [--inputs FILE] [--out predictions.npy] [--set key=value]...
+// baton predict RECIPE.yaml --load MODEL.pt [--inputs FILE] [--out predictions.npy] [--device DEVICE] [--set
+// key=value]...
 #include <cstdio>
 
 #include <torch/torch.h>
@@ -17,10 +18,11 @@ struct PredictArgs {
   std::string load;
   std::string inputs;
   std::string out = "predictions.npy";
+  std::string device;
 };
 
 void run_predict(const PredictArgs& args) {
-  TrainingRun run = build_run(Recipe::load(args.recipe, args.sets));
+  TrainingRun run = build_run(Recipe::load(args.recipe, with_device(args.sets, args.device)));
   load_weights(run, args.load);
   std::shared_ptr<Dataset> data = run.eval_data;
   if (!args.inputs.empty()) {
@@ -34,7 +36,7 @@ void run_predict(const PredictArgs& args) {
   if (!data) throw RecipeError(args.recipe + ": no evaluation data to predict on; give --inputs FILE");
   Trainer trainer(run.options.progress_bar(false).console_log_interval("0ep"));
   DataLoader loader(data, DataLoaderOptions().batch_size(1000).shuffle(false));
-  const at::Tensor logits = torch::cat(trainer.predict(loader));
+  const at::Tensor logits = torch::cat(trainer.predict(loader)).to(torch::kCPU);
   write_npy(args.out, logits);
   std::printf("predicted %lld examples: logits %s written to %s\n", static_cast<long long>(logits.size(0)),
               c10::str(logits.sizes()).c_str(), args.out.c_str());
@@ -50,6 +52,7 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--inputs", args->inputs, "IDX or .npy inputs (default: the recipe's evaluation data)");
   cmd->add_option("--out", args->out, "where to write the outputs as .npy (default: predictions.npy)");
   cmd->add_option("--set", args->sets, "override a recipe key: key.path=value (repeatable)");
+  add_device_option(cmd, args->device);
   cmd->callback([args] { run_predict(*args); });
 }
 

@@ -102,7 +102,7 @@ CutMix::CutMix(MixOptions options) : MixUp(options) {}
 std::optional<int> MixUp::apply(Event event, State& state, Logger& /*logger*/) {
   switch (event) {
     case Event::kBeforeForward:
-      permutation_ = torch::randperm(state.batch.size(), torch::kLong);
+      permutation_ = detail::on_device_of(state.batch.input, torch::randperm(state.batch.size(), torch::kLong));
       mix_inputs(state);
       break;
     case Event::kBeforeLoss: {
@@ -118,7 +118,7 @@ std::optional<int> MixUp::apply(Event event, State& state, Logger& /*logger*/) {
     case Event::kBeforeBackward: {
       Model& model = detail::model_of(state, name());
       const Batch permuted{state.batch.input, state.batch.target.index_select(0, permutation_)};
-      detail::Autocast autocast(state.precision == Precision::kAmpBf16);
+      AutocastGuard autocast(state.precision, state.device.type());
       state.loss = state.loss * (1.0 - mixing_) + model.loss(state.outputs, permuted) * mixing_;
       break;
     }
@@ -156,7 +156,7 @@ std::optional<int> CutOut::apply(Event /*event*/, State& state, Logger& /*logger
   const at::Tensor in_y = (ys >= y0) & (ys < y0 + len);                     // [n, holes, h]
   const at::Tensor in_x = (xs >= x0) & (xs < x0 + len);                     // [n, holes, w]
   const at::Tensor holes = (in_y.unsqueeze(3) & in_x.unsqueeze(2)).any(1);  // [n, h, w]
-  x = x.masked_fill(holes.unsqueeze(1), 0.0);
+  x = x.masked_fill(detail::on_device_of(x, holes).unsqueeze(1), 0.0);
   return std::nullopt;
 }
 
@@ -173,9 +173,9 @@ bool ColOut::match(Event event, const State& /*state*/) { return event == Event:
 std::optional<int> ColOut::apply(Event /*event*/, State& state, Logger& /*logger*/) {
   at::Tensor& x = state.batch.input;
   detail::require_images(x, name());
-  auto keep = [](int64_t extent, double p) {
+  auto keep = [&](int64_t extent, double p) {
     const auto kept = std::max<int64_t>(1, static_cast<int64_t>(std::round(static_cast<double>(extent) * (1.0 - p))));
-    return std::get<0>(torch::randperm(extent, torch::kLong).narrow(0, 0, kept).sort());
+    return detail::on_device_of(x, std::get<0>(torch::randperm(extent, torch::kLong).narrow(0, 0, kept).sort()));
   };
   x = x.index_select(2, keep(x.size(2), options_.p_row)).index_select(3, keep(x.size(3), options_.p_col)).contiguous();
   return std::nullopt;
@@ -232,7 +232,8 @@ at::Tensor intensity_op(int op, const at::Tensor& x, double m, const at::Tensor&
     case kBrightness: return (x * (1.0 + 0.9 * m * s)).clamp(0, 1);
     case kSharpness: {
       const int64_t c = x.size(1);
-      const at::Tensor kernel = torch::tensor({1.F, 1.F, 1.F, 1.F, 5.F, 1.F, 1.F, 1.F, 1.F}).view({1, 1, 3, 3}) / 13.0;
+      const at::Tensor kernel =
+          torch::tensor({1.F, 1.F, 1.F, 1.F, 5.F, 1.F, 1.F, 1.F, 1.F}).view({1, 1, 3, 3}).to(x.options()) / 13.0;
       const at::Tensor smooth = F::conv2d(x, kernel.repeat({c, 1, 1, 1}), F::Conv2dFuncOptions().padding(1).groups(c));
       return (x + (x - smooth) * (0.9 * m) * s).clamp(0, 1);
     }
@@ -295,8 +296,10 @@ std::optional<int> RandAugment::apply(Event /*event*/, State& state, Logger& /*l
   x = (x - lo) / range;
   const double m = static_cast<double>(options_.severity) / 10.0;
   for (int64_t d = 0; d < options_.depth; ++d) {
+    // Drawn and sorted on the CPU (no wait for the device); the images' indices go to theirs.
     const at::Tensor choice = torch::randint(static_cast<int64_t>(ops_.size()), {n}, torch::kLong);
     const at::Tensor sign = torch::randint(2, {n}).to(torch::kFloat) * 2.0 - 1.0;
+    const at::Tensor sign_there = detail::on_device_of(x, sign);
     // Geometric ops of every image in one grid_sample; intensity ops per op on its images.
     at::Tensor theta = torch::eye(2, 3).repeat({n, 1, 1});
     bool any_geometric = false;
@@ -307,11 +310,13 @@ std::optional<int> RandAugment::apply(Event /*event*/, State& state, Logger& /*l
         theta.index_copy_(0, idx, affine_of(ops_[k], idx.numel(), m, sign.index_select(0, idx)));
         any_geometric = true;
       } else {
-        x.index_copy_(0, idx, intensity_op(ops_[k], x.index_select(0, idx), m, sign.index_select(0, idx)));
+        const at::Tensor at = detail::on_device_of(x, idx);
+        x.index_copy_(0, at, intensity_op(ops_[k], x.index_select(0, at), m, sign_there.index_select(0, at)));
       }
     }
     if (any_geometric) {
-      const at::Tensor grid = F::affine_grid(theta, x.sizes(), /*align_corners=*/false);
+      const at::Tensor grid = F::affine_grid(detail::on_device_of(x, theta).to(x.scalar_type()), x.sizes(),
+                                             /*align_corners=*/false);
       x = F::grid_sample(
           x, grid, F::GridSampleFuncOptions().mode(torch::kBilinear).padding_mode(torch::kZeros).align_corners(false));
     }

@@ -4,7 +4,6 @@
 #include <stdexcept>
 #include <string>
 
-#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "baton/core/state.h"
@@ -49,6 +48,12 @@ inline at::Tensor soft_targets(const at::Tensor& target, int64_t classes) {
   return torch::one_hot(target.to(torch::kLong), classes).to(torch::kFloat);
 }
 
+// A tensor made on the host (a random draw, indices) where `like` is: copied without the host
+// waiting, so drawing on the CPU keeps a run's random stream the same on every device.
+inline at::Tensor on_device_of(const at::Tensor& like, const at::Tensor& t) {
+  return t.device() == like.device() ? t : t.to(like.device(), /*non_blocking=*/true);
+}
+
 // Requires image batches [N, C, H, W].
 inline void require_images(const at::Tensor& input, const std::string& algorithm) {
   if (input.dim() != 4) {
@@ -56,31 +61,5 @@ inline void require_images(const at::Tensor& input, const std::string& algorithm
                                 c10::str(input.sizes()));
   }
 }
-
-// Mixed precision as the trainer sets it (for algorithms that run the model themselves).
-class Autocast {
- public:
-  explicit Autocast(bool on) : on_(on) {
-    if (!on_) return;
-    was_enabled_ = at::autocast::is_cpu_enabled();
-    was_dtype_ = at::autocast::get_autocast_cpu_dtype();
-    at::autocast::set_cpu_enabled(true);
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::increment_nesting();
-  }
-  ~Autocast() {
-    if (!on_) return;
-    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    at::autocast::set_cpu_enabled(was_enabled_);
-    at::autocast::set_autocast_cpu_dtype(was_dtype_);
-  }
-  Autocast(const Autocast&) = delete;
-  Autocast& operator=(const Autocast&) = delete;
-
- private:
-  bool on_;
-  bool was_enabled_ = false;
-  at::ScalarType was_dtype_ = at::kBFloat16;
-};
 
 }  // namespace baton::detail

@@ -121,17 +121,20 @@ struct GhostBatchNorm2dImpl : nn::Module {
 };
 TORCH_MODULE(GhostBatchNorm2d);
 
-// Under CPU autocast, computes in bfloat16 with autocast's upcast to fp32 bypassed.
-bool low_precision() { return at::autocast::is_cpu_enabled(); }
+// Under autocast on x's device, computes in its type with autocast's upcast to fp32 bypassed.
+bool low_precision(const at::Tensor& x) { return autocast_enabled(x.device().type()); }
+c10::DispatchKey autocast_key(const at::Tensor& x) {
+  return x.is_cuda() ? c10::DispatchKey::AutocastCUDA : c10::DispatchKey::AutocastCPU;
+}
 
 struct LowPrecisionLayerNormLayerImpl : nn::Module {
   explicit LowPrecisionLayerNormLayerImpl(nn::LayerNorm ln) : nn::Module("LowPrecisionLayerNorm") {
     norm = register_module("norm", ln);
   }
   at::Tensor forward(const at::Tensor& x) {
-    if (!low_precision()) return norm(x);
-    const auto dtype = at::autocast::get_autocast_cpu_dtype();
-    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+    if (!low_precision(x)) return norm(x);
+    const auto dtype = autocast_dtype(x.device().type());
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key(x));
     const auto& o = norm->options;
     return at::layer_norm(x.to(dtype), o.normalized_shape(),
                           norm->weight.defined() ? norm->weight.to(dtype) : at::Tensor(),
@@ -146,9 +149,9 @@ struct LowPrecisionGroupNormLayerImpl : nn::Module {
     norm = register_module("norm", gn);
   }
   at::Tensor forward(const at::Tensor& x) {
-    if (!low_precision()) return norm(x);
-    const auto dtype = at::autocast::get_autocast_cpu_dtype();
-    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+    if (!low_precision(x)) return norm(x);
+    const auto dtype = autocast_dtype(x.device().type());
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key(x));
     const auto& o = norm->options;
     return at::group_norm(x.to(dtype), o.num_groups(), norm->weight.defined() ? norm->weight.to(dtype) : at::Tensor(),
                           norm->bias.defined() ? norm->bias.to(dtype) : at::Tensor(), o.eps());

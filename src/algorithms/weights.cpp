@@ -8,6 +8,7 @@
 
 #include "baton/algorithms/algorithms.h"
 #include "baton/core/logger.h"
+#include "baton/optim/grad_scaler.h"
 #include "common.h"
 
 namespace baton {
@@ -291,6 +292,7 @@ std::optional<int> Swa::apply(Event event, State& state, Logger& logger) {
       }
       DataLoader pass(state.dataloader->dataset(),
                       DataLoaderOptions().batch_size(state.dataloader->batch_size()).shuffle(false).prefetch(false));
+      pass.set_device(state.device);
       pass.start_epoch(0);
       Model& model = detail::model_of(state, name());
       const bool was_training = model.is_training();
@@ -356,7 +358,13 @@ std::optional<int> GradientClipping::apply(Event /*event*/, State& state, Logger
   }
   const double threshold = options_.clipping_threshold;
   if (options_.clipping_type == "norm") {
-    torch::nn::utils::clip_grad_norm_(params, threshold);
+    // LibTorch's clip_grad_norm_ reads the norm on the host; this keeps it on the device.
+    std::vector<at::Tensor> norms;
+    for (const auto& p : params) norms.push_back(p.grad().detach().norm(2).to(torch::kFloat));
+    if (norms.empty()) return std::nullopt;
+    const at::Tensor total = torch::stack(norms).norm(2);
+    const at::Tensor factor = (threshold / (total + 1e-6)).clamp_max(1.0);
+    for (auto& p : params) p.mutable_grad().mul_(factor.to(p.grad().scalar_type()));
   } else if (options_.clipping_type == "value") {
     torch::nn::utils::clip_grad_value_(params, threshold);
   } else {
@@ -399,11 +407,12 @@ std::optional<int> Sam::apply(Event /*event*/, State& state, Logger& /*logger*/)
   std::vector<at::Tensor> steps;
   {
     torch::NoGradGuard no_grad;
-    at::Tensor norm = torch::zeros({}, torch::kDouble);
+    // The step's size stays on the device: no wait for it.
+    at::Tensor norm = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(state.device));
     for (const auto& p : params) norm += p.grad().to(torch::kDouble).pow(2).sum();
-    const double scale = options_.rho / (std::sqrt(norm.item<double>()) + options_.epsilon);
+    const at::Tensor scale = (options_.rho / (norm.sqrt() + options_.epsilon)).to(torch::kFloat);
     for (auto& p : params) {
-      steps.push_back(p.grad() * scale);
+      steps.push_back(p.grad() * scale.to(p.grad().scalar_type()));
       p.add_(steps.back());
       p.mutable_grad().zero_();
     }
@@ -417,12 +426,20 @@ std::optional<int> Sam::apply(Event /*event*/, State& state, Logger& /*logger*/)
     const Batch part{inputs[i], targets[i]};
     at::Tensor loss;
     {
-      detail::Autocast autocast(state.precision == Precision::kAmpBf16);
+      AutocastGuard autocast(state.precision, state.device.type());
       loss = model.loss(model.forward(part), part);
     }
-    (loss * (static_cast<double>(inputs[i].size(0)) / static_cast<double>(n))).backward();
+    loss = loss * (static_cast<double>(inputs[i].size(0)) / static_cast<double>(n));
+    if (state.grad_scaler) loss = state.grad_scaler->scale(loss);  // amp_fp16: as the trainer's backward
+    loss.backward();
   }
   if (state.reduce_gradients) state.reduce_gradients();  // data parallelism: every rank's gradient
+  if (state.grad_scaler) {  // the optimizer steps on these gradients: unscaled, inf/NaN noted
+    for (const auto& o : state.optimizers) {
+      state.grad_scaler->mark_scaled(*o);
+      state.grad_scaler->unscale(*o);
+    }
+  }
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < params.size(); ++i) params[i].sub_(steps[i]);
   return std::nullopt;
@@ -466,7 +483,7 @@ std::optional<int> SelectiveBackprop::apply(Event /*event*/, State& state, Logge
                            .align_corners(false)
                            .recompute_scale_factor(true));
     }
-    detail::Autocast autocast(state.precision == Precision::kAmpBf16);
+    AutocastGuard autocast(state.precision, state.device.type());
     losses = model.loss_per_example(model.forward(probe), probe).to(torch::kFloat);
   }
   at::Tensor chosen;
@@ -477,7 +494,8 @@ std::optional<int> SelectiveBackprop::apply(Event /*event*/, State& state, Logge
     const at::Tensor order = losses.argsort();
     const at::Tensor percentile = (torch::arange(n, torch::kDouble) + 0.5) / static_cast<double>(n);
     const at::Tensor weights = percentile.pow(1.0 / options_.keep - 1.0);
-    chosen = order.index_select(0, torch::multinomial(weights, kept, /*replacement=*/false));
+    chosen =
+        order.index_select(0, detail::on_device_of(order, torch::multinomial(weights, kept, /*replacement=*/false)));
   }
   chosen = std::get<0>(chosen.sort());
   state.batch.input = state.batch.input.index_select(0, chosen);

@@ -41,12 +41,15 @@ SpeedMonitor::SpeedMonitor(int64_t window_size) : window_size_(window_size) {
   if (window_size_ < 1) throw std::invalid_argument("window_size must be at least 1");
 }
 
-void SpeedMonitor::fit_start(State& /*state*/, Logger& /*logger*/) { window_.clear(); }
+void SpeedMonitor::fit_start(State& /*state*/, Logger& /*logger*/) {
+  window_.clear();
+  in_flight_.clear();
+}
 
 void SpeedMonitor::epoch_start(State& /*state*/, Logger& /*logger*/) { epoch_start_ = Clock::now(); }
 
 void SpeedMonitor::batch_start(State& state, Logger& /*logger*/) {
-  batch_start_ = Clock::now();
+  in_flight_.push_back({DeviceMarker(state.device), std::nullopt, 0, 0});
   if (counted_) return;
   counted_ = true;
   auto* model = dynamic_cast<Model*>(state.model.get());
@@ -59,9 +62,22 @@ void SpeedMonitor::batch_start(State& state, Logger& /*logger*/) {
 }
 
 void SpeedMonitor::batch_end(State& state, Logger& logger) {
+  if (in_flight_.empty() || in_flight_.back().end) return;  // no batch_start seen for this batch
+  InFlight& batch = in_flight_.back();
+  batch.end.emplace(state.device);
   // Every data-parallel rank's samples: the job's throughput.
-  const int64_t batch = state.batch_samples > 0 ? state.batch_samples : state.batch.size();
-  window_.emplace_back(seconds(Clock::now() - batch_start_), batch);
+  batch.samples = state.batch_samples > 0 ? state.batch_samples : state.batch.size();
+  batch.step = state.timestamp.batch();
+  // What the device has finished, in order; a device far behind loses its oldest measurements.
+  while (!in_flight_.empty() && in_flight_.front().end &&
+         (in_flight_.front().end->done() || static_cast<int64_t>(in_flight_.size()) > 4 * window_size_ + 64)) {
+    if (in_flight_.front().end->done()) measure(in_flight_.front(), logger);
+    in_flight_.pop_front();
+  }
+}
+
+void SpeedMonitor::measure(const InFlight& batch, Logger& logger) {
+  window_.emplace_back(batch.end->seconds_since(batch.start), batch.samples);
   while (static_cast<int64_t>(window_.size()) > window_size_) window_.pop_front();
   double s = 0;
   int64_t samples = 0;
@@ -73,7 +89,7 @@ void SpeedMonitor::batch_end(State& state, Logger& logger) {
   Metrics m = {{"throughput/samples_per_sec", static_cast<double>(samples) / s},
                {"throughput/batches_per_sec", static_cast<double>(window_.size()) / s}};
   if (macs_ > 0) m["throughput/flops_per_sec"] = 2.0 * 3.0 * macs_ * static_cast<double>(samples) / s;
-  logger.log_metrics(m);
+  logger.log_metrics(m, batch.step);
 }
 
 void SpeedMonitor::epoch_end(State& /*state*/, Logger& logger) {
@@ -123,9 +139,20 @@ void OptimizerMonitor::after_train_batch(State& state, Logger& logger) {
 double MemoryMonitor::rss_mb() { return status_mb("VmRSS"); }
 double MemoryMonitor::peak_rss_mb() { return status_mb("VmHWM"); }
 
+void MemoryMonitor::epoch_start(State& state, Logger& /*logger*/) { reset_peak_memory(state.device); }
+
 void MemoryMonitor::batch_end(State& state, Logger& logger) {
   if (interval_ > 0 && state.timestamp.batch() % interval_ != 0) return;
   logger.log_metrics({{"memory/rss_mb", rss_mb()}, {"memory/peak_rss_mb", peak_rss_mb()}});
+}
+
+void MemoryMonitor::epoch_end(State& state, Logger& logger) {
+  const auto memory = device_memory(state.device);
+  if (!memory) return;
+  constexpr double kMb = 1024.0 * 1024.0;
+  logger.log_metrics({{"memory/cuda_allocated_mb", static_cast<double>(memory->allocated) / kMb},
+                      {"memory/cuda_reserved_mb", static_cast<double>(memory->reserved) / kMb},
+                      {"memory/cuda_peak_mb", static_cast<double>(memory->peak) / kMb}});
 }
 
 // ---- NanMonitor -----------------------------------------------------------------------------

@@ -24,20 +24,6 @@ std::vector<std::string> unique_keys(const std::vector<std::shared_ptr<T>>& obje
 
 }  // namespace
 
-std::string_view to_string(Precision precision) {
-  switch (precision) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kAmpBf16: return "amp_bf16";
-  }
-  return "?";
-}
-
-Precision parse_precision(std::string_view text) {
-  if (text == "fp32") return Precision::kFp32;
-  if (text == "amp_bf16") return Precision::kAmpBf16;
-  throw std::invalid_argument("unknown precision '" + std::string(text) + "': expected 'fp32' or 'amp_bf16'");
-}
-
 int64_t Batch::size() const { return input.defined() && input.dim() > 0 ? input.size(0) : 0; }
 
 State::State() = default;

@@ -5,7 +5,21 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include "cuda/cuda.h"
+
 namespace baton {
+
+struct DataLoader::Staged {
+  Batch batch;
+  std::optional<cuda::Transfer> transfer;  // the batch on its way to a GPU
+
+  Batch finish() {
+    if (!transfer) return std::move(batch);
+    std::vector<at::Tensor> t = transfer->take();
+    return {t[0], t[1]};
+  }
+};
+
 namespace {
 
 // Mixes seed and epoch into one well-spread generator seed (splitmix64's finaliser).
@@ -40,9 +54,13 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions optio
     throw std::invalid_argument("DataLoader: batch_size must be at least 1, got " +
                                 std::to_string(options_.batch_size_));
   }
-  if (options_.prefetch_) worker_ = std::thread([this] { worker_loop(); });
+  device_ = dataset_->device();
+  if (prefetching()) worker_ = std::thread([this] { worker_loop(); });
   start_epoch(0);
 }
+
+// A data set on a device is gathered there asynchronously: nothing for a thread to do ahead.
+bool DataLoader::prefetching() const { return options_.prefetch_ && dataset_->device().is_cpu(); }
 
 DataLoader::~DataLoader() { stop_worker(); }
 
@@ -82,7 +100,9 @@ void DataLoader::start_epoch(int64_t epoch) {
   } else {
     order_ = torch::arange(n, torch::TensorOptions().dtype(torch::kLong));
   }
-  if (options_.prefetch_ && num_batches() > 0) request(0);
+  // The same order on every device (drawn on the CPU), gathered where the examples are.
+  if (!dataset_->device().is_cpu()) order_ = order_.to(dataset_->device(), /*non_blocking=*/true);
+  if (prefetching() && num_batches() > 0) request(0);
 }
 
 std::pair<int64_t, int64_t> DataLoader::shard_range(int64_t index) const {
@@ -109,12 +129,27 @@ void DataLoader::set_shard(int rank, int world) {
   quiesce();
   shard_rank_ = rank;
   shard_world_ = world;
-  if (options_.prefetch_ && next_batch_ < num_batches()) request(next_batch_);
+  if (prefetching() && next_batch_ < num_batches()) request(next_batch_);
 }
 
-Batch DataLoader::make_batch(int64_t index) const {
+void DataLoader::set_device(c10::Device device) {
+  quiesce();
+  device_ = device;
+  if (prefetching() && next_batch_ < num_batches()) request(next_batch_);
+}
+
+DataLoader::Staged DataLoader::make_batch(int64_t index) const {
   const auto [begin, end] = shard_range(index);
-  return dataset_->get_batch(order_.slice(0, begin, end));
+  Staged staged{dataset_->get_batch(order_.slice(0, begin, end)), std::nullopt};
+  Batch& b = staged.batch;
+  if (b.input.device() == device_) return staged;
+  if (device_.is_cuda()) {
+    staged.transfer.emplace(std::vector<at::Tensor>{b.input, b.target}, device_.index());
+    b = Batch{};
+  } else {
+    b = {b.input.to(device_), b.target.defined() ? b.target.to(device_) : b.target};
+  }
+  return staged;
 }
 
 void DataLoader::request(int64_t index) {
@@ -134,10 +169,10 @@ void DataLoader::worker_loop() {
     requested_ = -1;
     busy_ = true;
     lock.unlock();
-    std::optional<Batch> batch;
+    std::unique_ptr<Staged> batch;
     std::exception_ptr error;
     try {
-      batch = make_batch(index);
+      batch = std::make_unique<Staged>(make_batch(index));
     } catch (...) {
       error = std::current_exception();
     }
@@ -156,19 +191,19 @@ Batch DataLoader::take(int64_t index) {
   if (ready_index_ == index) {
     ready_index_ = -1;
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
-    Batch batch = std::move(*ready_);
-    ready_.reset();
-    return batch;
+    std::unique_ptr<Staged> staged = std::move(ready_);
+    lock.unlock();
+    return staged->finish();
   }
   lock.unlock();
-  return make_batch(index);
+  return make_batch(index).finish();
 }
 
 std::optional<Batch> DataLoader::next() {
   if (next_batch_ >= num_batches()) return std::nullopt;
   const int64_t index = next_batch_++;
-  Batch batch = options_.prefetch_ ? take(index) : make_batch(index);
-  if (options_.prefetch_ && next_batch_ < num_batches()) request(next_batch_);
+  Batch batch = prefetching() ? take(index) : make_batch(index).finish();
+  if (prefetching() && next_batch_ < num_batches()) request(next_batch_);
   return batch;
 }
 
@@ -183,7 +218,7 @@ void DataLoader::set_position(const DataLoaderPosition& position) {
   }
   quiesce();
   next_batch_ = position.batch;
-  if (options_.prefetch_ && next_batch_ < num_batches()) request(next_batch_);
+  if (prefetching() && next_batch_ < num_batches()) request(next_batch_);
 }
 
 }  // namespace baton

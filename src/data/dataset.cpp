@@ -24,7 +24,16 @@ TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets)
 int64_t TensorDataset::size() const { return inputs_.size(0); }
 
 Batch TensorDataset::get_batch(const at::Tensor& indices) const {
-  return {inputs_.index_select(0, indices), targets_.index_select(0, indices)};
+  const at::Tensor at = indices.device() == inputs_.device() ? indices : indices.to(inputs_.device());
+  return {inputs_.index_select(0, at), targets_.index_select(0, at)};
+}
+
+TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets, int64_t num_classes)
+    : inputs_(std::move(inputs)), targets_(std::move(targets)), num_classes_(num_classes) {}
+
+std::shared_ptr<TensorDataset> TensorDataset::to(c10::Device device) const {
+  // Checked and counted already: nothing to read back from the device.
+  return std::shared_ptr<TensorDataset>(new TensorDataset(inputs_.to(device), targets_.to(device), num_classes_));
 }
 
 std::vector<int64_t> TensorDataset::input_shape() const {

@@ -18,19 +18,37 @@ double ratio(double num, int64_t den, const std::string& name) {
   return num / static_cast<double>(den);
 }
 
+// Adds `value` to a sum that stays where the value is (no read from the device).
+void accumulate(at::Tensor& sum, const at::Tensor& value) {
+  if (sum.defined()) {
+    sum.add_(value);
+  } else {
+    sum = value;
+  }
+}
+
+double value_of(const at::Tensor& sum) { return sum.defined() ? sum.item<double>() : 0.0; }
+
 }  // namespace
 
 void Accuracy::update(const at::Tensor& outputs, const at::Tensor& targets) {
-  correct_ += outputs.argmax(1).eq(class_indices(targets)).sum().item<int64_t>();
+  accumulate(correct_, outputs.argmax(1).eq(class_indices(targets)).sum());
   seen_ += outputs.size(0);
 }
 
-double Accuracy::compute() const { return ratio(static_cast<double>(correct_), seen_, name()); }
+double Accuracy::compute() const { return ratio(value_of(correct_), seen_, name()); }
+
+void Accuracy::reset() {
+  correct_ = at::Tensor();
+  seen_ = 0;
+}
+
+std::vector<double> Accuracy::sums() const { return {value_of(correct_), static_cast<double>(seen_)}; }
 
 void TopKAccuracy::update(const at::Tensor& outputs, const at::Tensor& targets) {
   const int64_t k = std::min<int64_t>(k_, outputs.size(1));
   const at::Tensor top = std::get<1>(outputs.topk(k, 1));
-  correct_ += top.eq(class_indices(targets).unsqueeze(1)).any(1).sum().item<int64_t>();
+  accumulate(correct_, top.eq(class_indices(targets).unsqueeze(1)).any(1).sum());
   seen_ += outputs.size(0);
 }
 
@@ -42,21 +60,28 @@ void CrossEntropy::update(const at::Tensor& outputs, const at::Tensor& targets) 
     per_example = torch::nn::functional::cross_entropy(
         outputs.to(torch::kFloat), targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   }
-  sum_ += per_example.sum().item<double>();
+  accumulate(sum_, per_example.sum().to(torch::kDouble));
   seen_ += outputs.size(0);
 }
 
-double CrossEntropy::compute() const { return ratio(sum_, seen_, name()); }
+double CrossEntropy::compute() const { return ratio(value_of(sum_), seen_, name()); }
+
+void CrossEntropy::reset() {
+  sum_ = at::Tensor();
+  seen_ = 0;
+}
+
+std::vector<double> CrossEntropy::sums() const { return {value_of(sum_), static_cast<double>(seen_)}; }
 
 void Accuracy::set_sums(const std::vector<double>& sums) {
   if (sums.size() != 2) throw std::invalid_argument(name() + ": set_sums wants 2 values");
-  correct_ = std::llround(sums[0]);
+  correct_ = torch::full({}, std::llround(sums[0]), torch::kLong);
   seen_ = std::llround(sums[1]);
 }
 
 void CrossEntropy::set_sums(const std::vector<double>& sums) {
   if (sums.size() != 2) throw std::invalid_argument(name() + ": set_sums wants 2 values");
-  sum_ = sums[0];
+  sum_ = torch::full({}, sums[0], torch::kDouble);
   seen_ = std::llround(sums[1]);
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include <torch/torch.h>
 
@@ -56,6 +58,23 @@ int replace_modules(torch::nn::Module& root, const SurgeryPolicy& policy) {
   return replaced;
 }
 
+namespace {
+
+// Optimizer state is keyed by the parameter's TensorImpl: its address as a string in LibTorch 1.x,
+// the pointer itself in 2.x.
+template <typename StateMap>
+void erase_state(StateMap& state, c10::TensorImpl* impl) {
+  if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
+    std::ostringstream key;
+    key << impl;
+    state.erase(key.str());
+  } else {
+    state.erase(impl);
+  }
+}
+
+}  // namespace
+
 void sync_optimizer_params(torch::optim::Optimizer& optimizer, torch::nn::Module& model) {
   std::set<const void*> in_model;
   const std::vector<at::Tensor> params = model.parameters();
@@ -65,8 +84,7 @@ void sync_optimizer_params(torch::optim::Optimizer& optimizer, torch::nn::Module
     auto& list = group.params();
     for (const auto& p : list) {
       // Optimizer state is keyed by the tensor's address, which a new tensor may reuse.
-      if (in_model.count(p.unsafeGetTensorImpl()) == 0)
-        optimizer.state().erase(c10::guts::to_string(p.unsafeGetTensorImpl()));
+      if (in_model.count(p.unsafeGetTensorImpl()) == 0) erase_state(optimizer.state(), p.unsafeGetTensorImpl());
     }
     list.erase(std::remove_if(list.begin(), list.end(),
                               [&](const at::Tensor& p) { return in_model.count(p.unsafeGetTensorImpl()) == 0; }),

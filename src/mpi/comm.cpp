@@ -47,6 +47,14 @@ int launched_rank() {
   return 0;
 }
 
+int launched_local_rank() {
+  if (launched_size() <= 1) return 0;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    if (const char* v = std::getenv(name)) return std::max(0, std::atoi(v));
+  }
+  return launched_rank();
+}
+
 int cores_per_local_rank() {
   const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_STEP_TASKS_PER_NODE"}) {

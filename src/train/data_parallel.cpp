@@ -9,6 +9,7 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include "cuda/cuda.h"
 #include "mpi/comm.h"
 
 namespace baton::detail {
@@ -19,8 +20,13 @@ struct DataParallel::Hooks {
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // kept so backward uses these
 };
 
-DataParallel::DataParallel(int64_t bucket_bytes, bool overlap)
-    : comm_(mpi::Comm::world()), bucket_bytes_(std::max<int64_t>(1, bucket_bytes)), overlap_(overlap) {}
+DataParallel::DataParallel(int64_t bucket_bytes, bool overlap, c10::Device device, bool nccl)
+    : comm_(mpi::Comm::world()), bucket_bytes_(std::max<int64_t>(1, bucket_bytes)), overlap_(overlap) {
+  if (nccl) {
+    const std::string id = comm_.broadcast(comm_.rank() == 0 ? cuda::nccl_unique_id() : std::string(), 0);
+    nccl_ = std::make_unique<cuda::Nccl>(id, comm_.rank(), comm_.size(), device.index());
+  }
+}
 
 DataParallel::~DataParallel() {
   if (hooks_) hooks_->owner = nullptr;
@@ -33,7 +39,11 @@ void DataParallel::broadcast_model(torch::nn::Module& model) {
   torch::NoGradGuard no_grad;
   auto send = [&](at::Tensor t) {
     if (!t.defined() || t.numel() == 0) return;
-    if (t.scalar_type() == at::kFloat && t.is_contiguous()) {
+    if (!t.is_cpu()) {  // once per fit: through host memory
+      at::Tensor host = t.to(at::kCPU, at::kDouble).contiguous();
+      comm_.broadcast(host.data_ptr<double>(), static_cast<std::size_t>(host.numel()));
+      t.copy_(host);
+    } else if (t.scalar_type() == at::kFloat && t.is_contiguous()) {
       comm_.broadcast(t.data_ptr<float>(), static_cast<std::size_t>(t.numel()));
     } else if (t.scalar_type() == at::kDouble && t.is_contiguous()) {
       comm_.broadcast(t.data_ptr<double>(), static_cast<std::size_t>(t.numel()));
@@ -135,14 +145,20 @@ void DataParallel::on_gradient(std::size_t k) {
   if (!armed_ || k >= filled_.size() || filled_[k]) return;
   fill(k);
   if (buckets_[bucket_of_[k]].pending == 0) start_ready();
-  comm_.test_reductions();  // lets the reductions already started progress
+  if (!nccl_) comm_.test_reductions();  // lets the reductions already started progress
 }
 
 void DataParallel::start(Bucket& b) {
-  if (b.flat.scalar_type() == at::kFloat) {
-    comm_.start_allreduce_sum(b.flat.data_ptr<float>(), static_cast<std::size_t>(b.flat.numel()));
+  if (nccl_) {
+    nccl_->allreduce_sum(b.flat);
   } else {
-    comm_.start_allreduce_sum(b.flat.data_ptr<double>(), static_cast<std::size_t>(b.flat.numel()));
+    // MPI reads host memory: a GPU bucket goes through a copy (a wait for the device).
+    at::Tensor& data = b.flat.is_cpu() ? b.flat : (b.host = b.flat.to(at::kCPU));
+    if (data.scalar_type() == at::kFloat) {
+      comm_.start_allreduce_sum(data.data_ptr<float>(), static_cast<std::size_t>(data.numel()));
+    } else {
+      comm_.start_allreduce_sum(data.data_ptr<double>(), static_cast<std::size_t>(data.numel()));
+    }
   }
   b.started = true;
   reduced_bytes_ += b.flat.numel() * static_cast<int64_t>(b.flat.element_size());
@@ -160,7 +176,15 @@ void DataParallel::finish() {
   }
   start_ready();
   const auto t0 = std::chrono::steady_clock::now();
-  comm_.wait_reductions();
+  if (nccl_) {
+    nccl_->wait();  // the current stream waits on the device; the host goes on
+  } else {
+    comm_.wait_reductions();
+    for (auto& b : buckets_) {
+      if (b.host.defined()) b.flat.copy_(b.host);
+      b.host = at::Tensor();
+    }
+  }
   wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (std::size_t k = 0; k < params_.size(); ++k) {
     auto& p = params_[k];
@@ -178,6 +202,17 @@ void DataParallel::finish() {
 std::vector<double> DataParallel::allreduce(std::vector<double> values) {
   if (!values.empty()) comm_.allreduce_sum(values.data(), values.size());
   return values;
+}
+
+at::Tensor DataParallel::allreduce(const at::Tensor& value) {
+  if (nccl_) {
+    at::Tensor sum = value.to(at::kFloat).clone();  // NCCL sums float32 (the loss: one number)
+    nccl_->allreduce_sum(sum);
+    nccl_->wait();
+    return sum.to(value.scalar_type());
+  }
+  const std::vector<double> sum = allreduce(std::vector<double>{value.item<double>()});
+  return at::full({}, sum[0], value.options());
 }
 
 std::string DataParallel::broadcast(const std::string& value) { return comm_.broadcast(value, 0); }

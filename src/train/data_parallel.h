@@ -1,6 +1,7 @@
 // Data parallelism across MPI ranks (private to train): gradients are averaged in buckets that are
 // reduced while backward still runs (autograd hooks on each parameter's gradient accumulator), the
-// approach of Horovod and PyTorch DDP.
+// approach of Horovod and PyTorch DDP. On GPUs the buckets are reduced by NCCL on the device (no
+// host wait); otherwise by MPI on the host (GPU buckets staged through host memory).
 #pragma once
 
 #include <cstdint>
@@ -13,14 +14,17 @@
 namespace baton::mpi {
 class Comm;
 }
+namespace baton::cuda {
+class Nccl;
+}
 
 namespace baton::detail {
 
 class DataParallel {
  public:
   // `bucket_bytes`: gradients per bucket; `overlap`: reduce a bucket as soon as its gradients are
-  // ready during backward (else all after backward).
-  DataParallel(int64_t bucket_bytes, bool overlap);
+  // ready during backward (else all after backward); `nccl`: reduce with NCCL on `device` (a GPU).
+  DataParallel(int64_t bucket_bytes, bool overlap, c10::Device device, bool nccl);
   ~DataParallel();
   int rank() const;
   int size() const;
@@ -38,6 +42,9 @@ class DataParallel {
 
   // Sums over every rank.
   std::vector<double> allreduce(std::vector<double> values);
+  // The sum of `value` (a tensor on the run's device) over every rank; with NCCL on the device.
+  at::Tensor allreduce(const at::Tensor& value);
+  bool uses_nccl() const { return nccl_ != nullptr; }
   std::string broadcast(const std::string& value);
 
   // Seconds spent waiting for reductions in finish() (what backward did not hide), and reduced.
@@ -48,6 +55,7 @@ class DataParallel {
  private:
   struct Bucket {
     at::Tensor flat;
+    at::Tensor host;                  // a GPU bucket's copy that MPI reduces
     std::vector<std::size_t> params;  // indices into params_
     std::vector<int64_t> offsets;
     int pending = 0;
@@ -60,12 +68,13 @@ class DataParallel {
   void start(Bucket& bucket);
 
   mpi::Comm& comm_;
+  std::unique_ptr<cuda::Nccl> nccl_;
   int64_t bucket_bytes_;
   bool overlap_;
   std::vector<at::Tensor> params_;
-  std::vector<std::size_t> bucket_of_;   // per param
-  std::vector<std::size_t> slot_of_;     // per param: index within its bucket
-  std::vector<bool> filled_;             // per param, this batch
+  std::vector<std::size_t> bucket_of_;  // per param
+  std::vector<std::size_t> slot_of_;    // per param: index within its bucket
+  std::vector<bool> filled_;            // per param, this batch
   std::vector<Bucket> buckets_;
   std::size_t next_start_ = 0;
   bool armed_ = false;

@@ -14,12 +14,14 @@
 
 #include "baton/algorithms/registry.h"
 #include "baton/callbacks/registry.h"
+#include "baton/core/device.h"
 #include "baton/core/options.h"
 #include "baton/data/fashion_mnist.h"
 #include "baton/data/readers.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/threads.h"
+#include "mpi/comm.h"
 
 namespace baton {
 
@@ -105,18 +107,43 @@ TrainingRun build_run(const Recipe& recipe) {
   o.ddp_bucket_mb(top.get<double>("ddp_bucket_mb", 1.0));
   if (o.ddp_bucket_mb() <= 0) top.fail("ddp_bucket_mb", "must be positive (MiB of gradients per reduction)");
   o.ddp_overlap(top.get<bool>("ddp_overlap", true));
+  o.ddp_backend(top.get<std::string>("ddp_backend", "auto"));
+  if (o.ddp_backend() != "auto" && o.ddp_backend() != "nccl" && o.ddp_backend() != "mpi") {
+    top.fail("ddp_backend", "expected auto, nccl or mpi, got '" + o.ddp_backend() + "'");
+  }
   o.progress_bar(top.get<bool>("progress_bar", true));
   o.console_log_interval(top.time("console_log_interval", Time::from_epoch(1)));
   if (top.has("eval_metrics")) o.eval_metrics(top.get<std::vector<std::string>>("eval_metrics", {}));
+  // The device first: what auto precision picks and where data.on_device puts the data set.
+  o.device(top.get<std::string>("device", "auto"));
+  c10::Device device(c10::kCPU);
+  try {
+    device = parse_device(o.device(), mpi::launched_size() > 1 ? mpi::launched_local_rank() : 0);
+  } catch (const std::invalid_argument& e) {
+    top.fail("device", e.what());
+  }
   const std::string precision = top.get<std::string>("precision", "auto");
-  if (precision == "auto") {
-    o.precision(cpu_has_native_bf16() ? Precision::kAmpBf16 : Precision::kFp32);
+  if (precision == "auto") {  // bfloat16 where the hardware has it
+    const bool bf16 = device.is_cuda() ? cuda_supports_bf16(device) : cpu_has_native_bf16();
+    o.precision(bf16 ? Precision::kAmpBf16 : Precision::kFp32);
   } else {
     try {
       o.precision(parse_precision(precision));
     } catch (const std::invalid_argument& e) {
       top.fail("precision", std::string(e.what()) + " or 'auto'");
     }
+  }
+  if (o.precision() == Precision::kAmpFp16 && !device.is_cuda()) {
+    top.fail("precision", std::string("amp_fp16 needs a CUDA device (loss scaling of float16 is a GPU's), and ") +
+                              (cuda_built() ? "device is " + device.str() : "this baton's LibTorch has no CUDA") +
+                              "; use amp_bf16 or fp32");
+  }
+  o.tf32(top.get<bool>("tf32", false));
+  const std::string log_interval = top.get<std::string>("log_interval", "auto");
+  if (log_interval != "auto") {
+    const int64_t n = top.get<int64_t>("log_interval", 0);
+    if (n < 1) top.fail("log_interval", "expected a whole number of batches of at least 1, or auto");
+    o.log_interval(n);
   }
   o.save_folder(top.get<std::string>("save_folder", ""));
   o.save_interval(top.time("save_interval", Time::from_epoch(1)));
@@ -181,6 +208,20 @@ TrainingRun build_run(const Recipe& recipe) {
     }
   } else {
     data.fail("dataset", "unknown dataset '" + dataset + "' (known: fashion_mnist, files)");
+  }
+  if (data.get<bool>("on_device", false) && !device.is_cpu()) {  // gathered there, no copy per batch
+    auto on_device = [&](const std::shared_ptr<Dataset>& d) -> std::shared_ptr<Dataset> {
+      auto tensors = std::dynamic_pointer_cast<TensorDataset>(d);
+      if (!tensors) data.fail("on_device", "this data set is not held in memory as tensors");
+      try {
+        return tensors->to(device);
+      } catch (const c10::Error& e) {
+        data.fail("on_device", "the data set does not fit on " + device.str() + " (" +
+                                   std::string(e.what_without_backtrace()).substr(0, 200) + "); set it to false");
+      }
+    };
+    run.train_data = on_device(run.train_data);
+    if (run.eval_data) run.eval_data = on_device(run.eval_data);
   }
   const int64_t batch_size = data.get<int64_t>("batch_size", 128);
   if (batch_size < 1) data.fail("batch_size", "must be at least 1");

@@ -20,13 +20,17 @@ inline const std::vector<std::string> kTopKeys = {"run_name",
                                                   "max_duration",
                                                   "eval_interval",
                                                   "eval_subset_num_batches",
+                                                  "device",
                                                   "device_train_microbatch_size",
                                                   "precision",
+                                                  "tf32",
+                                                  "log_interval",
                                                   "deterministic",
                                                   "num_threads",
                                                   "distributed",
                                                   "ddp_bucket_mb",
                                                   "ddp_overlap",
+                                                  "ddp_backend",
                                                   "progress_bar",
                                                   "console_log_interval",
                                                   "eval_metrics",
@@ -46,9 +50,9 @@ inline const std::vector<std::string> kTopKeys = {"run_name",
                                                   "algorithms",
                                                   "callbacks",
                                                   "loggers"};
-inline const std::vector<std::string> kDataKeys = {"dataset",     "dir",         "train_inputs", "train_labels",
-                                                   "eval_inputs", "eval_labels", "batch_size",   "eval_batch_size",
-                                                   "shuffle",     "drop_last",   "standardize",  "prefetch"};
+inline const std::vector<std::string> kDataKeys = {
+    "dataset",         "dir",     "train_inputs", "train_labels", "eval_inputs", "eval_labels", "batch_size",
+    "eval_batch_size", "shuffle", "drop_last",    "standardize",  "prefetch",    "on_device"};
 inline const std::vector<std::string> kModelKeys = {"name", "hidden", "path"};
 inline const std::vector<std::string> kOptimizerKeys = {"name",         "lr",    "momentum", "dampening", "nesterov",
                                                         "weight_decay", "beta1", "beta2",    "eps"};

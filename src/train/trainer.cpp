@@ -8,18 +8,20 @@
 #include <thread>
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/autocast_mode.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include "baton/algorithms/registry.h"
+#include "baton/core/device.h"
 #include "baton/loggers/console_logger.h"
 #include "baton/loggers/progress_bar.h"
 #include "baton/metrics/metrics.h"
+#include "baton/optim/grad_scaler.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_saver.h"
 #include "baton/train/threads.h"
+#include "cuda/cuda.h"
 #include "mpi/comm.h"
 #include "train/data_parallel.h"
 
@@ -41,24 +43,6 @@ auto torch_call(const std::string& what, F&& f) {
     throw std::runtime_error(what + ": " + first_line(e.what_without_backtrace()));
   }
 }
-
-// Forward and loss under CPU autocast to bfloat16 while alive.
-class AutocastScope {
- public:
-  explicit AutocastScope(bool on) : on_(on) {
-    if (!on_) return;
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::set_cpu_enabled(true);
-  }
-  ~AutocastScope() {
-    if (!on_) return;
-    at::autocast::set_cpu_enabled(false);
-    at::autocast::clear_cache();
-  }
-
- private:
-  bool on_;
-};
 
 bool is_zero(const Time& t) { return t.value() == 0.0; }
 
@@ -96,6 +80,38 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);
 }
 
+// The random generator of a CUDA device (its state goes into checkpoints beside the CPU's).
+at::Generator cuda_generator(c10::Device device) { return at::globalContext().defaultGenerator(device); }
+
+// TrainerOptions::device resolved: under data parallelism auto and cuda take the rank's GPU.
+c10::Device resolve_device(const TrainerOptions& o, bool distributed) {
+  try {
+    return parse_device(o.device(), distributed ? mpi::launched_local_rank() : 0);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("TrainerOptions: device ") + e.what());
+  }
+}
+
+void check_precision(Precision precision, c10::Device device) {
+  if (precision != Precision::kAmpFp16 || device.is_cuda()) return;
+  throw std::invalid_argument(
+      std::string("TrainerOptions: precision amp_fp16 needs a CUDA device, and ") +
+      (cuda_built() ? "the run's device is " + device.str() : std::string("this baton's LibTorch has no CUDA")) +
+      "; use amp_bf16 or fp32 on the CPU");
+}
+
+// ddp_backend resolved: NCCL for ranks on GPUs when baton has it.
+bool use_nccl(const std::string& backend, c10::Device device) {
+  require(backend == "auto" || backend == "nccl" || backend == "mpi",
+          "TrainerOptions: ddp_backend '" + backend + "' (expected auto, nccl or mpi)");
+  if (backend == "mpi") return false;
+  if (backend == "auto") return device.is_cuda() && cuda::nccl_built();
+  require(device.is_cuda(),
+          "TrainerOptions: ddp_backend nccl needs the ranks on GPUs (device is " + device.str() + ")");
+  require(cuda::nccl_built(), "TrainerOptions: ddp_backend nccl: this baton was built without NCCL; use mpi");
+  return true;
+}
+
 // The momentum of an SGD parameter group (one_cycle cycles it); nullptr for other optimizers.
 double* sgd_momentum(torch::optim::OptimizerParamGroup& group) {
   auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&group.options());
@@ -124,17 +140,23 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   if (options_.eval_metrics().empty()) options_.eval_metrics(options_.model()->metrics());
   for (const auto& metric : options_.eval_metrics()) make_metric(metric);  // throws for unknown names
 
-  if (options_.distributed() == Distributed::kOn ||
-      (options_.distributed() == Distributed::kAuto && mpi::launched_size() > 1)) {
+  require(!options_.log_interval() || *options_.log_interval() >= 1,
+          "TrainerOptions: log_interval must be at least 1 batch (or auto)");
+  const bool distributed = options_.distributed() == Distributed::kOn ||
+                           (options_.distributed() == Distributed::kAuto && mpi::launched_size() > 1);
+  state_.device = resolve_device(options_, distributed);
+  check_precision(options_.precision(), state_.device);
+  if (distributed) {
     require(options_.ddp_bucket_mb() > 0, "TrainerOptions: ddp_bucket_mb must be positive");
+    const bool nccl = use_nccl(options_.ddp_backend(), state_.device);
     ddp_ = std::make_unique<detail::DataParallel>(static_cast<int64_t>(options_.ddp_bucket_mb() * 1024 * 1024),
-                                                  options_.ddp_overlap());
+                                                  options_.ddp_overlap(), state_.device, nccl);
     if (ddp_->size() == 1 && options_.distributed() == Distributed::kAuto) ddp_.reset();
   }
   // Ranks on one machine share its cores.
   configure_threads(options_.num_threads() == 0 && ddp_ ? mpi::cores_per_local_rank() : options_.num_threads());
   torch::manual_seed(options_.seed());
-  at::globalContext().setDeterministicAlgorithms(options_.deterministic(), /*warn_only=*/false);
+  setup_device();
 
   if (options_.optimizers().empty()) {
     options_.optimizers({make_optimizer({.name = "decoupled_sgdw", .lr = 0.1}, options_.model()->parameters())});
@@ -178,7 +200,11 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
     saver_ = std::make_shared<CheckpointSaver>(
         CheckpointSaverOptions{options_.save_folder(), options_.save_interval(), options_.save_filename(),
                                options_.save_num_checkpoints_to_keep()},
-        [this] { return snapshot(options_.save_weights_only()); }, [this] { return options_.checkpoint_meta(); });
+        [this] {
+          flush_losses();  // a NaN loss stops the run before it is saved
+          return snapshot(options_.save_weights_only());
+        },
+        [this] { return options_.checkpoint_meta(); });
     state_.callbacks.push_back(saver_);
   }
   require(!options_.autoresume() || !options_.save_folder().empty(),
@@ -186,6 +212,7 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
 
   engine_ = std::make_unique<Engine>(state_, *logger_);
   engine_->run_event(Event::kInit);
+  state_.model->to(state_.device);  // what surgery put in at init was made on the CPU
   engine_->run_event(Event::kBeforeLoad);
   if (ddp_) {
     state_.reduce_gradients = [this] {
@@ -208,6 +235,30 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
                     options_.load_ignore_keys());
   }
   engine_->run_event(Event::kAfterLoad);
+}
+
+// Where the run computes: determinism and TF32 for its kernels, the model and batches moved there,
+// the loss scaler of amp_fp16.
+void Trainer::setup_device() {
+  const c10::Device device = state_.device;
+  const bool deterministic = options_.deterministic();
+  if (deterministic && device.is_cuda()) {
+    // cuBLAS is deterministic only with a fixed workspace, set before its first handle is made.
+    ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  }
+  at::globalContext().setDeterministicAlgorithms(deterministic, /*warn_only=*/false);
+  at::globalContext().setDeterministicCuDNN(deterministic);
+  if (deterministic) at::globalContext().setBenchmarkCuDNN(false);
+  if (device.is_cuda()) {
+    at::globalContext().setFloat32MatmulPrecision(options_.tf32() ? "high" : "highest");
+    at::globalContext().setAllowTF32CuDNN(options_.tf32());
+  }
+  options_.model()->to(device);
+  if (options_.train_dataloader()) options_.train_dataloader()->set_device(device);
+  for (const auto& [name, loader] : options_.eval_dataloaders()) loader->set_device(device);
+  if (options_.precision() == Precision::kAmpFp16) state_.grad_scaler = std::make_shared<GradScaler>();
+  log_interval_ = options_.log_interval().value_or(device.is_cuda() ? 50 : 1);
+  if (device.is_cuda()) spdlog::info("training on {} ({})", describe(device), to_string(options_.precision()));
 }
 
 // Algorithms that changed the model's structure (required_on_load) and that this run lacks are
@@ -257,6 +308,12 @@ StateDict Trainer::snapshot(bool weights_only) const {
     std::lock_guard<std::mutex> lock(generator.mutex());
     out.tensors["rng/torch"] = generator.get_state();
   }
+  if (state_.device.is_cuda()) {
+    auto generator = cuda_generator(state_.device);
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    out.tensors["rng/cuda"] = generator.get_state();
+  }
+  if (state_.grad_scaler) out.values["grad_scaler"] = state_.grad_scaler->state_dict();
   nlohmann::json metrics = nlohmann::json::object();
   for (const auto& [label, values] : state_.eval_metrics) metrics[label] = values;
   out.values["eval_metrics"] = metrics;
@@ -269,7 +326,8 @@ StateDict Trainer::snapshot(bool weights_only) const {
   return out;
 }
 
-void Trainer::save_checkpoint(const std::string& path, bool weights_only) const {
+void Trainer::save_checkpoint(const std::string& path, bool weights_only) {
+  flush_losses();
   write_checkpoint(path, snapshot(weights_only), options_.checkpoint_meta());
 }
 
@@ -278,6 +336,7 @@ void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool s
   const CheckpointFile ckpt = read_checkpoint(path);
   const StateDict& sd = ckpt.state;
   reapply_surgery(path, sd);
+  state_.model->to(state_.device);
   Model& model = current_model();
   {
     torch::NoGradGuard no_grad;
@@ -313,8 +372,12 @@ void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool s
 
   if (!sd.values.contains("timestamp"))
     throw CheckpointError(path + ": holds only weights; load it with load_weights_only");
-  // Everything but the model (done above) and what this run's options decide.
+  // Everything but the model (done above) and what this run's options decide; the algorithms' and
+  // callbacks' tensors (EMA's average, …) live on the run's device, whichever one wrote them.
   StateDict rest = sd;
+  for (auto& [name, tensor] : rest.tensors) {
+    if (name.rfind("algorithms/", 0) == 0 || name.rfind("callbacks/", 0) == 0) tensor = tensor.to(state_.device);
+  }
   for (auto& item : model.named_parameters()) rest.tensors["model/" + item.key()] = item.value();
   for (auto& item : model.named_buffers()) rest.tensors["model/" + item.key()] = item.value();
   const std::string run_name = state_.run_name;
@@ -330,7 +393,7 @@ void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool s
         std::string(static_cast<const char*>(bytes.data_ptr()), static_cast<std::size_t>(bytes.numel())));
     torch::serialize::InputArchive archive;
     try {
-      archive.load_from(in);
+      archive.load_from(in, state_.device);  // momentum and the like, where this run's parameters are
       state_.optimizers[i]->load(archive);
     } catch (const c10::Error& e) {
       throw CheckpointError(path + ": optimizer " + std::to_string(i) +
@@ -341,6 +404,18 @@ void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool s
     auto generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
     generator.set_state(it->second);
+  }
+  if (auto it = sd.tensors.find("rng/cuda"); it != sd.tensors.end() && state_.device.is_cuda()) {
+    auto generator = cuda_generator(state_.device);
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(it->second);
+  }
+  if (auto it = sd.values.find("grad_scaler"); it != sd.values.end() && state_.grad_scaler) {
+    try {
+      state_.grad_scaler->load_state_dict(*it);
+    } catch (const std::invalid_argument& e) {
+      throw CheckpointError(path + ": " + e.what());
+    }
   }
   if (auto it = sd.values.find("eval_metrics"); it != sd.values.end() && it->is_object()) {
     for (const auto& [label, values] : it->items()) {
@@ -493,6 +568,7 @@ void Trainer::fit() {
       engine_->run_event(Event::kEpochCheckpoint);
     }
   }
+  flush_losses();
   summary_.stopped_early = state_.stop_requested() && !done();
   if (!is_zero(options_.eval_interval()) && !options_.eval_dataloaders().empty() &&
       last_eval_batch_ != state_.timestamp.batch()) {
@@ -528,7 +604,8 @@ void Trainer::train_batch() {
     find_unused = find_unused || a->find_unused_parameters();
   }
 
-  double batch_loss = 0.0;
+  // The batch's loss stays on the device: read when logged (flush_losses), not here.
+  at::Tensor batch_loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(state_.device));
   Model& model = current_model();
   if (ddp_) {
     ddp_->prepare(model);
@@ -543,7 +620,7 @@ void Trainer::train_batch() {
     engine_->run_event(Event::kBeforeForward);
     {
       ScopedMarker marker(state_.profiler.get(), "forward");
-      AutocastScope autocast(state_.precision == Precision::kAmpBf16);
+      AutocastGuard autocast(state_.precision, state_.device.type());
       state_.outputs =
           torch_call("the model cannot take this batch (inputs of shape " + c10::str(state_.batch.input.sizes()) + ")",
                      [&] { return model.forward(state_.batch); });
@@ -552,7 +629,7 @@ void Trainer::train_batch() {
     engine_->run_event(Event::kBeforeLoss);
     {
       ScopedMarker marker(state_.profiler.get(), "loss");
-      AutocastScope autocast(state_.precision == Precision::kAmpBf16);
+      AutocastGuard autocast(state_.precision, state_.device.type());
       state_.loss = torch_call("the loss cannot be computed for outputs of shape " + c10::str(state_.outputs.sizes()),
                                [&] { return model.loss(state_.outputs, state_.batch); });
     }
@@ -562,42 +639,81 @@ void Trainer::train_batch() {
     if (ddp_ && last) ddp_->arm(ddp_weight_, find_unused);  // buckets reduce as backward fills them
     {
       ScopedMarker marker(state_.profiler.get(), "backward");
-      torch_call("backward failed", [&] {
-        (state_.loss * share).backward({}, /*retain_graph=*/create_graph, create_graph);
-        return 0;
-      });
+      backward(state_.loss, share, create_graph);
     }
     if (ddp_ && last) {
       ScopedMarker marker(state_.profiler.get(), "ddp/wait");
       ddp_->finish();  // after_backward sees the averaged gradients
     }
     engine_->run_event(Event::kAfterBackward);
-    batch_loss += state_.loss.item<double>() * share;
+    batch_loss.add_(state_.loss.detach().to(at::kDouble), share);
   }
   if (inputs.size() > 1) state_.batch = full;
-  if (ddp_) batch_loss = ddp_->allreduce({batch_loss * ddp_weight_})[0];  // the global batch's loss
-  if (!std::isfinite(batch_loss)) {
-    throw std::runtime_error("train/loss is " + std::to_string(batch_loss) + " at batch " +
-                             std::to_string(state_.timestamp.batch() + 1) + " (epoch " +
-                             std::to_string(state_.timestamp.epoch()) +
-                             "); lower the learning rate or check the data for NaN/Inf");
+  if (ddp_) batch_loss = ddp_->allreduce(batch_loss * ddp_weight_);  // the global batch's loss
+  pending_losses_.push_back({state_.timestamp.batch() + 1, state_.timestamp.epoch(), batch_loss});
+  // Read before the step when due: a NaN loss then never reaches the weights.
+  if (static_cast<int64_t>(pending_losses_.size()) >= log_interval_) flush_losses();
+  if (state_.grad_scaler) {  // after_train_batch (clipping, SAM) sees the true gradients
+    for (const auto& optimizer : state_.optimizers) state_.grad_scaler->unscale(*optimizer);
   }
   engine_->run_event(Event::kAfterTrainBatch);
   {
     ScopedMarker marker(state_.profiler.get(), "optimizer/step");
-    for (const auto& optimizer : state_.optimizers) optimizer->step();
+    optimizer_step();
   }
-  summary_.train_loss = batch_loss;
-  logger_->log_metrics({{"train/loss", batch_loss}}, state_.timestamp.batch() + 1);
+}
+
+void Trainer::backward(const at::Tensor& loss, double share, bool create_graph) {
+  torch_call("backward failed", [&] {
+    at::Tensor scaled = loss * share;
+    if (state_.grad_scaler) scaled = state_.grad_scaler->scale(scaled);
+    scaled.backward({}, /*retain_graph=*/create_graph, create_graph);
+    return 0;
+  });
+}
+
+void Trainer::optimizer_step() {
+  if (!state_.grad_scaler) {
+    for (const auto& optimizer : state_.optimizers) optimizer->step();
+    return;
+  }
+  // Skipped (and the scale halved) when a gradient overflowed.
+  for (const auto& optimizer : state_.optimizers) state_.grad_scaler->step(*optimizer);
+  state_.grad_scaler->update();
+}
+
+void Trainer::flush_losses() {
+  if (pending_losses_.empty()) return;
+  const std::vector<PendingLoss> pending = std::move(pending_losses_);
+  pending_losses_.clear();
+  std::vector<at::Tensor> parts;
+  for (const auto& p : pending) parts.push_back(p.loss.reshape({1}));
+  const at::Tensor values = torch::cat(parts).to(at::kCPU, at::kDouble).contiguous();  // the one wait
+  const double* loss = values.data_ptr<double>();
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    if (!std::isfinite(loss[i])) {
+      throw std::runtime_error("train/loss is " + std::to_string(loss[i]) + " at batch " +
+                               std::to_string(pending[i].step) + " (epoch " + std::to_string(pending[i].epoch) +
+                               "); lower the learning rate or check the data for NaN/Inf");
+    }
+    logger_->log_metrics({{"train/loss", loss[i]}}, pending[i].step);
+  }
+  summary_.train_loss = loss[pending.size() - 1];
+  if (state_.grad_scaler) {
+    logger_->log_metrics({{"amp/loss_scale", state_.grad_scaler->get_scale()},
+                          {"amp/skipped_steps", static_cast<double>(state_.grad_scaler->skipped_steps())}},
+                         pending.back().step);
+  }
 }
 
 at::Tensor Trainer::eval_forward(Model& model) {
-  AutocastScope autocast(state_.precision == Precision::kAmpBf16);
+  AutocastGuard autocast(state_.precision, state_.device.type());
   return torch_call("the model cannot take inputs of shape " + c10::str(state_.batch.input.sizes()),
                     [&] { return model.eval_forward(state_.batch); });
 }
 
 void Trainer::run_evaluators() {
+  flush_losses();  // the training losses so far come before the evaluation's metrics
   const auto start = Clock::now();
   engine_->run_event(Event::kEvalBeforeAll);
   for (const auto& [label, loader] : options_.eval_dataloaders()) evaluate(label, *loader);
@@ -689,6 +805,7 @@ std::vector<at::Tensor> Trainer::predict(DataLoader& loader) {
   engine_->run_event(Event::kPredictStart);
   {
     torch::NoGradGuard no_grad;
+    loader.set_device(state_.device);
     loader.start_epoch(0);
     while (auto batch = loader.next()) {
       state_.batch = std::move(*batch);

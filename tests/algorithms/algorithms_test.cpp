@@ -551,12 +551,8 @@ TEST(Surgery, LowPrecisionNormsComputeInBf16UnderAutocast) {
   Logger logger(state);
   const at::Tensor x = torch::randn({2, 4, 16});
   auto run = [&] {
-    at::autocast::set_cpu_enabled(true);
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    const at::Tensor y = model->forward(Batch{x, at::Tensor()});
-    at::autocast::set_cpu_enabled(false);
-    at::autocast::clear_cache();
-    return y;
+    AutocastGuard autocast(Precision::kAmpBf16, c10::DeviceType::CPU);
+    return model->forward(Batch{x, at::Tensor()});
   };
   const at::Tensor plain = run();
   EXPECT_EQ(plain.scalar_type(), at::kFloat);

@@ -43,6 +43,18 @@ data: {dataset: files, train_inputs: $tmp/corrupt.idx, train_labels: $tmp/corrup
 Y
 expect_error 1 "corrupt.idx: not an IDX file" -- "$baton" train "$tmp/files.yaml"
 
+# Devices and precision this machine or this LibTorch cannot run: exit 2, nothing written.
+expect_error 2 "--set device: 'tpu': unknown device (expected auto, cpu, cuda or cuda:N)" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set device=tpu --run-dir "$tmp/dev"
+printf 'device: cuda:7\nmax_duration: 1ba\n' >"$tmp/gpu.yaml"
+expect_error 2 "gpu.yaml:1:9: device: 'cuda:7': " -- "$baton" train "$tmp/gpu.yaml" --run-dir "$tmp/dev"
+expect_error 2 "--set precision: amp_fp16 needs a CUDA device" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set device=cpu --set precision=amp_fp16 --run-dir "$tmp/dev"
+expect_error 2 "--set log_interval: expected a whole number of batches of at least 1, or auto" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set log_interval=0 --run-dir "$tmp/dev"
+expect_error 2 "--set ddp_backend: expected auto, nccl or mpi, got 'gloo'" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set ddp_backend=gloo --run-dir "$tmp/dev"
+expect_error 2 "--device 'tpu': unknown device" -- "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/none.pt" --device tpu
+expect_error 2 "--device 'cuda:7': " -- "$baton" predict "$src/recipes/fashion_mnist.yaml" --load "$tmp/none.pt" --device cuda:7
+expect_error 2 "--device 'cuda:7': " -- "$baton" export "$tmp/none.ckpt" --torchscript "$tmp/none.ts" --device cuda:7
+[ ! -e "$tmp/dev" ] && [ ! -e "$tmp/none.ts" ] || { echo "FAIL: a refused device left files behind"; failures=$((failures + 1)); }
+
 if [ -d /usr/share/datasets/fashion-mnist ]; then
   # A model whose input does not fit the data: mlp built for the data, but fashion_cnn with 3 channels cannot be asked for,
   # so feed mlp-shaped weights to eval instead.

@@ -90,6 +90,35 @@ TEST(DataLoader, RestoredPositionContinuesExactly) {
   EXPECT_THROW(DataLoaderPosition::from_json({{"epoch", 1}}), std::invalid_argument);
 }
 
+TEST(DataLoader, ADataSetOnADeviceIsGatheredThereInTheSameOrder) {
+  // The meta device stands in for a GPU: it has shapes but no values, and any read of one throws.
+  const auto data = numbered(10)->to(c10::Device(c10::kMeta));
+  EXPECT_EQ(data->num_classes(), 3);  // counted once, on the host
+  EXPECT_EQ(data->device(), c10::Device(c10::kMeta));
+  DataLoader loader(data, DataLoaderOptions().batch_size(4).seed(7));  // prefetch on: no thread needed
+  EXPECT_EQ(loader.device(), c10::Device(c10::kMeta));
+  std::vector<int64_t> sizes;
+  while (auto b = loader.next()) {
+    EXPECT_TRUE(b->input.is_meta());
+    EXPECT_TRUE(b->target.is_meta());
+    sizes.push_back(b->size());
+  }
+  EXPECT_EQ(sizes, (std::vector<int64_t>{4, 4, 2}));
+}
+
+TEST(DataLoader, BatchesGoToTheDeviceItIsGiven) {
+  DataLoader loader(numbered(6), DataLoaderOptions().batch_size(4).shuffle(false));
+  EXPECT_EQ(loader.device(), c10::Device(c10::kCPU));
+  loader.set_device(c10::Device(c10::kMeta));
+  loader.start_epoch(0);
+  auto b = loader.next();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_TRUE(b->input.is_meta());
+  loader.set_device(c10::Device(c10::kCPU));
+  loader.start_epoch(0);
+  EXPECT_EQ(ids(*loader.next()), (std::vector<int64_t>{0, 1, 2, 3}));
+}
+
 TEST(DataLoader, RefusesBadOptions) {
   EXPECT_THROW(DataLoader(nullptr), std::invalid_argument);
   EXPECT_THROW(DataLoader(numbered(3), DataLoaderOptions().batch_size(0)), std::invalid_argument);

@@ -71,6 +71,18 @@ TEST(Metrics, AveragedOverEveryExampleNotOverBatches) {
   EXPECT_THROW(acc.compute(), std::logic_error);
 }
 
+TEST(Metrics, UpdatesNeverReadTheDevice) {
+  // On the meta device every read of a value throws: updates pass only if their sums stay where
+  // the outputs are (on a GPU: no wait for it per evaluation batch). compute() is the one read.
+  const auto meta = torch::TensorOptions().device(c10::kMeta);
+  for (const char* name : {"accuracy", "top2_accuracy", "loss"}) {
+    auto m = make_metric(name);
+    EXPECT_NO_THROW(m->update(torch::empty({4, 3}, meta), torch::empty({4}, meta.dtype(torch::kLong)))) << name;
+    EXPECT_NO_THROW(m->update(torch::empty({2, 3}, meta), torch::empty({2}, meta.dtype(torch::kLong)))) << name;
+    EXPECT_ANY_THROW(m->compute()) << name;
+  }
+}
+
 TEST(Metrics, TopKAndNames) {
   auto m = make_metric("top2_accuracy");
   EXPECT_EQ(m->name(), "top2_accuracy");

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include "baton/plan/session.h"
 
@@ -26,7 +27,9 @@ struct Log {
   }
 };
 
-std::shared_ptr<ExecutionStep> fn(const std::string& name, StepFunction f) { return ExecutionStep::make(name, std::move(f)); }
+std::shared_ptr<ExecutionStep> fn(const std::string& name, StepFunction f) {
+  return ExecutionStep::make(name, std::move(f));
+}
 
 TEST(Plan, NodesTasksNamesAndCluster) {
   Cluster cluster;
@@ -69,20 +72,22 @@ TEST(Plan, NodesTasksNamesAndCluster) {
 
 TEST(Plan, SetupsAndExitsAroundInstancesInOrder) {
   Log log;
-  auto task_setup = std::make_shared<StepSetup>(StepSetup{[&](Workspace& ws) {
-                                                    log.add("task init");
-                                                    ws.set("total", 0.0);
-                                                  },
-                                                  [&](Workspace& ws) { log.add("task exit " + to_string(*ws.get("total"))); }});
+  auto task_setup = std::make_shared<StepSetup>(
+      StepSetup{[&](Workspace& ws) {
+                  log.add("task init");
+                  ws.set("total", 0.0);
+                },
+                [&](Workspace& ws) { log.add("task exit " + to_string(*ws.get("total"))); }});
   auto instance_setup = std::make_shared<StepSetup>(StepSetup{[&](Workspace& ws) {
-                                                        log.add("instance init");
-                                                        ws.set("local", 0.0);
-                                                      },
-                                                      [&](Workspace& ws) {
-                                                        log.add("instance exit");
-                                                        ws.add("total", ws.get_double("local"));
-                                                      }});
-  auto node_setup = std::make_shared<StepSetup>(StepSetup{[&](Workspace&) { log.add("node init"); }, [&](Workspace&) { log.add("node exit"); }});
+                                                                log.add("instance init");
+                                                                ws.set("local", 0.0);
+                                                              },
+                                                              [&](Workspace& ws) {
+                                                                log.add("instance exit");
+                                                                ws.add("total", ws.get_double("local"));
+                                                              }});
+  auto node_setup = std::make_shared<StepSetup>(
+      StepSetup{[&](Workspace&) { log.add("node init"); }, [&](Workspace&) { log.add("node exit"); }});
   auto body = fn("count", [&](StepContext& c) {
     c.workspace().add("local", 1);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));  // both instances start before one ends
@@ -110,10 +115,10 @@ TEST(Plan, SetupsAndExitsAroundInstancesInOrder) {
 
 TEST(Plan, InstanceWorkspacesAreSeparateAndSeeTheTasks) {
   auto setup = std::make_shared<StepSetup>(StepSetup{[](Workspace& ws) {
-                                               ws.set("shared", int64_t{7});
-                                               ws.set("seen", 0.0);
-                                             },
-                                             [](Workspace& ws) { ws.set("leaked", ws.has("mine")); }});
+                                                       ws.set("shared", int64_t{7});
+                                                       ws.set("seen", 0.0);
+                                                     },
+                                                     [](Workspace& ws) { ws.set("leaked", ws.has("mine")); }});
   auto body = fn("look", [](StepContext& c) {
     c.workspace().set("mine", int64_t{c.instance()});
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -278,7 +283,8 @@ namespace {
 
 TEST(Plan, ASharedSetupRunsOncePerTaskOrGroupRun) {
   std::atomic<int> task_inits{0}, task_exits{0}, node_inits{0};
-  auto per_task = std::make_shared<StepSetup>(StepSetup{[&](Workspace&) { ++task_inits; }, [&](Workspace&) { ++task_exits; }});
+  auto per_task =
+      std::make_shared<StepSetup>(StepSetup{[&](Workspace&) { ++task_inits; }, [&](Workspace&) { ++task_exits; }});
   auto per_node = std::make_shared<StepSetup>(StepSetup{[&](Workspace&) { ++node_inits; }, {}});
   auto a = fn("a", [](StepContext&) {});
   auto b = fn("b", [](StepContext&) {});
@@ -288,7 +294,7 @@ TEST(Plan, ASharedSetupRunsOncePerTaskOrGroupRun) {
   for (int run = 0; run < 2; ++run) {
     TaskGroup group;
     group.add(Task(ExecutionStep::make("ab", Steps{a, b}), {.node = "n"}));  // a and b in one task
-    group.add(Task(b, {.node = "n"}));                                    // b alone in another
+    group.add(Task(b, {.node = "n"}));                                       // b alone in another
     session.run(group);
   }
   EXPECT_EQ(task_inits.load(), 4) << "once per task (2 tasks) per run (2 runs)";
@@ -297,9 +303,14 @@ TEST(Plan, ASharedSetupRunsOncePerTaskOrGroupRun) {
 }
 
 TEST(Plan, WorkspaceValuesRoundTripAsJson) {
-  const std::vector<WorkspaceValue> values = {
-      1.25, int64_t{-7}, true, std::string("x\"y"), torch::tensor({0.1F, 2.5F}).reshape({1, 2}),
-      torch::arange(6, torch::kInt32), torch::tensor({true, false}), torch::tensor({1.0 / 3.0}, torch::kFloat64)};
+  const std::vector<WorkspaceValue> values = {1.25,
+                                              int64_t{-7},
+                                              true,
+                                              std::string("x\"y"),
+                                              torch::tensor({0.1F, 2.5F}).reshape({1, 2}),
+                                              torch::arange(6, torch::kInt32),
+                                              torch::tensor({true, false}),
+                                              torch::tensor({1.0 / 3.0}, torch::kFloat64)};
   for (const auto& v : values) {
     const auto back = value_from_json(nlohmann::json::parse(value_to_json(v).dump()));
     ASSERT_EQ(back.index(), v.index()) << value_to_json(v).dump();

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # kill -9 at random moments (label slow): a deterministic run killed with SIGKILL 5 times and
 # resumed with --autoresume each time ends with the same weights (weights_sha256) as a run that
-# never stopped. Usage: kill_resume.sh BATON_BINARY SOURCE_DIR
+# never stopped. Usage: kill_resume.sh BATON_BINARY SOURCE_DIR [--set key=value]... (more recipe keys)
 set -uo pipefail
 baton=$1
 src=$2
+shift 2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 steps=${STEPS:-600}
 common=(--set max_duration=${steps}ba --set eval_interval=0 --set progress_bar=false --set deterministic=true
-        --set save_interval=7ba --set precision=fp32)
+        --set save_interval=7ba --set precision=fp32 "$@")
 
 "$baton" train "$src/recipes/fashion_mnist.yaml" "${common[@]}" --run-dir "$tmp/clean" >/dev/null || { echo "FAIL: clean run"; exit 1; }
 expected=$("$baton" checkpoint inspect "$tmp/clean/checkpoints/latest" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['weights_sha256'])")

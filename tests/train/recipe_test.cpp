@@ -1,5 +1,6 @@
 #include "baton/train/recipe.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "baton/data/readers.h"
 #include "common/test_util.h"
 
 namespace baton {
@@ -49,9 +51,42 @@ TEST(Recipe, BadValuesNameTheKeyAndTheValue) {
   EXPECT_THAT(build("max_duration: 3 epochs\n"), StartsWith("r.yaml:1:15: max_duration: invalid time '3 epochs'"));
   EXPECT_THAT(build("seed: abc\n"), StartsWith("r.yaml:1:7: seed: expected a whole number, got 'abc'"));
   EXPECT_THAT(build("", {"precision=fp16"}), StartsWith("--set precision: unknown precision 'fp16'"));
-  EXPECT_THAT(build("", {"distributed=maybe"}),
-              StartsWith("--set distributed: expected auto, on or off, got 'maybe'"));
+  EXPECT_THAT(build("", {"distributed=maybe"}), StartsWith("--set distributed: expected auto, on or off, got 'maybe'"));
   EXPECT_THAT(build("ddp_bucket_mb: 0\n"), HasSubstr("ddp_bucket_mb: must be positive"));
+}
+
+TEST(Recipe, DeviceKeys) {
+  const auto build = [](const std::string& yaml, std::vector<std::string> sets = {}) {
+    return error_of([&] { build_run(Recipe::parse(yaml, "r.yaml", sets)); });
+  };
+  EXPECT_THAT(build("device: tpu\n"), StartsWith("r.yaml:1:9: device: 'tpu': unknown device"));
+  EXPECT_THAT(build("", {"device=cuda:7"}), StartsWith("--set device: 'cuda:7': "));
+  EXPECT_THAT(build("device: cpu\nprecision: amp_fp16\n"),
+              StartsWith("r.yaml:2:12: precision: amp_fp16 needs a CUDA device"));
+  EXPECT_THAT(build("log_interval: 0\n"), HasSubstr("log_interval: expected a whole number of batches"));
+  EXPECT_THAT(build("ddp_backend: gloo\n"), HasSubstr("ddp_backend: expected auto, nccl or mpi, got 'gloo'"));
+  EXPECT_THAT(build("tf32: maybe\n"), HasSubstr("tf32: expected"));
+  // Fashion-MNIST is not needed to read these: a tiny data set of files.
+  const auto dir = std::filesystem::temp_directory_path() / ("baton_device_recipe_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto npy = [&](const std::string& name, const at::Tensor& t) {
+    const std::string path = (dir / name).string();
+    write_npy(path, t);
+    return path;
+  };
+  const std::string data = "data: {dataset: files, train_inputs: " + npy("x.npy", torch::randn({8, 4})) +
+                           ", train_labels: " + npy("y.npy", torch::arange(8) % 2) + ", on_device: true}\n";
+  const auto run =
+      build_run(Recipe::parse("device: cpu\ntf32: true\nlog_interval: 10\nddp_backend: mpi\n" + data, "r.yaml"));
+  EXPECT_EQ(run.options.device(), "cpu");
+  EXPECT_TRUE(run.options.tf32());
+  EXPECT_EQ(run.options.log_interval(), 10);
+  EXPECT_EQ(run.options.ddp_backend(), "mpi");
+  EXPECT_TRUE(run.train_data->device().is_cpu());  // on_device on the CPU: where it was
+  const auto automatic = build_run(Recipe::parse(data, "r.yaml"));
+  EXPECT_EQ(automatic.options.device(), "auto");
+  EXPECT_FALSE(automatic.options.log_interval().has_value());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Recipe, DistributedKeys) {

@@ -11,11 +11,14 @@
 
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
+#include "fixtures.h"
 
 namespace baton {
 namespace {
 
+using testing::blobs;
 using ::testing::HasSubstr;
+using testing::small_options;
 
 // Records every event the trainer fires.
 class EventRecorder : public Callback {
@@ -23,27 +26,6 @@ class EventRecorder : public Callback {
   void run_event(Event event, State&, Logger&) override { events.emplace_back(to_string(event)); }
   std::vector<std::string> events;
 };
-
-// Four well-separated classes in 8 features.
-std::shared_ptr<TensorDataset> blobs(int64_t n, uint64_t seed) {
-  auto gen = at::detail::createCPUGenerator(seed);
-  auto labels = torch::randint(0, 4, {n}, gen, torch::kLong);
-  auto centers = torch::eye(4, 8) * 4.0;
-  auto x = centers.index_select(0, labels) + torch::randn({n, 8}, gen);
-  return std::make_shared<TensorDataset>(x, labels);
-}
-
-TrainerOptions small_options(int64_t n = 64, int64_t batch = 16) {
-  auto model = make_model("mlp", {.input_shape = {8}, .num_classes = 4, .hidden = {16}});
-  return TrainerOptions()
-      .model(model)
-      .train_dataloader(std::make_shared<DataLoader>(blobs(n, 1), DataLoaderOptions().batch_size(batch).seed(3)))
-      .eval_dataloader("eval",
-                       std::make_shared<DataLoader>(blobs(32, 2), DataLoaderOptions().batch_size(16).shuffle(false)))
-      .optimizers({make_optimizer({.name = "sgd", .lr = 0.1}, model->parameters())})
-      .progress_bar(false)
-      .console_log_interval("0ba");
-}
 
 // The events of one training batch with `micro` microbatches.
 std::vector<std::string> train_batch_events(int micro) {
@@ -262,6 +244,8 @@ TEST(Trainer, BfloatAutocastTrains) {
 namespace baton {
 namespace {
 
+using testing::small_options;
+
 TEST(TorchScript, AScriptedModuleTrainsInCpp) {
   char templ[] = "/tmp/baton_ts_XXXXXX";
   const std::string dir = mkdtemp(templ);
@@ -300,6 +284,8 @@ def forward(self, x):
 
 namespace baton {
 namespace {
+
+using testing::small_options;
 
 class Resume : public ::testing::Test {
  protected:

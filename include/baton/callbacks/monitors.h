@@ -13,6 +13,7 @@
 #include <string>
 
 #include "baton/core/callback.h"
+#include "baton/core/device.h"
 
 namespace baton {
 
@@ -20,6 +21,10 @@ namespace baton {
 // throughput/batches_per_sec), the wall-clock time of each epoch (wall_clock/epoch_s) and, from
 // the model's multiply-adds per example (counted once, on the first batch, by tracing the
 // model), throughput/flops_per_sec (2 FLOPs per multiply-add, forward and backward ~ 3x forward).
+// A batch's time is the device's (DeviceMarker): on a GPU, from when the device reached the
+// batch's start to when it finished its work, asked without waiting, so the figures come a few
+// batches late (each logged at the step of the batch it measures) and stay true while the host
+// queues ahead.
 class SpeedMonitor : public Callback {
  public:
   explicit SpeedMonitor(int64_t window_size = 100);
@@ -33,9 +38,17 @@ class SpeedMonitor : public Callback {
 
  private:
   using Clock = std::chrono::steady_clock;
+  struct InFlight {
+    DeviceMarker start;
+    std::optional<DeviceMarker> end;
+    int64_t samples = 0;
+    int64_t step = 0;
+  };
+  void measure(const InFlight& batch, Logger& logger);
+
   int64_t window_size_;
   std::deque<std::pair<double, int64_t>> window_;  // (seconds, samples) per batch
-  Clock::time_point batch_start_{};
+  std::deque<InFlight> in_flight_;                 // batches the device may not have done yet
   Clock::time_point epoch_start_{};
   double macs_ = 0;
   bool counted_ = false;
@@ -61,11 +74,15 @@ class OptimizerMonitor : public Callback {
 };
 
 // Logs the process's resident memory and its peak (memory/rss_mb, memory/peak_rss_mb) every
-// `interval` batches.
+// `interval` batches; on a CUDA device also, per epoch, what LibTorch's allocator holds there
+// (memory/cuda_allocated_mb, memory/cuda_reserved_mb, and memory/cuda_peak_mb: the most allocated
+// during the epoch). Read from the allocator's counters: no wait for the device.
 class MemoryMonitor : public Callback {
  public:
   explicit MemoryMonitor(int64_t interval = 50) : interval_(interval) {}
+  void epoch_start(State& state, Logger& logger) override;
   void batch_end(State& state, Logger& logger) override;
+  void epoch_end(State& state, Logger& logger) override;
   // From /proc/self/status (0 where there is none).
   static double rss_mb();
   static double peak_rss_mb();

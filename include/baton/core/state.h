@@ -18,9 +18,11 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include "baton/core/algorithm.h"
 #include "baton/core/callback.h"
+#include "baton/core/precision.h"
 #include "baton/core/profiler.h"
 #include "baton/core/state_dict.h"
 #include "baton/core/time.h"
@@ -36,12 +38,7 @@ namespace baton {
 
 class DataLoader;  // baton/data
 class Scheduler;   // baton/optim
-
-enum class Precision { kFp32, kAmpBf16 };
-// "fp32", "amp_bf16".
-std::string_view to_string(Precision precision);
-// Throws std::invalid_argument naming the bad string and the accepted ones.
-Precision parse_precision(std::string_view text);
+class GradScaler;  // baton/optim
 
 // One batch of examples. Algorithms may replace either tensor (MixUp mixes inputs, label
 // smoothing turns class indices into soft targets).
@@ -97,6 +94,14 @@ class State {
 
   // Default: kFp32.
   Precision precision = Precision::kFp32;
+  // Where the model, its optimizer state, the batches and the algorithms' tensors live. An
+  // algorithm that makes a tensor makes it here (or on the device of the tensor it works on).
+  // Default: the CPU.
+  c10::Device device = c10::Device(c10::kCPU);
+  // Under amp_fp16: the loss scaler. The trainer scales its loss before backward and unscales
+  // the gradients before after_train_batch; an algorithm that runs a backward of its own (SAM)
+  // scales its loss with it and unscales after. Default: nullptr (no scaling).
+  std::shared_ptr<GradScaler> grad_scaler;
   // Default: "" (the trainer names the run).
   std::string run_name;
   // This process's rank and the number of ranks. Default: 0 of 1.

@@ -7,6 +7,10 @@
 // Each batch is one index gather from the dataset's contiguous tensors (no per-example tensors
 // stacked afterwards). The order of epoch e depends only on (seed, e), so a position
 // (epoch, batch, seed) restores the loader in O(1): set_position() does not replay batches.
+//
+// On a GPU (set_device), the prefetch thread copies each batch from pinned memory on a side stream
+// one batch ahead, and next() hands it to the current stream without the host waiting. A data set
+// already on the device (TensorDataset::to) is gathered there, with no copy and no thread.
 #pragma once
 
 #include <condition_variable>
@@ -17,6 +21,7 @@
 #include <thread>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
 #include "baton/core/state.h"
@@ -45,7 +50,8 @@ struct DataLoaderOptions {
     seed_ = s;
     return *this;
   }
-  // Build the next batch on a background thread while this one is used. Default: true.
+  // Build the next batch (and start its copy to the device) on a background thread while this
+  // one is used. Default: true.
   DataLoaderOptions& prefetch(bool on) {
     prefetch_ = on;
     return *this;
@@ -101,13 +107,20 @@ class DataLoader {
   int64_t global_batch_samples(int64_t index) const;
   int64_t shard_batch_samples(int64_t index) const;
 
+  // Batches go to `device` (their inputs and targets). Default: where the dataset is.
+  void set_device(c10::Device device);
+  c10::Device device() const { return device_; }
+
   DataLoaderPosition position() const;
   // O(1): recomputes the epoch's order from the seed and moves to the batch.
   // Throws std::invalid_argument for a batch past the end of the epoch.
   void set_position(const DataLoaderPosition& position);
 
  private:
-  Batch make_batch(int64_t index) const;
+  // A batch as the worker leaves it: gathered, its copy to the device started.
+  struct Staged;
+  Staged make_batch(int64_t index) const;
+  bool prefetching() const;
   void worker_loop();
   void request(int64_t index);
   Batch take(int64_t index);
@@ -119,7 +132,8 @@ class DataLoader {
   DataLoaderOptions options_;
   int64_t epoch_ = 0;
   int64_t next_batch_ = 0;
-  at::Tensor order_;  // the epoch's permutation of example indices
+  at::Tensor order_;  // the epoch's permutation of example indices, where the dataset is
+  c10::Device device_ = c10::Device(c10::kCPU);
   int shard_rank_ = 0;
   int shard_world_ = 1;
   std::pair<int64_t, int64_t> shard_range(int64_t index) const;  // [begin, end) in order_
@@ -132,7 +146,7 @@ class DataLoader {
   int64_t requested_ = -1;  // batch index the worker should build
   bool busy_ = false;       // the worker is building a batch
   int64_t ready_index_ = -1;
-  std::optional<Batch> ready_;
+  std::unique_ptr<Staged> ready_;
   std::exception_ptr error_;
 };
 

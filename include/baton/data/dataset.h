@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include "baton/core/state.h"
 
@@ -24,6 +26,9 @@ class Dataset {
   virtual std::vector<int64_t> input_shape() const = 0;
   // Number of classes for classification data (largest label + 1); 0 when not known.
   virtual int64_t num_classes() const { return 0; }
+  // Where the examples are: get_batch() takes indices and gives batches on this device.
+  // Default: the CPU.
+  virtual c10::Device device() const { return c10::Device(c10::kCPU); }
 };
 
 // Inputs and targets held in memory as two contiguous tensors with one example per row.
@@ -36,11 +41,17 @@ class TensorDataset : public Dataset {
   Batch get_batch(const at::Tensor& indices) const override;
   std::vector<int64_t> input_shape() const override;
   int64_t num_classes() const override { return num_classes_; }
+  c10::Device device() const override { return inputs_.device(); }
+  // The same examples on `device` (recipe key data.on_device: a data set that fits in the GPU's
+  // memory is gathered there, with no copy per batch).
+  std::shared_ptr<TensorDataset> to(c10::Device device) const;
 
   const at::Tensor& inputs() const { return inputs_; }
   const at::Tensor& targets() const { return targets_; }
 
  private:
+  TensorDataset(at::Tensor inputs, at::Tensor targets, int64_t num_classes);
+
   at::Tensor inputs_;
   at::Tensor targets_;
   int64_t num_classes_ = 0;

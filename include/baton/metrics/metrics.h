@@ -1,5 +1,6 @@
 // Metrics accumulated over batches of uneven size and computed once: accuracy, top-k accuracy,
-// cross-entropy.
+// cross-entropy. The sums stay on the outputs' device until compute() (or sums()) reads them: an
+// evaluation on a GPU waits for the device once, at its end, not once per batch.
 //
 //   baton::Accuracy acc;
 //   for (...) acc.update(logits, targets);
@@ -22,7 +23,7 @@ class Metric {
   virtual std::string name() const = 0;
   // `outputs` are logits [N, classes]; `targets` class indices [N] or probabilities [N, classes].
   virtual void update(const at::Tensor& outputs, const at::Tensor& targets) = 0;
-  // Throws std::logic_error when nothing was seen.
+  // Throws std::logic_error when nothing was seen. Reads the device's sums (a wait for it).
   virtual double compute() const = 0;
   virtual void reset() = 0;
   // What compute() is made of, as sums: data parallelism adds every rank's before compute().
@@ -36,12 +37,12 @@ class Accuracy : public Metric {
   std::string name() const override { return "accuracy"; }
   void update(const at::Tensor& outputs, const at::Tensor& targets) override;
   double compute() const override;
-  void reset() override { correct_ = seen_ = 0; }
-  std::vector<double> sums() const override { return {static_cast<double>(correct_), static_cast<double>(seen_)}; }
+  void reset() override;
+  std::vector<double> sums() const override;
   void set_sums(const std::vector<double>& sums) override;
 
  protected:
-  int64_t correct_ = 0;
+  at::Tensor correct_;  // on the outputs' device; undefined before the first update
   int64_t seen_ = 0;
 };
 
@@ -61,12 +62,12 @@ class CrossEntropy : public Metric {
   std::string name() const override { return "loss"; }
   void update(const at::Tensor& outputs, const at::Tensor& targets) override;
   double compute() const override;
-  void reset() override { sum_ = 0.0, seen_ = 0; }
-  std::vector<double> sums() const override { return {sum_, static_cast<double>(seen_)}; }
+  void reset() override;
+  std::vector<double> sums() const override;
   void set_sums(const std::vector<double>& sums) override;
 
  private:
-  double sum_ = 0.0;
+  at::Tensor sum_;  // float64 on the outputs' device; undefined before the first update
   int64_t seen_ = 0;
 };
 

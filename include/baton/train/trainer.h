@@ -93,11 +93,26 @@ class TrainerOptions {
   // ("auto"): on the CPU the whole batch is one microbatch, since splitting only adds overhead there
   // and memory is not what limits a batch.
   BATON_ARG(std::optional<int64_t>, device_train_microbatch_size);
-  // Default: fp32. amp_bf16 runs forward and loss under LibTorch's CPU autocast to bfloat16.
+  // Where to train: "auto", "cpu", "cuda" or "cuda:N" (baton/core/device.h). auto: the first GPU
+  // when there is one (under data parallelism, the rank's GPU on its machine), else the CPU. The
+  // model, its optimizer state, the batches, the algorithms' tensors and the evaluation metrics
+  // live there. Default: "auto".
+  BATON_ARG(std::string, device) = std::string("auto");
+  // Default: fp32. amp_bf16 runs forward and loss under autocast to bfloat16 (CPU and CUDA);
+  // amp_fp16 under autocast to float16 with dynamic loss scaling (GradScaler; CUDA only).
   BATON_ARG(Precision, precision) = Precision::kFp32;
-  // Seeds LibTorch's generator before training. Default: 0.
+  // fp32 matrix products and convolutions in TF32 on GPUs that have it (10 bits of mantissa; a
+  // several-fold speed-up on Ampere and later). Default: false (exact fp32, as PyTorch's default).
+  BATON_ARG(bool, tf32) = false;
+  // Batches between reads of train/loss from the device. Until read, each batch's loss stays on
+  // the device, so the host queues work without waiting for it; every batch's loss is still
+  // logged, with its own step. Evaluation, checkpoints and the end of fit read what is pending.
+  // Default: nullopt ("auto"): every batch on the CPU (reading costs nothing there), 50 on a GPU.
+  BATON_ARG(std::optional<int64_t>, log_interval);
+  // Seeds LibTorch's generators (CPU and CUDA) before training. Default: 0.
   BATON_ARG(uint64_t, seed) = 0;
-  // Deterministic algorithms only (LibTorch's setting). Default: false.
+  // Deterministic algorithms only (LibTorch's setting), cuDNN's deterministic kernels without
+  // benchmarking, and cuBLAS's deterministic workspace (CUBLAS_WORKSPACE_CONFIG). Default: false.
   BATON_ARG(bool, deterministic) = false;
   // LibTorch's intra-op threads. Default: 0 = every core. OpenBLAS is held to one thread so that
   // its threads do not fight LibTorch's.
@@ -146,8 +161,13 @@ class TrainerOptions {
   BATON_ARG(Distributed, distributed) = Distributed::kAuto;
   BATON_ARG(double, ddp_bucket_mb) = 1.0;
   BATON_ARG(bool, ddp_overlap) = true;
+  // How gradients are averaged: "nccl" (on the GPUs, no host wait), "mpi" (on the host; GPU
+  // gradients go through host memory) or "auto": nccl when the ranks train on GPUs and baton was
+  // built with NCCL, else mpi. Default: "auto".
+  BATON_ARG(std::string, ddp_backend) = std::string("auto");
 
  public:
+  TrainerOptions& device(c10::Device device) { return this->device(device.str()); }
   TrainerOptions& max_duration(std::string_view text) { return max_duration(Time::parse(text)); }
   TrainerOptions& eval_interval(std::string_view text) { return eval_interval(Time::parse(text)); }
   TrainerOptions& console_log_interval(std::string_view text) { return console_log_interval(Time::parse(text)); }
@@ -199,16 +219,23 @@ class Trainer {
   int64_t microbatch_size() const;
 
   // Everything a resume needs: model, optimizers, algorithms' and callbacks' state, timestamp,
-  // random generator, evaluation metrics; only the model with `weights_only`. Tensors are copies.
+  // random generators, loss scale, evaluation metrics; only the model with `weights_only`.
+  // Tensors are copies, on the run's device (a checkpoint file holds them device-free).
   StateDict snapshot(bool weights_only) const;
-  // Writes snapshot(weights_only) to `path` now (synchronously).
-  void save_checkpoint(const std::string& path, bool weights_only = false) const;
+  // Logs the losses still on the device, then writes snapshot(weights_only) to `path` now.
+  void save_checkpoint(const std::string& path, bool weights_only = false);
   // Loads a checkpoint. Throws CheckpointError for a damaged file, std::invalid_argument naming
   // the tensor when the model does not fit it.
   void load_checkpoint(const std::string& path, bool weights_only, bool strict,
                        const std::vector<std::string>& ignore_keys = {});
   // The checkpoint the trainer started from, or "" when none.
   const std::string& loaded_from() const { return loaded_from_; }
+
+  // The device the run trains on (TrainerOptions::device resolved).
+  c10::Device device() const { return state_.device; }
+  // Reads the training losses still on the device and logs them (what log_interval defers).
+  // Throws std::runtime_error naming the batch whose loss is NaN or infinite.
+  void flush_losses();
 
   // This process's rank among the data-parallel ranks, and their number (0 and 1 without).
   int rank() const;
@@ -227,6 +254,9 @@ class Trainer {
   bool done() const;
   void set_learning_rates();
   void reapply_surgery(const std::string& path, const StateDict& sd);
+  void setup_device();
+  void backward(const at::Tensor& loss, double share, bool create_graph);
+  void optimizer_step();
 
   TrainerOptions options_;
   State state_;
@@ -245,6 +275,13 @@ class Trainer {
   std::shared_ptr<class CheckpointSaver> saver_;
   std::unique_ptr<detail::DataParallel> ddp_;
   double ddp_weight_ = 1.0;  // this rank's share of the current global batch
+  struct PendingLoss {
+    int64_t step;
+    int64_t epoch;
+    at::Tensor loss;  // on the device
+  };
+  std::vector<PendingLoss> pending_losses_;  // not yet read from the device
+  int64_t log_interval_ = 1;
 };
 
 }  // namespace baton

@@ -1,0 +1,114 @@
+// src/cuda/cuda.h on a LibTorch with CUDA.
+#include "cuda/cuda.h"
+
+#include <stdexcept>
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#if __has_include(<c10/cuda/CUDAEvent.h>)
+#include <c10/cuda/CUDAEvent.h>
+using CudaEvent = c10::cuda::CUDAEvent;
+#else
+#include <ATen/cuda/CUDAEvent.h>
+using CudaEvent = at::cuda::CUDAEvent;
+#endif
+
+namespace baton::cuda {
+namespace {
+
+c10::DeviceIndex index_of(int device) {
+  if (device < 0 || device >= device_count()) {
+    throw std::invalid_argument("cuda:" + std::to_string(device) + ": this machine has " +
+                                std::to_string(device_count()) + " CUDA device(s)");
+  }
+  return static_cast<c10::DeviceIndex>(device);
+}
+
+}  // namespace
+
+bool built() { return true; }
+
+int device_count() { return static_cast<int>(c10::cuda::device_count()); }
+
+std::string device_name(int device) {
+  const cudaDeviceProp* p = at::cuda::getDeviceProperties(index_of(device));
+  return std::string(p->name) + " (sm_" + std::to_string(p->major) + std::to_string(p->minor) + ")";
+}
+
+bool supports_bf16(int device) { return at::cuda::getDeviceProperties(index_of(device))->major >= 8; }
+
+void synchronize(int device) {
+  c10::cuda::CUDAGuard guard(index_of(device));
+  c10::cuda::device_synchronize();
+}
+
+MemoryStats memory_stats(int device) {
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index_of(device));
+  constexpr std::size_t kAll = 0;  // StatType::AGGREGATE
+  return {stats.allocated_bytes[kAll].current, stats.reserved_bytes[kAll].current, stats.allocated_bytes[kAll].peak};
+}
+
+void reset_peak(int device) { c10::cuda::CUDACachingAllocator::resetPeakStats(index_of(device)); }
+
+// ---- Event ------------------------------------------------------------------------------------
+
+struct Event::Impl {
+  CudaEvent event{cudaEventDefault};  // with timing
+};
+
+Event::Event(int device) : impl_(std::make_unique<Impl>()) {
+  impl_->event.record(c10::cuda::getCurrentCUDAStream(index_of(device)));
+}
+
+Event::~Event() = default;
+
+bool Event::done() const { return impl_->event.query(); }
+
+double Event::seconds_since(const Event& earlier) const {
+  return static_cast<double>(earlier.impl_->event.elapsed_time(impl_->event)) / 1000.0;
+}
+
+// ---- Transfer ---------------------------------------------------------------------------------
+
+struct Transfer::Impl {
+  c10::DeviceIndex device;
+  std::vector<at::Tensor> tensors;
+  CudaEvent copied;
+};
+
+Transfer::Transfer(const std::vector<at::Tensor>& host, int device) : impl_(std::make_unique<Impl>()) {
+  impl_->device = index_of(device);
+  const c10::Device target(c10::kCUDA, impl_->device);
+  c10::cuda::CUDAGuard guard(impl_->device);
+  const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, impl_->device);
+  c10::cuda::CUDAStreamGuard on_side(side);
+  for (const at::Tensor& t : host) {
+    if (!t.defined() || t.device() == target) {
+      impl_->tensors.push_back(t);
+      continue;
+    }
+    // From pinned memory a copy is a DMA that neither the host nor the current stream waits for.
+    const at::Tensor pinned = t.is_cpu() && !t.is_pinned() ? t.pin_memory() : t;
+    impl_->tensors.push_back(pinned.to(target, /*non_blocking=*/true));
+  }
+  impl_->copied.record(side);
+}
+
+Transfer::~Transfer() = default;
+Transfer::Transfer(Transfer&&) noexcept = default;
+Transfer& Transfer::operator=(Transfer&&) noexcept = default;
+
+std::vector<at::Tensor> Transfer::take() {
+  const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(impl_->device);
+  impl_->copied.block(current);
+  // Made on the side stream, used on this one: the allocator must not reuse them before it is done.
+  for (const at::Tensor& t : impl_->tensors) {
+    if (t.defined() && t.is_cuda()) c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), current);
+  }
+  return std::move(impl_->tensors);
+}
+
+}  // namespace baton::cuda

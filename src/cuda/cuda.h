@@ -1,0 +1,104 @@
+// What baton asks of CUDA, behind a header that includes none of CUDA's (private to baton).
+//
+// src/cuda/cuda.cpp and nccl.cpp implement it when the LibTorch found has CUDA; src/cuda/none.cpp
+// does otherwise, where device_count() is 0 and the rest throws saying that this LibTorch has no
+// CUDA. Nothing outside src/cuda includes a CUDA header: the rest of baton names c10::Device.
+//
+//   if (baton::cuda::device_count() > 0) {
+//     baton::cuda::Transfer copy({batch.input, batch.target}, /*device=*/0);  // side stream
+//     std::vector<at::Tensor> on_device = copy.take();                     // ordered, no host wait
+//   }
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace baton::cuda {
+
+// LibTorch was built with CUDA (whether or not this machine has a GPU).
+bool built();
+// GPUs this process can use: 0 without a GPU or a driver.
+int device_count();
+// "NVIDIA H100 80GB HBM3 (sm_90)".
+std::string device_name(int device);
+// bfloat16 arithmetic in hardware (compute capability 8.0 and later).
+bool supports_bf16(int device);
+// Waits until the device has done everything queued on it.
+void synchronize(int device);
+
+// Bytes of device memory held by LibTorch's caching allocator: for tensors now, in all (reserved),
+// and the most for tensors since reset_peak(). Read from the allocator's counters: no device wait.
+struct MemoryStats {
+  int64_t allocated = 0;
+  int64_t reserved = 0;
+  int64_t peak = 0;
+};
+MemoryStats memory_stats(int device);
+void reset_peak(int device);
+
+// A point in the work queued on the device's current stream: when the device got there.
+class Event {
+ public:
+  // Records it now on the current stream of `device`.
+  explicit Event(int device);
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  // The device got there (asks without waiting).
+  bool done() const;
+  // Seconds from `earlier` to this one on the device's clock. REQUIRES: both done().
+  double seconds_since(const Event& earlier) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Host tensors copied to a device on a side stream, from pinned memory, while the device's current
+// stream goes on: a batch reaches the device one step ahead without the host or the device waiting.
+class Transfer {
+ public:
+  // Starts the copies (any thread). Tensors already on the device are kept as they are.
+  Transfer(const std::vector<at::Tensor>& host, int device);
+  ~Transfer();
+  Transfer(Transfer&&) noexcept;
+  Transfer& operator=(Transfer&&) noexcept;
+  // The device tensors, for the calling thread's current stream: it waits for the copies on the
+  // device (not on the host), and the allocator keeps their memory until that stream is done.
+  std::vector<at::Tensor> take();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// NCCL over the ranks of an MPI job: the gradient reductions of data parallelism on GPUs.
+bool nccl_built();
+// A new communicator's identity, made by one rank and handed to every other (by MPI).
+std::string nccl_unique_id();
+class Nccl {
+ public:
+  // Collective: every rank calls it with the same id. `device`: this rank's GPU.
+  Nccl(const std::string& unique_id, int rank, int size, int device);
+  ~Nccl();
+  Nccl(const Nccl&) = delete;
+  Nccl& operator=(const Nccl&) = delete;
+  // Sums `tensor` (on this rank's device) over the ranks in place, on NCCL's own stream after what
+  // the current stream has queued so far. Every rank starts the same reductions in the same order.
+  void allreduce_sum(const at::Tensor& tensor);
+  // The current stream waits (on the device) for every reduction started so far.
+  void wait();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace baton::cuda

@@ -1,0 +1,107 @@
+// The NCCL part of src/cuda/cuda.h (compiled with BATON_HAVE_NCCL when nccl.h was found).
+#include "cuda/cuda.h"
+
+#include <stdexcept>
+
+#ifdef BATON_HAVE_NCCL
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <nccl.h>
+#if __has_include(<c10/cuda/CUDAEvent.h>)
+#include <c10/cuda/CUDAEvent.h>
+using CudaEvent = c10::cuda::CUDAEvent;
+#else
+#include <ATen/cuda/CUDAEvent.h>
+using CudaEvent = at::cuda::CUDAEvent;
+#endif
+#endif
+
+namespace baton::cuda {
+
+#ifdef BATON_HAVE_NCCL
+
+namespace {
+
+void check(ncclResult_t result, const char* call) {
+  if (result != ncclSuccess) throw std::runtime_error(std::string("NCCL: ") + call + ": " + ncclGetErrorString(result));
+}
+
+ncclDataType_t nccl_type(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kFloat: return ncclFloat32;
+    case at::kDouble: return ncclFloat64;
+    case at::kHalf: return ncclFloat16;
+    case at::kBFloat16: return ncclBfloat16;
+    default:
+      throw std::invalid_argument(std::string("NCCL: cannot reduce tensors of type ") + c10::toString(t.scalar_type()));
+  }
+}
+
+}  // namespace
+
+struct Nccl::Impl {
+  ncclComm_t comm = nullptr;
+  c10::DeviceIndex device = 0;
+  c10::cuda::CUDAStream stream = c10::cuda::getDefaultCUDAStream();
+  ~Impl() {
+    if (comm != nullptr) ncclCommDestroy(comm);
+  }
+};
+
+bool nccl_built() { return true; }
+
+std::string nccl_unique_id() {
+  ncclUniqueId id;
+  check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  return std::string(id.internal, sizeof id.internal);
+}
+
+Nccl::Nccl(const std::string& unique_id, int rank, int size, int device) : impl_(std::make_unique<Impl>()) {
+  ncclUniqueId id;
+  if (unique_id.size() != sizeof id.internal) throw std::invalid_argument("NCCL: a unique id of the wrong size");
+  std::copy(unique_id.begin(), unique_id.end(), id.internal);
+  impl_->device = static_cast<c10::DeviceIndex>(device);
+  c10::cuda::CUDAGuard guard(impl_->device);
+  impl_->stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/true, impl_->device);
+  check(ncclCommInitRank(&impl_->comm, size, id, rank), "ncclCommInitRank");
+}
+
+Nccl::~Nccl() = default;
+
+void Nccl::allreduce_sum(const at::Tensor& tensor) {
+  c10::cuda::CUDAGuard guard(impl_->device);
+  // What the current stream queued (the gradients this bucket holds) comes first.
+  CudaEvent queued;
+  queued.record(c10::cuda::getCurrentCUDAStream(impl_->device));
+  queued.block(impl_->stream);
+  check(ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), static_cast<std::size_t>(tensor.numel()), nccl_type(tensor),
+                      ncclSum, impl_->comm, impl_->stream.stream()),
+        "ncclAllReduce");
+  c10::cuda::CUDACachingAllocator::recordStream(tensor.storage().data_ptr(), impl_->stream);
+}
+
+void Nccl::wait() {
+  CudaEvent reduced;
+  reduced.record(impl_->stream);
+  reduced.block(c10::cuda::getCurrentCUDAStream(impl_->device));
+}
+
+#else
+
+struct Nccl::Impl {};
+
+bool nccl_built() { return false; }
+
+std::string nccl_unique_id() {
+  throw std::runtime_error("this baton was built without NCCL (no nccl.h was found; docs/building.md)");
+}
+
+Nccl::Nccl(const std::string&, int, int, int) { nccl_unique_id(); }
+Nccl::~Nccl() = default;
+void Nccl::allreduce_sum(const at::Tensor&) {}
+void Nccl::wait() {}
+
+#endif
+
+}  // namespace baton::cuda

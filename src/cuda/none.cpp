@@ -1,0 +1,44 @@
+// src/cuda/cuda.h on a LibTorch without CUDA: no devices, and what needs one says why not.
+#include "cuda/cuda.h"
+
+#include <stdexcept>
+
+namespace baton::cuda {
+namespace {
+
+[[noreturn]] void no_cuda() {
+  throw std::runtime_error("this baton's LibTorch has no CUDA (build against a CUDA LibTorch: docs/building.md)");
+}
+
+}  // namespace
+
+bool built() { return false; }
+int device_count() { return 0; }
+std::string device_name(int) { no_cuda(); }
+bool supports_bf16(int) { return false; }
+void synchronize(int) {}
+MemoryStats memory_stats(int) { return {}; }
+void reset_peak(int) {}
+
+struct Event::Impl {};
+Event::Event(int) { no_cuda(); }
+Event::~Event() = default;
+bool Event::done() const { return true; }
+double Event::seconds_since(const Event&) const { return 0.0; }
+
+struct Transfer::Impl {};
+Transfer::Transfer(const std::vector<at::Tensor>&, int) { no_cuda(); }
+Transfer::~Transfer() = default;
+Transfer::Transfer(Transfer&&) noexcept = default;
+Transfer& Transfer::operator=(Transfer&&) noexcept = default;
+std::vector<at::Tensor> Transfer::take() { no_cuda(); }
+
+struct Nccl::Impl {};
+bool nccl_built() { return false; }
+std::string nccl_unique_id() { no_cuda(); }
+Nccl::Nccl(const std::string&, int, int, int) { no_cuda(); }
+Nccl::~Nccl() = default;
+void Nccl::allreduce_sum(const at::Tensor&) { no_cuda(); }
+void Nccl::wait() {}
+
+}  // namespace baton::cuda

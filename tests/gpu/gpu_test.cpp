@@ -1,0 +1,243 @@
+// What needs a CUDA device (ctest label gpu, make test-gpu). Without one every test is skipped with
+// a one-line reason; the same checks that need no device run in the unit label.
+#include <filesystem>
+#include <limits>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "baton/algorithms/registry.h"
+#include "baton/callbacks/monitors.h"
+#include "baton/core/device.h"
+#include "baton/loggers/in_memory_logger.h"
+#include "baton/models/zoo.h"
+#include "baton/optim/grad_scaler.h"
+#include "baton/optim/optimizers.h"
+#include "baton/train/checkpoint.h"
+#include "baton/train/trainer.h"
+#include "cuda/cuda.h"
+#include "mpi/comm.h"
+
+#ifdef BATON_TEST_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+namespace baton {
+namespace {
+
+#define REQUIRE_GPU()                                              \
+  if (cuda_device_count() == 0)                                    \
+  GTEST_SKIP() << (cuda_built() ? "no CUDA device on this machine" \
+                                : "this baton's LibTorch has no CUDA (make test-gpu builds against one)")
+
+const c10::Device kGpu(c10::kCUDA, 0);
+
+// Four classes of 1x16x16 images: class k is brighter in quadrant k.
+std::shared_ptr<TensorDataset> quadrants(int64_t n, uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  const at::Tensor labels = torch::randint(0, 4, {n}, gen, torch::kLong);
+  at::Tensor x = torch::randn({n, 1, 16, 16}, gen) * 0.5;
+  const at::Tensor half = torch::arange(16).div(8, "floor");  // which half a row or column is in
+  const at::Tensor k = labels.view({n, 1, 1});
+  const at::Tensor in_quadrant =
+      (half.view({1, 16, 1}) == k.div(2, "floor")) & (half.view({1, 1, 16}) == k.remainder(2));
+  x.add_(in_quadrant.unsqueeze(1).to(torch::kFloat) * 1.5);
+  return std::make_shared<TensorDataset>(x, labels);
+}
+
+TrainerOptions gpu_options(const std::string& model_name = "fashion_cnn", int64_t n = 256) {
+  torch::manual_seed(0);
+  auto model = make_model(model_name, {.input_shape = {1, 16, 16}, .num_classes = 4});
+  return TrainerOptions()
+      .device("cuda")
+      .model(model)
+      .train_dataloader(std::make_shared<DataLoader>(quadrants(n, 1), DataLoaderOptions().batch_size(32).seed(3)))
+      .eval_dataloader(
+          "eval", std::make_shared<DataLoader>(quadrants(64, 2), DataLoaderOptions().batch_size(32).shuffle(false)))
+      .optimizers({make_optimizer({.name = "sgd", .lr = 0.05, .momentum = 0.9}, model->parameters())})
+      .progress_bar(false)
+      .console_log_interval("0ba")
+      .eval_interval("0ep");
+}
+
+// Calls `f` on every event.
+class Probe : public Callback {
+ public:
+  explicit Probe(std::function<void(Event, State&)> f) : f_(std::move(f)) {}
+  void run_event(Event event, State& state, Logger&) override { f_(event, state); }
+
+ private:
+  std::function<void(Event, State&)> f_;
+};
+
+std::vector<at::Tensor> weights(Trainer& t) {
+  std::vector<at::Tensor> out;
+  for (const auto& p : t.state().model->parameters()) out.push_back(p.detach().to(torch::kCPU).clone());
+  return out;
+}
+
+bool equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!torch::equal(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+TEST(Gpu, ModelBatchesOptimizerStateAlgorithmsAndMetricsLiveOnTheDevice) {
+  REQUIRE_GPU();
+  int checked = 0;
+  auto probe = std::make_shared<Probe>([&](Event e, State& s) {
+    if (e == Event::kAfterForward || e == Event::kEvalAfterForward) {
+      EXPECT_TRUE(s.batch.input.is_cuda() && s.batch.target.is_cuda() && s.outputs.is_cuda()) << to_string(e);
+      ++checked;
+    }
+    if (e == Event::kAfterLoss) EXPECT_TRUE(s.loss.is_cuda());
+  });
+  TrainerOptions o = gpu_options().max_duration("3ep").eval_interval("1ep").callbacks({probe}).algorithms(
+      {make_algorithm("ema", {{"half_life", "5ba"}}), make_algorithm("label_smoothing")});
+  Trainer trainer(o);
+  EXPECT_EQ(trainer.device(), kGpu);
+  trainer.fit();
+  EXPECT_GT(checked, 24);
+  for (const auto& p : trainer.state().model->parameters()) EXPECT_TRUE(p.is_cuda());
+  const StateDict sd = trainer.snapshot(/*weights_only=*/false);
+  for (const auto& [name, tensor] : sd.tensors) {
+    if (name.rfind("algorithms/", 0) == 0) EXPECT_TRUE(tensor.is_cuda()) << name;  // EMA's average
+  }
+  EXPECT_TRUE(sd.tensors.count("rng/cuda"));
+  EXPECT_GT(trainer.state().eval_metrics["eval"]["accuracy"], 0.9);
+}
+
+TEST(Gpu, EveryAlgorithmOfTheLibraryTrainsOnTheDevice) {
+  REQUIRE_GPU();
+  for (const std::string& name : algorithm_names()) {
+    for (Precision precision : {Precision::kFp32, Precision::kAmpBf16}) {
+      SCOPED_TRACE(name + " " + std::string(to_string(precision)));
+      TrainerOptions o =
+          gpu_options("resnet20", 128).max_duration("4ba").precision(precision).algorithms({make_algorithm(name)});
+      Trainer trainer(o);
+      trainer.fit();
+      EXPECT_TRUE(std::isfinite(trainer.summary().train_loss));
+      for (const auto& p : trainer.state().model->parameters()) EXPECT_TRUE(p.is_cuda());
+      EXPECT_GE(trainer.eval().at("eval").at("accuracy"), 0.0);
+    }
+  }
+}
+
+TEST(Gpu, Float16ScalingSkipsAnOverflowedStepAndTrains) {
+  REQUIRE_GPU();
+  std::vector<at::Tensor> before_step_3;
+  auto overflow = std::make_shared<Probe>([&](Event e, State& s) {
+    if (e == Event::kBatchStart && s.timestamp.batch() == 2) {
+      for (const auto& p : s.model->parameters()) before_step_3.push_back(p.detach().clone());
+    }
+    if (e == Event::kAfterBackward && s.timestamp.batch() == 2) {
+      s.model->parameters()[0].mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
+    }
+    if (e == Event::kBatchEnd && s.timestamp.batch() == 3) {  // the third step was skipped
+      const auto now = s.model->parameters();
+      for (std::size_t i = 0; i < now.size(); ++i) EXPECT_TRUE(torch::equal(now[i], before_step_3[i]));
+    }
+  });
+  Trainer trainer(
+      gpu_options().precision(Precision::kAmpFp16).max_duration("4ep").eval_interval("4ep").callbacks({overflow}));
+  trainer.fit();
+  ASSERT_NE(trainer.state().grad_scaler, nullptr);
+  EXPECT_EQ(trainer.state().grad_scaler->skipped_steps(), 1);
+  EXPECT_DOUBLE_EQ(trainer.state().grad_scaler->get_scale(), 32768.0);
+  EXPECT_GT(trainer.state().eval_metrics["eval"]["accuracy"], 0.9);
+  // Its state is in the checkpoint.
+  EXPECT_EQ(trainer.snapshot(false).values.at("grad_scaler").at("skipped"), 1);
+}
+
+TEST(Gpu, ACheckpointGoesGpuToCpuToGpu) {
+  REQUIRE_GPU();
+  const auto dir = std::filesystem::temp_directory_path() / ("baton-gpu-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  Trainer gpu(gpu_options().max_duration("3ba").save_folder((dir / "gpu").string()).save_interval("3ba"));
+  gpu.fit();
+  Trainer cpu(gpu_options().device("cpu").max_duration("5ba").load_path((dir / "gpu" / "latest").string()));
+  EXPECT_EQ(cpu.device(), c10::Device(c10::kCPU));
+  EXPECT_TRUE(equal(weights(cpu), weights(gpu)));
+  cpu.fit();  // momentum buffers came to the CPU with the weights
+  EXPECT_TRUE(std::isfinite(cpu.summary().train_loss));
+  cpu.save_checkpoint((dir / "cpu.ckpt").string());
+  Trainer back(gpu_options().max_duration("7ba").load_path((dir / "cpu.ckpt").string()));
+  EXPECT_EQ(back.device(), kGpu);
+  EXPECT_TRUE(equal(weights(back), weights(cpu)));
+  back.fit();
+  EXPECT_EQ(back.state().timestamp.batch(), 7);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Gpu, DeterministicResumeOnTheDeviceIsBitwise) {
+  REQUIRE_GPU();
+  const auto dir = std::filesystem::temp_directory_path() / ("baton-gpu-resume-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto options = [&](const std::string& folder) {
+    return gpu_options().deterministic(true).algorithms({make_algorithm("mixup")}).save_folder((dir / folder).string());
+  };
+  Trainer uninterrupted(options("a").max_duration("12ba"));
+  uninterrupted.fit();
+  {
+    Trainer first(options("b").max_duration("5ba").save_interval("5ba"));
+    first.fit();
+  }
+  Trainer resumed(options("b").max_duration("12ba").autoresume(true));
+  EXPECT_EQ(resumed.state().timestamp.batch(), 5);
+  resumed.fit();
+  EXPECT_TRUE(equal(weights(resumed), weights(uninterrupted)));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Gpu, TheTrainingLoopNeverWaitsForTheDevice) {
+  REQUIRE_GPU();
+#ifdef BATON_TEST_CUDA
+  // LibTorch's sync debug mode throws at any call that makes the host wait for the device.
+  auto strict = std::make_shared<Probe>([](Event e, State& s) {
+    if (e == Event::kBatchStart && s.timestamp.batch() == 2) {
+      c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+    }
+    if (e == Event::kBatchEnd && s.timestamp.batch() == 20) {
+      c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+    }
+  });
+  Trainer trainer(gpu_options("fashion_cnn", 1024).max_duration("24ba").log_interval(100).callbacks({strict}));
+  EXPECT_NO_THROW(trainer.fit());
+  c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+  EXPECT_TRUE(std::isfinite(trainer.summary().train_loss));
+#else
+  GTEST_SKIP() << "built without CUDA's headers for the sync check";
+#endif
+}
+
+TEST(Gpu, MonitorsReportTheDevicesSpeedAndMemory) {
+  REQUIRE_GPU();
+  auto metrics = std::make_shared<InMemoryLogger>();
+  Trainer trainer(gpu_options().max_duration("2ep").loggers({metrics}).callbacks(
+      {std::make_shared<SpeedMonitor>(4), std::make_shared<MemoryMonitor>()}));
+  trainer.fit();
+  EXPECT_EQ(metrics->series("memory/cuda_peak_mb").size(), 2U);  // per epoch
+  EXPECT_GT(metrics->latest("memory/cuda_allocated_mb").value_or(0.0), 0.0);
+  EXPECT_GE(metrics->latest("memory/cuda_reserved_mb").value_or(0.0),
+            metrics->latest("memory/cuda_allocated_mb").value_or(1.0));
+  EXPECT_GE(metrics->latest("memory/cuda_peak_mb").value_or(0.0),
+            metrics->latest("memory/cuda_allocated_mb").value_or(1.0));
+  EXPECT_GT(metrics->latest("throughput/samples_per_sec").value_or(0.0), 0.0);
+}
+
+TEST(Gpu, DataParallelOverNcclOnOneRankMatchesPlainTraining) {
+  REQUIRE_GPU();
+  if (!mpi::built()) GTEST_SKIP() << "built without MPI";
+  if (!cuda::nccl_built()) GTEST_SKIP() << "built without NCCL";
+  Trainer plain(gpu_options().deterministic(true).max_duration("6ba"));
+  plain.fit();
+  Trainer nccl(gpu_options().deterministic(true).max_duration("6ba").distributed(Distributed::kOn).ddp_backend("nccl"));
+  nccl.fit();
+  EXPECT_TRUE(equal(weights(nccl), weights(plain)));
+}
+
+}  // namespace
+}  // namespace baton
