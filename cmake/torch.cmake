@@ -1,5 +1,5 @@
-# Finds LibTorch and says what it can do. Sets BATON_CUDA (the LibTorch has CUDA) and, with CUDA,
-# NCCL_FOUND and the target baton_nccl.
+# Finds LibTorch and says what it can do. Sets BATON_CUDA (the LibTorch has CUDA), BATON_TORCH_WHEEL
+# (it is a PyTorch wheel's) and, with CUDA, NCCL_FOUND and the target baton_nccl.
 #
 # Two LibTorches build the same tree (docs/building.md):
 #   Debian's libtorch-dev (1.13, CPU)           found in the system folders (the default build)
@@ -23,6 +23,11 @@ endif()
 
 find_package(Torch REQUIRED)
 message(STATUS "LibTorch ${Torch_VERSION} in ${TORCH_INSTALL_PREFIX}")
+if(TORCH_INSTALL_PREFIX MATCHES "-packages/torch/?$")
+  set(BATON_TORCH_WHEEL ON)
+else()
+  set(BATON_TORCH_WHEEL OFF)
+endif()
 
 if(TARGET torch_cuda)
   set(BATON_CUDA ON)

@@ -26,10 +26,14 @@
 namespace baton {
 namespace {
 
-#define REQUIRE_GPU()                                              \
-  if (cuda_device_count() == 0)                                    \
-  GTEST_SKIP() << (cuda_built() ? "no CUDA device on this machine" \
-                                : "this baton's LibTorch has no CUDA (make test-gpu builds against one)")
+// Skips the test, saying why, where there is no CUDA device.
+#define REQUIRE_GPU()                                                                                          \
+  do {                                                                                                         \
+    if (cuda_device_count() == 0) {                                                                            \
+      GTEST_SKIP() << (cuda_built() ? "no CUDA device on this machine"                                         \
+                                    : "this baton's LibTorch has no CUDA (make test-gpu builds against one)"); \
+    }                                                                                                          \
+  } while (false)
 
 const c10::Device kGpu(c10::kCUDA, 0);
 
@@ -93,7 +97,9 @@ TEST(Gpu, ModelBatchesOptimizerStateAlgorithmsAndMetricsLiveOnTheDevice) {
       EXPECT_TRUE(s.batch.input.is_cuda() && s.batch.target.is_cuda() && s.outputs.is_cuda()) << to_string(e);
       ++checked;
     }
-    if (e == Event::kAfterLoss) EXPECT_TRUE(s.loss.is_cuda());
+    if (e == Event::kAfterLoss) {
+      EXPECT_TRUE(s.loss.is_cuda());
+    }
   });
   TrainerOptions o = gpu_options().max_duration("3ep").eval_interval("1ep").callbacks({probe}).algorithms(
       {make_algorithm("ema", {{"half_life", "5ba"}}), make_algorithm("label_smoothing")});
@@ -104,7 +110,9 @@ TEST(Gpu, ModelBatchesOptimizerStateAlgorithmsAndMetricsLiveOnTheDevice) {
   for (const auto& p : trainer.state().model->parameters()) EXPECT_TRUE(p.is_cuda());
   const StateDict sd = trainer.snapshot(/*weights_only=*/false);
   for (const auto& [name, tensor] : sd.tensors) {
-    if (name.rfind("algorithms/", 0) == 0) EXPECT_TRUE(tensor.is_cuda()) << name;  // EMA's average
+    if (name.rfind("algorithms/", 0) == 0) {
+      EXPECT_TRUE(tensor.is_cuda()) << name;  // EMA's average
+    }
   }
   EXPECT_TRUE(sd.tensors.count("rng/cuda"));
   EXPECT_GT(trainer.state().eval_metrics["eval"]["accuracy"], 0.9);

@@ -75,7 +75,8 @@ TEST(Recipe, DeviceKeys) {
     return path;
   };
   const std::string data = "data: {dataset: files, train_inputs: " + npy("x.npy", torch::randn({8, 4})) +
-                           ", train_labels: " + npy("y.npy", torch::arange(8) % 2) + ", on_device: true}\n";
+                           ", train_labels: " + npy("y.npy", torch::arange(8) % 2) + ", on_device: true}\n" +
+                           "model: {name: mlp, hidden: [4]}\n";
   const auto run =
       build_run(Recipe::parse("device: cpu\ntf32: true\nlog_interval: 10\nddp_backend: mpi\n" + data, "r.yaml"));
   EXPECT_EQ(run.options.device(), "cpu");
