@@ -75,7 +75,7 @@ std::vector<double> CrossEntropy::sums() const { return {value_of(sum_), static_
 
 void Accuracy::set_sums(const std::vector<double>& sums) {
   if (sums.size() != 2) throw std::invalid_argument(name() + ": set_sums wants 2 values");
-  correct_ = torch::full({}, std::llround(sums[0]), torch::kLong);
+  correct_ = torch::full({}, static_cast<int64_t>(std::llround(sums[0])), torch::kLong);
   seen_ = std::llround(sums[1]);
 }
 

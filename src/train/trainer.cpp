@@ -562,6 +562,7 @@ void Trainer::fit() {
       if (done() || state_.stop_requested()) break;
     }
     if (loader.position().batch >= loader.num_batches()) {
+      flush_losses();  // one wait per epoch: the epoch's figures (time, progress) are the device's
       state_.timestamp = state_.timestamp.to_next_epoch();
       engine_->run_event(Event::kEpochEnd);
       if (should_eval(Event::kEpochEnd)) run_evaluators();

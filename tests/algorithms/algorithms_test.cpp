@@ -15,24 +15,15 @@
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/trainer.h"
+#include "common/fixtures.h"
 #include "common/test_util.h"
 
 namespace baton {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Four classes of 1x16x16 images: class k is brighter in quadrant k.
-std::shared_ptr<TensorDataset> quadrants(int64_t n, uint64_t seed) {
-  auto gen = at::detail::createCPUGenerator(seed);
-  const at::Tensor labels = torch::randint(0, 4, {n}, gen, torch::kLong);
-  at::Tensor x = torch::randn({n, 1, 16, 16}, gen) * 0.5;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t k = labels[i].item<int64_t>();
-    x[i].narrow(1, (k / 2) * 8, 8).narrow(2, (k % 2) * 8, 8).add_(1.5);
-  }
-  return std::make_shared<TensorDataset>(x, labels);
-}
+using testing::Probe;
+using testing::quadrants;
 
 TrainerOptions image_options(const std::string& model_name = "fashion_cnn", int64_t n = 64, int64_t batch = 16) {
   torch::manual_seed(0);
@@ -60,16 +51,6 @@ struct Bench {
   std::shared_ptr<Model> model;
   State state;
   Logger logger{state};
-};
-
-// Calls every callback hook through one function.
-class Probe : public Callback {
- public:
-  explicit Probe(std::function<void(Event, State&)> f) : f_(std::move(f)) {}
-  void run_event(Event event, State& state, Logger&) override { f_(event, state); }
-
- private:
-  std::function<void(Event, State&)> f_;
 };
 
 at::Tensor flat_weights(torch::nn::Module& m) {

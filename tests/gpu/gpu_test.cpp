@@ -16,6 +16,7 @@
 #include "baton/optim/optimizers.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/trainer.h"
+#include "common/fixtures.h"
 #include "cuda/cuda.h"
 #include "mpi/comm.h"
 
@@ -25,6 +26,9 @@
 
 namespace baton {
 namespace {
+
+using testing::Probe;
+using testing::quadrants;
 
 // Skips the test, saying why, where there is no CUDA device.
 #define REQUIRE_GPU()                                                                                          \
@@ -36,19 +40,6 @@ namespace {
   } while (false)
 
 const c10::Device kGpu(c10::kCUDA, 0);
-
-// Four classes of 1x16x16 images: class k is brighter in quadrant k.
-std::shared_ptr<TensorDataset> quadrants(int64_t n, uint64_t seed) {
-  auto gen = at::detail::createCPUGenerator(seed);
-  const at::Tensor labels = torch::randint(0, 4, {n}, gen, torch::kLong);
-  at::Tensor x = torch::randn({n, 1, 16, 16}, gen) * 0.5;
-  const at::Tensor half = torch::arange(16).div(8, "floor");  // which half a row or column is in
-  const at::Tensor k = labels.view({n, 1, 1});
-  const at::Tensor in_quadrant =
-      (half.view({1, 16, 1}) == k.div(2, "floor")) & (half.view({1, 1, 16}) == k.remainder(2));
-  x.add_(in_quadrant.unsqueeze(1).to(torch::kFloat) * 1.5);
-  return std::make_shared<TensorDataset>(x, labels);
-}
 
 TrainerOptions gpu_options(const std::string& model_name = "fashion_cnn", int64_t n = 256) {
   torch::manual_seed(0);
@@ -64,16 +55,6 @@ TrainerOptions gpu_options(const std::string& model_name = "fashion_cnn", int64_
       .console_log_interval("0ba")
       .eval_interval("0ep");
 }
-
-// Calls `f` on every event.
-class Probe : public Callback {
- public:
-  explicit Probe(std::function<void(Event, State&)> f) : f_(std::move(f)) {}
-  void run_event(Event event, State& state, Logger&) override { f_(event, state); }
-
- private:
-  std::function<void(Event, State&)> f_;
-};
 
 std::vector<at::Tensor> weights(Trainer& t) {
   std::vector<at::Tensor> out;

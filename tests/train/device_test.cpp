@@ -12,7 +12,7 @@
 #include "baton/train/checkpoint.h"
 #include "baton/train/trainer.h"
 #include "common/test_util.h"
-#include "fixtures.h"
+#include "common/fixtures.h"
 
 namespace baton {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
-#include "fixtures.h"
+#include "common/fixtures.h"
 
 namespace baton {
 namespace {

@@ -1,10 +1,12 @@
-// Small, fast training set-ups shared by the trainer's tests.
+// Small, fast data sets and training set-ups shared by the tests.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include <torch/torch.h>
 
+#include "baton/core/callback.h"
 #include "baton/data/dataset.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
@@ -20,6 +22,29 @@ inline std::shared_ptr<TensorDataset> blobs(int64_t n, uint64_t seed) {
   auto x = centers.index_select(0, labels) + torch::randn({n, 8}, gen);
   return std::make_shared<TensorDataset>(x, labels);
 }
+
+// Four classes of 1x16x16 images: class k is brighter in quadrant k.
+inline std::shared_ptr<TensorDataset> quadrants(int64_t n, uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  const at::Tensor labels = torch::randint(0, 4, {n}, gen, torch::kLong);
+  at::Tensor x = torch::randn({n, 1, 16, 16}, gen) * 0.5;
+  const at::Tensor half = torch::arange(16).div(8, "floor");  // which half a row or column is in
+  const at::Tensor k = labels.view({n, 1, 1});
+  const at::Tensor in_quadrant =
+      (half.view({1, 16, 1}) == k.div(2, "floor")) & (half.view({1, 1, 16}) == k.remainder(2));
+  x.add_(in_quadrant.unsqueeze(1).to(torch::kFloat) * 1.5);
+  return std::make_shared<TensorDataset>(x, labels);
+}
+
+// Calls `f` on every event.
+class Probe : public Callback {
+ public:
+  explicit Probe(std::function<void(Event, State&)> f) : f_(std::move(f)) {}
+  void run_event(Event event, State& state, Logger&) override { f_(event, state); }
+
+ private:
+  std::function<void(Event, State&)> f_;
+};
 
 // An MLP on blobs: `n` examples in batches of `batch`, SGD with `momentum`, no console output.
 inline TrainerOptions small_options(int64_t n = 64, int64_t batch = 16, double momentum = 0.0) {
