@@ -45,6 +45,11 @@ void synchronize(int device) {
   c10::cuda::device_synchronize();
 }
 
+void set_sync_errors(bool on) {
+  c10::cuda::warning_state().set_sync_debug_mode(on ? c10::cuda::SyncDebugMode::L_ERROR
+                                                    : c10::cuda::SyncDebugMode::L_DISABLED);
+}
+
 MemoryStats memory_stats(int device) {
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index_of(device));
   constexpr std::size_t kAll = 0;  // StatType::AGGREGATE

@@ -30,6 +30,10 @@ bool supports_bf16(int device);
 // Waits until the device has done everything queued on it.
 void synchronize(int device);
 
+// LibTorch's sync debug mode: with `on`, any call that makes the host wait for a device throws
+// (tests use it to show that a loop never waits).
+void set_sync_errors(bool on);
+
 // Bytes of device memory held by LibTorch's caching allocator: for tensors now, in all (reserved),
 // and the most for tensors since reset_peak(). Read from the allocator's counters: no device wait.
 struct MemoryStats {

@@ -17,6 +17,7 @@ int device_count() { return 0; }
 std::string device_name(int) { no_cuda(); }
 bool supports_bf16(int) { return false; }
 void synchronize(int) {}
+void set_sync_errors(bool) {}
 MemoryStats memory_stats(int) { return {}; }
 void reset_peak(int) {}
 

@@ -55,14 +55,18 @@ int launched_local_rank() {
   return launched_rank();
 }
 
-int cores_per_local_rank() {
-  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+int launched_local_size() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_STEP_TASKS_PER_NODE"}) {
     if (const char* v = std::getenv(name)) {
-      if (const int n = std::atoi(v); n > 0) return std::max(1, cores / n);
+      if (const int n = std::atoi(v); n > 0) return n;
     }
   }
-  return cores;
+  return 1;
+}
+
+int cores_per_local_rank() {
+  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  return std::max(1, cores / launched_local_size());
 }
 
 namespace {

@@ -15,12 +15,13 @@ namespace baton::mpi {
 bool built();  // compiled against an MPI library
 // What the launcher (mpirun/mpiexec, a PMI launcher, srun) says in the environment, before MPI
 // starts: whether it started this process, the job's ranks (1 when none), this process's rank
-// (0 when not one of several), its rank among those on this machine (which GPU it takes), and the
-// machine's cores divided among the ranks started on it.
+// (0 when not one of several), its rank among those on this machine (which GPU it takes), the
+// ranks started on this machine, and the machine's cores divided among them.
 bool launched();
 int launched_size();
 int launched_rank();
 int launched_local_rank();
+int launched_local_size();
 int cores_per_local_rank();
 
 class Comm {

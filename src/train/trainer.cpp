@@ -100,12 +100,15 @@ void check_precision(Precision precision, c10::Device device) {
       "; use amp_bf16 or fp32 on the CPU");
 }
 
-// ddp_backend resolved: NCCL for ranks on GPUs when baton has it.
+// ddp_backend resolved: NCCL for ranks on GPUs of their own when baton has it (NCCL refuses two
+// ranks on one GPU).
 bool use_nccl(const std::string& backend, c10::Device device) {
   require(backend == "auto" || backend == "nccl" || backend == "mpi",
           "TrainerOptions: ddp_backend '" + backend + "' (expected auto, nccl or mpi)");
   if (backend == "mpi") return false;
-  if (backend == "auto") return device.is_cuda() && cuda::nccl_built();
+  if (backend == "auto") {
+    return device.is_cuda() && cuda::nccl_built() && mpi::launched_local_size() <= cuda_device_count();
+  }
   require(device.is_cuda(),
           "TrainerOptions: ddp_backend nccl needs the ranks on GPUs (device is " + device.str() + ")");
   require(cuda::nccl_built(), "TrainerOptions: ddp_backend nccl: this baton was built without NCCL; use mpi");

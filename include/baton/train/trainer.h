@@ -162,8 +162,8 @@ class TrainerOptions {
   BATON_ARG(double, ddp_bucket_mb) = 1.0;
   BATON_ARG(bool, ddp_overlap) = true;
   // How gradients are averaged: "nccl" (on the GPUs, no host wait), "mpi" (on the host; GPU
-  // gradients go through host memory) or "auto": nccl when the ranks train on GPUs and baton was
-  // built with NCCL, else mpi. Default: "auto".
+  // gradients go through host memory) or "auto": nccl when the ranks train on GPUs, one each, and
+  // baton was built with NCCL, else mpi. Default: "auto".
   BATON_ARG(std::string, ddp_backend) = std::string("auto");
 
  public:
