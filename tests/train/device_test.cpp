@@ -11,8 +11,8 @@
 #include "baton/core/device.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/trainer.h"
-#include "common/test_util.h"
 #include "common/fixtures.h"
+#include "common/test_util.h"
 
 namespace baton {
 namespace {
