@@ -7,10 +7,12 @@
 
 #include "baton/core/algorithm.h"
 #include "baton/core/callback.h"
+#include "baton/core/device.h"
 #include "baton/core/engine.h"
 #include "baton/core/event.h"
 #include "baton/core/logger.h"
 #include "baton/core/passes.h"
+#include "baton/core/precision.h"
 #include "baton/core/profiler.h"
 #include "baton/core/state.h"
 #include "baton/core/state_dict.h"
