@@ -159,8 +159,11 @@ int run_train(const TrainArgs& args) {
   run.options.callbacks(callbacks);
   auto loggers = run.options.loggers();
   for (const std::string& name : writes ? run.loggers : std::vector<std::string>{}) {
-    if (name == "jsonl") loggers.push_back(std::make_shared<JsonlLogger>((dir / "metrics.jsonl").string()));
-    if (name == "csv") loggers.push_back(std::make_shared<CsvLogger>((dir / "metrics.csv").string()));
+    // A resumed run continues the metrics of the one it resumes (each batch once).
+    if (name == "jsonl") {
+      loggers.push_back(std::make_shared<JsonlLogger>((dir / "metrics.jsonl").string(), args.autoresume));
+    }
+    if (name == "csv") loggers.push_back(std::make_shared<CsvLogger>((dir / "metrics.csv").string(), args.autoresume));
     if (name == "tensorboard") loggers.push_back(std::make_shared<TensorBoardLogger>((dir / "tensorboard").string()));
   }
   run.options.loggers(loggers);

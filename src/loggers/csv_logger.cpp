@@ -4,7 +4,10 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
+
+#include "baton/core/state.h"
 
 namespace baton {
 namespace {
@@ -23,12 +26,61 @@ std::string field(const std::string& s) {
   return out + "\"";
 }
 
+// The fields of one CSV line (quoted fields unquoted).
+std::vector<std::string> fields_of(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      out.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-CsvLogger::CsvLogger(const std::string& path) : path_(path) {
-  std::ofstream out(path_, std::ios::trunc);
+CsvLogger::CsvLogger(const std::string& path, bool resume) : path_(path), resume_(resume) {
+  std::ofstream out(path_, resume ? std::ios::app : std::ios::trunc);
   if (!out) throw std::runtime_error(path_ + ": cannot write metrics.csv");
-  out << "step,time\n";
+  if (!resume) out << "step,time\n";
+}
+
+void CsvLogger::read_back(int64_t batch) {
+  std::ifstream in(path_);
+  std::string line;
+  if (batch <= 0 || !std::getline(in, line)) return;
+  const std::vector<std::string> header = fields_of(line);
+  if (header.size() < 2 || header[0] != "step") return;
+  columns_.assign(header.begin() + 2, header.end());
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = fields_of(line);
+    if (f.size() != header.size()) continue;  // cut short by a kill
+    try {
+      Row row{std::stoll(f[0]), std::stod(f[1]), {}};
+      if (row.step > batch) continue;
+      for (std::size_t c = 2; c < f.size(); ++c) {
+        if (!f[c].empty()) row.values[header[c]] = std::stod(f[c]);
+      }
+      rows_.push_back(std::move(row));
+    } catch (const std::exception&) {  // not a row baton wrote
+    }
+  }
+}
+
+void CsvLogger::after_load(State& state, Logger& /*logger*/) {
+  if (!resume_) return;
+  resume_ = false;
+  read_back(state.timestamp.batch());
+  rewrite();
 }
 
 void CsvLogger::log_metrics(const Metrics& metrics, int64_t step) {

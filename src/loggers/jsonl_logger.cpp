@@ -3,32 +3,77 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 
-namespace baton {
+#include "baton/core/state.h"
 
-JsonlLogger::JsonlLogger(const std::string& path) : file_(std::fopen(path.c_str(), "w")), path_(path) {
-  if (file_ == nullptr) throw std::runtime_error(path + ": cannot write metrics (" + std::strerror(errno) + ")");
+namespace baton {
+namespace {
+
+std::FILE* open_or_throw(const std::string& path, const char* mode) {
+  std::FILE* file = std::fopen(path.c_str(), mode);
+  if (file == nullptr) throw std::runtime_error(path + ": cannot write metrics (" + std::strerror(errno) + ")");
+  return file;
 }
+
+}  // namespace
+
+JsonlLogger::JsonlLogger(const std::string& path, bool resume)
+    : file_(open_or_throw(path, resume ? "a" : "w")), path_(path), deciding_(resume) {}
 
 JsonlLogger::~JsonlLogger() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
+void JsonlLogger::write(const std::string& line) {
+  if (deciding_) {
+    waiting_.push_back(line);
+  } else if (file_ != nullptr) {
+    std::fwrite(line.data(), 1, line.size(), file_);
+  }
+}
+
 void JsonlLogger::log_metrics(const Metrics& metrics, int64_t step) {
-  if (file_ == nullptr) return;
   nlohmann::json line = {
       {"step", step},
       {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
   for (const auto& [name, value] : metrics) line[name] = value;
-  const std::string text = line.dump() + "\n";
-  std::fwrite(text.data(), 1, text.size(), file_);
+  write(line.dump() + "\n");
 }
 
 void JsonlLogger::log_hyperparameters(const nlohmann::json& hyperparameters) {
-  if (file_ == nullptr) return;
-  const std::string text = nlohmann::json{{"hyperparameters", hyperparameters}}.dump() + "\n";
-  std::fwrite(text.data(), 1, text.size(), file_);
+  write(nlohmann::json{{"hyperparameters", hyperparameters}}.dump() + "\n");
+}
+
+void JsonlLogger::continue_from(int64_t batch) {
+  std::string kept;
+  if (batch > 0) {
+    std::ifstream in(path_);
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded() || !j.is_object()) continue;  // cut short by a kill
+      if (j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() > batch) continue;
+      kept += line + "\n";
+    }
+  }
+  // Written beside and renamed: a kill now leaves the old file or the new one, whole.
+  const std::string tmp = path_ + ".tmp";
+  std::FILE* out = open_or_throw(tmp, "w");
+  std::fwrite(kept.data(), 1, kept.size(), out);
+  for (const auto& line : waiting_) std::fwrite(line.data(), 1, line.size(), out);
+  if (std::fclose(out) != 0 || std::rename(tmp.c_str(), path_.c_str()) != 0) {
+    throw std::runtime_error(path_ + ": cannot write metrics (" + std::strerror(errno) + ")");
+  }
+  waiting_.clear();
+  deciding_ = false;
+  if (file_ != nullptr) std::fclose(file_);
+  file_ = open_or_throw(path_, "a");
+}
+
+void JsonlLogger::after_load(State& state, Logger&) {
+  if (deciding_) continue_from(state.timestamp.batch());
 }
 
 void JsonlLogger::epoch_end(State&, Logger&) {
@@ -36,6 +81,7 @@ void JsonlLogger::epoch_end(State&, Logger&) {
 }
 
 void JsonlLogger::close(State&, Logger&) {
+  if (deciding_) continue_from(0);
   if (file_ != nullptr) std::fclose(file_);
   file_ = nullptr;
 }

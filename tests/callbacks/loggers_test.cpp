@@ -8,6 +8,7 @@
 
 #include "baton/core/state.h"
 #include "baton/loggers/csv_logger.h"
+#include "baton/loggers/jsonl_logger.h"
 #include "baton/loggers/plot.h"
 #include "baton/loggers/tensorboard_logger.h"
 
@@ -161,6 +162,79 @@ TEST(CsvLogger, OneRowPerStepColumnsGrowAsMetricsAppear) {
   EXPECT_EQ(rows[2][3], "0.5");
   EXPECT_EQ(rows[3][0], "3");
   EXPECT_EQ(rows[3][2], "1.5");
+}
+
+// A state whose timestamp is at `batch`, as after a resume from a checkpoint of that batch.
+void move_to_batch(State& state, int64_t batch) {
+  for (int64_t b = 0; b < batch; ++b) state.timestamp = state.timestamp.to_next_batch(16, 0, 0.01);
+}
+
+// The steps of a metrics.jsonl's train/loss lines, in order.
+std::vector<int64_t> loss_steps(const std::filesystem::path& path) {
+  std::vector<int64_t> steps;
+  std::istringstream lines(read(path));
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.contains("train/loss")) steps.push_back(j["step"].get<int64_t>());
+  }
+  return steps;
+}
+
+TEST(JsonlLogger, AResumedRunKeepsTheLinesUpToItsBatchAndAppendsAfterThem) {
+  TempDir dir;
+  const auto path = dir.path / "metrics.jsonl";
+  State state;
+  Logger logger(state);
+  {
+    JsonlLogger first(path.string());
+    first.log_hyperparameters({{"lr", 0.1}});
+    for (int64_t step = 1; step <= 10; ++step) first.log_metrics({{"train/loss", 1.0 / step}}, step);
+    first.close(state, logger);
+  }
+  std::ofstream(path, std::ios::app) << R"({"step": 11, "train/lo)";  // a kill mid-line
+  // Resumed from the checkpoint of batch 6: batches 7-10 are trained again, and logged once.
+  JsonlLogger resumed(path.string(), /*resume=*/true);
+  resumed.log_hyperparameters({{"lr", 0.1}});
+  move_to_batch(state, 6);
+  resumed.after_load(state, logger);
+  for (int64_t step = 7; step <= 9; ++step) resumed.log_metrics({{"train/loss", 0.5}}, step);
+  resumed.close(state, logger);
+  EXPECT_EQ(loss_steps(path), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  const std::string text = read(path);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 11);  // and both hyperparameters lines
+  // A run that starts afresh (nothing resumed) starts the file afresh.
+  JsonlLogger fresh(path.string(), /*resume=*/true);
+  State start;
+  fresh.after_load(start, logger);
+  fresh.log_metrics({{"train/loss", 2.0}}, 1);
+  fresh.close(start, logger);
+  EXPECT_EQ(loss_steps(path), (std::vector<int64_t>{1}));
+}
+
+TEST(CsvLogger, AResumedRunKeepsTheRowsUpToItsBatch) {
+  TempDir dir;
+  const auto path = dir.path / "metrics.csv";
+  State state;
+  Logger logger(state);
+  {
+    CsvLogger first(path.string());
+    for (int64_t step = 1; step <= 5; ++step) first.log_metrics({{"train/loss", 1.0 / step}}, step);
+    first.log_metrics({{"eval/accuracy", 0.75}}, 5);
+    first.close(state, logger);
+  }
+  std::ofstream(path, std::ios::app) << "6,17000";  // a kill mid-row
+  CsvLogger resumed(path.string(), /*resume=*/true);
+  move_to_batch(state, 3);
+  resumed.after_load(state, logger);
+  resumed.log_metrics({{"train/loss", 0.2}}, 4);
+  resumed.log_metrics({{"eval/accuracy", 0.8}}, 4);
+  resumed.close(state, logger);
+  std::istringstream lines(read(path));
+  std::vector<std::string> steps;
+  for (std::string line; std::getline(lines, line);) steps.push_back(line.substr(0, line.find(',')));
+  EXPECT_EQ(steps, (std::vector<std::string>{"step", "1", "2", "3", "4"}));
+  EXPECT_THAT(read(path), ::testing::HasSubstr("step,time,train/loss,eval/accuracy\n"));
+  EXPECT_THAT(read(path), ::testing::HasSubstr(",0.2,0.8\n"));
 }
 
 // Tags balance (every <a> closed by </a> or self-closed), and attribute values are quoted.

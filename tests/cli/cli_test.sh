@@ -79,6 +79,12 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=25ba --set eval_interval=0 --set progress_bar=false \
     --run-dir "$tmp/run" --autoresume >"$tmp/resume.out" 2>&1 && grep -q "resuming from .*latest at \[ep=0\]\[ba=20\]" "$tmp/resume.out" &&
     grep -q '"steps": 25' "$tmp/run/summary.json" || { echo "FAIL: --autoresume"; cat "$tmp/resume.out"; failures=$((failures + 1)); }
+  # The resumed run continues the metrics: each of the 25 batches once, in order.
+  python3 -c "
+import json, sys
+steps = [j['step'] for j in map(json.loads, open('$tmp/run/metrics.jsonl')) if 'train/loss' in j]
+sys.exit(0 if steps == list(range(1, 26)) else 1)" && [ "$(grep -c '^[0-9]' "$tmp/run/metrics.csv")" -eq 25 ] ||
+    { echo "FAIL: metrics after --autoresume:"; grep -c train/loss "$tmp/run/metrics.jsonl"; failures=$((failures + 1)); }
   head -c 1000 "$tmp/run/checkpoints/latest" >"$tmp/cut.ckpt"
   expect_error 2 "cut.ckpt: truncated" -- "$baton" checkpoint inspect "$tmp/cut.ckpt"
   expect_error 2 "cut.ckpt: truncated" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set load_path="$tmp/cut.ckpt" --run-dir "$tmp/run2"
@@ -100,6 +106,8 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
     "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=$((stopped + 3))ba --set eval_interval=0 \
       --set progress_bar=false --set save_interval=5000ba --run-dir "$tmp/sig" --autoresume >"$tmp/sig2.out" 2>&1 &&
       grep -q "resuming from .*\[ba=$stopped\]" "$tmp/sig2.out" || { echo "FAIL: resume after SIGTERM"; cat "$tmp/sig2.out"; failures=$((failures + 1)); }
+    [ "$(grep -c '"train/loss"' "$tmp/sig/metrics.jsonl")" -eq $((stopped + 3)) ] ||
+      { echo "FAIL: the history before SIGTERM was lost: $(grep -c train/loss "$tmp/sig/metrics.jsonl") train/loss lines, want $((stopped + 3))"; failures=$((failures + 1)); }
   fi
   "$baton" predict "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --out "$tmp/p.npy" >"$tmp/predict.out" 2>&1 &&
     grep -q "predicted 10000 examples: logits \[10000, 10\]" "$tmp/predict.out" && [ -s "$tmp/p.npy" ] ||

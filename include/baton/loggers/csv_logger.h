@@ -31,6 +31,8 @@ class CsvLogger : public LoggerDestination {
     std::map<std::string, double> values;
   };
   void flush_row();
+  // The rows (and their columns) of the file up to `batch`.
+  void read_back(int64_t batch);
   void rewrite();
   void append(const Row& row);
 
@@ -38,6 +40,7 @@ class CsvLogger : public LoggerDestination {
   std::vector<std::string> columns_;
   std::vector<Row> rows_;  // written rows (kept to rewrite the file when a column appears)
   bool open_row_ = false;
+  bool resume_ = false;
   Row current_{};
 };
 
