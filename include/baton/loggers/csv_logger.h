@@ -16,10 +16,14 @@ namespace baton {
 
 class CsvLogger : public LoggerDestination {
  public:
-  // Creates or truncates `path`. Throws std::runtime_error naming the path when it cannot.
-  explicit CsvLogger(const std::string& path);
+  // Creates or truncates `path`. With `resume` (baton train --autoresume) it keeps the rows of the
+  // run it continues instead: at after_load, those up to the batch the run resumed from (none when
+  // it starts afresh; a row cut short by a kill is dropped). Throws std::runtime_error naming the
+  // path when it cannot write there.
+  explicit CsvLogger(const std::string& path, bool resume = false);
 
   void log_metrics(const Metrics& metrics, int64_t step) override;
+  void after_load(State& state, Logger& logger) override;
   void epoch_end(State& state, Logger& logger) override;
   void fit_end(State& state, Logger& logger) override;
   void close(State& state, Logger& logger) override;

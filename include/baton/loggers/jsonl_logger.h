@@ -13,18 +13,28 @@ namespace baton {
 
 class JsonlLogger : public LoggerDestination {
  public:
-  // Creates or truncates `path`. Throws std::runtime_error naming the path when it cannot.
-  explicit JsonlLogger(const std::string& path);
+  // Creates or truncates `path`. With `resume` (baton train --autoresume) it keeps the lines of
+  // the run it continues instead: at after_load, those up to the batch the run resumed from (none
+  // when it starts afresh; a line cut short by a kill is dropped), and appends after them, so each
+  // batch is logged once. Throws std::runtime_error naming the path when it cannot write there.
+  explicit JsonlLogger(const std::string& path, bool resume = false);
   ~JsonlLogger() override;
 
   void log_metrics(const Metrics& metrics, int64_t step) override;
   void log_hyperparameters(const nlohmann::json& hyperparameters) override;
+  void after_load(State& state, Logger& logger) override;
   void epoch_end(State& state, Logger& logger) override;
   void close(State& state, Logger& logger) override;
 
  private:
+  void write(const std::string& line);
+  // Keeps the file's lines up to `batch` (none for 0), then what waited for this decision.
+  void continue_from(int64_t batch);
+
   std::FILE* file_;
   std::string path_;
+  bool deciding_ = false;             // resume: lines wait until after_load says from where
+  std::vector<std::string> waiting_;  // meanwhile
 };
 
 }  // namespace baton
