@@ -32,9 +32,9 @@ demo:
 	@if nvidia-smi -L >/dev/null 2>&1; then \
 	  echo "demo: nvidia-smi sees a GPU: building against LibTorch with CUDA (build-torch2/)"; \
 	  $(MAKE) --no-print-directory build-torch2 BATON_TORCH2_PREFER_INSTALLED=1 && \
-	  build-torch2/bin/baton train recipes/fashion_mnist.yaml --set device=cuda; \
+	  build-torch2/bin/baton train recipes/fashion_mnist.yaml --set device=cuda --overwrite; \
 	else \
-	  $(MAKE) --no-print-directory build && build/bin/baton train recipes/fashion_mnist.yaml; \
+	  $(MAKE) --no-print-directory build && build/bin/baton train recipes/fashion_mnist.yaml --overwrite; \
 	fi
 
 test: build

@@ -24,7 +24,7 @@ ours=()
 theirs=()
 for i in $(seq "$reps"); do
   "$baton" train "$root/recipes/fashion_mnist.yaml" --set max_duration="${steps}ba" --set eval_interval=0 \
-    ${BATON_SET:+--set "$BATON_SET"} --run-dir "$tmp/run" >"$tmp/baton.out"
+    ${BATON_SET:+--set "$BATON_SET"} --run-dir "$tmp/run" --overwrite >"$tmp/baton.out"
   b=$(python3 -c "import json;print(round(json.load(open('$tmp/run/summary.json'))['samples_per_s'],1))")
   p=$(/usr/bin/python3 "$peer" --max-steps "$steps" --tuned 2>/dev/null | tail -1 |
       python3 -c "import json,sys;print(json.loads(sys.stdin.read())['samples_per_s'])")

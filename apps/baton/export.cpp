@@ -1,5 +1,6 @@
 // baton export CHECKPOINT --torchscript OUT.pt [--device DEVICE] [--recipe RECIPE.yaml [--set key=value]...]
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include <torch/torch.h>
@@ -69,6 +70,11 @@ BuiltModel build_model(const ExportArgs& args) {
 
 void run_export(const ExportArgs& args) {
   with_device({}, args.device);  // a device this machine has, before anything is read
+  std::error_code ec;
+  if (std::filesystem::weakly_canonical(args.torchscript, ec) ==
+      std::filesystem::weakly_canonical(args.checkpoint, ec)) {
+    throw RecipeError("--torchscript " + args.torchscript + " is the file the model is read from; name another file");
+  }
   const c10::Device device = parse_device(args.device);
   BuiltModel built = build_model(args);
   load_weights(*built.model, args.checkpoint);

@@ -4,18 +4,18 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -56,9 +56,10 @@ struct SearchArgs {
 // The rank and size of this process when it was started by mpirun or srun (several workers of
 // one search), else nullopt.
 std::optional<std::pair<int, int>> launcher_rank() {
-  const std::pair<const char*, const char*> vars[] = {
-      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMIX_RANK", "PMIX_SIZE"}, {"PMI_RANK", "PMI_SIZE"},
-      {"SLURM_PROCID", "SLURM_NTASKS"}};
+  const std::pair<const char*, const char*> vars[] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                                      {"PMIX_RANK", "PMIX_SIZE"},
+                                                      {"PMI_RANK", "PMI_SIZE"},
+                                                      {"SLURM_PROCID", "SLURM_NTASKS"}};
   for (const auto& [rank, size] : vars) {
     const char* r = std::getenv(rank);
     const char* n = std::getenv(size);
@@ -86,14 +87,18 @@ std::string self_exe() {
 
 std::string format_duration(double s) {
   char buf[32];
-  if (s < 60) std::snprintf(buf, sizeof buf, "%.0fs", s);
-  else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-  else std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
   return buf;
 }
 
 int run_search_command(const SearchArgs& a) {
-  if (a.command.empty() == a.recipe.empty()) throw BadInput("give exactly one of --command CMD or --recipe RECIPE.yaml");
+  if (a.command.empty() == a.recipe.empty())
+    throw BadInput("give exactly one of --command CMD or --recipe RECIPE.yaml");
   if (a.direction != "maximize" && a.direction != "minimize")
     throw BadInput("--direction must be maximize or minimize, got '" + a.direction + "'");
   if (a.trials < 1) throw BadInput("--trials must be at least 1");
@@ -125,7 +130,8 @@ int run_search_command(const SearchArgs& a) {
   }
   const std::filesystem::path dir = a.run_dir;
   std::filesystem::create_directories(dir);
-  const std::string storage_url = a.storage.empty() ? "sqlite://" + std::filesystem::absolute(dir / "search.db").string() : a.storage;
+  const std::string storage_url =
+      a.storage.empty() ? "sqlite://" + std::filesystem::absolute(dir / "search.db").string() : a.storage;
   std::shared_ptr<TrialStorage> storage;
   try {
     storage = open_storage(storage_url);
@@ -145,7 +151,8 @@ int run_search_command(const SearchArgs& a) {
     // process groups). They are stopped, so that the run again below is the only one.
     if (auto before = storage->meta("worker"); before && before->is_string()) {
       const std::string old = before->get<std::string>();
-      if (old != worker && !local_worker_gone(old) && old.substr(0, old.rfind(':')) == worker.substr(0, worker.rfind(':')))
+      if (old != worker && !local_worker_gone(old) &&
+          old.substr(0, old.rfind(':')) == worker.substr(0, worker.rfind(':')))
         throw BadInput("the search " + old + " (host:pid) is still running on " + storage_url +
                        "; stop it first, or add --join to work on it alongside");
       if (const int n = kill_worker_processes(old); n > 0)
@@ -163,8 +170,9 @@ int run_search_command(const SearchArgs& a) {
   } else {
     std::string cmd = shell_quote(self_exe()) + " train " + shell_quote(std::filesystem::absolute(a.recipe).string());
     for (const auto& s : a.sets) cmd += " --set " + shell_quote(s);
-    cmd += " --set progress_bar=false --run-dir " + shell_quote(std::filesystem::absolute(dir / "trials").string()) +
-           "/\"$BATON_TRIAL_ID\"";
+    // A trial run again (a retry, a resumed search) continues from its own checkpoints.
+    cmd += " --set progress_bar=false --autoresume --run-dir " +
+           shell_quote(std::filesystem::absolute(dir / "trials").string()) + "/\"$BATON_TRIAL_ID\"";
     options.command = cmd;
     options.env["BATON_TRIAL_METRIC"] = a.metric;
   }
@@ -191,9 +199,10 @@ int run_search_command(const SearchArgs& a) {
     if (!storage->meta("search")) storage->set_meta("search", search_meta);
     distributed = std::make_shared<DistributedEngine>(storage, local, d);
     engine = distributed;
-    std::printf("worker %s%s joins the search in %s (%zu trials there)\n", worker.c_str(),
-                rank ? (" (rank " + std::to_string(rank->first) + " of " + std::to_string(rank->second) + ")").c_str() : "",
-                storage_url.c_str(), previous.size());
+    std::printf(
+        "worker %s%s joins the search in %s (%zu trials there)\n", worker.c_str(),
+        rank ? (" (rank " + std::to_string(rank->first) + " of " + std::to_string(rank->second) + ")").c_str() : "",
+        storage_url.c_str(), previous.size());
   } else {
     auto local = std::make_shared<ProcessEngine>(options);
     local->set_observer([storage](const Trial& t) { storage->save_trial(t); });
@@ -245,10 +254,12 @@ int run_search_command(const SearchArgs& a) {
       running += t.status == TrialStatus::kRunning ? 1 : 0;
     }
     std::ostringstream line;
-    line << "trials " << p.completed << "/" << a.trials << " done, " << running << " running, " << failed
-         << " failed";
-    if (p.best) line << " | best " << *p.best->metrics.final << " (trial " << p.best->id << " " << p.best->parameters.dump() << ")";
-    const double eta = p.completed > 0 ? e / static_cast<double>(p.completed) * static_cast<double>(a.trials - p.completed) : 0;
+    line << "trials " << p.completed << "/" << a.trials << " done, " << running << " running, " << failed << " failed";
+    if (p.best)
+      line << " | best " << *p.best->metrics.final << " (trial " << p.best->id << " " << p.best->parameters.dump()
+           << ")";
+    const double eta =
+        p.completed > 0 ? e / static_cast<double>(p.completed) * static_cast<double>(a.trials - p.completed) : 0;
     line << " | " << format_duration(e) << " elapsed";
     if (p.completed > 0 && p.completed < a.trials) line << ", ETA " << format_duration(eta);
     std::string text = line.str();
@@ -345,10 +356,13 @@ nlohmann::json trial_row(const Trial& t) {
 
 std::unique_ptr<TrialStorage> open_existing(const std::string& url) {
   std::string path = url;
-  if (path.rfind("sqlite:///", 0) == 0) path = path.substr(9);
-  else if (path.rfind("sqlite:", 0) == 0) path = path.substr(7);
+  if (path.rfind("sqlite:///", 0) == 0)
+    path = path.substr(9);
+  else if (path.rfind("sqlite:", 0) == 0)
+    path = path.substr(7);
   if (url.find("://") == std::string::npos || url.rfind("sqlite:", 0) == 0) {
-    if (!std::filesystem::exists(path)) throw BadInput(path + ": no such storage file (the --storage of a search, or RUN_DIR/search.db)");
+    if (!std::filesystem::exists(path))
+      throw BadInput(path + ": no such storage file (the --storage of a search, or RUN_DIR/search.db)");
   }
   try {
     return open_storage(url);
@@ -410,8 +424,9 @@ void add_search(CLI::App& app) {
   auto a = std::make_shared<SearchArgs>();
   CLI::App* cmd = app.add_subcommand("search", "run a hyperparameter search: trials of a command or a recipe");
   cmd->add_option("space", a->space, "search space (NNI's format, YAML or JSON)")->required();
-  cmd->add_option("--command", a->command,
-                  "trial command (sh -c): parameters in $BATON_TRIAL_PARAMETERS, reports 'baton: {\"final\": v}' lines");
+  cmd->add_option(
+      "--command", a->command,
+      "trial command (sh -c): parameters in $BATON_TRIAL_PARAMETERS, reports 'baton: {\"final\": v}' lines");
   cmd->add_option("--recipe", a->recipe, "each trial is `baton train RECIPE` with the parameters as --set overrides");
   cmd->add_option("--metric", a->metric, "with --recipe: the evaluation metric to optimise (default eval/accuracy)");
   cmd->add_option("--set", a->sets, "with --recipe: a fixed override for every trial (repeatable)");
@@ -423,7 +438,8 @@ void add_search(CLI::App& app) {
   cmd->add_option("--storage", a->storage,
                   "sqlite:///PATH.db (default RUN_DIR/search.db) or postgresql://USER@HOST:PORT/DATABASE");
   cmd->add_option("--run-dir", a->run_dir, "where trials' logs and summary.json go (default runs/search)");
-  cmd->add_flag("--resume", a->resume, "continue the search in the storage: finished trials kept, unfinished run again");
+  cmd->add_flag("--resume", a->resume,
+                "continue the search in the storage: finished trials kept, unfinished run again");
   cmd->add_flag("--join", a->join,
                 "be one worker of a search shared through --storage (several processes or machines; implied under "
                 "mpirun/srun): --trials counts the whole search");

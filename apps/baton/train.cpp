@@ -1,14 +1,15 @@
-// baton train RECIPE.yaml [--set key=value]... [--run-dir DIR]
+// baton train RECIPE.yaml [--set key=value]... [--run-dir DIR] [--autoresume | --overwrite]
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
@@ -53,8 +54,67 @@ struct TrainArgs {
   std::vector<std::string> sets;
   std::string run_dir;
   bool autoresume = false;
+  bool overwrite = false;
   bool profile = false;
 };
+
+namespace fs = std::filesystem;
+
+// What a baton run leaves in its folder.
+const std::vector<std::string> kRunFiles = {"recipe.yaml", "metrics.jsonl", "metrics.csv", "summary.json",
+                                            "model.pt",    "checkpoints",   "tensorboard", "traces"};
+
+std::vector<std::string> present(const fs::path& folder, const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& name : names) {
+    if (fs::exists(folder / name, ec) || fs::is_symlink(folder / name, ec)) out.push_back(name);
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Moves `names` of `folder` into folder/replaced-<time>/ (nothing is deleted); returns that folder.
+fs::path move_aside(const fs::path& folder, const std::vector<std::string>& names) {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "replaced-%Y%m%d-%H%M%S", std::localtime(&now));
+  fs::path aside = folder / stamp;
+  for (int n = 2; fs::exists(aside); ++n) aside = folder / (std::string(stamp) + "-" + std::to_string(n));
+  fs::create_directories(aside);
+  for (const auto& name : names) fs::rename(folder / name, aside / name);
+  return aside;
+}
+
+// A run folder that already holds a run is continued (--autoresume), started over with the old
+// files moved aside (--overwrite), or refused: silently writing over it would lose them.
+void prepare_run_folder(const fs::path& dir, const TrainArgs& args, const TrainingRun& run) {
+  const std::vector<std::string> previous = present(dir, kRunFiles);
+  if (previous.empty()) return;
+  if (args.overwrite) {
+    std::printf("baton train: %s's previous run moved to %s\n", dir.string().c_str(),
+                move_aside(dir, previous).string().c_str());
+    // Checkpoints kept elsewhere (save_folder) are moved aside there, so the new run cannot resume them.
+    const fs::path save = run.options.save_folder();
+    const std::vector<std::string> saved = present(save, {"latest"});
+    std::vector<std::string> files = saved;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(save, ec)) {
+      if (e.path().extension() == ".ckpt") files.push_back(e.path().filename().string());
+    }
+    if (!save.empty() && !files.empty()) move_aside(save, files);
+    return;
+  }
+  if (args.autoresume) return;
+  throw RecipeError(dir.string() + ": a run is already there (" + joined(previous) +
+                    "); --autoresume continues it, --overwrite starts over (moving its files aside), or give "
+                    "another --run-dir");
+}
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
@@ -132,14 +192,15 @@ int run_train(const TrainArgs& args) {
   // Under mpirun/srun every rank trains one model with data parallelism; only rank 0 writes the
   // run directory and prints.
   const bool writes = run.options.distributed() == Distributed::kOff || launcher_rank() == 0;
+  if (run.options.save_folder().empty() && run.checkpoints) run.options.save_folder((dir / "checkpoints").string());
   if (writes) {
+    prepare_run_folder(dir, args, run);
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw std::runtime_error(dir.string() + ": cannot create the run directory (" + ec.message() + ")");
     write_file(dir / "recipe.yaml", recipe.resolved_yaml());
   }
-  if (run.options.save_folder().empty() && run.checkpoints) run.options.save_folder((dir / "checkpoints").string());
-  run.options.autoresume(args.autoresume);
+  run.options.autoresume(args.autoresume && !args.overwrite);
   run.options.checkpoint_meta({{"baton_version", BATON_VERSION_STRING},
                                {"run_name", run.options.run_name()},
                                {"recipe", recipe.resolved_yaml()},
@@ -160,19 +221,17 @@ int run_train(const TrainArgs& args) {
   auto loggers = run.options.loggers();
   for (const std::string& name : writes ? run.loggers : std::vector<std::string>{}) {
     // A resumed run continues the metrics of the one it resumes (each batch once).
-    if (name == "jsonl") {
-      loggers.push_back(std::make_shared<JsonlLogger>((dir / "metrics.jsonl").string(), args.autoresume));
-    }
-    if (name == "csv") loggers.push_back(std::make_shared<CsvLogger>((dir / "metrics.csv").string(), args.autoresume));
+    const bool resume = run.options.autoresume();
+    if (name == "jsonl") loggers.push_back(std::make_shared<JsonlLogger>((dir / "metrics.jsonl").string(), resume));
+    if (name == "csv") loggers.push_back(std::make_shared<CsvLogger>((dir / "metrics.csv").string(), resume));
     if (name == "tensorboard") loggers.push_back(std::make_shared<TensorBoardLogger>((dir / "tensorboard").string()));
   }
   run.options.loggers(loggers);
 
   if (writes) {
     std::printf("baton train: %s, model %s, %lld training examples, precision %s, run dir %s\n",
-                run.options.run_name().c_str(), run.model_name.c_str(),
-                static_cast<long long>(run.train_data->size()), std::string(to_string(run.options.precision())).c_str(),
-                dir.string().c_str());
+                run.options.run_name().c_str(), run.model_name.c_str(), static_cast<long long>(run.train_data->size()),
+                std::string(to_string(run.options.precision())).c_str(), dir.string().c_str());
     std::fflush(stdout);
   }
   install_signal_handlers();
@@ -238,6 +297,9 @@ void add_train(CLI::App& app) {
   cmd->add_flag(
       "--autoresume", args->autoresume,
       "resume from the run's checkpoints/latest if it is good (else the newest good checkpoint, else load_path)");
+  cmd->add_flag("--overwrite,--restart", args->overwrite,
+                "start over in a run folder that holds a run: its files (and checkpoints) are moved to "
+                "RUN_DIR/replaced-<time>/, not deleted");
   cmd->add_flag("--profile", args->profile,
                 "record batches 2-6 as a Chrome trace in RUN_DIR/traces (open in chrome://tracing or Perfetto)");
   cmd->callback([args] {

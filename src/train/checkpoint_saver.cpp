@@ -55,25 +55,48 @@ std::string find_resumable_checkpoint(const std::string& folder) {
   // The newest good checkpoint, by the batch it was written at.
   std::string best;
   int64_t best_batch = -1;
+  std::vector<std::string> unreadable;
   for (const auto& entry : fs::directory_iterator(folder, ec)) {
     if (entry.path().extension() != ".ckpt" || entry.path().filename().string().front() == '.') continue;
     try {
       const CheckpointFile ckpt = read_checkpoint(entry.path().string());
       const int64_t batch = ckpt.state.values.value("timestamp", nlohmann::json::object()).value("batch", int64_t{0});
       if (batch > best_batch) best_batch = batch, best = entry.path().string();
-    } catch (const CheckpointError&) {
+    } catch (const CheckpointError& e) {
+      unreadable.push_back(e.what());
     }
   }
-  if (!damaged.empty() && !best.empty()) {
-    spdlog::warn("{}; resuming from the newest good checkpoint, {}", damaged, best);
-  } else if (!damaged.empty()) {
-    spdlog::warn("{}; no good checkpoint in {}", damaged, folder);
+  if (best.empty() && (!damaged.empty() || !unreadable.empty())) {
+    if (!damaged.empty()) unreadable.insert(unreadable.begin(), damaged);
+    std::string which;
+    for (std::size_t i = 0; i < unreadable.size() && i < 3; ++i) which += (i ? "; " : "") + unreadable[i];
+    if (unreadable.size() > 3) which += "; and " + std::to_string(unreadable.size() - 3) + " more";
+    throw CheckpointError(folder + ": no checkpoint can be resumed from (" + which +
+                          "); starting over would overwrite them: baton train --restart moves them aside first");
   }
+  if (!damaged.empty()) spdlog::warn("{}; resuming from the newest good checkpoint, {}", damaged, best);
   return best;
+}
+
+void check_checkpoint_filename(const std::string& filename) {
+  auto refuse = [&](const std::string& why) { throw std::invalid_argument("'" + filename + "': " + why); };
+  if (filename.empty()) refuse("empty; a name such as ep{epoch}-ba{batch}.ckpt");
+  if (filename == "latest") refuse("'latest' is the link to the newest checkpoint; name the files otherwise");
+  if (filename.find('/') != std::string::npos || filename == "..") {
+    refuse(
+        "a checkpoint is written in the checkpoint folder; set save_folder for another folder, and a name "
+        "without '/'");
+  }
+  if (filename.front() == '.') refuse("a name starting with '.' is hidden (the saver's temporary files are)");
 }
 
 CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options, Snapshot snapshot, Meta meta)
     : options_(std::move(options)), snapshot_(std::move(snapshot)), meta_(std::move(meta)) {
+  try {
+    check_checkpoint_filename(options_.filename);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("save_filename ") + e.what());
+  }
   std::error_code ec;
   fs::create_directories(options_.folder, ec);
   if (ec) throw CheckpointError(options_.folder + ": cannot create the checkpoint folder (" + ec.message() + ")");
@@ -98,7 +121,9 @@ std::string CheckpointSaver::save(const State& state) {
   wait();
   StateDict snapshot = snapshot_();
   nlohmann::json meta = meta_ ? meta_() : nlohmann::json::object();
-  const std::string path = (fs::path(options_.folder) / fill(options_.filename, state)).string();
+  const std::string name = fill(options_.filename, state);
+  check_checkpoint_filename(name);  // {run_name} may make a name the pattern did not
+  const std::string path = (fs::path(options_.folder) / name).string();
   last_saved_ = {state.timestamp.epoch(), state.timestamp.batch()};
   written_.erase(std::remove(written_.begin(), written_.end(), path), written_.end());
   written_.push_back(path);

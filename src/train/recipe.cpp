@@ -20,6 +20,7 @@
 #include "baton/data/readers.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
+#include "baton/train/checkpoint_saver.h"
 #include "baton/train/threads.h"
 #include "mpi/comm.h"
 
@@ -297,6 +298,11 @@ TrainingRun build_run(const Recipe& recipe) {
     auto callbacks = o.callbacks();
     callbacks.erase(std::remove(callbacks.begin(), callbacks.end(), nullptr), callbacks.end());
     o.callbacks(callbacks);
+  }
+  try {  // before anything trains: a bad name would lose checkpoints
+    check_checkpoint_filename(o.save_filename());
+  } catch (const std::invalid_argument& e) {
+    top.fail("save_filename", e.what());
   }
   run.checkpoints = !(top.has("callbacks") && top.child("callbacks").has("checkpoint_saver") &&
                       top.child("callbacks").node()["checkpoint_saver"].IsScalar() &&

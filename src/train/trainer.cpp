@@ -264,6 +264,25 @@ void Trainer::setup_device() {
   if (device.is_cuda()) spdlog::info("training on {} ({})", describe(device), to_string(options_.precision()));
 }
 
+namespace {
+
+// load_strict: false loaded only some of the model's tensors: say so, and refuse a load of none
+// (names of another model: training would start from scratch believing it fine-tunes).
+void report_partial_load(const std::string& path, std::size_t loaded, const std::vector<std::string>& kept) {
+  std::string examples;
+  for (std::size_t i = 0; i < kept.size() && i < 3; ++i) examples += (i ? ", " : "") + kept[i];
+  if (kept.size() > 3) examples += ", …";
+  const std::string counts =
+      std::to_string(loaded) + " of the model's " + std::to_string(loaded + kept.size()) + " tensors";
+  if (loaded == 0) {
+    throw std::invalid_argument(path + ": none of its tensors has the name of one of this model's (" + counts +
+                                " loaded; the model's are " + examples + "); is it another model's checkpoint?");
+  }
+  spdlog::warn("{}: loaded {}; {} kept as they were ({}) (load_strict: false)", path, counts, kept.size(), examples);
+}
+
+}  // namespace
+
 // Algorithms that changed the model's structure (required_on_load) and that this run lacks are
 // built from the checkpoint's record and applied before the weights load, so the weights fit.
 void Trainer::reapply_surgery(const std::string& path, const StateDict& sd) {
@@ -344,12 +363,14 @@ void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool s
   {
     torch::NoGradGuard no_grad;
     std::set<std::string> used;
+    std::vector<std::string> kept;  // the model's tensors the checkpoint has nothing for
     auto restore = [&](const std::string& name, at::Tensor target) {
       const std::string key = "model/" + name;
       if (matches_any(key, ignore_keys)) return;
       auto it = sd.tensors.find(key);
       if (it == sd.tensors.end()) {
         if (strict) throw std::invalid_argument(path + ": has no tensor '" + key + "' for this model (load_strict)");
+        kept.push_back(key);
         return;
       }
       if (it->second.sizes() != target.sizes()) {
@@ -362,6 +383,7 @@ void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool s
     };
     for (auto& item : model.named_parameters()) restore(item.key(), item.value());
     for (auto& item : model.named_buffers()) restore(item.key(), item.value());
+    if (!kept.empty()) report_partial_load(path, used.size(), kept);
     if (strict) {
       for (const auto& [name, tensor] : sd.tensors) {
         if (name.rfind("model/", 0) == 0 && !used.count(name) && !matches_any(name, ignore_keys)) {

@@ -69,6 +69,25 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
     { echo "FAIL: metrics.csv:"; head -3 "$tmp/run/metrics.csv"; failures=$((failures + 1)); }
   ls "$tmp/run/tensorboard/" | grep -q "^events.out.tfevents." || { echo "FAIL: no TensorBoard event file"; failures=$((failures + 1)); }
   grep -q "max_duration: 20ba" "$tmp/run/recipe.yaml" || { echo "FAIL: recipe.yaml is not the resolved recipe"; failures=$((failures + 1)); }
+  # A run folder that holds a run is continued, started over with its files moved aside, or refused.
+  expect_error 2 "a run is already there (recipe.yaml, metrics.jsonl" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=2ba --run-dir "$tmp/run"
+  cp -r "$tmp/run" "$tmp/over"
+  "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=3ba --set eval_interval=0 --set progress_bar=false \
+    --run-dir "$tmp/over" --overwrite >"$tmp/over.out" 2>&1 && grep -q '"steps": 3' "$tmp/over/summary.json" &&
+    [ -s "$(ls -d "$tmp"/over/replaced-*/checkpoints/ep0-ba20.ckpt)" ] && [ "$(grep -c train/loss "$tmp/over/metrics.jsonl")" -eq 3 ] ||
+    { echo "FAIL: --overwrite"; cat "$tmp/over.out"; ls -R "$tmp/over"; failures=$((failures + 1)); }
+  # Checkpoint names that would lose checkpoints, or write outside their folder: refused before training.
+  expect_error 2 "--set save_filename: 'latest': 'latest' is the link to the newest checkpoint" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set save_filename=latest --run-dir "$tmp/names"
+  expect_error 2 "--set save_filename: '../x.ckpt': a checkpoint is written in the checkpoint folder" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set save_filename=../x.ckpt --run-dir "$tmp/names"
+  [ ! -e "$tmp/names" ] || { echo "FAIL: a refused save_filename left $tmp/names"; failures=$((failures + 1)); }
+  # Every checkpoint unreadable: --autoresume stops, naming them; --restart moves them aside and starts over.
+  cp -r "$tmp/run" "$tmp/corrupt"
+  for f in "$tmp"/corrupt/checkpoints/*.ckpt; do head -c 100 "$f" >"$f.cut" && mv "$f.cut" "$f"; done
+  expect_error 2 "no checkpoint can be resumed from" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=25ba --run-dir "$tmp/corrupt" --autoresume
+  [ "$(stat -c %s "$tmp"/corrupt/checkpoints/ep0-ba20.ckpt)" -eq 100 ] || { echo "FAIL: an unreadable checkpoint was written over"; failures=$((failures + 1)); }
+  "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=2ba --set eval_interval=0 --set progress_bar=false \
+    --run-dir "$tmp/corrupt" --autoresume --restart >"$tmp/restart.out" 2>&1 && [ -e "$(ls -d "$tmp"/corrupt/replaced-*/checkpoints/ep0-ba20.ckpt)" ] ||
+    { echo "FAIL: --restart"; cat "$tmp/restart.out"; failures=$((failures + 1)); }
   expect_error 1 "cannot load the model's weights" -- "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --set model.name=mlp
   "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" >"$tmp/eval.out" 2>&1 && grep -q "eval/accuracy" "$tmp/eval.out" ||
     { echo "FAIL: baton eval"; cat "$tmp/eval.out"; failures=$((failures + 1)); }
@@ -129,6 +148,9 @@ sys.exit(0 if steps == list(range(1, 26)) else 1)" && [ "$(grep -c '^[0-9]' "$tm
   expect_error 2 "cut.ckpt: truncated" -- "$baton" export "$tmp/cut.ckpt" --torchscript "$tmp/cut.ts"
   [ ! -e "$tmp/cut.ts" ] || { echo "FAIL: a failed export left $tmp/cut.ts"; failures=$((failures + 1)); }
   expect_error 2 "pass --recipe" -- "$baton" export "$tmp/run/model.pt" --torchscript "$tmp/m2.ts"
+  cp "$tmp/run/checkpoints/ep0-ba20.ckpt" "$tmp/self.ckpt"
+  expect_error 2 "is the file the model is read from" -- "$baton" export "$tmp/self.ckpt" --torchscript "$tmp/self.ckpt"
+  cmp -s "$tmp/self.ckpt" "$tmp/run/checkpoints/ep0-ba20.ckpt" || { echo "FAIL: export wrote over its input"; failures=$((failures + 1)); }
   "$baton" export "$tmp/run/model.pt" --recipe "$src/recipes/fashion_mnist.yaml" --torchscript "$tmp/m2.ts" >"$tmp/export2.out" 2>&1 ||
     { echo "FAIL: baton export model.pt --recipe"; cat "$tmp/export2.out"; failures=$((failures + 1)); }
   if /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "baton/train/checkpoint_saver.h"
 #include "common/test_util.h"
 
 namespace baton {
@@ -77,6 +78,22 @@ TEST_F(CheckpointFiles, DamagedFilesAreRecognisedAndNamed) {
 TEST_F(CheckpointFiles, AnUnwritableFolderIsNamed) {
   EXPECT_THAT(error_of([&] { write_checkpoint(path("no/such/dir/a.ckpt"), sample(), {}); }),
               HasSubstr("cannot write in"));
+}
+
+TEST_F(CheckpointFiles, ANameThatWouldLoseCheckpointsIsRefusedBeforeAnythingIsSaved) {
+  check_checkpoint_filename("ep{epoch}-ba{batch}.ckpt");
+  check_checkpoint_filename("{run_name}-{batch}.ckpt");
+  EXPECT_THAT(error_of([] { check_checkpoint_filename("latest"); }),
+              HasSubstr("'latest': 'latest' is the link to the newest checkpoint"));
+  EXPECT_THAT(error_of([] { check_checkpoint_filename("../escape.ckpt"); }), HasSubstr("without '/'"));
+  EXPECT_THAT(error_of([] { check_checkpoint_filename("sub/x.ckpt"); }), HasSubstr("without '/'"));
+  EXPECT_THAT(error_of([] { check_checkpoint_filename(".x.ckpt"); }), HasSubstr("hidden"));
+  EXPECT_THAT(error_of([] { check_checkpoint_filename(""); }), HasSubstr("empty"));
+  EXPECT_THAT(error_of([&] {
+                CheckpointSaver saver(
+                    {.folder = dir_, .filename = "latest"}, [] { return StateDict(); }, nullptr);
+              }),
+              HasSubstr("save_filename 'latest'"));
 }
 
 TEST(Sha256, KnownVectors) {

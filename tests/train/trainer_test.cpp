@@ -12,6 +12,7 @@
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
 #include "common/fixtures.h"
+#include "common/test_util.h"
 
 namespace baton {
 namespace {
@@ -369,6 +370,38 @@ TEST_F(Resume, WeightsOnlyLoadsIntoAnotherRecipeWithIgnoredKeys) {
   EXPECT_TRUE(torch::equal(tuned.state().model->named_parameters()["module.layers.0.weight"],
                            source.state().model->named_parameters()["module.layers.0.weight"]));
   EXPECT_EQ(tuned.state().timestamp.batch(), 0);
+}
+
+TEST_F(Resume, WhenNoCheckpointCanBeReadAutoresumeStopsInsteadOfStartingOverThem) {
+  {
+    Trainer t(options("f").max_duration("4ba").save_interval("2ba"));
+    t.fit();
+  }
+  for (const char* name : {"/f/ep0-ba2.ckpt", "/f/ep0-ba4.ckpt", "/f/ep1-ba4.ckpt"}) {
+    if (std::filesystem::exists(dir_ + name)) std::filesystem::resize_file(dir_ + name, 50);
+  }
+  const std::string why = testing::error_of([&] { Trainer t(options("f").max_duration("6ba").autoresume(true)); });
+  EXPECT_THAT(why, HasSubstr("/f: no checkpoint can be resumed from ("));
+  EXPECT_THAT(why, HasSubstr("ep0-ba2.ckpt"));
+  EXPECT_THAT(why, HasSubstr("--restart moves them aside"));
+  EXPECT_EQ(std::filesystem::file_size(dir_ + "/f/ep0-ba2.ckpt"), 50U);  // nothing written over
+}
+
+TEST_F(Resume, APartialLoadSaysWhatItLoadedAndALoadOfNothingIsAnError) {
+  Trainer source(options("g").max_duration("2ba"));
+  source.fit();
+  source.save_checkpoint(dir_ + "/g.ckpt");
+  // Another model: no tensor name in common.
+  auto cnn = make_model("fashion_cnn", {.input_shape = {1, 8, 8}, .num_classes = 4});
+  EXPECT_THAT(testing::error_of([&] {
+                Trainer t(small_options()
+                              .model(cnn)
+                              .optimizers({make_optimizer({.name = "sgd"}, cnn->parameters())})
+                              .load_path(dir_ + "/g.ckpt")
+                              .load_weights_only(true)
+                              .load_strict(false));
+              }),
+              HasSubstr("g.ckpt: none of its tensors has the name of one of this model's (0 of the model's"));
 }
 
 TEST_F(Resume, ADamagedLoadPathIsAShortError) {

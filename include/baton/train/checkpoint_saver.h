@@ -29,7 +29,8 @@ class CheckpointSaver : public Callback {
  public:
   using Snapshot = std::function<StateDict()>;
   using Meta = std::function<nlohmann::json()>;
-  // Creates the folder. Throws CheckpointError naming it when it cannot.
+  // Creates the folder. Throws CheckpointError naming it when it cannot, std::invalid_argument for
+  // a filename check_checkpoint_filename refuses.
   CheckpointSaver(CheckpointSaverOptions options, Snapshot snapshot, Meta meta);
   ~CheckpointSaver() override;
 
@@ -60,7 +61,14 @@ class CheckpointSaver : public Callback {
 void point_latest_at(const std::string& folder, const std::string& file);
 
 // The checkpoint to resume from in `folder`: latest when it is good; else the newest good
-// *.ckpt (saying so in one warning); "" when there is none.
+// *.ckpt (saying so in one warning); "" when there is none. Throws CheckpointError naming them when
+// there are checkpoints but none can be read: starting over would overwrite them.
 std::string find_resumable_checkpoint(const std::string& folder);
+
+// Checks a save_filename pattern ({epoch}, {batch}, {run_name} filled in) names a file of its own
+// in the checkpoint folder: not "latest" (the link to the newest), no folder part (a '/' or
+// ".."), not hidden (".name": the saver's temporary files). Throws std::invalid_argument
+// ("'<filename>': why, and the fix").
+void check_checkpoint_filename(const std::string& filename);
 
 }  // namespace baton
