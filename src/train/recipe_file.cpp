@@ -2,7 +2,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -30,11 +32,45 @@ Recipe::~Recipe() = default;
 
 const YAML::Node& Recipe::root() const { return *root_; }
 
+namespace {
+
+std::string position(const std::string& source, const YAML::Mark& mark) {
+  return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// yaml-cpp keeps both entries of a key written twice, and reads the first where a dump shows the
+// last: a duplicate is an error, naming both lines.
+void refuse_duplicate_keys(const YAML::Node& node, const std::string& source, const std::string& path) {
+  if (node.IsSequence()) {
+    for (const auto& item : node) refuse_duplicate_keys(item, source, path);
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, YAML::Mark> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (!it->first.IsScalar()) continue;
+    const std::string key = it->first.Scalar();
+    const std::string full = path.empty() ? key : path + "." + key;
+    const auto [first, fresh] = seen.emplace(key, it->first.Mark());
+    if (!fresh) {
+      throw RecipeError(position(source, it->first.Mark()) + ": key '" + full + "' is given twice (first at line " +
+                        std::to_string(first->second.line + 1) + "); keep one");
+    }
+    refuse_duplicate_keys(it->second, source, full);
+  }
+}
+
+}  // namespace
+
 Recipe Recipe::load(const std::string& path, const std::vector<std::string>& sets) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw RecipeError(path + ": a folder, not a recipe file (recipes/fashion_mnist.yaml is one)");
+  }
   std::ifstream in(path);
   if (!in) throw RecipeError(path + ": cannot open the recipe (" + std::strerror(errno) + ")");
   std::stringstream text;
   text << in.rdbuf();
+  if (in.bad()) throw RecipeError(path + ": cannot read the recipe (" + std::strerror(errno) + ")");
   return parse(text.str(), path, sets);
 }
 
@@ -50,6 +86,7 @@ Recipe Recipe::parse(const std::string& yaml, const std::string& source, const s
   YAML::Node& root = *recipe.root_;
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw RecipeError(source + ": a recipe is a mapping of keys to values");
+  refuse_duplicate_keys(root, source, "");
   for (const std::string& set : sets) {
     const auto eq = set.find('=');
     if (eq == std::string::npos || eq == 0)

@@ -76,6 +76,7 @@ class Section {
   std::string where(const std::string& key, const YAML::Node& at) const {
     const std::string full = dotted(key);
     if (set_keys_.count(full)) return "--set " + full;
+    if (!at.IsDefined()) return source_ + ": " + full;  // in a section the recipe does not have
     const YAML::Mark mark = at.Mark();
     if (mark.is_null()) return source_ + ": " + full;
     return source_ + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) + ": " + full;
@@ -109,9 +110,10 @@ class Section {
       const std::string key = it->first.Scalar();
       if (std::find(known.begin(), known.end(), key) == known.end()) {
         const YAML::Mark mark = it->first.Mark();
-        const std::string loc = set_keys_.count(dotted(key)) ? "--set " + dotted(key)
-                                                             : source_ + ":" + std::to_string(mark.line + 1) + ":" +
-                                                                   std::to_string(mark.column + 1);
+        const std::string set = set_key_under(dotted(key));
+        const std::string loc =
+            !set.empty() ? "--set " + set
+                         : source_ + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
         throw RecipeError(loc + ": unknown key '" + dotted(key) + "' (known" + (path_.empty() ? "" : " in " + path_) +
                           ": " + join(known) + ")");
       }
@@ -183,8 +185,16 @@ class Section {
       return "a list";
   }
   std::string dotted(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  // The --set key that made `key` (itself, or one below it: --set a.b.c=1 makes a), or "".
+  std::string set_key_under(const std::string& key) const {
+    for (const auto& set : set_keys_) {
+      if (set == key || set.rfind(key + ".", 0) == 0) return set;
+    }
+    return "";
+  }
   std::string where_self() const {
     if (set_keys_.count(path_)) return "--set " + path_;
+    if (!node_.IsDefined()) return source_ + ": " + path_;
     const YAML::Mark mark = node_.Mark();
     return source_ + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) + ": " + path_;
   }

@@ -30,6 +30,10 @@ optimizer:
 Y
 expect_error 2 "typo.yaml:4:3: unknown key 'optimizer.lrr'" -- "$baton" train "$tmp/typo.yaml"
 expect_error 2 "missing.yaml: cannot open the recipe" -- "$baton" train "$tmp/missing.yaml"
+mkdir -p "$tmp/folder.yaml"
+expect_error 2 "folder.yaml: a folder, not a recipe file" -- "$baton" train "$tmp/folder.yaml"
+printf 'seed: 1\nseed: 2\n' >"$tmp/twice.yaml"
+expect_error 2 "twice.yaml:2:1: key 'seed' is given twice (first at line 1)" -- "$baton" train "$tmp/twice.yaml"
 printf 'model: [unclosed\n' >"$tmp/broken.yaml"
 expect_error 2 "broken.yaml:2:1: not valid YAML" -- "$baton" train "$tmp/broken.yaml"
 expect_error 2 "--set optimizer.name: unknown optimizer 'lion'" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set optimizer.name=lion

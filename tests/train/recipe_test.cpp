@@ -35,6 +35,31 @@ TEST(Recipe, MalformedYamlNamesTheLine) {
               HasSubstr("not valid YAML"));
 }
 
+TEST(Recipe, AFolderADuplicateKeyAndADeepSetAreErrorsThatSayWhere) {
+  const auto dir = std::filesystem::temp_directory_path() / ("baton_recipe_dir_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  EXPECT_THAT(error_of([&] { Recipe::load(dir.string()); }), HasSubstr(": a folder, not a recipe file"));
+  std::filesystem::remove_all(dir);
+  EXPECT_THAT(error_of([] { Recipe::parse("seed: 1\noptimizer:\n  lr: 0.1\n  lr: 0.5\n", "r.yaml"); }),
+              StartsWith("r.yaml:4:3: key 'optimizer.lr' is given twice (first at line 3); keep one"));
+  EXPECT_THAT(error_of([] { Recipe::parse("seed: 1\nseed: 2\n", "r.yaml"); }),
+              StartsWith("r.yaml:2:1: key 'seed' is given twice (first at line 1)"));
+  EXPECT_THAT(error_of([] { Recipe::parse("", "r.yaml", {"a.b.c.d=1"}); }),
+              StartsWith("--set a.b.c.d: unknown key 'a'"));
+}
+
+TEST(Recipe, AnErrorInASectionTheRecipeLacksNamesTheKey) {
+  // No model: section, and the default model does not fit this data: the key, not yaml-cpp's text.
+  const auto dir = std::filesystem::temp_directory_path() / ("baton_recipe_nomodel_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  write_npy((dir / "x.npy").string(), torch::randn({8, 4}));
+  write_npy((dir / "y.npy").string(), torch::arange(8) % 2);
+  const std::string yaml = "data: {dataset: files, train_inputs: " + (dir / "x.npy").string() +
+                           ", train_labels: " + (dir / "y.npy").string() + "}\n";
+  EXPECT_THAT(error_of([&] { build_run(Recipe::parse(yaml, "r.yaml")); }), StartsWith("r.yaml: model.name: "));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Recipe, SetOverridesAndIsNamedInErrors) {
   const Recipe r = Recipe::parse("optimizer:\n  lr: 0.1\n", "r.yaml", {"optimizer.lr=0.5", "model.name=mlp"});
   EXPECT_THAT(r.resolved_yaml(), HasSubstr("lr: 0.5"));
