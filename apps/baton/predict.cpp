@@ -27,10 +27,8 @@ void run_predict(const PredictArgs& args) {
   std::shared_ptr<Dataset> data = run.eval_data;
   if (!args.inputs.empty()) {
     at::Tensor x = as_float_inputs(read_array(args.inputs));
-    if (run.train_data) {
-      auto* train = dynamic_cast<TensorDataset*>(run.train_data.get());
-      if (train != nullptr) x = (x - train->inputs().mean()) / train->inputs().std();
-    }
+    // As the training inputs were prepared: the training set's statistics of the values read.
+    if (auto* train = dynamic_cast<TensorDataset*>(run.train_data.get())) x = train->standardize(x);
     data = std::make_shared<TensorDataset>(x, torch::zeros({x.size(0)}, torch::kLong));
   }
   if (!data) throw RecipeError(args.recipe + ": no evaluation data to predict on; give --inputs FILE");

@@ -33,7 +33,14 @@ TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets, int64_t num_
 
 std::shared_ptr<TensorDataset> TensorDataset::to(c10::Device device) const {
   // Checked and counted already: nothing to read back from the device.
-  return std::shared_ptr<TensorDataset>(new TensorDataset(inputs_.to(device), targets_.to(device), num_classes_));
+  auto moved = std::shared_ptr<TensorDataset>(new TensorDataset(inputs_.to(device), targets_.to(device), num_classes_));
+  moved->standardization_ = standardization_;
+  return moved;
+}
+
+at::Tensor TensorDataset::standardize(const at::Tensor& raw) const {
+  if (!standardization_) return raw;
+  return (raw - standardization_->mean) / standardization_->std;
 }
 
 std::vector<int64_t> TensorDataset::input_shape() const {

@@ -32,7 +32,12 @@ std::pair<std::shared_ptr<TensorDataset>, std::shared_ptr<TensorDataset>> load_f
   const at::Tensor std = train_x.std();
   train_x.sub_(mean).div_(std);
   test_x.sub_(mean).div_(std);
-  return {std::make_shared<TensorDataset>(train_x, train_y), std::make_shared<TensorDataset>(test_x, test_y)};
+  auto train = std::make_shared<TensorDataset>(train_x, train_y);
+  auto test = std::make_shared<TensorDataset>(test_x, test_y);
+  const Standardization s{mean.item<double>(), std.item<double>()};
+  train->set_standardization(s);
+  test->set_standardization(s);
+  return {train, test};
 }
 
 }  // namespace baton

@@ -195,14 +195,18 @@ TrainingRun build_run(const Recipe& recipe) {
                                      " but the training examples are " + c10::str(train_x.sizes().slice(1)));
       }
     }
+    std::optional<Standardization> standardization;
     if (data.get<bool>("standardize", true)) {
       const at::Tensor mean = train_x.mean();
       const at::Tensor std = train_x.std().clamp_min(1e-12);
       train_x = (train_x - mean) / std;
       if (eval_x.defined()) eval_x = (eval_x - mean) / std;
+      standardization = Standardization{mean.item<double>(), std.item<double>()};
     }
     try {
-      run.train_data = std::make_shared<TensorDataset>(train_x, train_y);
+      auto train = std::make_shared<TensorDataset>(train_x, train_y);
+      if (standardization) train->set_standardization(*standardization);
+      run.train_data = train;
       if (eval_x.defined()) run.eval_data = std::make_shared<TensorDataset>(eval_x, eval_y);
     } catch (const std::invalid_argument& e) {
       data.fail("train_labels", e.what());

@@ -135,6 +135,23 @@ sys.exit(0 if steps == list(range(1, 26)) else 1)" && [ "$(grep -c '^[0-9]' "$tm
   "$baton" predict "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --out "$tmp/p.npy" >"$tmp/predict.out" 2>&1 &&
     grep -q "predicted 10000 examples: logits \[10000, 10\]" "$tmp/predict.out" && [ -s "$tmp/p.npy" ] ||
     { echo "FAIL: baton predict"; cat "$tmp/predict.out"; failures=$((failures + 1)); }
+  # --inputs as the docs say: prepared as training prepared its inputs, so the test images given as a
+  # file give the accuracy of the recipe's own evaluation data.
+  "$baton" predict "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --out "$tmp/p2.npy" \
+    --inputs /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz >"$tmp/predict2.out" 2>&1 &&
+    python3 - "$tmp/p.npy" "$tmp/p2.npy" >"$tmp/predict2.cmp" 2>&1 <<'PY' || { echo "FAIL: predict --inputs"; cat "$tmp/predict2.out" "$tmp/predict2.cmp"; failures=$((failures + 1)); }
+import array, gzip, sys
+labels = gzip.open("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz").read()[8:]
+def accuracy(path):
+    data = open(path, "rb").read()
+    logits = array.array("f")
+    logits.frombytes(data[10 + int.from_bytes(data[8:10], "little"):])
+    right = sum(max(range(10), key=lambda k: logits[i * 10 + k]) == labels[i] for i in range(len(labels)))
+    return right / len(labels)
+a, b = accuracy(sys.argv[1]), accuracy(sys.argv[2])
+print("eval data", a, "--inputs", b)
+sys.exit(0 if abs(a - b) < 0.002 else 1)
+PY
   # --profile: a Chrome trace of batches 2..6 in RUN_DIR/traces.
   "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=8ba --set eval_interval=0 --set progress_bar=false \
     --set 'callbacks={checkpoint_saver: false}' --set loggers.tensorboard=false --set loggers.csv=false --profile \

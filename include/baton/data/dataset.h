@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -31,6 +32,14 @@ class Dataset {
   virtual c10::Device device() const { return c10::Device(c10::kCPU); }
 };
 
+// How a data set's inputs were standardised from the values read (bytes already scaled to
+// [0, 1]): x = (raw - mean) / std. Inputs given later to the trained model (baton predict --inputs)
+// are prepared the same way.
+struct Standardization {
+  double mean = 0.0;
+  double std = 1.0;
+};
+
 // Inputs and targets held in memory as two contiguous tensors with one example per row.
 class TensorDataset : public Dataset {
  public:
@@ -45,6 +54,11 @@ class TensorDataset : public Dataset {
   // The same examples on `device` (recipe key data.on_device: a data set that fits in the GPU's
   // memory is gathered there, with no copy per batch).
   std::shared_ptr<TensorDataset> to(c10::Device device) const;
+  // How the inputs were standardised; nullopt when they are as read. Default: nullopt.
+  const std::optional<Standardization>& standardization() const { return standardization_; }
+  void set_standardization(Standardization s) { standardization_ = s; }
+  // (raw - mean) / std as this data set's inputs were; `raw` unchanged without a standardization.
+  at::Tensor standardize(const at::Tensor& raw) const;
 
   const at::Tensor& inputs() const { return inputs_; }
   const at::Tensor& targets() const { return targets_; }
@@ -55,6 +69,7 @@ class TensorDataset : public Dataset {
   at::Tensor inputs_;
   at::Tensor targets_;
   int64_t num_classes_ = 0;
+  std::optional<Standardization> standardization_;
 };
 
 }  // namespace baton
