@@ -1,6 +1,7 @@
 // The baton command line: one function per subcommand (apps/baton/<name>.cpp).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,8 @@ class App;
 
 namespace baton {
 struct TrainingRun;
+class Trainer;
+class TrainerOptions;
 }  // namespace baton
 
 namespace torch::nn {
@@ -36,8 +39,15 @@ void add_device_option(CLI::App* cmd, std::string& device);
 // this machine cannot run there.
 std::vector<std::string> with_device(std::vector<std::string> sets, const std::string& device);
 
-// Loads weights written by baton train into the run's model; a clear error when they do not fit.
-void load_weights(TrainingRun& run, const std::string& path);
+// Whether `path` is a baton checkpoint (else, say, a model.pt written with torch::save).
+bool is_checkpoint(const std::string& path);
+// A trainer of `options` (quiet) whose model holds the weights of `path`: a checkpoint goes
+// through the trainer's own load, which first applies the model surgery it was saved with
+// (blurpool, squeeze-excite, …); another file (model.pt) is loaded after the options' algorithms
+// changed the model at init. Errors name the file.
+std::unique_ptr<Trainer> trainer_with_weights(TrainerOptions options, const std::string& path);
+// Loads a model.pt (torch::save) into `module`, where its weights are; a clear error when they do
+// not fit.
 void load_weights(torch::nn::Module& module, const std::string& path);
 
 }  // namespace baton::cli

@@ -1,5 +1,7 @@
 // baton eval RECIPE.yaml --load MODEL.pt [--device DEVICE] [--set key=value]...
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include <torch/torch.h>
@@ -13,17 +15,6 @@
 namespace baton::cli {
 namespace {
 
-void copy_tensor(const StateDict& state, const std::string& path, const std::string& name, at::Tensor target) {
-  auto it = state.tensors.find("model/" + name);
-  if (it == state.tensors.end())
-    throw std::runtime_error(path + ": cannot load the model's weights: no tensor 'model/" + name + "'");
-  if (it->second.sizes() != target.sizes()) {
-    throw std::runtime_error(path + ": cannot load the model's weights: 'model/" + name + "' has shape " +
-                             c10::str(it->second.sizes()) + ", the model's is " + c10::str(target.sizes()));
-  }
-  target.copy_(it->second);
-}
-
 struct EvalArgs {
   std::string recipe;
   std::vector<std::string> sets;
@@ -34,9 +25,8 @@ struct EvalArgs {
 void run_eval(const EvalArgs& args) {
   TrainingRun run = build_run(Recipe::load(args.recipe, with_device(args.sets, args.device)));
   if (!run.eval_data) throw RecipeError(args.recipe + ": the recipe has no evaluation data");
-  load_weights(run, args.load);
-  Trainer trainer(run.options.progress_bar(false).console_log_interval("0ep"));
-  for (const auto& [label, metrics] : trainer.eval()) {
+  const auto trainer = trainer_with_weights(run.options, args.load);
+  for (const auto& [label, metrics] : trainer->eval()) {
     for (const auto& [name, value] : metrics) std::printf("%s/%s %.4f\n", label.c_str(), name.c_str(), value);
   }
 }
@@ -58,25 +48,31 @@ std::vector<std::string> with_device(std::vector<std::string> sets, const std::s
   return sets;
 }
 
-void load_weights(TrainingRun& run, const std::string& path) {
-  load_weights(*std::dynamic_pointer_cast<torch::nn::Module>(run.options.model()), path);
+bool is_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[7] = {};
+  in.read(magic, sizeof magic);
+  return in && std::string(magic, sizeof magic) == "BATONCK";
+}
+
+std::unique_ptr<Trainer> trainer_with_weights(TrainerOptions options, const std::string& path) {
+  options.progress_bar(false).console_log_interval("0ep").eval_interval("0ep");
+  if (!std::ifstream(path)) throw std::runtime_error(path + ": cannot open the weights (" + std::strerror(errno) + ")");
+  if (is_checkpoint(path)) {
+    // The trainer's own load: the model surgery the checkpoint was saved with, then the weights.
+    return std::make_unique<Trainer>(std::move(options.load_path(path).load_weights_only(true)));
+  }
+  auto trainer = std::make_unique<Trainer>(std::move(options));  // the recipe's surgery at init
+  load_weights(*trainer->state().model, path);
+  return trainer;
 }
 
 void load_weights(torch::nn::Module& target, const std::string& path) {
   std::shared_ptr<torch::nn::Module> module(&target, [](torch::nn::Module*) {});  // torch::load takes a pointer
-  std::ifstream in(path, std::ios::binary);
-  char magic[8] = {};
-  in.read(magic, sizeof magic);
-  if (!in) throw std::runtime_error(path + ": cannot read the weights");
-  if (std::string(magic, 7) == "BATONCK") {
-    const CheckpointFile ckpt = read_checkpoint(path);
-    torch::NoGradGuard no_grad;
-    for (auto& item : module->named_parameters()) copy_tensor(ckpt.state, path, item.key(), item.value());
-    for (auto& item : module->named_buffers()) copy_tensor(ckpt.state, path, item.key(), item.value());
-    return;
-  }
+  const auto params = target.parameters();
+  const c10::Device device = params.empty() ? c10::Device(c10::kCPU) : params.front().device();
   try {
-    torch::load(module, path);
+    torch::load(module, path, device);  // the weights where the model is
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
     throw std::runtime_error(path + ": cannot load the model's weights: " + what.substr(0, what.find('\n')));

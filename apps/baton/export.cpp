@@ -24,21 +24,15 @@ struct ExportArgs {
   std::string device = "cpu";
 };
 
-bool is_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[7] = {};
-  in.read(magic, sizeof magic);
-  return in && std::string(magic, sizeof magic) == "BATONCK";
-}
-
 struct BuiltModel {
   std::shared_ptr<Model> model;
   std::vector<int64_t> input_shape;
+  std::vector<std::shared_ptr<Algorithm>> algorithms;  // the recipe's: its model surgery applies
 };
 
 BuiltModel from_recipe(const Recipe& recipe) {
   TrainingRun run = build_run(recipe);
-  return {run.options.model(), run.model_spec.input_shape};
+  return {run.options.model(), run.model_spec.input_shape, run.options.algorithms()};
 }
 
 // The model the checkpoint was trained with: from --recipe, else from what baton train wrote
@@ -58,8 +52,8 @@ BuiltModel build_model(const ExportArgs& args) {
                    .num_classes = m.value("num_classes", int64_t{10}),
                    .hidden = m.value("hidden", ModelSpec{}.hidden)};
     const std::string name = m.value("name", "");
-    if (name == "torchscript") return {load_torchscript_classifier(m.value("path", "")), spec.input_shape};
-    return {make_model(name, spec), spec.input_shape};
+    if (name == "torchscript") return {load_torchscript_classifier(m.value("path", "")), spec.input_shape, {}};
+    return {make_model(name, spec), spec.input_shape, {}};
   }
   if (ckpt.meta.contains("recipe") && ckpt.meta["recipe"].is_string()) {
     return from_recipe(Recipe::parse(ckpt.meta["recipe"].get<std::string>(), args.checkpoint + " (its recipe)",
@@ -77,8 +71,10 @@ void run_export(const ExportArgs& args) {
   }
   const c10::Device device = parse_device(args.device);
   BuiltModel built = build_model(args);
-  load_weights(*built.model, args.checkpoint);
-  built.model->to(device);  // the exported module's tensors live there
+  // The model as it was trained: surgery (the checkpoint's, the recipe's) applied, then the weights,
+  // on the device the exported module's tensors are to live on.
+  const auto trainer = trainer_with_weights(
+      TrainerOptions().model(built.model).algorithms(built.algorithms).device(device), args.checkpoint);
   std::vector<int64_t> shape = {2};
   shape.insert(shape.end(), built.input_shape.begin(), built.input_shape.end());
   torch::manual_seed(0);

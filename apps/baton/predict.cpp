@@ -23,7 +23,7 @@ struct PredictArgs {
 
 void run_predict(const PredictArgs& args) {
   TrainingRun run = build_run(Recipe::load(args.recipe, with_device(args.sets, args.device)));
-  load_weights(run, args.load);
+  const auto trainer = trainer_with_weights(run.options, args.load);
   std::shared_ptr<Dataset> data = run.eval_data;
   if (!args.inputs.empty()) {
     at::Tensor x = as_float_inputs(read_array(args.inputs));
@@ -32,9 +32,10 @@ void run_predict(const PredictArgs& args) {
     data = std::make_shared<TensorDataset>(x, torch::zeros({x.size(0)}, torch::kLong));
   }
   if (!data) throw RecipeError(args.recipe + ": no evaluation data to predict on; give --inputs FILE");
-  Trainer trainer(run.options.progress_bar(false).console_log_interval("0ep"));
+  if (data->size() == 0)
+    throw RecipeError((args.inputs.empty() ? args.recipe : args.inputs) + ": no examples to predict on");
   DataLoader loader(data, DataLoaderOptions().batch_size(1000).shuffle(false));
-  const at::Tensor logits = torch::cat(trainer.predict(loader)).to(torch::kCPU);
+  const at::Tensor logits = torch::cat(trainer->predict(loader)).to(torch::kCPU);
   write_npy(args.out, logits);
   std::printf("predicted %lld examples: logits %s written to %s\n", static_cast<long long>(logits.size(0)),
               c10::str(logits.sizes()).c_str(), args.out.c_str());

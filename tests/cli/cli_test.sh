@@ -158,6 +158,22 @@ PY
     --run-dir "$tmp/prof" >"$tmp/prof.out" 2>&1 && [ ! -e "$tmp/prof/tensorboard" ] && [ ! -e "$tmp/prof/metrics.csv" ] &&
     python3 -c "import json, sys; t = json.load(open('$tmp/prof/traces/ep0-ba1.json')); sys.exit(0 if sum(e['name'] == 'event/batch' and e['ph'] == 'B' for e in t['traceEvents']) == 5 else 1)" &&
     [ ! -e "$tmp/prof/checkpoints" ] || { echo "FAIL: --profile"; cat "$tmp/prof.out"; ls -R "$tmp/prof"; failures=$((failures + 1)); }
+  # A model changed by surgery: eval, predict and export rebuild it from the checkpoint (the recipe
+  # without the algorithm), and give what training's own evaluation gave.
+  for algo in blurpool squeeze_excite; do
+    "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=20ba --set eval_interval=20ba --set progress_bar=false \
+      --set "algorithms={$algo: }" --set precision=fp32 --run-dir "$tmp/$algo" >"$tmp/$algo.out" 2>&1 || { echo "FAIL: train with $algo"; cat "$tmp/$algo.out"; failures=$((failures + 1)); continue; }
+    want=$(python3 -c "import json; print('%.4f' % json.load(open('$tmp/$algo/summary.json'))['metrics']['eval/accuracy'])")
+    "$baton" eval "$src/recipes/fashion_mnist.yaml" --set precision=fp32 --load "$tmp/$algo/checkpoints/latest" >"$tmp/$algo.eval" 2>&1 &&
+      grep -q "eval/accuracy $want" "$tmp/$algo.eval" ||
+      { echo "FAIL: baton eval of a $algo checkpoint (want $want)"; cat "$tmp/$algo.eval"; failures=$((failures + 1)); }
+    "$baton" predict "$src/recipes/fashion_mnist.yaml" --set precision=fp32 --load "$tmp/$algo/checkpoints/latest" \
+      --out "$tmp/$algo.npy" >"$tmp/$algo.pred" 2>&1 || { echo "FAIL: baton predict of a $algo checkpoint"; cat "$tmp/$algo.pred"; failures=$((failures + 1)); }
+    "$baton" export "$tmp/$algo/checkpoints/latest" --torchscript "$tmp/$algo.ts" >"$tmp/$algo.exp" 2>&1 ||
+      { echo "FAIL: baton export of a $algo checkpoint"; cat "$tmp/$algo.exp"; failures=$((failures + 1)); }
+  done
+  python3 -c "import sys, zipfile; z = zipfile.ZipFile('$tmp/blurpool.ts'); sys.exit(0 if any(b'blur_filter' in z.read(n) for n in z.namelist() if n.endswith('.pkl')) else 1)" ||
+    { echo "FAIL: the blurpool export has no blur"; failures=$((failures + 1)); }
   # Plot: an SVG of a metric for the runs, one path per run.
   "$baton" plot "$tmp/run" "$tmp/sig" --metric train/loss --out "$tmp/loss.svg" >"$tmp/plot.out" 2>&1 &&
     python3 -c "import sys, xml.dom.minidom as m; d = m.parse('$tmp/loss.svg'); sys.exit(0 if len([p for p in d.getElementsByTagName('path') if p.getAttribute('class') == 'series']) == 2 else 1)" ||
