@@ -115,6 +115,29 @@ TEST(Recipe, DeviceKeys) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Recipe, TheExampleSearchTunesTheLearningRateTheRecipeUses) {
+  std::ifstream in(BATON_SOURCE_DIR "/recipes/search_fashion_mnist.yaml");
+  const std::string space((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(space, HasSubstr("\nscheduler.max_lr: {_type: loguniform"));
+  // The recipe's schedule at its peak (30% of the run), built with one key set.
+  const auto dir = std::filesystem::temp_directory_path() / ("baton_search_lr_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  write_npy((dir / "x.npy").string(), torch::rand({64, 28, 28}));
+  write_npy((dir / "y.npy").string(), torch::arange(64) % 10);
+  auto peak_lr = [&](const std::string& set) {
+    const TrainingRun run = build_run(Recipe::load(
+        BATON_SOURCE_DIR "/recipes/fashion_mnist.yaml",
+        {"data.dataset=files", "data.train_inputs=" + (dir / "x.npy").string(),
+         "data.train_labels=" + (dir / "y.npy").string(), "max_duration=10ba", set}));
+    const ScheduleClock clock{.batches_per_epoch = 1, .batch_size = 128, .max_batches = 10};
+    const double base = run.options.optimizers()[0]->param_groups()[0].options().get_lr();
+    return run.options.schedulers().at(0)->lr(base, 3, clock);
+  };
+  EXPECT_NE(peak_lr("scheduler.max_lr=0.01"), peak_lr("scheduler.max_lr=0.3"));
+  EXPECT_EQ(peak_lr("optimizer.lr=0.01"), peak_lr("optimizer.lr=0.3"));  // why it is not the key searched
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Recipe, DistributedKeys) {
   EXPECT_EQ(build_run(Recipe::parse("", "r.yaml")).options.distributed(), Distributed::kAuto);
   const auto run = build_run(Recipe::parse("distributed: off\nddp_bucket_mb: 0.5\nddp_overlap: false\n", "r.yaml"));
