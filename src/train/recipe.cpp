@@ -18,6 +18,7 @@
 #include "baton/core/options.h"
 #include "baton/data/fashion_mnist.h"
 #include "baton/data/readers.h"
+#include "baton/metrics/metrics.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/checkpoint_saver.h"
@@ -95,7 +96,25 @@ TrainingRun build_run(const Recipe& recipe) {
   torch::manual_seed(seed);
   o.run_name(top.get<std::string>("run_name", ""));
   o.max_duration(top.time("max_duration", Time::from_epoch(1)));
+  // Checked here, before any data is read (the trainer checks them again for C++ callers).
+  {
+    const TimeUnit unit = o.max_duration().unit();
+    if (unit != TimeUnit::kEpoch && unit != TimeUnit::kBatch && unit != TimeUnit::kSample) {
+      top.fail("max_duration", "'" + top.get<std::string>("max_duration", "") +
+                                   "' must count epochs, batches or samples (3ep, " + "500ba, 60000sp)" +
+                                   (unit == TimeUnit::kToken ? ": no data set here counts tokens" : ""));
+    }
+    if (!(o.max_duration().value() > 0)) top.fail("max_duration", "must be more than 0 (3ep, 500ba, …)");
+  }
   o.eval_interval(top.time("eval_interval", Time::from_epoch(1), /*zero_means_none=*/true));
+  {
+    const TimeUnit unit = o.eval_interval().unit();
+    if (o.eval_interval().value() != 0 && unit != TimeUnit::kEpoch && unit != TimeUnit::kBatch &&
+        unit != TimeUnit::kSample && unit != TimeUnit::kDuration) {
+      top.fail("eval_interval",
+               "'" + top.get<std::string>("eval_interval", "") + "' must be in ep, ba, sp or dur (or 0: never)");
+    }
+  }
   o.eval_subset_num_batches(top.get<int64_t>("eval_subset_num_batches", -1));
   o.deterministic(top.get<bool>("deterministic", false));
   o.num_threads(top.get<int>("num_threads", 0));
@@ -115,6 +134,13 @@ TrainingRun build_run(const Recipe& recipe) {
   o.progress_bar(top.get<bool>("progress_bar", true));
   o.console_log_interval(top.time("console_log_interval", Time::from_epoch(1)));
   if (top.has("eval_metrics")) o.eval_metrics(top.get<std::vector<std::string>>("eval_metrics", {}));
+  for (const auto& metric : o.eval_metrics()) {
+    try {
+      make_metric(metric);
+    } catch (const std::invalid_argument& e) {
+      top.fail("eval_metrics", e.what());
+    }
+  }
   // The device first: what auto precision picks and where data.on_device puts the data set.
   o.device(top.get<std::string>("device", "auto"));
   c10::Device device(c10::kCPU);

@@ -78,6 +78,15 @@ TEST(Recipe, BadValuesNameTheKeyAndTheValue) {
   EXPECT_THAT(build("", {"precision=fp16"}), StartsWith("--set precision: unknown precision 'fp16'"));
   EXPECT_THAT(build("", {"distributed=maybe"}), StartsWith("--set distributed: expected auto, on or off, got 'maybe'"));
   EXPECT_THAT(build("ddp_bucket_mb: 0\n"), HasSubstr("ddp_bucket_mb: must be positive"));
+  // Refused before any data is read (the data here would be Fashion-MNIST's).
+  EXPECT_THAT(build("max_duration: 1000tok\n"), StartsWith("r.yaml:1:15: max_duration: '1000tok' must count epochs"));
+  EXPECT_THAT(build("max_duration: 1000tok\n"), HasSubstr("no data set here counts tokens"));
+  EXPECT_THAT(build("max_duration: 5s\n"), StartsWith("r.yaml:1:15: max_duration: '5s' must count epochs"));
+  EXPECT_THAT(build("max_duration: 0.5dur\n"), StartsWith("r.yaml:1:15: max_duration:"));
+  EXPECT_THAT(build("max_duration: 0ba\n"), StartsWith("r.yaml:1:15: max_duration: must be more than 0"));
+  EXPECT_THAT(build("eval_interval: 90s\n"),
+              StartsWith("r.yaml:1:16: eval_interval: '90s' must be in ep, ba, sp or dur"));
+  EXPECT_THAT(build("eval_metrics: [foo]\n"), StartsWith("r.yaml:1:15: eval_metrics: unknown metric 'foo'"));
 }
 
 TEST(Recipe, DeviceKeys) {
@@ -125,10 +134,10 @@ TEST(Recipe, TheExampleSearchTunesTheLearningRateTheRecipeUses) {
   write_npy((dir / "x.npy").string(), torch::rand({64, 28, 28}));
   write_npy((dir / "y.npy").string(), torch::arange(64) % 10);
   auto peak_lr = [&](const std::string& set) {
-    const TrainingRun run = build_run(Recipe::load(
-        BATON_SOURCE_DIR "/recipes/fashion_mnist.yaml",
-        {"data.dataset=files", "data.train_inputs=" + (dir / "x.npy").string(),
-         "data.train_labels=" + (dir / "y.npy").string(), "max_duration=10ba", set}));
+    const TrainingRun run =
+        build_run(Recipe::load(BATON_SOURCE_DIR "/recipes/fashion_mnist.yaml",
+                               {"data.dataset=files", "data.train_inputs=" + (dir / "x.npy").string(),
+                                "data.train_labels=" + (dir / "y.npy").string(), "max_duration=10ba", set}));
     const ScheduleClock clock{.batches_per_epoch = 1, .batch_size = 128, .max_batches = 10};
     const double base = run.options.optimizers()[0]->param_groups()[0].options().get_lr();
     return run.options.schedulers().at(0)->lr(base, 3, clock);

@@ -75,7 +75,7 @@ class TrainerOptions {
   BATON_ARG(std::shared_ptr<DataLoader>, train_dataloader);
   // Named evaluation loaders; metrics are logged as "<name>/<metric>". Default: none.
   BATON_ARG(Evaluators, eval_dataloaders);
-  // Default: 1ep. Units: ep, ba, sp, tok.
+  // Default: 1ep. Units: ep, ba, sp (no data set here counts tokens).
   BATON_ARG(Time, max_duration) = Time::from_epoch(1);
   // Default: DecoupledSGDW with lr 0.1 (as Composer) when empty.
   BATON_ARG(std::vector<std::shared_ptr<torch::optim::Optimizer>>, optimizers);
