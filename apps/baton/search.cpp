@@ -1,8 +1,10 @@
 // baton search: run many trials of a command or a recipe, suggested by a strategy.
 // baton trials ls|show: read a search's storage.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -14,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -68,6 +71,20 @@ std::optional<std::pair<int, int>> launcher_rank() {
   return std::nullopt;
 }
 
+// SIGTERM / SIGINT: the first stops the search (its running trials' process groups are ended and
+// stored as interrupted, for --resume to run again); a second one exits at once.
+std::atomic<int> g_search_signal{0};
+
+extern "C" void on_search_signal(int sig) {
+  if (g_search_signal.exchange(sig) != 0) _exit(128 + sig);
+}
+
+// Why a trial stopped with its search: --resume runs such trials again.
+constexpr const char* kStoppedWithTheSearch = "stopped with the search (signal ";
+
+// Thrown from the progress callback to leave the search loop once a signal stopped it.
+struct SearchStopped {};
+
 class BadInput : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -94,6 +111,28 @@ std::string format_duration(double s) {
   else
     std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
   return buf;
+}
+
+// After a signal: ends what still runs, stores the trials it stopped as interrupted by it, says how
+// to continue, and returns the exit code of a process ended by that signal.
+int stop_search(Chain& chain, TrialStorage* storage, const std::set<int64_t>& stopped, bool join) {
+  const int sig = g_search_signal.load();
+  for (const auto& t : chain.list()) {
+    if (t.status == TrialStatus::kRunning) chain.kill(t.id);
+  }
+  chain.shutdown();  // waits for the trials' processes to end
+  int interrupted = 0;
+  for (Trial t : chain.list()) {
+    if (t.status != TrialStatus::kInterrupted) continue;
+    if (!stopped.count(t.id) && t.error.find("before the trial started") == std::string::npos) continue;
+    t.error = std::string(kStoppedWithTheSearch) + std::to_string(sig) + "); --resume runs it again";
+    if (storage != nullptr && !join) storage->save_trial(t);
+    ++interrupted;
+  }
+  std::printf("\nstopped by signal %d: %d trial(s) interrupted; run the same command with --resume to continue\n", sig,
+              interrupted);
+  std::fflush(stdout);
+  return 128 + sig;
 }
 
 int run_search_command(const SearchArgs& a) {
@@ -147,6 +186,13 @@ int run_search_command(const SearchArgs& a) {
                    "workers, or use another --run-dir/--storage");
   }
   if (!join && a.resume) {
+    // Trials a signal stopped with the search are run again.
+    for (auto& t : previous) {
+      if (t.status == TrialStatus::kInterrupted && t.error.rfind(kStoppedWithTheSearch, 0) == 0) {
+        t.status = TrialStatus::kWaiting;
+        t.error.clear();
+      }
+    }
     // The search that was killed: its trial commands may still run (they were in their own
     // process groups). They are stopped, so that the run again below is the only one.
     if (auto before = storage->meta("worker"); before && before->is_string()) {
@@ -277,9 +323,23 @@ int run_search_command(const SearchArgs& a) {
   std::mutex print_mutex;
   std::condition_variable ticker_wake;
   bool finished = false;
+  std::set<int64_t> stopped;  // trials running when a signal stopped the search
+  struct sigaction action = {};
+  action.sa_handler = on_search_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
   std::thread ticker([&] {
     std::unique_lock lock(print_mutex);
-    while (!ticker_wake.wait_for(lock, std::chrono::seconds(1), [&] { return finished; })) status_line(last, false);
+    while (!ticker_wake.wait_for(lock, std::chrono::seconds(1), [&] { return finished; })) {
+      if (g_search_signal.load() != 0) {
+        // Each tick: what runs now is ended (its whole process group: SIGTERM, then SIGKILL).
+        for (const auto& t : chain.list()) {
+          if (t.status == TrialStatus::kRunning && stopped.insert(t.id).second) chain.kill(t.id);
+        }
+      }
+      status_line(last, false);
+    }
   });
   std::optional<Trial> best;
   try {
@@ -287,7 +347,16 @@ int run_search_command(const SearchArgs& a) {
       std::lock_guard lock(print_mutex);
       last = p;
       status_line(p, false);
+      if (g_search_signal.load() != 0) throw SearchStopped{};
     });
+  } catch (const SearchStopped&) {
+    {
+      std::lock_guard lock(print_mutex);
+      finished = true;
+    }
+    ticker_wake.notify_all();
+    ticker.join();
+    return stop_search(chain, storage.get(), stopped, join);
   } catch (...) {
     {
       std::lock_guard lock(print_mutex);

@@ -87,6 +87,34 @@ P
 "$baton" search "$tmp/space.yaml" --command "$tmp/trial.sh" --trials 3 --run-dir "$tmp/b" >"$tmp/out" 2>&1
 [ $? -eq 2 ] && grep -q "add --resume" "$tmp/out" || fail "a second search into the same storage is refused"
 
+# SIGTERM stops a search cleanly: its running trials' processes end too (none left as orphans),
+# they are stored as interrupted, and --resume runs them again.
+rm -f "$tmp/runs.txt"
+touch "$tmp/runs.txt"
+SLEEP=30 "$baton" search "$tmp/space.yaml" --command "$tmp/trial.sh" --trials 4 --parallel 2 --strategy random \
+  --run-dir "$tmp/t" >"$tmp/t.log" 2>&1 &
+pid=$!
+for _ in $(seq 200); do [ "$(wc -l <"$tmp/runs.txt")" -ge 2 ] && break; sleep 0.05; done
+kill -TERM $pid
+start=$SECONDS
+wait $pid
+rc=$?
+sleep 0.5
+orphans=$(pgrep -f "sleep 30" | while read -r p; do tr '\0' ' ' </proc/"$p"/environ 2>/dev/null | grep -q "BATON_TRIAL_ID" && echo "$p"; done | wc -l)
+[ "$rc" -eq 143 ] && [ $((SECONDS - start)) -lt 15 ] && [ "$orphans" -eq 0 ] && grep -q "stopped by signal 15: 2 trial(s) interrupted" "$tmp/t.log" ||
+  { fail "SIGTERM to a search: exit $rc, $orphans orphan trial(s)"; cat "$tmp/t.log"; }
+"$baton" trials ls --storage "$tmp/t/search.db" --json >"$tmp/t1.json"
+SLEEP=0 "$baton" search "$tmp/space.yaml" --command "$tmp/trial.sh" --trials 4 --parallel 2 --strategy random \
+  --run-dir "$tmp/t" --resume >"$tmp/t2.log" 2>&1 || { fail "resume after SIGTERM"; cat "$tmp/t2.log"; }
+"$baton" trials ls --storage "$tmp/t/search.db" --json >"$tmp/t2.json"
+python3 - "$tmp/t1.json" "$tmp/t2.json" <<'P' || fail "interrupted trials stored, then run again"
+import json, sys
+before, after = (json.load(open(p)) for p in sys.argv[1:3])
+assert sorted(r["status"] for r in before) == ["interrupted", "interrupted"], before
+assert [r["status"] for r in after] == ["trained"] * 4, after
+assert [r["parameters"] for r in after][:2] == [r["parameters"] for r in before], (before, after)
+P
+
 # Failing and hanging trials end Failed and the search goes on.
 "$baton" search "$tmp/space.yaml" --command 'echo boom >&2; exit 4' --trials 2 --run-dir "$tmp/d" >"$tmp/d.log" 2>&1
 [ $? -eq 1 ] && grep -q "exit status 4; stderr: boom" "$tmp/d.log" || { fail "failing trials"; cat "$tmp/d.log"; }
