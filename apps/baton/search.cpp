@@ -46,6 +46,7 @@ struct SearchArgs {
   std::string storage;
   std::string run_dir = "runs/search";
   bool resume = false;
+  bool new_study = false;
   double trial_timeout = 0;
   int retries = 0;
   int median_stop = 0;
@@ -135,6 +136,41 @@ int stop_search(Chain& chain, TrialStorage* storage, const std::set<int64_t>& st
   return 128 + sig;
 }
 
+// What differs between two search spaces' definitions, in a few words ("" when nothing).
+std::string space_difference(const nlohmann::json& stored, const nlohmann::json& given) {
+  std::vector<std::string> parts;
+  for (const auto& [key, value] : stored.items()) {
+    if (!given.contains(key)) {
+      parts.push_back(key + " is gone");
+    } else if (given[key] != value) {
+      parts.push_back(key + " was " + value.dump() + ", now " + given[key].dump());
+    }
+  }
+  for (const auto& [key, value] : given.items()) {
+    if (!stored.contains(key)) parts.push_back(key + " is new");
+  }
+  std::string out;
+  for (std::size_t i = 0; i < parts.size() && i < 3; ++i) out += (i ? "; " : "") + parts[i];
+  if (parts.size() > 3) out += "; and " + std::to_string(parts.size() - 3) + " more";
+  return out;
+}
+
+// --new-study: the run folder's study (its SQLite file and its trials' folders) moves aside, so the
+// new study's trials do not resume the old ones' checkpoints.
+void start_new_study(const std::filesystem::path& dir, const std::string& storage_url) {
+  if (storage_url.rfind("sqlite://", 0) != 0) {
+    throw BadInput("--new-study moves a SQLite study aside; for " + storage_url + ", give another database");
+  }
+  const std::filesystem::path db = storage_url.substr(std::string("sqlite://").size());
+  const std::string suffix = ".replaced-" + std::to_string(::time(nullptr));
+  std::error_code ec;
+  for (const std::filesystem::path& p :
+       {db, std::filesystem::path(db.string() + "-wal"), std::filesystem::path(db.string() + "-shm"), dir / "trials"}) {
+    if (std::filesystem::exists(p, ec)) std::filesystem::rename(p, p.string() + suffix);
+  }
+  std::printf("the previous study moved aside (*%s)\n", suffix.c_str());
+}
+
 int run_search_command(const SearchArgs& a) {
   if (a.command.empty() == a.recipe.empty())
     throw BadInput("give exactly one of --command CMD or --recipe RECIPE.yaml");
@@ -150,9 +186,11 @@ int run_search_command(const SearchArgs& a) {
   const bool join = a.join || rank.has_value();
   const bool maximize = a.direction == "maximize";
   const std::string worker = default_worker_name();
+  nlohmann::json space_definition;
   SearchSpace space = [&] {
     try {
-      return SearchSpace::from_file(a.space);
+      space_definition = SearchSpace::read_file(a.space);
+      return SearchSpace::from_json(space_definition, a.space);
     } catch (const std::invalid_argument& e) {
       throw BadInput(e.what());
     }
@@ -171,6 +209,7 @@ int run_search_command(const SearchArgs& a) {
   std::filesystem::create_directories(dir);
   const std::string storage_url =
       a.storage.empty() ? "sqlite://" + std::filesystem::absolute(dir / "search.db").string() : a.storage;
+  if (a.new_study) start_new_study(dir, storage_url);
   std::shared_ptr<TrialStorage> storage;
   try {
     storage = open_storage(storage_url);
@@ -186,6 +225,15 @@ int run_search_command(const SearchArgs& a) {
                    "workers, or use another --run-dir/--storage");
   }
   if (!join && a.resume) {
+    // One study, one space: trials of two spaces would mix in its statistics and its best.
+    if (auto stored = storage->meta("search"); stored && stored->contains("space_definition")) {
+      const std::string difference = space_difference((*stored)["space_definition"], space_definition);
+      if (!difference.empty()) {
+        throw BadInput(a.space + " is not the space of the search in " + storage_url + " (" + difference +
+                       "); resume with that space, or add --new-study to start another study (the old one is "
+                       "moved aside)");
+      }
+    }
     // Trials a signal stopped with the search are run again.
     for (auto& t : previous) {
       if (t.status == TrialStatus::kInterrupted && t.error.rfind(kStoppedWithTheSearch, 0) == 0) {
@@ -222,11 +270,9 @@ int run_search_command(const SearchArgs& a) {
     options.command = cmd;
     options.env["BATON_TRIAL_METRIC"] = a.metric;
   }
-  const nlohmann::json search_meta = {{"space", a.space},
-                                      {"command", options.command},
-                                      {"strategy", a.strategy},
-                                      {"direction", a.direction},
-                                      {"seed", a.seed}};
+  const nlohmann::json search_meta = {{"space", a.space},           {"space_definition", space_definition},
+                                      {"command", options.command}, {"strategy", a.strategy},
+                                      {"direction", a.direction},   {"seed", a.seed}};
   std::shared_ptr<ExecutionEngine> engine;
   std::shared_ptr<DistributedEngine> distributed;
   if (join) {
@@ -509,6 +555,8 @@ void add_search(CLI::App& app) {
   cmd->add_option("--run-dir", a->run_dir, "where trials' logs and summary.json go (default runs/search)");
   cmd->add_flag("--resume", a->resume,
                 "continue the search in the storage: finished trials kept, unfinished run again");
+  cmd->add_flag("--new-study", a->new_study,
+                "start a new study where one is (a SQLite storage and its trials' folders are moved aside first)");
   cmd->add_flag("--join", a->join,
                 "be one worker of a search shared through --storage (several processes or machines; implied under "
                 "mpirun/srun): --trials counts the whole search");

@@ -52,8 +52,9 @@ std::vector<Dimension> parse_dims(const nlohmann::json& space, const std::string
     if (d.type == "choice") {
       for (const auto& c : value) {
         d.choices.push_back(c);
-        d.nested.push_back(c.is_object() && c.contains("_name") ? parse_dims(c, where, path + "[" + c["_name"].dump() + "]")
-                                                                 : std::vector<Dimension>{});
+        d.nested.push_back(c.is_object() && c.contains("_name")
+                               ? parse_dims(c, where, path + "[" + c["_name"].dump() + "]")
+                               : std::vector<Dimension>{});
       }
     } else {
       for (const auto& v : value) {
@@ -211,7 +212,8 @@ bool contains_dims(const std::vector<Dimension>& dims, const nlohmann::json& p) 
     if (!v.is_number()) return false;
     const double x = v.get<double>();
     if (d.type == "normal") continue;
-    if (d.type == "randint" ? (x < d.bounds[0] || x >= d.bounds[1]) : (x < d.bounds[0] || x > d.bounds[1])) return false;
+    if (d.type == "randint" ? (x < d.bounds[0] || x >= d.bounds[1]) : (x < d.bounds[0] || x > d.bounds[1]))
+      return false;
   }
   return true;
 }
@@ -261,6 +263,10 @@ SearchSpace SearchSpace::from_dimensions(std::vector<Dimension> dimensions) {
 }
 
 SearchSpace SearchSpace::from_file(const std::filesystem::path& path) {
+  return from_json(read_file(path), path.string());
+}
+
+nlohmann::json SearchSpace::read_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) throw std::invalid_argument(path.string() + ": cannot read the search space (no such file?)");
   std::stringstream text;
@@ -280,7 +286,7 @@ SearchSpace SearchSpace::from_file(const std::filesystem::path& path) {
                                   std::to_string(e.mark.column + 1) + ": " + e.msg);
     }
   }
-  return from_json(j, path.string());
+  return j;
 }
 
 nlohmann::json SearchSpace::sample(std::mt19937_64& rng) const { return sample_dims(dims_, rng); }
@@ -376,7 +382,8 @@ std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int
   auto better = [&](const Trial& t) {
     if (t.status != TrialStatus::kTrained || !t.metrics.final) return false;
     if (!progress.best) return true;
-    return maximize ? *t.metrics.final > *progress.best->metrics.final : *t.metrics.final < *progress.best->metrics.final;
+    return maximize ? *t.metrics.final > *progress.best->metrics.final
+                    : *t.metrics.final < *progress.best->metrics.final;
   };
   const auto restored = engine.list();  // an earlier run's trials, on resume
   strategy.restore(restored);

@@ -115,6 +115,14 @@ assert [r["status"] for r in after] == ["trained"] * 4, after
 assert [r["parameters"] for r in after][:2] == [r["parameters"] for r in before], (before, after)
 P
 
+# --resume with another space is refused, with the difference; --new-study starts over beside it.
+printf 'x: {_type: uniform, _value: [0, 3]}\nk: {_type: choice, _value: [1, 2, 3]}\n' >"$tmp/other.yaml"
+expect_error 2 "is not the space of the search in" -- "$baton" search "$tmp/other.yaml" --command "$tmp/trial.sh" --trials 4 --run-dir "$tmp/t" --resume
+grep -q 'x was {"_type":"uniform","_value":\[-5,10\]}, now' "$tmp/err" || { fail "the space difference is not named"; cat "$tmp/err"; }
+"$baton" search "$tmp/other.yaml" --command "$tmp/trial.sh" --trials 2 --run-dir "$tmp/t" --new-study >"$tmp/ns.log" 2>&1 &&
+  [ "$("$baton" trials ls --storage "$tmp/t/search.db" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" -eq 2 ] &&
+  ls "$tmp/t" | grep -q "^search.db.replaced-" || { fail "--new-study"; cat "$tmp/ns.log"; ls "$tmp/t"; }
+
 # Failing and hanging trials end Failed and the search goes on.
 "$baton" search "$tmp/space.yaml" --command 'echo boom >&2; exit 4' --trials 2 --run-dir "$tmp/d" >"$tmp/d.log" 2>&1
 [ $? -eq 1 ] && grep -q "exit status 4; stderr: boom" "$tmp/d.log" || { fail "failing trials"; cat "$tmp/d.log"; }

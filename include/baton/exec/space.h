@@ -2,8 +2,8 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -35,6 +35,8 @@ class SearchSpace {
   static SearchSpace from_json(const nlohmann::json& space, const std::string& where = "search space");
   // A .json file, or YAML (anything else); errors name the file.
   static SearchSpace from_file(const std::filesystem::path& path);
+  // The file's definition as JSON (what from_file builds from), unchecked.
+  static nlohmann::json read_file(const std::filesystem::path& path);
   // The dimensions of a nested choice as a space of their own.
   static SearchSpace from_dimensions(std::vector<Dimension> dimensions);
 
