@@ -19,9 +19,9 @@
 
 namespace {
 
-// "baton: ", or "baton: rank R: " while data parallelism runs.
+// "baton: ", or "baton: rank R: " in a job of several ranks (mpirun, srun), MPI started or not.
 std::string prefix() {
-  return baton::data_parallel_active() ? "baton: rank " + std::to_string(baton::launcher_rank()) + ": " : "baton: ";
+  return baton::launcher_size() > 1 ? "baton: rank " + std::to_string(baton::launcher_rank()) + ": " : "baton: ";
 }
 
 // A rank of a data-parallel job that fails ends the whole job: the others would wait for it.
@@ -77,8 +77,11 @@ int run(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();  // a subcommand's own exit code (a run stopped by a signal: 128 + signal)
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : baton::cli::kBadInput;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line, like every other error: what was wrong, and where the usage is.
+    const std::string command = argc > 1 && argv[1][0] != '-' ? std::string(argv[1]) + " " : "";
+    std::fprintf(stderr, "%s%s (baton %s--help)\n", prefix().c_str(), e.what(), command.c_str());
+    return baton::cli::kBadInput;
   } catch (const baton::RecipeError& e) {
     std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
     return failed(baton::cli::kBadInput);

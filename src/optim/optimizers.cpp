@@ -1,5 +1,6 @@
 #include "baton/optim/optimizers.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include <torch/torch.h>
@@ -42,7 +43,8 @@ void require(bool ok, const std::string& what) {
 std::vector<std::string> optimizer_names() { return {"sgd", "adam", "adamw", "decoupled_sgdw"}; }
 
 std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& spec, std::vector<at::Tensor> parameters) {
-  require(spec.lr > 0, "optimizer '" + spec.name + "': lr must be positive, got " + std::to_string(spec.lr));
+  require(std::isfinite(spec.lr) && spec.lr > 0,
+          "optimizer '" + spec.name + "': lr must be a positive number, got " + std::to_string(spec.lr));
   require(spec.weight_decay >= 0, "optimizer '" + spec.name + "': weight_decay must not be negative");
   if (spec.name == "sgd" || spec.name == "decoupled_sgdw") {
     require(spec.momentum >= 0, "optimizer '" + spec.name + "': momentum must not be negative");

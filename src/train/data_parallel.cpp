@@ -222,6 +222,7 @@ std::string DataParallel::broadcast(const std::string& value) { return comm_.bro
 namespace baton {
 
 int launcher_rank() { return mpi::launched_rank(); }
+int launcher_size() { return mpi::launched_size(); }
 
 bool data_parallel_active() { return mpi::Comm::started() && mpi::Comm::world().size() > 1; }
 

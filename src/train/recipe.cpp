@@ -31,6 +31,9 @@ using recipe_detail::Section;
 
 namespace {
 
+// More classes than this is a label written wrong (a model would need that many outputs).
+constexpr int64_t kMaxClasses = 1000000;
+
 // A YAML value as JSON: true/false, whole numbers and numbers become JSON's; other scalars strings.
 nlohmann::json to_json(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return nullptr;
@@ -209,13 +212,33 @@ TrainingRun build_run(const Recipe& recipe) {
       data.fail(data.has("eval_inputs") ? "eval_labels" : "eval_inputs", "eval_inputs and eval_labels go together");
     }
     auto read = [&](const std::string& key) { return read_array(data.get<std::string>(key, "")); };
-    at::Tensor train_x = as_float_inputs(read("train_inputs"));
-    at::Tensor train_y = read("train_labels").to(torch::kLong);
+    // Class indices, one per example: [N] (or [N, 1]), from 0 to a class count a model can have.
+    auto labels = [&](const std::string& key) {
+      at::Tensor y = read(key);
+      if (y.dim() == 2 && y.size(1) == 1) y = y.flatten();
+      if (y.dim() != 1) {
+        data.fail(key, "labels of shape " + c10::str(y.sizes()) + ": expected one class index per example ([N])");
+      }
+      y = y.to(torch::kLong);
+      if (y.numel() > 0 && (y.min().item<int64_t>() < 0 || y.max().item<int64_t>() >= kMaxClasses)) {
+        const int64_t bad = y.min().item<int64_t>() < 0 ? y.min().item<int64_t>() : y.max().item<int64_t>();
+        data.fail(key, "label " + std::to_string(bad) + ": class indices run from 0 to the number of classes - 1 (" +
+                           "at most " + std::to_string(kMaxClasses) + ")");
+      }
+      return y;
+    };
+    auto inputs = [&](const std::string& key) {
+      at::Tensor x = as_float_inputs(read(key));
+      if (x.size(0) == 0) data.fail(key, "holds 0 examples");
+      return x;
+    };
+    at::Tensor train_x = inputs("train_inputs");
+    at::Tensor train_y = labels("train_labels");
     at::Tensor eval_x;
     at::Tensor eval_y;
     if (data.has("eval_inputs")) {
-      eval_x = as_float_inputs(read("eval_inputs"));
-      eval_y = read("eval_labels").to(torch::kLong);
+      eval_x = inputs("eval_inputs");
+      eval_y = labels("eval_labels");
       if (eval_x.sizes().slice(1) != train_x.sizes().slice(1)) {
         data.fail("eval_inputs", "examples of shape " + c10::str(eval_x.sizes().slice(1)) +
                                      " but the training examples are " + c10::str(train_x.sizes().slice(1)));

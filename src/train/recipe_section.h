@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -128,11 +129,16 @@ class Section {
   T get(const std::string& key, T fallback) const {
     if (!has(key)) return fallback;
     const YAML::Node value = node_[key];
+    T out{};
     try {
-      return value.as<T>();
+      out = value.as<T>();
     } catch (const YAML::Exception&) {
       fail(key, std::string("expected ") + type_name<T>() + ", got '" + text(value) + "'");
     }
+    if constexpr (std::is_floating_point_v<T>) {  // no setting of a training run is NaN or infinite
+      if (!std::isfinite(out)) fail(key, "expected a finite number, got '" + text(value) + "'");
+    }
+    return out;
   }
 
   std::string text(const YAML::Node& value) const {

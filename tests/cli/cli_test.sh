@@ -41,6 +41,11 @@ expect_error 2 "unknown model 'vgg'" -- "$baton" train "$src/recipes/fashion_mni
 expect_error 2 "--set max_duration: invalid time 'three'" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=three
 expect_error 1 "train-images-idx3-ubyte.gz: not found; install Debian's dataset-fashion-mnist" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set data.dir="$tmp"
 expect_error 2 "frobnicate" -- "$baton" frobnicate
+expect_error 2 "(baton train --help)" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --frobnicate
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^baton: " "$tmp/err" || { echo "FAIL: a usage error is not one line starting baton:"; cat "$tmp/err"; failures=$((failures + 1)); }
+printf 'optimizer:\n  name: sgd\n  lr: .nan\n' >"$tmp/nan.yaml"
+expect_error 2 "nan.yaml:3:7: optimizer.lr: expected a finite number, got '.nan'" -- "$baton" train "$tmp/nan.yaml"
+expect_error 2 "--set optimizer.lr: expected a finite number, got '.inf'" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set optimizer.lr=.inf
 printf 'not an idx file at all' >"$tmp/corrupt.idx"
 cat >"$tmp/files.yaml" <<Y
 data: {dataset: files, train_inputs: $tmp/corrupt.idx, train_labels: $tmp/corrupt.idx}

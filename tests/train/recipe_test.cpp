@@ -60,6 +60,35 @@ TEST(Recipe, AnErrorInASectionTheRecipeLacksNamesTheKey) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Recipe, LabelsAndEmptyFilesAreErrorsThatNameTheKey) {
+  const auto dir = std::filesystem::temp_directory_path() / ("baton_recipe_labels_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto npy = [&](const std::string& name, const at::Tensor& t) {
+    write_npy((dir / name).string(), t);
+    return (dir / name).string();
+  };
+  const std::string x = npy("x.npy", torch::randn({8, 4}));
+  const auto build = [&](const std::string& inputs, const std::string& labels) {
+    return error_of([&] {
+      build_run(Recipe::parse(
+          "model: {name: mlp}\ndata: {dataset: files, train_inputs: " + inputs + ", train_labels: " + labels + "}\n",
+          "r.yaml"));
+    });
+  };
+  // [N, 1] is one label per example: it trains.
+  EXPECT_EQ(build(x, npy("column.npy", (torch::arange(8) % 2).view({8, 1}))), "no error");
+  EXPECT_THAT(build(x, npy("wide.npy", torch::zeros({8, 3}, torch::kLong))),
+              HasSubstr("data.train_labels: labels of shape [8, 3]: expected one class index per example"));
+  EXPECT_THAT(build(x, npy("huge.npy", torch::full({8}, int64_t{3000000000}))),
+              HasSubstr("data.train_labels: label 3000000000: class indices run from 0"));
+  EXPECT_THAT(build(x, npy("negative.npy", torch::full({8}, int64_t{-1}))), HasSubstr("label -1: class indices"));
+  EXPECT_THAT(build(npy("none.npy", torch::randn({0, 4})), npy("none_y.npy", torch::zeros({0}, torch::kLong))),
+              HasSubstr("data.train_inputs: holds 0 examples"));
+  EXPECT_THAT(error_of([] { build_run(Recipe::parse("optimizer: {lr: .nan}\n", "r.yaml")); }),
+              StartsWith("r.yaml:1:17: optimizer.lr: expected a finite number, got '.nan'"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Recipe, SetOverridesAndIsNamedInErrors) {
   const Recipe r = Recipe::parse("optimizer:\n  lr: 0.1\n", "r.yaml", {"optimizer.lr=0.5", "model.name=mlp"});
   EXPECT_THAT(r.resolved_yaml(), HasSubstr("lr: 0.5"));

@@ -58,6 +58,8 @@ Distributed parse_distributed(std::string_view text);  // auto, on, off; std::in
 // This process's rank as mpirun/mpiexec/srun's environment gives it (0 when not started by one),
 // known before MPI starts: e.g. to create files on rank 0 only.
 int launcher_rank();
+// The ranks of the job mpirun/mpiexec/srun started this process in (1 when none).
+int launcher_size();
 // Data parallelism is running: MPI was started with more than one rank.
 bool data_parallel_active();
 // Ends every rank of the job with `code` (MPI_Abort). A rank that fails calls this, after saying
