@@ -37,6 +37,8 @@ Series read_series(const std::string& run, const std::string& metric) {
     try {
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception&) {
+      // A last line without its newline is being written (or was cut by a kill): not there yet.
+      if (in.eof()) break;
       throw std::runtime_error(file.string() + ":" + std::to_string(number) + ": not a JSON object");
     }
     if (j.contains(metric) && j[metric].is_number() && j.contains("step")) {

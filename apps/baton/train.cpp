@@ -206,6 +206,11 @@ int run_train(const TrainArgs& args) {
                                {"recipe", recipe.resolved_yaml()},
                                {"model", model_meta(run)}});
   auto callbacks = run.options.callbacks();
+  for (const auto& callback : callbacks) {  // a recipe's profiler writes into the run, not the working folder
+    auto profiler = std::dynamic_pointer_cast<TraceProfiler>(callback);
+    if (profiler && fs::path(profiler->folder()).is_relative())
+      profiler->set_folder((dir / profiler->folder()).string());
+  }
   callbacks.push_back(std::make_shared<SignalStopper>());
   const char* trial_metric = std::getenv("BATON_TRIAL_METRIC");
   std::shared_ptr<TrialReporter> reporter;

@@ -179,11 +179,18 @@ PY
   done
   python3 -c "import sys, zipfile; z = zipfile.ZipFile('$tmp/blurpool.ts'); sys.exit(0 if any(b'blur_filter' in z.read(n) for n in z.namelist() if n.endswith('.pkl')) else 1)" ||
     { echo "FAIL: the blurpool export has no blur"; failures=$((failures + 1)); }
+  # A recipe's profiler writes into the run directory, not the working folder.
+  (cd "$tmp" && "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=4ba --set eval_interval=0 --set progress_bar=false \
+    --set "callbacks={profiler: {warmup: 0, active: 2}}" --run-dir "$tmp/profrun" >"$tmp/profrun.out" 2>&1) &&
+    ls "$tmp/profrun/traces/" | grep -q "\.json$" && [ ! -e "$tmp/traces" ] || { echo "FAIL: the profiler callback's traces"; cat "$tmp/profrun.out"; ls "$tmp"; failures=$((failures + 1)); }
   # Plot: an SVG of a metric for the runs, one path per run.
   "$baton" plot "$tmp/run" "$tmp/sig" --metric train/loss --out "$tmp/loss.svg" >"$tmp/plot.out" 2>&1 &&
     python3 -c "import sys, xml.dom.minidom as m; d = m.parse('$tmp/loss.svg'); sys.exit(0 if len([p for p in d.getElementsByTagName('path') if p.getAttribute('class') == 'series']) == 2 else 1)" ||
     { echo "FAIL: baton plot"; cat "$tmp/plot.out"; failures=$((failures + 1)); }
   expect_error 2 "no run has the metric 'eval/nothing'" -- "$baton" plot "$tmp/run" --metric eval/nothing --out "$tmp/n.svg"
+  # A metrics file whose last line is still being written (or was cut by a kill) plots what is whole.
+  mkdir -p "$tmp/cut" && cp "$tmp/run/metrics.jsonl" "$tmp/cut/" && printf '{"step": 21, "train/lo' >>"$tmp/cut/metrics.jsonl"
+  "$baton" plot "$tmp/cut" --metric train/loss --out "$tmp/cut.svg" >"$tmp/cut.out" 2>&1 || { echo "FAIL: plot of a cut metrics file"; cat "$tmp/cut.out"; failures=$((failures + 1)); }
   # Export: the checkpoint's model as TorchScript; Python's torch.jit.load gets baton eval's accuracy.
   "$baton" export "$tmp/run/checkpoints/latest" --torchscript "$tmp/model.ts" >"$tmp/export.out" 2>&1 && [ -s "$tmp/model.ts" ] ||
     { echo "FAIL: baton export"; cat "$tmp/export.out"; failures=$((failures + 1)); }

@@ -48,6 +48,9 @@ class TraceProfiler : public Callback, public Profiler, public std::enable_share
 
   // The files written so far.
   const std::vector<std::string>& files() const { return files_; }
+  // Where the traces go (baton train puts a relative folder inside the run directory).
+  const std::string& folder() const { return options_.folder; }
+  void set_folder(std::string folder) { options_.folder = std::move(folder); }
   // What the schedule does at batch `step` (0-based): 0 off, 1 warmup, 2 recorded.
   int phase(int64_t step) const;
 
