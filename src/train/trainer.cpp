@@ -187,7 +187,9 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   if (writes) loggers = options_.loggers();
   std::shared_ptr<ProgressBar> bar;
   if (options_.progress_bar() && writes) {
-    bar = std::make_shared<ProgressBar>();
+    // Under mpirun a rank's output may be a pseudo-terminal even when the job's goes to a file:
+    // one line per epoch there, no redraws.
+    bar = std::make_shared<ProgressBar>(stdout, mpi::launched() ? std::optional<bool>(false) : std::nullopt);
     loggers.push_back(bar);
   }
   if (!is_zero(options_.console_log_interval()) && writes) {
