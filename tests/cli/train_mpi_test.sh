@@ -14,10 +14,12 @@ common=(--set progress_bar=false --set precision=fp32 --set eval_subset_num_batc
 fail() { echo "FAIL: $*"; exit 1; }
 
 # 1. Two ranks, 30 global batches of 128.
-mpirun -np 2 "$baton" train "$recipe" "${common[@]}" --set max_duration=30ba --run-dir "$tmp/run" >"$tmp/out" 2>&1 ||
+mpirun -np 2 "$baton" train "$recipe" "${common[@]}" --set progress_bar=true --set max_duration=30ba --run-dir "$tmp/run" >"$tmp/out" 2>&1 ||
   { cat "$tmp/out"; fail "mpirun -np 2 baton train"; }
 [ "$(grep -c '^data parallel: 2 ranks' "$tmp/out")" -eq 1 ] || { cat "$tmp/out"; fail "no single 'data parallel: 2 ranks' line"; }
 [ "$(grep -c '^done: 30 steps' "$tmp/out")" -eq 1 ] || { cat "$tmp/out"; fail "rank 0 alone prints the end"; }
+# A log file gets lines, not a terminal's redraws (a rank's output can be a pseudo-terminal).
+! grep -q $'\r\|\033\[K' "$tmp/out" || fail "the log has the progress bar's redraw codes"
 samples=$(python3 -c "import json;print(json.load(open('$tmp/run/summary.json'))['samples'])")
 [ "$samples" -eq 3840 ] || fail "summary samples $samples, want 30 global batches x 128 = 3840"
 losses=$(grep -c '"train/loss"' "$tmp/run/metrics.jsonl")
