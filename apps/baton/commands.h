@@ -41,6 +41,8 @@ std::vector<std::string> with_device(std::vector<std::string> sets, const std::s
 
 // Whether `path` is a baton checkpoint (else, say, a model.pt written with torch::save).
 bool is_checkpoint(const std::string& path);
+// Throws RecipeError naming `path` unless it opens and is a checkpoint or a model.pt.
+void check_weights_file(const std::string& path);
 // A trainer of `options` (quiet) whose model holds the weights of `path`: a checkpoint goes
 // through the trainer's own load, which first applies the model surgery it was saved with
 // (blurpool, squeeze-excite, …); another file (model.pt) is loaded after the options' algorithms

@@ -23,7 +23,9 @@ struct EvalArgs {
 };
 
 void run_eval(const EvalArgs& args) {
-  TrainingRun run = build_run(Recipe::load(args.recipe, with_device(args.sets, args.device)));
+  const std::vector<std::string> sets = with_device(args.sets, args.device);
+  check_weights_file(args.load);  // before the data is read
+  TrainingRun run = build_run(Recipe::load(args.recipe, sets));
   if (!run.eval_data) throw RecipeError(args.recipe + ": the recipe has no evaluation data");
   const auto trainer = trainer_with_weights(run.options, args.load);
   for (const auto& [label, metrics] : trainer->eval()) {
@@ -57,7 +59,7 @@ bool is_checkpoint(const std::string& path) {
 
 std::unique_ptr<Trainer> trainer_with_weights(TrainerOptions options, const std::string& path) {
   options.progress_bar(false).console_log_interval("0ep").eval_interval("0ep");
-  if (!std::ifstream(path)) throw std::runtime_error(path + ": cannot open the weights (" + std::strerror(errno) + ")");
+  check_weights_file(path);
   if (is_checkpoint(path)) {
     // The trainer's own load: the model surgery the checkpoint was saved with, then the weights.
     return std::make_unique<Trainer>(std::move(options.load_path(path).load_weights_only(true)));
@@ -65,6 +67,19 @@ std::unique_ptr<Trainer> trainer_with_weights(TrainerOptions options, const std:
   auto trainer = std::make_unique<Trainer>(std::move(options));  // the recipe's surgery at init
   load_weights(*trainer->state().model, path);
   return trainer;
+}
+
+void check_weights_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw RecipeError(path + ": cannot open the weights (" + std::strerror(errno) + ")");
+  char magic[4] = {};
+  in.read(magic, sizeof magic);
+  // A checkpoint starts "BATO"; torch::save (model.pt) writes a zip.
+  if (!in || (std::string(magic, 4) != "BATO" && std::string(magic, 4) != std::string("PK\x03\x04", 4))) {
+    throw RecipeError(path +
+                      ": neither a baton checkpoint nor a model.pt written by baton train; give "
+                      "RUN_DIR/model.pt or a checkpoint (RUN_DIR/checkpoints/latest)");
+  }
 }
 
 void load_weights(torch::nn::Module& target, const std::string& path) {

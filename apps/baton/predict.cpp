@@ -22,7 +22,9 @@ struct PredictArgs {
 };
 
 void run_predict(const PredictArgs& args) {
-  TrainingRun run = build_run(Recipe::load(args.recipe, with_device(args.sets, args.device)));
+  const std::vector<std::string> sets = with_device(args.sets, args.device);
+  check_weights_file(args.load);  // before the data is read
+  TrainingRun run = build_run(Recipe::load(args.recipe, sets));
   const auto trainer = trainer_with_weights(run.options, args.load);
   std::shared_ptr<Dataset> data = run.eval_data;
   if (!args.inputs.empty()) {
