@@ -2,13 +2,17 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <torch/torch.h>
+
+#include "array_layout.h"
 
 namespace baton {
 namespace {
@@ -36,8 +40,31 @@ std::vector<unsigned char> read_all(const std::string& path) {
   return data;
 }
 
-uint32_t big_endian_u32(const unsigned char* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+// The tensor type of a layout's dtype.
+at::ScalarType scalar_type(const std::string& dtype) {
+  static const std::map<std::string, at::ScalarType> types = {
+      {"bool", at::kBool}, {"uint8", at::kByte}, {"int8", at::kChar},     {"int16", at::kShort},
+      {"int32", at::kInt}, {"int64", at::kLong}, {"float32", at::kFloat}, {"float64", at::kDouble}};
+  return types.at(dtype);
+}
+
+// The array `parse` finds in the file's bytes, as a tensor; errors name the file.
+at::Tensor read_array_with(const std::string& path, ArrayLayout (*parse)(const unsigned char*, std::size_t)) {
+  const std::vector<unsigned char> data = read_all(path);
+  ArrayLayout layout;
+  try {
+    layout = parse(data.data(), data.size());
+  } catch (const std::runtime_error& e) {
+    fail(path, e.what());
+  }
+  at::Tensor out = torch::empty(layout.shape, torch::TensorOptions().dtype(scalar_type(layout.dtype)));
+  auto* dst = static_cast<unsigned char*>(out.data_ptr());
+  std::memcpy(dst, data.data() + layout.offset, layout.count * layout.element);
+  if (layout.big_endian && layout.element > 1) {
+    for (std::size_t i = 0; i < layout.count; ++i)
+      std::reverse(dst + i * layout.element, dst + (i + 1) * layout.element);
+  }
+  return out;
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -46,128 +73,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-at::Tensor read_idx(const std::string& path) {
-  const std::vector<unsigned char> data = read_all(path);
-  if (data.size() < 4) fail(path, "too short for an IDX file (" + std::to_string(data.size()) + " bytes)");
-  if (data[0] != 0 || data[1] != 0) fail(path, "not an IDX file (the magic number must start with two zero bytes)");
-  at::ScalarType type;
-  std::size_t element = 0;
-  switch (data[2]) {
-    case 0x08: type = at::kByte, element = 1; break;
-    case 0x09: type = at::kChar, element = 1; break;
-    case 0x0B: type = at::kShort, element = 2; break;
-    case 0x0C: type = at::kInt, element = 4; break;
-    case 0x0D: type = at::kFloat, element = 4; break;
-    case 0x0E: type = at::kDouble, element = 8; break;
-    default:
-      fail(path, "unknown IDX element type 0x" + std::to_string(data[2]) + " (expected 08, 09, 0B, 0C, 0D or 0E)");
-  }
-  const std::size_t dims = data[3];
-  if (dims == 0) fail(path, "IDX header says 0 dimensions");
-  const std::size_t header = 4 + 4 * dims;
-  if (data.size() < header) fail(path, "truncated IDX header (" + std::to_string(dims) + " dimensions declared)");
-  std::vector<int64_t> shape;
-  std::size_t count = 1;
-  for (std::size_t d = 0; d < dims; ++d) {
-    shape.push_back(big_endian_u32(&data[4 + 4 * d]));
-    count *= static_cast<std::size_t>(shape.back());
-  }
-  const std::size_t expected = header + count * element;
-  if (data.size() != expected) {
-    fail(path, "IDX header declares " + c10::str(at::IntArrayRef(shape)) + " (" + std::to_string(expected) +
-                   " bytes) but the file has " + std::to_string(data.size()) + " bytes");
-  }
-  at::Tensor out = torch::empty(shape, torch::TensorOptions().dtype(type));
-  auto* dst = static_cast<unsigned char*>(out.data_ptr());
-  std::memcpy(dst, data.data() + header, count * element);
-  if (element > 1) {  // IDX is big-endian
-    for (std::size_t i = 0; i < count; ++i) std::reverse(dst + i * element, dst + (i + 1) * element);
-  }
-  return out;
-}
+at::Tensor read_idx(const std::string& path) { return read_array_with(path, parse_idx_layout); }
 
-at::Tensor read_npy(const std::string& path) {
-  const std::vector<unsigned char> data = read_all(path);
-  static const unsigned char kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
-  if (data.size() < 10 || std::memcmp(data.data(), kMagic, 6) != 0) fail(path, "not a .npy file (bad magic)");
-  const int major = data[6];
-  std::size_t header_len = 0;
-  std::size_t offset = 0;
-  if (major == 1) {
-    header_len = data[8] | (std::size_t{data[9]} << 8);
-    offset = 10;
-  } else if (major == 2 || major == 3) {
-    if (data.size() < 12) fail(path, "truncated .npy header");
-    header_len = data[8] | (std::size_t{data[9]} << 8) | (std::size_t{data[10]} << 16) | (std::size_t{data[11]} << 24);
-    offset = 12;
-  } else {
-    fail(path, ".npy format version " + std::to_string(major) + " is not supported (1, 2 or 3)");
-  }
-  if (data.size() < offset + header_len) fail(path, "truncated .npy header");
-  const std::string header(reinterpret_cast<const char*>(data.data() + offset), header_len);
-  auto field = [&](const std::string& key) {
-    const auto at = header.find("'" + key + "'");
-    if (at == std::string::npos) fail(path, ".npy header has no '" + key + "': " + header);
-    auto colon = header.find(':', at);
-    auto start = header.find_first_not_of(' ', colon + 1);
-    return header.substr(start);
-  };
-  std::string descr = field("descr");
-  descr = descr.substr(1, descr.find('\'', 1) - 1);
-  if (field("fortran_order").rfind("True", 0) == 0)
-    fail(path, "Fortran-order arrays are not supported; save with C order");
-  std::string shape_text = field("shape");
-  shape_text = shape_text.substr(1, shape_text.find(')') - 1);
-  std::vector<int64_t> shape;
-  for (std::size_t pos = 0; pos < shape_text.size();) {
-    const auto comma = shape_text.find(',', pos);
-    std::string part = shape_text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    part.erase(0, part.find_first_not_of(' '));
-    if (!part.empty()) {
-      try {
-        shape.push_back(std::stoll(part));
-      } catch (const std::exception&) {
-        fail(path, "bad shape in .npy header: " + shape_text);
-      }
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  if (descr.size() < 3) fail(path, "unsupported dtype '" + descr + "'");
-  const char order = descr[0];
-  const std::string kind = descr.substr(1);
-  at::ScalarType type;
-  if (kind == "b1")
-    type = at::kBool;
-  else if (kind == "u1")
-    type = at::kByte;
-  else if (kind == "i1")
-    type = at::kChar;
-  else if (kind == "i2")
-    type = at::kShort;
-  else if (kind == "i4")
-    type = at::kInt;
-  else if (kind == "i8")
-    type = at::kLong;
-  else if (kind == "f4")
-    type = at::kFloat;
-  else if (kind == "f8")
-    type = at::kDouble;
-  else
-    fail(path, "unsupported dtype '" + descr + "' (expected bool, u1, i1, i2, i4, i8, f4 or f8)");
-  const std::size_t element = c10::elementSize(type);
-  if (element > 1 && order != '<') fail(path, "big-endian dtype '" + descr + "' is not supported");
-  std::size_t count = 1;
-  for (int64_t d : shape) count *= static_cast<std::size_t>(d);
-  const std::size_t start = offset + header_len;
-  if (data.size() != start + count * element) {
-    fail(path, ".npy header declares shape (" + shape_text + ") of " + descr + " (" + std::to_string(count * element) +
-                   " bytes) but the file has " + std::to_string(data.size() - start) + " bytes of data");
-  }
-  at::Tensor out = torch::empty(shape, torch::TensorOptions().dtype(type));
-  std::memcpy(out.data_ptr(), data.data() + start, count * element);
-  return out;
-}
+at::Tensor read_npy(const std::string& path) { return read_array_with(path, parse_npy_layout); }
 
 void write_npy(const std::string& path, const at::Tensor& tensor) {
   const at::Tensor t = tensor.contiguous().cpu();

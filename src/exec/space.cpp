@@ -271,22 +271,23 @@ nlohmann::json SearchSpace::read_file(const std::filesystem::path& path) {
   if (!in) throw std::invalid_argument(path.string() + ": cannot read the search space (no such file?)");
   std::stringstream text;
   text << in.rdbuf();
-  nlohmann::json j;
-  if (path.extension() == ".json") {
+  return parse_text(text.str(), path.extension() == ".json", path.string());
+}
+
+nlohmann::json SearchSpace::parse_text(const std::string& text, bool json, const std::string& where) {
+  if (json) {
     try {
-      j = nlohmann::json::parse(text.str());
+      return nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
-      throw std::invalid_argument(path.string() + ": not valid JSON: " + e.what());
-    }
-  } else {
-    try {
-      j = yaml_to_json(YAML::Load(text.str()));
-    } catch (const YAML::Exception& e) {
-      throw std::invalid_argument(path.string() + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                  std::to_string(e.mark.column + 1) + ": " + e.msg);
+      throw std::invalid_argument(where + ": not valid JSON: " + e.what());
     }
   }
-  return j;
+  try {
+    return yaml_to_json(YAML::Load(text));
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(where + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
 }
 
 nlohmann::json SearchSpace::sample(std::mt19937_64& rng) const { return sample_dims(dims_, rng); }

@@ -162,5 +162,31 @@ TEST(WriteNpy, RoundTripsThroughReadNpy) {
   std::filesystem::remove_all(dir);
 }
 
+// The fuzzers' corpora through the real readers (from files): each input is read or refused with
+// a runtime_error naming the file; what is read has the shape its header declares.
+void read_corpus(const std::string& fuzzer, at::Tensor (*read)(const std::string&), const std::string& suffix) {
+  char templ[] = "/tmp/baton_corpus_XXXXXX";
+  const std::string dir = mkdtemp(templ);
+  int read_whole = 0;
+  const int inputs = testing::for_each_corpus_input(fuzzer, [&](const std::string& name, const std::string& bytes) {
+    const std::string path = dir + "/" + name + suffix;
+    std::ofstream(path, std::ios::binary) << bytes;
+    try {
+      read(path);
+      ++read_whole;
+    } catch (const std::runtime_error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(path)) << name;
+    }
+  });
+  EXPECT_GE(inputs, 4);
+  EXPECT_GE(read_whole, 3);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FuzzCorpus, IdxAndNpyReadersRefuseOrReadEveryInput) {
+  read_corpus("idx_reader", read_idx, "");
+  read_corpus("npy_reader", read_npy, ".npy");
+}
+
 }  // namespace
 }  // namespace baton

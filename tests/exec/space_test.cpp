@@ -7,6 +7,7 @@
 #include "baton/exec/engine.h"
 #include "baton/exec/space.h"
 #include "baton/exec/tpe.h"
+#include "common/test_util.h"
 
 namespace baton {
 namespace {
@@ -71,7 +72,8 @@ TEST(SearchSpace, MalformedSpacesSayWhatAndWhere) {
   EXPECT_EQ(error(R"({"lr": {"_type": "unifrom", "_value": [0, 1]}})"),
             "space.json: 'lr': unknown _type 'unifrom' (known: choice, randint, uniform, quniform, loguniform, "
             "qloguniform, normal)");
-  EXPECT_NE(error(R"({"lr": {"_type": "uniform", "_value": [1, 0]}})").find("low must be below high"), std::string::npos);
+  EXPECT_NE(error(R"({"lr": {"_type": "uniform", "_value": [1, 0]}})").find("low must be below high"),
+            std::string::npos);
   EXPECT_NE(error(R"({"lr": {"_type": "loguniform", "_value": [0, 1]}})").find("needs low > 0"), std::string::npos);
   EXPECT_NE(error(R"({"lr": {"_type": "quniform", "_value": [0, 1]}})").find("takes 3 numbers"), std::string::npos);
   EXPECT_NE(error(R"({"lr": 0.1})").find("expected {_type"), std::string::npos);
@@ -85,7 +87,8 @@ TEST(SearchSpace, MalformedSpacesSayWhatAndWhere) {
 TEST(SearchSpace, ReadsYamlAndJsonFiles) {
   const auto dir = std::filesystem::temp_directory_path() / ("baton_space_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "s.yaml") << "lr: {_type: loguniform, _value: [0.001, 0.1]}\nbs: {_type: choice, _value: [64, 128]}\n";
+  std::ofstream(dir / "s.yaml")
+      << "lr: {_type: loguniform, _value: [0.001, 0.1]}\nbs: {_type: choice, _value: [64, 128]}\n";
   std::ofstream(dir / "s.json") << R"({"lr": {"_type": "uniform", "_value": [0, 1]}})";
   std::ofstream(dir / "bad.yaml") << "lr: {_type: uniform, _value: [0, 1\n";
   EXPECT_EQ(SearchSpace::from_file(dir / "s.yaml").dimensions().size(), 2U);
@@ -156,8 +159,9 @@ TEST(Strategies, EvolutionIsSeededAndBeatsRandomOnBranin) {
   std::sort(evolution.begin(), evolution.end());
   std::sort(random.begin(), random.end());
   EXPECT_LT(evolution[3], random[3]);
-  EXPECT_THROW(EvolutionStrategy(SearchSpace::from_json({{"x", {{"_type", "uniform"}, {"_value", {0, 1}}}}}), 0, true, 1),
-               std::invalid_argument);
+  EXPECT_THROW(
+      EvolutionStrategy(SearchSpace::from_json({{"x", {{"_type", "uniform"}, {"_value", {0, 1}}}}}), 0, true, 1),
+      std::invalid_argument);
 }
 
 TEST(Strategies, TpeHandlesChoicesAndMaximizes) {
@@ -165,7 +169,9 @@ TEST(Strategies, TpeHandlesChoicesAndMaximizes) {
       R"({"c": {"_type": "choice", "_value": ["a", "b", "c", "d"]}, "x": {"_type": "uniform", "_value": [0, 1]}})"));
   TpeStrategy tpe(space, {.seed = 1, .maximize = true});
   ThreadPoolEngine engine(
-      [](TrialContext& t) { t.report_final((t.parameters()["c"] == "c" ? 1.0 : 0.0) + t.parameters()["x"].get<double>()); },
+      [](TrialContext& t) {
+        t.report_final((t.parameters()["c"] == "c" ? 1.0 : 0.0) + t.parameters()["x"].get<double>());
+      },
       2);
   run_search(tpe, engine, 60, true);
   int late_c = 0;
@@ -183,8 +189,10 @@ TEST(Strategies, TpeModelsTheInnerParametersOfNestedChoices) {
     auto strategy = make_strategy(name, space, {.seed = seed, .maximize = true});
     SequentialEngine engine([](TrialContext& t) {
       const auto& m = t.parameters()["model"];
-      if (m["_name"] == "a") t.report_final(-std::pow(m["x"].get<double>() - 0.9, 2));
-      else t.report_final(-0.5 - std::pow(m["y"].get<double>() - 0.1, 2));
+      if (m["_name"] == "a")
+        t.report_final(-std::pow(m["x"].get<double>() - 0.9, 2));
+      else
+        t.report_final(-0.5 - std::pow(m["y"].get<double>() - 0.1, 2));
     });
     run_search(*strategy, engine, 80, true);
     double sum = 0;
@@ -212,6 +220,22 @@ TEST(RunSearch, StopsAtTheTrialCountAndRestoresFromAnEngine) {
   for (const auto& t : engine.list()) EXPECT_LE(*t.metrics.final, *best->metrics.final);
   run_search(*s, engine, 25, true);  // counts the 20 already there
   EXPECT_EQ(engine.list().size(), 25U);
+}
+
+TEST(FuzzCorpus, SpaceReaderRefusesOrReadsEveryInput) {
+  int spaces = 0;
+  const int inputs =
+      testing::for_each_corpus_input("space_reader", [&](const std::string& name, const std::string& text) {
+        try {
+          const SearchSpace space = SearchSpace::from_json(SearchSpace::parse_text(text, false, name), name);
+          std::mt19937_64 rng(1);
+          EXPECT_TRUE(space.contains(space.sample(rng))) << name;
+          ++spaces;
+        } catch (const std::invalid_argument&) {
+        }
+      });
+  EXPECT_GE(inputs, 3);
+  EXPECT_EQ(spaces, 3);
 }
 
 }  // namespace

@@ -37,6 +37,8 @@ class SearchSpace {
   static SearchSpace from_file(const std::filesystem::path& path);
   // The file's definition as JSON (what from_file builds from), unchecked.
   static nlohmann::json read_file(const std::filesystem::path& path);
+  // `text` (JSON, or else YAML) as JSON; errors start with `where` (and the line for YAML).
+  static nlohmann::json parse_text(const std::string& text, bool json, const std::string& where);
   // The dimensions of a nested choice as a space of their own.
   static SearchSpace from_dimensions(std::vector<Dimension> dimensions);
 
