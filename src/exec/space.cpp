@@ -282,12 +282,19 @@ nlohmann::json SearchSpace::parse_text(const std::string& text, bool json, const
       throw std::invalid_argument(where + ": not valid JSON: " + e.what());
     }
   }
+  nlohmann::json out;
   try {
-    return yaml_to_json(YAML::Load(text));
+    out = yaml_to_json(YAML::Load(text));
   } catch (const YAML::Exception& e) {
     throw std::invalid_argument(where + ":" + std::to_string(e.mark.line + 1) + ":" +
                                 std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
+  try {
+    static_cast<void>(out.dump());  // JSON text is UTF-8: what is not cannot be stored or shown
+  } catch (const nlohmann::json::type_error&) {
+    throw std::invalid_argument(where + ": not UTF-8 text");
+  }
+  return out;
 }
 
 nlohmann::json SearchSpace::sample(std::mt19937_64& rng) const { return sample_dims(dims_, rng); }
