@@ -80,7 +80,7 @@ fuzz:
 	@scripts/install-deps.sh --fuzz
 	cmake --preset fuzz >/dev/null
 	cmake --build --preset fuzz -j $(JOBS)
-	scripts/run-fuzzers.sh build-fuzz/bin $(FUZZ_SECONDS)
+	scripts/run-fuzzers.sh build-fuzz/bin $(FUZZ_SECONDS) $(JOBS)
 
 install: build
 	cmake --install build --prefix $(PREFIX)

@@ -5,11 +5,13 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
@@ -18,6 +20,7 @@
 #include "baton/loggers/csv_logger.h"
 #include "baton/loggers/jsonl_logger.h"
 #include "baton/loggers/tensorboard_logger.h"
+#include "baton/train/checkpoint.h"
 #include "baton/train/recipe.h"
 #include "baton/version.h"
 #include "commands.h"
@@ -119,7 +122,8 @@ void prepare_run_folder(const fs::path& dir, const TrainArgs& args, const Traini
 void write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
-  if (!out) throw std::runtime_error(path.string() + ": cannot write");
+  out.flush();
+  if (!out) throw std::runtime_error(path.string() + ": cannot write (" + std::strerror(errno) + ")");
 }
 
 // What `baton export` needs to build the model again without the data.
@@ -257,7 +261,13 @@ int run_train(const TrainArgs& args) {
 
   if (!writes) return g_signal.load() != 0 ? 128 + g_signal.load() : 0;
   const RunSummary& s = trainer.summary();
-  torch::save(std::dynamic_pointer_cast<torch::nn::Module>(run.options.model()), (dir / "model.pt").string());
+  {
+    // Serialised in memory, then written as checkpoints are: a full disk is an error, not an abort
+    // inside LibTorch's writer, and never a half-written model.pt.
+    std::ostringstream bytes;
+    torch::save(std::dynamic_pointer_cast<torch::nn::Module>(run.options.model()), bytes);
+    write_file_atomically((dir / "model.pt").string(), bytes.str());
+  }
   nlohmann::json metrics = nlohmann::json::object();
   for (const auto& [label, values] : trainer.state().eval_metrics) {
     for (const auto& [name, value] : values) metrics[label + "/" + name] = value;

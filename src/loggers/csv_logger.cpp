@@ -119,6 +119,8 @@ void CsvLogger::rewrite() {
     out << "step,time";
     for (const auto& c : columns_) out << ',' << field(c);
     out << '\n';
+    out.flush();
+    if (!out) throw std::runtime_error(path_ + ": cannot write metrics.csv (the disk is full?)");
   }
   std::rename(tmp.c_str(), path_.c_str());
   for (const auto& row : rows_) append(row);
@@ -126,6 +128,7 @@ void CsvLogger::rewrite() {
 
 void CsvLogger::append(const Row& row) {
   std::ofstream out(path_, std::ios::app);
+  if (!out) throw std::runtime_error(path_ + ": cannot write metrics.csv");
   char time[32];
   std::snprintf(time, sizeof time, "%.3f", row.time);
   out << row.step << ',' << time;
@@ -135,6 +138,8 @@ void CsvLogger::append(const Row& row) {
     if (it != row.values.end()) out << format(it->second);
   }
   out << '\n';
+  out.flush();
+  if (!out) throw std::runtime_error(path_ + ": cannot write metrics.csv (the disk is full?)");
 }
 
 void CsvLogger::epoch_end(State& /*state*/, Logger& /*logger*/) { flush_row(); }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <utility>
 
 #include "baton/core/state.h"
 
@@ -29,8 +30,8 @@ JsonlLogger::~JsonlLogger() {
 void JsonlLogger::write(const std::string& line) {
   if (deciding_) {
     waiting_.push_back(line);
-  } else if (file_ != nullptr) {
-    std::fwrite(line.data(), 1, line.size(), file_);
+  } else if (file_ != nullptr && std::fwrite(line.data(), 1, line.size(), file_) != line.size()) {
+    throw std::runtime_error(path_ + ": cannot write metrics (" + std::strerror(errno) + ")");
   }
 }
 
@@ -77,13 +78,17 @@ void JsonlLogger::after_load(State& state, Logger&) {
 }
 
 void JsonlLogger::epoch_end(State&, Logger&) {
-  if (file_ != nullptr) std::fflush(file_);
+  if (file_ != nullptr && std::fflush(file_) != 0) {
+    throw std::runtime_error(path_ + ": cannot write metrics (" + std::strerror(errno) + ")");
+  }
 }
 
 void JsonlLogger::close(State&, Logger&) {
   if (deciding_) continue_from(0);
-  if (file_ != nullptr) std::fclose(file_);
-  file_ = nullptr;
+  std::FILE* file = std::exchange(file_, nullptr);
+  if (file != nullptr && std::fclose(file) != 0) {  // what was buffered could not be written
+    throw std::runtime_error(path_ + ": cannot write metrics (" + std::strerror(errno) + ")");
+  }
 }
 
 }  // namespace baton

@@ -39,6 +39,10 @@ void put(std::string& out, T value) {
 }
 
 [[noreturn]] void fail(const std::string& name, const std::string& why) { throw CheckpointError(name + ": " + why); }
+// A write that failed (a full disk, an I/O error): the run failed, not the file it was given.
+[[noreturn]] void write_failed(const std::string& name, const std::string& why) {
+  throw std::runtime_error(name + ": " + why);
+}
 
 void fsync_path(const std::string& path, int flags) {
   const int fd = ::open(path.c_str(), flags);
@@ -101,7 +105,7 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
   const std::string tmp = (dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(path, std::string("cannot write in ") + dir.string() + " (" + std::strerror(errno) + ")");
+  if (fd < 0) write_failed(path, std::string("cannot write in ") + dir.string() + " (" + std::strerror(errno) + ")");
   std::size_t written = 0;
   while (written < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
@@ -110,18 +114,19 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
       const std::string why = std::strerror(errno);
       ::close(fd);
       ::unlink(tmp.c_str());
-      fail(path, "write failed (" + why + ")");
+      write_failed(path, "write failed (" + why + "); the previous checkpoints are intact");
     }
     written += static_cast<std::size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     ::unlink(tmp.c_str());
-    fail(path, std::string("cannot flush to disk (") + std::strerror(errno) + ")");
+    write_failed(
+        path, std::string("cannot flush to disk (") + std::strerror(errno) + "); the previous checkpoints are intact");
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     ::unlink(tmp.c_str());
-    fail(path, "cannot rename into place (" + why + ")");
+    write_failed(path, "cannot rename into place (" + why + ")");
   }
   fsync_path(dir.string(), O_RDONLY | O_DIRECTORY);
 }

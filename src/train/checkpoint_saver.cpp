@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
@@ -101,7 +103,7 @@ CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options, Snapshot snapsh
   fs::create_directories(options_.folder, ec);
   if (ec) throw CheckpointError(options_.folder + ": cannot create the checkpoint folder (" + ec.message() + ")");
   if (::access(options_.folder.c_str(), W_OK) != 0) {
-    throw CheckpointError(options_.folder + ": the checkpoint folder is not writable");
+    throw CheckpointError(options_.folder + ": the checkpoint folder is not writable (" + std::strerror(errno) + ")");
   }
 }
 
