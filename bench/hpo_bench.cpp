@@ -1,13 +1,18 @@
 // Time per trial and best value of baton's strategies through the in-process engine, on the same
-// test functions as ../shared/peers/optuna_bench.py; prints one JSON line like it.
+// test functions as bench/peers/optuna_bench.py; prints one JSON line like it.
 //
-//   build/bin/hpo_bench --function hartmann6 --trials 1000 --seed 0 [--strategy tpe|random|grid]
+//   build/bin/hpo_bench --function hartmann6 --trials 1000 --seed 0 [--strategy tpe|random|grid|gp]
+//   build/bin/hpo_bench --function mixed --trials 60 --seeds 20 [--parallel 4]
+//       seeds 0..19, one line each, then {"median": .., "worst": ..}: the strategy alone, trials
+//       evaluated in the order they were suggested, `parallel` of them suggested before the oldest
+//       one's value is known (workers of equal speed)
 #include <spawn.h>
 #include <sys/wait.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -16,18 +21,21 @@
 
 #include <nlohmann/json.hpp>
 
-#include "baton/exec/engine.h"
 #include "baton/exec/distributed.h"
+#include "baton/exec/engine.h"
 #include "baton/exec/process.h"
-#include "baton/exec/storage.h"
 #include "baton/exec/space.h"
+#include "baton/exec/storage.h"
 #include "baton/exec/tpe.h"
 
 namespace {
 
-const double kA[4][6] = {{10, 3, 17, 3.5, 1.7, 8}, {0.05, 10, 17, 0.1, 8, 14}, {3, 3.5, 1.7, 10, 17, 8}, {17, 8, 0.05, 10, 0.1, 14}};
-const double kP[4][6] = {{.1312, .1696, .5569, .0124, .8283, .5886}, {.2329, .4135, .8307, .3736, .1004, .9991},
-                         {.2348, .1451, .3522, .2883, .3047, .6650}, {.4047, .8828, .8732, .5743, .1091, .0381}};
+const double kA[4][6] = {
+    {10, 3, 17, 3.5, 1.7, 8}, {0.05, 10, 17, 0.1, 8, 14}, {3, 3.5, 1.7, 10, 17, 8}, {17, 8, 0.05, 10, 0.1, 14}};
+const double kP[4][6] = {{.1312, .1696, .5569, .0124, .8283, .5886},
+                         {.2329, .4135, .8307, .3736, .1004, .9991},
+                         {.2348, .1451, .3522, .2883, .3047, .6650},
+                         {.4047, .8828, .8732, .5743, .1091, .0381}};
 const double kAlpha[4] = {1.0, 1.2, 3.0, 3.2};
 
 double hartmann6(const nlohmann::json& p) {
@@ -41,6 +49,31 @@ double hartmann6(const nlohmann::json& p) {
     total -= kAlpha[i] * std::exp(-s);
   }
   return total;
+}
+
+// A training-like space (the same function as bench/peers/optuna_bench.py's `mixed`): a
+// log-uniform learning rate, an integer, a choice with a nested parameter under one branch, a
+// quantized value. Minimum 0 (adam, lr 10^-3.5, 3 layers, dropout 0.2); the sgd branch's best is 0.1.
+const char* kMixedSpace = R"({
+  "lr": {"_type": "loguniform", "_value": [1e-5, 0.1]},
+  "layers": {"_type": "randint", "_value": [1, 6]},
+  "optimizer": {"_type": "choice", "_value": [{"_name": "sgd", "momentum": {"_type": "uniform", "_value": [0, 0.99]}},
+                                               {"_name": "adam"}]},
+  "dropout": {"_type": "quniform", "_value": [0, 0.5, 0.05]}
+})";
+
+double mixed(const nlohmann::json& p) {
+  const double a = std::log10(p["lr"].get<double>());
+  const auto& optimizer = p["optimizer"];
+  double value = 0;
+  if (optimizer["_name"] == "sgd") {
+    const double m = optimizer["momentum"].get<double>();
+    value = 0.1 + (a + 2.0) * (a + 2.0) + 4.0 * (m - 0.9) * (m - 0.9);
+  } else {
+    value = (a + 3.5) * (a + 3.5);
+  }
+  const double layers = p["layers"].get<double>(), dropout = p["dropout"].get<double>();
+  return value + 0.05 * (layers - 3) * (layers - 3) + 4.0 * (dropout - 0.2) * (dropout - 0.2);
 }
 
 double branin(const nlohmann::json& p) {
@@ -68,13 +101,113 @@ double bare_command_s(const std::string& command, int64_t n) {
 }
 
 int usage(const std::string& why) {
-  std::cerr << "hpo_bench: " << why
-            << "\nusage: hpo_bench [--function hartmann6|branin|trivial] [--trials N] [--seed S] [--strategy tpe|random|grid]\n"
-            << "       [--engine inprocess|process|shared]  (process: each trial a command printing a trivial final value;\n"
-            << "        shared: the same through a DistributedEngine over --storage URL, default a new SQLite file)\n"
-            << "       [--storage URL]\n"
-            << "       [--multivariate 0|1] [--candidates N] [--max-rest N]   (tpe)\n";
+  std::cerr
+      << "hpo_bench: " << why
+      << "\nusage: hpo_bench [--function hartmann6|branin|mixed|trivial] [--trials N] [--seed S | --seeds N]\n"
+      << "       [--strategy tpe|random|grid|evolution] [--parallel N] (with --seeds)\n"
+      << "       [--engine inprocess|process|shared]  (process: each trial a command printing a trivial final value;\n"
+      << "        shared: the same through a DistributedEngine over --storage URL, default a new SQLite file)\n"
+      << "       [--storage URL]\n"
+      << "       [--multivariate 0|1] [--candidates N] [--max-rest N] [--startup N] [--prior-weight W]\n"
+      << "       [--constant-liar 0|1]   (tpe)\n";
   return 2;
+}
+
+struct Problem {
+  nlohmann::json space;
+  std::function<double(const nlohmann::json&)> objective;
+  double optimum = 0;
+};
+
+std::optional<Problem> problem(const std::string& function) {
+  Problem p;
+  if (function == "hartmann6") {
+    for (int j = 0; j < 6; ++j) p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
+    p.objective = hartmann6;
+    p.optimum = -3.32237;
+  } else if (function == "branin") {
+    p.space["x1"] = {{"_type", "uniform"}, {"_value", {-5.0, 10.0}}};
+    p.space["x2"] = {{"_type", "uniform"}, {"_value", {0.0, 15.0}}};
+    p.objective = branin;
+    p.optimum = 0.397887;
+  } else if (function == "mixed") {
+    p.space = nlohmann::json::parse(kMixedSpace);
+    p.objective = mixed;
+  } else if (function == "trivial") {
+    p.space["x"] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
+    p.objective = [](const nlohmann::json& x) { return x["x"].get<double>(); };
+  } else {
+    return std::nullopt;
+  }
+  return p;
+}
+
+// The strategy alone: `parallel` suggestions out at a time, the oldest evaluated next. Returns the
+// best value, the slowest suggestion's time, and the best after 30, 60 and 100 trials.
+struct Outcome {
+  double best = INFINITY, slowest_s = 0;
+  nlohmann::json best_at = nlohmann::json::object();
+};
+Outcome best_of(baton::Strategy& strategy, const Problem& p, int64_t trials, int parallel) {
+  Outcome o;
+  std::deque<std::pair<int64_t, nlohmann::json>> out;
+  int64_t next_id = 1;
+  for (int64_t done = 0; done < trials; ++done) {
+    while (static_cast<int64_t>(out.size()) < parallel && next_id <= trials) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto parameters = strategy.suggest();
+      o.slowest_s = std::max(o.slowest_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (!parameters) break;
+      out.emplace_back(next_id++, *parameters);
+    }
+    if (out.empty()) break;
+    baton::Trial t;
+    t.id = out.front().first;
+    t.parameters = out.front().second;
+    out.pop_front();
+    t.status = baton::TrialStatus::kTrained;
+    t.metrics.final = p.objective(t.parameters);
+    o.best = std::min(o.best, *t.metrics.final);
+    if (done + 1 == 30 || done + 1 == 60 || done + 1 == 100) o.best_at[std::to_string(done + 1)] = o.best;
+    strategy.observe(t);
+  }
+  return o;
+}
+
+// --seeds: one line per seed, then the median and the worst of the best values.
+int quality(const std::function<std::unique_ptr<baton::Strategy>(uint64_t)>& make, const Problem& p,
+            const std::string& strategy_name, const std::string& function, int64_t trials, int seeds, int parallel) {
+  std::vector<double> bests;
+  double slowest = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int s = 0; s < seeds; ++s) {
+    auto strategy = make(static_cast<uint64_t>(s));
+    const Outcome o = best_of(*strategy, p, trials, parallel);
+    slowest = std::max(slowest, o.slowest_s);
+    bests.push_back(o.best);
+    const nlohmann::json line = {
+        {"peer", "baton"}, {"sampler", strategy_name}, {"function", function}, {"trials", trials},
+        {"seed", s},       {"parallel", parallel},     {"best", o.best},       {"best_at", o.best_at}};
+    std::cout << line.dump() << "\n";
+  }
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::sort(bests.begin(), bests.end());
+  const std::size_t n = bests.size();
+  const double median = n % 2 == 1 ? bests[n / 2] : 0.5 * (bests[n / 2 - 1] + bests[n / 2]);
+  std::cout << nlohmann::json{{"peer", "baton"},
+                              {"sampler", strategy_name},
+                              {"function", function},
+                              {"trials", trials},
+                              {"seeds", seeds},
+                              {"parallel", parallel},
+                              {"median", median},
+                              {"worst", bests.back()},
+                              {"optimum", p.optimum},
+                              {"ms_per_trial", dt / static_cast<double>(trials * seeds) * 1e3},
+                              {"slowest_suggestion_ms", slowest * 1e3}}
+                   .dump()
+            << "\n";
+  return 0;
 }
 
 }  // namespace
@@ -83,59 +216,68 @@ int main(int argc, char** argv) {
   std::string function = "hartmann6", strategy_name = "tpe", engine_name = "inprocess", storage_url;
   int64_t trials = 200;
   uint64_t seed = 0;
+  int seeds = 0, parallel = 1;
   baton::TpeOptions tpe;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return usage("'" + a + "' needs a value");
     const std::string v = argv[++i];
     try {
-      if (a == "--function") function = v;
-      else if (a == "--trials") trials = std::stoll(v);
-      else if (a == "--seed") seed = std::stoull(v);
-      else if (a == "--strategy" || a == "--sampler") strategy_name = v;
-      else if (a == "--engine") engine_name = v;
-      else if (a == "--storage") storage_url = v;
-      else if (a == "--multivariate") tpe.multivariate = v != "0" && v != "false";
-      else if (a == "--candidates") tpe.candidates = std::stoi(v);
-      else if (a == "--max-rest") tpe.max_rest = std::stoi(v);
-      else return usage("unknown option '" + a + "'");
+      if (a == "--function")
+        function = v;
+      else if (a == "--trials")
+        trials = std::stoll(v);
+      else if (a == "--seed")
+        seed = std::stoull(v);
+      else if (a == "--seeds")
+        seeds = std::stoi(v);
+      else if (a == "--parallel")
+        parallel = std::stoi(v);
+      else if (a == "--strategy" || a == "--sampler")
+        strategy_name = v;
+      else if (a == "--engine")
+        engine_name = v;
+      else if (a == "--storage")
+        storage_url = v;
+      else if (a == "--multivariate")
+        tpe.multivariate = v != "0" && v != "false";
+      else if (a == "--constant-liar")
+        tpe.constant_liar = v != "0" && v != "false";
+      else if (a == "--candidates")
+        tpe.candidates = std::stoi(v);
+      else if (a == "--max-rest")
+        tpe.max_rest = std::stoi(v);
+      else if (a == "--startup")
+        tpe.startup_trials = std::stoi(v);
+      else if (a == "--prior-weight")
+        tpe.prior_weight = std::stod(v);
+      else
+        return usage("unknown option '" + a + "'");
     } catch (const std::exception&) {
       return usage("'" + a + "' needs a number, got '" + v + "'");
     }
   }
-  nlohmann::json space;
-  double optimum = 0;
-  std::function<double(const nlohmann::json&)> objective;
-  if (function == "hartmann6") {
-    for (int j = 0; j < 6; ++j) space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
-    objective = hartmann6;
-    optimum = -3.32237;
-  } else if (function == "branin") {
-    space["x1"] = {{"_type", "uniform"}, {"_value", {-5.0, 10.0}}};
-    space["x2"] = {{"_type", "uniform"}, {"_value", {0.0, 15.0}}};
-    objective = branin;
-    optimum = 0.397887;
-  } else if (function == "trivial") {
-    space["x"] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
-    objective = [](const nlohmann::json& p) { return p["x"].get<double>(); };
-  } else {
-    return usage("unknown function '" + function + "'");
-  }
+  const auto p = problem(function);
+  if (!p) return usage("unknown function '" + function + "'");
+  if (parallel < 1) return usage("--parallel needs a number >= 1");
   try {
-    const auto s = baton::SearchSpace::from_json(space);
-    std::unique_ptr<baton::Strategy> strategy;
-    if (strategy_name == "tpe") {
-      tpe.seed = seed;
-      tpe.maximize = false;
-      strategy = std::make_unique<baton::TpeStrategy>(s, tpe);
-    } else {
-      strategy = baton::make_strategy(strategy_name, s, {.seed = seed, .maximize = false});
-    }
+    const auto s = baton::SearchSpace::from_json(p->space);
+    auto make = [&](uint64_t with_seed) -> std::unique_ptr<baton::Strategy> {
+      if (strategy_name == "tpe") {
+        baton::TpeOptions o = tpe;
+        o.seed = with_seed;
+        o.maximize = false;
+        return std::make_unique<baton::TpeStrategy>(s, o);
+      }
+      return baton::make_strategy(strategy_name, s, {.seed = with_seed, .maximize = false});
+    };
+    if (seeds > 0) return quality(make, *p, strategy_name, function, trials, seeds, parallel);
+    auto strategy = make(seed);
     std::unique_ptr<baton::ExecutionEngine> engine;
     const std::string command = "echo 'baton: {\"final\": 0.5}'";
     if (engine_name == "inprocess") {
       engine = std::make_unique<baton::SequentialEngine>(
-          [&](baton::TrialContext& t) { t.report_final(objective(t.parameters())); });
+          [&](baton::TrialContext& t) { t.report_final(p->objective(t.parameters())); });
     } else if (engine_name == "process") {
       engine = std::make_unique<baton::ProcessEngine>(baton::ProcessEngineOptions{.command = command});
     } else if (engine_name == "shared") {
@@ -163,7 +305,7 @@ int main(int argc, char** argv) {
                           {"total_s", dt},
                           {"ms_per_trial", dt / static_cast<double>(trials) * 1e3},
                           {"best", best ? *best->metrics.final : NAN},
-                          {"optimum", optimum},
+                          {"optimum", p->optimum},
                           {"engine", engine_name}};
     if (engine_name == "process" || engine_name == "shared") {
       const double bare = bare_command_s(command, trials);

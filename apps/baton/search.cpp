@@ -41,6 +41,7 @@ struct SearchArgs {
   int64_t trials = 10;
   int parallel = 1;
   std::string strategy = "tpe";
+  std::vector<std::string> strategy_options;  // KEY=VALUE
   std::string direction = "maximize";
   uint64_t seed = 0;
   std::string storage;
@@ -199,9 +200,19 @@ int run_search_command(const SearchArgs& a) {
   // number from the worker's name) offsets the seed.
   uint64_t seed = a.seed;
   if (join) seed += rank ? static_cast<uint64_t>(rank->first) : std::hash<std::string>{}(worker) % 1000003;
+  nlohmann::json settings = nlohmann::json::object();
+  for (const auto& option : a.strategy_options) {
+    const auto eq = option.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw BadInput("--strategy-option '" + option + "': needs KEY=VALUE, e.g. candidates=48");
+    }
+    const std::string value = option.substr(eq + 1);
+    settings[option.substr(0, eq)] =
+        nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(value);
+  }
   std::unique_ptr<Strategy> strategy;
   try {
-    strategy = make_strategy(a.strategy, space, {.seed = seed, .maximize = maximize});
+    strategy = make_strategy(a.strategy, space, {.seed = seed, .maximize = maximize, .settings = settings});
   } catch (const std::invalid_argument& e) {
     throw BadInput(e.what());
   }
@@ -270,9 +281,10 @@ int run_search_command(const SearchArgs& a) {
     options.command = cmd;
     options.env["BATON_TRIAL_METRIC"] = a.metric;
   }
-  const nlohmann::json search_meta = {{"space", a.space},           {"space_definition", space_definition},
-                                      {"command", options.command}, {"strategy", a.strategy},
-                                      {"direction", a.direction},   {"seed", a.seed}};
+  const nlohmann::json search_meta = {
+      {"space", a.space},       {"space_definition", space_definition}, {"command", options.command},
+      {"strategy", a.strategy}, {"strategy_options", settings},         {"direction", a.direction},
+      {"seed", a.seed}};
   std::shared_ptr<ExecutionEngine> engine;
   std::shared_ptr<DistributedEngine> distributed;
   if (join) {
@@ -547,7 +559,9 @@ void add_search(CLI::App& app) {
   cmd->add_option("--set", a->sets, "with --recipe: a fixed override for every trial (repeatable)");
   cmd->add_option("--trials", a->trials, "number of trials (default 10)");
   cmd->add_option("--parallel", a->parallel, "trials at once (default 1)");
-  cmd->add_option("--strategy", a->strategy, "tpe (default), random, grid or evolution");
+  cmd->add_option("--strategy", a->strategy, "tpe (default), gp, random, grid or evolution");
+  cmd->add_option("--strategy-option", a->strategy_options,
+                  "KEY=VALUE: one of the strategy's options (repeatable; docs/search.md), e.g. candidates=48");
   cmd->add_option("--direction", a->direction, "maximize (default) or minimize");
   cmd->add_option("--seed", a->seed, "strategy seed (default 0)");
   cmd->add_option("--storage", a->storage,

@@ -11,6 +11,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "baton/exec/gp.h"
 #include "baton/exec/tpe.h"
 
 namespace baton {
@@ -365,18 +366,99 @@ void EvolutionStrategy::observe(const Trial& trial) {
   while (living_.size() > population_) living_.pop_front();  // the oldest dies
 }
 
-std::vector<std::string> strategy_names() { return {"random", "grid", "tpe", "evolution"}; }
+std::vector<std::string> strategy_names() { return {"random", "grid", "tpe", "gp", "evolution"}; }
+
+namespace {
+
+// A strategy's settings, each taken once; what is left over is an unknown option.
+class Settings {
+ public:
+  Settings(std::string strategy, nlohmann::json settings) : strategy_(std::move(strategy)), left_(std::move(settings)) {
+    if (left_.is_null()) left_ = nlohmann::json::object();
+    if (!left_.is_object()) throw std::invalid_argument("strategy " + strategy_ + ": options must be a mapping");
+  }
+  void integer(const char* key, int& out, int least) {
+    if (!left_.contains(key)) return;
+    const auto& v = left_[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < least || v.get<int64_t>() > 1000000) {
+      fail(key, v, "an integer >= " + std::to_string(least));
+    }
+    out = v.get<int>();
+    left_.erase(key);
+  }
+  void number(const char* key, double& out, double above) {
+    if (!left_.contains(key)) return;
+    const auto& v = left_[key];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > above)) {
+      fail(key, v, "a number > " + nlohmann::json(above).dump());
+    }
+    out = v.get<double>();
+    left_.erase(key);
+  }
+  void boolean(const char* key, bool& out) {
+    if (!left_.contains(key)) return;
+    const auto& v = left_[key];
+    if (!v.is_boolean()) fail(key, v, "true or false");
+    out = v.get<bool>();
+    left_.erase(key);
+  }
+  // Throws when a setting was not taken; `known`: the strategy's option names.
+  void done(const std::vector<std::string>& known) const {
+    if (left_.empty()) return;
+    std::string names;
+    for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
+    throw std::invalid_argument("strategy " + strategy_ + ": unknown option '" + left_.begin().key() + "' (" +
+                                (known.empty() ? std::string("it has none") : "known: " + names) + ")");
+  }
+
+ private:
+  [[noreturn]] void fail(const char* key, const nlohmann::json& v, const std::string& want) const {
+    throw std::invalid_argument("strategy " + strategy_ + ": option '" + key + "' needs " + want + ", got " + v.dump());
+  }
+  std::string strategy_;
+  nlohmann::json left_;
+};
+
+}  // namespace
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options) {
-  if (name == "random") return std::make_unique<RandomStrategy>(space, options.seed);
-  if (name == "grid") return std::make_unique<GridStrategy>(space, options.grid_points);
+  Settings s(name, options.settings);
+  if (name == "random") {
+    s.done({});
+    return std::make_unique<RandomStrategy>(space, options.seed);
+  }
+  if (name == "grid") {
+    s.integer("points", options.grid_points, 2);
+    s.done({"points"});
+    return std::make_unique<GridStrategy>(space, options.grid_points);
+  }
   if (name == "tpe") {
-    TpeOptions t;
-    t.seed = options.seed;
-    t.maximize = options.maximize;
+    TpeOptions t{.seed = options.seed, .maximize = options.maximize};
+    s.integer("startup_trials", t.startup_trials, 0);
+    s.integer("candidates", t.candidates, 1);
+    s.boolean("multivariate", t.multivariate);
+    s.number("prior_weight", t.prior_weight, 0.0);
+    s.integer("max_rest", t.max_rest, 1);
+    s.boolean("constant_liar", t.constant_liar);
+    s.done({"startup_trials", "candidates", "multivariate", "prior_weight", "max_rest", "constant_liar"});
     return std::make_unique<TpeStrategy>(space, t);
   }
-  if (name == "evolution") return std::make_unique<EvolutionStrategy>(space, options.seed, options.maximize);
+  if (name == "gp") {
+    GpOptions g{.seed = options.seed, .maximize = options.maximize};
+    s.integer("startup_trials", g.startup_trials, 0);
+    s.integer("candidates", g.candidates, 1);
+    s.integer("local_starts", g.local_starts, 0);
+    s.boolean("constant_liar", g.constant_liar);
+    s.done({"startup_trials", "candidates", "local_starts", "constant_liar"});
+    return std::make_unique<GpStrategy>(space, g);
+  }
+  if (name == "evolution") {
+    int population = 20, sample_size = 5;
+    s.integer("population", population, 2);
+    s.integer("sample_size", sample_size, 1);
+    s.done({"population", "sample_size"});
+    return std::make_unique<EvolutionStrategy>(space, options.seed, options.maximize, population, sample_size);
+  }
   std::string known;
   for (const auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown strategy '" + name + "' (known: " + known + ")");

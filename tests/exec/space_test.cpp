@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "baton/exec/engine.h"
+#include "baton/exec/gp.h"
 #include "baton/exec/space.h"
 #include "baton/exec/tpe.h"
 #include "common/test_util.h"
@@ -149,6 +150,102 @@ TEST(Strategies, SeededAndTpeBeatsRandomOnBranin) {
   EXPECT_LT(tpe[3], 0.397887 + 0.3);
 }
 
+TEST(Strategies, GpFindsBraninsMinimumInFewTrials) {
+  const auto space = SearchSpace::from_json(nlohmann::json::parse(
+      R"({"x1": {"_type": "uniform", "_value": [-5, 10]}, "x2": {"_type": "uniform", "_value": [0, 15]}})"));
+  auto best = [&](const std::string& name, uint64_t seed) {
+    auto s = make_strategy(name, space, {.seed = seed, .maximize = false});
+    SequentialEngine engine([](TrialContext& t) { t.report_final(branin(t.parameters())); });
+    return *run_search(*s, engine, 30, false)->metrics.final;
+  };
+  EXPECT_EQ(best("gp", 1), best("gp", 1));
+  for (uint64_t seed = 0; seed < 3; ++seed) {
+    EXPECT_LT(best("gp", seed), 0.397887 + 0.1) << "seed " << seed;  // random at 30 trials: ~2
+    EXPECT_LT(best("gp", seed), best("random", seed)) << "seed " << seed;
+  }
+}
+
+// Parameters of the first `n` suggestions, each observed (branin) before the next.
+std::vector<nlohmann::json> suggestions(Strategy& s, int n, std::vector<Trial>* trials = nullptr) {
+  std::vector<nlohmann::json> out;
+  for (int i = 0; i < n; ++i) {
+    Trial t;
+    t.id = static_cast<int64_t>(trials ? trials->size() : out.size()) + 1;
+    t.parameters = *s.suggest();
+    t.status = TrialStatus::kTrained;
+    t.metrics.final = branin(t.parameters);
+    s.observe(t);
+    out.push_back(t.parameters);
+    if (trials) trials->push_back(t);
+  }
+  return out;
+}
+
+TEST(Strategies, ModelStrategiesResumeWithTheSameNextSuggestions) {
+  const auto space = SearchSpace::from_json(nlohmann::json::parse(
+      R"({"x1": {"_type": "uniform", "_value": [-5, 10]}, "x2": {"_type": "uniform", "_value": [0, 15]}})"));
+  for (const std::string name : {"tpe", "gp"}) {
+    auto whole = make_strategy(name, space, {.seed = 5, .maximize = false});
+    std::vector<Trial> trials;
+    const auto all = suggestions(*whole, 16, &trials);
+    // Killed after 12 trials, of which the last is still running: a new process restores them.
+    std::vector<Trial> stored(trials.begin(), trials.begin() + 12);
+    stored.back().status = TrialStatus::kInterrupted;
+    stored.back().metrics.final.reset();
+    auto resumed = make_strategy(name, space, {.seed = 5, .maximize = false});
+    resumed->restore(stored);
+    Trial again = trials[11];  // the interrupted trial runs again
+    resumed->observe(again);
+    EXPECT_EQ(suggestions(*resumed, 4), std::vector<nlohmann::json>(all.begin() + 12, all.end())) << name;
+  }
+}
+
+TEST(Strategies, RunningTrialsSpreadTheNextSuggestions) {
+  // 4 suggestions out at once after 20 observed trials: with the running trials counted they
+  // are further apart than without.
+  const auto space = SearchSpace::from_json(nlohmann::json::parse(
+      R"({"x1": {"_type": "uniform", "_value": [-5, 10]}, "x2": {"_type": "uniform", "_value": [0, 15]}})"));
+  auto spread = [&](const std::string& name, bool liar) {
+    double total = 0;
+    for (uint64_t seed = 0; seed < 4; ++seed) {
+      auto s = make_strategy(name, space, {.seed = seed, .maximize = false, .settings = {{"constant_liar", liar}}});
+      suggestions(*s, 20);
+      std::vector<nlohmann::json> out;
+      for (int i = 0; i < 4; ++i) out.push_back(*s->suggest());
+      for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < i; ++j) {
+          total += std::hypot(out[i]["x1"].get<double>() - out[j]["x1"].get<double>(),
+                              out[i]["x2"].get<double>() - out[j]["x2"].get<double>());
+        }
+      }
+    }
+    return total;
+  };
+  for (const std::string name : {"tpe", "gp"}) EXPECT_GT(spread(name, true), spread(name, false)) << name;
+}
+
+TEST(Strategies, BadOptionsSayWhichAndWhatIsKnown) {
+  const auto space = SearchSpace::from_json(nlohmann::json::parse(R"({"x": {"_type": "uniform", "_value": [0, 1]}})"));
+  auto message = [&](const std::string& name, const nlohmann::json& settings) {
+    try {
+      make_strategy(name, space, {.settings = settings});
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("tpe", {{"candidate", 4}}),
+            "strategy tpe: unknown option 'candidate' (known: startup_trials, candidates, multivariate, prior_weight, "
+            "max_rest, constant_liar)");
+  EXPECT_EQ(message("gp", {{"candidates", "many"}}),
+            "strategy gp: option 'candidates' needs an integer >= 1, got \"many\"");
+  EXPECT_EQ(message("tpe", {{"prior_weight", -1}}), "strategy tpe: option 'prior_weight' needs a number > 0.0, got -1");
+  EXPECT_EQ(message("tpe", {{"multivariate", 1}}), "strategy tpe: option 'multivariate' needs true or false, got 1");
+  EXPECT_EQ(message("random", {{"seed", 1}}), "strategy random: unknown option 'seed' (it has none)");
+  EXPECT_EQ(message("gp", {{"local_starts", 0}, {"constant_liar", false}}), "no error");
+  EXPECT_NE(message("gpp", {}).find("known: random, grid, tpe, gp, evolution"), std::string::npos);
+}
+
 TEST(Strategies, EvolutionIsSeededAndBeatsRandomOnBranin) {
   EXPECT_EQ(best_of("evolution", 3), best_of("evolution", 3));
   std::vector<double> evolution, random;
@@ -167,17 +264,24 @@ TEST(Strategies, EvolutionIsSeededAndBeatsRandomOnBranin) {
 TEST(Strategies, TpeHandlesChoicesAndMaximizes) {
   const auto space = SearchSpace::from_json(nlohmann::json::parse(
       R"({"c": {"_type": "choice", "_value": ["a", "b", "c", "d"]}, "x": {"_type": "uniform", "_value": [0, 1]}})"));
-  TpeStrategy tpe(space, {.seed = 1, .maximize = true});
-  ThreadPoolEngine engine(
-      [](TrialContext& t) {
-        t.report_final((t.parameters()["c"] == "c" ? 1.0 : 0.0) + t.parameters()["x"].get<double>());
-      },
-      2);
-  run_search(tpe, engine, 60, true);
-  int late_c = 0;
-  for (const auto& t : engine.list()) late_c += t.id >= 40 && t.parameters["c"] == "c";
-  EXPECT_GE(late_c, 12);  // of the last 20, most pick the best choice (random: 5)
-  EXPECT_EQ(tpe.observations(), 60U);
+  // Of the last 20 of 60 trials, how many pick the best choice (random: 5).
+  auto late_c = [&](bool multivariate, uint64_t seed) {
+    TpeStrategy tpe(space, {.seed = seed, .maximize = true, .multivariate = multivariate});
+    ThreadPoolEngine engine(
+        [](TrialContext& t) {
+          t.report_final((t.parameters()["c"] == "c" ? 1.0 : 0.0) + t.parameters()["x"].get<double>());
+        },
+        2);
+    run_search(tpe, engine, 60, true);
+    EXPECT_EQ(tpe.observations(), 60U);
+    int n = 0;
+    for (const auto& t : engine.list()) n += t.id >= 40 && t.parameters["c"] == "c";
+    return n;
+  };
+  EXPECT_GE(late_c(false, 1), 12);  // per dimension: the choice's own ratio decides
+  int joint = 0;                    // one kernel over both: the choice weighs less beside x
+  for (uint64_t seed = 0; seed < 10; ++seed) joint += late_c(true, seed);
+  EXPECT_GE(joint, 100);  // twice random's
 }
 
 TEST(Strategies, TpeModelsTheInnerParametersOfNestedChoices) {

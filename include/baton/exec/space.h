@@ -76,10 +76,13 @@ struct StrategyOptions {
   uint64_t seed = 0;
   bool maximize = true;
   int grid_points = 5;  // grid: values per continuous dimension
+  // The strategy's own options by name (docs/search.md has the table), e.g. {"candidates": 48}:
+  // tpe (TpeOptions), gp (GpOptions), grid (points), evolution (population, sample_size).
+  nlohmann::json settings = nlohmann::json::object();
 };
 
-// "random", "grid", "tpe" (see tpe.h for its own options), "evolution". Unknown names: std::invalid_argument
-// listing the known ones.
+// "random", "grid", "tpe" (tpe.h), "gp" (gp.h), "evolution". An unknown name, an unknown setting or
+// a setting of the wrong type or range: std::invalid_argument saying which, and what is known.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options);
 std::vector<std::string> strategy_names();
 

@@ -1,49 +1,39 @@
-// Tree-structured Parzen Estimator (Bergstra et al. 2011, as in Optuna and NNI), with a
-// suggestion cost that stays flat as trials grow: the "good" set is at most 25 trials and the
-// "rest" is represented by at most `max_rest` of them, spread evenly over its sorted values.
-// The inner parameters of a nested choice are modelled by a TPE of their own, over the trials that
-// took that choice.
+// Tree-structured Parzen Estimator (Bergstra et al. 2011; Watanabe 2023, "Tree-structured Parzen
+// estimator: understanding its algorithm components"), built as Optuna's TPESampler builds it:
+// Gaussian kernels truncated to the range with the neighbour-gap bandwidth and the magic clip, a
+// prior kernel, the best gamma(n) = min(ceil(0.1 n), 25) trials as the good set and the rest
+// weighted by age (older ones count less). What baton adds (see ModelStrategy): the start-up
+// trials fill the space evenly (a Latin hypercube instead of independent draws), and running
+// trials count as bad ones (a constant liar) so that parallel workers spread out.
 #pragma once
 
-#include <map>
-#include <memory>
-#include <random>
-
-#include "baton/exec/space.h"
+#include "baton/exec/model_strategy.h"
 
 namespace baton {
 
 struct TpeOptions {
   uint64_t seed = 0;
   bool maximize = true;
-  int startup_trials = 10;  // random suggestions before the model is used
-  int candidates = 24;      // drawn from the good density, the best ratio wins
-  bool multivariate = false;  // one kernel per trial over all dimensions (else per dimension, as Optuna's default)
-  int max_rest = 16;          // hartmann6, 1,000 trials, 10 seeds: 16, 32 and 64 find the same median best
+  int startup_trials = 10;    // suggestions before the model is used (a Latin hypercube over the space)
+  int candidates = 24;        // drawn from the good density; the best ratio good/rest wins
+  bool multivariate = true;   // one kernel per trial over all dimensions (Optuna 5's default); else per dimension
+  double prior_weight = 1.0;  // the weight of the flat prior kernel beside each trial's 1
+  int max_rest = 200;         // the rest: at most its newest `max_rest` trials (older ones weigh ~0 anyway)
+  bool constant_liar = true;  // running trials count as bad ones
 };
 
-class TpeStrategy : public Strategy {
+class TpeStrategy : public ModelStrategy {
  public:
   TpeStrategy(SearchSpace space, TpeOptions options);
   std::string name() const override { return "tpe"; }
-  std::optional<nlohmann::json> suggest() override;
-  void observe(const Trial& trial) override;
-  std::size_t observations() const { return sorted_.size(); }
+
+ protected:
+  std::vector<double> model_point(const std::vector<Observation>& sorted,
+                                  const std::vector<std::vector<double>>& running) override;
+  std::unique_ptr<ModelStrategy> nested(SearchSpace space, uint64_t seed) const override;
 
  private:
-  struct Obs {
-    double loss;                // lower is better (the value, negated when maximizing)
-    std::vector<double> x;      // per dimension: internal coordinate, or the choice's index
-  };
-  // A nested choice's inner dimensions: a TPE of their own over the trials that took that choice
-  // (NNI's and Hyperopt's tree-structured treatment), created when first needed.
-  TpeStrategy& branch(std::size_t dimension, std::size_t choice);
-  SearchSpace space_;
   TpeOptions options_;
-  std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<TpeStrategy>> branches_;
-  std::mt19937_64 rng_;
-  std::vector<Obs> sorted_;  // by loss
-  int64_t suggested_ = 0;
 };
 
 }  // namespace baton

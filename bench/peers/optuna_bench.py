@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Peer: Optuna's samplers on the test functions of build/bin/hpo_bench, as a user would run them.
+
+Runs with Debian's python3-optuna (3.1) or the pinned current Optuna of bench/peers/requirements.txt
+(bench/peers/make-venv.sh makes .venv-peers/; its GPSampler needs torch and scipy, which it pins too).
+Prints one JSON line per seed: wall time per trial (sampler + objective, in-process, in-memory
+storage) and the best value found (lower is better).
+
+  optuna_bench.py --function hartmann6 --trials 60 --seed 0
+  optuna_bench.py --function mixed --trials 60 --seeds 20          # one line per seed 0..19
+  optuna_bench.py --function branin --trials 60 --sampler gp       # Optuna >= 3.6
+"""
+import argparse
+import json
+import math
+import sys
+import time
+
+import optuna
+
+H6_A = [[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14], [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14]]
+H6_P = [[.1312, .1696, .5569, .0124, .8283, .5886], [.2329, .4135, .8307, .3736, .1004, .9991],
+        [.2348, .1451, .3522, .2883, .3047, .6650], [.4047, .8828, .8732, .5743, .1091, .0381]]
+H6_ALPHA = [1.0, 1.2, 3.0, 3.2]
+
+
+def hartmann6(t):  # 6 dims in [0,1]; global minimum -3.32237
+    x = [t.suggest_float(f"x{j}", 0.0, 1.0) for j in range(6)]
+    return -sum(H6_ALPHA[i] * math.exp(-sum(H6_A[i][j] * (x[j] - H6_P[i][j]) ** 2 for j in range(6))) for i in range(4))
+
+
+def branin(t):  # x1 in [-5,10], x2 in [0,15]; global minimum 0.397887
+    x1, x2 = t.suggest_float("x1", -5, 10), t.suggest_float("x2", 0, 15)
+    return (x2 - 5.1 / (4 * math.pi ** 2) * x1 ** 2 + 5 / math.pi * x1 - 6) ** 2 + 10 * (1 - 1 / (8 * math.pi)) * math.cos(x1) + 10
+
+
+def mixed(t):
+    """A training-like space: a log-uniform learning rate, an integer, a categorical with a nested
+    parameter under one branch, a quantized value. The same function as hpo_bench's `mixed`;
+    minimum 0 (adam, lr 10^-3.5, 3 layers, dropout 0.2); the sgd branch's best is 0.1."""
+    lr = t.suggest_float("lr", 1e-5, 1e-1, log=True)
+    layers = t.suggest_int("layers", 1, 5)
+    optimizer = t.suggest_categorical("optimizer", ["sgd", "adam"])
+    a = math.log10(lr)
+    if optimizer == "sgd":
+        momentum = t.suggest_float("momentum", 0.0, 0.99)
+        value = 0.1 + (a + 2.0) ** 2 + 4.0 * (momentum - 0.9) ** 2
+    else:
+        value = (a + 3.5) ** 2
+    dropout = t.suggest_float("dropout", 0.0, 0.5, step=0.05)
+    return value + 0.05 * (layers - 3) ** 2 + 4.0 * (dropout - 0.2) ** 2
+
+
+def trivial(t):  # measures pure framework overhead per trial
+    return t.suggest_float("x", 0.0, 1.0)
+
+
+FUNCTIONS = {"hartmann6": (hartmann6, -3.32237), "branin": (branin, 0.397887), "mixed": (mixed, 0.0),
+             "trivial": (trivial, 0.0)}
+
+
+def sampler_for(name, seed, multivariate):
+    kwargs = {} if multivariate is None else {"multivariate": multivariate}
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, **kwargs)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if not hasattr(optuna.samplers, "GPSampler"):
+        sys.exit(f"optuna {optuna.__version__} has no GPSampler (it came in 3.6): use bench/peers/make-venv.sh")
+    return optuna.samplers.GPSampler(seed=seed)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--function", choices=sorted(FUNCTIONS), default="hartmann6")
+    p.add_argument("--trials", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", type=int, default=0, help="run seeds 0..N-1 (one line each) instead of --seed")
+    p.add_argument("--sampler", choices=["tpe", "random", "gp"], default="tpe")
+    p.add_argument("--multivariate", choices=["default", "0", "1"], default="default",
+                   help="TPE: Optuna's default (5.x: multivariate for one objective; 3.x: not), or set it")
+    a = p.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    multivariate = None if a.multivariate == "default" else a.multivariate == "1"
+    fn, optimum = FUNCTIONS[a.function]
+    for seed in (range(a.seeds) if a.seeds > 0 else [a.seed]):
+        study = optuna.create_study(sampler=sampler_for(a.sampler, seed, multivariate))
+        best_at = {}
+
+        def record(study, trial):  # the best so far after 30, 60, 100 trials (the same run's prefix)
+            if trial.number + 1 in (30, 60, 100):
+                best_at[str(trial.number + 1)] = study.best_value
+
+        t0 = time.perf_counter()
+        study.optimize(fn, n_trials=a.trials, callbacks=[record])
+        dt = time.perf_counter() - t0
+        print(json.dumps({
+            "peer": "optuna", "version": optuna.__version__, "sampler": a.sampler, "function": a.function,
+            "trials": a.trials, "seed": seed, "total_s": round(dt, 4), "ms_per_trial": round(dt / a.trials * 1e3, 4),
+            "best": study.best_value, "best_at": best_at, "optimum": optimum,
+        }), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

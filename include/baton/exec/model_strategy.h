@@ -1,0 +1,63 @@
+// What the model-based strategies (TPE, GP) share: a Latin hypercube for the start-up suggestions,
+// the observations sorted by loss in internal coordinates (see src/exec/coordinates.h), the
+// running trials (suggested, not yet observed: a model counts them so that parallel workers do
+// not all go to the same place), a strategy of the same kind per nested choice (over the trials
+// that took it, Hyperopt's tree-structured treatment), and a resume that gives the same next
+// suggestions as a search that never stopped.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "baton/exec/space.h"
+
+namespace baton {
+
+namespace coordinates {
+class LatinHypercube;
+}
+
+class ModelStrategy : public Strategy {
+ public:
+  ~ModelStrategy() override;
+  std::optional<nlohmann::json> suggest() override;
+  void observe(const Trial& trial) override;
+  void restore(const std::vector<Trial>& trials) override;
+  std::size_t observations() const { return sorted_.size(); }
+
+ protected:
+  struct Observation {
+    double loss;            // lower is better (the value, negated when maximizing)
+    int64_t order;          // when it was observed
+    std::vector<double> x;  // per dimension: the coordinate, or the choice's index
+  };
+  ModelStrategy(SearchSpace space, uint64_t seed, bool maximize, int startup_trials);
+  // The model's next point in coordinates (snapped to values of the space), from the observations
+  // sorted by loss and the points of the running trials.
+  virtual std::vector<double> model_point(const std::vector<Observation>& sorted,
+                                          const std::vector<std::vector<double>>& running) = 0;
+  // A strategy of the same kind, options and direction over a nested choice's dimensions.
+  virtual std::unique_ptr<ModelStrategy> nested(SearchSpace space, uint64_t seed) const = 0;
+  const SearchSpace& space() const { return space_; }
+  std::mt19937_64& rng() { return rng_; }
+
+ private:
+  ModelStrategy& branch(std::size_t dimension, std::size_t choice);
+  nlohmann::json parameters_at(const std::vector<double>& x);
+
+  SearchSpace space_;
+  std::mt19937_64 rng_;
+  bool maximize_;
+  int startup_trials_;
+  std::unique_ptr<coordinates::LatinHypercube> startup_;
+  std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<ModelStrategy>> branches_;
+  std::vector<Observation> sorted_;                                   // by loss
+  std::vector<std::pair<std::string, std::vector<double>>> running_;  // suggested, not yet observed
+  int64_t suggested_ = 0, observed_ = 0;
+};
+
+}  // namespace baton

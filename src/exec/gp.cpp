@@ -1,0 +1,459 @@
+#include "baton/exec/gp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+
+#include "coordinates.h"
+
+namespace baton {
+namespace {
+
+constexpr double kMinNoise = 1e-6;
+
+// ---- small dense linear algebra (row-major, n <= a few hundred) ---------------------------------
+
+// In place: the lower Cholesky factor of the symmetric positive definite `a` (n x n); false when
+// it is not positive definite.
+bool cholesky(std::vector<double>& a, std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) {
+    double s = a[j * n + j];
+    for (std::size_t k = 0; k < j; ++k) s -= a[j * n + k] * a[j * n + k];
+    if (!(s > 0)) return false;
+    const double l = std::sqrt(s);
+    a[j * n + j] = l;
+    for (std::size_t i = j + 1; i < n; ++i) {
+      double t = a[i * n + j];
+      for (std::size_t k = 0; k < j; ++k) t -= a[i * n + k] * a[j * n + k];
+      a[i * n + j] = t / l;
+    }
+    for (std::size_t i = 0; i < j; ++i) a[i * n + j] = 0;
+  }
+  return true;
+}
+
+void solve_lower(const std::vector<double>& l, std::size_t n, std::vector<double>& b) {  // L x = b
+  for (std::size_t i = 0; i < n; ++i) {
+    double s = b[i];
+    for (std::size_t k = 0; k < i; ++k) s -= l[i * n + k] * b[k];
+    b[i] = s / l[i * n + i];
+  }
+}
+
+void solve_upper(const std::vector<double>& l, std::size_t n, std::vector<double>& b) {  // L^T x = b
+  for (std::size_t i = n; i-- > 0;) {
+    double s = b[i];
+    for (std::size_t k = i + 1; k < n; ++k) s -= l[k * n + i] * b[k];
+    b[i] = s / l[i * n + i];
+  }
+}
+
+// ---- the GP ---------------------------------------------------------------------------------
+
+double matern52(double d2) {
+  const double r = std::sqrt(5.0 * d2);
+  return std::exp(-r) * (5.0 / 3.0 * d2 + r + 1.0);
+}
+double matern52_grad(double d2) {  // d matern52 / d d2
+  const double r = std::sqrt(5.0 * d2);
+  return -5.0 / 6.0 * (r + 1.0) * std::exp(-r);
+}
+
+// Raw hyper-parameters: log of each inverse squared length scale, log of the kernel's scale,
+// log of (noise - kMinNoise).
+struct Hyper {
+  std::vector<double> ils;
+  double scale, noise;
+  static Hyper from_raw(const std::vector<double>& raw, std::size_t d) {
+    Hyper h{std::vector<double>(d), std::exp(raw[d]), kMinNoise + std::exp(raw[d + 1])};
+    for (std::size_t k = 0; k < d; ++k) h.ils[k] = std::exp(raw[k]);
+    return h;
+  }
+};
+
+struct Gp {
+  std::size_t n = 0, d = 0;
+  std::vector<double> x;  // n x d, numeric in [0, 1], a choice as its index
+  std::vector<double> y;  // standardised: lower is better
+  std::vector<bool> categorical;
+  Hyper h{};
+  std::vector<double> l, alpha;  // the Cholesky factor of K + noise I, and (K + noise I)^-1 y
+  std::vector<double> deltas;    // per pair i > j (row-major lower triangle) and dimension: delta2
+
+  void prepare() {  // after x is set: the pairs' squared differences, computed once per fit
+    deltas.resize(n * (n - 1) / 2 * d);
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        for (std::size_t k = 0; k < d; ++k) deltas[at++] = delta2(&x[i * d], &x[j * d], k);
+      }
+    }
+  }
+  double pair_distance2(std::size_t pair, const Hyper& with) const {
+    double s = 0;
+    for (std::size_t k = 0; k < d; ++k) s += with.ils[k] * deltas[pair * d + k];
+    return s;
+  }
+
+  double delta2(const double* a, const double* b, std::size_t k) const {
+    if (categorical[k]) return a[k] == b[k] ? 0.0 : 1.0;
+    const double t = a[k] - b[k];
+    return t * t;
+  }
+  double distance2(const double* a, const double* b, const Hyper& with) const {
+    double s = 0;
+    for (std::size_t k = 0; k < d; ++k) s += with.ils[k] * delta2(a, b, k);
+    return s;
+  }
+  std::vector<double> covariance(const Hyper& with) const {
+    std::vector<double> c(n * n);
+    std::size_t pair = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < i; ++j, ++pair) {
+        c[i * n + j] = c[j * n + i] = with.scale * matern52(pair_distance2(pair, with));
+      }
+      c[i * n + i] = with.scale + with.noise;
+    }
+    return c;
+  }
+
+  // The log marginal likelihood plus the log prior (Optuna's weak priors on the length scales,
+  // the scale and the noise), and its gradient with respect to the raw parameters. -inf when the
+  // covariance is not positive definite.
+  double log_posterior(const std::vector<double>& raw, std::vector<double>* grad) const {
+    const Hyper with = Hyper::from_raw(raw, d);
+    std::vector<double> chol = covariance(with);
+    if (!cholesky(chol, n)) return -std::numeric_limits<double>::infinity();
+    std::vector<double> a = y;
+    solve_lower(chol, n, a);
+    double value = -0.5 * std::inner_product(a.begin(), a.end(), a.begin(), 0.0);
+    for (std::size_t i = 0; i < n; ++i) value -= std::log(chol[i * n + i]);
+    solve_upper(chol, n, a);  // a = K^-1 y
+    for (std::size_t k = 0; k < d; ++k) value -= 0.1 / with.ils[k] + 0.1 * with.ils[k];
+    value += (2.0 - 1.0) * std::log(with.scale) - with.scale;         // gamma(2, 1)
+    value += (1.1 - 1.0) * std::log(with.noise) - 30.0 * with.noise;  // gamma(1.1, 30)
+    if (grad == nullptr) return value;
+    // W = a a^T - K^-1 (lower triangle); d value / d p = 0.5 tr(W dK/dp). K^-1 = L^-T L^-1.
+    std::vector<double> inv(n * n, 0.0);  // L^-1, lower triangular
+    for (std::size_t j = 0; j < n; ++j) {
+      inv[j * n + j] = 1.0 / chol[j * n + j];
+      for (std::size_t i = j + 1; i < n; ++i) {
+        double t = 0;
+        for (std::size_t k = j; k < i; ++k) t -= chol[i * n + k] * inv[k * n + j];
+        inv[i * n + j] = t / chol[i * n + i];
+      }
+    }
+    std::vector<double> w(n * n);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j <= i; ++j) {
+        double kinv = 0;
+        for (std::size_t k = i; k < n; ++k) kinv += inv[k * n + i] * inv[k * n + j];
+        w[i * n + j] = a[i] * a[j] - kinv;
+      }
+    }
+    grad->assign(d + 2, 0.0);
+    auto& g = *grad;
+    std::size_t pair = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < i; ++j, ++pair) {  // (i, j) and (j, i): W and dK are symmetric
+        const double wij = w[i * n + j];
+        const double d2 = pair_distance2(pair, with);
+        const double dm = with.scale * matern52_grad(d2);
+        for (std::size_t k = 0; k < d; ++k) g[k] += wij * dm * with.ils[k] * deltas[pair * d + k];
+        g[d] += wij * with.scale * matern52(d2);
+      }
+      g[d] += 0.5 * w[i * n + i] * with.scale;
+      g[d + 1] += 0.5 * w[i * n + i] * (with.noise - kMinNoise);
+    }
+    for (std::size_t k = 0; k < d; ++k) g[k] += 0.1 / with.ils[k] - 0.1 * with.ils[k];
+    g[d] += 1.0 - with.scale;
+    g[d + 1] += (0.1 / with.noise - 30.0) * (with.noise - kMinNoise);
+    return value;
+  }
+
+  // Fixes the hyper-parameters and factors the covariance (more jitter when it must).
+  bool condition(const std::vector<double>& raw) {
+    h = Hyper::from_raw(raw, d);
+    for (int attempt = 0; attempt < 6; ++attempt) {
+      l = covariance(h);
+      if (cholesky(l, n)) break;
+      h.noise *= 10;
+      if (attempt == 5) return false;
+    }
+    alpha = y;
+    solve_lower(l, n, alpha);
+    solve_upper(l, n, alpha);
+    return true;
+  }
+
+  // The posterior mean and standard deviation of f at `at`.
+  std::pair<double, double> posterior(const double* at) const {
+    std::vector<double> k(n);
+    for (std::size_t i = 0; i < n; ++i) k[i] = h.scale * matern52(distance2(at, &x[i * d], h));
+    const double mean = std::inner_product(k.begin(), k.end(), alpha.begin(), 0.0);
+    solve_lower(l, n, k);
+    const double var = h.scale - std::inner_product(k.begin(), k.end(), k.begin(), 0.0);
+    return {mean, std::sqrt(std::max(var, 1e-12))};
+  }
+};
+
+// L-BFGS ascent (memory 6, backtracking line search) on the raw hyper-parameters.
+std::vector<double> maximise(const Gp& gp, std::vector<double> p, int iterations) {
+  const std::size_t m = p.size();
+  std::vector<double> g, g_new;
+  double f = gp.log_posterior(p, &g);
+  if (!std::isfinite(f)) return p;
+  std::vector<std::vector<double>> s_hist, y_hist;
+  auto small = [](const std::vector<double>& grad) {  // Optuna's tolerance on the gradient
+    return std::all_of(grad.begin(), grad.end(), [](double v) { return std::abs(v) < 1e-2; });
+  };
+  for (int it = 0; it < iterations && !small(g); ++it) {
+    // Two-loop recursion on -f: the direction of ascent.
+    std::vector<double> q = g;
+    std::vector<double> alphas(s_hist.size());
+    for (std::size_t i = s_hist.size(); i-- > 0;) {
+      const double rho = 1.0 / std::inner_product(y_hist[i].begin(), y_hist[i].end(), s_hist[i].begin(), 0.0);
+      alphas[i] = rho * std::inner_product(s_hist[i].begin(), s_hist[i].end(), q.begin(), 0.0);
+      for (std::size_t j = 0; j < m; ++j) q[j] -= alphas[i] * y_hist[i][j];
+    }
+    if (!s_hist.empty()) {
+      const auto& s = s_hist.back();
+      const auto& yv = y_hist.back();
+      const double gamma = std::inner_product(s.begin(), s.end(), yv.begin(), 0.0) /
+                           std::inner_product(yv.begin(), yv.end(), yv.begin(), 0.0);
+      for (double& v : q) v *= gamma;
+    } else {
+      const double norm = std::sqrt(std::inner_product(q.begin(), q.end(), q.begin(), 0.0));
+      if (norm > 1.0)
+        for (double& v : q) v /= norm;
+    }
+    for (std::size_t i = 0; i < s_hist.size(); ++i) {
+      const double rho = 1.0 / std::inner_product(y_hist[i].begin(), y_hist[i].end(), s_hist[i].begin(), 0.0);
+      const double beta = rho * std::inner_product(y_hist[i].begin(), y_hist[i].end(), q.begin(), 0.0);
+      for (std::size_t j = 0; j < m; ++j) q[j] += s_hist[i][j] * (alphas[i] - beta);
+    }
+    const double slope = std::inner_product(q.begin(), q.end(), g.begin(), 0.0);
+    if (!(slope > 0)) break;
+    double t = 1.0, f_new = -std::numeric_limits<double>::infinity();
+    std::vector<double> p_new(m);
+    for (int back = 0; back < 20; ++back, t *= 0.5) {
+      for (std::size_t j = 0; j < m; ++j) p_new[j] = std::clamp(p[j] + t * q[j], -12.0, 12.0);
+      f_new = gp.log_posterior(p_new, &g_new);
+      if (std::isfinite(f_new) && f_new >= f + 1e-4 * t * slope) break;
+    }
+    if (!std::isfinite(f_new) || f_new < f) break;
+    std::vector<double> s(m), yv(m);
+    for (std::size_t j = 0; j < m; ++j) {
+      s[j] = p_new[j] - p[j];
+      yv[j] = g[j] - g_new[j];  // of -f
+    }
+    const double sy = std::inner_product(s.begin(), s.end(), yv.begin(), 0.0);
+    p = p_new;
+    const bool converged = f_new - f < 1e-7 * (1.0 + std::abs(f));
+    f = f_new;
+    g = g_new;
+    if (converged) break;
+    if (sy > 1e-12) {
+      s_hist.push_back(s);
+      y_hist.push_back(yv);
+      if (s_hist.size() > 6) {
+        s_hist.erase(s_hist.begin());
+        y_hist.erase(y_hist.begin());
+      }
+    }
+  }
+  return p;
+}
+
+// log(phi(z) + z Phi(z)): the log of the expected improvement of a unit Gaussian, accurate far
+// into the tail (an asymptotic series below z = -10), so that the acquisition has a slope even
+// where the improvement is hopeless.
+double log_h(double z) {
+  constexpr double log_sqrt_2pi = 0.91893853320467274178;
+  if (z > -10) {
+    const double phi = std::exp(-0.5 * z * z - log_sqrt_2pi);
+    const double big_phi = 0.5 * std::erfc(-z / std::sqrt(2.0));
+    return std::log(std::max(phi + z * big_phi, 1e-300));
+  }
+  const double r = 1.0 / (z * z);
+  return -0.5 * z * z - log_sqrt_2pi + std::log(r * (1.0 - 3.0 * r * (1.0 - 5.0 * r * (1.0 - 7.0 * r))));
+}
+
+}  // namespace
+
+GpStrategy::GpStrategy(SearchSpace space, GpOptions options)
+    : ModelStrategy(std::move(space), options.seed, options.maximize, options.startup_trials), options_(options) {
+  if (options_.candidates < 1 || options_.local_starts < 0 || options_.startup_trials < 0) {
+    throw std::invalid_argument("gp: candidates must be >= 1, local_starts and startup_trials >= 0");
+  }
+}
+
+std::unique_ptr<ModelStrategy> GpStrategy::nested(SearchSpace space, uint64_t seed) const {
+  GpOptions o = options_;
+  o.seed = seed;
+  return std::make_unique<GpStrategy>(std::move(space), o);
+}
+
+std::vector<double> GpStrategy::model_point(const std::vector<Observation>& sorted,
+                                            const std::vector<std::vector<double>>& running) {
+  const auto& dims = space().dimensions();
+  const std::size_t d = dims.size();
+  // Scaled coordinates: numeric to [0, 1], a choice as its index.
+  std::vector<std::pair<double, double>> ranges(d);
+  Gp gp;
+  gp.d = d;
+  gp.categorical.resize(d);
+  for (std::size_t k = 0; k < d; ++k) {
+    gp.categorical[k] = dims[k].type == "choice";
+    if (!gp.categorical[k]) ranges[k] = coordinates::range_of(dims[k]);
+  }
+  auto scale = [&](const std::vector<double>& x, double* out) {
+    for (std::size_t k = 0; k < d; ++k) {
+      out[k] = gp.categorical[k] ? x[k] : (x[k] - ranges[k].first) / (ranges[k].second - ranges[k].first);
+    }
+  };
+  auto unscale = [&](const double* u) {
+    std::vector<double> x(d);
+    for (std::size_t k = 0; k < d; ++k) {
+      x[k] = gp.categorical[k] ? u[k]
+                               : coordinates::snap(dims[k], ranges[k].first + std::clamp(u[k], 0.0, 1.0) *
+                                                                                  (ranges[k].second - ranges[k].first));
+    }
+    return x;
+  };
+  // Standardised losses.
+  gp.n = sorted.size();
+  gp.x.resize(gp.n * d);
+  gp.y.resize(gp.n);
+  double mean = 0, var = 0;
+  for (const auto& o : sorted) mean += o.loss;
+  mean /= static_cast<double>(gp.n);
+  for (const auto& o : sorted) var += (o.loss - mean) * (o.loss - mean);
+  const double sd = std::max(std::sqrt(var / static_cast<double>(gp.n)), 1e-10);
+  for (std::size_t i = 0; i < gp.n; ++i) {
+    scale(sorted[i].x, &gp.x[i * d]);
+    gp.y[i] = (sorted[i].loss - mean) / sd;
+  }
+  const double best = gp.y.front();  // sorted: the lowest
+  gp.prepare();
+
+  // Fit: from the last fit; from the defaults too at the first and every 10th fit (the better
+  // one), so that a poor local optimum is left.
+  std::vector<double> fitted;
+  if (hyper_.size() != d + 2 || fits_ % 10 == 0) {
+    fitted.assign(d + 2, 0.0);
+    fitted[d + 1] = std::log(1e-2);
+    fitted = maximise(gp, fitted, 50);
+  }
+  if (hyper_.size() == d + 2) {
+    std::vector<double> again = maximise(gp, hyper_, 30);
+    if (fitted.empty() || gp.log_posterior(again, nullptr) > gp.log_posterior(fitted, nullptr)) fitted = again;
+  }
+  ++fits_;
+  hyper_ = fitted;
+  if (options_.constant_liar && !running.empty()) {  // kriging believer: a running trial gives its mean
+    if (!gp.condition(fitted)) return unscale(&gp.x[0]);
+    for (const auto& r : running) {
+      std::vector<double> u(d);
+      scale(r, u.data());
+      const double m = gp.posterior(u.data()).first;
+      gp.x.insert(gp.x.end(), u.begin(), u.end());
+      gp.y.push_back(m);
+      ++gp.n;
+    }
+    gp.prepare();
+  }
+  if (!gp.condition(fitted)) return unscale(&gp.x[0]);
+
+  auto acquisition = [&](const double* u) {
+    const auto [m, s] = gp.posterior(u);
+    return std::log(s) + log_h((best - m) / s);
+  };
+  // Candidates: random points, and points near the best trials.
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  std::normal_distribution<double> jitter(0.0, 0.05);
+  const std::size_t count = static_cast<std::size_t>(options_.candidates);
+  std::vector<double> cand(count * d);
+  std::vector<std::pair<double, std::size_t>> scored(count);
+  const std::size_t near = std::min<std::size_t>(count / 4, 256);
+  for (std::size_t c = 0; c < count; ++c) {
+    double* u = &cand[c * d];
+    const double* around = c < near ? &gp.x[(c % std::min<std::size_t>(sorted.size(), 5)) * d] : nullptr;
+    for (std::size_t k = 0; k < d; ++k) {
+      if (gp.categorical[k]) {
+        const auto options = static_cast<double>(dims[k].choices.size());
+        u[k] =
+            around != nullptr && u01(rng()) < 0.8 ? around[k] : std::min(std::floor(u01(rng()) * options), options - 1);
+      } else {
+        u[k] = around != nullptr ? std::clamp(around[k] + jitter(rng()), 0.0, 1.0) : u01(rng());
+      }
+    }
+    scale(unscale(u), u);  // where it lands as a value
+    scored[c] = {acquisition(u), c};
+  }
+  const std::size_t starts = std::min<std::size_t>(static_cast<std::size_t>(options_.local_starts), count);
+  std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(std::max<std::size_t>(starts, 1)),
+                    scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<double> best_u(cand.begin() + static_cast<std::ptrdiff_t>(scored[0].second * d),
+                             cand.begin() + static_cast<std::ptrdiff_t>((scored[0].second + 1) * d));
+  double best_value = scored[0].first;
+  // The local step: gradient ascent on the continuous coordinates (finite differences), then
+  // each choice's options tried in turn.
+  for (std::size_t s = 0; s < starts; ++s) {
+    std::vector<double> u(cand.begin() + static_cast<std::ptrdiff_t>(scored[s].second * d),
+                          cand.begin() + static_cast<std::ptrdiff_t>((scored[s].second + 1) * d));
+    double value = scored[s].first, step = 0.05;
+    std::vector<double> grad(d), trial(d);
+    for (int it = 0; it < 30 && step > 1e-6; ++it) {
+      double norm = 0;
+      for (std::size_t k = 0; k < d; ++k) {
+        grad[k] = 0;
+        if (gp.categorical[k]) continue;
+        trial = u;
+        trial[k] = std::min(u[k] + 1e-6, 1.0) == u[k] ? u[k] - 1e-6 : u[k] + 1e-6;
+        grad[k] = (acquisition(trial.data()) - value) / (trial[k] - u[k]);
+        norm += grad[k] * grad[k];
+      }
+      norm = std::sqrt(norm);
+      if (!(norm > 0)) break;
+      bool moved = false;
+      while (step > 1e-6) {
+        for (std::size_t k = 0; k < d; ++k)
+          trial[k] = gp.categorical[k] ? u[k] : std::clamp(u[k] + step * grad[k] / norm, 0.0, 1.0);
+        const double v = acquisition(trial.data());
+        if (v > value) {
+          u = trial;
+          value = v;
+          step *= 2;
+          moved = true;
+          break;
+        }
+        step *= 0.5;
+      }
+      if (!moved) break;
+    }
+    scale(unscale(u.data()), u.data());
+    value = acquisition(u.data());
+    for (std::size_t k = 0; k < d; ++k) {
+      if (!gp.categorical[k]) continue;
+      for (std::size_t c = 0; c < dims[k].choices.size(); ++c) {
+        trial = u;
+        trial[k] = static_cast<double>(c);
+        const double v = acquisition(trial.data());
+        if (v > value) {
+          u = trial;
+          value = v;
+        }
+      }
+    }
+    if (value > best_value) {
+      best_value = value;
+      best_u = u;
+    }
+  }
+  return unscale(best_u.data());
+}
+
+}  // namespace baton
