@@ -145,7 +145,7 @@ std::optional<Problem> problem(const std::string& function) {
 // The strategy alone: `parallel` suggestions out at a time, the oldest evaluated next. Returns the
 // best value, the slowest suggestion's time, and the best after 30, 60 and 100 trials.
 struct Outcome {
-  double best = INFINITY, slowest_s = 0;
+  double best = INFINITY, slowest_s = 0, last10_s = 0;  // last10: the last 10 suggestions' time
   nlohmann::json best_at = nlohmann::json::object();
 };
 Outcome best_of(baton::Strategy& strategy, const Problem& p, int64_t trials, int parallel) {
@@ -156,7 +156,9 @@ Outcome best_of(baton::Strategy& strategy, const Problem& p, int64_t trials, int
     while (static_cast<int64_t>(out.size()) < parallel && next_id <= trials) {
       const auto t0 = std::chrono::steady_clock::now();
       auto parameters = strategy.suggest();
-      o.slowest_s = std::max(o.slowest_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      o.slowest_s = std::max(o.slowest_s, took);
+      if (next_id > trials - 10) o.last10_s += took;
       if (!parameters) break;
       out.emplace_back(next_id++, *parameters);
     }
@@ -178,12 +180,13 @@ Outcome best_of(baton::Strategy& strategy, const Problem& p, int64_t trials, int
 int quality(const std::function<std::unique_ptr<baton::Strategy>(uint64_t)>& make, const Problem& p,
             const std::string& strategy_name, const std::string& function, int64_t trials, int seeds, int parallel) {
   std::vector<double> bests;
-  double slowest = 0;
+  double slowest = 0, last10 = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (int s = 0; s < seeds; ++s) {
     auto strategy = make(static_cast<uint64_t>(s));
     const Outcome o = best_of(*strategy, p, trials, parallel);
     slowest = std::max(slowest, o.slowest_s);
+    last10 += o.last10_s;
     bests.push_back(o.best);
     const nlohmann::json line = {
         {"peer", "baton"}, {"sampler", strategy_name}, {"function", function}, {"trials", trials},
@@ -204,7 +207,8 @@ int quality(const std::function<std::unique_ptr<baton::Strategy>(uint64_t)>& mak
                               {"worst", bests.back()},
                               {"optimum", p.optimum},
                               {"ms_per_trial", dt / static_cast<double>(trials * seeds) * 1e3},
-                              {"slowest_suggestion_ms", slowest * 1e3}}
+                              {"slowest_suggestion_ms", slowest * 1e3},
+                              {"last_suggestions_ms", last10 / (10.0 * seeds) * 1e3}}
                    .dump()
             << "\n";
   return 0;

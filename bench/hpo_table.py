@@ -12,7 +12,8 @@ rows = {}  # (function, trials, who) -> [best per seed]
 cost = {}
 for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
     name = os.path.basename(path)[:-len(".jsonl")]
-    parallel = "-p" in name.rsplit("-", 1)[-1] and name.rsplit("-", 1)[-1]
+    last = name.rsplit("-", 1)[-1]
+    parallel = last[1:] if last.startswith("p") and last[1:].isdigit() else ""
     for line in open(path):
         j = json.loads(line)
         if "seed" not in j:
@@ -21,7 +22,7 @@ for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
             continue
         who = ("baton " if j["peer"] == "baton" else f"optuna {j['version']} ") + j["sampler"]
         if parallel:
-            who += f" --parallel {parallel[2:]}"
+            who += f" --parallel {parallel}"
         for trials, best in j.get("best_at", {}).items():
             rows.setdefault((j["function"], int(trials), who), []).append(best)
         if "ms_per_trial" in j and j["peer"] == "optuna":

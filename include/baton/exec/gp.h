@@ -17,8 +17,8 @@ struct GpOptions {
   uint64_t seed = 0;
   bool maximize = true;
   int startup_trials = 10;    // suggestions before the model is used (a Latin hypercube over the space)
-  int candidates = 2048;      // random points the acquisition is evaluated at
-  int local_starts = 5;       // the best candidates refined by a local step
+  int candidates = 1024;      // random points the acquisition is evaluated at
+  int local_starts = 10;      // the best candidates refined by a local step
   bool constant_liar = true;  // running trials count with their predicted value (kriging believer)
 };
 

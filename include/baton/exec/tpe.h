@@ -15,7 +15,7 @@ struct TpeOptions {
   uint64_t seed = 0;
   bool maximize = true;
   int startup_trials = 10;    // suggestions before the model is used (a Latin hypercube over the space)
-  int candidates = 24;        // drawn from the good density; the best ratio good/rest wins
+  int candidates = 128;       // drawn from the good density; the best ratio good/rest wins (Optuna: 24)
   bool multivariate = true;   // one kernel per trial over all dimensions (Optuna 5's default); else per dimension
   double prior_weight = 1.0;  // the weight of the flat prior kernel beside each trial's 1
   int max_rest = 200;         // the rest: at most its newest `max_rest` trials (older ones weigh ~0 anyway)
