@@ -40,7 +40,7 @@ echo "|---|---|---|---|---|---|"
 for program in "${names[@]}"; do
   name=${program#fuzz_}
   runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$logs/$name.log" | tail -1 | awk '{print $2}')
-  rate=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$logs/$name.log" | tail -1 | awk '{print $2}')
+  rate=$(grep -o 'exec/s: [0-9]*' "$logs/$name.log" | tail -1 | awk '{print $2}')  # libFuzzer's last status line
   corpus=$(find "$logs/$name.corpus" -type f | wc -l)
   crashes=0
   [ "$(cat "$logs/$name.rc")" -eq 0 ] || { crashes=1; status=1; }
