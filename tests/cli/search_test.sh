@@ -87,6 +87,30 @@ P
 "$baton" search "$tmp/space.yaml" --command "$tmp/trial.sh" --trials 3 --run-dir "$tmp/b" >"$tmp/out" 2>&1
 [ $? -eq 2 ] && grep -q "add --resume" "$tmp/out" || fail "a second search into the same storage is refused"
 
+# The model strategies too: a GP search killed after its model took over resumes with the
+# suggestions of a search never stopped (one trial at a time: the order is the same).
+rm -f "$tmp/runs.txt"
+touch "$tmp/runs.txt"
+gp=(search "$tmp/space.yaml" --command "$tmp/trial.sh" --trials 14 --strategy gp --direction minimize)
+SLEEP=0.3 "$baton" "${gp[@]}" --run-dir "$tmp/g" >"$tmp/g.log" 2>&1 &
+pid=$!
+for _ in $(seq 200); do [ "$(wc -l <"$tmp/runs.txt" 2>/dev/null || echo 0)" -ge 12 ] && break; sleep 0.05; done
+kill -9 $pid
+wait $pid 2>/dev/null
+SLEEP=0 "$baton" "${gp[@]}" --run-dir "$tmp/g" --resume >"$tmp/g2.log" 2>&1 || { fail "gp resume"; cat "$tmp/g2.log"; }
+SLEEP=0 "$baton" "${gp[@]}" --run-dir "$tmp/h" >/dev/null 2>&1 || fail "uninterrupted gp search"
+"$baton" trials ls --storage "$tmp/g/search.db" --json >"$tmp/g.json"
+"$baton" trials ls --storage "$tmp/h/search.db" --json >"$tmp/h.json"
+python3 - "$tmp/g.json" "$tmp/h.json" <<'P' || fail "a resumed gp search suggests what one never stopped does"
+import json, sys
+resumed, never = (json.load(open(p)) for p in sys.argv[1:3])
+assert [r["status"] for r in resumed] == ["trained"] * 14, resumed
+assert [r["parameters"] for r in resumed] == [r["parameters"] for r in never]
+P
+expect_error 2 "strategy gp: unknown option 'candidate' (known: startup_trials, candidates" -- \
+  "$baton" search "$tmp/space.yaml" --command true --strategy gp --strategy-option candidate=5 --run-dir "$tmp/x"
+expect_error 2 "needs KEY=VALUE" -- "$baton" search "$tmp/space.yaml" --command true --strategy-option 5 --run-dir "$tmp/x"
+
 # SIGTERM stops a search cleanly: its running trials' processes end too (none left as orphans),
 # they are stored as interrupted, and --resume runs them again.
 rm -f "$tmp/runs.txt"
