@@ -117,16 +117,22 @@ std::string format_duration(double s) {
 
 // After a signal: ends what still runs, stores the trials it stopped as interrupted by it, says how
 // to continue, and returns the exit code of a process ended by that signal.
-int stop_search(Chain& chain, TrialStorage* storage, const std::set<int64_t>& stopped, bool join) {
+int stop_search(Chain& chain, TrialStorage* storage, std::set<int64_t> stopped, bool join) {
   const int sig = g_search_signal.load();
   for (const auto& t : chain.list()) {
-    if (t.status == TrialStatus::kRunning) chain.kill(t.id);
+    if (t.status != TrialStatus::kRunning) continue;
+    stopped.insert(t.id);  // ended by the signal too: run again on --resume
+    chain.kill(t.id);
   }
   chain.shutdown();  // waits for the trials' processes to end
   int interrupted = 0;
   for (Trial t : chain.list()) {
     if (t.status != TrialStatus::kInterrupted) continue;
-    if (!stopped.count(t.id) && t.error.find("before the trial started") == std::string::npos) continue;
+    // Killed by the signal, or never started because of it (the engine's shutdown says "before the
+    // trial started", "before the trial could run" or "killed before it started").
+    const bool never_ran =
+        t.error.find("before the trial") != std::string::npos || t.error.find("before it started") != std::string::npos;
+    if (!stopped.count(t.id) && !never_ran) continue;
     t.error = std::string(kStoppedWithTheSearch) + std::to_string(sig) + "); --resume runs it again";
     if (storage != nullptr && !join) storage->save_trial(t);
     ++interrupted;

@@ -6,6 +6,7 @@
 # each batch once. Prints the table of docs/reliability.md; exits 1 on any loss.
 #
 #   faults.sh BATON_BINARY SOURCE_DIR [ROUNDS] [PLAN_EXAMPLE]     # ROUNDS per kind (default 30)
+#   FAULTS_KINDS="checkpoint search" faults.sh ...   # only these of: train checkpoint search taskgroup disk
 set -uo pipefail
 baton=$1
 src=$2
@@ -20,6 +21,8 @@ cleanup() {
 trap cleanup EXIT
 losses=0
 table=()
+kinds=" ${FAULTS_KINDS:-train checkpoint search taskgroup disk} "
+want() { [[ "$kinds" == *" $1 "* ]]; }
 row() { table+=("| $1 | $2 | $3 | $4 |"); }  # kind, rounds, faults injected, losses
 lost() { echo "LOST ($1): $2"; losses=$((losses + 1)); }
 
@@ -74,8 +77,8 @@ train_rounds() {  # kind, save_interval, pause range
   done
   row "$kind" "$rounds" "$faults" $((losses - before))
 }
-train_rounds "train: kill -9 / SIGTERM" 10ba 0.5 3.5
-train_rounds "checkpoint write: kill -9 / SIGTERM (a checkpoint every batch)" 1ba 0.5 3.5
+want train && train_rounds "train: kill -9 / SIGTERM" 10ba 0.5 3.5
+want checkpoint && train_rounds "checkpoint write: kill -9 / SIGTERM (a checkpoint every batch)" 1ba 0.5 3.5
 
 # ---- a search, killed and resumed ---------------------------------------------------------------
 printf 'x: {_type: uniform, _value: [0, 1]}\n' >"$tmp/space.yaml"
@@ -114,10 +117,12 @@ P
   done
   row "search: kill -9 / SIGTERM" "$rounds" "$faults" $((losses - before))
 }
-search_rounds
+want search && search_rounds
 
 # ---- a task group, killed and run again ---------------------------------------------------------
-if [ -n "$plan_example" ] && [ -x "$plan_example" ]; then
+if ! want taskgroup; then
+  :
+elif [ -n "$plan_example" ] && [ -x "$plan_example" ]; then
   want=$("$plan_example" --session local 2>/dev/null | tail -1)
   faults=0
   before=$losses
@@ -138,7 +143,9 @@ fi
 mnt() {  # mnt NAME OPTIONS: a tmpfs at $tmp/mnt-NAME
   mkdir -p "$tmp/mnt-$1" && mount -t tmpfs -o "$2" tmpfs "$tmp/mnt-$1" 2>/dev/null
 }
-if [ "$(id -u)" -eq 0 ] && mnt probe size=1m; then
+if ! want disk; then
+  :
+elif [ "$(id -u)" -eq 0 ] && mnt probe size=1m; then
   before=$losses
   # Checkpoints: two fit (about 1.7 MB each with momentum), the third does not.
   mnt ckpt size=5m
