@@ -3,9 +3,9 @@
 //
 //   build/bin/hpo_bench --function hartmann6 --trials 1000 --seed 0 [--strategy tpe|random|grid|gp]
 //   build/bin/hpo_bench --function mixed --trials 60 --seeds 20 [--parallel 4]
-//       seeds 0..19, one line each, then {"median": .., "worst": ..}: the strategy alone, trials
-//       evaluated in the order they were suggested, `parallel` of them suggested before the oldest
-//       one's value is known (workers of equal speed)
+//       seeds 0..19 (from --seed S: S..S+19), one line each, then {"median": .., "worst": ..}:
+//       the strategy alone, trials evaluated in the order they were suggested, `parallel` of them
+//       suggested before the oldest one's value is known (workers of equal speed)
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -104,13 +104,12 @@ double bare_command_s(const std::string& command, int64_t n) {
 int usage(const std::string& why) {
   std::cerr
       << "hpo_bench: " << why
-      << "\nusage: hpo_bench [--function hartmann6|branin|mixed|trivial] [--trials N] [--seed S | --seeds N]\n"
+      << "\nusage: hpo_bench [--function hartmann6|branin|mixed|trivial] [--trials N] [--seed S] [--seeds N]\n"
       << "       [--strategy tpe|random|grid|evolution] [--parallel N] (with --seeds)\n"
       << "       [--engine inprocess|process|shared]  (process: each trial a command printing a trivial final value;\n"
       << "        shared: the same through a DistributedEngine over --storage URL, default a new SQLite file)\n"
       << "       [--storage URL]\n"
-      << "       [--multivariate 0|1] [--candidates N] [--max-rest N] [--startup N] [--prior-weight W]\n"
-      << "       [--constant-liar 0|1]   (tpe)\n";
+      << "       [--option KEY=VALUE]...  (the strategy's options, as baton search --strategy-option)\n";
   return 2;
 }
 
@@ -186,19 +185,21 @@ Outcome best_of(baton::Strategy& strategy, const Problem& p, int64_t trials, int
 
 // --seeds: one line per seed, then the median and the worst of the best values.
 int quality(const std::function<std::unique_ptr<baton::Strategy>(uint64_t)>& make, const Problem& p,
-            const std::string& strategy_name, const std::string& function, int64_t trials, int seeds, int parallel) {
+            const std::string& strategy_name, const std::string& function, int64_t trials, uint64_t first_seed,
+            int seeds, int parallel) {
   std::vector<double> bests;
   double slowest = 0, last10 = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (int s = 0; s < seeds; ++s) {
-    auto strategy = make(static_cast<uint64_t>(s));
+    const uint64_t seed = first_seed + static_cast<uint64_t>(s);
+    auto strategy = make(seed);
     const Outcome o = best_of(*strategy, p, trials, parallel);
     slowest = std::max(slowest, o.slowest_s);
     last10 += o.last10_s;
     bests.push_back(o.best);
     const nlohmann::json line = {
         {"peer", "baton"}, {"sampler", strategy_name}, {"function", function}, {"trials", trials},
-        {"seed", s},       {"parallel", parallel},     {"best", o.best},       {"best_at", o.best_at}};
+        {"seed", seed},    {"parallel", parallel},     {"best", o.best},       {"best_at", o.best_at}};
     std::cout << line.dump() << "\n";
   }
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -229,7 +230,7 @@ int main(int argc, char** argv) {
   int64_t trials = 200;
   uint64_t seed = 0;
   int seeds = 0, parallel = 1;
-  baton::TpeOptions tpe;
+  nlohmann::json settings = nlohmann::json::object();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return usage("'" + a + "' needs a value");
@@ -251,22 +252,12 @@ int main(int argc, char** argv) {
         engine_name = v;
       else if (a == "--storage")
         storage_url = v;
-      else if (a == "--multivariate")
-        tpe.multivariate = v != "0" && v != "false";
-      else if (a == "--constant-liar")
-        tpe.constant_liar = v != "0" && v != "false";
-      else if (a == "--candidates")
-        tpe.candidates = std::stoi(v);
-      else if (a == "--max-rest")
-        tpe.max_rest = std::stoi(v);
-      else if (a == "--startup")
-        tpe.startup_trials = std::stoi(v);
-      else if (a == "--prior-weight")
-        tpe.prior_weight = std::stod(v);
+      else if (a == "--option")
+        baton::add_strategy_setting(settings, v);
       else
         return usage("unknown option '" + a + "'");
-    } catch (const std::exception&) {
-      return usage("'" + a + "' needs a number, got '" + v + "'");
+    } catch (const std::exception& e) {
+      return usage(a == "--option" ? e.what() : "'" + a + "' needs a number, got '" + v + "'");
     }
   }
   const auto p = problem(function);
@@ -275,15 +266,9 @@ int main(int argc, char** argv) {
   try {
     const auto s = baton::SearchSpace::from_json(p->space);
     auto make = [&](uint64_t with_seed) -> std::unique_ptr<baton::Strategy> {
-      if (strategy_name == "tpe") {
-        baton::TpeOptions o = tpe;
-        o.seed = with_seed;
-        o.maximize = false;
-        return std::make_unique<baton::TpeStrategy>(s, o);
-      }
-      return baton::make_strategy(strategy_name, s, {.seed = with_seed, .maximize = false});
+      return baton::make_strategy(strategy_name, s, {.seed = with_seed, .maximize = false, .settings = settings});
     };
-    if (seeds > 0) return quality(make, *p, strategy_name, function, trials, seeds, parallel);
+    if (seeds > 0) return quality(make, *p, strategy_name, function, trials, seed, seeds, parallel);
     auto strategy = make(seed);
     std::unique_ptr<baton::ExecutionEngine> engine;
     const std::string command = "echo 'baton: {\"final\": 0.5}'";

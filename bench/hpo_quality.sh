@@ -5,28 +5,30 @@
 # (median and worst best value; lower is better) and the suggestion costs.
 #
 #   bench/hpo_quality.sh [SEEDS] [OUT_DIR]       # SEEDS default 20; JSON lines kept in OUT_DIR
+#   HPO_FIRST_SEED=100 bench/hpo_quality.sh 60   # seeds 100..159 (held out: not the ones tuned on)
+#   HPO_PEER_GP=0 ...                            # without Optuna's GPSampler (45 minutes for hartmann6)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seeds=${1:-20}
+first=${HPO_FIRST_SEED:-0}
+peer_gp=${HPO_PEER_GP:-1}
 out=${2:-$(mktemp -d)}
 mkdir -p "$out"
 bench="$root/build/bin/hpo_bench"
 [ -x "$bench" ] || { echo "hpo_quality: build/bin/hpo_bench is missing (make build)"; exit 2; }
 venv_python=$("$root/bench/peers/make-venv.sh" | tail -n1)
 for f in branin hartmann6 mixed; do
-  "$bench" --function $f --trials 100 --seeds "$seeds" --strategy tpe >"$out/baton-tpe-$f.jsonl"
-  "$bench" --function $f --trials 60 --seeds "$seeds" --strategy gp >"$out/baton-gp-$f.jsonl"
-  "$venv_python" "$root/bench/peers/optuna_bench.py" --function $f --trials 100 --seeds "$seeds" >"$out/optuna5-tpe-$f.jsonl"
+  "$bench" --function $f --trials 100 --seed "$first" --seeds "$seeds" --strategy tpe >"$out/baton-tpe-$f.jsonl"
+  "$bench" --function $f --trials 60 --seed "$first" --seeds "$seeds" --strategy gp >"$out/baton-gp-$f.jsonl"
+  "$venv_python" "$root/bench/peers/optuna_bench.py" --function $f --trials 100 --seed "$first" --seeds "$seeds" >"$out/optuna5-tpe-$f.jsonl"
   if /usr/bin/python3 -c 'import optuna' 2>/dev/null; then
-    /usr/bin/python3 "$root/bench/peers/optuna_bench.py" --function $f --trials 100 --seeds "$seeds" >"$out/optuna3-tpe-$f.jsonl"
+    /usr/bin/python3 "$root/bench/peers/optuna_bench.py" --function $f --trials 100 --seed "$first" --seeds "$seeds" >"$out/optuna3-tpe-$f.jsonl"
   fi
-  [ $f = mixed ] && continue  # GPSampler on the mixed space: not measured (minutes per seed)
-  "$venv_python" "$root/bench/peers/optuna_bench.py" --function $f --trials 60 --seeds "$seeds" --sampler gp >"$out/optuna5-gp-$f.jsonl"
+  [ $f = mixed ] || [ "$peer_gp" = 0 ] && continue  # GPSampler on the mixed space: not measured (minutes per seed)
+  "$venv_python" "$root/bench/peers/optuna_bench.py" --function $f --trials 60 --seed "$first" --seeds "$seeds" --sampler gp >"$out/optuna5-gp-$f.jsonl"
 done
-for p in 1 4; do  # parallel workers: the same search with 4 suggestions out at a time
-  for s in tpe gp; do
-    "$bench" --function hartmann6 --trials 60 --seeds "$seeds" --strategy $s --parallel $p >"$out/baton-$s-hartmann6-p$p.jsonl"
-  done
+for s in tpe gp; do  # 4 parallel workers: 4 suggestions out at a time (sequential: the rows above)
+  "$bench" --function hartmann6 --trials 60 --seed "$first" --seeds "$seeds" --strategy $s --parallel 4 >"$out/baton-$s-hartmann6-p4.jsonl"
 done
 python3 "$root/bench/hpo_table.py" "$out"
 echo "(JSON lines in $out)"

@@ -207,17 +207,9 @@ int run_search_command(const SearchArgs& a) {
   uint64_t seed = a.seed;
   if (join) seed += rank ? static_cast<uint64_t>(rank->first) : std::hash<std::string>{}(worker) % 1000003;
   nlohmann::json settings = nlohmann::json::object();
-  for (const auto& option : a.strategy_options) {
-    const auto eq = option.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      throw BadInput("--strategy-option '" + option + "': needs KEY=VALUE, e.g. candidates=48");
-    }
-    const std::string value = option.substr(eq + 1);
-    settings[option.substr(0, eq)] =
-        nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(value);
-  }
   std::unique_ptr<Strategy> strategy;
   try {
+    for (const auto& option : a.strategy_options) add_strategy_setting(settings, option);
     strategy = make_strategy(a.strategy, space, {.seed = seed, .maximize = maximize, .settings = settings});
   } catch (const std::invalid_argument& e) {
     throw BadInput(e.what());

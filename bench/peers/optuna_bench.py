@@ -75,7 +75,7 @@ def main():
     p.add_argument("--function", choices=sorted(FUNCTIONS), default="hartmann6")
     p.add_argument("--trials", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--seeds", type=int, default=0, help="run seeds 0..N-1 (one line each) instead of --seed")
+    p.add_argument("--seeds", type=int, default=0, help="run seeds S..S+N-1 from --seed S (one line each)")
     p.add_argument("--sampler", choices=["tpe", "random", "gp"], default="tpe")
     p.add_argument("--multivariate", choices=["default", "0", "1"], default="default",
                    help="TPE: Optuna's default (5.x: multivariate for one objective; 3.x: not), or set it")
@@ -83,7 +83,7 @@ def main():
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     multivariate = None if a.multivariate == "default" else a.multivariate == "1"
     fn, optimum = FUNCTIONS[a.function]
-    for seed in (range(a.seeds) if a.seeds > 0 else [a.seed]):
+    for seed in (range(a.seed, a.seed + a.seeds) if a.seeds > 0 else [a.seed]):
         study = optuna.create_study(sampler=sampler_for(a.sampler, seed, multivariate))
         best_at = {}
 

@@ -68,7 +68,10 @@ nlohmann::json ModelStrategy::parameters_at(const std::vector<double>& x) {
 
 std::optional<nlohmann::json> ModelStrategy::suggest() {
   nlohmann::json out;
-  if (suggested_ < startup_trials_) {
+  // The start-up ends when this worker made its start-up suggestions or when the study holds as
+  // many trials (done or running), whichever comes first: in a shared search the other workers'
+  // results count too, so N workers do not make N times the random start.
+  if (suggested_ < startup_trials_ && observed_ + static_cast<int64_t>(running_.size()) < startup_trials_) {
     if (!startup_) {
       startup_ = std::make_unique<coordinates::LatinHypercube>(space_.dimensions(),
                                                                static_cast<std::size_t>(startup_trials_), rng_);

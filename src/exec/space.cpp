@@ -386,11 +386,14 @@ class Settings {
     out = v.get<int>();
     left_.erase(key);
   }
-  void number(const char* key, double& out, double above) {
+  void number(const char* key, double& out, double above, double at_most = INFINITY) {
     if (!left_.contains(key)) return;
     const auto& v = left_[key];
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > above)) {
-      fail(key, v, "a number > " + nlohmann::json(above).dump());
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > above) ||
+        !(v.get<double>() <= at_most)) {
+      fail(key, v,
+           "a number > " + nlohmann::json(above).dump() +
+               (std::isfinite(at_most) ? " and <= " + nlohmann::json(at_most).dump() : std::string()));
     }
     out = v.get<double>();
     left_.erase(key);
@@ -421,6 +424,16 @@ class Settings {
 
 }  // namespace
 
+void add_strategy_setting(nlohmann::json& settings, const std::string& key_value) {
+  const auto eq = key_value.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw std::invalid_argument("strategy option '" + key_value + "': needs KEY=VALUE, e.g. candidates=48");
+  }
+  const std::string value = key_value.substr(eq + 1);
+  settings[key_value.substr(0, eq)] =
+      nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(value);
+}
+
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options) {
   Settings s(name, options.settings);
   if (name == "random") {
@@ -440,7 +453,12 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpa
     s.number("prior_weight", t.prior_weight, 0.0);
     s.integer("max_rest", t.max_rest, 1);
     s.boolean("constant_liar", t.constant_liar);
-    s.done({"startup_trials", "candidates", "multivariate", "prior_weight", "max_rest", "constant_liar"});
+    s.number("gamma", t.gamma, 0.0, 1.0);
+    s.boolean("ei_weights", t.ei_weights);
+    s.number("clip_exponent", t.clip_exponent, 0.0);
+    s.number("min_bandwidth", t.min_bandwidth, 0.0, 1.0);
+    s.done({"startup_trials", "candidates", "multivariate", "prior_weight", "max_rest", "constant_liar", "gamma",
+            "ei_weights", "clip_exponent", "min_bandwidth"});
     return std::make_unique<TpeStrategy>(space, t);
   }
   if (name == "gp") {

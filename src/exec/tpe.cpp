@@ -40,14 +40,21 @@ std::vector<double> age_weights(std::size_t n) {
   return w;
 }
 
+// How narrow a kernel may be: range * max(min_bandwidth, (n + 2)^-clip_exponent), and at least
+// one step of an integer or quantized parameter (a narrower kernel never leaves its value).
+struct Clip {
+  double exponent, floor;
+};
+
 // A Parzen estimator over a set of points: a mixture with one component per point (weight w_i)
-// and one flat prior component. Per numeric dimension a component is a Gaussian truncated to the
-// range; per choice a categorical smoothed toward uniform.
+// and one flat prior component (weight `prior_weight`). Per numeric dimension a component is a
+// Gaussian truncated to the range; per choice a categorical smoothed toward uniform by
+// `choice_prior` / (n + 1).
 class Parzen {
  public:
   Parzen(const std::vector<Dimension>& dims, std::vector<const std::vector<double>*> points,
-         std::vector<double> weights, double prior_weight)
-      : dims_(dims), points_(std::move(points)), n_(points_.size()) {
+         std::vector<double> weights, double prior_weight, double choice_prior, Clip clip)
+      : dims_(dims), points_(std::move(points)), n_(points_.size()), clip_(clip) {
     log_w_.resize(n_ + 1);
     weights.push_back(n_ == 0 ? 1.0 : prior_weight);
     const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
@@ -61,7 +68,7 @@ class Parzen {
     log_norm_.assign((n_ + 1) * dims_.size(), 0.0);
     for (std::size_t k = 0; k < dims_.size(); ++k) {
       if (dims_[k].type == "choice")
-        fit_choice(k, prior_weight);
+        fit_choice(k, choice_prior);
       else
         fit_numeric(k);
     }
@@ -118,13 +125,14 @@ class Parzen {
   }
 
   // Optuna's bandwidth: the larger gap to a neighbour (the outermost points: the gap inward),
-  // clipped to [range / min(100, n + 2), range]; the prior: centred, as wide as the range.
+  // clipped to [min_sigma, range]; the prior: centred, as wide as the range.
   void fit_numeric(std::size_t k) {
     const auto [lo, hi] = range_of(dims_[k]);
     std::vector<std::pair<double, std::size_t>> order(n_);
     for (std::size_t i = 0; i < n_; ++i) order[i] = {(*points_[i])[k], i};
     std::sort(order.begin(), order.end());
-    const double min_sigma = (hi - lo) / std::min(100.0, static_cast<double>(n_) + 2.0);
+    const double min_sigma = std::max(
+        (hi - lo) * std::max(clip_.floor, std::pow(static_cast<double>(n_) + 2.0, -clip_.exponent)), step_of(dims_[k]));
     for (std::size_t r = 0; r < n_; ++r) {
       const double v = order[r].first;
       double left = r == 0 ? v - lo : v - order[r - 1].first;
@@ -157,6 +165,11 @@ class Parzen {
     }
   }
 
+  static double step_of(const Dimension& d) {
+    if (d.type == "randint") return 1.0;
+    return d.type == "quniform" ? d.bounds[2] : 0.0;  // qloguniform's step is not one width in log space
+  }
+
   double log_kernel(std::size_t k, std::size_t i, double x) const {
     const auto& d = dims_[k];
     if (d.type == "choice") return std::log(probs_[k][i * d.choices.size() + static_cast<std::size_t>(x)]);
@@ -168,6 +181,7 @@ class Parzen {
   const std::vector<Dimension>& dims_;
   std::vector<const std::vector<double>*> points_;
   std::size_t n_;
+  Clip clip_;
   std::vector<double> w_, log_w_;
   std::vector<double> mu_, sigma_, log_norm_;  // [component * dims + dimension]
   std::vector<std::vector<double>> probs_;     // choices: [dimension][component * choices + choice]
@@ -177,8 +191,12 @@ class Parzen {
 
 TpeStrategy::TpeStrategy(SearchSpace space, TpeOptions options)
     : ModelStrategy(std::move(space), options.seed, options.maximize, options.startup_trials), options_(options) {
-  if (options_.candidates < 1 || options_.max_rest < 1 || options_.startup_trials < 0 || !(options_.prior_weight > 0)) {
-    throw std::invalid_argument("tpe: candidates and max_rest must be >= 1, startup_trials >= 0, prior_weight > 0");
+  if (options_.candidates < 1 || options_.max_rest < 1 || options_.startup_trials < 0 || !(options_.prior_weight > 0) ||
+      !(options_.gamma > 0 && options_.gamma <= 1) || !(options_.clip_exponent > 0) ||
+      !(options_.min_bandwidth > 0 && options_.min_bandwidth <= 1)) {
+    throw std::invalid_argument(
+        "tpe: candidates and max_rest must be >= 1, startup_trials >= 0, prior_weight > 0, gamma in (0, 1], "
+        "clip_exponent > 0, min_bandwidth in (0, 1]");
   }
 }
 
@@ -188,13 +206,27 @@ std::unique_ptr<ModelStrategy> TpeStrategy::nested(SearchSpace space, uint64_t s
   return std::make_unique<TpeStrategy>(std::move(space), o);
 }
 
+// The good trials' kernel weights and the prior's beside them: 1 each and prior_weight, or with
+// `ei_weights` each trial's improvement over the best of the rest, the prior their mean
+// (Watanabe 2023: the good density then leans to the best trials; the same for any scale).
+std::pair<std::vector<double>, double> TpeStrategy::weights_of_good(const std::vector<Observation>& sorted,
+                                                                    std::size_t n_good) const {
+  std::vector<double> w(n_good, 1.0);
+  if (!options_.ei_weights || n_good == 0 || n_good >= sorted.size()) return {w, options_.prior_weight};
+  const double threshold = sorted[n_good].loss;
+  double sum = 0;
+  for (std::size_t i = 0; i < n_good; ++i) sum += w[i] = std::max(1e-12, threshold - sorted[i].loss);
+  return {w, sum / static_cast<double>(n_good)};
+}
+
 // The model's suggestion in internal coordinates: candidates from the good density, the best
 // log good(x) - log rest(x) wins (jointly, or per dimension when not multivariate).
 std::vector<double> TpeStrategy::model_point(const std::vector<Observation>& sorted,
                                              const std::vector<std::vector<double>>& running) {
   const auto& dims = space().dimensions();
   const std::size_t n = sorted.size();
-  const std::size_t n_good = std::min<std::size_t>(25, (n + 9) / 10);
+  const auto n_good =
+      std::min<std::size_t>(25, static_cast<std::size_t>(std::ceil(options_.gamma * static_cast<double>(n))));
   std::vector<const std::vector<double>*> good, rest;
   for (std::size_t i = 0; i < n_good; ++i) good.push_back(&sorted[i].x);
   std::vector<const Observation*> others;
@@ -212,8 +244,10 @@ std::vector<double> TpeStrategy::model_point(const std::vector<Observation>& sor
       rest_weights.push_back(1.0);
     }
   }
-  const Parzen below(dims, good, std::vector<double>(good.size(), 1.0), options_.prior_weight);
-  const Parzen above(dims, rest, rest_weights, options_.prior_weight);
+  const Clip clip{options_.clip_exponent, options_.min_bandwidth};
+  const auto [good_weights, good_prior] = weights_of_good(sorted, n_good);
+  const Parzen below(dims, good, good_weights, good_prior, options_.prior_weight, clip);
+  const Parzen above(dims, rest, rest_weights, options_.prior_weight, options_.prior_weight, clip);
 
   std::vector<double> best(dims.size());
   if (options_.multivariate) {

@@ -236,7 +236,8 @@ TEST(Strategies, BadOptionsSayWhichAndWhatIsKnown) {
   };
   EXPECT_EQ(message("tpe", {{"candidate", 4}}),
             "strategy tpe: unknown option 'candidate' (known: startup_trials, candidates, multivariate, prior_weight, "
-            "max_rest, constant_liar)");
+            "max_rest, constant_liar, gamma, ei_weights, clip_exponent, min_bandwidth)");
+  EXPECT_EQ(message("tpe", {{"gamma", 1.5}}), "strategy tpe: option 'gamma' needs a number > 0.0 and <= 1.0, got 1.5");
   EXPECT_EQ(message("gp", {{"candidates", "many"}}),
             "strategy gp: option 'candidates' needs an integer >= 1, got \"many\"");
   EXPECT_EQ(message("tpe", {{"prior_weight", -1}}), "strategy tpe: option 'prior_weight' needs a number > 0.0, got -1");
@@ -282,6 +283,48 @@ TEST(Strategies, TpeHandlesChoicesAndMaximizes) {
   int joint = 0;                    // one kernel over both: the choice weighs less beside x
   for (uint64_t seed = 0; seed < 10; ++seed) joint += late_c(true, seed);
   EXPECT_GE(joint, 100);  // twice random's
+}
+
+TEST(Strategies, TpeReachesTheExactValueOfIntegersAndQuantizedParameters) {
+  // x decides most; n and q refine: the optimum is at n = 3, q = 0.2. A kernel narrower than one
+  // step stays on the value it was fitted to: once the good trials agree on a wrong n or q, only
+  // kernels at least one step wide move them to the right one.
+  const auto space = SearchSpace::from_json(nlohmann::json::parse(R"({"n": {"_type": "randint", "_value": [1, 6]},
+      "q": {"_type": "quniform", "_value": [0, 0.5, 0.05]}, "x": {"_type": "uniform", "_value": [0, 1]}})"));
+  int exact = 0;
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    auto tpe = make_strategy("tpe", space, {.seed = seed, .maximize = false});
+    double best = INFINITY;
+    nlohmann::json at;
+    SequentialEngine engine([&](TrialContext& t) {
+      const auto& p = t.parameters();
+      const double v = std::pow(p["x"].get<double>() - 0.5, 2) + 0.001 * std::pow(p["n"].get<double>() - 3, 2) +
+                       0.01 * std::pow(p["q"].get<double>() - 0.2, 2);
+      if (v < best) best = v, at = p;
+      t.report_final(v);
+    });
+    run_search(*tpe, engine, 150, false);
+    exact += at["n"] == 3 && std::abs(at["q"].get<double>() - 0.2) < 1e-9;
+  }
+  EXPECT_GE(exact, 8);
+}
+
+TEST(Strategies, OtherWorkersTrialsEndTheStartUp) {
+  // A worker that joins a shared search with 20 trials of others done: its first suggestions use
+  // the model (near the best trials at x ~ 0.1), not a start-up spread over the whole range.
+  const auto space = SearchSpace::from_json(nlohmann::json::parse(R"({"x": {"_type": "uniform", "_value": [0, 1]}})"));
+  for (const std::string name : {"tpe", "gp"}) {
+    auto strategy = make_strategy(name, space, {.seed = 1, .maximize = false});
+    for (int i = 0; i < 20; ++i) {
+      Trial t;
+      t.id = i + 1;
+      t.parameters = {{"x", i / 20.0}};
+      t.status = TrialStatus::kTrained;
+      t.metrics.final = std::pow(i / 20.0 - 0.1, 2);
+      strategy->observe(t);
+    }
+    for (int k = 0; k < 5; ++k) EXPECT_LT(strategy->suggest().value()["x"].get<double>(), 0.35) << name << " " << k;
+  }
 }
 
 TEST(Strategies, TpeModelsTheInnerParametersOfNestedChoices) {
