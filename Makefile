@@ -2,7 +2,7 @@
 #
 #   make demo        install what is missing, build, run the main job
 #   make test        the same set-up, then the fast tests (ctest label: unit)
-#   make test-all    every test label (unit, slow, mpi, postgres, faults, gpu)
+#   make test-all    every test label (unit, slow, mpi, postgres, faults, browser, gpu)
 #   make test-asan   the unit tests built with AddressSanitizer + UndefinedBehaviorSanitizer
 #   make build-torch2  the same tree against LibTorch 2.x with CUDA (the pinned PyPI torch wheel in
 #                    .venv-torch2/, scripts/torch2-requirements.txt) in build-torch2/
@@ -41,6 +41,7 @@ test: build
 	ctest --preset unit -j $(JOBS)
 
 test-all: build
+	@scripts/install-deps.sh --browser
 	ctest --preset all -j $(JOBS)
 
 build-torch2:

@@ -18,6 +18,7 @@ declare -A allowed=(
   [train]="core data models optim metrics algorithms callbacks loggers"
   [plan]="core"
   [exec]="core plan"
+  [dashboard]="core plan exec"
 )
 
 status=0

@@ -4,6 +4,7 @@
 #   scripts/install-deps.sh            build, test and demo dependencies
 #   scripts/install-deps.sh --bench    also the Python peers used by bench/
 #   scripts/install-deps.sh --fuzz     also clang and its runtimes for `make fuzz`
+#   scripts/install-deps.sh --browser  also Chromium for the dashboard's browser tests
 #   scripts/install-deps.sh --torch2   what the LibTorch 2.x build needs (its LibTorch comes from PyPI)
 #   scripts/install-deps.sh --check    only report what is missing (exit 1 if anything is)
 #
@@ -15,13 +16,14 @@ core=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libopenblas0-pthread libtcmalloc-minimal4 zlib1g-dev
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-  libsqlite3-dev libpq-dev postgresql
+  libsqlite3-dev libpq-dev postgresql libcpp-httplib-dev libjs-chart.js
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist ccache
 )
 bench=(python3-torch python3-optuna libtbb-dev)
 debian_torch=(libtorch-dev libopenblas0-pthread)
 fuzz=(clang libclang-rt-14-dev)
+browser=(chromium python3-websocket)  # the dashboard's browser tests (ctest label browser)
 
 want=("${core[@]}")
 check_only=0
@@ -29,13 +31,14 @@ for arg in "$@"; do
   case "$arg" in
     --bench) want+=("${bench[@]}") ;;
     --fuzz) want+=("${fuzz[@]}") ;;
+    --browser) want+=("${browser[@]}") ;;
     --torch2)  # LibTorch and its BLAS come with the torch wheel; venv makes its virtual environment
       kept=()
       for p in "${want[@]}"; do [[ " ${debian_torch[*]} " == *" $p "* ]] || kept+=("$p"); done
       want=("${kept[@]}" python3-venv) ;;
     --check) check_only=1 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "install-deps.sh: unknown option '$arg' (expected --bench, --fuzz, --torch2 or --check)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (expected --bench, --fuzz, --browser, --torch2 or --check)" >&2; exit 2 ;;
   esac
 done
 

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   baton::cli::add_export(app);
   baton::cli::add_plot(app);
   baton::cli::add_search(app);
+  baton::cli::add_dashboard(app);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;

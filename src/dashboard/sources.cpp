@@ -1,0 +1,536 @@
+#include "sources.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "baton/exec/storage.h"
+
+namespace baton::dashboard {
+namespace fs = std::filesystem;
+namespace {
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Seconds since `file` last changed; a large number when it is missing.
+double age_s(const fs::path& file) {
+  std::error_code ec;
+  const auto t = fs::last_write_time(file, ec);
+  if (ec) return 1e12;
+  return std::chrono::duration<double>(fs::file_time_type::clock::now() - t).count();
+}
+
+// Files of a folder with their sizes, by name (checkpoints/, traces/).
+nlohmann::json listing(const fs::path& dir, const std::string& extension) {
+  nlohmann::json out = nlohmann::json::array();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  std::vector<fs::directory_entry> entries(fs::directory_iterator(dir, ec), fs::directory_iterator());
+  std::sort(entries.begin(), entries.end());
+  for (const auto& e : entries) {
+    if (!e.is_regular_file(ec) || (!extension.empty() && e.path().extension() != extension)) continue;
+    out.push_back({{"name", e.path().filename().string()}, {"bytes", e.file_size(ec)}});
+  }
+  return out;
+}
+
+// A run writes metrics.jsonl (or at least summary.json); a search's folder has summary.json too,
+// beside its search.db.
+bool is_run_dir(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "metrics.jsonl", ec) ||
+         (fs::is_regular_file(dir / "summary.json", ec) && !fs::exists(dir / "search.db", ec));
+}
+
+bool is_sqlite_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  char header[16] = {};
+  in.read(header, sizeof header);
+  return std::string(header, 15) == "SQLite format 3" || file.extension() == ".db" || file.extension() == ".sqlite";
+}
+
+std::string canonical_name(const fs::path& p) {
+  std::error_code ec;
+  const auto c = fs::weakly_canonical(p, ec);
+  return ec ? fs::absolute(p).string() : c.string();
+}
+
+}  // namespace
+
+// ---- Run -------------------------------------------------------------------------------------
+
+Run::Run(std::string id, fs::path dir) : id_(std::move(id)), dir_(std::move(dir)) {}
+
+void Run::refresh() {
+  read_metrics();
+  if (fs::exists(dir_ / "summary.json") && summary_.is_null()) {
+    summary_ = nlohmann::json::parse(read_text(dir_ / "summary.json"), nullptr, false);
+    if (summary_.is_discarded()) summary_ = nullptr;  // being written: next time
+  }
+  if (recipe_.empty()) recipe_ = read_text(dir_ / "recipe.yaml");
+}
+
+void Run::read_metrics() {
+  const fs::path file = dir_ / "metrics.jsonl";
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  if (ec) return;
+  if (size < offset_) {  // rewritten (a resumed run keeps its lines up to the checkpoint)
+    offset_ = 0;
+    lines_ = 0;
+    metrics_.clear();
+  }
+  if (size == offset_) return;
+  std::ifstream in(file, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(offset_));
+  std::string chunk(size - offset_, '\0');
+  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  chunk.resize(static_cast<std::size_t>(in.gcount()));
+  const auto end = chunk.rfind('\n');
+  if (end == std::string::npos) return;  // a line being written: next time
+  std::size_t at = 0;
+  while (at <= end) {
+    const auto nl = chunk.find('\n', at);
+    ++lines_;
+    take_line(chunk.substr(at, nl - at));
+    at = nl + 1;
+  }
+  offset_ += end + 1;
+}
+
+void Run::take_line(const std::string& line) {
+  if (line.empty()) return;
+  const auto j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    if (problems_.size() < 20)
+      problems_.push_back((dir_ / "metrics.jsonl").string() + ":" + std::to_string(lines_) + ": not a JSON object");
+    return;
+  }
+  if (j.contains("hyperparameters")) {
+    hyperparameters_ = j["hyperparameters"];
+    return;
+  }
+  const int64_t step = j.value("step", int64_t{0});
+  const double time = j.value("time", 0.0);
+  if (first_time_ == 0) first_time_ = time;
+  last_time_ = std::max(last_time_, time);
+  last_step_ = std::max(last_step_, step);
+  for (const auto& [key, value] : j.items()) {
+    if (key == "step" || key == "time" || !value.is_number()) continue;
+    metrics_[key].push_back({step, time, value.get<double>()});
+  }
+}
+
+// finished: summary.json; running: metrics.jsonl or a checkpoint changed in the last minute;
+// failed: neither (stopped without a summary).
+std::string Run::status() const {
+  if (!summary_.is_null()) return "finished";
+  return std::min(age_s(dir_ / "metrics.jsonl"), age_s(dir_ / "checkpoints")) < 60 ? "running" : "failed";
+}
+
+nlohmann::json Run::row() const {
+  auto last = [&](const std::string& key) -> nlohmann::json {
+    auto it = metrics_.find(key);
+    return it == metrics_.end() || it->second.empty() ? nlohmann::json() : nlohmann::json(it->second.back().value);
+  };
+  nlohmann::json best = nullptr;
+  if (auto it = metrics_.find("eval/accuracy"); it != metrics_.end()) {
+    for (const auto& p : it->second) best = best.is_null() ? p.value : std::max(best.get<double>(), p.value);
+  }
+  nlohmann::json row = {{"id", id_},
+                        {"name", dir_.filename().string()},
+                        {"path", dir_.string()},
+                        {"status", status()},
+                        {"steps", last_step_},
+                        {"best_accuracy", best},
+                        {"train_loss", last("train/loss")},
+                        {"samples_per_s", last("throughput/samples_per_sec")},
+                        {"duration_s", last_time_ - first_time_},
+                        {"started", first_time_},
+                        {"problems", problems_.size()}};
+  if (auto epochs = last("epoch"); !epochs.is_null()) row["epochs"] = epochs;
+  if (!summary_.is_null() && summary_.contains("samples_per_s")) row["samples_per_s"] = summary_["samples_per_s"];
+  return row;
+}
+
+nlohmann::json Run::detail() const {
+  nlohmann::json keys = nlohmann::json::array();
+  for (const auto& [key, points] : metrics_) keys.push_back({{"name", key}, {"points", points.size()}});
+  return {{"row", row()},
+          {"recipe", recipe_},
+          {"hyperparameters", hyperparameters_},
+          {"summary", summary_},
+          {"metrics", keys},
+          {"checkpoints", listing(dir_ / "checkpoints", ".ckpt")},
+          {"traces", listing(dir_ / "traces", ".json")},
+          {"problems", problems_}};
+}
+
+nlohmann::json Run::series(const std::vector<std::string>& keys, const std::string& x, std::size_t points) const {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& key : keys) {
+    auto it = metrics_.find(key);
+    if (it == metrics_.end()) continue;
+    std::vector<double> xs, ys, dx, dy;
+    xs.reserve(it->second.size());
+    ys.reserve(it->second.size());
+    for (const auto& p : it->second) {
+      xs.push_back(x == "time" ? p.time - first_time_ : static_cast<double>(p.step));
+      ys.push_back(p.value);
+    }
+    downsample(xs, ys, points, dx, dy);
+    out[key] = {{"x", dx}, {"y", dy}, {"points", it->second.size()}};
+  }
+  return out;
+}
+
+void downsample(const std::vector<double>& x, const std::vector<double>& y, std::size_t points,
+                std::vector<double>& out_x, std::vector<double>& out_y) {
+  out_x.clear();
+  out_y.clear();
+  if (x.size() <= points || points < 3) {
+    out_x = x;
+    out_y = y;
+    return;
+  }
+  const std::size_t buckets = points / 3;
+  const double lo = x.front(), span = std::max(x.back() - x.front(), 1e-12);
+  std::size_t i = 0;
+  for (std::size_t b = 0; b < buckets && i < x.size(); ++b) {
+    const double upper = lo + span * static_cast<double>(b + 1) / static_cast<double>(buckets);
+    const std::size_t first = i;
+    std::size_t low = i, high = i;
+    for (; i < x.size() && (x[i] <= upper || b + 1 == buckets); ++i) {
+      if (y[i] < y[low]) low = i;
+      if (y[i] > y[high]) high = i;
+    }
+    if (i == first) continue;
+    std::vector<std::size_t> keep = {first, low, high};
+    std::sort(keep.begin(), keep.end());
+    keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+    for (auto k : keep) {
+      out_x.push_back(x[k]);
+      out_y.push_back(y[k]);
+    }
+  }
+  if (out_x.back() != x.back()) {  // the last value is the one a user looks for
+    out_x.push_back(x.back());
+    out_y.push_back(y.back());
+  }
+}
+
+// ---- Search ----------------------------------------------------------------------------------
+
+Search::Search(std::string id, std::string url, fs::path trials_dir)
+    : id_(std::move(id)), url_(std::move(url)), trials_dir_(std::move(trials_dir)) {}
+
+void Search::refresh() {
+  try {
+    if (!storage_) storage_ = open_storage(url_);
+    nlohmann::json trials = nlohmann::json::array();
+    for (const auto& t : storage_->load_trials()) trials.push_back(t.to_json());
+    trials_ = std::move(trials);
+    meta_ = storage_->meta("search").value_or(nlohmann::json());
+    problem_.clear();
+  } catch (const std::exception& e) {
+    storage_.reset();
+    problem_ = url_ + ": " + e.what();
+  }
+}
+
+namespace {
+
+bool maximizing(const nlohmann::json& meta) {
+  return !meta.is_object() || meta.value("direction", "maximize") != "minimize";
+}
+
+std::optional<double> final_of(const nlohmann::json& t) {
+  if (!t.contains("final") || !t["final"].is_number()) return {};
+  return t["final"].get<double>();
+}
+
+}  // namespace
+
+nlohmann::json Search::row() const {
+  std::map<std::string, int> counts;
+  std::optional<double> best;
+  const bool max = maximizing(meta_);
+  for (const auto& t : trials_) {
+    ++counts[t.value("status", "")];
+    if (auto v = final_of(t); v && t.value("status", "") == "trained")
+      best = !best ? *v : max ? std::max(*best, *v) : std::min(*best, *v);
+  }
+  return {{"id", id_},
+          {"url", url_},
+          {"trials", trials_.size()},
+          {"statuses", counts},
+          {"best", best ? nlohmann::json(*best) : nlohmann::json()},
+          {"direction", max ? "maximize" : "minimize"},
+          {"meta", meta_},
+          {"problem", problem_}};
+}
+
+nlohmann::json Search::detail(const std::map<int64_t, std::string>& run_ids) const {
+  nlohmann::json trials = nlohmann::json::array(), history = nlohmann::json::array();
+  const bool max = maximizing(meta_);
+  std::optional<double> best;
+  for (const auto& t : trials_) {
+    nlohmann::json row = t;
+    const int64_t id = t.value("id", int64_t{0});
+    row["duration_s"] = t.value("ended_at", 0.0) > 0
+                            ? nlohmann::json(t.value("ended_at", 0.0) - t.value("started_at", 0.0))
+                            : nlohmann::json();
+    row["pruned"] = t.value("status", "") == "interrupted" && t.value("error", "") == "killed";
+    if (auto it = run_ids.find(id); it != run_ids.end()) row["run"] = it->second;
+    trials.push_back(row);
+    if (auto v = final_of(t); v && t.value("status", "") == "trained") {
+      best = !best ? *v : max ? std::max(*best, *v) : std::min(*best, *v);
+      history.push_back({{"trial", id}, {"value", *v}, {"best", *best}});
+    }
+  }
+  nlohmann::json out = row();
+  out["trials_table"] = trials;
+  out["history"] = history;
+  out["importance"] = parameter_importance(trials_);
+  return out;
+}
+
+// ---- parameter importance --------------------------------------------------------------------
+
+namespace {
+
+// Parameters with nested choices flattened: {"optimizer": {"_name": "sgd", "momentum": 0.9}}
+// gives optimizer = "sgd" and optimizer.momentum = 0.9.
+void flatten(const nlohmann::json& p, const std::string& prefix, std::map<std::string, nlohmann::json>& out) {
+  for (const auto& [key, value] : p.items()) {
+    if (value.is_object()) {
+      out[prefix + key] = value.value("_name", nlohmann::json());
+      for (const auto& [k, v] : value.items()) {
+        if (k != "_name") flatten({{k, v}}, prefix + key + ".", out);
+      }
+    } else {
+      out[prefix + key] = value;
+    }
+  }
+}
+
+// Bin labels of one parameter's values: numbers by quantile (n / 5 bins, 2 to 10), others by value.
+std::vector<std::string> bins_of(const std::vector<nlohmann::json>& values) {
+  std::vector<double> numbers;
+  for (const auto& v : values) {
+    if (v.is_number()) numbers.push_back(v.get<double>());
+  }
+  std::sort(numbers.begin(), numbers.end());
+  std::vector<std::string> out;
+  for (const auto& v : values) {
+    if (!v.is_number() || numbers.empty()) {
+      out.push_back(v.is_null() ? "(absent)" : v.dump());
+      continue;
+    }
+    const auto rank =
+        static_cast<double>(std::lower_bound(numbers.begin(), numbers.end(), v.get<double>()) - numbers.begin());
+    const double bins = std::clamp(static_cast<double>(numbers.size() / 5), 2.0, 10.0);
+    out.push_back("#" + std::to_string(static_cast<int>(bins * rank / static_cast<double>(numbers.size()))));
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json parameter_importance(const nlohmann::json& trials) {
+  std::vector<double> y;
+  std::vector<std::map<std::string, nlohmann::json>> rows;
+  std::set<std::string> names;
+  for (const auto& t : trials) {
+    const auto v = final_of(t);
+    if (!v || t.value("status", "") != "trained" || !std::isfinite(*v)) continue;
+    y.push_back(*v);
+    rows.emplace_back();
+    flatten(t.value("parameters", nlohmann::json::object()), "", rows.back());
+    for (const auto& [k, _] : rows.back()) names.insert(k);
+  }
+  nlohmann::json out = nlohmann::json::array();
+  if (y.size() < 3) return out;
+  double mean = 0;
+  for (double v : y) mean += v;
+  mean /= static_cast<double>(y.size());
+  double total = 0;
+  for (double v : y) total += (v - mean) * (v - mean);
+  if (total <= 0) return out;
+  for (const auto& name : names) {
+    std::vector<nlohmann::json> values;
+    for (const auto& r : rows) values.push_back(r.count(name) ? r.at(name) : nlohmann::json());
+    const auto bins = bins_of(values);
+    std::map<std::string, std::pair<double, int>> groups;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      groups[bins[i]].first += y[i];
+      ++groups[bins[i]].second;
+    }
+    double between = 0;
+    for (const auto& [_, g] : groups) between += g.second * std::pow(g.first / g.second - mean, 2);
+    // ε²: η² less what k bins explain of pure noise (without it, few trials in many bins look
+    // important); 0 when the bins explain no more than that.
+    const double k = static_cast<double>(groups.size()), n = static_cast<double>(y.size());
+    const double within = n > k ? (total - between) / (n - k) : 0;
+    out.push_back({{"parameter", name}, {"importance", std::max(0.0, (between - (k - 1) * within) / total)}});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a["importance"] > b["importance"]; });
+  return out;
+}
+
+// ---- Catalog ---------------------------------------------------------------------------------
+
+Catalog::Catalog(std::vector<std::string> paths) : paths_(std::move(paths)) {
+  discover();
+  std::error_code ec;
+  const bool watching =
+      std::any_of(paths_.begin(), paths_.end(), [&](const auto& p) { return fs::is_directory(p, ec); });
+  if (runs_.empty() && searches_.empty() && !watching) {
+    std::string why;
+    for (const auto& p : problems_) why += "\n  " + p;
+    throw std::invalid_argument("nothing to show:" + why);
+  }
+  refresh();
+}
+
+Catalog::~Catalog() = default;
+
+void Catalog::discover() {
+  std::lock_guard lock(mutex_);
+  problems_.clear();
+  for (const auto& p : paths_) add_path(p, true);
+}
+
+void Catalog::add_path(const std::string& path, bool given) {
+  if (path.rfind("postgresql://", 0) == 0 || path.rfind("sqlite:", 0) == 0) return add_search(path, {});
+  const fs::path p(path);
+  std::error_code ec;
+  if (fs::is_regular_file(p, ec) && is_sqlite_file(p))
+    return add_search("sqlite://" + canonical_name(p), p.parent_path() / "trials");
+  if (fs::is_directory(p, ec) && is_run_dir(p)) return add_run(p);
+  if (fs::is_directory(p, ec)) {
+    bool found = false;
+    std::vector<fs::path> children;
+    for (const auto& e : fs::directory_iterator(p, ec)) children.push_back(e.path());
+    std::sort(children.begin(), children.end());
+    for (const auto& c : children) {
+      const std::size_t before = seen_;
+      if (fs::is_regular_file(c, ec) && c.filename() == "search.db")
+        add_search("sqlite://" + canonical_name(c), p / "trials");
+      else if (fs::is_directory(c, ec) && given)
+        add_path(c.string(), false);
+      found = found || seen_ > before;
+    }
+    if (!found && given)
+      problems_.push_back(path + ": no runs (metrics.jsonl) or search storages in it yet; watching it");
+    return;
+  }
+  if (given) {
+    problems_.push_back(path + ": " +
+                        (fs::exists(p, ec) ? "neither a run directory (metrics.jsonl), a folder of runs, nor a search "
+                                             "storage (a SQLite file, postgresql://...)"
+                                           : "no such file or directory"));
+  }
+}
+
+void Catalog::add_run(const fs::path& dir) {
+  ++seen_;
+  const std::string key = canonical_name(dir);
+  if (ids_.count(key)) return;
+  const std::string id = "r" + std::to_string(runs_.size() + 1);
+  ids_[key] = id;
+  runs_[id] = std::make_unique<Run>(id, dir);
+}
+
+// The storage, once; its trials' run directories (a recipe search's) each time, as they appear.
+void Catalog::add_search(const std::string& url, const fs::path& trials_dir) {
+  ++seen_;
+  if (!ids_.count(url)) {
+    const std::string id = "s" + std::to_string(searches_.size() + 1);
+    ids_[url] = id;
+    searches_[id] = std::make_unique<Search>(id, url, trials_dir);
+  }
+  std::error_code ec;
+  if (trials_dir.empty() || !fs::is_directory(trials_dir, ec)) return;
+  for (const auto& e : fs::directory_iterator(trials_dir, ec)) {
+    if (e.is_directory(ec) && is_run_dir(e.path())) add_run(e.path());
+  }
+}
+
+void Catalog::refresh() {
+  discover();
+  std::lock_guard lock(mutex_);
+  for (auto& [_, r] : runs_) r->refresh();
+  for (auto& [_, s] : searches_) s->refresh();
+}
+
+nlohmann::json Catalog::runs() const {
+  std::lock_guard lock(mutex_);
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [_, r] : runs_) out.push_back(r->row());
+  return out;
+}
+
+nlohmann::json Catalog::searches() const {
+  std::lock_guard lock(mutex_);
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [_, s] : searches_) out.push_back(s->row());
+  return out;
+}
+
+nlohmann::json Catalog::run(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  auto it = runs_.find(id);
+  return it == runs_.end() ? nlohmann::json() : it->second->detail();
+}
+
+nlohmann::json Catalog::series(const std::string& id, const std::vector<std::string>& keys, const std::string& x,
+                               std::size_t points) const {
+  std::lock_guard lock(mutex_);
+  auto it = runs_.find(id);
+  return it == runs_.end() ? nlohmann::json() : it->second->series(keys, x, points);
+}
+
+nlohmann::json Catalog::search(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  auto it = searches_.find(id);
+  if (it == searches_.end()) return nullptr;
+  std::map<int64_t, std::string> run_ids;
+  for (const auto& [rid, r] : runs_) {
+    if (r->dir().parent_path() != it->second->trials_dir()) continue;
+    try {
+      run_ids[std::stoll(r->dir().filename().string())] = rid;
+    } catch (const std::exception&) {
+    }
+  }
+  return it->second->detail(run_ids);
+}
+
+fs::path Catalog::trace_file(const std::string& run, const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  auto it = runs_.find(run);
+  if (it == runs_.end() || name.find('/') != std::string::npos || name.rfind("..", 0) == 0) return {};
+  const fs::path file = it->second->dir() / "traces" / name;
+  std::error_code ec;
+  return fs::is_regular_file(file, ec) ? file : fs::path();
+}
+
+std::vector<std::string> Catalog::problems() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out = problems_;
+  for (const auto& [_, s] : searches_) {
+    if (auto p = s->row()["problem"].get<std::string>(); !p.empty()) out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace baton::dashboard
