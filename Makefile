@@ -36,6 +36,7 @@ demo:
 	else \
 	  $(MAKE) --no-print-directory build && build/bin/baton train recipes/fashion_mnist.yaml --overwrite; \
 	fi
+	@echo "demo: see its curves in a browser: build/bin/baton dashboard runs/fashion_mnist  (then open the URL it prints)"
 
 test: build
 	ctest --preset unit -j $(JOBS)

@@ -233,7 +233,28 @@ void downsample(const std::vector<double>& x, const std::vector<double>& y, std:
 Search::Search(std::string id, std::string url, fs::path trials_dir)
     : id_(std::move(id)), url_(std::move(url)), trials_dir_(std::move(trials_dir)) {}
 
+// A SQLite storage's files (the database and its write-ahead log): unchanged files, unchanged
+// trials. Empty for PostgreSQL (read at every refresh).
+std::string Search::signature() const {
+  std::string path;
+  if (url_.rfind("sqlite:///", 0) == 0)
+    path = url_.substr(9);
+  else if (url_.rfind("sqlite:", 0) == 0)
+    path = url_.substr(7);
+  if (path.empty()) return {};
+  std::string out;
+  for (const auto& f : {path, path + "-wal"}) {
+    std::error_code ec;
+    const auto size = fs::file_size(f, ec);
+    const auto written = fs::last_write_time(f, ec).time_since_epoch().count();
+    out += std::to_string(ec ? 0 : size) + ":" + std::to_string(ec ? 0 : written) + ";";
+  }
+  return out;
+}
+
 void Search::refresh() {
+  const std::string files = signature();
+  if (!files.empty() && files == signature_ && storage_) return;
   try {
     if (!storage_) storage_ = open_storage(url_);
     nlohmann::json trials = nlohmann::json::array();
@@ -241,6 +262,7 @@ void Search::refresh() {
     trials_ = std::move(trials);
     meta_ = storage_->meta("search").value_or(nlohmann::json());
     problem_.clear();
+    signature_ = files;
   } catch (const std::exception& e) {
     storage_.reset();
     problem_ = url_ + ": " + e.what();
@@ -359,7 +381,7 @@ nlohmann::json parameter_importance(const nlohmann::json& trials) {
     for (const auto& [k, _] : rows.back()) names.insert(k);
   }
   nlohmann::json out = nlohmann::json::array();
-  if (y.size() < 3) return out;
+  if (y.size() < 8) return out;  // fewer finished trials say nothing about importance
   double mean = 0;
   for (double v : y) mean += v;
   mean /= static_cast<double>(y.size());

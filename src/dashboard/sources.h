@@ -67,7 +67,9 @@ class Search {
   const std::filesystem::path& trials_dir() const { return trials_dir_; }
 
  private:
-  std::string id_, url_;
+  std::string signature() const;
+
+  std::string id_, url_, signature_;
   std::filesystem::path trials_dir_;
   std::unique_ptr<TrialStorage> storage_;
   nlohmann::json trials_ = nlohmann::json::array(), meta_;

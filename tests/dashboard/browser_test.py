@@ -2,12 +2,15 @@
 """The dashboard in a real browser: headless Chromium driven through its DevTools protocol.
 
     tests/dashboard/browser_test.py BATON_BINARY OUT_DIR
+    tests/dashboard/browser_test.py BATON_BINARY OUT_DIR --large DIR   # after build/bin/dashboard_bench --dir DIR
 
 Makes run directories (a finished run, a run that is still being written, one with a line that
 is not JSON) and a real search (`baton search`, with median stopping so that some trials are
 pruned), starts `baton dashboard` on a free port, and opens each page: no console error or
 exception, the expected rows and curves in the DOM, a screenshot of each page in OUT_DIR; then a
 value appended to metrics.jsonl while a run's page is open must appear without a reload.
+With --large, the pages over dashboard_bench's data instead (a metrics.jsonl of 1,000,000 lines,
+a search of 10,000 trials): how long each takes to render once the server has read them.
 Exit 77 (skipped, with the reason) when Chromium or python3-websocket is missing.
 """
 import base64
@@ -85,7 +88,7 @@ def make_search(baton, root):
                 "    time.sleep(0.05)\n"
                 "print('baton: ' + json.dumps({'final': v}))\n")
     out = subprocess.run([baton, "search", space, "--command", f"/usr/bin/python3 {trial}", "--trials", "16",
-                          "--strategy", "tpe", "--median-stop", "4", "--run-dir", os.path.join(root, "runs", "search")],
+                          "--strategy", "tpe", "--median-stop", "8", "--run-dir", os.path.join(root, "runs", "search")],
                          capture_output=True, text=True, timeout=300)
     check(out.returncode == 0, "baton search made the search (" + out.stdout[-200:] + out.stderr[-300:] + ")")
 
@@ -212,9 +215,58 @@ def live_check(browser, base, root):
     check(seen, f"live: a value appended to metrics.jsonl shows without a reload ({time.time() - t0:.1f} s)")
 
 
+def start_dashboard(baton, runs):
+    server = subprocess.Popen([baton, "dashboard", runs, "--port", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = server.stdout.readline()
+    m = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+    if not m:
+        raise RuntimeError("baton dashboard did not print its URL: " + line + server.stdout.read()[:500])
+    return server, m.group(1)
+
+
+def render_time(browser, url, ready):
+    browser.open("about:blank")
+    t0 = time.time()
+    browser.call("Page.navigate", url=url)
+    ok = browser.wait_for(ready, 30)
+    return (time.time() - t0) if ok else None
+
+
+def large(baton, out, data):
+    """Render times over dashboard_bench's data: the server has read it when it prints its URL."""
+    server, base = start_dashboard(baton, os.path.join(data, "runs"))
+    browser = Browser(tempfile.mkdtemp(prefix="baton_browser_"))
+    try:
+        figures = {}
+        for name, route, ready in [
+                ("runs", "#/", "document.querySelectorAll('#runs tbody tr').length === 1"),
+                ("run_1000000_lines", "#/run/r1",
+                 "(() => { const c = document.querySelector('#charts canvas'); const ch = c && Chart.getChart(c);"
+                 " return !!ch && ch.data.datasets.length > 0 && ch.data.datasets[0].data.length > 100; })()"),
+                ("search_10000_trials", "#/search/s1",
+                 "document.querySelectorAll('#trials tbody tr').length === 500 &&"
+                 " document.querySelectorAll('#parallel polyline').length === 1000")]:
+            figures[name] = render_time(browser, base + route, ready)
+            check(figures[name] is not None and figures[name] < 1.0,
+                  f"large: {name} renders in under 1 s ({figures[name]})")
+            browser.screenshot(os.path.join(out, f"large-{name}.png"))
+        print(json.dumps({"render_s": figures}))
+        check(not browser.errors, "large: no console error" + ("" if not browser.errors else ": " + "; ".join(browser.errors[:3])))
+    finally:
+        browser.close()
+        server.terminate()
+        server.wait(timeout=10)
+
+
 def main():
+    if len(sys.argv) == 5 and sys.argv[3] == "--large":
+        out = os.path.abspath(sys.argv[2])
+        os.makedirs(out, exist_ok=True)
+        large(os.path.abspath(sys.argv[1]), out, os.path.abspath(sys.argv[4]))
+        sys.exit(1 if failures else 0)
     if len(sys.argv) != 3:
-        sys.exit("usage: browser_test.py BATON_BINARY OUT_DIR")
+        sys.exit("usage: browser_test.py BATON_BINARY OUT_DIR [--large DIR]")
     baton, out = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     os.makedirs(out, exist_ok=True)
     root = tempfile.mkdtemp(prefix="baton_browser_")
@@ -224,13 +276,7 @@ def main():
         write_run(os.path.join(root, "runs", "b"), 120, finished=False)
         write_run(os.path.join(root, "runs", "c"), 80, finished=True, bad_line=True)
         make_search(baton, root)
-        server = subprocess.Popen([baton, "dashboard", os.path.join(root, "runs"), "--port", "0"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        line = server.stdout.readline()
-        m = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
-        if not m:
-            raise RuntimeError("baton dashboard did not print its URL: " + line + server.stdout.read()[:500])
-        base = m.group(1)
+        server, base = start_dashboard(baton, os.path.join(root, "runs"))
         browser = Browser(root)
         page_checks(browser, base, out, root)
         live_check(browser, base, root)

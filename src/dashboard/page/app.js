@@ -245,9 +245,13 @@ function paramText(p) {
   return Object.entries(p || {}).map(([k, v]) => k + '=' + (v && typeof v === 'object' ? JSON.stringify(v) : fmt(v))).join(' ');
 }
 
+// The trials table: 500 rows a page (10,000 rows in the DOM would take seconds to lay out).
+const trialsPage = 500;
 function trialsTable(s) {
   const body = el('tbody');
-  for (const t of s.trials_table) {
+  const pages = Math.max(1, Math.ceil(s.trials_table.length / trialsPage));
+  state.trialsPage = Math.min(state.trialsPage || 0, pages - 1);
+  for (const t of s.trials_table.slice(state.trialsPage * trialsPage, (state.trialsPage + 1) * trialsPage)) {
     const inter = t.intermediate || [];
     body.append(el('tr', { 'data-trial': t.id, class: t.pruned ? 'pruned' : '' },
       el('td', { class: 'num' }, t.run ? link('#/run/' + t.run, t.id) : t.id), el('td', {}, t.pruned ? 'pruned' : t.status),
@@ -255,12 +259,18 @@ function trialsTable(s) {
       el('td', { class: 'num' }, fmt(t.final)), el('td', { class: 'num' }, duration(t.duration_s)), el('td', { class: 'problem' }, t.error || '')));
   }
   const head = el('tr', {}, ...['trial', 'status', 'parameters', 'last intermediate', 'final', 'duration', 'error'].map(t => el('th', {}, t)));
-  return el('table', { id: 'trials' }, el('thead', {}, head), body);
+  const table = el('table', { id: 'trials' }, el('thead', {}, head), body);
+  if (pages === 1) return table;
+  const go = d => () => { state.trialsPage = Math.max(0, Math.min(pages - 1, state.trialsPage + d)); document.getElementById('trials-box').replaceChildren(trialsTable(s)); };
+  return el('div', {}, el('div', { class: 'controls' }, el('button', { onclick: go(-1) }, '◀'), 'page ' + (state.trialsPage + 1) + ' of ' + pages, el('button', { onclick: go(1) }, '▶')), table);
 }
 
 // Parallel coordinates: one vertical axis per parameter and one for the value; a line per trial.
 function parallelCoordinates(s) {
-  const trials = s.trials_table.filter(t => t.status === 'trained' && typeof t.final === 'number');
+  const max = s.direction !== 'minimize';
+  // At most the best 1,000 trials: more lines only darken the picture and slow the page.
+  const trials = s.trials_table.filter(t => t.status === 'trained' && typeof t.final === 'number')
+    .sort((a, b) => max ? b.final - a.final : a.final - b.final).slice(0, 1000);
   const flat = trials.map(t => { const o = {}; const walk = (p, pre) => { for (const [k, v] of Object.entries(p || {})) { if (v && typeof v === 'object') { o[pre + k] = v._name; walk(Object.fromEntries(Object.entries(v).filter(([kk]) => kk !== '_name')), pre + k + '.'); } else o[pre + k] = v; } }; walk(t.parameters, ''); o.value = t.final; return o; });
   const names = [...new Set(flat.flatMap(o => Object.keys(o)).filter(k => k !== 'value'))].sort().concat(['value']);
   const W = Math.max(480, names.length * 140), H = 300, pad = 30;
@@ -274,7 +284,6 @@ function parallelCoordinates(s) {
     return v => v === undefined ? null : (cats.indexOf(String(v)) + 0.5) / cats.length;
   });
   const vals = flat.map(o => o.value), lo = Math.min(...vals), hi = Math.max(...vals);
-  const max = s.direction !== 'minimize';
   names.forEach((n, i) => {
     const x = pad + i * (W - 2 * pad) / Math.max(1, names.length - 1);
     const axis = document.createElementNS(ns, 'line');
@@ -316,7 +325,7 @@ function updateSearchCharts(s) {
   }
   const inter = searchChart(document.getElementById('intermediate-box'), 'intermediate', 'line');
   if (inter) {
-    inter.data.datasets = s.trials_table.filter(t => (t.intermediate || []).length).map((t, i) => ({
+    inter.data.datasets = s.trials_table.filter(t => (t.intermediate || []).length).slice(-200).map((t, i) => ({
       label: 'trial ' + t.id + (t.pruned ? ' (pruned)' : ''), pointRadius: t.intermediate.length < 3 ? 2 : 0, borderWidth: 1.2, borderDash: t.pruned ? [4, 3] : [],
       borderColor: t.pruned ? '#c53b5b' : palette[i % palette.length], data: t.intermediate.map(v => ({ x: v.step, y: v.value })) }));
     inter.options.plugins.legend.display = inter.data.datasets.length <= 12;
@@ -324,6 +333,7 @@ function updateSearchCharts(s) {
   }
   const imp = searchChart(document.getElementById('importance-box'), 'importance', 'bar');
   if (imp) {
+    document.getElementById('importance-note').textContent = s.importance.length ? '' : 'after 8 finished trials';
     imp.data.labels = s.importance.map(i => i.parameter);
     imp.data.datasets = [{ label: 'share of the variance', backgroundColor: '#2f6fde', data: s.importance.map(i => i.importance) }];
     imp.update('none');
@@ -337,9 +347,9 @@ async function showSearch(view, id, first) {
     view.replaceChildren(el('h2', { id: 'search-title' }, 'Search ' + s.url), el('p', { id: 'search-facts' }),
       el('div', { class: 'charts' },
         el('div', { class: 'chart', id: 'history-box' }, el('h3', {}, 'best so far')),
-        el('div', { class: 'chart', id: 'intermediate-box' }, el('h3', {}, 'intermediate values (pruned: dashed)')),
-        el('div', { class: 'chart', id: 'importance-box' }, el('h3', {}, 'parameter importance (ε²: the share of the value\'s variance a parameter explains alone)'))),
-      el('h2', {}, 'Parameters against the value'), el('div', { id: 'parallel-box' }),
+        el('div', { class: 'chart', id: 'intermediate-box' }, el('h3', {}, 'intermediate values (pruned: dashed; the latest 200 trials)')),
+        el('div', { class: 'chart', id: 'importance-box' }, el('h3', {}, 'parameter importance (ε²: the share of the value\'s variance a parameter explains alone)'), el('p', { class: 'muted', id: 'importance-note' }))),
+      el('h2', {}, 'Parameters against the value (the best 1,000 trials)'), el('div', { id: 'parallel-box' }),
       el('h2', {}, 'Trials'), el('div', { id: 'trials-box' }));
   }
   const counts = Object.entries(s.statuses).map(([k, n]) => n + ' ' + k).join(', ');
