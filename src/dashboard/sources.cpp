@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -13,6 +14,9 @@
 namespace baton::dashboard {
 namespace fs = std::filesystem;
 namespace {
+
+// Logged by the speed monitor when an epoch ends: where the epochs are.
+constexpr const char* kEpochEnd = "wall_clock/epoch_s";
 
 std::string read_text(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -157,7 +161,7 @@ nlohmann::json Run::row() const {
                         {"duration_s", last_time_ - first_time_},
                         {"started", first_time_},
                         {"problems", problems_.size()}};
-  if (auto epochs = last("epoch"); !epochs.is_null()) row["epochs"] = epochs;
+  if (auto it = metrics_.find(kEpochEnd); it != metrics_.end()) row["epochs"] = it->second.size();
   if (!summary_.is_null() && summary_.contains("samples_per_s")) row["samples_per_s"] = summary_["samples_per_s"];
   return row;
 }
@@ -175,8 +179,27 @@ nlohmann::json Run::detail() const {
           {"problems", problems_}};
 }
 
+// The epoch (fractional) at `step`: between the steps at which epochs ended (the speed monitor's
+// wall_clock/epoch_s lines), linearly; past the last one at the last epoch's pace.
+double Run::epoch_at(int64_t step) const {
+  auto it = metrics_.find(kEpochEnd);
+  if (it == metrics_.end() || it->second.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const auto& ends = it->second;
+  int64_t begin = 0;
+  for (std::size_t k = 0; k < ends.size(); ++k) {
+    const int64_t end = ends[k].step;
+    if (step <= end || k + 1 == ends.size()) {
+      return static_cast<double>(k) +
+             static_cast<double>(step - begin) / static_cast<double>(std::max<int64_t>(end - begin, 1));
+    }
+    begin = end;
+  }
+  return 0;
+}
+
 nlohmann::json Run::series(const std::vector<std::string>& keys, const std::string& x, std::size_t points) const {
   nlohmann::json out = nlohmann::json::object();
+  if (x == "epoch" && !metrics_.count(kEpochEnd)) return out;
   for (const auto& key : keys) {
     auto it = metrics_.find(key);
     if (it == metrics_.end()) continue;
@@ -184,7 +207,7 @@ nlohmann::json Run::series(const std::vector<std::string>& keys, const std::stri
     xs.reserve(it->second.size());
     ys.reserve(it->second.size());
     for (const auto& p : it->second) {
-      xs.push_back(x == "time" ? p.time - first_time_ : static_cast<double>(p.step));
+      xs.push_back(x == "time" ? p.time - first_time_ : x == "epoch" ? epoch_at(p.step) : static_cast<double>(p.step));
       ys.push_back(p.value);
     }
     downsample(xs, ys, points, dx, dy);

@@ -28,7 +28,8 @@ class Run {
   void refresh();
   nlohmann::json row() const;     // the runs table's row
   nlohmann::json detail() const;  // recipe, summary, checkpoints, traces, metric names, problems
-  // `keys`' curves against x = "step" or "time" (seconds since the first line), at most about
+  // `keys`' curves against x = "step", "epoch" (when the run logs wall_clock/epoch_s at each
+  // epoch's end, as the speed monitor does) or "time" (seconds since the first line), at most about
   // `points` points each: every bucket of steps keeps its first, lowest and highest value.
   nlohmann::json series(const std::vector<std::string>& keys, const std::string& x, std::size_t points) const;
   const std::filesystem::path& dir() const { return dir_; }
@@ -41,6 +42,7 @@ class Run {
   };
   void read_metrics();
   void take_line(const std::string& line);
+  double epoch_at(int64_t step) const;
   std::string status() const;
 
   std::string id_;

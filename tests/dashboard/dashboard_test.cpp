@@ -53,6 +53,7 @@ class DashboardApi : public ::testing::Test {
     for (int s = 1; s <= steps; ++s) {
       m << nlohmann::json{{"step", s}, {"time", 1000.0 + s}, {"train/loss", 2.0 / s}}.dump() << "\n";
       if (s % 10 == 0) m << nlohmann::json{{"step", s}, {"eval/accuracy", 0.5 + 0.002 * s}}.dump() << "\n";
+      if (s % 100 == 0) m << nlohmann::json{{"step", s}, {"wall_clock/epoch_s", 9.5}}.dump() << "\n";  // an epoch ends
     }
     std::ofstream(dir / "recipe.yaml") << "model: {name: mlp}\n";
     std::ofstream(dir / "checkpoints" / "ep0-ba10.ckpt") << std::string(1000, 'x');
@@ -135,6 +136,10 @@ TEST_F(DashboardApi, ARunsDetailAndDownsampledCurves) {
   EXPECT_EQ(series["eval/accuracy"]["x"].size(), 20U);                // fewer than asked: all of them
   const auto by_time = get(d, "/api/runs/" + id + "/series?keys=train/loss&x=time&points=1000");
   EXPECT_DOUBLE_EQ(by_time["train/loss"]["x"][0].get<double>(), 0.0);  // seconds since the first line
+  const auto by_epoch = get(d, "/api/runs/" + id + "/series?keys=train/loss&x=epoch&points=1000");
+  EXPECT_DOUBLE_EQ(by_epoch["train/loss"]["x"][49].get<double>(), 0.5);  // step 50 of 100 an epoch
+  EXPECT_DOUBLE_EQ(by_epoch["train/loss"]["x"][149].get<double>(), 1.5);
+  EXPECT_EQ(detail["row"]["epochs"], 2);
   get(d, "/api/runs/nope", 404);
 }
 

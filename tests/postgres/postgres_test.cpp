@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "baton/exec/storage.h"
+#include "dashboard/sources.h"
 #include "exec/queue_checks.h"
 
 namespace baton {
@@ -280,6 +281,32 @@ void two_model_workers(const std::string& url, const std::string& strategy, int 
   EXPECT_EQ(workers.size(), 2U);
   EXPECT_LT(best, goal) << log_of(dir, 0) << log_of(dir, 1);
   fs::remove_all(dir);
+}
+
+// `baton dashboard postgresql://...`: the search's trials as the page gets them, and a trial
+// saved while it watches.
+TEST_F(Postgres, TheDashboardReadsASearchFromPostgres) {
+  PostgresStorage storage(server_.url());
+  storage.set_meta("search", {{"direction", "minimize"}});
+  auto save = [&](int64_t id, double value) {
+    Trial t;
+    t.id = id;
+    t.status = TrialStatus::kTrained;
+    t.parameters = {{"x", value}};
+    t.metrics.final = value;
+    storage.save_trial(t);
+  };
+  for (int64_t i = 1; i <= 3; ++i) save(i, 1.0 / static_cast<double>(i));
+  dashboard::Catalog catalog({server_.url()});
+  auto s = catalog.search("s1");
+  ASSERT_EQ(s["trials_table"].size(), 3U) << s.dump();
+  EXPECT_DOUBLE_EQ(s["best"].get<double>(), 1.0 / 3);
+  save(4, 0.1);
+  catalog.refresh();
+  s = catalog.search("s1");
+  EXPECT_EQ(s["trials_table"].size(), 4U);
+  EXPECT_DOUBLE_EQ(s["best"].get<double>(), 0.1);
+  EXPECT_EQ(s["problem"], "");
 }
 
 TEST_F(Postgres, TwoGpWorkersShareTheirModel) { two_model_workers(server_.url(), "gp", 30, 1e-3); }

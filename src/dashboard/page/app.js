@@ -143,7 +143,8 @@ function curveControls(keys, rerender) {
     picks.append(el('label', {}, box, ' ' + k));
   }
   const x = el('select', { id: 'x-axis', onchange: e => { state.x = e.target.value; rerender(false); } },
-               ...['step', 'time'].map(v => { const o = el('option', { value: v }, v === 'step' ? 'batches' : 'time (s)'); o.selected = state.x === v; return o; }));
+               ...['step', 'epoch', 'time'].filter(v => v !== 'epoch' || keys.includes('wall_clock/epoch_s'))
+                 .map(v => { const o = el('option', { value: v }, { step: 'batches', epoch: 'epochs', time: 'time (s)' }[v]); o.selected = state.x === v; return o; }));
   const slider = el('input', { type: 'range', min: 0, max: 0.99, step: 0.01, value: state.smoothing, id: 'smoothing',
                                oninput: e => { state.smoothing = Number(e.target.value); rerender(false); } });
   const log = el('input', { type: 'checkbox', id: 'log-scale', onchange: e => { state.log = e.target.checked; rerender(false); } });
@@ -171,7 +172,7 @@ async function drawCurves(container, runs, rebuild) {
     if (!chart) continue;
     const series = [];
     runs.forEach((r, i) => { const s = data[i][key]; if (s) series.push({ label: r.name, x: s.x, y: smooth(s.y, state.smoothing), color: palette[i % palette.length] }); });
-    updateChart(chart, series, state.x === 'step' ? 'batches' : 'seconds');
+    updateChart(chart, series, { step: 'batches', epoch: 'epochs', time: 'seconds' }[state.x]);
   }
 }
 
@@ -368,7 +369,7 @@ async function render() {
   const view = document.getElementById('view');
   const route = location.hash.replace(/^#\/?/, '');
   const first = route !== state.route;
-  if (first) { state.metrics = null; state.charts = {}; }
+  if (first) { state.metrics = null; state.charts = {}; state.x = 'step'; }
   const [page, arg] = route.split('/');
   try {
     if (page === 'run') await showRun(view, arg, first);
