@@ -456,9 +456,15 @@ void Catalog::discover() {
 }
 
 void Catalog::add_path(const std::string& path, bool given) {
-  if (path.rfind("postgresql://", 0) == 0 || path.rfind("sqlite:", 0) == 0) return add_search(path, {});
-  const fs::path p(path);
+  if (path.rfind("postgresql://", 0) == 0) return add_search(path, {});
   std::error_code ec;
+  if (path.rfind("sqlite:", 0) == 0) {  // opening a missing file would create it: the dashboard only reads
+    const fs::path file = path.substr(path.rfind("sqlite:///", 0) == 0 ? 9 : 7);
+    if (fs::is_regular_file(file, ec)) return add_search(path, file.parent_path() / "trials");
+    if (given) problems_.push_back(path + ": no such file");
+    return;
+  }
+  const fs::path p(path);
   if (fs::is_regular_file(p, ec) && is_sqlite_file(p))
     return add_search("sqlite://" + canonical_name(p), p.parent_path() / "trials");
   if (fs::is_directory(p, ec) && is_run_dir(p)) return add_run(p);

@@ -205,6 +205,9 @@ TEST_F(DashboardApi, RefusesWhatItCannotServe) {
   std::ofstream(root_ / "file.txt") << "hello";
   EXPECT_NE(error({.paths = {(root_ / "file.txt").string()}, .port = 0}).find("neither a run directory"),
             std::string::npos);
+  const std::string missing = "sqlite://" + (root_ / "no" / "search.db").string();
+  EXPECT_NE(error({.paths = {missing}, .port = 0}).find("no such file"), std::string::npos);
+  EXPECT_FALSE(fs::exists(root_ / "no"));  // read-only: opening it did not create it
   Dashboard first({.paths = {(root_ / "runs").string()}, .port = 0});
   EXPECT_NE(error({.paths = {(root_ / "runs").string()}, .port = first.port()}).find("in use?"), std::string::npos);
   EXPECT_NE(error({.paths = {(root_ / "runs").string()}, .host = "0.0.0.0", .port = 0}).find("--token"),
