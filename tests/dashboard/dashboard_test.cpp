@@ -164,9 +164,15 @@ TEST_F(DashboardApi, NewLinesAndTrialsShowWithin2Seconds) {
 
 TEST_F(DashboardApi, ASearchsTrialsHistoryAndImportance) {
   for (int i = 6; i <= 30; ++i) save_trial(i, TrialStatus::kTrained, i % 2 ? 1.0 : 0.0);  // opt decides
+  fs::create_directories(root_ / "runs" / "search" / "trials" / "3");                     // a recipe search's trial run
+  std::ofstream(root_ / "runs" / "search" / "trials" / "3" / "metrics.jsonl") << R"({"step": 1, "train/loss": 1})"
+                                                                              << "\n";
   Dashboard d({.paths = {(root_ / "runs" / "search" / "search.db").string()}, .port = 0});
   const auto s = get(d, "/api/searches/s1");
   ASSERT_EQ(s["trials_table"].size(), 30U);
+  const auto run = s["trials_table"][2].value("run", "");  // trial 3 links to its run
+  EXPECT_EQ(get(d, "/api/runs/" + run)["row"]["path"], (root_ / "runs" / "search" / "trials" / "3").string());
+  EXPECT_FALSE(s["trials_table"][1].contains("run"));
   EXPECT_EQ(s["trials_table"][4]["status"], "running");
   EXPECT_DOUBLE_EQ(s["trials_table"][0]["duration_s"].get<double>(), 1.0);
   EXPECT_EQ(s["history"].size(), 29U);
