@@ -20,9 +20,9 @@ int run_dashboard(DashboardOptions options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   try {
     Dashboard dashboard(std::move(options));
-    for (const auto& p : dashboard.problems()) std::fprintf(stderr, "baton dashboard: %s\n", p.c_str());
     std::printf("baton dashboard: %s  (read-only; Ctrl-C stops it)\n", dashboard.url().c_str());
     std::fflush(stdout);
+    for (const auto& p : dashboard.problems()) std::fprintf(stderr, "baton dashboard: %s\n", p.c_str());
     int signal = 0;
     sigwait(&signals, &signal);
     std::printf("baton dashboard: stopped\n");

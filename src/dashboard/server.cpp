@@ -141,7 +141,10 @@ void Dashboard::Impl::routes() {
   });
 }
 
+// Reads everything once at the start (the server already answers: its first answers wait for
+// this), then what changed every refresh_s.
 void Dashboard::Impl::refresh_loop() {
+  catalog.refresh();
   std::unique_lock lock(mutex);
   while (!stopping) {
     wake.wait_for(lock, std::chrono::duration<double>(options.refresh_s));

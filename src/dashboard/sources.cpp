@@ -444,7 +444,6 @@ Catalog::Catalog(std::vector<std::string> paths) : paths_(std::move(paths)) {
     for (const auto& p : problems_) why += "\n  " + p;
     throw std::invalid_argument("nothing to show:" + why);
   }
-  refresh();
 }
 
 Catalog::~Catalog() = default;
@@ -519,40 +518,50 @@ void Catalog::add_search(const std::string& url, const fs::path& trials_dir) {
 
 void Catalog::refresh() {
   discover();
-  std::lock_guard lock(mutex_);
-  for (auto& [_, r] : runs_) r->refresh();
-  for (auto& [_, s] : searches_) s->refresh();
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [_, r] : runs_) r->refresh();
+    for (auto& [_, s] : searches_) s->refresh();
+    read_ = true;
+  }
+  read_once_.notify_all();
+}
+
+std::unique_lock<std::mutex> Catalog::read_lock() const {
+  std::unique_lock lock(mutex_);
+  read_once_.wait(lock, [this] { return read_; });
+  return lock;
 }
 
 nlohmann::json Catalog::runs() const {
-  std::lock_guard lock(mutex_);
+  const auto lock = read_lock();
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [_, r] : runs_) out.push_back(r->row());
   return out;
 }
 
 nlohmann::json Catalog::searches() const {
-  std::lock_guard lock(mutex_);
+  const auto lock = read_lock();
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [_, s] : searches_) out.push_back(s->row());
   return out;
 }
 
 nlohmann::json Catalog::run(const std::string& id) const {
-  std::lock_guard lock(mutex_);
+  const auto lock = read_lock();
   auto it = runs_.find(id);
   return it == runs_.end() ? nlohmann::json() : it->second->detail();
 }
 
 nlohmann::json Catalog::series(const std::string& id, const std::vector<std::string>& keys, const std::string& x,
                                std::size_t points) const {
-  std::lock_guard lock(mutex_);
+  const auto lock = read_lock();
   auto it = runs_.find(id);
   return it == runs_.end() ? nlohmann::json() : it->second->series(keys, x, points);
 }
 
 nlohmann::json Catalog::search(const std::string& id) const {
-  std::lock_guard lock(mutex_);
+  const auto lock = read_lock();
   auto it = searches_.find(id);
   if (it == searches_.end()) return nullptr;
   std::map<int64_t, std::string> run_ids;
@@ -567,7 +576,7 @@ nlohmann::json Catalog::search(const std::string& id) const {
 }
 
 fs::path Catalog::trace_file(const std::string& run, const std::string& name) const {
-  std::lock_guard lock(mutex_);
+  const auto lock = read_lock();
   auto it = runs_.find(run);
   if (it == runs_.end() || name.find('/') != std::string::npos || name.rfind("..", 0) == 0) return {};
   const fs::path file = it->second->dir() / "traces" / name;
@@ -576,7 +585,7 @@ fs::path Catalog::trace_file(const std::string& run, const std::string& name) co
 }
 
 std::vector<std::string> Catalog::problems() const {
-  std::lock_guard lock(mutex_);
+  const auto lock = read_lock();
   std::vector<std::string> out = problems_;
   for (const auto& [_, s] : searches_) {
     if (auto p = s->row()["problem"].get<std::string>(); !p.empty()) out.push_back(p);

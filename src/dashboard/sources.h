@@ -2,6 +2,7 @@
 // found from the paths it was given, and their JSON for the API. Private to src/dashboard.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -78,7 +79,9 @@ class Search {
   std::string problem_;
 };
 
-// Everything the paths name, found again at each refresh (new runs in a folder show up).
+// Everything the paths name, found again at each refresh (new runs in a folder show up). The
+// constructor only finds them; the first refresh() reads them, and what asks before it has ended
+// waits for it (a server can answer at once, its first answers when the data is read).
 class Catalog {
  public:
   // Throws std::invalid_argument when no path is usable (each one's reason in the message).
@@ -99,9 +102,12 @@ class Catalog {
   void add_path(const std::string& path, bool given);
   void add_run(const std::filesystem::path& dir);
   void add_search(const std::string& url, const std::filesystem::path& trials_dir);
+  std::unique_lock<std::mutex> read_lock() const;  // once the first refresh has read everything
 
   std::vector<std::string> paths_;
   mutable std::mutex mutex_;
+  mutable std::condition_variable read_once_;
+  bool read_ = false;
   std::map<std::string, std::unique_ptr<Run>> runs_;  // by id
   std::map<std::string, std::unique_ptr<Search>> searches_;
   std::map<std::string, std::string> ids_;  // canonical path or URL -> id

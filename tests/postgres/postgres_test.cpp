@@ -298,6 +298,7 @@ TEST_F(Postgres, TheDashboardReadsASearchFromPostgres) {
   };
   for (int64_t i = 1; i <= 3; ++i) save(i, 1.0 / static_cast<double>(i));
   dashboard::Catalog catalog({server_.url()});
+  catalog.refresh();
   auto s = catalog.search("s1");
   ASSERT_EQ(s["trials_table"].size(), 3U) << s.dump();
   EXPECT_DOUBLE_EQ(s["best"].get<double>(), 1.0 / 3);
