@@ -131,7 +131,11 @@ nlohmann::json model_meta(const TrainingRun& run) {
   nlohmann::json model = {{"name", run.model_name},
                           {"input_shape", run.model_spec.input_shape},
                           {"num_classes", run.model_spec.num_classes},
-                          {"hidden", run.model_spec.hidden}};
+                          {"hidden", run.model_spec.hidden},
+                          {"layers", run.model_spec.layers},
+                          {"width", run.model_spec.width},
+                          {"heads", run.model_spec.heads},
+                          {"dropout", run.model_spec.dropout}};
   if (!run.model_path.empty()) model["path"] = std::filesystem::absolute(run.model_path).string();
   return model;
 }

@@ -54,6 +54,8 @@ void SpeedMonitor::batch_start(State& state, Logger& /*logger*/) {
   counted_ = true;
   auto* model = dynamic_cast<Model*>(state.model.get());
   if (model == nullptr || !state.batch.input.defined()) return;
+  const at::Tensor& input = state.batch.input;
+  if (input.dim() == 2 && !at::isFloatingType(input.scalar_type())) tokens_per_sample_ = input.size(1);
   try {
     macs_ = count_multiply_adds(*model, state.batch.input.narrow(0, 0, std::min<int64_t>(2, state.batch.size())));
   } catch (const std::exception& e) {
@@ -89,6 +91,9 @@ void SpeedMonitor::measure(const InFlight& batch, Logger& logger) {
   Metrics m = {{"throughput/samples_per_sec", static_cast<double>(samples) / s},
                {"throughput/batches_per_sec", static_cast<double>(window_.size()) / s}};
   if (macs_ > 0) m["throughput/flops_per_sec"] = 2.0 * 3.0 * macs_ * static_cast<double>(samples) / s;
+  if (tokens_per_sample_ > 0) {
+    m["throughput/tokens_per_sec"] = static_cast<double>(tokens_per_sample_ * samples) / s;
+  }
   logger.log_metrics(m, batch.step);
 }
 

@@ -26,6 +26,11 @@ std::vector<std::string> unique_keys(const std::vector<std::shared_ptr<T>>& obje
 
 int64_t Batch::size() const { return input.defined() && input.dim() > 0 ? input.size(0) : 0; }
 
+std::pair<at::Tensor, at::Tensor> positions_as_rows(const at::Tensor& outputs, const at::Tensor& targets) {
+  if (outputs.dim() != 3) return {outputs, targets};
+  return {outputs.flatten(0, 1), targets.dim() == 3 ? targets.flatten(0, 1) : targets.flatten()};
+}
+
 State::State() = default;
 State::~State() = default;
 

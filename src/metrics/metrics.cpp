@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include "baton/core/state.h"
+
 namespace baton {
 namespace {
 
@@ -31,7 +33,8 @@ double value_of(const at::Tensor& sum) { return sum.defined() ? sum.item<double>
 
 }  // namespace
 
-void Accuracy::update(const at::Tensor& outputs, const at::Tensor& targets) {
+void Accuracy::update(const at::Tensor& sequence_outputs, const at::Tensor& sequence_targets) {
+  const auto [outputs, targets] = positions_as_rows(sequence_outputs, sequence_targets);
   accumulate(correct_, outputs.argmax(1).eq(class_indices(targets)).sum());
   seen_ += outputs.size(0);
 }
@@ -45,14 +48,16 @@ void Accuracy::reset() {
 
 std::vector<double> Accuracy::sums() const { return {value_of(correct_), static_cast<double>(seen_)}; }
 
-void TopKAccuracy::update(const at::Tensor& outputs, const at::Tensor& targets) {
+void TopKAccuracy::update(const at::Tensor& sequence_outputs, const at::Tensor& sequence_targets) {
+  const auto [outputs, targets] = positions_as_rows(sequence_outputs, sequence_targets);
   const int64_t k = std::min<int64_t>(k_, outputs.size(1));
   const at::Tensor top = std::get<1>(outputs.topk(k, 1));
   accumulate(correct_, top.eq(class_indices(targets).unsqueeze(1)).any(1).sum());
   seen_ += outputs.size(0);
 }
 
-void CrossEntropy::update(const at::Tensor& outputs, const at::Tensor& targets) {
+void CrossEntropy::update(const at::Tensor& sequence_outputs, const at::Tensor& sequence_targets) {
+  const auto [outputs, targets] = positions_as_rows(sequence_outputs, sequence_targets);
   at::Tensor per_example;
   if (targets.dim() == 2 && at::isFloatingType(targets.scalar_type())) {
     per_example = -(targets * torch::log_softmax(outputs.to(torch::kFloat), 1)).sum(1);

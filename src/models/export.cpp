@@ -103,7 +103,9 @@ double count_multiply_adds(Model& model, const at::Tensor& example_input) {
   torch::NoGradGuard no_grad;
   int counter = 0;
   torch::jit::Module module = mirror(model, counter);
-  const auto graph = trace(model, example_input.to(torch::kFloat), module);
+  // Token indices ([N, T] integers) stay as they are; other inputs are traced as float.
+  const bool tokens = example_input.dim() == 2 && !at::isFloatingType(example_input.scalar_type());
+  const auto graph = trace(model, tokens ? example_input : example_input.to(torch::kFloat), module);
   double macs = 0;
   for (const torch::jit::Node* node : graph->nodes()) {
     const std::string kind = node->kind().toQualString();

@@ -24,7 +24,13 @@ at::Tensor Classifier::loss_per_example(const at::Tensor& outputs, const Batch& 
   return soft_cross_entropy_per_example(outputs, batch.target);
 }
 
-at::Tensor soft_cross_entropy_per_example(const at::Tensor& logits, const at::Tensor& targets) {
+at::Tensor soft_cross_entropy_per_example(const at::Tensor& sequence_logits, const at::Tensor& sequence_targets) {
+  if (sequence_logits.dim() == 3) {  // a sequence's loss is the mean of its positions'
+    const auto [logits, targets] = positions_as_rows(sequence_logits, sequence_targets);
+    return soft_cross_entropy_per_example(logits, targets).view({sequence_logits.size(0), -1}).mean(1);
+  }
+  const at::Tensor& logits = sequence_logits;
+  const at::Tensor& targets = sequence_targets;
   if (targets.dim() == logits.dim() && at::isFloatingType(targets.scalar_type())) {
     return -(targets * torch::log_softmax(logits, 1)).sum(1);
   }
@@ -32,7 +38,8 @@ at::Tensor soft_cross_entropy_per_example(const at::Tensor& logits, const at::Te
                                               torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
 }
 
-at::Tensor soft_cross_entropy(const at::Tensor& logits, const at::Tensor& targets) {
+at::Tensor soft_cross_entropy(const at::Tensor& sequence_logits, const at::Tensor& sequence_targets) {
+  const auto [logits, targets] = positions_as_rows(sequence_logits, sequence_targets);
   if (targets.dim() == logits.dim() && at::isFloatingType(targets.scalar_type())) {
     return -(targets * torch::log_softmax(logits, 1)).sum(1).mean();
   }

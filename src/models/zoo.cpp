@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include "gpt.h"
+
 namespace baton {
 namespace {
 
@@ -105,7 +107,7 @@ void require_image(const std::string& name, const ModelSpec& spec, int64_t min_s
 
 }  // namespace
 
-std::vector<std::string> model_names() { return {"fashion_cnn", "mlp", "resnet20"}; }
+std::vector<std::string> model_names() { return {"fashion_cnn", "mlp", "resnet20", "gpt"}; }
 
 std::shared_ptr<Model> make_model(const std::string& name, const ModelSpec& spec) {
   if (spec.num_classes < 2) {
@@ -127,6 +129,7 @@ std::shared_ptr<Model> make_model(const std::string& name, const ModelSpec& spec
     require_image(name, spec, 4);
     return std::make_shared<Classifier>(ResNet20(spec.input_shape[0], spec.num_classes).ptr());
   }
+  if (name == "gpt") return make_gpt(spec);
   std::string known;
   for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown model '" + name + "' (known: " + known + ")");

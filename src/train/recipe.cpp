@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
@@ -18,6 +19,7 @@
 #include "baton/core/options.h"
 #include "baton/data/fashion_mnist.h"
 #include "baton/data/readers.h"
+#include "baton/data/text.h"
 #include "baton/metrics/metrics.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
@@ -84,6 +86,113 @@ std::vector<std::shared_ptr<T>> build_named(const Section& top, const std::strin
     }
   }
   return out;
+}
+
+// data.dataset: files — arrays of inputs and labels (.npy, .csv, ...), standardised unless told not.
+void load_files(const Section& data, TrainingRun& run) {
+  for (const char* key : {"train_inputs", "train_labels"}) {
+    if (!data.has(key)) data.fail(key, "required when data.dataset is files");
+  }
+  if (data.has("eval_inputs") != data.has("eval_labels")) {
+    data.fail(data.has("eval_inputs") ? "eval_labels" : "eval_inputs", "eval_inputs and eval_labels go together");
+  }
+  auto read = [&](const std::string& key) { return read_array(data.get<std::string>(key, "")); };
+  // Class indices, one per example: [N] (or [N, 1]), from 0 to a class count a model can have.
+  auto labels = [&](const std::string& key) {
+    at::Tensor y = read(key);
+    if (y.dim() == 2 && y.size(1) == 1) y = y.flatten();
+    if (y.dim() != 1) {
+      data.fail(key, "labels of shape " + c10::str(y.sizes()) + ": expected one class index per example ([N])");
+    }
+    y = y.to(torch::kLong);
+    if (y.numel() > 0 && (y.min().item<int64_t>() < 0 || y.max().item<int64_t>() >= kMaxClasses)) {
+      const int64_t bad = y.min().item<int64_t>() < 0 ? y.min().item<int64_t>() : y.max().item<int64_t>();
+      data.fail(key, "label " + std::to_string(bad) + ": class indices run from 0 to the number of classes - 1 (" +
+                         "at most " + std::to_string(kMaxClasses) + ")");
+    }
+    return y;
+  };
+  auto inputs = [&](const std::string& key) {
+    at::Tensor x = as_float_inputs(read(key));
+    if (x.size(0) == 0) data.fail(key, "holds 0 examples");
+    return x;
+  };
+  at::Tensor train_x = inputs("train_inputs");
+  at::Tensor train_y = labels("train_labels");
+  at::Tensor eval_x;
+  at::Tensor eval_y;
+  if (data.has("eval_inputs")) {
+    eval_x = inputs("eval_inputs");
+    eval_y = labels("eval_labels");
+    if (eval_x.sizes().slice(1) != train_x.sizes().slice(1)) {
+      data.fail("eval_inputs", "examples of shape " + c10::str(eval_x.sizes().slice(1)) +
+                                   " but the training examples are " + c10::str(train_x.sizes().slice(1)));
+    }
+  }
+  std::optional<Standardization> standardization;
+  if (data.get<bool>("standardize", true)) {
+    const at::Tensor mean = train_x.mean();
+    const at::Tensor std = train_x.std().clamp_min(1e-12);
+    train_x = (train_x - mean) / std;
+    if (eval_x.defined()) eval_x = (eval_x - mean) / std;
+    standardization = Standardization{mean.item<double>(), std.item<double>()};
+  }
+  try {
+    auto train = std::make_shared<TensorDataset>(train_x, train_y);
+    if (standardization) train->set_standardization(*standardization);
+    run.train_data = train;
+    if (eval_x.defined()) run.eval_data = std::make_shared<TensorDataset>(eval_x, eval_y);
+  } catch (const std::invalid_argument& e) {
+    data.fail("train_labels", e.what());
+  }
+}
+
+// data.dataset: text — next-token windows over a text file or folder.
+void load_text_data(const Section& data, uint64_t seed, TrainingRun& run) {
+  TextOptions t;
+  t.context = data.get<int64_t>("context", t.context);
+  t.tokens = data.get<std::string>("tokens", t.tokens);
+  t.validation_fraction = data.get<double>("validation_fraction", t.validation_fraction);
+  t.seed = seed;
+  try {
+    std::tie(run.train_data, run.eval_data) = load_text(data.get<std::string>("path", kDefaultTextPath), t);
+  } catch (const OptionError& e) {
+    data.fail(e.key(), e.what());
+  } catch (const std::exception& e) {
+    data.fail("path", e.what());
+  }
+}
+
+// The data section: the data sets (on `device` when data.on_device says so).
+void load_data(const Section& data, uint64_t seed, const c10::Device& device, TrainingRun& run) {
+  const std::string dataset = data.get<std::string>("dataset", "fashion_mnist");
+  if (dataset == "fashion_mnist") {
+    auto [train, test] = load_fashion_mnist(data.get<std::string>("dir", kFashionMnistDir));
+    run.train_data = train;
+    run.eval_data = test;
+  } else if (dataset == "files") {
+    load_files(data, run);
+  } else if (dataset == "text") {
+    load_text_data(data, seed, run);
+  } else {
+    data.fail("dataset", "unknown dataset '" + dataset + "' (known: fashion_mnist, files, text)");
+  }
+  if (data.get<bool>("on_device", false) && !device.is_cpu()) {  // gathered there, no copy per batch
+    auto on_device = [&](const std::shared_ptr<Dataset>& d) -> std::shared_ptr<Dataset> {
+      auto tensors = std::dynamic_pointer_cast<TensorDataset>(d);
+      auto text = std::dynamic_pointer_cast<TextDataset>(d);
+      if (!tensors && !text) data.fail("on_device", "this data set is not held in memory as tensors");
+      try {
+        if (text) return text->to(device);
+        return tensors->to(device);
+      } catch (const c10::Error& e) {
+        data.fail("on_device", "the data set does not fit on " + device.str() + " (" +
+                                   std::string(e.what_without_backtrace()).substr(0, 200) + "); set it to false");
+      }
+    };
+    run.train_data = on_device(run.train_data);
+    if (run.eval_data) run.eval_data = on_device(run.eval_data);
+  }
 }
 
 }  // namespace
@@ -199,84 +308,7 @@ TrainingRun build_run(const Recipe& recipe) {
 
   // Data.
   const Section data = top.child("data");
-  const std::string dataset = data.get<std::string>("dataset", "fashion_mnist");
-  if (dataset == "fashion_mnist") {
-    auto [train, test] = load_fashion_mnist(data.get<std::string>("dir", kFashionMnistDir));
-    run.train_data = train;
-    run.eval_data = test;
-  } else if (dataset == "files") {
-    for (const char* key : {"train_inputs", "train_labels"}) {
-      if (!data.has(key)) data.fail(key, "required when data.dataset is files");
-    }
-    if (data.has("eval_inputs") != data.has("eval_labels")) {
-      data.fail(data.has("eval_inputs") ? "eval_labels" : "eval_inputs", "eval_inputs and eval_labels go together");
-    }
-    auto read = [&](const std::string& key) { return read_array(data.get<std::string>(key, "")); };
-    // Class indices, one per example: [N] (or [N, 1]), from 0 to a class count a model can have.
-    auto labels = [&](const std::string& key) {
-      at::Tensor y = read(key);
-      if (y.dim() == 2 && y.size(1) == 1) y = y.flatten();
-      if (y.dim() != 1) {
-        data.fail(key, "labels of shape " + c10::str(y.sizes()) + ": expected one class index per example ([N])");
-      }
-      y = y.to(torch::kLong);
-      if (y.numel() > 0 && (y.min().item<int64_t>() < 0 || y.max().item<int64_t>() >= kMaxClasses)) {
-        const int64_t bad = y.min().item<int64_t>() < 0 ? y.min().item<int64_t>() : y.max().item<int64_t>();
-        data.fail(key, "label " + std::to_string(bad) + ": class indices run from 0 to the number of classes - 1 (" +
-                           "at most " + std::to_string(kMaxClasses) + ")");
-      }
-      return y;
-    };
-    auto inputs = [&](const std::string& key) {
-      at::Tensor x = as_float_inputs(read(key));
-      if (x.size(0) == 0) data.fail(key, "holds 0 examples");
-      return x;
-    };
-    at::Tensor train_x = inputs("train_inputs");
-    at::Tensor train_y = labels("train_labels");
-    at::Tensor eval_x;
-    at::Tensor eval_y;
-    if (data.has("eval_inputs")) {
-      eval_x = inputs("eval_inputs");
-      eval_y = labels("eval_labels");
-      if (eval_x.sizes().slice(1) != train_x.sizes().slice(1)) {
-        data.fail("eval_inputs", "examples of shape " + c10::str(eval_x.sizes().slice(1)) +
-                                     " but the training examples are " + c10::str(train_x.sizes().slice(1)));
-      }
-    }
-    std::optional<Standardization> standardization;
-    if (data.get<bool>("standardize", true)) {
-      const at::Tensor mean = train_x.mean();
-      const at::Tensor std = train_x.std().clamp_min(1e-12);
-      train_x = (train_x - mean) / std;
-      if (eval_x.defined()) eval_x = (eval_x - mean) / std;
-      standardization = Standardization{mean.item<double>(), std.item<double>()};
-    }
-    try {
-      auto train = std::make_shared<TensorDataset>(train_x, train_y);
-      if (standardization) train->set_standardization(*standardization);
-      run.train_data = train;
-      if (eval_x.defined()) run.eval_data = std::make_shared<TensorDataset>(eval_x, eval_y);
-    } catch (const std::invalid_argument& e) {
-      data.fail("train_labels", e.what());
-    }
-  } else {
-    data.fail("dataset", "unknown dataset '" + dataset + "' (known: fashion_mnist, files)");
-  }
-  if (data.get<bool>("on_device", false) && !device.is_cpu()) {  // gathered there, no copy per batch
-    auto on_device = [&](const std::shared_ptr<Dataset>& d) -> std::shared_ptr<Dataset> {
-      auto tensors = std::dynamic_pointer_cast<TensorDataset>(d);
-      if (!tensors) data.fail("on_device", "this data set is not held in memory as tensors");
-      try {
-        return tensors->to(device);
-      } catch (const c10::Error& e) {
-        data.fail("on_device", "the data set does not fit on " + device.str() + " (" +
-                                   std::string(e.what_without_backtrace()).substr(0, 200) + "); set it to false");
-      }
-    };
-    run.train_data = on_device(run.train_data);
-    if (run.eval_data) run.eval_data = on_device(run.eval_data);
-  }
+  load_data(data, seed, device, run);
   const int64_t batch_size = data.get<int64_t>("batch_size", 128);
   if (batch_size < 1) data.fail("batch_size", "must be at least 1");
   o.train_dataloader(std::make_shared<DataLoader>(run.train_data, DataLoaderOptions()
@@ -297,6 +329,10 @@ TrainingRun build_run(const Recipe& recipe) {
   run.model_name = model.get<std::string>("name", "fashion_cnn");
   ModelSpec spec{.input_shape = run.train_data->input_shape(), .num_classes = run.train_data->num_classes()};
   if (model.has("hidden")) spec.hidden = model.get<std::vector<int64_t>>("hidden", {});
+  spec.layers = model.get<int64_t>("layers", spec.layers);
+  spec.width = model.get<int64_t>("width", spec.width);
+  spec.heads = model.get<int64_t>("heads", spec.heads);
+  spec.dropout = model.get<double>("dropout", spec.dropout);
   run.model_spec = spec;
   if (run.model_name == "torchscript") {
     if (!model.has("path")) model.fail("path", "required for a torchscript model (a file saved with torch.jit.save)");

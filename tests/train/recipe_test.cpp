@@ -341,5 +341,29 @@ TEST(FuzzCorpus, RecipeParserRefusesOrReadsEveryInput) {
   EXPECT_GE(inputs, 5);
 }
 
+TEST(Recipe, TextDataAndTheGptModel) {
+  const auto dir = std::filesystem::temp_directory_path() / ("baton_recipe_text_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "to be or not to be, that is the question. ";
+  std::ofstream(dir / "t.txt") << text;
+  const std::string data = "data: {dataset: text, path: " + (dir / "t.txt").string() + ", context: 16}\n";
+  const TrainingRun run =
+      build_run(Recipe::parse(data + "model: {name: gpt, layers: 1, width: 16, heads: 2}\n", "r.yaml"));
+  EXPECT_EQ(run.model_spec.input_shape, std::vector<int64_t>{16});
+  EXPECT_EQ(run.model_spec.num_classes, run.train_data->num_classes());
+  EXPECT_EQ(run.model_spec.width, 16);
+  ASSERT_TRUE(run.eval_data);
+  const auto build = [&](const std::string& yaml) { return error_of([&] { build_run(Recipe::parse(yaml, "r.yaml")); }); };
+  EXPECT_THAT(build("data: {dataset: text, path: /nonexistent/text}\n"),
+              StartsWith("r.yaml:1:29: data.path: /nonexistent/text: no such file or folder"));
+  EXPECT_THAT(build("data: {dataset: text, path: " + (dir / "t.txt").string() + ", tokens: words}\n"),
+              HasSubstr("data.tokens: expected chars or bytes, got 'words'"));
+  EXPECT_THAT(build(data + "model: {name: gpt, width: 30, heads: 4}\n"),
+              HasSubstr("model.name: model 'gpt': width 30 must be a multiple of heads 4"));
+  EXPECT_THAT(build("model: {name: gpt}\n"), HasSubstr("needs windows of tokens (data.dataset: text)"));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace baton

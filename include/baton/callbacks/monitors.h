@@ -18,7 +18,8 @@
 namespace baton {
 
 // Logs throughput over the last `window_size` batches (throughput/samples_per_sec,
-// throughput/batches_per_sec), the wall-clock time of each epoch (wall_clock/epoch_s) and, from
+// throughput/batches_per_sec, and throughput/tokens_per_sec when the inputs are windows of token
+// indices), the wall-clock time of each epoch (wall_clock/epoch_s) and, from
 // the model's multiply-adds per example (counted once, on the first batch, by tracing the
 // model), throughput/flops_per_sec (2 FLOPs per multiply-add, forward and backward ~ 3x forward).
 // A batch's time is the device's (DeviceMarker): on a GPU, from when the device reached the
@@ -51,6 +52,7 @@ class SpeedMonitor : public Callback {
   std::deque<InFlight> in_flight_;                 // batches the device may not have done yet
   Clock::time_point epoch_start_{};
   double macs_ = 0;
+  int64_t tokens_per_sample_ = 0;  // windows of token indices ([N, T] integers): T
   bool counted_ = false;
 };
 

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -49,6 +50,11 @@ struct Batch {
   // Examples in the batch: input.size(0), or 0 when input is undefined.
   int64_t size() const;
 };
+
+// Sequence outputs (logits [N, T, classes], a language model's) and their targets ([N, T] class
+// indices or [N, T, classes] probabilities) as one row per position: [N*T, classes] and [N*T] or
+// [N*T, classes]. Losses and metrics count each position as an example. Other shapes unchanged.
+std::pair<at::Tensor, at::Tensor> positions_as_rows(const at::Tensor& outputs, const at::Tensor& targets);
 
 class State {
  public:

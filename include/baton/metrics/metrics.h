@@ -22,6 +22,7 @@ class Metric {
   // "accuracy", "top5_accuracy", "loss": the trainer logs "<label>/<name>".
   virtual std::string name() const = 0;
   // `outputs` are logits [N, classes]; `targets` class indices [N] or probabilities [N, classes].
+  // Sequences (logits [N, T, classes], targets [N, T]) count each position as an example.
   virtual void update(const at::Tensor& outputs, const at::Tensor& targets) = 0;
   // Throws std::logic_error when nothing was seen. Reads the device's sums (a wait for it).
   virtual double compute() const = 0;

@@ -56,7 +56,8 @@ class Classifier : public Model {
 std::shared_ptr<Model> load_torchscript_classifier(const std::string& path);
 
 // Cross-entropy of logits against class indices or per-class probabilities: the mean, and each
-// example's.
+// example's. Sequences (logits [N, T, classes]): the mean over every position, and each sequence's
+// mean.
 at::Tensor soft_cross_entropy(const at::Tensor& logits, const at::Tensor& targets);
 at::Tensor soft_cross_entropy_per_example(const at::Tensor& logits, const at::Tensor& targets);
 

@@ -1,4 +1,4 @@
-// Models by name: fashion_cnn, mlp, resnet20.
+// Models by name: fashion_cnn, mlp, resnet20, gpt.
 //
 //   auto model = baton::make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
 #pragma once
@@ -19,6 +19,12 @@ struct ModelSpec {
   int64_t num_classes = 10;
   // mlp: the hidden layers' widths. Default: {256, 128}.
   std::vector<int64_t> hidden = {256, 128};
+  // gpt: transformer blocks, the width of a token's vector, attention heads (width must divide by
+  // heads), dropout after attention and MLP. The context is input_shape[0]; the vocabulary num_classes.
+  int64_t layers = 6;
+  int64_t width = 384;
+  int64_t heads = 6;
+  double dropout = 0.0;
 };
 
 // fashion_cnn: conv(C->32, 3x3, pad 1) relu maxpool2, conv(32->64, 3x3, pad 1) relu maxpool2,
@@ -26,6 +32,11 @@ struct ModelSpec {
 // mlp:         flatten, linear + relu for each hidden width, linear -> classes
 // resnet20:    the CIFAR ResNet-20 (He et al. 2016): conv 16, three stages of three basic blocks
 //              (16, 32, 64 channels), global average pool, linear -> classes
+// gpt:         a decoder-only transformer (GPT-2's layout, pre-norm): token and position embeddings,
+//              `layers` blocks of causal self-attention (LibTorch's scaled_dot_product_attention on
+//              2.x, so its fused kernels are used) and a 4x GELU MLP, a final LayerNorm, and the
+//              token embedding again as the output layer (weight tying). Inputs are token indices
+//              [N, T] with T <= context; outputs logits [N, T, vocabulary].
 // Throws std::invalid_argument for an unknown name (listing the known ones) or an input shape the
 // model cannot take.
 std::shared_ptr<Model> make_model(const std::string& name, const ModelSpec& spec);

@@ -1,0 +1,68 @@
+// Text as next-token prediction: the characters (or bytes) of a file, cut into windows.
+//
+//   auto [train, valid] = baton::load_text("/usr/share/games/fortunes", {.context = 256});
+//   baton::Batch b = train->get_batch(torch::arange(4));  // input [4, 256], target [4, 256]: input shifted by one
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "baton/data/dataset.h"
+
+namespace baton {
+
+struct TextOptions {
+  // Tokens per window (the model's context).
+  int64_t context = 256;
+  // "chars": each distinct byte of the text is a token (the vocabulary is the bytes that occur,
+  // sorted); "bytes": all 256 byte values are tokens.
+  std::string tokens = "chars";
+  // The last part of the text held out for validation.
+  double validation_fraction = 0.1;
+  // Training windows start at a random offset each time they are drawn; validation windows are fixed.
+  uint64_t seed = 0;
+};
+
+// Windows of `context` tokens over one token sequence: example i is the window starting near
+// i * context (training: plus a random offset below context, drawn at each get_batch; validation:
+// exactly there); its target is the same window shifted by one token. size() is the number of
+// windows that cover the sequence once, so an epoch reads the text about once.
+class TextDataset : public Dataset {
+ public:
+  // `tokens`: int64 [L] with values below `vocab`. Throws std::invalid_argument when L < context + 1.
+  TextDataset(at::Tensor tokens, int64_t context, int64_t vocab, bool random_offsets, uint64_t seed);
+
+  int64_t size() const override;
+  Batch get_batch(const at::Tensor& indices) const override;
+  std::vector<int64_t> input_shape() const override { return {context_}; }
+  int64_t num_classes() const override { return vocab_; }
+  c10::Device device() const override;
+  // The same windows with the tokens on `device` (data.on_device).
+  std::shared_ptr<TextDataset> to(c10::Device device) const;
+  const at::Tensor& tokens() const { return tokens_; }
+
+ private:
+  at::Tensor tokens_;
+  int64_t context_;
+  int64_t vocab_;
+  bool random_offsets_;
+  uint64_t seed_;
+  mutable std::mutex mutex_;  // the loader's prefetch thread and the trainer may both ask
+  mutable std::mt19937_64 rng_;
+};
+
+// The text of `path` (a file, or a folder: its regular files in name order, links and fortune's
+// *.dat indexes skipped) as a training and a validation set. Throws std::runtime_error naming the
+// path when it cannot be read or is too short for one window in each part, OptionError (naming
+// the option) for bad options.
+std::pair<std::shared_ptr<TextDataset>, std::shared_ptr<TextDataset>> load_text(const std::string& path,
+                                                                                const TextOptions& options = {});
+
+// Where the recipes' text comes from: Debian's `fortunes` package (about 2.6 MB of English).
+inline constexpr const char* kDefaultTextPath = "/usr/share/games/fortunes";
+
+}  // namespace baton

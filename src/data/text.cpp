@@ -1,0 +1,128 @@
+#include "baton/data/text.h"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "baton/core/options.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_whole(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw std::runtime_error(file.string() + ": cannot read (" + std::strerror(errno) + ")");
+  return text.str();
+}
+
+// The file, or the folder's regular files in name order.
+std::string read_text(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) {
+    throw std::runtime_error(path + ": no such file or folder" +
+                             (path == kDefaultTextPath ? " (install Debian's fortunes package)" : ""));
+  }
+  if (!fs::is_directory(status)) return read_whole(path);
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(path)) {
+    if (entry.is_symlink() || !entry.is_regular_file() || entry.path().extension() == ".dat") continue;
+    files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::string text;
+  for (const auto& f : files) text += read_whole(f);
+  return text;
+}
+
+// Token ids of the text and the vocabulary's size.
+std::pair<at::Tensor, int64_t> tokenize(const std::string& text, const std::string& kind) {
+  at::Tensor bytes = torch::from_blob(const_cast<char*>(text.data()), {static_cast<int64_t>(text.size())}, torch::kUInt8)
+                         .to(torch::kLong);
+  if (kind == "bytes") return {bytes, 256};
+  std::array<int64_t, 256> id{};
+  for (unsigned char c : text) id[c] = 1;
+  int64_t vocab = 0;
+  for (auto& v : id) v = v ? vocab++ : -1;
+  const at::Tensor table = torch::tensor(std::vector<int64_t>(id.begin(), id.end()), torch::kLong);
+  return {table.index_select(0, bytes), vocab};
+}
+
+}  // namespace
+
+TextDataset::TextDataset(at::Tensor tokens, int64_t context, int64_t vocab, bool random_offsets, uint64_t seed)
+    : tokens_(std::move(tokens)), context_(context), vocab_(vocab), random_offsets_(random_offsets), seed_(seed), rng_(seed) {
+  if (context_ < 1) throw std::invalid_argument("context must be at least 1, got " + std::to_string(context_));
+  if (tokens_.dim() != 1 || tokens_.size(0) < context_ + 1) {
+    throw std::invalid_argument("a text of " + std::to_string(tokens_.numel()) + " tokens is too short for a window of " +
+                                std::to_string(context_) + " tokens and its next token");
+  }
+}
+
+int64_t TextDataset::size() const { return (tokens_.size(0) - 1) / context_; }
+
+c10::Device TextDataset::device() const { return tokens_.device(); }
+
+std::shared_ptr<TextDataset> TextDataset::to(c10::Device device) const {
+  return std::make_shared<TextDataset>(tokens_.to(device), context_, vocab_, random_offsets_, seed_);
+}
+
+Batch TextDataset::get_batch(const at::Tensor& indices) const {
+  const int64_t last_start = tokens_.size(0) - 1 - context_;
+  at::Tensor starts = indices.to(torch::kCPU, torch::kLong) * context_;
+  if (random_offsets_) {
+    std::vector<int64_t> offsets(static_cast<std::size_t>(indices.numel()));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::uniform_int_distribution<int64_t> draw(0, context_ - 1);
+      for (auto& o : offsets) o = draw(rng_);
+    }
+    starts = starts + torch::tensor(offsets, torch::kLong);
+  }
+  const at::Tensor positions =
+      (starts.clamp_max(last_start).unsqueeze(1) + torch::arange(context_ + 1, torch::kLong)).to(tokens_.device());
+  const at::Tensor windows = tokens_.index_select(0, positions.flatten()).view({indices.numel(), context_ + 1});
+  Batch batch;
+  batch.input = windows.slice(1, 0, context_).contiguous();
+  batch.target = windows.slice(1, 1).contiguous();
+  return batch;
+}
+
+std::pair<std::shared_ptr<TextDataset>, std::shared_ptr<TextDataset>> load_text(const std::string& path,
+                                                                                const TextOptions& options) {
+  if (options.tokens != "chars" && options.tokens != "bytes") {
+    throw OptionError("tokens", "expected chars or bytes, got '" + options.tokens + "'");
+  }
+  if (!(options.validation_fraction > 0 && options.validation_fraction < 1)) {
+    throw OptionError("validation_fraction",
+                      "expected a number between 0 and 1, got " + std::to_string(options.validation_fraction));
+  }
+  if (options.context < 1) throw OptionError("context", "must be at least 1");
+  const std::string text = read_text(path);
+  auto [tokens, vocab] = tokenize(text, options.tokens);
+  const int64_t n = tokens.size(0);
+  const auto valid = static_cast<int64_t>(static_cast<double>(n) * options.validation_fraction);
+  if (valid < options.context + 1 || n - valid < options.context + 1) {
+    throw std::runtime_error(path + ": " + std::to_string(n) + " characters are too few for windows of " +
+                             std::to_string(options.context) + " in both the training and the validation part");
+  }
+  auto train = std::make_shared<TextDataset>(tokens.slice(0, 0, n - valid).clone(), options.context, vocab,
+                                             /*random_offsets=*/true, options.seed);
+  auto validation = std::make_shared<TextDataset>(tokens.slice(0, n - valid).clone(), options.context, vocab,
+                                                  /*random_offsets=*/false, options.seed);
+  return {train, validation};
+}
+
+}  // namespace baton
