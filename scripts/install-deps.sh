@@ -18,7 +18,7 @@ core=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libsqlite3-dev libpq-dev postgresql libcpp-httplib-dev libjs-chart.js
   libopenmpi-dev openmpi-bin
-  dataset-fashion-mnist ccache
+  dataset-fashion-mnist fortunes ccache  # fortunes: the text of recipes/gpt_char.yaml
 )
 bench=(python3-torch python3-optuna libtbb-dev)
 debian_torch=(libtorch-dev libopenblas0-pthread)
