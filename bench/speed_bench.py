@@ -24,6 +24,8 @@ PEERS = os.path.join(ROOT, "bench", "peers")
 p = argparse.ArgumentParser()
 p.add_argument("--baton", default=os.path.join(ROOT, "build-torch2", "bin", "baton"))
 p.add_argument("--python", default=os.path.join(ROOT, ".venv-peers", "bin", "python"))
+p.add_argument("--composer-python", default=os.path.join(ROOT, ".venv-composer", "bin", "python"),
+               help="Composer's environment (bench/peers/make-venv.sh --composer); its rows are skipped without it")
 p.add_argument("--device", default="cpu")
 p.add_argument("--steps", type=int, default=1000, help="FashionCNN steps for samples/s")
 p.add_argument("--gpt-steps", type=int, default=500)
@@ -89,8 +91,8 @@ def baton_fashion_tta(precision):
             "final_test_acc": s["metrics"].get("eval/accuracy"), "steps": s["steps"]}
 
 
-def peer(script, args):
-    out, _ = run([a.python, os.path.join(PEERS, script), "--device", a.device] + args)
+def peer(script, args, python=None):
+    out, _ = run([python or a.python, os.path.join(PEERS, script), "--device", a.device] + args)
     j = last_json(out)
     keep = ("samples_per_s", "time_to_target_s", "wall_to_target_s", "final_test_acc", "steps", "tokens_per_sec",
             "val_loss", "torch", "lightning")
@@ -120,6 +122,10 @@ row("fashion pytorch eager bf16", lambda: peer("pytorch_fashion.py", ["--max-ste
 if not a.no_compile:
     row("fashion pytorch compiled fp32", lambda: peer("pytorch_fashion.py", ["--max-steps", str(a.steps), "--compile"]))
 row("fashion lightning fp32", lambda: peer("lightning_fashion.py", ["--epochs", str(max(1, -(-a.steps // 468)))]))
+composer = os.path.exists(a.composer_python)
+if composer:
+    row("fashion composer fp32",
+        lambda: peer("composer_fashion.py", ["--epochs", str(max(1, -(-a.steps // 468)))], a.composer_python))
 if not a.no_tta:
     row("fashion tta baton eager fp32", lambda: baton_fashion_tta("fp32"))
     row("fashion tta pytorch eager fp32", lambda: peer("pytorch_fashion.py", ["--epochs", "3", "--target", "0.91"]))
@@ -127,6 +133,9 @@ if not a.no_tta:
         row("fashion tta pytorch compiled fp32",
             lambda: peer("pytorch_fashion.py", ["--epochs", "3", "--target", "0.91", "--compile"]))
     row("fashion tta lightning fp32", lambda: peer("lightning_fashion.py", ["--epochs", "3", "--target", "0.91"]))
+    if composer:
+        row("fashion tta composer fp32",
+            lambda: peer("composer_fashion.py", ["--epochs", "3", "--target", "0.91"], a.composer_python))
 if not a.no_gpt:
     row("gpt baton bf16", baton_gpt)
     row("gpt pytorch eager bf16", lambda: peer("gpt_char.py", gpt_peer_args()))
@@ -148,6 +157,8 @@ print(json.dumps({"summary": True, "device": a.device, "quick": a.quick, "ratios
                                                              "samples_per_s"),
     "fashion samples/s baton fp32 / lightning": ratio("fashion baton eager fp32", "fashion lightning fp32",
                                                       "samples_per_s"),
+    "fashion samples/s baton fp32 / composer": ratio("fashion baton eager fp32", "fashion composer fp32",
+                                                     "samples_per_s"),
     "fashion time to 91% baton / pytorch eager": ratio("fashion tta baton eager fp32", "fashion tta pytorch eager fp32",
                                                        "time_to_target_s"),
     "fashion wall to 91% baton / pytorch compiled": ratio("fashion tta baton eager fp32",

@@ -4,8 +4,23 @@
 # uses that one instead of installing 4 GB again.
 #
 #   bench/peers/make-venv.sh && .venv-peers/bin/python bench/peers/optuna_bench.py --function branin --trials 60
+#
+# --composer makes .venv-composer/ instead (requirements-composer.txt: Composer pins an older torch)
+# and prints its python.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+if [ "${1:-}" = "--composer" ]; then
+  venv="$root/.venv-composer"
+  reqs="$root/bench/peers/requirements-composer.txt"
+  if [ ! -x "$venv/bin/python" ] ||
+     [ "$("$venv/bin/python" -c 'import composer; print(composer.__version__)' 2>/dev/null)" != "$(sed -n 's/^mosaicml==//p' "$reqs")" ]; then
+    echo "make-venv: installing Composer's pins into .venv-composer (PyPI)" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$reqs" >&2
+  fi
+  echo "$venv/bin/python"
+  exit 0
+fi
 venv="$root/.venv-peers"
 reqs="$root/bench/peers/requirements.txt"
 python="$venv/bin/python"

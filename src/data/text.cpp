@@ -49,8 +49,9 @@ std::string read_text(const std::string& path) {
 
 // Token ids of the text and the vocabulary's size.
 std::pair<at::Tensor, int64_t> tokenize(const std::string& text, const std::string& kind) {
-  at::Tensor bytes = torch::from_blob(const_cast<char*>(text.data()), {static_cast<int64_t>(text.size())}, torch::kUInt8)
-                         .to(torch::kLong);
+  at::Tensor bytes =
+      torch::from_blob(const_cast<char*>(text.data()), {static_cast<int64_t>(text.size())}, torch::kUInt8)
+          .to(torch::kLong);
   if (kind == "bytes") return {bytes, 256};
   std::array<int64_t, 256> id{};
   for (unsigned char c : text) id[c] = 1;
@@ -63,11 +64,17 @@ std::pair<at::Tensor, int64_t> tokenize(const std::string& text, const std::stri
 }  // namespace
 
 TextDataset::TextDataset(at::Tensor tokens, int64_t context, int64_t vocab, bool random_offsets, uint64_t seed)
-    : tokens_(std::move(tokens)), context_(context), vocab_(vocab), random_offsets_(random_offsets), seed_(seed), rng_(seed) {
+    : tokens_(std::move(tokens)),
+      context_(context),
+      vocab_(vocab),
+      random_offsets_(random_offsets),
+      seed_(seed),
+      rng_(seed) {
   if (context_ < 1) throw std::invalid_argument("context must be at least 1, got " + std::to_string(context_));
   if (tokens_.dim() != 1 || tokens_.size(0) < context_ + 1) {
-    throw std::invalid_argument("a text of " + std::to_string(tokens_.numel()) + " tokens is too short for a window of " +
-                                std::to_string(context_) + " tokens and its next token");
+    throw std::invalid_argument("a text of " + std::to_string(tokens_.numel()) +
+                                " tokens is too short for a window of " + std::to_string(context_) +
+                                " tokens and its next token");
   }
 }
 

@@ -16,8 +16,8 @@ namespace baton {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("baton_text_" + name + "_" + std::to_string(::getpid()));
@@ -74,7 +74,8 @@ TEST(Text, BytesAFolderAndBadInput) {
   EXPECT_EQ(valid->tokens()[-1].item<int64_t>(), 'b');
 
   EXPECT_THAT(error_of([&] { load_text((dir / "missing").string()); }), HasSubstr("missing: no such file or folder"));
-  EXPECT_THAT(error_of([&] { load_text(dir.string(), {.context = 400}); }), HasSubstr("are too few for windows of 400"));
+  EXPECT_THAT(error_of([&] { load_text(dir.string(), {.context = 400}); }),
+              HasSubstr("are too few for windows of 400"));
   try {
     load_text(dir.string(), {.tokens = "words"});
     ADD_FAILURE() << "no error";

@@ -13,8 +13,8 @@
 namespace baton {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 int64_t count_parameters(Model& model) {
   int64_t n = 0;
@@ -98,12 +98,13 @@ TEST(Metrics, TopKAndNames) {
 
 TEST(Zoo, GptHasGpt2sParametersWithTiedWeights) {
   const int64_t vocab = 11, context = 16, width = 32, layers = 2;
-  auto model = make_model("gpt", {.input_shape = {context}, .num_classes = vocab, .layers = layers, .width = width,
-                                  .heads = 4});
+  auto model =
+      make_model("gpt", {.input_shape = {context}, .num_classes = vocab, .layers = layers, .width = width, .heads = 4});
   // Embeddings (the output layer is the token embedding), per block 12W² + 13W, the final LayerNorm.
   EXPECT_EQ(count_parameters(*model),
             vocab * width + context * width + layers * (12 * width * width + 13 * width) + 2 * width);
-  const Batch batch{torch::randint(vocab, {3, context}, torch::kLong), torch::randint(vocab, {3, context}, torch::kLong)};
+  const Batch batch{torch::randint(vocab, {3, context}, torch::kLong),
+                    torch::randint(vocab, {3, context}, torch::kLong)};
   EXPECT_EQ(model->forward(batch).sizes(), (std::vector<int64_t>{3, context, vocab}));
   // The loss of a sequence is the mean over its positions; the per-sequence losses average to it.
   const at::Tensor out = model->forward(batch);
@@ -145,13 +146,17 @@ TEST(Zoo, GptLearnsARepeatingText) {
 }
 
 TEST(Zoo, GptRefusesWhatItCannotTake) {
-  EXPECT_THAT(error_of([] { make_model("gpt", {.input_shape = {1, 28, 28}}); }),
+  EXPECT_THAT(error_of([] {
+                make_model("gpt", {.input_shape = {1, 28, 28}});
+              }),
               HasSubstr("needs windows of tokens (data.dataset: text)"));
   EXPECT_THAT(error_of([] { make_model("gpt", {.input_shape = {8}, .width = 30, .heads = 4}); }),
               HasSubstr("width 30 must be a multiple of heads 4"));
   auto model = make_model("gpt", {.input_shape = {8}, .num_classes = 5, .layers = 1, .width = 8, .heads = 2});
   const at::Tensor long_window = torch::zeros({1, 9}, torch::kLong);
-  EXPECT_THAT(error_of([&] { model->forward(Batch{long_window, long_window}); }),
+  EXPECT_THAT(error_of([&] {
+                model->forward(Batch{long_window, long_window});
+              }),
               HasSubstr("longer than its context of 8"));
 }
 

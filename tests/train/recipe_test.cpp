@@ -354,7 +354,9 @@ TEST(Recipe, TextDataAndTheGptModel) {
   EXPECT_EQ(run.model_spec.num_classes, run.train_data->num_classes());
   EXPECT_EQ(run.model_spec.width, 16);
   ASSERT_TRUE(run.eval_data);
-  const auto build = [&](const std::string& yaml) { return error_of([&] { build_run(Recipe::parse(yaml, "r.yaml")); }); };
+  const auto build = [&](const std::string& yaml) {
+    return error_of([&] { build_run(Recipe::parse(yaml, "r.yaml")); });
+  };
   EXPECT_THAT(build("data: {dataset: text, path: /nonexistent/text}\n"),
               StartsWith("r.yaml:1:29: data.path: /nonexistent/text: no such file or folder"));
   EXPECT_THAT(build("data: {dataset: text, path: " + (dir / "t.txt").string() + ", tokens: words}\n"),

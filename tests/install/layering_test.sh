@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# scripts/check-layering.sh catches what it must: an include of a module above (public and src/-rooted),
+# a module without a row in docs/architecture.md, <torch/torch.h> in a public header.
+set -euo pipefail
+src=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/src/exec" "$tmp/src/foo" "$tmp/include/baton/models" "$tmp/docs"
+cp "$src/docs/architecture.md" "$tmp/docs/"
+printf '#include "mpi/comm.h"\n#include "baton/train/trainer.h"\n#include "exec/sql.h"\n#include "baton/plan/task.h"\n' >"$tmp/src/exec/a.cpp"
+printf '#include "baton/core/state.h"\n#include <torch/torch.h>\n' >"$tmp/include/baton/models/m.h"
+touch "$tmp/src/foo/x.cpp"
+rc=0
+out=$("$src/scripts/check-layering.sh" "$tmp") || rc=$?
+fail() { echo "layering_test: $1"; echo "$out"; exit 1; }
+[ "$rc" -eq 1 ] || fail "exit $rc, expected 1"
+grep -q "src/exec/a.cpp:1: module 'exec' includes 'mpi'" <<<"$out" || fail "missed a src/-rooted include"
+grep -q "src/exec/a.cpp:2: module 'exec' includes 'train'" <<<"$out" || fail "missed a public include"
+grep -q "a.cpp:3\|a.cpp:4" <<<"$out" && fail "flagged an allowed include"
+grep -q "module 'foo' has no row" <<<"$out" || fail "missed a module without a row"
+grep -q "m.h:2: public header includes <torch/torch.h>" <<<"$out" || fail "missed torch/torch.h"
+"$src/scripts/check-layering.sh" "$src" >/dev/null || fail "the project itself does not pass"
+echo "layering_test: ok"
