@@ -73,7 +73,7 @@ format:
 	clang-format -i $(CXX_FILES)
 
 format-check:
-	clang-format --dry-run -Werror $(CXX_FILES)
+	@clang-format --dry-run -Werror $(CXX_FILES) && echo "format-check: $(words $(CXX_FILES)) files formatted (make format fixes any that are not)"
 
 tidy: deps
 	scripts/tidy.sh

@@ -9,9 +9,7 @@
 namespace baton {
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 std::string host_name() {
   char buf[256] = {};
@@ -61,8 +59,8 @@ DistributedEngine::DistributedEngine(std::shared_ptr<TrialStorage> storage, std:
   if (options_.heartbeat_s <= 0 || options_.stale_after_s <= options_.heartbeat_s)
     throw std::invalid_argument("DistributedEngine: stale_after_s must be longer than heartbeat_s (> 0)");
   capacity_ = std::max(1, local_->idle_workers());
-  for (auto type : {ModelEventType::kTrainingStart, ModelEventType::kIntermediateMetric,
-                    ModelEventType::kFinalMetric, ModelEventType::kTrainingEnd}) {
+  for (auto type : {ModelEventType::kTrainingStart, ModelEventType::kIntermediateMetric, ModelEventType::kFinalMetric,
+                    ModelEventType::kTrainingEnd}) {
     handles_.push_back(local_->register_callback(type, [this](ModelEvent& e) { forward(e); }));
   }
   TrialTable::set_observer([this](const Trial& t) {

@@ -7,9 +7,7 @@
 namespace baton {
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 class Context : public TrialContext {
  public:
@@ -116,8 +114,10 @@ void TrialTable::sync_trial(const Trial& trial, bool announce) {
     const bool is_new = it == trials_.end();
     trials_[trial.id] = trial;
     next_id_ = std::max(next_id_, trial.id + 1);
-    if (is_new) unfinished_ += trial.completed() ? 0 : 1;
-    else unfinished_ += static_cast<int64_t>(was_completed) - static_cast<int64_t>(trial.completed());
+    if (is_new)
+      unfinished_ += trial.completed() ? 0 : 1;
+    else
+      unfinished_ += static_cast<int64_t>(was_completed) - static_cast<int64_t>(trial.completed());
     if (!was_completed && trial.completed() && (announce || !is_new)) completed_order_.push_back(trial.id);
     if (was_completed && !trial.completed()) std::erase(completed_order_, trial.id);
   }
@@ -348,7 +348,8 @@ bool SequentialEngine::kill(int64_t id) {
 
 ThreadPoolEngine::ThreadPoolEngine(TrialFunction function, int workers)
     : function_(std::move(function)), workers_(workers) {
-  if (workers < 1) throw std::invalid_argument("ThreadPoolEngine: workers must be at least 1, got " + std::to_string(workers));
+  if (workers < 1)
+    throw std::invalid_argument("ThreadPoolEngine: workers must be at least 1, got " + std::to_string(workers));
   for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
 }
 

@@ -9,9 +9,7 @@
 namespace baton {
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
 
@@ -175,8 +173,7 @@ void Asha::on_engine_set() {
       int& rung = next_rung_[e.trial_id()];
       const int bracket = static_cast<int>(e.trial_id() % brackets_);
       for (;;) {
-        const double rung_step =
-            static_cast<double>(min_step_) * std::pow(static_cast<double>(eta_), rung + bracket);
+        const double rung_step = static_cast<double>(min_step_) * std::pow(static_cast<double>(eta_), rung + bracket);
         if (static_cast<double>(e.step) < rung_step) break;
         auto& values = rungs_[{bracket, rung}];
         values.push_back(e.value);
@@ -184,8 +181,10 @@ void Asha::on_engine_set() {
         // The best 1/eta of the values at this rung (at least one) go on.
         const std::size_t keep = std::max<std::size_t>(1, values.size() / static_cast<std::size_t>(eta_));
         std::vector<double> sorted = values;
-        if (maximize_) std::sort(sorted.begin(), sorted.end(), std::greater<>());
-        else std::sort(sorted.begin(), sorted.end());
+        if (maximize_)
+          std::sort(sorted.begin(), sorted.end(), std::greater<>());
+        else
+          std::sort(sorted.begin(), sorted.end());
         const double cutoff = sorted[keep - 1];
         if (values.size() > 1 && (maximize_ ? e.value < cutoff : e.value > cutoff)) {
           stop = true;

@@ -51,7 +51,8 @@ class PostgresConnection : public Connection {
       conn_ = nullptr;
       throw std::runtime_error(url_ + ": cannot connect: " + why);
     }
-    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);  // "already exists, skipping"
+    PQsetNoticeProcessor(
+        conn_, [](void*, const char*) {}, nullptr);  // "already exists, skipping"
   }
   ~PostgresConnection() override { PQfinish(conn_); }
   PostgresConnection(const PostgresConnection&) = delete;
@@ -104,13 +105,16 @@ class PostgresConnection : public Connection {
     std::vector<std::string> values(params.size());
     std::vector<const char*> pointers(params.size(), nullptr);
     for (std::size_t i = 0; i < params.size(); ++i) {
-      if (const auto* v = std::get_if<int64_t>(&params[i])) values[i] = std::to_string(*v);
+      if (const auto* v = std::get_if<int64_t>(&params[i]))
+        values[i] = std::to_string(*v);
       else if (const auto* d = std::get_if<double>(&params[i])) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.17g", *d);
         values[i] = buf;
-      } else if (const auto* s = std::get_if<std::string>(&params[i])) values[i] = *s;
-      else continue;
+      } else if (const auto* s = std::get_if<std::string>(&params[i]))
+        values[i] = *s;
+      else
+        continue;
       pointers[i] = values[i].c_str();
     }
     Result r(PQexecParams(conn_, text.c_str(), static_cast<int>(params.size()), nullptr, pointers.data(), nullptr,
@@ -132,8 +136,9 @@ class PostgresConnection : public Connection {
 std::unique_ptr<Connection> open_postgres(const std::string& url) { return std::make_unique<PostgresConnection>(url); }
 #else
 std::unique_ptr<Connection> open_postgres(const std::string& url) {
-  throw std::runtime_error(url + ": this baton was built without PostgreSQL's client library (install libpq-dev and "
-                                 "rebuild); use sqlite:///PATH.db");
+  throw std::runtime_error(url +
+                           ": this baton was built without PostgreSQL's client library (install libpq-dev and "
+                           "rebuild); use sqlite:///PATH.db");
 }
 #endif
 

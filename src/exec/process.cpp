@@ -50,8 +50,8 @@ struct ProcessEngine::Run {
   pid_t pid = -1;
   int out = -1, err = -1;
   std::string out_buf, err_tail;
-  double deadline = 0.0;       // 0: none
-  double kill_at = 0.0;        // SIGKILL after SIGTERM
+  double deadline = 0.0;  // 0: none
+  double kill_at = 0.0;   // SIGKILL after SIGTERM
   bool interrupted = false, timed_out = false, final_reported = false;
   std::string protocol_error;
   int64_t auto_step = 0;
@@ -61,7 +61,8 @@ struct ProcessEngine::Run {
 ProcessEngine::ProcessEngine(ProcessEngineOptions options) : options_(std::move(options)) {
   if (options_.command.empty()) throw std::invalid_argument("ProcessEngine: no command");
   if (options_.workers < 1) throw std::invalid_argument("ProcessEngine: workers must be at least 1");
-  if (options_.timeout_s && !(*options_.timeout_s > 0)) throw std::invalid_argument("ProcessEngine: timeout must be > 0");
+  if (options_.timeout_s && !(*options_.timeout_s > 0))
+    throw std::invalid_argument("ProcessEngine: timeout must be > 0");
   if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("ProcessEngine: pipe failed");
   monitor_ = std::thread([this] { monitor(); });
 }
@@ -166,8 +167,8 @@ void ProcessEngine::start(int64_t id) {
     if (s.rfind("BATON_TRIAL_", 0) == 0) continue;
     // A trial is a process of its own, not a rank of the MPI job a search may run in: without the
     // launcher's variables, a `baton train` trial does not start data parallelism (or MPI).
-    if ((s.rfind("OMPI_", 0) == 0 && s.rfind("OMPI_ALLOW_RUN_AS_ROOT", 0) != 0) || s.rfind("PMIX_", 0) == 0 || s.rfind("PMI_", 0) == 0 ||
-        s.rfind("SLURM_STEP_NUM_TASKS=", 0) == 0 || s.rfind("MPI_LOCALNRANKS=", 0) == 0)
+    if ((s.rfind("OMPI_", 0) == 0 && s.rfind("OMPI_ALLOW_RUN_AS_ROOT", 0) != 0) || s.rfind("PMIX_", 0) == 0 ||
+        s.rfind("PMI_", 0) == 0 || s.rfind("SLURM_STEP_NUM_TASKS=", 0) == 0 || s.rfind("MPI_LOCALNRANKS=", 0) == 0)
       continue;
     env_strings.push_back(s);
   }

@@ -3,8 +3,8 @@
 
 #include <chrono>
 #include <filesystem>
-#include <thread>
 #include <stdexcept>
+#include <thread>
 
 #include "exec/sql.h"
 
@@ -88,11 +88,14 @@ class SqliteConnection : public Connection {
       if (sqlite3_prepare_v2(c.db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) c.fail(sql);
       for (std::size_t i = 0; i < params.size(); ++i) {
         const int at = static_cast<int>(i) + 1;
-        if (const auto* v = std::get_if<int64_t>(&params[i])) sqlite3_bind_int64(stmt, at, *v);
-        else if (const auto* d = std::get_if<double>(&params[i])) sqlite3_bind_double(stmt, at, *d);
+        if (const auto* v = std::get_if<int64_t>(&params[i]))
+          sqlite3_bind_int64(stmt, at, *v);
+        else if (const auto* d = std::get_if<double>(&params[i]))
+          sqlite3_bind_double(stmt, at, *d);
         else if (const auto* s = std::get_if<std::string>(&params[i]))
           sqlite3_bind_text(stmt, at, s->c_str(), static_cast<int>(s->size()), SQLITE_TRANSIENT);
-        else sqlite3_bind_null(stmt, at);
+        else
+          sqlite3_bind_null(stmt, at);
       }
     }
     ~Statement() { sqlite3_finalize(stmt); }

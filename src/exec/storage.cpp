@@ -120,9 +120,9 @@ std::optional<int64_t> SqlStorage::create_trial(const nlohmann::json& parameters
     t.parameters = parameters;
     t.submitted_at = std::stod(rows.at(0).at(2).value_or("0"));
     t.worker = worker;
-    db.execute("INSERT INTO trials (id, status, worker, heartbeat, trial) VALUES (?, 'waiting', ?, " + impl_->now +
-                   ", ?)",
-               {t.id, worker, t.to_json().dump()});
+    db.execute(
+        "INSERT INTO trials (id, status, worker, heartbeat, trial) VALUES (?, 'waiting', ?, " + impl_->now + ", ?)",
+        {t.id, worker, t.to_json().dump()});
     return t.id;
   });
 }
@@ -188,7 +188,8 @@ std::vector<Trial> SqlStorage::requeue_stale(double stale_after_s,
       if (silent <= stale_after_s && !dead) continue;
       requeued.push_back(t);
       char why[160];
-      if (dead) std::snprintf(why, sizeof why, "worker %s ended while running it; run again", t.worker.c_str());
+      if (dead)
+        std::snprintf(why, sizeof why, "worker %s ended while running it; run again", t.worker.c_str());
       else
         std::snprintf(why, sizeof why, "worker %s stopped beating (silent %.0f s); run again", t.worker.c_str(),
                       std::floor(silent));

@@ -8,7 +8,7 @@
 namespace baton {
 namespace {
 
-constexpr std::array<const char*, 7> kStatusNames = {"waiting", "running",     "trained", "failed",
+constexpr std::array<const char*, 7> kStatusNames = {"waiting",     "running", "trained", "failed",
                                                      "interrupted", "invalid", "retrying"};
 
 }  // namespace

@@ -195,9 +195,8 @@ std::shared_ptr<ExecutionStep> Task::step_with_setup() const {
   auto body = step_ ? step_ : ExecutionStep::make(name_, std::vector<std::shared_ptr<ExecutionStep>>{});
   auto instance_setups = body->setups(SetupScope::kInstance);
   // Without instance setups the instance is the body itself (one step less per task).
-  auto instance = instance_setups.empty()
-                      ? body
-                      : ExecutionStep::guarded(name_ + ":instance", std::move(instance_setups), body);
+  auto instance =
+      instance_setups.empty() ? body : ExecutionStep::guarded(name_ + ":instance", std::move(instance_setups), body);
   if (options_.num_instances > 1) {
     instance = ExecutionStep::make(name_ + ":parallel", std::vector<std::shared_ptr<ExecutionStep>>{instance});
     instance->num_concurrent_instances(options_.num_instances);

@@ -71,7 +71,8 @@ TEST(ProcessEngine, CrashesTimeoutsAndKillsEndTheTrialNotTheSearch) {
   const auto garbage = engine.submit({{"kind", "garbage"}});
   const auto stubborn = engine.submit({{"kind", "stubborn"}});
   const auto t0 = std::chrono::steady_clock::now();
-  while (engine.get(stubborn)->status != TrialStatus::kRunning) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (engine.get(stubborn)->status != TrialStatus::kRunning)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   engine.kill(stubborn);
   ASSERT_TRUE(engine.wait({}, 20.0));
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);

@@ -100,7 +100,6 @@ TEST(SqliteStorage, BadUrlsAndDamagedFilesSayWhat) {
   std::filesystem::remove_all(dir);
 }
 
-
 TEST(SqliteStorage, IsAWorkQueueWithClaimsHeartbeatsAndRequeues) {
   const auto dir = temp_dir("storage_queue");
   SqliteStorage storage((dir / "queue.db").string());
@@ -111,7 +110,8 @@ TEST(SqliteStorage, IsAWorkQueueWithClaimsHeartbeatsAndRequeues) {
 // A strategy that counts what it learns.
 class CountingStrategy : public Strategy {
  public:
-  explicit CountingStrategy(uint64_t seed) : random_(SearchSpace::from_json({{"x", {{"_type", "uniform"}, {"_value", {0, 1}}}}}), seed) {}
+  explicit CountingStrategy(uint64_t seed)
+      : random_(SearchSpace::from_json({{"x", {{"_type", "uniform"}, {"_value", {0, 1}}}}}), seed) {}
   std::string name() const override { return "counting"; }
   std::optional<nlohmann::json> suggest() override { return random_.suggest(); }
   void observe(const Trial& t) override { observed.insert(t.id); }
@@ -140,7 +140,8 @@ TEST(DistributedEngine, TwoWorkersShareOneSearchEachTrialOnceAndLearnFromEachOth
     auto storage = std::make_shared<SqliteStorage>(path);
     auto local = std::make_shared<ThreadPoolEngine>(function, 2);
     auto engine = std::make_shared<DistributedEngine>(
-        storage, local, DistributedOptions{.worker = name, .limit = 40, .heartbeat_s = 0.1, .stale_after_s = 5, .poll_s = 0.02});
+        storage, local,
+        DistributedOptions{.worker = name, .limit = 40, .heartbeat_s = 0.1, .stale_after_s = 5, .poll_s = 0.02});
     Chain chain({std::make_shared<FailureHandler>(1)});
     chain.set_engine(engine);
     run_search(strategy, chain, 40, true);

@@ -156,14 +156,14 @@ class ProgressiveResizing : public Algorithm {
 // ---- Weights and gradients ------------------------------------------------------------------
 
 struct LayerFreezingOptions {
-  double freeze_start = 0.5;  // fraction of the run after which layers start to freeze
-  double freeze_level = 1.0;  // fraction of the layers frozen by the end
+  double freeze_start = 0.5;                   // fraction of the run after which layers start to freeze
+  double freeze_level = 1.0;                   // fraction of the layers frozen by the end
   Time freeze_interval = Time::from_epoch(1);  // how often the schedule is checked (ep, ba or sp)
 };
 // Layer freezing (Composer). epoch_end (or batch_end, every freeze_interval): the first layers
 // (modules with parameters, in definition order) stop training: after freeze_start,
-// freeze_level * (t - freeze_start) / (1 - freeze_start) of them. A frozen layer's parameters get no gradient and are not stepped. Logs
-// layer_freezing/frozen_layers; the count is in checkpoints and re-applied on load.
+// freeze_level * (t - freeze_start) / (1 - freeze_start) of them. A frozen layer's parameters get no gradient and are
+// not stepped. Logs layer_freezing/frozen_layers; the count is in checkpoints and re-applied on load.
 class LayerFreezing : public Algorithm {
  public:
   explicit LayerFreezing(LayerFreezingOptions options = {});

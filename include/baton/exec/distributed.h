@@ -26,7 +26,7 @@
 namespace baton {
 
 struct DistributedOptions {
-  std::string worker{};     // this worker's name; default "host:pid"
+  std::string worker{};       // this worker's name; default "host:pid"
   int64_t limit = INT64_MAX;  // trials in the whole search
   double heartbeat_s = 2.0;
   double stale_after_s = 20.0;  // a running trial's worker is silent this long: requeued
@@ -80,10 +80,10 @@ class DistributedEngine : public TrialTable {
   int capacity_ = 1;
   std::mutex claim_mutex_;  // a claim and its bookkeeping, against a give-back of the same trial
   mutable std::mutex own_mutex_;
-  std::set<int64_t> owned_;   // trials this worker owns in the storage (running here, or unscheduled)
-  int active_ = 0;            // running here
-  int claimable_ = 0;         // unowned waiting trials at the last read
-  int64_t known_ = 0;         // trials in the storage at the last read
+  std::set<int64_t> owned_;  // trials this worker owns in the storage (running here, or unscheduled)
+  int active_ = 0;           // running here
+  int claimable_ = 0;        // unowned waiting trials at the last read
+  int64_t known_ = 0;        // trials in the storage at the last read
   std::function<void(const Trial&)> user_observer_;
   std::atomic<int64_t> requeued_{0};
   std::vector<int> handles_;

@@ -151,14 +151,14 @@ class Asha : public Middleware {
   std::mutex mutex_;
   int brackets_;
   std::map<std::pair<int, int>, std::vector<double>> rungs_;  // (bracket, rung) -> values recorded there
-  std::map<int64_t, int> next_rung_;                   // trial -> the next rung it has to pass
+  std::map<int64_t, int> next_rung_;                          // trial -> the next rung it has to pass
   std::atomic<int64_t> kills_{0};
 };
 
 struct BudgetOptions {
-  std::optional<int64_t> max_trials{};          // trials submitted
-  std::optional<double> max_wall_s{};           // since the middleware was set on its engine
-  std::optional<double> max_trial_seconds{};    // summed run time of the trials
+  std::optional<int64_t> max_trials{};        // trials submitted
+  std::optional<double> max_wall_s{};         // since the middleware was set on its engine
+  std::optional<double> max_trial_seconds{};  // summed run time of the trials
 };
 
 // budget_available() is false once any limit is spent; submit() then throws std::runtime_error.

@@ -19,11 +19,11 @@
 namespace baton {
 
 struct ProcessEngineOptions {
-  std::string command;                   // run with /bin/sh -c
+  std::string command;  // run with /bin/sh -c
   int workers = 1;
-  std::optional<double> timeout_s{};     // per trial run
-  double kill_grace_s = 2.0;             // SIGTERM -> SIGKILL
-  std::filesystem::path log_dir{};       // when set: <log_dir>/<id>/stdout.log and stderr.log
+  std::optional<double> timeout_s{};         // per trial run
+  double kill_grace_s = 2.0;                 // SIGTERM -> SIGKILL
+  std::filesystem::path log_dir{};           // when set: <log_dir>/<id>/stdout.log and stderr.log
   std::map<std::string, std::string> env{};  // added to the trial's environment
 };
 

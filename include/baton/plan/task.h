@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -164,8 +164,8 @@ class StepContext {
   virtual Workspace& workspace() = 0;
   virtual const std::string& node() const = 0;
   virtual const std::string& task() const = 0;
-  virtual int instance() const = 0;        // 0..num_instances-1
-  virtual int64_t iteration() const = 0;   // of the innermost looping step
+  virtual int instance() const = 0;       // 0..num_instances-1
+  virtual int64_t iteration() const = 0;  // of the innermost looping step
   // True once a sibling failed or the session is stopping: a long step polls it and returns.
   virtual bool cancelled() const = 0;
 };
@@ -262,7 +262,7 @@ class TaskGroup {
  private:
   std::optional<WorkspaceType> workspace_type_;
   std::vector<Task> tasks_;
-  std::set<std::string> names_;  // of the tasks, for unique names in O(log n)
+  std::set<std::string> names_;             // of the tasks, for unique names in O(log n)
   std::map<std::string, int> next_suffix_;  // per "node/name": the last suffix given
   std::vector<std::pair<std::string, std::shared_ptr<ExecutionStep>>> report_steps_;
   std::shared_ptr<TaskGroup> by_node_;
