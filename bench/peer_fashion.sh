@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# baton against the peer (PyTorch eager from Python, ../shared/peers/pytorch_fashion.py) on the
+# baton against the peer (PyTorch eager from Python, bench/peers/pytorch_fashion.py) on the
 # same task: the FashionCNN on Fashion-MNIST, 300 steps of batch 128, samples/s in training.
 # Runs alternate (baton, peer, baton, peer, …) so that both see the same machine; prints every run,
 # the medians and the ratio, and a last line of JSON.
@@ -13,7 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 reps=${1:-3}
 steps=${2:-300}
-peer=${PEER:-$root/../shared/peers/pytorch_fashion.py}
+peer=${PEER:-$root/bench/peers/pytorch_fashion.py}
 baton=$root/build/bin/baton
 [ -x "$baton" ] || { echo "peer_fashion: build first (make build)" >&2; exit 2; }
 [ -f "$peer" ] || { echo "peer_fashion: no peer script at $peer (set PEER=...)" >&2; exit 2; }

@@ -1,5 +1,5 @@
 // Time to accuracy on Fashion-MNIST: baton's recipes against the peer (PyTorch eager from Python,
-// ../shared/peers/pytorch_fashion.py --tuned) in the same run. Train time only (evaluation
+// bench/peers/pytorch_fashion.py --tuned) in the same run. Train time only (evaluation
 // excluded), until test accuracy >= 0.91, evaluated at least every 12,800 training samples.
 //
 //   build/bin/tta [--seeds 3] [--peer-runs 1] [--no-peer] [--full] [--ablate] [--add NAME[={options}]]...
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   std::vector<std::string> add;  // "name" or "name={options}": the recipe plus this algorithm
   const std::filesystem::path root = std::filesystem::path(BATON_SOURCE_DIR);
-  std::string peer_script = (root / "../shared/peers/pytorch_fashion.py").string();
+  std::string peer_script = (root / "bench/peers/pytorch_fashion.py").string();
   if (const char* p = std::getenv("PEER")) peer_script = p;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

@@ -228,6 +228,8 @@ TrainingRun build_run(const Recipe& recipe) {
     }
   }
   o.eval_subset_num_batches(top.get<int64_t>("eval_subset_num_batches", -1));
+  o.iteration_length(top.get<int64_t>("iteration_length", o.iteration_length()));
+  if (o.iteration_length() < 0) top.fail("iteration_length", "expected a whole number of epochs (0: one iteration)");
   o.deterministic(top.get<bool>("deterministic", false));
   o.num_threads(top.get<int>("num_threads", 0));
   const std::string distributed = top.get<std::string>("distributed", "auto");

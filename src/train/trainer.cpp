@@ -561,6 +561,10 @@ void Trainer::fit() {
   if (ddp_) ddp_->broadcast_model(*state_.model);  // every rank starts from rank 0's weights
   while (!done() && !state_.stop_requested()) {
     const Timestamp& ts = state_.timestamp;
+    const int64_t iteration = options_.iteration_length();
+    if (ts.batch_in_epoch() == 0 && (iteration > 0 ? ts.epoch() % iteration == 0 : ts.epoch() == 0)) {
+      engine_->run_event(Event::kIterationStart);
+    }
     if (ts.batch_in_epoch() == 0) engine_->run_event(Event::kEpochStart);
     loader.set_position({ts.epoch(), ts.batch_in_epoch(), loader.options().seed_});
     while (loader.position().batch < loader.num_batches()) {
@@ -595,6 +599,10 @@ void Trainer::fit() {
       engine_->run_event(Event::kEpochEnd);
       if (should_eval(Event::kEpochEnd)) run_evaluators();
       engine_->run_event(Event::kEpochCheckpoint);
+      if (iteration > 0 && state_.timestamp.epoch() % iteration == 0) {
+        engine_->run_event(Event::kIterationEnd);
+        engine_->run_event(Event::kIterationCheckpoint);
+      }
     }
   }
   flush_losses();

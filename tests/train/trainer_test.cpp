@@ -57,7 +57,7 @@ TEST(Trainer, FiresEveryEventInTheReferenceOrder) {
       small_options().max_duration("2ep").eval_interval("3ba").device_train_microbatch_size(8).callbacks({recorder}));
   trainer.fit();
 
-  std::vector<std::string> expected = {"init", "before_load", "after_load", "fit_start"};
+  std::vector<std::string> expected = {"init", "before_load", "after_load", "fit_start", "iteration_start"};
   int batch = 0;
   for (int epoch = 0; epoch < 2; ++epoch) {
     expected.emplace_back("epoch_start");
@@ -80,6 +80,25 @@ TEST(Trainer, FiresEveryEventInTheReferenceOrder) {
   EXPECT_EQ(trainer.state().timestamp.epoch(), 2);
   EXPECT_EQ(trainer.summary().steps, 8);
   EXPECT_EQ(trainer.summary().samples, 128);
+}
+
+TEST(Trainer, IterationsOfEpochsFireTheirEvents) {
+  auto recorder = std::make_shared<EventRecorder>();
+  Trainer trainer(small_options().max_duration("3ep").eval_interval("0ep").iteration_length(2).callbacks({recorder}));
+  trainer.fit();
+  std::vector<std::string> around;  // the iteration events and the epoch events they sit between
+  for (const auto& e : recorder->events) {
+    if (e.rfind("iteration_", 0) == 0 || e == "epoch_start" || e == "epoch_checkpoint") around.push_back(e);
+  }
+  const std::vector<std::string> expected = {
+      "iteration_start", "epoch_start",          "epoch_checkpoint", "epoch_start", "epoch_checkpoint",
+      "iteration_end",   "iteration_checkpoint", "iteration_start",  "epoch_start", "epoch_checkpoint"};
+  EXPECT_EQ(around, expected);
+  // Fit again to a longer run: the second iteration ends after its second epoch.
+  recorder->events.clear();
+  trainer.fit(Time::parse("4ep"));
+  EXPECT_EQ(std::count(recorder->events.begin(), recorder->events.end(), "iteration_start"), 0);
+  EXPECT_EQ(std::count(recorder->events.begin(), recorder->events.end(), "iteration_end"), 1);
 }
 
 TEST(Trainer, EpochIntervalEvaluatesBetweenEpochEndAndEpochCheckpoint) {

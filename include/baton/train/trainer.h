@@ -89,6 +89,11 @@ class TrainerOptions {
   // Evaluate every this often during fit (ep, ba, sp or dur), and once at the end. A zero value
   // means no evaluation during fit. Default: 1ep.
   BATON_ARG(Time, eval_interval) = Time::from_epoch(1);
+  // Epochs per iteration (Composer's iteration_length): iteration_start fires before the first
+  // epoch of each iteration, iteration_end and iteration_checkpoint after the last one's
+  // epoch_checkpoint. Default: 0, the whole run is one iteration: iteration_start fires once, when
+  // training starts from epoch 0, and iteration_end never (as in Composer).
+  BATON_ARG(int64_t, iteration_length) = 0;
   // Evaluate on at most this many batches of each evaluator. Default: -1 (all).
   BATON_ARG(int64_t, eval_subset_num_batches) = -1;
   // Examples per microbatch; gradients of the microbatches add up to the batch's. Default: nullopt
