@@ -29,11 +29,6 @@ std::vector<Algorithm*> sort_to_front(std::vector<Algorithm*> algorithms, std::s
   return algorithms;
 }
 
-std::vector<Algorithm*> sort_to_back(std::vector<Algorithm*> algorithms, std::string_view name) {
-  std::stable_partition(algorithms.begin(), algorithms.end(), [&](Algorithm* a) { return a->name() != name; });
-  return algorithms;
-}
-
 std::vector<Algorithm*> sort_selective_backprop_first(std::vector<Algorithm*> algorithms, Event /*event*/) {
   return sort_to_front(std::move(algorithms), kSelectiveBackprop);
 }

@@ -13,7 +13,6 @@
 
 #include "baton/algorithms/registry.h"
 #include "baton/core/device.h"
-#include "baton/loggers/console_logger.h"
 #include "baton/loggers/progress_bar.h"
 #include "baton/metrics/metrics.h"
 #include "baton/optim/grad_scaler.h"
@@ -177,10 +176,11 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   state_.algorithms = options_.algorithms();
   state_.max_duration = options_.max_duration();
   state_.precision = options_.precision();
-  state_.run_name =
-      options_.run_name().empty()
-          ? "run-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count() / 1000000000)
-          : options_.run_name();
+  state_.run_name = options_.run_name().empty()
+                        ? "run-" + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                      std::chrono::system_clock::now().time_since_epoch())
+                                                      .count())
+                        : options_.run_name();
   state_.callbacks = options_.callbacks();
   const bool writes = rank() == 0;  // only rank 0 logs and writes checkpoints
   std::vector<std::shared_ptr<LoggerDestination>> loggers;

@@ -12,7 +12,10 @@
 
 namespace baton {
 
-// The order of the enumerators is the order in which a training run first fires them.
+// The enumerators are in Composer's order: the training loop's events as one epoch of a run fires
+// them (iteration, epoch, batch, its forward and backward, the checkpoints, fit_end), then the
+// evaluation events (which fire inside training too, between batch_end and batch_checkpoint or
+// epoch_end and epoch_checkpoint), then standalone evaluation and prediction.
 enum class Event {
   kInit,
   kBeforeLoad,

@@ -21,9 +21,8 @@ class Algorithm;
 
 using AlgorithmPass = std::function<std::vector<Algorithm*>(std::vector<Algorithm*>, Event)>;
 
-// Stable: algorithms named `name` move to the front (back), the others keep their order.
+// Stable: algorithms named `name` move to the front, the others keep their order.
 std::vector<Algorithm*> sort_to_front(std::vector<Algorithm*> algorithms, std::string_view name);
-std::vector<Algorithm*> sort_to_back(std::vector<Algorithm*> algorithms, std::string_view name);
 
 // SelectiveBackprop drops examples before anything else sees the batch: it runs first.
 std::vector<Algorithm*> sort_selective_backprop_first(std::vector<Algorithm*> algorithms, Event event);
