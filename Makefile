@@ -1,6 +1,6 @@
 # What a person types. Everything builds in build/ (Release); programs land in build/bin/.
 #
-#   make demo        install what is missing, build, run the main job
+#   make demo        install what is missing, build the library and baton, train on Fashion-MNIST
 #   make test        the same set-up, then the fast tests (ctest label: unit)
 #   make test-all    every test label (unit, slow, mpi, postgres, faults, browser, gpu)
 #   make test-asan   the unit tests built with AddressSanitizer + UndefinedBehaviorSanitizer
@@ -27,16 +27,10 @@ deps:
 configure: deps
 	@cmake --preset default >/dev/null
 
-# With an NVIDIA GPU (nvidia-smi answers) the demo builds against LibTorch with CUDA and trains there.
+# Builds only the library and `baton`, quietly (logs in build/logs/), then trains; with an NVIDIA GPU
+# (nvidia-smi answers) against LibTorch with CUDA, on the GPU. scripts/demo.sh says more.
 demo:
-	@if nvidia-smi -L >/dev/null 2>&1; then \
-	  echo "demo: nvidia-smi sees a GPU: building against LibTorch with CUDA (build-torch2/)"; \
-	  $(MAKE) --no-print-directory build-torch2 BATON_TORCH2_PREFER_INSTALLED=1 && \
-	  build-torch2/bin/baton train recipes/fashion_mnist.yaml --set device=cuda --overwrite; \
-	else \
-	  $(MAKE) --no-print-directory build && build/bin/baton train recipes/fashion_mnist.yaml --overwrite; \
-	fi
-	@echo "demo: see its curves in a browser: build/bin/baton dashboard runs/fashion_mnist  (then open the URL it prints)"
+	@JOBS=$(JOBS) scripts/demo.sh
 
 test: build
 	ctest --preset unit -j $(JOBS)

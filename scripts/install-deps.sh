@@ -16,7 +16,7 @@ core=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libopenblas0-pthread libtcmalloc-minimal4 zlib1g-dev
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-  libsqlite3-dev libpq-dev postgresql libcpp-httplib-dev libjs-chart.js
+  libsqlite3-dev libpq-dev postgresql libcpp-httplib-dev libjs-chart.js libssl-dev
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist fortunes ccache  # fortunes: the text of recipes/gpt_char.yaml
 )

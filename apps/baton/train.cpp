@@ -170,6 +170,7 @@ std::vector<std::string> with_trial_parameters(std::vector<std::string> sets) {
 class TrialReporter : public Callback {
  public:
   explicit TrialReporter(std::string metric) : metric_(std::move(metric)) {}
+  const std::string& metric() const { return metric_; }
   void eval_after_all(State& state, Logger&) override {
     if (auto v = value(state)) {
       std::printf("baton: {\"intermediate\": %.17g, \"step\": %lld}\n", *v,
@@ -191,30 +192,12 @@ class TrialReporter : public Callback {
   std::string metric_;
 };
 
-int run_train(const TrainArgs& args) {
-  const Recipe recipe = Recipe::load(args.recipe, with_trial_parameters(args.sets));
-  TrainingRun run = build_run(recipe);
-  if (run.options.run_name().empty()) run.options.run_name(std::filesystem::path(args.recipe).stem().string());
-  const std::filesystem::path dir = args.run_dir.empty() ? std::filesystem::path("runs") / run.options.run_name()
-                                                         : std::filesystem::path(args.run_dir);
-  // Under mpirun/srun every rank trains one model with data parallelism; only rank 0 writes the
-  // run directory and prints.
-  const bool writes = run.options.distributed() == Distributed::kOff || launcher_rank() == 0;
-  if (run.options.save_folder().empty() && run.checkpoints) run.options.save_folder((dir / "checkpoints").string());
-  if (writes) {
-    prepare_run_folder(dir, args, run);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw std::runtime_error(dir.string() + ": cannot create the run directory (" + ec.message() + ")");
-    write_file(dir / "recipe.yaml", recipe.resolved_yaml());
-  }
-  run.options.autoresume(args.autoresume && !args.overwrite);
-  run.options.checkpoint_meta({{"baton_version", BATON_VERSION_STRING},
-                               {"run_name", run.options.run_name()},
-                               {"recipe", recipe.resolved_yaml()},
-                               {"model", model_meta(run)}});
+// The run's callbacks: the recipe's (a profiler writing into the run, not the working folder), the
+// signal stopper, a search trial's reporter (returned), --profile's trace profiler.
+std::shared_ptr<TrialReporter> add_run_callbacks(TrainingRun& run, const TrainArgs& args, const fs::path& dir,
+                                                 bool writes) {
   auto callbacks = run.options.callbacks();
-  for (const auto& callback : callbacks) {  // a recipe's profiler writes into the run, not the working folder
+  for (const auto& callback : callbacks) {
     auto profiler = std::dynamic_pointer_cast<TraceProfiler>(callback);
     if (profiler && fs::path(profiler->folder()).is_relative())
       profiler->set_folder((dir / profiler->folder()).string());
@@ -231,24 +214,24 @@ int run_train(const TrainArgs& args) {
     callbacks.push_back(std::make_shared<TraceProfiler>(TraceProfilerOptions{.folder = (dir / "traces").string()}));
   }
   run.options.callbacks(callbacks);
+  return reporter;
+}
+
+// The recipe's file loggers, writing into the run folder; a resumed run continues the metrics of
+// the one it resumes (each batch once).
+void add_run_loggers(TrainingRun& run, const fs::path& dir, bool writes) {
   auto loggers = run.options.loggers();
+  const bool resume = run.options.autoresume();
   for (const std::string& name : writes ? run.loggers : std::vector<std::string>{}) {
-    // A resumed run continues the metrics of the one it resumes (each batch once).
-    const bool resume = run.options.autoresume();
     if (name == "jsonl") loggers.push_back(std::make_shared<JsonlLogger>((dir / "metrics.jsonl").string(), resume));
     if (name == "csv") loggers.push_back(std::make_shared<CsvLogger>((dir / "metrics.csv").string(), resume));
     if (name == "tensorboard") loggers.push_back(std::make_shared<TensorBoardLogger>((dir / "tensorboard").string()));
   }
   run.options.loggers(loggers);
+}
 
-  if (writes) {
-    std::printf("baton train: %s, model %s, %lld training examples, precision %s, run dir %s\n",
-                run.options.run_name().c_str(), run.model_name.c_str(), static_cast<long long>(run.train_data->size()),
-                std::string(to_string(run.options.precision())).c_str(), dir.string().c_str());
-    std::fflush(stdout);
-  }
-  install_signal_handlers();
-  Trainer trainer(run.options);
+// What the trainer says before it trains: data parallelism, the checkpoint it resumes from.
+void print_start(Trainer& trainer, const TrainingRun& run, bool writes) {
   if (trainer.world_size() > 1 && trainer.rank() == 0) {
     std::printf("data parallel: %d ranks x %d threads, global batch %lld (each rank about %lld)\n",
                 trainer.world_size(), at::get_num_threads(),
@@ -260,10 +243,11 @@ int run_train(const TrainArgs& args) {
     std::printf("resuming from %s at %s\n", trainer.loaded_from().c_str(),
                 trainer.state().timestamp.to_string().c_str());
   }
-  trainer.fit();
-  trainer.close();
+}
 
-  if (!writes) return g_signal.load() != 0 ? 128 + g_signal.load() : 0;
+// After training (rank 0): model.pt, summary.json, the closing lines, a search trial's final value;
+// returns the exit code.
+int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, const TrialReporter* reporter) {
   const RunSummary& s = trainer.summary();
   {
     // Serialised in memory, then written as checkpoints are: a full disk is an error, not an abort
@@ -290,12 +274,13 @@ int run_train(const TrainArgs& args) {
   if (metrics.contains("eval/accuracy")) std::printf(", test accuracy %.4f", metrics["eval/accuracy"].get<double>());
   std::printf("\nsummary: %s\n", (dir / "summary.json").string().c_str());
   if (reporter) {
-    if (!metrics.contains(trial_metric)) {
-      std::fprintf(stderr, "baton train: the trial's metric '%s' was never evaluated (metrics: %s)\n", trial_metric,
+    const std::string& metric = reporter->metric();
+    if (!metrics.contains(metric)) {
+      std::fprintf(stderr, "baton train: the trial's metric '%s' was never evaluated (metrics: %s)\n", metric.c_str(),
                    metrics.dump().c_str());
       return kRunFailed;
     }
-    std::printf("baton: {\"final\": %.17g}\n", metrics[trial_metric].get<double>());
+    std::printf("baton: {\"final\": %.17g}\n", metrics[metric].get<double>());
   }
   if (const int sig = g_signal.load(); sig != 0) {
     std::printf("stopped by signal %d after batch %lld; resume with --autoresume\n", sig,
@@ -303,6 +288,44 @@ int run_train(const TrainArgs& args) {
     return 128 + sig;
   }
   return 0;
+}
+
+int run_train(const TrainArgs& args) {
+  const Recipe recipe = Recipe::load(args.recipe, with_trial_parameters(args.sets));
+  TrainingRun run = build_run(recipe);
+  if (run.options.run_name().empty()) run.options.run_name(fs::path(args.recipe).stem().string());
+  const fs::path dir = args.run_dir.empty() ? fs::path("runs") / run.options.run_name() : fs::path(args.run_dir);
+  // Under mpirun/srun every rank trains one model with data parallelism; only rank 0 writes the
+  // run directory and prints.
+  const bool writes = run.options.distributed() == Distributed::kOff || launcher_rank() == 0;
+  if (run.options.save_folder().empty() && run.checkpoints) run.options.save_folder((dir / "checkpoints").string());
+  if (writes) {
+    prepare_run_folder(dir, args, run);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw std::runtime_error(dir.string() + ": cannot create the run directory (" + ec.message() + ")");
+    write_file(dir / "recipe.yaml", recipe.resolved_yaml());
+  }
+  run.options.autoresume(args.autoresume && !args.overwrite);
+  run.options.checkpoint_meta({{"baton_version", BATON_VERSION_STRING},
+                               {"run_name", run.options.run_name()},
+                               {"recipe", recipe.resolved_yaml()},
+                               {"model", model_meta(run)}});
+  const auto reporter = add_run_callbacks(run, args, dir, writes);
+  add_run_loggers(run, dir, writes);
+  if (writes) {
+    std::printf("baton train: %s, model %s, %lld training examples, precision %s, run dir %s\n",
+                run.options.run_name().c_str(), run.model_name.c_str(), static_cast<long long>(run.train_data->size()),
+                std::string(to_string(run.options.precision())).c_str(), dir.string().c_str());
+    std::fflush(stdout);
+  }
+  install_signal_handlers();
+  Trainer trainer(run.options);
+  print_start(trainer, run, writes);
+  trainer.fit();
+  trainer.close();
+  if (!writes) return g_signal.load() != 0 ? 128 + g_signal.load() : 0;
+  return finish_run(trainer, run, dir, reporter.get());
 }
 
 }  // namespace

@@ -344,10 +344,66 @@ bool SequentialEngine::kill(int64_t id) {
   return true;
 }
 
+// ---- QueuedEngine ---------------------------------------------------------------------------
+
+int64_t QueuedEngine::submit(const nlohmann::json& parameters) {
+  {
+    std::lock_guard lock(mutex_);
+    if (shutting_down_) throw std::runtime_error(name_ + ": submit after shutdown");
+  }
+  const int64_t id = add_trial(parameters);
+  requeue(id);
+  return id;
+}
+
+void QueuedEngine::requeue(int64_t id) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!shutting_down_) {
+      queue_.push_back(id);
+      queued(id);
+      return;
+    }
+  }
+  TrainingEnd event(id, TrialStatus::kInterrupted, "the engine shut down before the trial could run");
+  dispatch(event);
+}
+
+bool QueuedEngine::kill(int64_t id) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = trials_.find(id);
+    if (it == trials_.end() || it->second.completed()) return false;
+    auto q = std::find(queue_.begin(), queue_.end(), id);
+    if (q == queue_.end()) {
+      stop_running(id);
+      return true;
+    }
+    queue_.erase(q);
+  }
+  TrainingEnd event(id, TrialStatus::kInterrupted, "killed before it started");
+  dispatch(event);
+  return true;
+}
+
+void QueuedEngine::close_queue(const std::function<void()>& under_lock) {
+  std::deque<int64_t> never_started;
+  {
+    std::lock_guard lock(mutex_);
+    shutting_down_ = true;
+    never_started.swap(queue_);
+    under_lock();
+  }
+  for (int64_t id : never_started) {
+    TrainingEnd event(id, TrialStatus::kInterrupted, "the engine shut down before the trial started");
+    dispatch(event);
+  }
+}
+
 // ---- ThreadPoolEngine -----------------------------------------------------------------------
 
 ThreadPoolEngine::ThreadPoolEngine(TrialFunction function, int workers)
-    : function_(std::move(function)), workers_(workers) {
+    : QueuedEngine("ThreadPoolEngine"), function_(std::move(function)), workers_(workers) {
   if (workers < 1)
     throw std::invalid_argument("ThreadPoolEngine: workers must be at least 1, got " + std::to_string(workers));
   for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
@@ -355,35 +411,17 @@ ThreadPoolEngine::ThreadPoolEngine(TrialFunction function, int workers)
 
 ThreadPoolEngine::~ThreadPoolEngine() { shutdown(); }
 
-int64_t ThreadPoolEngine::submit(const nlohmann::json& parameters) {
-  {
-    std::lock_guard lock(mutex_);
-    if (shutting_down_) throw std::runtime_error("ThreadPoolEngine: submit after shutdown");
-  }
-  const int64_t id = add_trial(parameters);
-  requeue(id);
-  return id;
-}
+void ThreadPoolEngine::queued(int64_t) { work_ready_.notify_one(); }
 
-void ThreadPoolEngine::requeue(int64_t id) {
-  {
-    std::lock_guard lock(mutex_);
-    if (!shutting_down_) {
-      queue_.push_back(id);
-      stop_flags_[id] = std::make_shared<std::atomic<bool>>(false);
-      work_ready_.notify_one();
-      return;
-    }
-  }
-  TrainingEnd event(id, TrialStatus::kInterrupted, "the engine shut down before the trial could run again");
-  dispatch(event);
+void ThreadPoolEngine::stop_running(int64_t id) {
+  if (auto f = stop_flags_.find(id); f != stop_flags_.end()) *f->second = true;
 }
 
 void ThreadPoolEngine::work() {
   for (;;) {
     int64_t id = 0;
     nlohmann::json parameters;
-    std::shared_ptr<std::atomic<bool>> stop;
+    std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
     {
       std::unique_lock lock(mutex_);
       work_ready_.wait(lock, [&] { return shutting_down_ || !queue_.empty(); });
@@ -391,7 +429,7 @@ void ThreadPoolEngine::work() {
       id = queue_.front();
       queue_.pop_front();
       parameters = trials_.at(id).parameters;
-      stop = stop_flags_.at(id);
+      stop_flags_[id] = stop;
       ++busy_;
     }
     run_trial_function(*this, function_, id, parameters, *stop);
@@ -404,47 +442,20 @@ void ThreadPoolEngine::work() {
   }
 }
 
-bool ThreadPoolEngine::kill(int64_t id) {
-  bool queued = false;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = trials_.find(id);
-    if (it == trials_.end() || it->second.completed()) return false;
-    auto q = std::find(queue_.begin(), queue_.end(), id);
-    if (q != queue_.end()) {
-      queue_.erase(q);
-      stop_flags_.erase(id);
-      queued = true;
-    } else if (auto f = stop_flags_.find(id); f != stop_flags_.end()) {
-      *f->second = true;
-    }
-  }
-  if (queued) {
-    TrainingEnd event(id, TrialStatus::kInterrupted, "killed");
-    dispatch(event);
-  }
-  return true;
-}
-
 int ThreadPoolEngine::idle_workers() const {
   std::lock_guard lock(mutex_);
   return std::max(0, workers_ - busy_ - static_cast<int>(queue_.size()));
 }
 
 void ThreadPoolEngine::shutdown() {
-  std::deque<int64_t> never_started;
   {
     std::lock_guard lock(mutex_);
     if (shutting_down_ && threads_.empty()) return;
-    shutting_down_ = true;
-    never_started.swap(queue_);
+  }
+  close_queue([this] {
     for (auto& [id, flag] : stop_flags_) *flag = true;  // running ones stop at their next check
-  }
+  });
   work_ready_.notify_all();
-  for (int64_t id : never_started) {
-    TrainingEnd event(id, TrialStatus::kInterrupted, "the engine shut down before the trial started");
-    dispatch(event);
-  }
   for (auto& t : threads_) t.join();
   threads_.clear();
 }

@@ -58,7 +58,8 @@ struct ProcessEngine::Run {
   std::ofstream out_log, err_log;
 };
 
-ProcessEngine::ProcessEngine(ProcessEngineOptions options) : options_(std::move(options)) {
+ProcessEngine::ProcessEngine(ProcessEngineOptions options)
+    : QueuedEngine("ProcessEngine"), options_(std::move(options)) {
   if (options_.command.empty()) throw std::invalid_argument("ProcessEngine: no command");
   if (options_.workers < 1) throw std::invalid_argument("ProcessEngine: workers must be at least 1");
   if (options_.timeout_s && !(*options_.timeout_s > 0))
@@ -78,49 +79,11 @@ void ProcessEngine::wake() {
   [[maybe_unused]] auto n = ::write(wake_pipe_[1], &c, 1);
 }
 
-int64_t ProcessEngine::submit(const nlohmann::json& parameters) {
-  {
-    std::lock_guard lock(mutex_);
-    if (shutting_down_) throw std::runtime_error("ProcessEngine: submit after shutdown");
-  }
-  const int64_t id = add_trial(parameters);
-  requeue(id);
-  return id;
-}
+void ProcessEngine::queued(int64_t) { wake(); }
 
-void ProcessEngine::requeue(int64_t id) {
-  {
-    std::lock_guard lock(mutex_);
-    if (!shutting_down_) {
-      queue_.push_back(id);
-      wake();
-      return;
-    }
-  }
-  TrainingEnd event(id, TrialStatus::kInterrupted, "the engine shut down before the trial could run");
-  dispatch(event);
-}
-
-bool ProcessEngine::kill(int64_t id) {
-  bool queued = false;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = trials_.find(id);
-    if (it == trials_.end() || it->second.completed()) return false;
-    auto q = std::find(queue_.begin(), queue_.end(), id);
-    if (q != queue_.end()) {
-      queue_.erase(q);
-      queued = true;
-    } else {
-      kill_requests_.insert(id);
-      wake();
-    }
-  }
-  if (queued) {
-    TrainingEnd event(id, TrialStatus::kInterrupted, "killed before it started");
-    dispatch(event);
-  }
-  return true;
+void ProcessEngine::stop_running(int64_t id) {
+  kill_requests_.insert(id);
+  wake();
 }
 
 int ProcessEngine::idle_workers() const {
@@ -129,18 +92,11 @@ int ProcessEngine::idle_workers() const {
 }
 
 void ProcessEngine::shutdown() {
-  std::deque<int64_t> never_started;
   {
     std::lock_guard lock(mutex_);
     if (shutting_down_) return;
-    shutting_down_ = true;
-    never_started.swap(queue_);
-    wake();
   }
-  for (int64_t id : never_started) {
-    TrainingEnd event(id, TrialStatus::kInterrupted, "the engine shut down before the trial started");
-    dispatch(event);
-  }
+  close_queue([this] { wake(); });
   if (monitor_.joinable()) monitor_.join();
 }
 
@@ -256,121 +212,17 @@ void ProcessEngine::finish(int64_t id, Run& run) {
   dispatch(end);
 }
 
+// The monitor thread: starts queued trials as workers free up, stops the killed and the timed-out,
+// reads the trials' output (the protocol lines on stdout, the tail of stderr) and ends the trials
+// whose pipes closed.
 void ProcessEngine::monitor() {
   std::vector<char> buffer(1 << 16);
   for (;;) {
-    // Start what fits; take kill requests.
-    std::vector<int64_t> to_start;
-    std::set<int64_t> kills;
-    bool stopping = false;
-    {
-      std::lock_guard lock(mutex_);
-      stopping = shutting_down_;
-      while (!stopping && !queue_.empty() && active_ < options_.workers) {
-        to_start.push_back(queue_.front());
-        queue_.pop_front();
-        ++active_;
-      }
-      kills.swap(kill_requests_);
-    }
-    for (int64_t id : to_start) start(id);
-    const double now = mono_s();
-    for (auto& [id, run] : running_) {
-      const bool kill_it = stopping || kills.count(id);
-      if (kill_it && !run->interrupted && !run->timed_out) run->interrupted = true;
-      if (run->deadline > 0 && now >= run->deadline && !run->interrupted && !run->timed_out) run->timed_out = true;
-      if ((run->interrupted || run->timed_out) && run->kill_at == 0.0) {
-        ::kill(-run->pid, SIGTERM);
-        run->kill_at = now + options_.kill_grace_s;
-      }
-      if (run->kill_at > 0.0 && now >= run->kill_at) {
-        ::kill(-run->pid, SIGKILL);
-        run->kill_at = now + 3600;  // once
-      }
-    }
+    const bool stopping = start_and_signal();
     if (stopping && running_.empty()) return;
-
-    std::vector<pollfd> fds = {{wake_pipe_[0], POLLIN, 0}};
-    std::vector<std::pair<int64_t, bool>> owners = {{-1, false}};
-    double next = -1;
-    for (auto& [id, run] : running_) {
-      if (run->out >= 0) {
-        fds.push_back({run->out, POLLIN, 0});
-        owners.push_back({id, true});
-      }
-      if (run->err >= 0) {
-        fds.push_back({run->err, POLLIN, 0});
-        owners.push_back({id, false});
-      }
-      for (double t : {run->deadline, run->kill_at}) {
-        if (t > 0 && (next < 0 || t < next)) next = t;
-      }
-    }
-    const int timeout_ms = next < 0 ? -1 : std::max(0, static_cast<int>(std::ceil((next - mono_s()) * 1000)));
-    const int n = ::poll(fds.data(), fds.size(), timeout_ms);
-    if (n < 0 && errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (n <= 0) continue;
-    if (fds[0].revents) {
-      char drain[256];
-      while (::read(wake_pipe_[0], drain, sizeof drain) > 0) {
-      }
-    }
     std::vector<int64_t> done;
-    for (std::size_t i = 1; i < fds.size(); ++i) {
-      if (!fds[i].revents) continue;
-      auto& run = *running_.at(owners[i].first);
-      const int64_t id = owners[i].first;
-      int& fd = owners[i].second ? run.out : run.err;
-      const ssize_t got = ::read(fd, buffer.data(), buffer.size());
-      if (got < 0 && errno == EINTR) continue;
-      const bool eof = got <= 0;
-      if (eof) {
-        ::close(fd);
-        fd = -1;
-      }
-      if (!owners[i].second) {  // stderr: keep its tail
-        if (!eof) {
-          const std::string chunk(buffer.data(), static_cast<std::size_t>(got));
-          if (run.err_log.is_open()) run.err_log << chunk << std::flush;
-          run.err_tail += chunk;
-          if (run.err_tail.size() > kStderrTail) run.err_tail.erase(0, run.err_tail.size() - kStderrTail);
-          while (!run.err_tail.empty() && (run.err_tail.back() == '\n' || run.err_tail.back() == ' '))
-            run.err_tail.pop_back();
-        }
-        if (run.out < 0 && run.err < 0) done.push_back(id);
-        continue;
-      }
-      if (!eof) {
-        run.out_buf.append(buffer.data(), static_cast<std::size_t>(got));
-      } else if (!run.out_buf.empty()) {
-        run.out_buf += '\n';  // a last line without its newline
-      }
-      std::size_t pos = 0;
-      for (std::size_t nl; (nl = run.out_buf.find('\n', pos)) != std::string::npos; pos = nl + 1) {
-        const std::string line = run.out_buf.substr(pos, nl - pos);
-        if (run.out_log.is_open()) run.out_log << line << '\n' << std::flush;
-        if (run.interrupted || run.timed_out) continue;
-        try {
-          if (auto j = parse_protocol_line(line)) {
-            if (j->contains("final")) {
-              const double v = (*j)["final"].get<double>();
-              if (!std::isfinite(v)) throw std::invalid_argument("the final value is " + std::to_string(v));
-              FinalMetric e(id, v);
-              dispatch(e);
-              run.final_reported = true;
-            } else {
-              const int64_t step = j->contains("step") ? (*j)["step"].get<int64_t>() : run.auto_step;
-              run.auto_step = step + 1;
-              IntermediateMetric e(id, (*j)["intermediate"].get<double>(), step);
-              dispatch(e);
-            }
-          }
-        } catch (const std::exception& e) {
-          if (run.protocol_error.empty()) run.protocol_error = std::string("trial protocol: ") + e.what();
-        }
-      }
-      run.out_buf.erase(0, pos);
-      if (run.out < 0 && run.err < 0) done.push_back(id);
+    for (const auto& [id, is_stdout] : wait_for_output()) {
+      if (read_output(id, *running_.at(id), is_stdout, buffer)) done.push_back(id);
     }
     std::sort(done.begin(), done.end());
     done.erase(std::unique(done.begin(), done.end()), done.end());
@@ -378,6 +230,126 @@ void ProcessEngine::monitor() {
       auto node = running_.extract(id);
       finish(id, *node.mapped());
     }
+  }
+}
+
+bool ProcessEngine::start_and_signal() {
+  std::vector<int64_t> to_start;
+  std::set<int64_t> kills;
+  bool stopping = false;
+  {
+    std::lock_guard lock(mutex_);
+    stopping = shutting_down_;
+    while (!stopping && !queue_.empty() && active_ < options_.workers) {
+      to_start.push_back(queue_.front());
+      queue_.pop_front();
+      ++active_;
+    }
+    kills.swap(kill_requests_);
+  }
+  for (int64_t id : to_start) start(id);
+  const double now = mono_s();
+  for (auto& [id, run] : running_) {
+    const bool kill_it = stopping || kills.count(id);
+    if (kill_it && !run->interrupted && !run->timed_out) run->interrupted = true;
+    if (run->deadline > 0 && now >= run->deadline && !run->interrupted && !run->timed_out) run->timed_out = true;
+    if ((run->interrupted || run->timed_out) && run->kill_at == 0.0) {
+      ::kill(-run->pid, SIGTERM);
+      run->kill_at = now + options_.kill_grace_s;
+    }
+    if (run->kill_at > 0.0 && now >= run->kill_at) {
+      ::kill(-run->pid, SIGKILL);
+      run->kill_at = now + 3600;  // once
+    }
+  }
+  return stopping;
+}
+
+std::vector<std::pair<int64_t, bool>> ProcessEngine::wait_for_output() {
+  std::vector<pollfd> fds = {{wake_pipe_[0], POLLIN, 0}};
+  std::vector<std::pair<int64_t, bool>> owners = {{-1, false}};
+  double next = -1;
+  for (auto& [id, run] : running_) {
+    if (run->out >= 0) {
+      fds.push_back({run->out, POLLIN, 0});
+      owners.push_back({id, true});
+    }
+    if (run->err >= 0) {
+      fds.push_back({run->err, POLLIN, 0});
+      owners.push_back({id, false});
+    }
+    for (double t : {run->deadline, run->kill_at}) {
+      if (t > 0 && (next < 0 || t < next)) next = t;
+    }
+  }
+  const int timeout_ms = next < 0 ? -1 : std::max(0, static_cast<int>(std::ceil((next - mono_s()) * 1000)));
+  const int n = ::poll(fds.data(), fds.size(), timeout_ms);
+  if (n < 0 && errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (n <= 0) return {};
+  if (fds[0].revents) {
+    char drain[256];
+    while (::read(wake_pipe_[0], drain, sizeof drain) > 0) {
+    }
+  }
+  std::vector<std::pair<int64_t, bool>> ready;
+  for (std::size_t i = 1; i < fds.size(); ++i) {
+    if (fds[i].revents) ready.push_back(owners[i]);
+  }
+  return ready;
+}
+
+bool ProcessEngine::read_output(int64_t id, Run& run, bool is_stdout, std::vector<char>& buffer) {
+  int& fd = is_stdout ? run.out : run.err;
+  const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+  if (got < 0 && errno == EINTR) return false;
+  const bool eof = got <= 0;
+  if (eof) {
+    ::close(fd);
+    fd = -1;
+  }
+  if (!is_stdout && !eof) {  // stderr: to its log, and its tail kept for the error
+    const std::string chunk(buffer.data(), static_cast<std::size_t>(got));
+    if (run.err_log.is_open()) run.err_log << chunk << std::flush;
+    run.err_tail += chunk;
+    if (run.err_tail.size() > kStderrTail) run.err_tail.erase(0, run.err_tail.size() - kStderrTail);
+    while (!run.err_tail.empty() && (run.err_tail.back() == '\n' || run.err_tail.back() == ' '))
+      run.err_tail.pop_back();
+  }
+  if (is_stdout) {
+    if (!eof) {
+      run.out_buf.append(buffer.data(), static_cast<std::size_t>(got));
+    } else if (!run.out_buf.empty()) {
+      run.out_buf += '\n';  // a last line without its newline
+    }
+    std::size_t pos = 0;
+    for (std::size_t nl; (nl = run.out_buf.find('\n', pos)) != std::string::npos; pos = nl + 1) {
+      const std::string line = run.out_buf.substr(pos, nl - pos);
+      if (run.out_log.is_open()) run.out_log << line << '\n' << std::flush;
+      if (!run.interrupted && !run.timed_out) report(id, run, line);
+    }
+    run.out_buf.erase(0, pos);
+  }
+  return run.out < 0 && run.err < 0;
+}
+
+void ProcessEngine::report(int64_t id, Run& run, const std::string& line) {
+  try {
+    auto j = parse_protocol_line(line);
+    if (!j) return;
+    if (j->contains("final")) {
+      const double v = (*j)["final"].get<double>();
+      if (!std::isfinite(v)) throw std::invalid_argument("the final value is " + std::to_string(v));
+      FinalMetric e(id, v);
+      dispatch(e);
+      run.final_reported = true;
+    } else {
+      const int64_t step = j->contains("step") ? (*j)["step"].get<int64_t>() : run.auto_step;
+      run.auto_step = step + 1;
+      IntermediateMetric e(id, (*j)["intermediate"].get<double>(), step);
+      dispatch(e);
+    }
+  } catch (const std::exception& e) {
+    if (run.protocol_error.empty()) run.protocol_error = std::string("trial protocol: ") + e.what();
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include "baton/exec/gp.h"
 #include "baton/exec/tpe.h"
+#include "core/yaml_json.h"
 
 namespace baton {
 namespace {
@@ -79,28 +80,6 @@ std::vector<Dimension> parse_dims(const nlohmann::json& space, const std::string
     dims.push_back(std::move(d));
   }
   return dims;
-}
-
-nlohmann::json yaml_to_json(const YAML::Node& node) {
-  if (!node.IsDefined() || node.IsNull()) return nullptr;
-  if (node.IsSequence()) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& item : node) out.push_back(yaml_to_json(item));
-    return out;
-  }
-  if (node.IsMap()) {
-    nlohmann::json out = nlohmann::json::object();
-    for (auto it = node.begin(); it != node.end(); ++it) out[it->first.as<std::string>()] = yaml_to_json(it->second);
-    return out;
-  }
-  const std::string text = node.Scalar();
-  if (node.Tag() == "!") return text;
-  if (text == "true" || text == "false") return text == "true";
-  int64_t i = 0;
-  double d = 0;
-  if (YAML::convert<int64_t>::decode(node, i)) return i;
-  if (YAML::convert<double>::decode(node, d)) return d;
-  return text;
 }
 
 nlohmann::json sample_dims(const std::vector<Dimension>& dims, std::mt19937_64& rng) {

@@ -12,6 +12,18 @@ void InMemoryLogger::log_hyperparameters(const nlohmann::json& hyperparameters) 
   hyperparameters_.update(hyperparameters);
 }
 
+void InMemoryLogger::log_traces(const Traces& traces) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [key, trace] : traces) {
+    if (trace.run) ++trace_runs_[key];
+  }
+}
+
+std::map<std::string, int64_t> InMemoryLogger::trace_runs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return trace_runs_;
+}
+
 std::vector<std::pair<int64_t, double>> InMemoryLogger::series(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = series_.find(name);

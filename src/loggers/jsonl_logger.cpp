@@ -18,6 +18,10 @@ std::FILE* open_or_throw(const std::string& path, const char* mode) {
   return file;
 }
 
+double seconds_since_epoch() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
 
 JsonlLogger::JsonlLogger(const std::string& path, bool resume)
@@ -39,15 +43,26 @@ void JsonlLogger::write(const std::string& line) {
 }
 
 void JsonlLogger::log_metrics(const Metrics& metrics, int64_t step) {
-  nlohmann::json line = {
-      {"step", step},
-      {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}};
+  nlohmann::json line = {{"step", step}, {"time", seconds_since_epoch()}};
   for (const auto& [name, value] : metrics) line[name] = value;
   write(line.dump() + "\n");
 }
 
 void JsonlLogger::log_hyperparameters(const nlohmann::json& hyperparameters) {
   write(nlohmann::json{{"hyperparameters", hyperparameters}}.dump() + "\n");
+}
+
+void JsonlLogger::log_traces(const Traces& traces) {
+  for (const auto& [key, trace] : traces) {
+    if (trace.run) ++runs_[key];
+  }
+}
+
+void JsonlLogger::write_traces(int64_t step) {
+  if (runs_.empty()) return;
+  const nlohmann::json line = {{"step", step}, {"time", seconds_since_epoch()}, {"traces", runs_}};
+  runs_.clear();
+  write(line.dump() + "\n");
 }
 
 void JsonlLogger::continue_from(int64_t batch) {
@@ -80,13 +95,15 @@ void JsonlLogger::after_load(State& state, Logger&) {
   if (deciding_) continue_from(state.timestamp.batch());
 }
 
-void JsonlLogger::epoch_end(State&, Logger&) {
+void JsonlLogger::epoch_end(State& state, Logger&) {
+  write_traces(state.timestamp.batch());
   if (file_ != nullptr && std::fflush(file_) != 0) {
     throw std::runtime_error(path_ + ": cannot write metrics (" + std::strerror(errno) + ")");
   }
 }
 
-void JsonlLogger::close(State&, Logger&) {
+void JsonlLogger::close(State& state, Logger&) {
+  write_traces(state.timestamp.batch());
   if (deciding_) continue_from(0);
   std::FILE* file = std::exchange(file_, nullptr);
   if (file != nullptr && std::fclose(file) != 0) {  // what was buffered could not be written

@@ -8,12 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
+#include <stdexcept>
 
+#include <openssl/evp.h>
 #include <torch/torch.h>
 
 #include "checkpoint_layout.h"
-#include "sha256.h"
 
 namespace baton {
 namespace {
@@ -142,6 +144,36 @@ CheckpointFile read_checkpoint(const std::string& path) {
   buffer << in.rdbuf();
   return decode_checkpoint(buffer.str(), path);
 }
+
+namespace {
+
+// SHA-256 through OpenSSL's libcrypto (the CPU's SHA instructions where it has them).
+class Sha256 {
+ public:
+  Sha256() : context_(EVP_MD_CTX_new()) {
+    if (context_ == nullptr || EVP_DigestInit_ex(context_.get(), EVP_sha256(), nullptr) != 1) {
+      throw std::runtime_error("sha256: OpenSSL cannot start a digest");
+    }
+  }
+  void update(const void* data, std::size_t size) { EVP_DigestUpdate(context_.get(), data, size); }
+  std::string hex() {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int size = 0;
+    EVP_DigestFinal_ex(context_.get(), digest, &size);
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned int i = 0; i < size; ++i) out += {kDigits[digest[i] >> 4], kDigits[digest[i] & 15]};
+    return out;
+  }
+
+ private:
+  struct Free {
+    void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
+  };
+  std::unique_ptr<EVP_MD_CTX, Free> context_;
+};
+
+}  // namespace
 
 std::string sha256_hex(const std::string& bytes) {
   Sha256 sha;

@@ -25,6 +25,7 @@
 #include "baton/optim/optimizers.h"
 #include "baton/train/checkpoint_saver.h"
 #include "baton/train/threads.h"
+#include "core/yaml_json.h"
 #include "mpi/comm.h"
 
 namespace baton {
@@ -35,29 +36,6 @@ namespace {
 
 // More classes than this is a label written wrong (a model would need that many outputs).
 constexpr int64_t kMaxClasses = 1000000;
-
-// A YAML value as JSON: true/false, whole numbers and numbers become JSON's; other scalars strings.
-nlohmann::json to_json(const YAML::Node& node) {
-  if (!node.IsDefined() || node.IsNull()) return nullptr;
-  if (node.IsSequence()) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& item : node) out.push_back(to_json(item));
-    return out;
-  }
-  if (node.IsMap()) {
-    nlohmann::json out = nlohmann::json::object();
-    for (auto it = node.begin(); it != node.end(); ++it) out[it->first.as<std::string>()] = to_json(it->second);
-    return out;
-  }
-  const std::string text = node.Scalar();
-  if (node.Tag() == "!") return text;  // quoted
-  if (text == "true" || text == "false") return text == "true";
-  int64_t i = 0;
-  double d = 0;
-  if (YAML::convert<int64_t>::decode(node, i)) return i;
-  if (YAML::convert<double>::decode(node, d)) return d;
-  return text;
-}
 
 // A recipe section of named components with options ({mixup: {alpha: 0.2}, channels_last: }),
 // each built by `make`; errors point at the component or option.
@@ -72,7 +50,7 @@ std::vector<std::shared_ptr<T>> build_named(const Section& top, const std::strin
     const std::string name = it->first.as<std::string>();
     if (it->second.IsScalar() && it->second.Scalar() == "false") continue;  // switched off: name: false
     try {
-      out.push_back(make(name, to_json(it->second)));
+      out.push_back(make(name, yaml_to_json(it->second)));
     } catch (const OptionError& e) {
       const Section options = section.child(name);
       const std::string prefix = name + "." + e.key() + ": ";
@@ -195,17 +173,8 @@ void load_data(const Section& data, uint64_t seed, const c10::Device& device, Tr
   }
 }
 
-}  // namespace
-
-TrainingRun build_run(const Recipe& recipe) {
-  const Section top(recipe.root(), "", recipe.source(), recipe.set_keys());
-  TrainingRun run;
-  TrainerOptions& o = run.options;
-  const uint64_t seed = top.get<uint64_t>("seed", 0);
-  o.seed(seed);
-  // LibTorch seeds its generator at random in each process: seed before the model is built, so
-  // that the same recipe starts from the same weights.
-  torch::manual_seed(seed);
+// The loop's keys: how long, how often to evaluate and log, threads, data parallelism, the console.
+void read_loop_keys(const Section& top, TrainerOptions& o) {
   o.run_name(top.get<std::string>("run_name", ""));
   o.max_duration(top.time("max_duration", Time::from_epoch(1)));
   // Checked here, before any data is read (the trainer checks them again for C++ callers).
@@ -255,7 +224,10 @@ TrainingRun build_run(const Recipe& recipe) {
       top.fail("eval_metrics", e.what());
     }
   }
-  // The device first: what auto precision picks and where data.on_device puts the data set.
+}
+
+// The device, and the precision (auto: bfloat16 where the device has it).
+c10::Device read_device_and_precision(const Section& top, TrainerOptions& o) {
   o.device(top.get<std::string>("device", "auto"));
   c10::Device device(c10::kCPU);
   try {
@@ -279,6 +251,11 @@ TrainingRun build_run(const Recipe& recipe) {
                               (cuda_built() ? "device is " + device.str() : "this baton's LibTorch has no CUDA") +
                               "; use amp_bf16 or fp32");
   }
+  return device;
+}
+
+// tf32, log_interval, the save_* and load_* keys, device_train_microbatch_size.
+void read_step_and_checkpoint_keys(const Section& top, TrainerOptions& o) {
   o.tf32(top.get<bool>("tf32", false));
   const std::string log_interval = top.get<std::string>("log_interval", "auto");
   if (log_interval != "auto") {
@@ -307,10 +284,11 @@ TrainingRun build_run(const Recipe& recipe) {
     if (n < 1) top.fail("device_train_microbatch_size", "expected a whole number of at least 1, or auto");
     o.device_train_microbatch_size(n);
   }
+}
 
-  // Data.
-  const Section data = top.child("data");
-  load_data(data, seed, device, run);
+// The training loader (and the evaluation loader, when the data set has test data).
+void build_loaders(const Section& data, uint64_t seed, TrainingRun& run) {
+  TrainerOptions& o = run.options;
   const int64_t batch_size = data.get<int64_t>("batch_size", 128);
   if (batch_size < 1) data.fail("batch_size", "must be at least 1");
   o.train_dataloader(std::make_shared<DataLoader>(run.train_data, DataLoaderOptions()
@@ -325,9 +303,10 @@ TrainingRun build_run(const Recipe& recipe) {
     o.eval_dataloader(
         "eval", std::make_shared<DataLoader>(run.eval_data, DataLoaderOptions().batch_size(eval_batch).shuffle(false)));
   }
+}
 
-  // Model.
-  const Section model = top.child("model");
+void build_model(const Section& model, TrainingRun& run) {
+  TrainerOptions& o = run.options;
   run.model_name = model.get<std::string>("name", "fashion_cnn");
   ModelSpec spec{.input_shape = run.train_data->input_shape(), .num_classes = run.train_data->num_classes()};
   if (model.has("hidden")) spec.hidden = model.get<std::vector<int64_t>>("hidden", {});
@@ -347,9 +326,9 @@ TrainingRun build_run(const Recipe& recipe) {
       model.fail("name", std::string(e.what()) + ", or torchscript with model.path");
     }
   }
+}
 
-  // Optimizer.
-  const Section opt = top.child("optimizer");
+void build_optimizer(const Section& opt, TrainerOptions& o) {
   OptimizerSpec os;
   os.name = opt.get<std::string>("name", "sgd");
   os.lr = opt.get<double>("lr", os.lr);
@@ -365,9 +344,12 @@ TrainingRun build_run(const Recipe& recipe) {
   } catch (const std::invalid_argument& e) {
     opt.fail("name", e.what());
   }
+}
 
-  o.hyperparameters(to_json(recipe.root()));
-
+// Algorithms, callbacks (the trainer's own checkpoint saver takes its options) and the names of the
+// loggers that write into the run folder.
+void build_plugins(const Section& top, TrainingRun& run) {
+  TrainerOptions& o = run.options;
   // Algorithms and callbacks, in the recipe's order.
   o.algorithms(
       build_named<Algorithm>(top, "algorithms", "{label_smoothing: {smoothing: 0.1}, channels_last: }",
@@ -411,35 +393,58 @@ TrainingRun build_run(const Recipe& recipe) {
                      return std::shared_ptr<int>();
                    });
   if (!top.has("loggers")) run.loggers = {"jsonl"};  // a recipe that says nothing still gets metrics.jsonl
+}
 
-  // Scheduler.
-  if (top.has("scheduler")) {
-    const Section sch = top.child("scheduler");
-    SchedulerSpec ss;
-    ss.name = sch.get<std::string>("name", "constant");
-    ss.alpha = sch.get<double>("alpha", ss.alpha);
-    ss.alpha_i = sch.get<double>("alpha_i", ss.alpha_i);
-    ss.alpha_f = sch.get<double>("alpha_f", ss.alpha_f);
-    ss.gamma = sch.get<double>("gamma", ss.gamma);
-    ss.power = sch.get<double>("power", ss.power);
-    ss.t_max = sch.time("t_max", ss.t_max);
-    ss.t_warmup = sch.time("t_warmup", ss.t_warmup);
-    ss.step_size = sch.time("step_size", ss.step_size);
-    ss.milestones = sch.times("milestones");
-    ss.decay_period = sch.time("decay_period", ss.decay_period);
-    if (sch.has("max_lr")) ss.max_lr = sch.get<double>("max_lr", 0.0);
-    ss.pct_start = sch.get<double>("pct_start", ss.pct_start);
-    ss.div_factor = sch.get<double>("div_factor", ss.div_factor);
-    ss.final_div_factor = sch.get<double>("final_div_factor", ss.final_div_factor);
-    ss.cycle_momentum = sch.get<bool>("cycle_momentum", ss.cycle_momentum);
-    ss.base_momentum = sch.get<double>("base_momentum", ss.base_momentum);
-    ss.max_momentum = sch.get<double>("max_momentum", ss.max_momentum);
-    try {
-      o.schedulers({make_scheduler(ss)});
-    } catch (const std::invalid_argument& e) {
-      sch.fail("name", e.what());
-    }
+void build_scheduler(const Section& sch, TrainerOptions& o) {
+  SchedulerSpec ss;
+  ss.name = sch.get<std::string>("name", "constant");
+  ss.alpha = sch.get<double>("alpha", ss.alpha);
+  ss.alpha_i = sch.get<double>("alpha_i", ss.alpha_i);
+  ss.alpha_f = sch.get<double>("alpha_f", ss.alpha_f);
+  ss.gamma = sch.get<double>("gamma", ss.gamma);
+  ss.power = sch.get<double>("power", ss.power);
+  ss.t_max = sch.time("t_max", ss.t_max);
+  ss.t_warmup = sch.time("t_warmup", ss.t_warmup);
+  ss.step_size = sch.time("step_size", ss.step_size);
+  ss.milestones = sch.times("milestones");
+  ss.decay_period = sch.time("decay_period", ss.decay_period);
+  if (sch.has("max_lr")) ss.max_lr = sch.get<double>("max_lr", 0.0);
+  ss.pct_start = sch.get<double>("pct_start", ss.pct_start);
+  ss.div_factor = sch.get<double>("div_factor", ss.div_factor);
+  ss.final_div_factor = sch.get<double>("final_div_factor", ss.final_div_factor);
+  ss.cycle_momentum = sch.get<bool>("cycle_momentum", ss.cycle_momentum);
+  ss.base_momentum = sch.get<double>("base_momentum", ss.base_momentum);
+  ss.max_momentum = sch.get<double>("max_momentum", ss.max_momentum);
+  try {
+    o.schedulers({make_scheduler(ss)});
+  } catch (const std::invalid_argument& e) {
+    sch.fail("name", e.what());
   }
+}
+
+}  // namespace
+
+TrainingRun build_run(const Recipe& recipe) {
+  const Section top(recipe.root(), "", recipe.source(), recipe.set_keys());
+  TrainingRun run;
+  TrainerOptions& o = run.options;
+  const uint64_t seed = top.get<uint64_t>("seed", 0);
+  o.seed(seed);
+  // LibTorch seeds its generator at random in each process: seed before the model is built, so
+  // that the same recipe starts from the same weights.
+  torch::manual_seed(seed);
+  read_loop_keys(top, o);
+  // The device first: what auto precision picks and where data.on_device puts the data set.
+  const c10::Device device = read_device_and_precision(top, o);
+  read_step_and_checkpoint_keys(top, o);
+  const Section data = top.child("data");
+  load_data(data, seed, device, run);
+  build_loaders(data, seed, run);
+  build_model(top.child("model"), run);
+  build_optimizer(top.child("optimizer"), o);
+  o.hyperparameters(yaml_to_json(recipe.root()));
+  build_plugins(top, run);
+  if (top.has("scheduler")) build_scheduler(top.child("scheduler"), o);
   return run;
 }
 

@@ -6,8 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "baton/core/algorithm.h"
+#include "baton/core/engine.h"
 #include "baton/core/state.h"
 #include "baton/loggers/csv_logger.h"
+#include "baton/loggers/in_memory_logger.h"
 #include "baton/loggers/jsonl_logger.h"
 #include "baton/loggers/plot.h"
 #include "baton/loggers/tensorboard_logger.h"
@@ -209,6 +212,40 @@ TEST(JsonlLogger, AResumedRunKeepsTheLinesUpToItsBatchAndAppendsAfterThem) {
   fresh.log_metrics({{"train/loss", 2.0}}, 1);
   fresh.close(start, logger);
   EXPECT_EQ(loss_steps(path), (std::vector<int64_t>{1}));
+}
+
+// Composer hands algorithm traces to its loggers; baton's file and in-memory loggers record them.
+TEST(JsonlLogger, WritesHowOftenEachAlgorithmRanAtEachEpochEnd) {
+  struct OnBeforeLoss : Algorithm {
+    std::string name() const override { return "Halve"; }
+    bool match(Event e, const State&) override { return e == Event::kBeforeLoss; }
+    std::optional<int> apply(Event, State&, Logger&) override { return std::nullopt; }
+  };
+  TempDir dir;
+  const auto path = dir.path / "traces.jsonl";
+  State state;
+  state.algorithms.push_back(std::make_shared<OnBeforeLoss>());
+  auto jsonl = std::make_shared<JsonlLogger>(path.string());
+  auto memory = std::make_shared<InMemoryLogger>();
+  Logger logger(state, {jsonl, memory});
+  Engine engine(state, logger);
+  for (int i = 0; i < 3; ++i) engine.run_event(Event::kBeforeLoss);
+  engine.run_event(Event::kAfterLoss);  // nothing runs there
+  move_to_batch(state, 3);
+  jsonl->epoch_end(state, logger);
+  jsonl->epoch_end(state, logger);  // nothing ran since: no second line
+  engine.run_event(Event::kBeforeLoss);
+  move_to_batch(state, 1);  // batch 4
+  jsonl->close(state, logger);
+  EXPECT_EQ(memory->trace_runs(), (std::map<std::string, int64_t>{{"Halve/before_loss", 4}}));
+  std::ifstream in(path);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["step"], 3);
+  EXPECT_EQ(lines[0]["traces"], (nlohmann::json{{"Halve/before_loss", 3}}));
+  EXPECT_EQ(lines[1]["step"], 4);
+  EXPECT_EQ(lines[1]["traces"], (nlohmann::json{{"Halve/before_loss", 1}}));
 }
 
 TEST(CsvLogger, AResumedRunKeepsTheRowsUpToItsBatch) {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -148,27 +149,48 @@ class SequentialEngine : public TrialTable {
   std::atomic<int64_t> current_{-1};
 };
 
+// The engines whose workers (threads, processes) take trials from a queue: one submit and requeue
+// path through it, the kill of a trial still waiting, and the queue's end at shutdown.
+class QueuedEngine : public TrialTable {
+ public:
+  int64_t submit(const nlohmann::json& parameters) final;
+  bool kill(int64_t id) final;
+
+ protected:
+  explicit QueuedEngine(std::string name) : name_(std::move(name)) {}
+  void requeue(int64_t id) final;
+  // Under mutex_: `id` was queued; wake a worker.
+  virtual void queued(int64_t id) = 0;
+  // Under mutex_: stop `id`, which a worker runs.
+  virtual void stop_running(int64_t id) = 0;
+  // Takes no more trials and ends every waiting one (interrupted); `under_lock` runs while mutex_
+  // is held (to stop the workers). The subclass's shutdown() calls it, then joins its workers.
+  void close_queue(const std::function<void()>& under_lock);
+  std::deque<int64_t> queue_;  // under mutex_
+  bool shutting_down_ = false;
+
+ private:
+  std::string name_;  // in errors
+};
+
 // N worker threads take waiting trials in id order.
-class ThreadPoolEngine : public TrialTable {
+class ThreadPoolEngine : public QueuedEngine {
  public:
   ThreadPoolEngine(TrialFunction function, int workers);
   ~ThreadPoolEngine() override;
-  int64_t submit(const nlohmann::json& parameters) override;
-  bool kill(int64_t id) override;
   int idle_workers() const override;
   void shutdown() override;
 
  protected:
-  void requeue(int64_t id) override;
+  void queued(int64_t id) override;
+  void stop_running(int64_t id) override;
 
  private:
   void work();
   TrialFunction function_;
   int workers_;
-  std::deque<int64_t> queue_;
-  std::map<int64_t, std::shared_ptr<std::atomic<bool>>> stop_flags_;
+  std::map<int64_t, std::shared_ptr<std::atomic<bool>>> stop_flags_;  // of the running trials
   int busy_ = 0;
-  bool shutting_down_ = false;
   std::condition_variable work_ready_;
   std::vector<std::thread> threads_;
 };

@@ -13,6 +13,8 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "baton/exec/engine.h"
 
@@ -27,30 +29,37 @@ struct ProcessEngineOptions {
   std::map<std::string, std::string> env{};  // added to the trial's environment
 };
 
-class ProcessEngine : public TrialTable {
+class ProcessEngine : public QueuedEngine {
  public:
   explicit ProcessEngine(ProcessEngineOptions options);
   ~ProcessEngine() override;
-  int64_t submit(const nlohmann::json& parameters) override;
-  bool kill(int64_t id) override;
   int idle_workers() const override;
   void shutdown() override;
 
  protected:
-  void requeue(int64_t id) override;
+  void queued(int64_t id) override;
+  void stop_running(int64_t id) override;
 
  private:
   struct Run;
   void monitor();
+  // Starts what fits, takes kill requests, signals the trials to stop (SIGTERM, then SIGKILL after
+  // the grace); true once the engine shuts down.
+  bool start_and_signal();
+  // Waits (poll) for a running trial's output, its next deadline or a wake-up: (trial, stdout?) of
+  // each pipe with something to read.
+  std::vector<std::pair<int64_t, bool>> wait_for_output();
+  // Reads once from one of the trial's pipes; true when both are closed (the trial has ended).
+  bool read_output(int64_t id, Run& run, bool is_stdout, std::vector<char>& buffer);
+  // One stdout line: a protocol line becomes the trial's metric event.
+  void report(int64_t id, Run& run, const std::string& line);
   void wake();
   void start(int64_t id);
   void finish(int64_t id, Run& run);
   ProcessEngineOptions options_;
-  std::deque<int64_t> queue_;
   std::map<int64_t, std::unique_ptr<Run>> running_;  // touched by the monitor thread only
   std::set<int64_t> kill_requests_;
   int active_ = 0;  // started, not yet finished (under mutex_)
-  bool shutting_down_ = false;
   int wake_pipe_[2] = {-1, -1};
   std::thread monitor_;
 };

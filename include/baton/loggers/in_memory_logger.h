@@ -20,6 +20,7 @@ class InMemoryLogger : public LoggerDestination {
  public:
   void log_metrics(const Metrics& metrics, int64_t step) override;
   void log_hyperparameters(const nlohmann::json& hyperparameters) override;
+  void log_traces(const Traces& traces) override;
 
   // Every value of one metric, with its step, in logging order.
   std::vector<std::pair<int64_t, double>> series(const std::string& name) const;
@@ -27,11 +28,14 @@ class InMemoryLogger : public LoggerDestination {
   Metrics latest() const;
   std::optional<double> latest(const std::string& name) const;
   nlohmann::json hyperparameters() const;
+  // How often each algorithm ran on each event, by trace key ("LabelSmoothing/before_loss").
+  std::map<std::string, int64_t> trace_runs() const;
 
  private:
   mutable std::mutex mutex_;
   std::map<std::string, std::vector<std::pair<int64_t, double>>> series_;
   nlohmann::json hyperparameters_ = nlohmann::json::object();
+  std::map<std::string, int64_t> trace_runs_;
 };
 
 }  // namespace baton

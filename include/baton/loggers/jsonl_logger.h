@@ -1,9 +1,12 @@
-// JsonlLogger: every log_metrics call as one JSON line, with the step and the wall-clock time.
+// JsonlLogger: every log_metrics call as one JSON line, with the step and the wall-clock time; at
+// each epoch's end (and at close), how often each algorithm ran on each event since the last such line.
 //
 //   {"step": 120, "time": 1763800000.12, "train/loss": 0.4812}
+//   {"step": 469, "time": 1763800009.70, "traces": {"LabelSmoothing/before_loss": 469}}
 #pragma once
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,7 @@ class JsonlLogger : public LoggerDestination {
 
   void log_metrics(const Metrics& metrics, int64_t step) override;
   void log_hyperparameters(const nlohmann::json& hyperparameters) override;
+  void log_traces(const Traces& traces) override;
   void after_load(State& state, Logger& logger) override;
   void epoch_end(State& state, Logger& logger) override;
   void close(State& state, Logger& logger) override;
@@ -30,11 +34,14 @@ class JsonlLogger : public LoggerDestination {
   void write(const std::string& line);
   // Keeps the file's lines up to `batch` (none for 0), then what waited for this decision.
   void continue_from(int64_t batch);
+  // The traces line for what ran since the last one, if anything did.
+  void write_traces(int64_t step);
 
   std::FILE* file_;
   std::string path_;
-  bool deciding_ = false;             // resume: lines wait until after_load says from where
-  std::vector<std::string> waiting_;  // meanwhile
+  bool deciding_ = false;                // resume: lines wait until after_load says from where
+  std::vector<std::string> waiting_;     // meanwhile
+  std::map<std::string, int64_t> runs_;  // trace key -> times it ran since the last traces line
 };
 
 }  // namespace baton
