@@ -40,6 +40,9 @@ void add_device_option(CLI::App* cmd, std::string& device);
 // this machine cannot run there.
 std::vector<std::string> with_device(std::vector<std::string> sets, const std::string& device);
 
+// SIGTERM and SIGINT call `handler` from now on (a run or a search stops at a safe point).
+void on_stop_signals(void (*handler)(int));
+
 // Whether `path` is a baton checkpoint (else, say, a model.pt written with torch::save).
 bool is_checkpoint(const std::string& path);
 // Throws RecipeError naming `path` unless it opens and is a checkpoint or a model.pt.

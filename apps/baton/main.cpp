@@ -2,6 +2,8 @@
 //
 //   baton train recipes/fashion_mnist.yaml --set max_duration=1ep --run-dir runs/quick
 //   baton eval recipes/fashion_mnist.yaml --load runs/quick/model.pt
+#include <signal.h>
+
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -16,6 +18,18 @@
 #include "baton/train/trainer.h"
 #include "baton/version.h"
 #include "commands.h"
+
+namespace baton::cli {
+
+void on_stop_signals(void (*handler)(int)) {
+  struct sigaction action = {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+}
+
+}  // namespace baton::cli
 
 namespace {
 

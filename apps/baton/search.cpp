@@ -427,14 +427,6 @@ class Ticker {
   std::thread thread_;  // last: starts once the rest is built
 };
 
-void install_search_signal_handlers() {
-  struct sigaction action = {};
-  action.sa_handler = on_search_signal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
-}
-
 // RUN_DIR/summary.json and the closing lines; returns the exit code.
 int finish_search(const SearchArgs& a, Chain& chain, const std::optional<Trial>& best, const StatusLine& status,
                   const std::filesystem::path& dir, const std::string& storage_url, const SearchWorker& w,
@@ -521,7 +513,7 @@ int run_search_command(const SearchArgs& a) {
               static_cast<long long>(a.trials), a.parallel, a.strategy.c_str(), a.direction.c_str(),
               storage_url.c_str());
   std::fflush(stdout);
-  install_search_signal_handlers();
+  on_stop_signals(on_search_signal);
   std::optional<Trial> best;
   bool signalled = false;
   Ticker ticker(chain, status);  // stopped by its destructor when run_search throws

@@ -44,14 +44,6 @@ class SignalStopper : public Callback {
   }
 };
 
-void install_signal_handlers() {
-  struct sigaction action = {};
-  action.sa_handler = on_stop_signal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
-}
-
 struct TrainArgs {
   std::string recipe;
   std::vector<std::string> sets;
@@ -319,7 +311,7 @@ int run_train(const TrainArgs& args) {
                 std::string(to_string(run.options.precision())).c_str(), dir.string().c_str());
     std::fflush(stdout);
   }
-  install_signal_handlers();
+  on_stop_signals(on_stop_signal);
   Trainer trainer(run.options);
   print_start(trainer, run, writes);
   trainer.fit();

@@ -2,37 +2,30 @@
 
 #include <chrono>
 #include <cmath>
-#include <set>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include "baton/algorithms/registry.h"
 #include "baton/core/device.h"
 #include "baton/loggers/progress_bar.h"
 #include "baton/metrics/metrics.h"
 #include "baton/optim/grad_scaler.h"
 #include "baton/optim/optimizers.h"
-#include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_saver.h"
 #include "baton/train/threads.h"
 #include "cuda/cuda.h"
 #include "mpi/comm.h"
 #include "train/data_parallel.h"
+#include "train/trainer_internal.h"
 
 namespace baton {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-// LibTorch's errors carry a C++ stack; a user needs the first line.
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+using detail::Clock;
+using detail::first_line;
+using detail::seconds_since;
 
 template <typename F>
 auto torch_call(const std::string& what, F&& f) {
@@ -45,42 +38,9 @@ auto torch_call(const std::string& what, F&& f) {
 
 bool is_zero(const Time& t) { return t.value() == 0.0; }
 
-// Glob match with * as the only wildcard: "model/module.f2.*" matches "model/module.f2.weight".
-bool glob_match(std::string_view pattern, std::string_view name) {
-  std::size_t p = 0, n = 0, star = std::string_view::npos, mark = 0;
-  while (n < name.size()) {
-    if (p < pattern.size() && pattern[p] == '*') {
-      star = p++, mark = n;
-    } else if (p < pattern.size() && pattern[p] == name[n]) {
-      ++p, ++n;
-    } else if (star != std::string_view::npos) {
-      p = star + 1, n = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
-
-bool matches_any(const std::string& name, const std::vector<std::string>& patterns) {
-  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return glob_match(p, name); });
-}
-
-std::string bytes_of(const torch::optim::Optimizer& optimizer) {
-  torch::serialize::OutputArchive archive;
-  optimizer.save(archive);
-  std::ostringstream out;
-  archive.save_to(out);
-  return out.str();
-}
-
 void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);
 }
-
-// The random generator of a CUDA device (its state goes into checkpoints beside the CPU's).
-at::Generator cuda_generator(c10::Device device) { return at::globalContext().defaultGenerator(device); }
 
 // TrainerOptions::device resolved: under data parallelism auto and cuda take the rank's GPU.
 c10::Device resolve_device(const TrainerOptions& o, bool distributed) {
@@ -122,29 +82,57 @@ double* sgd_momentum(torch::optim::OptimizerParamGroup& group) {
 
 }  // namespace
 
-Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
-  require(options_.model() != nullptr, "TrainerOptions: model is required");
-  const TimeUnit unit = options_.max_duration().unit();
+namespace {
+
+// The options a run cannot start with (a recipe checks them too, with its file and line; these are
+// for C++ callers). The evaluation metrics default to the model's.
+void check_options(TrainerOptions& o) {
+  require(o.model() != nullptr, "TrainerOptions: model is required");
+  const TimeUnit unit = o.max_duration().unit();
   // Tokens would never end a run: no data set here counts them.
   require(unit == TimeUnit::kEpoch || unit == TimeUnit::kBatch || unit == TimeUnit::kSample,
-          "TrainerOptions: max_duration " + options_.max_duration().to_string() + " must be in ep, ba or sp");
-  require(options_.max_duration().value() > 0, "TrainerOptions: max_duration must be positive");
-  const TimeUnit eval_unit = options_.eval_interval().unit();
-  require(
-      is_zero(options_.eval_interval()) || eval_unit == TimeUnit::kEpoch || eval_unit == TimeUnit::kBatch ||
-          eval_unit == TimeUnit::kSample || eval_unit == TimeUnit::kDuration,
-      "TrainerOptions: eval_interval " + options_.eval_interval().to_string() + " must be in ep, ba, sp or dur (or 0)");
-  require(!options_.device_train_microbatch_size() || *options_.device_train_microbatch_size() >= 1,
+          "TrainerOptions: max_duration " + o.max_duration().to_string() + " must be in ep, ba or sp");
+  require(o.max_duration().value() > 0, "TrainerOptions: max_duration must be positive");
+  const TimeUnit eval_unit = o.eval_interval().unit();
+  require(is_zero(o.eval_interval()) || eval_unit == TimeUnit::kEpoch || eval_unit == TimeUnit::kBatch ||
+              eval_unit == TimeUnit::kSample || eval_unit == TimeUnit::kDuration,
+          "TrainerOptions: eval_interval " + o.eval_interval().to_string() + " must be in ep, ba, sp or dur (or 0)");
+  require(!o.device_train_microbatch_size() || *o.device_train_microbatch_size() >= 1,
           "TrainerOptions: device_train_microbatch_size must be at least 1 (or auto)");
-  require(options_.num_threads() >= 0, "TrainerOptions: num_threads must not be negative");
-  for (const auto& [name, loader] : options_.eval_dataloaders()) {
+  require(o.num_threads() >= 0, "TrainerOptions: num_threads must not be negative");
+  for (const auto& [name, loader] : o.eval_dataloaders()) {
     require(loader != nullptr, "TrainerOptions: evaluator '" + name + "' has no dataloader");
   }
-  if (options_.eval_metrics().empty()) options_.eval_metrics(options_.model()->metrics());
-  for (const auto& metric : options_.eval_metrics()) make_metric(metric);  // throws for unknown names
-
-  require(!options_.log_interval() || *options_.log_interval() >= 1,
+  if (o.eval_metrics().empty()) o.eval_metrics(o.model()->metrics());
+  for (const auto& metric : o.eval_metrics()) make_metric(metric);  // throws for unknown names
+  require(!o.log_interval() || *o.log_interval() >= 1,
           "TrainerOptions: log_interval must be at least 1 batch (or auto)");
+  require(!o.autoresume() || !o.save_folder().empty(),
+          "TrainerOptions: autoresume needs save_folder (where to look for checkpoints)");
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
+  check_options(options_);
+  setup_distributed();
+  torch::manual_seed(options_.seed());
+  setup_device();
+  setup_state();
+  const bool writes = rank() == 0;  // only rank 0 logs and writes checkpoints
+  setup_loggers(writes);
+  if (!options_.save_folder().empty() && writes) setup_saver();
+  engine_ = std::make_unique<Engine>(state_, *logger_);
+  engine_->run_event(Event::kInit);
+  state_.model->to(state_.device);  // what surgery put in at init was made on the CPU
+  engine_->run_event(Event::kBeforeLoad);
+  load_initial_state(writes);
+  engine_->run_event(Event::kAfterLoad);
+}
+
+// Data parallelism when asked for, or in auto when launched by mpirun with more than one rank; the
+// threads (ranks on one machine share its cores).
+void Trainer::setup_distributed() {
   const bool distributed = options_.distributed() == Distributed::kOn ||
                            (options_.distributed() == Distributed::kAuto && mpi::launched_size() > 1);
   state_.device = resolve_device(options_, distributed);
@@ -156,11 +144,19 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
                                                   options_.ddp_overlap(), state_.device, nccl);
     if (ddp_->size() == 1 && options_.distributed() == Distributed::kAuto) ddp_.reset();
   }
-  // Ranks on one machine share its cores.
   configure_threads(options_.num_threads() == 0 && ddp_ ? mpi::cores_per_local_rank() : options_.num_threads());
-  torch::manual_seed(options_.seed());
-  setup_device();
+  if (ddp_) {
+    state_.reduce_gradients = [this] {
+      ddp_->prepare(current_model());
+      ddp_->arm(ddp_weight_, /*find_unused=*/true);  // the gradients are all there: reduce them now
+      ddp_->finish();
+    };
+  }
+}
 
+// The state the loop works on, from the options (SGDW when no optimizer is given), and each
+// parameter group's initial learning rate, which the schedulers scale.
+void Trainer::setup_state() {
   if (options_.optimizers().empty()) {
     options_.optimizers({make_optimizer({.name = "decoupled_sgdw", .lr = 0.1}, options_.model()->parameters())});
   }
@@ -169,7 +165,6 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
     for (auto& group : optimizer->param_groups()) lrs.push_back(group.options().get_lr());
     initial_lrs_.push_back(std::move(lrs));
   }
-
   state_.model = options_.model();
   state_.optimizers = options_.optimizers();
   state_.schedulers = options_.schedulers();
@@ -182,7 +177,10 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
                                                       .count())
                         : options_.run_name();
   state_.callbacks = options_.callbacks();
-  const bool writes = rank() == 0;  // only rank 0 logs and writes checkpoints
+}
+
+// Rank 0's loggers (the options', the progress bar, the console); the other ranks log nothing.
+void Trainer::setup_loggers(bool writes) {
   std::vector<std::shared_ptr<LoggerDestination>> loggers;
   if (writes) loggers = options_.loggers();
   std::shared_ptr<ProgressBar> bar;
@@ -198,38 +196,29 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   for (const auto& logger : loggers) state_.callbacks.push_back(logger);
   logger_ = std::make_unique<Logger>(state_, loggers);
   if (!options_.hyperparameters().empty()) logger_->log_hyperparameters(options_.hyperparameters());
+}
 
-  if (!options_.save_folder().empty() && writes) {
-    const TimeUnit save_unit = options_.save_interval().unit();
-    require(save_unit == TimeUnit::kEpoch || save_unit == TimeUnit::kBatch || save_unit == TimeUnit::kSample,
-            "TrainerOptions: save_interval " + options_.save_interval().to_string() + " must be in ep, ba or sp");
-    saver_ = std::make_shared<CheckpointSaver>(
-        CheckpointSaverOptions{options_.save_folder(), options_.save_interval(), options_.save_filename(),
-                               options_.save_num_checkpoints_to_keep()},
-        [this] {
-          flush_losses();  // a NaN loss stops the run before it is saved
-          return snapshot(options_.save_weights_only());
-        },
-        [this] { return options_.checkpoint_meta(); });
-    state_.callbacks.push_back(saver_);
-  }
-  require(!options_.autoresume() || !options_.save_folder().empty(),
-          "TrainerOptions: autoresume needs save_folder (where to look for checkpoints)");
+// The trainer's own checkpoint saver (the save_* options), a callback like the others.
+void Trainer::setup_saver() {
+  const TimeUnit save_unit = options_.save_interval().unit();
+  require(save_unit == TimeUnit::kEpoch || save_unit == TimeUnit::kBatch || save_unit == TimeUnit::kSample,
+          "TrainerOptions: save_interval " + options_.save_interval().to_string() + " must be in ep, ba or sp");
+  saver_ = std::make_shared<CheckpointSaver>(
+      CheckpointSaverOptions{options_.save_folder(), options_.save_interval(), options_.save_filename(),
+                             options_.save_num_checkpoints_to_keep()},
+      [this] {
+        flush_losses();  // a NaN loss stops the run before it is saved
+        return snapshot(options_.save_weights_only());
+      },
+      [this] { return options_.checkpoint_meta(); });
+  state_.callbacks.push_back(saver_);
+}
 
-  engine_ = std::make_unique<Engine>(state_, *logger_);
-  engine_->run_event(Event::kInit);
-  state_.model->to(state_.device);  // what surgery put in at init was made on the CPU
-  engine_->run_event(Event::kBeforeLoad);
-  if (ddp_) {
-    state_.reduce_gradients = [this] {
-      ddp_->prepare(current_model());
-      ddp_->arm(ddp_weight_, /*find_unused=*/true);  // the gradients are all there: reduce them now
-      ddp_->finish();
-    };
-  }
+// Where the run starts: the newest good checkpoint (autoresume; every rank takes what rank 0
+// found), else load_path. Under data parallelism each rank takes its share of every batch.
+void Trainer::load_initial_state(bool writes) {
   std::string resume = options_.autoresume() && writes ? find_resumable_checkpoint(options_.save_folder()) : "";
   if (ddp_) {
-    // Every rank resumes from what rank 0 found, and takes its share of every batch.
     if (options_.autoresume()) resume = ddp_->broadcast(resume);
     if (options_.train_dataloader()) options_.train_dataloader()->set_shard(ddp_->rank(), ddp_->size());
     for (const auto& [name, loader] : options_.eval_dataloaders()) loader->set_shard(ddp_->rank(), ddp_->size());
@@ -240,7 +229,6 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
     load_checkpoint(options_.load_path(), options_.load_weights_only(), options_.load_strict(),
                     options_.load_ignore_keys());
   }
-  engine_->run_event(Event::kAfterLoad);
 }
 
 // Where the run computes: determinism and TF32 for its kernels, the model and batches moved there,
@@ -265,199 +253,6 @@ void Trainer::setup_device() {
   if (options_.precision() == Precision::kAmpFp16) state_.grad_scaler = std::make_shared<GradScaler>();
   log_interval_ = options_.log_interval().value_or(device.is_cuda() ? 50 : 1);
   if (device.is_cuda()) spdlog::info("training on {} ({})", describe(device), to_string(options_.precision()));
-}
-
-namespace {
-
-// load_strict: false loaded only some of the model's tensors: say so, and refuse a load of none
-// (names of another model: training would start from scratch believing it fine-tunes).
-void report_partial_load(const std::string& path, std::size_t loaded, const std::vector<std::string>& kept) {
-  std::string examples;
-  for (std::size_t i = 0; i < kept.size() && i < 3; ++i) examples += (i ? ", " : "") + kept[i];
-  if (kept.size() > 3) examples += ", …";
-  const std::string counts =
-      std::to_string(loaded) + " of the model's " + std::to_string(loaded + kept.size()) + " tensors";
-  if (loaded == 0) {
-    throw std::invalid_argument(path + ": none of its tensors has the name of one of this model's (" + counts +
-                                " loaded; the model's are " + examples + "); is it another model's checkpoint?");
-  }
-  spdlog::warn("{}: loaded {}; {} kept as they were ({}) (load_strict: false)", path, counts, kept.size(), examples);
-}
-
-}  // namespace
-
-// Algorithms that changed the model's structure (required_on_load) and that this run lacks are
-// built from the checkpoint's record and applied before the weights load, so the weights fit.
-void Trainer::reapply_surgery(const std::string& path, const StateDict& sd) {
-  const auto it = sd.values.find("required_on_load");
-  if (it == sd.values.end() || !it->is_array()) return;
-  for (const auto& spec : *it) {
-    const std::string name = spec.value("name", "");
-    const bool present = std::any_of(state_.algorithms.begin(), state_.algorithms.end(), [&](const auto& a) {
-      return a->recipe_spec().is_object() && a->recipe_spec().value("name", "") == name;
-    });
-    if (present || name.empty()) continue;
-    std::shared_ptr<Algorithm> algorithm;
-    try {
-      algorithm = make_algorithm(name, spec.value("options", nlohmann::json::object()));
-    } catch (const std::invalid_argument& e) {
-      throw CheckpointError(path + ": cannot rebuild the model surgery it was saved with (" + e.what() + ")");
-    }
-    spdlog::info("{}: applying {} to the model, as the run that saved it did", path, name);
-    algorithm->apply(Event::kInit, state_, *logger_);
-    state_.algorithms.push_back(algorithm);
-  }
-}
-
-StateDict Trainer::snapshot(bool weights_only) const {
-  StateDict full = state_.state_dict();
-  StateDict out;
-  for (const auto& [name, tensor] : full.tensors) {
-    if (weights_only && name.rfind("model/", 0) != 0) continue;
-    out.tensors[name] = tensor.detach().clone();
-  }
-  nlohmann::json surgery = nlohmann::json::array();
-  for (const auto& a : state_.algorithms) {
-    if (a->required_on_load() && a->recipe_spec().is_object()) surgery.push_back(a->recipe_spec());
-  }
-  if (!surgery.empty()) out.values["required_on_load"] = surgery;
-  if (weights_only) return out;
-  for (const auto& [key, value] : full.values.items()) out.values[key] = value;
-  for (std::size_t i = 0; i < state_.optimizers.size(); ++i) {
-    const std::string bytes = bytes_of(*state_.optimizers[i]);
-    out.tensors["optimizers/" + std::to_string(i)] =
-        torch::from_blob(const_cast<char*>(bytes.data()), {static_cast<int64_t>(bytes.size())}, torch::kByte).clone();
-  }
-  {
-    auto generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    out.tensors["rng/torch"] = generator.get_state();
-  }
-  if (state_.device.is_cuda()) {
-    auto generator = cuda_generator(state_.device);
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    out.tensors["rng/cuda"] = generator.get_state();
-  }
-  if (state_.grad_scaler) out.values["grad_scaler"] = state_.grad_scaler->state_dict();
-  nlohmann::json metrics = nlohmann::json::object();
-  for (const auto& [label, values] : state_.eval_metrics) metrics[label] = values;
-  out.values["eval_metrics"] = metrics;
-  // Inside fit(), the time of this fit so far counts too.
-  const double train_s =
-      summary_.train_s +
-      (fit_clock_ ? seconds_since(fit_clock_->start) - (summary_.eval_s - fit_clock_->eval_before) : 0.0);
-  out.values["summary"] = {{"train_s", train_s}, {"eval_s", summary_.eval_s}, {"train_loss", summary_.train_loss}};
-  out.values["last_eval_batch"] = last_eval_batch_;
-  return out;
-}
-
-void Trainer::save_checkpoint(const std::string& path, bool weights_only) {
-  flush_losses();
-  write_checkpoint(path, snapshot(weights_only), options_.checkpoint_meta());
-}
-
-void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool strict,
-                              const std::vector<std::string>& ignore_keys) {
-  const CheckpointFile ckpt = read_checkpoint(path);
-  const StateDict& sd = ckpt.state;
-  reapply_surgery(path, sd);
-  state_.model->to(state_.device);
-  Model& model = current_model();
-  {
-    torch::NoGradGuard no_grad;
-    std::set<std::string> used;
-    std::vector<std::string> kept;  // the model's tensors the checkpoint has nothing for
-    auto restore = [&](const std::string& name, at::Tensor target) {
-      const std::string key = "model/" + name;
-      if (matches_any(key, ignore_keys)) return;
-      auto it = sd.tensors.find(key);
-      if (it == sd.tensors.end()) {
-        if (strict) throw std::invalid_argument(path + ": has no tensor '" + key + "' for this model (load_strict)");
-        kept.push_back(key);
-        return;
-      }
-      if (it->second.sizes() != target.sizes()) {
-        throw std::invalid_argument(path + ": tensor '" + key + "' has shape " + c10::str(it->second.sizes()) +
-                                    " but the model's is " + c10::str(target.sizes()) +
-                                    "; is it another model? (load_ignore_keys skips tensors)");
-      }
-      target.copy_(it->second);
-      used.insert(key);
-    };
-    for (auto& item : model.named_parameters()) restore(item.key(), item.value());
-    for (auto& item : model.named_buffers()) restore(item.key(), item.value());
-    if (!kept.empty()) report_partial_load(path, used.size(), kept);
-    if (strict) {
-      for (const auto& [name, tensor] : sd.tensors) {
-        if (name.rfind("model/", 0) == 0 && !used.count(name) && !matches_any(name, ignore_keys)) {
-          throw std::invalid_argument(path + ": tensor '" + name + "' is not in this model (load_strict)");
-        }
-      }
-    }
-  }
-  loaded_from_ = path;
-  if (weights_only) return;
-
-  if (!sd.values.contains("timestamp"))
-    throw CheckpointError(path + ": holds only weights; load it with load_weights_only");
-  // Everything but the model (done above) and what this run's options decide; the algorithms' and
-  // callbacks' tensors (EMA's average, …) live on the run's device, whichever one wrote them.
-  StateDict rest = sd;
-  for (auto& [name, tensor] : rest.tensors) {
-    if (name.rfind("algorithms/", 0) == 0 || name.rfind("callbacks/", 0) == 0) tensor = tensor.to(state_.device);
-  }
-  for (auto& item : model.named_parameters()) rest.tensors["model/" + item.key()] = item.value();
-  for (auto& item : model.named_buffers()) rest.tensors["model/" + item.key()] = item.value();
-  const std::string run_name = state_.run_name;
-  state_.load_state_dict(rest);
-  state_.run_name = run_name;
-  state_.max_duration = options_.max_duration();
-  state_.precision = options_.precision();
-  for (std::size_t i = 0; i < state_.optimizers.size(); ++i) {
-    auto it = sd.tensors.find("optimizers/" + std::to_string(i));
-    if (it == sd.tensors.end()) throw CheckpointError(path + ": has no state for optimizer " + std::to_string(i));
-    const at::Tensor bytes = it->second.contiguous();
-    std::istringstream in(
-        std::string(static_cast<const char*>(bytes.data_ptr()), static_cast<std::size_t>(bytes.numel())));
-    torch::serialize::InputArchive archive;
-    try {
-      archive.load_from(in, state_.device);  // momentum and the like, where this run's parameters are
-      state_.optimizers[i]->load(archive);
-    } catch (const c10::Error& e) {
-      throw CheckpointError(path + ": optimizer " + std::to_string(i) +
-                            " state does not fit this optimizer: " + first_line(e.what_without_backtrace()));
-    }
-  }
-  if (auto it = sd.tensors.find("rng/torch"); it != sd.tensors.end()) {
-    auto generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(it->second);
-  }
-  if (auto it = sd.tensors.find("rng/cuda"); it != sd.tensors.end() && state_.device.is_cuda()) {
-    auto generator = cuda_generator(state_.device);
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(it->second);
-  }
-  if (auto it = sd.values.find("grad_scaler"); it != sd.values.end() && state_.grad_scaler) {
-    try {
-      state_.grad_scaler->load_state_dict(*it);
-    } catch (const std::invalid_argument& e) {
-      throw CheckpointError(path + ": " + e.what());
-    }
-  }
-  if (auto it = sd.values.find("eval_metrics"); it != sd.values.end() && it->is_object()) {
-    for (const auto& [label, values] : it->items()) {
-      for (const auto& [name, value] : values.items()) state_.eval_metrics[label][name] = value.get<double>();
-    }
-  }
-  if (auto it = sd.values.find("summary"); it != sd.values.end() && it->is_object()) {
-    summary_.train_s = it->value("train_s", 0.0);
-    summary_.eval_s = it->value("eval_s", 0.0);
-    summary_.train_loss = it->value("train_loss", 0.0);
-  }
-  last_eval_batch_ = sd.values.value("last_eval_batch", int64_t{-1});
-  summary_.steps = state_.timestamp.batch();
-  summary_.samples = state_.timestamp.sample();
 }
 
 Trainer::~Trainer() { close(); }
@@ -539,6 +334,36 @@ void Trainer::fit(const Time& max_duration) {
 void Trainer::fit() {
   require(options_.train_dataloader() != nullptr, "Trainer::fit: TrainerOptions::train_dataloader is required");
   DataLoader& loader = *options_.train_dataloader();
+  if (!start_fit(loader)) return;
+  const int64_t iteration = options_.iteration_length();
+  while (!done() && !state_.stop_requested()) {
+    const Timestamp& ts = state_.timestamp;
+    if (ts.batch_in_epoch() == 0 && (iteration > 0 ? ts.epoch() % iteration == 0 : ts.epoch() == 0)) {
+      engine_->run_event(Event::kIterationStart);
+    }
+    if (ts.batch_in_epoch() == 0) engine_->run_event(Event::kEpochStart);
+    loader.set_position({ts.epoch(), ts.batch_in_epoch(), loader.options().seed_});
+    while (loader.position().batch < loader.num_batches()) {
+      const auto batch_start = Clock::now();
+      const int64_t samples = next_batch(loader);
+      engine_->run_event(Event::kBatchStart);
+      train_batch();
+      state_.timestamp = state_.timestamp.to_next_batch(samples, 0, seconds_since(batch_start));
+      engine_->run_event(Event::kBatchEnd);
+      if (should_eval(Event::kBatchEnd)) run_evaluators();
+      engine_->run_event(Event::kBatchCheckpoint);
+      // A stop asked for on one rank (a signal, a stopper) stops every rank after the same batch.
+      if (ddp_ && ddp_->allreduce({state_.stop_requested() ? 1.0 : 0.0})[0] > 0) state_.stop_training();
+      if (done() || state_.stop_requested()) break;
+    }
+    if (loader.position().batch >= loader.num_batches()) end_epoch();
+  }
+  end_fit();
+}
+
+// The clock and the state of a fit over `loader`; false (and a warning) when the run is already
+// at max_duration.
+bool Trainer::start_fit(DataLoader& loader) {
   require(loader.num_batches() > 0, "Trainer::fit: the training data has no complete batch");
   state_.clear_stop_request();
   summary_.stopped_early = false;
@@ -551,60 +376,48 @@ void Trainer::fit() {
   if (done()) {
     spdlog::warn("fit: the run is already at max_duration {} ({}); raise it to train more",
                  state_.max_duration->to_string(), state_.timestamp.to_string());
-    return;
+    return false;
   }
-
-  const auto start = Clock::now();
-  const double eval_before = summary_.eval_s;
-  fit_clock_ = FitClock{start, eval_before};
+  fit_clock_ = FitClock{Clock::now(), summary_.eval_s};
   engine_->run_event(Event::kFitStart);
   if (ddp_) ddp_->broadcast_model(*state_.model);  // every rank starts from rank 0's weights
-  while (!done() && !state_.stop_requested()) {
-    const Timestamp& ts = state_.timestamp;
-    const int64_t iteration = options_.iteration_length();
-    if (ts.batch_in_epoch() == 0 && (iteration > 0 ? ts.epoch() % iteration == 0 : ts.epoch() == 0)) {
-      engine_->run_event(Event::kIterationStart);
-    }
-    if (ts.batch_in_epoch() == 0) engine_->run_event(Event::kEpochStart);
-    loader.set_position({ts.epoch(), ts.batch_in_epoch(), loader.options().seed_});
-    while (loader.position().batch < loader.num_batches()) {
-      const auto batch_start = Clock::now();
-      engine_->run_event(Event::kBeforeDataloader);
-      const int64_t index = loader.position().batch;
-      {
-        ScopedMarker wait(state_.profiler.get(), "dataloader/wait");
-        state_.batch = *loader.next();
-      }
-      // What the loader gave (every rank's share of the global batch), before algorithms select or resize.
-      int64_t samples = state_.batch.size();
-      if (ddp_) {
-        samples = loader.global_batch_samples(index);
-        ddp_weight_ = static_cast<double>(loader.shard_batch_samples(index)) / static_cast<double>(samples);
-      }
-      state_.batch_samples = samples;
-      engine_->run_event(Event::kAfterDataloader);
-      engine_->run_event(Event::kBatchStart);
-      train_batch();
-      state_.timestamp = state_.timestamp.to_next_batch(samples, 0, seconds_since(batch_start));
-      engine_->run_event(Event::kBatchEnd);
-      if (should_eval(Event::kBatchEnd)) run_evaluators();
-      engine_->run_event(Event::kBatchCheckpoint);
-      // A stop asked for on one rank (a signal, a stopper) stops every rank after the same batch.
-      if (ddp_ && ddp_->allreduce({state_.stop_requested() ? 1.0 : 0.0})[0] > 0) state_.stop_training();
-      if (done() || state_.stop_requested()) break;
-    }
-    if (loader.position().batch >= loader.num_batches()) {
-      flush_losses();  // one wait per epoch: the epoch's figures (time, progress) are the device's
-      state_.timestamp = state_.timestamp.to_next_epoch();
-      engine_->run_event(Event::kEpochEnd);
-      if (should_eval(Event::kEpochEnd)) run_evaluators();
-      engine_->run_event(Event::kEpochCheckpoint);
-      if (iteration > 0 && state_.timestamp.epoch() % iteration == 0) {
-        engine_->run_event(Event::kIterationEnd);
-        engine_->run_event(Event::kIterationCheckpoint);
-      }
-    }
+  return true;
+}
+
+// The next batch into state().batch; returns how many samples the loader gave (every rank's share
+// of the global batch), before algorithms select or resize.
+int64_t Trainer::next_batch(DataLoader& loader) {
+  engine_->run_event(Event::kBeforeDataloader);
+  const int64_t index = loader.position().batch;
+  {
+    ScopedMarker wait(state_.profiler.get(), "dataloader/wait");
+    state_.batch = *loader.next();
   }
+  int64_t samples = state_.batch.size();
+  if (ddp_) {
+    samples = loader.global_batch_samples(index);
+    ddp_weight_ = static_cast<double>(loader.shard_batch_samples(index)) / static_cast<double>(samples);
+  }
+  state_.batch_samples = samples;
+  engine_->run_event(Event::kAfterDataloader);
+  return samples;
+}
+
+void Trainer::end_epoch() {
+  flush_losses();  // one wait per epoch: the epoch's figures (time, progress) are the device's
+  state_.timestamp = state_.timestamp.to_next_epoch();
+  engine_->run_event(Event::kEpochEnd);
+  if (should_eval(Event::kEpochEnd)) run_evaluators();
+  engine_->run_event(Event::kEpochCheckpoint);
+  const int64_t iteration = options_.iteration_length();
+  if (iteration > 0 && state_.timestamp.epoch() % iteration == 0) {
+    engine_->run_event(Event::kIterationEnd);
+    engine_->run_event(Event::kIterationCheckpoint);
+  }
+}
+
+// The last evaluation (unless the run just had one), fit_end, and the summary's figures.
+void Trainer::end_fit() {
   flush_losses();
   summary_.stopped_early = state_.stop_requested() && !done();
   if (!is_zero(options_.eval_interval()) && !options_.eval_dataloaders().empty() &&
@@ -612,7 +425,7 @@ void Trainer::fit() {
     run_evaluators();
   }
   engine_->run_event(Event::kFitEnd);
-  summary_.train_s += seconds_since(start) - (summary_.eval_s - eval_before);
+  summary_.train_s += seconds_since(fit_clock_->start) - (summary_.eval_s - fit_clock_->eval_before);
   fit_clock_.reset();
   summary_.steps = state_.timestamp.batch();
   summary_.samples = state_.timestamp.sample();
@@ -635,55 +448,27 @@ void Trainer::train_batch() {
   }
   state_.num_microbatches = static_cast<int64_t>(inputs.size());
   state_.microbatch_size = mb;
-  bool create_graph = false, find_unused = false;
+  Backward how;
   for (const auto& a : state_.algorithms) {
-    create_graph = create_graph || a->backwards_create_graph();
-    find_unused = find_unused || a->find_unused_parameters();
+    how.create_graph = how.create_graph || a->backwards_create_graph();
+    how.find_unused = how.find_unused || a->find_unused_parameters();
   }
-
   // The batch's loss stays on the device: read when logged (flush_losses), not here.
   at::Tensor batch_loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(state_.device));
   Model& model = current_model();
   if (ddp_) {
     ddp_->prepare(model);
     if (inputs.empty()) {  // nothing here: this rank adds zeros
-      ddp_->arm(0.0, find_unused);
+      ddp_->arm(0.0, how.find_unused);
       ddp_->finish();
     }
   }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs.size() > 1) state_.batch = {inputs[i], targets[i]};
-    const double share = static_cast<double>(inputs[i].size(0)) / static_cast<double>(n);
-    engine_->run_event(Event::kBeforeForward);
-    {
-      ScopedMarker marker(state_.profiler.get(), "forward");
-      AutocastGuard autocast(state_.precision, state_.device.type());
-      state_.outputs =
-          torch_call("the model cannot take this batch (inputs of shape " + c10::str(state_.batch.input.sizes()) + ")",
-                     [&] { return model.forward(state_.batch); });
-    }
-    engine_->run_event(Event::kAfterForward);
-    engine_->run_event(Event::kBeforeLoss);
-    {
-      ScopedMarker marker(state_.profiler.get(), "loss");
-      AutocastGuard autocast(state_.precision, state_.device.type());
-      state_.loss = torch_call("the loss cannot be computed for outputs of shape " + c10::str(state_.outputs.sizes()),
-                               [&] { return model.loss(state_.outputs, state_.batch); });
-    }
-    engine_->run_event(Event::kAfterLoss);
-    engine_->run_event(Event::kBeforeBackward);
-    const bool last = i + 1 == inputs.size();
-    if (ddp_ && last) ddp_->arm(ddp_weight_, find_unused);  // buckets reduce as backward fills them
-    {
-      ScopedMarker marker(state_.profiler.get(), "backward");
-      backward(state_.loss, share, create_graph);
-    }
-    if (ddp_ && last) {
-      ScopedMarker marker(state_.profiler.get(), "ddp/wait");
-      ddp_->finish();  // after_backward sees the averaged gradients
-    }
-    engine_->run_event(Event::kAfterBackward);
-    batch_loss.add_(state_.loss.detach().to(at::kDouble), share);
+    how.share = static_cast<double>(inputs[i].size(0)) / static_cast<double>(n);
+    how.last = i + 1 == inputs.size();
+    train_microbatch(model, how);
+    batch_loss.add_(state_.loss.detach().to(at::kDouble), how.share);
   }
   if (inputs.size() > 1) state_.batch = full;
   if (ddp_) batch_loss = ddp_->allreduce(batch_loss * ddp_weight_);  // the global batch's loss
@@ -698,6 +483,39 @@ void Trainer::train_batch() {
     ScopedMarker marker(state_.profiler.get(), "optimizer/step");
     optimizer_step();
   }
+}
+
+// Forward, loss and backward of state().batch (one microbatch), with their events; under data
+// parallelism the last microbatch's backward reduces the gradients as it fills the buckets.
+void Trainer::train_microbatch(Model& model, const Backward& how) {
+  engine_->run_event(Event::kBeforeForward);
+  {
+    ScopedMarker marker(state_.profiler.get(), "forward");
+    AutocastGuard autocast(state_.precision, state_.device.type());
+    state_.outputs =
+        torch_call("the model cannot take this batch (inputs of shape " + c10::str(state_.batch.input.sizes()) + ")",
+                   [&] { return model.forward(state_.batch); });
+  }
+  engine_->run_event(Event::kAfterForward);
+  engine_->run_event(Event::kBeforeLoss);
+  {
+    ScopedMarker marker(state_.profiler.get(), "loss");
+    AutocastGuard autocast(state_.precision, state_.device.type());
+    state_.loss = torch_call("the loss cannot be computed for outputs of shape " + c10::str(state_.outputs.sizes()),
+                             [&] { return model.loss(state_.outputs, state_.batch); });
+  }
+  engine_->run_event(Event::kAfterLoss);
+  engine_->run_event(Event::kBeforeBackward);
+  if (ddp_ && how.last) ddp_->arm(ddp_weight_, how.find_unused);  // buckets reduce as backward fills them
+  {
+    ScopedMarker marker(state_.profiler.get(), "backward");
+    backward(state_.loss, how.share, how.create_graph);
+  }
+  if (ddp_ && how.last) {
+    ScopedMarker marker(state_.profiler.get(), "ddp/wait");
+    ddp_->finish();  // after_backward sees the averaged gradients
+  }
+  engine_->run_event(Event::kAfterBackward);
 }
 
 void Trainer::backward(const at::Tensor& loss, double share, bool create_graph) {

@@ -254,7 +254,27 @@ class Trainer {
   Model& current_model();
   // The model's outputs for state().batch under the run's precision (gradients as the caller set).
   at::Tensor eval_forward(Model& model);
+  // Construction, step by step.
+  void setup_distributed();
+  void setup_state();
+  void setup_loggers(bool writes);
+  void setup_saver();
+  void load_initial_state(bool writes);
+  // fit(), step by step.
+  bool start_fit(DataLoader& loader);
+  int64_t next_batch(DataLoader& loader);
+  void end_epoch();
+  void end_fit();
   void train_batch();
+  // How a microbatch's backward runs: its share of the batch, whether it is the batch's last, and
+  // what the algorithms ask of autograd and of data parallelism.
+  struct Backward {
+    double share = 1.0;
+    bool last = true;
+    bool create_graph = false;
+    bool find_unused = false;
+  };
+  void train_microbatch(Model& model, const Backward& how);
   void run_evaluators();
   void evaluate(const std::string& label, DataLoader& loader);
   bool should_eval(Event event) const;

@@ -1,0 +1,264 @@
+// The Trainer's checkpoint I/O: snapshot() and save_checkpoint() write the run's state,
+// load_checkpoint() reads it back (the weights, then optimizers, random generators, metrics and
+// the time); the file format is src/train/checkpoint.cpp's.
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "baton/algorithms/registry.h"
+#include "baton/optim/grad_scaler.h"
+#include "baton/train/checkpoint.h"
+#include "baton/train/trainer.h"
+#include "train/trainer_internal.h"
+
+namespace baton {
+namespace {
+
+using detail::first_line;
+using detail::seconds_since;
+
+// Glob match with * as the only wildcard: "model/module.f2.*" matches "model/module.f2.weight".
+bool glob_match(std::string_view pattern, std::string_view name) {
+  std::size_t p = 0, n = 0, star = std::string_view::npos, mark = 0;
+  while (n < name.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++, mark = n;
+    } else if (p < pattern.size() && pattern[p] == name[n]) {
+      ++p, ++n;
+    } else if (star != std::string_view::npos) {
+      p = star + 1, n = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+bool matches_any(const std::string& name, const std::vector<std::string>& patterns) {
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return glob_match(p, name); });
+}
+
+std::string bytes_of(const torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+// The random generator of a CUDA device (its state goes into checkpoints beside the CPU's).
+at::Generator cuda_generator(c10::Device device) { return at::globalContext().defaultGenerator(device); }
+
+// load_strict: false loaded only some of the model's tensors: say so, and refuse a load of none
+// (names of another model: training would start from scratch believing it fine-tunes).
+void report_partial_load(const std::string& path, std::size_t loaded, const std::vector<std::string>& kept) {
+  std::string examples;
+  for (std::size_t i = 0; i < kept.size() && i < 3; ++i) examples += (i ? ", " : "") + kept[i];
+  if (kept.size() > 3) examples += ", …";
+  const std::string counts =
+      std::to_string(loaded) + " of the model's " + std::to_string(loaded + kept.size()) + " tensors";
+  if (loaded == 0) {
+    throw std::invalid_argument(path + ": none of its tensors has the name of one of this model's (" + counts +
+                                " loaded; the model's are " + examples + "); is it another model's checkpoint?");
+  }
+  spdlog::warn("{}: loaded {}; {} kept as they were ({}) (load_strict: false)", path, counts, kept.size(), examples);
+}
+
+// The model's parameters and buffers from the checkpoint's "model/" tensors: by name, shapes
+// checked; load_strict: every one on both sides; ignore_keys: patterns of names left as they are.
+void load_model_tensors(const std::string& path, const StateDict& sd, Model& model, bool strict,
+                        const std::vector<std::string>& ignore_keys) {
+  torch::NoGradGuard no_grad;
+  std::set<std::string> used;
+  std::vector<std::string> kept;  // the model's tensors the checkpoint has nothing for
+  auto restore = [&](const std::string& name, at::Tensor target) {
+    const std::string key = "model/" + name;
+    if (matches_any(key, ignore_keys)) return;
+    auto it = sd.tensors.find(key);
+    if (it == sd.tensors.end()) {
+      if (strict) throw std::invalid_argument(path + ": has no tensor '" + key + "' for this model (load_strict)");
+      kept.push_back(key);
+      return;
+    }
+    if (it->second.sizes() != target.sizes()) {
+      throw std::invalid_argument(path + ": tensor '" + key + "' has shape " + c10::str(it->second.sizes()) +
+                                  " but the model's is " + c10::str(target.sizes()) +
+                                  "; is it another model? (load_ignore_keys skips tensors)");
+    }
+    target.copy_(it->second);
+    used.insert(key);
+  };
+  for (auto& item : model.named_parameters()) restore(item.key(), item.value());
+  for (auto& item : model.named_buffers()) restore(item.key(), item.value());
+  if (!kept.empty()) report_partial_load(path, used.size(), kept);
+  if (strict) {
+    for (const auto& [name, tensor] : sd.tensors) {
+      if (name.rfind("model/", 0) == 0 && !used.count(name) && !matches_any(name, ignore_keys)) {
+        throw std::invalid_argument(path + ": tensor '" + name + "' is not in this model (load_strict)");
+      }
+    }
+  }
+}
+
+// Each optimizer's state (momentum and the like), onto the run's device, where its parameters are.
+void load_optimizers(const std::string& path, const StateDict& sd, State& state) {
+  for (std::size_t i = 0; i < state.optimizers.size(); ++i) {
+    auto it = sd.tensors.find("optimizers/" + std::to_string(i));
+    if (it == sd.tensors.end()) throw CheckpointError(path + ": has no state for optimizer " + std::to_string(i));
+    const at::Tensor bytes = it->second.contiguous();
+    std::istringstream in(
+        std::string(static_cast<const char*>(bytes.data_ptr()), static_cast<std::size_t>(bytes.numel())));
+    torch::serialize::InputArchive archive;
+    try {
+      archive.load_from(in, state.device);  // momentum and the like, where this run's parameters are
+      state.optimizers[i]->load(archive);
+    } catch (const c10::Error& e) {
+      throw CheckpointError(path + ": optimizer " + std::to_string(i) +
+                            " state does not fit this optimizer: " + first_line(e.what_without_backtrace()));
+    }
+  }
+}
+
+// The random generators' states: the CPU's, and the GPU's when the run is on one.
+void load_generators(const StateDict& sd, c10::Device device) {
+  if (auto it = sd.tensors.find("rng/torch"); it != sd.tensors.end()) {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(it->second);
+  }
+  if (auto it = sd.tensors.find("rng/cuda"); it != sd.tensors.end() && device.is_cuda()) {
+    auto generator = cuda_generator(device);
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(it->second);
+  }
+}
+
+}  // namespace
+
+// Algorithms that changed the model's structure (required_on_load) and that this run lacks are
+// built from the checkpoint's record and applied before the weights load, so the weights fit.
+void Trainer::reapply_surgery(const std::string& path, const StateDict& sd) {
+  const auto it = sd.values.find("required_on_load");
+  if (it == sd.values.end() || !it->is_array()) return;
+  for (const auto& spec : *it) {
+    const std::string name = spec.value("name", "");
+    const bool present = std::any_of(state_.algorithms.begin(), state_.algorithms.end(), [&](const auto& a) {
+      return a->recipe_spec().is_object() && a->recipe_spec().value("name", "") == name;
+    });
+    if (present || name.empty()) continue;
+    std::shared_ptr<Algorithm> algorithm;
+    try {
+      algorithm = make_algorithm(name, spec.value("options", nlohmann::json::object()));
+    } catch (const std::invalid_argument& e) {
+      throw CheckpointError(path + ": cannot rebuild the model surgery it was saved with (" + e.what() + ")");
+    }
+    spdlog::info("{}: applying {} to the model, as the run that saved it did", path, name);
+    algorithm->apply(Event::kInit, state_, *logger_);
+    state_.algorithms.push_back(algorithm);
+  }
+}
+
+StateDict Trainer::snapshot(bool weights_only) const {
+  StateDict full = state_.state_dict();
+  StateDict out;
+  for (const auto& [name, tensor] : full.tensors) {
+    if (weights_only && name.rfind("model/", 0) != 0) continue;
+    out.tensors[name] = tensor.detach().clone();
+  }
+  nlohmann::json surgery = nlohmann::json::array();
+  for (const auto& a : state_.algorithms) {
+    if (a->required_on_load() && a->recipe_spec().is_object()) surgery.push_back(a->recipe_spec());
+  }
+  if (!surgery.empty()) out.values["required_on_load"] = surgery;
+  if (weights_only) return out;
+  for (const auto& [key, value] : full.values.items()) out.values[key] = value;
+  for (std::size_t i = 0; i < state_.optimizers.size(); ++i) {
+    const std::string bytes = bytes_of(*state_.optimizers[i]);
+    out.tensors["optimizers/" + std::to_string(i)] =
+        torch::from_blob(const_cast<char*>(bytes.data()), {static_cast<int64_t>(bytes.size())}, torch::kByte).clone();
+  }
+  {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    out.tensors["rng/torch"] = generator.get_state();
+  }
+  if (state_.device.is_cuda()) {
+    auto generator = cuda_generator(state_.device);
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    out.tensors["rng/cuda"] = generator.get_state();
+  }
+  if (state_.grad_scaler) out.values["grad_scaler"] = state_.grad_scaler->state_dict();
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const auto& [label, values] : state_.eval_metrics) metrics[label] = values;
+  out.values["eval_metrics"] = metrics;
+  // Inside fit(), the time of this fit so far counts too.
+  const double train_s =
+      summary_.train_s +
+      (fit_clock_ ? seconds_since(fit_clock_->start) - (summary_.eval_s - fit_clock_->eval_before) : 0.0);
+  out.values["summary"] = {{"train_s", train_s}, {"eval_s", summary_.eval_s}, {"train_loss", summary_.train_loss}};
+  out.values["last_eval_batch"] = last_eval_batch_;
+  return out;
+}
+
+void Trainer::save_checkpoint(const std::string& path, bool weights_only) {
+  flush_losses();
+  write_checkpoint(path, snapshot(weights_only), options_.checkpoint_meta());
+}
+
+void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool strict,
+                              const std::vector<std::string>& ignore_keys) {
+  const CheckpointFile ckpt = read_checkpoint(path);
+  const StateDict& sd = ckpt.state;
+  reapply_surgery(path, sd);
+  state_.model->to(state_.device);
+  Model& model = current_model();
+  load_model_tensors(path, sd, model, strict, ignore_keys);
+  loaded_from_ = path;
+  if (weights_only) return;
+
+  if (!sd.values.contains("timestamp"))
+    throw CheckpointError(path + ": holds only weights; load it with load_weights_only");
+  // Everything but the model (done above) and what this run's options decide; the algorithms' and
+  // callbacks' tensors (EMA's average, …) live on the run's device, whichever one wrote them.
+  StateDict rest = sd;
+  for (auto& [name, tensor] : rest.tensors) {
+    if (name.rfind("algorithms/", 0) == 0 || name.rfind("callbacks/", 0) == 0) tensor = tensor.to(state_.device);
+  }
+  for (auto& item : model.named_parameters()) rest.tensors["model/" + item.key()] = item.value();
+  for (auto& item : model.named_buffers()) rest.tensors["model/" + item.key()] = item.value();
+  const std::string run_name = state_.run_name;
+  state_.load_state_dict(rest);
+  state_.run_name = run_name;
+  state_.max_duration = options_.max_duration();
+  state_.precision = options_.precision();
+  load_optimizers(path, sd, state_);
+  load_generators(sd, state_.device);
+  if (auto it = sd.values.find("grad_scaler"); it != sd.values.end() && state_.grad_scaler) {
+    try {
+      state_.grad_scaler->load_state_dict(*it);
+    } catch (const std::invalid_argument& e) {
+      throw CheckpointError(path + ": " + e.what());
+    }
+  }
+  if (auto it = sd.values.find("eval_metrics"); it != sd.values.end() && it->is_object()) {
+    for (const auto& [label, values] : it->items()) {
+      for (const auto& [name, value] : values.items()) state_.eval_metrics[label][name] = value.get<double>();
+    }
+  }
+  if (auto it = sd.values.find("summary"); it != sd.values.end() && it->is_object()) {
+    summary_.train_s = it->value("train_s", 0.0);
+    summary_.eval_s = it->value("eval_s", 0.0);
+    summary_.train_loss = it->value("train_loss", 0.0);
+  }
+  last_eval_batch_ = sd.values.value("last_eval_batch", int64_t{-1});
+  summary_.steps = state_.timestamp.batch();
+  summary_.samples = state_.timestamp.sample();
+}
+
+}  // namespace baton
