@@ -54,10 +54,10 @@ cat <<EOF
 demo: done in $(($(date +%s) - begin)) s. Trained FashionCNN (recipes/fashion_mnist.yaml) on Fashion-MNIST:
       test accuracy ${accuracy:-?}; the run is in $run/ (recipe.yaml, metrics.jsonl, checkpoints/).
 Next:
-  $dir/bin/baton dashboard $run              # its curves in a browser (open the URL it prints)
-  $dir/bin/baton train recipes/fashion_mnist_fast.yaml --set device=$device   # 91% sooner: label smoothing, EMA, ...
-  $dir/bin/baton search recipes/search_fashion_mnist.yaml --recipe recipes/fashion_mnist.yaml \
-      --set max_duration=1ep --trials 20 --parallel 2 --run-dir runs/search   # a hyperparameter search (TPE)
-  make test                                   # builds the tests, benchmarks and examples, runs the unit tests
-  docs/cli.md, docs/recipes.md                # every command and recipe key
+  $dir/bin/baton dashboard $run   # its curves in a browser (open the URL it prints)
+  $dir/bin/baton train recipes/fashion_mnist_fast.yaml --set device=$device   # 91% sooner (label smoothing, EMA, ...)
+  $dir/bin/baton search recipes/search_fashion_mnist.yaml --recipe recipes/fashion_mnist.yaml \\
+      --set max_duration=1ep --trials 20 --parallel 2 --run-dir runs/search   # a search (TPE)
+  make test   # builds the tests, benchmarks and examples, runs the unit tests
+  docs/cli.md, docs/recipes.md   # every command and recipe key
 EOF

@@ -17,7 +17,7 @@ MixOptions mix_options(OptionReader& o, double alpha) {
   return m;
 }
 
-const Factories<Algorithm>& factories() {
+const Factories<Algorithm>& algorithm_factories() {
   static const Factories<Algorithm> table = {
       {"label_smoothing",
        [](OptionReader& o) {
@@ -130,11 +130,11 @@ const Factories<Algorithm>& factories() {
 }  // namespace
 
 std::shared_ptr<Algorithm> make_algorithm(const std::string& name, const nlohmann::json& options) {
-  std::shared_ptr<Algorithm> algorithm = build_named(factories(), "algorithm", name, options);
+  std::shared_ptr<Algorithm> algorithm = build_named(algorithm_factories(), "algorithm", name, options);
   algorithm->set_recipe_spec({{"name", name}, {"options", options.is_null() ? nlohmann::json::object() : options}});
   return algorithm;
 }
 
-std::vector<std::string> algorithm_names() { return names_of(factories()); }
+std::vector<std::string> algorithm_names() { return names_of(algorithm_factories()); }
 
 }  // namespace baton

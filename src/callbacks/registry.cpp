@@ -10,7 +10,7 @@
 namespace baton {
 namespace {
 
-const Factories<Callback>& factories() {
+const Factories<Callback>& callback_factories() {
   static const Factories<Callback> table = {
       {"threshold_stopper",
        [](OptionReader& o) {
@@ -55,9 +55,9 @@ const Factories<Callback>& factories() {
 }  // namespace
 
 std::shared_ptr<Callback> make_callback(const std::string& name, const nlohmann::json& options) {
-  return build_named(factories(), "callback", name, options);
+  return build_named(callback_factories(), "callback", name, options);
 }
 
-std::vector<std::string> callback_names() { return names_of(factories()); }
+std::vector<std::string> callback_names() { return names_of(callback_factories()); }
 
 }  // namespace baton

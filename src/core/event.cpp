@@ -26,7 +26,6 @@ constexpr std::array<Event, kNumEvents> make_all() {
 }
 constexpr std::array<Event, kNumEvents> kAll = make_all();
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 }  // namespace
 
@@ -101,9 +100,9 @@ bool is_after_event(Event event) {
   }
 }
 
-bool is_eval(Event event) { return starts_with(to_string(event), "eval_"); }
+bool is_eval(Event event) { return to_string(event).starts_with("eval_"); }
 
-bool is_predict(Event event) { return starts_with(to_string(event), "predict_"); }
+bool is_predict(Event event) { return to_string(event).starts_with("predict_"); }
 
 std::string canonical_name(Event event) {
   std::string name(to_string(event));

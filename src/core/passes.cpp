@@ -20,7 +20,6 @@ bool is_low_precision_norm(const Algorithm* algorithm) {
   return name == "LowPrecisionLayerNorm" || name == "LowPrecisionGroupNorm";
 }
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 }  // namespace
 
@@ -39,7 +38,7 @@ std::vector<Algorithm*> sort_low_precision_norm_last(std::vector<Algorithm*> alg
 }
 
 std::vector<Algorithm*> set_filo_order(std::vector<Algorithm*> algorithms, Event event) {
-  if (!starts_with(to_string(event), "after_")) return algorithms;
+  if (!to_string(event).starts_with("after_")) return algorithms;
   auto first = algorithms.begin();
   while (first != algorithms.end() && (*first)->name() == kSelectiveBackprop) ++first;
   auto last = algorithms.end();

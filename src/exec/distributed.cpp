@@ -6,10 +6,10 @@
 #include <csignal>
 #include <cstdio>
 
+#include "exec/clock.h"
+
 namespace baton {
 namespace {
-
-double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 std::string host_name() {
   char buf[256] = {};

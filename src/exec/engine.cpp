@@ -4,10 +4,10 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "exec/clock.h"
+
 namespace baton {
 namespace {
-
-double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 class Context : public TrialContext {
  public:

@@ -1,17 +1,13 @@
 #include "baton/exec/middleware.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <functional>
 #include <stdexcept>
 
+#include "exec/clock.h"
+
 namespace baton {
-namespace {
-
-double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
-
-}  // namespace
 
 void Middleware::set_engine(std::shared_ptr<ExecutionEngine> engine) {
   if (engine_) throw std::logic_error("Middleware::set_engine: the engine is already set (once only)");

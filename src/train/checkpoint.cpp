@@ -40,7 +40,6 @@ void put(std::string& out, T value) {
   out.append(reinterpret_cast<const char*>(&value), sizeof value);
 }
 
-[[noreturn]] void fail(const std::string& name, const std::string& why) { throw CheckpointError(name + ": " + why); }
 // A write that failed (a full disk, an I/O error): the run failed, not the file it was given.
 [[noreturn]] void write_failed(const std::string& name, const std::string& why) {
   throw std::runtime_error(name + ": " + why);
@@ -139,7 +138,7 @@ void write_checkpoint(const std::string& path, const StateDict& state, const nlo
 
 CheckpointFile read_checkpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
+  if (!in) checkpoint_fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
   std::stringstream buffer;
   buffer << in.rdbuf();
   return decode_checkpoint(buffer.str(), path);

@@ -9,7 +9,6 @@
 namespace baton {
 namespace {
 
-[[noreturn]] void fail(const std::string& name, const std::string& why) { throw CheckpointError(name + ": " + why); }
 
 template <typename T>
 T get(const std::string& bytes, std::size_t at) {
@@ -39,35 +38,35 @@ uint32_t checkpoint_crc(const char* data, std::size_t size) {
 }
 
 CheckpointLayout parse_checkpoint_layout(const std::string& bytes, const std::string& name) {
-  if (bytes.empty()) fail(name, "the file is empty");
+  if (bytes.empty()) checkpoint_fail(name, "the file is empty");
   if (bytes.size() < kCheckpointHeader || std::memcmp(bytes.data(), kCheckpointMagic, sizeof kCheckpointMagic) != 0) {
-    fail(name, "not a baton checkpoint (no BATONCK header)");
+    checkpoint_fail(name, "not a baton checkpoint (no BATONCK header)");
   }
   const auto version = get<uint32_t>(bytes, 8);
   if (version != kCheckpointFormatVersion) {
-    fail(name, "checkpoint format version " + std::to_string(version) + " (this baton reads version " +
+    checkpoint_fail(name, "checkpoint format version " + std::to_string(version) + " (this baton reads version " +
                    std::to_string(kCheckpointFormatVersion) + ")");
   }
   const auto crc = get<uint32_t>(bytes, 12);
   const auto length = get<uint64_t>(bytes, 16);
   if (bytes.size() - kCheckpointHeader != length) {
-    fail(name, "truncated or padded: the header says " + std::to_string(length + kCheckpointHeader) +
+    checkpoint_fail(name, "truncated or padded: the header says " + std::to_string(length + kCheckpointHeader) +
                    " bytes, the file has " + std::to_string(bytes.size()));
   }
   if (checkpoint_crc(bytes.data() + kCheckpointHeader, length) != crc) {
-    fail(name, "corrupt: the checksum does not match the contents");
+    checkpoint_fail(name, "corrupt: the checksum does not match the contents");
   }
-  if (length < 4) fail(name, "corrupt: no metadata");
+  if (length < 4) checkpoint_fail(name, "corrupt: no metadata");
   const auto meta_len = get<uint32_t>(bytes, kCheckpointHeader);
-  if (meta_len > length - 4) fail(name, "corrupt: the metadata runs past the end");
+  if (meta_len > length - 4) checkpoint_fail(name, "corrupt: the metadata runs past the end");
   CheckpointLayout out;
   try {
     out.meta = nlohmann::json::parse(bytes.substr(kCheckpointHeader + 4, meta_len));
   } catch (const nlohmann::json::exception&) {
-    fail(name, "corrupt: the metadata is not JSON");
+    checkpoint_fail(name, "corrupt: the metadata is not JSON");
   }
   if (!out.meta.is_object() || !out.meta.contains("tensors") || !out.meta["tensors"].is_array()) {
-    fail(name, "corrupt: the metadata lists no tensors");
+    checkpoint_fail(name, "corrupt: the metadata lists no tensors");
   }
   out.data_start = kCheckpointHeader + 4 + meta_len;
   const std::size_t data_size = bytes.size() - out.data_start;
@@ -80,21 +79,21 @@ CheckpointLayout parse_checkpoint_layout(const std::string& bytes, const std::st
       e.offset = t.at("offset").get<std::size_t>();
       e.nbytes = t.at("nbytes").get<std::size_t>();
       const std::size_t element = dtype_size(e.dtype);
-      if (element == 0) fail(name, "tensor '" + e.name + "' has an unknown dtype '" + e.dtype + "'");
+      if (element == 0) checkpoint_fail(name, "tensor '" + e.name + "' has an unknown dtype '" + e.dtype + "'");
       uint64_t numel = 1;
       for (int64_t d : e.shape) {
         if (d < 0 || (d > 0 && numel > (uint64_t{1} << 40) / static_cast<uint64_t>(d))) {
-          fail(name, "tensor '" + e.name + "' has a bad shape");
+          checkpoint_fail(name, "tensor '" + e.name + "' has a bad shape");
         }
         numel *= static_cast<uint64_t>(d);
       }
       if (numel * element != e.nbytes || e.offset > data_size || e.nbytes > data_size - e.offset) {
-        fail(name, "corrupt: tensor '" + e.name + "' does not fit its bytes");
+        checkpoint_fail(name, "corrupt: tensor '" + e.name + "' does not fit its bytes");
       }
       out.tensors.push_back(std::move(e));
     }
   } catch (const nlohmann::json::exception&) {
-    fail(name, "corrupt: a tensor's description is malformed");
+    checkpoint_fail(name, "corrupt: a tensor's description is malformed");
   }
   return out;
 }

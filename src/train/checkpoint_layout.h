@@ -13,6 +13,11 @@
 
 namespace baton {
 
+// A CheckpointError "<name>: <why>" (name: the file, or the part of it that is wrong).
+[[noreturn]] inline void checkpoint_fail(const std::string& name, const std::string& why) {
+  throw CheckpointError(name + ": " + why);
+}
+
 inline constexpr char kCheckpointMagic[8] = {'B', 'A', 'T', 'O', 'N', 'C', 'K', '\0'};
 inline constexpr std::size_t kCheckpointHeader = 24;
 
