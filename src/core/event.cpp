@@ -26,7 +26,6 @@ constexpr std::array<Event, kNumEvents> make_all() {
 }
 constexpr std::array<Event, kNumEvents> kAll = make_all();
 
-
 }  // namespace
 
 const std::array<Event, kNumEvents>& all_events() { return kAll; }

@@ -20,7 +20,6 @@ bool is_low_precision_norm(const Algorithm* algorithm) {
   return name == "LowPrecisionLayerNorm" || name == "LowPrecisionGroupNorm";
 }
 
-
 }  // namespace
 
 std::vector<Algorithm*> sort_to_front(std::vector<Algorithm*> algorithms, std::string_view name) {

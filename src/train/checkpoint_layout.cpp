@@ -9,7 +9,6 @@
 namespace baton {
 namespace {
 
-
 template <typename T>
 T get(const std::string& bytes, std::size_t at) {
   T value;
@@ -45,13 +44,13 @@ CheckpointLayout parse_checkpoint_layout(const std::string& bytes, const std::st
   const auto version = get<uint32_t>(bytes, 8);
   if (version != kCheckpointFormatVersion) {
     checkpoint_fail(name, "checkpoint format version " + std::to_string(version) + " (this baton reads version " +
-                   std::to_string(kCheckpointFormatVersion) + ")");
+                              std::to_string(kCheckpointFormatVersion) + ")");
   }
   const auto crc = get<uint32_t>(bytes, 12);
   const auto length = get<uint64_t>(bytes, 16);
   if (bytes.size() - kCheckpointHeader != length) {
     checkpoint_fail(name, "truncated or padded: the header says " + std::to_string(length + kCheckpointHeader) +
-                   " bytes, the file has " + std::to_string(bytes.size()));
+                              " bytes, the file has " + std::to_string(bytes.size()));
   }
   if (checkpoint_crc(bytes.data() + kCheckpointHeader, length) != crc) {
     checkpoint_fail(name, "corrupt: the checksum does not match the contents");
