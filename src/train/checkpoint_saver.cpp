@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -29,6 +31,45 @@ std::string fill(std::string pattern, const State& state) {
   return pattern;
 }
 
+struct CheckpointFileAt {
+  fs::path path;
+  fs::file_time_type written;
+};
+
+// The checkpoints of `folder`: not the saver's hidden temporary files; `latest` when it is a copy
+// rather than the link.
+std::vector<CheckpointFileAt> checkpoint_files(const std::string& folder) {
+  std::vector<CheckpointFileAt> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const fs::path& path = entry.path();
+    const bool copied_latest = path.filename() == "latest" && !entry.is_symlink(ec);
+    if ((path.extension() != ".ckpt" || path.filename().string().front() == '.') && !copied_latest) continue;
+    found.push_back({path, entry.last_write_time(ec)});
+  }
+  return found;
+}
+
+// Of the files written at `since` or later, the good one of the latest batch (then epoch: the
+// saver writes a batch again at an epoch's end); what could not be read goes to `unreadable`.
+fs::path newest_good(const std::vector<CheckpointFileAt>& files, fs::file_time_type since,
+                     std::vector<std::string>& unreadable) {
+  fs::path best;
+  std::pair<int64_t, int64_t> best_at{-1, -1};
+  for (const auto& file : files) {
+    if (file.written < since) continue;
+    try {
+      const nlohmann::json at =
+          read_checkpoint(file.path.string()).state.values.value("timestamp", nlohmann::json::object());
+      const std::pair<int64_t, int64_t> when{at.value("batch", int64_t{0}), at.value("epoch", int64_t{0})};
+      if (when > best_at) best_at = when, best = file.path;
+    } catch (const CheckpointError& e) {
+      unreadable.push_back(e.what());
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 void point_latest_at(const std::string& folder, const std::string& file) {
@@ -41,43 +82,40 @@ void point_latest_at(const std::string& folder, const std::string& file) {
   if (ec) throw CheckpointError(link.string() + ": cannot point it at " + file + " (" + ec.message() + ")");
 }
 
+// Where `latest` points, unless a checkpoint was written after it (a run killed between renaming a
+// checkpoint into place and moving the link): resuming from that one, it is never written a second
+// time. Only those files are read; all of them when `latest` is missing or damaged.
 std::string find_resumable_checkpoint(const std::string& folder) {
-  const fs::path latest = fs::path(folder) / "latest";
   std::error_code ec;
   if (!fs::exists(folder, ec)) return "";
-  std::string damaged;
-  if (fs::is_symlink(latest, ec) || fs::exists(latest, ec)) {
-    try {
-      read_checkpoint(latest.string());
-      return latest.string();
-    } catch (const CheckpointError& e) {
-      damaged = e.what();
-    }
-  }
-  // The newest good checkpoint, by the batch it was written at.
-  std::string best;
-  int64_t best_batch = -1;
+  const fs::path latest = fs::path(folder) / "latest";
+  const fs::path linked = fs::is_symlink(latest, ec) ? fs::read_symlink(latest, ec).filename() : fs::path();
+  const std::vector<CheckpointFileAt> files = checkpoint_files(folder);
   std::vector<std::string> unreadable;
-  for (const auto& entry : fs::directory_iterator(folder, ec)) {
-    if (entry.path().extension() != ".ckpt" || entry.path().filename().string().front() == '.') continue;
-    try {
-      const CheckpointFile ckpt = read_checkpoint(entry.path().string());
-      const int64_t batch = ckpt.state.values.value("timestamp", nlohmann::json::object()).value("batch", int64_t{0});
-      if (batch > best_batch) best_batch = batch, best = entry.path().string();
-    } catch (const CheckpointError& e) {
-      unreadable.push_back(e.what());
-    }
+  fs::path best;
+  for (const auto& file : files) {
+    if (file.path.filename() == linked) best = newest_good(files, file.written, unreadable);
   }
-  if (best.empty() && (!damaged.empty() || !unreadable.empty())) {
-    if (!damaged.empty()) unreadable.insert(unreadable.begin(), damaged);
+  if (best.empty()) {
+    unreadable.clear();
+    best = newest_good(files, fs::file_time_type::min(), unreadable);
+  }
+  if (best.empty() && !unreadable.empty()) {
     std::string which;
     for (std::size_t i = 0; i < unreadable.size() && i < 3; ++i) which += (i ? "; " : "") + unreadable[i];
     if (unreadable.size() > 3) which += "; and " + std::to_string(unreadable.size() - 3) + " more";
     throw CheckpointError(folder + ": no checkpoint can be resumed from (" + which +
                           "); starting over would overwrite them: baton train --restart moves them aside first");
   }
-  if (!damaged.empty()) spdlog::warn("{}; resuming from the newest good checkpoint, {}", damaged, best);
-  return best;
+  if (best.empty()) return "";
+  if (!unreadable.empty()) {
+    spdlog::warn("{}; resuming from the newest good checkpoint, {}", unreadable[0], best.string());
+  } else if (!linked.empty() && best.filename() != linked) {
+    spdlog::info(
+        "{}: resuming from {}, written after the one 'latest' points at (the run stopped before it moved the link)",
+        folder, best.string());
+  }
+  return best.filename() == linked ? latest.string() : best.string();
 }
 
 void check_checkpoint_filename(const std::string& filename) {

@@ -1,7 +1,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,6 +13,7 @@
 #include "baton/loggers/jsonl_logger.h"
 #include "baton/loggers/plot.h"
 #include "baton/loggers/tensorboard_logger.h"
+#include "common/test_util.h"
 
 namespace baton {
 namespace {
@@ -25,11 +25,6 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
   std::filesystem::path path;
 };
-
-std::string read(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 TEST(Crc32c, KnownVectors) {
   EXPECT_EQ(tensorboard::crc32c("123456789"), 0xE3069283U);
@@ -92,7 +87,7 @@ TEST(TensorBoardLogger, WritesTFRecordsThatReadBack) {
     tb.close(state, logger);
   }
   EXPECT_THAT(std::filesystem::path(path).filename().string(), ::testing::StartsWith("events.out.tfevents."));
-  const std::string file = read(path);
+  const std::string file = testing::read_file(path);
   std::vector<std::string> events;
   std::size_t i = 0;
   while (i < file.size()) {
@@ -147,7 +142,7 @@ TEST(CsvLogger, OneRowPerStepColumnsGrowAsMetricsAppear) {
   csv.log_metrics({{"eval/accuracy", 0.5}}, 2);  // same step: same row
   csv.log_metrics({{"train/loss", 1.5}}, 3);
   csv.close(state, logger);
-  std::istringstream lines(read(path));
+  std::istringstream lines(testing::read_file(path));
   std::vector<std::vector<std::string>> rows;
   for (std::string line; std::getline(lines, line);) {
     std::vector<std::string> cells;
@@ -175,7 +170,7 @@ void move_to_batch(State& state, int64_t batch) {
 // The steps of a metrics.jsonl's train/loss lines, in order.
 std::vector<int64_t> loss_steps(const std::filesystem::path& path) {
   std::vector<int64_t> steps;
-  std::istringstream lines(read(path));
+  std::istringstream lines(testing::read_file(path));
   for (std::string line; std::getline(lines, line);) {
     const auto j = nlohmann::json::parse(line);
     if (j.contains("train/loss")) steps.push_back(j["step"].get<int64_t>());
@@ -203,7 +198,7 @@ TEST(JsonlLogger, AResumedRunKeepsTheLinesUpToItsBatchAndAppendsAfterThem) {
   for (int64_t step = 7; step <= 9; ++step) resumed.log_metrics({{"train/loss", 0.5}}, step);
   resumed.close(state, logger);
   EXPECT_EQ(loss_steps(path), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
-  const std::string text = read(path);
+  const std::string text = testing::read_file(path);
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 11);  // and both hyperparameters lines
   // A run that starts afresh (nothing resumed) starts the file afresh.
   JsonlLogger fresh(path.string(), /*resume=*/true);
@@ -266,12 +261,12 @@ TEST(CsvLogger, AResumedRunKeepsTheRowsUpToItsBatch) {
   resumed.log_metrics({{"train/loss", 0.2}}, 4);
   resumed.log_metrics({{"eval/accuracy", 0.8}}, 4);
   resumed.close(state, logger);
-  std::istringstream lines(read(path));
+  std::istringstream lines(testing::read_file(path));
   std::vector<std::string> steps;
   for (std::string line; std::getline(lines, line);) steps.push_back(line.substr(0, line.find(',')));
   EXPECT_EQ(steps, (std::vector<std::string>{"step", "1", "2", "3", "4"}));
-  EXPECT_THAT(read(path), ::testing::HasSubstr("step,time,train/loss,eval/accuracy\n"));
-  EXPECT_THAT(read(path), ::testing::HasSubstr(",0.2,0.8\n"));
+  EXPECT_THAT(testing::read_file(path), ::testing::HasSubstr("step,time,train/loss,eval/accuracy\n"));
+  EXPECT_THAT(testing::read_file(path), ::testing::HasSubstr(",0.2,0.8\n"));
 }
 
 // Tags balance (every <a> closed by </a> or self-closed), and attribute values are quoted.

@@ -25,6 +25,12 @@ inline std::string error_of(const std::function<void()>& f) {
   return "no error";
 }
 
+// The bytes of the file at `path` ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 // Calls `f(name, contents)` for every file of tests/fuzz/corpus/<fuzzer>; returns how many.
 // REQUIRES: BATON_SOURCE_DIR defined (tests/CMakeLists.txt does).
 inline int for_each_corpus_input(const std::string& fuzzer,
@@ -32,9 +38,7 @@ inline int for_each_corpus_input(const std::string& fuzzer,
   int inputs = 0;
   const std::filesystem::path dir = std::filesystem::path(BATON_SOURCE_DIR) / "tests/fuzz/corpus" / fuzzer;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(entry.path(), std::ios::binary);
-    f(entry.path().filename().string(),
-      std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+    f(entry.path().filename().string(), read_file(entry.path()));
     ++inputs;
   }
   return inputs;

@@ -66,8 +66,9 @@ train_rounds() {  # kind, save_interval, pause range
       lost "$kind $i" "the resumed run failed: $(tail -2 "$run.log")"
       continue
     fi
-    # Every checkpoint saved before the fault is still there, unchanged (a deterministic run that
-    # writes one again writes the same bytes).
+    # Every checkpoint saved before the fault is still there, byte for byte: the resumed run starts
+    # from the newest (even one the killed run had not yet linked as latest) and never writes one
+    # again (its wall-clock times would differ).
     if [ -n "$saved" ] && comm -23 <(echo "$saved") <(sums "$run/checkpoints") | grep -q .; then
       lost "$kind $i" "a checkpoint saved before the $sig changed or vanished"
     fi

@@ -301,6 +301,7 @@ def forward(self, x):
 }  // namespace baton
 
 #include "baton/train/checkpoint.h"
+#include "baton/train/checkpoint_saver.h"
 
 namespace baton {
 namespace {
@@ -371,6 +372,23 @@ TEST_F(Resume, KeepsTheNewestCheckpointsAndFallsBackFromADamagedLatest) {
   Trainer resumed(options("c").max_duration("2ep").autoresume(true));
   EXPECT_EQ(resumed.loaded_from(), dir_ + "/c/ep1-ba8.ckpt");
   EXPECT_EQ(resumed.state().timestamp.epoch(), 1);
+}
+
+TEST_F(Resume, ACheckpointWrittenAfterLatestIsResumedFromAndNotWrittenAgain) {
+  {
+    Trainer t(options("k").max_duration("3ba").save_interval("1ba"));
+    t.fit();
+  }
+  // As if the run was killed after renaming ep0-ba2 and ep0-ba3 into place but before moving the link.
+  point_latest_at(dir_ + "/k", dir_ + "/k/ep0-ba1.ckpt");
+  const auto bytes = [&](const std::string& name) { return testing::read_file(dir_ + "/k/" + name); };
+  const std::string saved = bytes("ep0-ba3.ckpt");
+  Trainer resumed(options("k").max_duration("4ba").save_interval("1ba").autoresume(true));
+  EXPECT_EQ(resumed.loaded_from(), dir_ + "/k/ep0-ba3.ckpt");
+  EXPECT_EQ(resumed.state().timestamp.batch(), 3);
+  resumed.fit();
+  EXPECT_EQ(bytes("ep0-ba3.ckpt"), saved);  // saved once, never again
+  EXPECT_EQ(std::filesystem::read_symlink(dir_ + "/k/latest").string(), "ep1-ba4.ckpt");
 }
 
 TEST_F(Resume, WeightsOnlyLoadsIntoAnotherRecipeWithIgnoredKeys) {
