@@ -466,7 +466,8 @@ int finish_search(const SearchArgs& a, Chain& chain, const std::optional<Trial>&
 }
 
 // The steps of `baton search`, each a function above: check, read the space, make the strategy,
-// open the storage (resuming or joining), make the engine and middlewares, run, summarise.
+// open the storage (resuming or joining), make the engine and middlewares, run, summarise. Long
+// only by that sequence: each step is a call or two.
 int run_search_command(const SearchArgs& a) {
   check_search_args(a);
   SearchWorker w;

@@ -10,119 +10,156 @@
 namespace baton {
 namespace {
 
-MixOptions mix_options(OptionReader& o, double alpha) {
-  MixOptions m;
-  m.alpha = o.number("alpha", alpha);
-  m.interpolate_loss = o.boolean("interpolate_loss", false);
-  return m;
+void read_mix(OptionReader& o, MixOptions& m) {
+  o.read("alpha", m.alpha);
+  o.read("interpolate_loss", m.interpolate_loss);
 }
 
+// One entry per algorithm: the options it reads from a recipe (named as in docs/algorithms.md) into
+// its options struct, whose fields hold the defaults. Long by nature: a table; each entry reads on its own.
 const Factories<Algorithm>& algorithm_factories() {
+  using R = OptionReader;
   static const Factories<Algorithm> table = {
       {"label_smoothing",
-       [](OptionReader& o) {
-         return std::make_shared<LabelSmoothing>(LabelSmoothingOptions{o.number("smoothing", 0.1)});
+       [](R& o) {
+         LabelSmoothingOptions s;
+         o.read("smoothing", s.smoothing);
+         return std::make_shared<LabelSmoothing>(s);
        }},
-      {"mixup", [](OptionReader& o) { return std::make_shared<MixUp>(mix_options(o, 0.2)); }},
+      {"mixup",
+       [](R& o) {
+         MixOptions m;
+         read_mix(o, m);
+         return std::make_shared<MixUp>(m);
+       }},
       {"cutmix",
-       [](OptionReader& o) {
-         MixOptions m = mix_options(o, 1.0);
-         m.uniform_sampling = o.boolean("uniform_sampling", false);
+       [](R& o) {
+         MixOptions m;
+         m.alpha = 1.0;  // CutMix's own default, as Composer's
+         read_mix(o, m);
+         o.read("uniform_sampling", m.uniform_sampling);
          return std::make_shared<CutMix>(m);
        }},
       {"cutout",
-       [](OptionReader& o) {
-         return std::make_shared<CutOut>(
-             CutOutOptions{o.integer("num_holes", 1), o.number("length", 0.5), o.boolean("uniform_sampling", false)});
+       [](R& o) {
+         CutOutOptions c;
+         o.read("num_holes", c.num_holes);
+         o.read("length", c.length);
+         o.read("uniform_sampling", c.uniform_sampling);
+         return std::make_shared<CutOut>(c);
        }},
       {"colout",
-       [](OptionReader& o) {
-         return std::make_shared<ColOut>(ColOutOptions{o.number("p_row", 0.15), o.number("p_col", 0.15)});
+       [](R& o) {
+         ColOutOptions c;
+         o.read("p_row", c.p_row);
+         o.read("p_col", c.p_col);
+         return std::make_shared<ColOut>(c);
        }},
       {"randaugment",
-       [](OptionReader& o) {
-         return std::make_shared<RandAugment>(
-             RandAugmentOptions{o.integer("severity", 9), o.integer("depth", 2), o.text("augmentation_set", "all")});
+       [](R& o) {
+         RandAugmentOptions r;
+         o.read("severity", r.severity);
+         o.read("depth", r.depth);
+         o.read("augmentation_set", r.augmentation_set);
+         return std::make_shared<RandAugment>(r);
        }},
       {"progressive_resizing",
-       [](OptionReader& o) {
-         return std::make_shared<ProgressiveResizing>(ProgressiveResizingOptions{
-             o.text("mode", "resize"), o.number("initial_scale", 0.5), o.number("finetune_fraction", 0.2),
-             o.number("delay_fraction", 0.5), o.integer("size_increment", 4)});
+       [](R& o) {
+         ProgressiveResizingOptions p;
+         o.read("mode", p.mode);
+         o.read("initial_scale", p.initial_scale);
+         o.read("finetune_fraction", p.finetune_fraction);
+         o.read("delay_fraction", p.delay_fraction);
+         o.read("size_increment", p.size_increment);
+         return std::make_shared<ProgressiveResizing>(p);
        }},
       {"layer_freezing",
-       [](OptionReader& o) {
+       [](R& o) {
          LayerFreezingOptions f;
-         f.freeze_start = o.number("freeze_start", f.freeze_start);
-         f.freeze_level = o.number("freeze_level", f.freeze_level);
-         f.freeze_interval = o.time("freeze_interval", f.freeze_interval);
+         o.read("freeze_start", f.freeze_start);
+         o.read("freeze_level", f.freeze_level);
+         o.read("freeze_interval", f.freeze_interval);
          return std::make_shared<LayerFreezing>(f);
        }},
       {"ema",
-       [](OptionReader& o) {
+       [](R& o) {
          EmaOptions e;
-         e.half_life = o.time("half_life", e.half_life);
-         e.smoothing = o.optional_number("smoothing");
-         e.update_interval = o.time("update_interval", e.update_interval);
-         e.ema_start = o.time("ema_start", e.ema_start);
+         o.read("half_life", e.half_life);
+         o.read("smoothing", e.smoothing);
+         o.read("update_interval", e.update_interval);
+         o.read("ema_start", e.ema_start);
          return std::make_shared<Ema>(e);
        }},
       {"swa",
-       [](OptionReader& o) {
+       [](R& o) {
          SwaOptions s;
-         s.swa_start = o.time("swa_start", s.swa_start);
-         s.swa_end = o.time("swa_end", s.swa_end);
-         s.update_interval = o.time("update_interval", s.update_interval);
-         s.schedule_swa_lr = o.boolean("schedule_swa_lr", s.schedule_swa_lr);
-         s.swa_lr = o.number("swa_lr", s.swa_lr);
-         s.anneal_steps = o.integer("anneal_steps", s.anneal_steps);
-         s.anneal_strategy = o.text("anneal_strategy", s.anneal_strategy);
+         o.read("swa_start", s.swa_start);
+         o.read("swa_end", s.swa_end);
+         o.read("update_interval", s.update_interval);
+         o.read("schedule_swa_lr", s.schedule_swa_lr);
+         o.read("swa_lr", s.swa_lr);
+         o.read("anneal_steps", s.anneal_steps);
+         o.read("anneal_strategy", s.anneal_strategy);
          return std::make_shared<Swa>(s);
        }},
       {"gradient_clipping",
-       [](OptionReader& o) {
-         return std::make_shared<GradientClipping>(
-             GradientClippingOptions{o.text("clipping_type", "norm"), o.number("clipping_threshold", 1.0)});
+       [](R& o) {
+         GradientClippingOptions g;
+         o.read("clipping_type", g.clipping_type);
+         o.read("clipping_threshold", g.clipping_threshold);
+         return std::make_shared<GradientClipping>(g);
        }},
       {"sam",
-       [](OptionReader& o) {
-         return std::make_shared<Sam>(
-             SamOptions{o.number("rho", 0.05), o.number("epsilon", 1e-12), o.integer("interval", 1)});
+       [](R& o) {
+         SamOptions s;
+         o.read("rho", s.rho);
+         o.read("epsilon", s.epsilon);
+         o.read("interval", s.interval);
+         return std::make_shared<Sam>(s);
        }},
       {"selective_backprop",
-       [](OptionReader& o) {
+       [](R& o) {
          SelectiveBackpropOptions s;
-         s.start = o.number("start", s.start);
-         s.end = o.number("end", s.end);
-         s.keep = o.number("keep", s.keep);
-         s.scale_factor = o.number("scale_factor", s.scale_factor);
-         s.interval = o.integer("interval", s.interval);
-         s.method = o.text("method", s.method);
+         o.read("start", s.start);
+         o.read("end", s.end);
+         o.read("keep", s.keep);
+         o.read("scale_factor", s.scale_factor);
+         o.read("interval", s.interval);
+         o.read("method", s.method);
          return std::make_shared<SelectiveBackprop>(s);
        }},
-      {"channels_last", [](OptionReader&) { return std::make_shared<ChannelsLast>(); }},
+      {"channels_last", [](R&) { return std::make_shared<ChannelsLast>(); }},
       {"blurpool",
-       [](OptionReader& o) {
-         return std::make_shared<BlurPool>(
-             BlurPoolOptions{o.boolean("replace_convs", true), o.boolean("replace_maxpools", true),
-                             o.boolean("blur_first", true), o.integer("min_channels", 16)});
+       [](R& o) {
+         BlurPoolOptions b;
+         o.read("replace_convs", b.replace_convs);
+         o.read("replace_maxpools", b.replace_maxpools);
+         o.read("blur_first", b.blur_first);
+         o.read("min_channels", b.min_channels);
+         return std::make_shared<BlurPool>(b);
        }},
       {"squeeze_excite",
-       [](OptionReader& o) {
-         return std::make_shared<SqueezeExcite>(
-             SqueezeExciteOptions{o.number("latent_channels", 64), o.integer("min_channels", 128)});
+       [](R& o) {
+         SqueezeExciteOptions s;
+         o.read("latent_channels", s.latent_channels);
+         o.read("min_channels", s.min_channels);
+         return std::make_shared<SqueezeExcite>(s);
        }},
       {"stochastic_depth",
-       [](OptionReader& o) {
-         return std::make_shared<StochasticDepth>(
-             StochasticDepthOptions{o.number("drop_rate", 0.2), o.text("drop_distribution", "linear")});
+       [](R& o) {
+         StochasticDepthOptions s;
+         o.read("drop_rate", s.drop_rate);
+         o.read("drop_distribution", s.drop_distribution);
+         return std::make_shared<StochasticDepth>(s);
        }},
       {"ghost_batchnorm",
-       [](OptionReader& o) {
-         return std::make_shared<GhostBatchNorm>(GhostBatchNormOptions{o.integer("ghost_batch_size", 32)});
+       [](R& o) {
+         GhostBatchNormOptions g;
+         o.read("ghost_batch_size", g.ghost_batch_size);
+         return std::make_shared<GhostBatchNorm>(g);
        }},
-      {"low_precision_groupnorm", [](OptionReader&) { return std::make_shared<LowPrecisionGroupNorm>(); }},
-      {"low_precision_layernorm", [](OptionReader&) { return std::make_shared<LowPrecisionLayerNorm>(); }},
+      {"low_precision_groupnorm", [](R&) { return std::make_shared<LowPrecisionGroupNorm>(); }},
+      {"low_precision_layernorm", [](R&) { return std::make_shared<LowPrecisionLayerNorm>(); }},
   };
   return table;
 }

@@ -245,12 +245,55 @@ bool Swa::match(Event event, const State& /*state*/) {
          (options_.schedule_swa_lr && event == Event::kBeforeTrainBatch);
 }
 
+namespace {
+
+// The learning rates from each group's own (taken at the first batch past swa_start) towards
+// swa_lr, over anneal_steps batches, cosine or linear.
+void anneal_lrs(State& state, const SwaOptions& options, int64_t start_batch, const std::vector<double>& base_lrs) {
+  const double done = static_cast<double>(state.timestamp.batch() - start_batch);
+  const double t = std::min(1.0, done / static_cast<double>(options.anneal_steps));
+  const double f = options.anneal_strategy == "cos" ? (1.0 - std::cos(M_PI * t)) / 2.0 : t;
+  std::size_t i = 0;
+  for (const auto& o : state.optimizers) {
+    for (auto& g : o->param_groups()) {
+      const double base = base_lrs.at(i++);
+      const double target = options.swa_lr > 0.0 ? options.swa_lr : base;
+      g.options().set_lr(base * (1.0 - f) + target * f);
+    }
+  }
+}
+
+// BatchNorm statistics of the averaged weights: one pass over the training data, cumulative.
+void recompute_batch_norm_statistics(State& state, const std::string& algorithm) {
+  std::vector<std::shared_ptr<torch::nn::BatchNorm2dImpl>> norms;
+  for (const auto& m : state.model->modules()) {
+    if (auto bn = std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(m)) norms.push_back(bn);
+  }
+  if (norms.empty() || !state.dataloader) return;
+  std::vector<c10::optional<double>> momenta;
+  for (auto& bn : norms) {
+    momenta.push_back(bn->options.momentum());
+    bn->reset_running_stats();
+    bn->options.momentum(c10::nullopt);
+  }
+  DataLoader pass(state.dataloader->dataset(),
+                  DataLoaderOptions().batch_size(state.dataloader->batch_size()).shuffle(false).prefetch(false));
+  pass.set_device(state.device);
+  pass.start_epoch(0);
+  Model& model = detail::model_of(state, algorithm);
+  const bool was_training = model.is_training();
+  model.train();
+  while (auto b = pass.next()) model.forward(*b);
+  model.train(was_training);
+  for (std::size_t i = 0; i < norms.size(); ++i) norms[i]->options.momentum(momenta[i]);
+}
+
+}  // namespace
+
 std::optional<int> Swa::apply(Event event, State& state, Logger& logger) {
   const double batch = static_cast<double>(state.timestamp.batch());
-  const double start = batches_of(state, options_.swa_start);
-  const double end = batches_of(state, options_.swa_end);
+  if (batch < batches_of(state, options_.swa_start)) return std::nullopt;
   if (event == Event::kBeforeTrainBatch) {
-    if (batch < start) return std::nullopt;
     if (start_batch_ < 0) {
       start_batch_ = state.timestamp.batch();
       base_lrs_.clear();
@@ -258,55 +301,22 @@ std::optional<int> Swa::apply(Event event, State& state, Logger& logger) {
         for (auto& g : o->param_groups()) base_lrs_.push_back(g.options().get_lr());
       }
     }
-    const double t =
-        std::min(1.0, (batch - static_cast<double>(start_batch_)) / static_cast<double>(options_.anneal_steps));
-    const double f = options_.anneal_strategy == "cos" ? (1.0 - std::cos(M_PI * t)) / 2.0 : t;
-    std::size_t i = 0;
-    for (const auto& o : state.optimizers) {
-      for (auto& g : o->param_groups()) {
-        const double base = base_lrs_.at(i++);
-        const double target = options_.swa_lr > 0.0 ? options_.swa_lr : base;
-        g.options().set_lr(base * (1.0 - f) + target * f);
-      }
-    }
+    anneal_lrs(state, options_, start_batch_, base_lrs_);
     return std::nullopt;
   }
   torch::NoGradGuard no_grad;
-  if (batch >= end) {
+  if (batch >= batches_of(state, options_.swa_end)) {  // the end: the model takes the average
     if (count_ == 0) return std::nullopt;
     for (auto& [name, tensor] : named_tensors(*state.model)) {
       auto it = average_.find(name);
       if (it != average_.end() && at::isFloatingType(tensor.scalar_type())) tensor.copy_(it->second);
     }
-    // BatchNorm statistics of the averaged weights: one pass over the training data, cumulative.
-    std::vector<std::shared_ptr<torch::nn::BatchNorm2dImpl>> norms;
-    for (const auto& m : state.model->modules()) {
-      if (auto bn = std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(m)) norms.push_back(bn);
-    }
-    if (!norms.empty() && state.dataloader) {
-      std::vector<c10::optional<double>> momenta;
-      for (auto& bn : norms) {
-        momenta.push_back(bn->options.momentum());
-        bn->reset_running_stats();
-        bn->options.momentum(c10::nullopt);
-      }
-      DataLoader pass(state.dataloader->dataset(),
-                      DataLoaderOptions().batch_size(state.dataloader->batch_size()).shuffle(false).prefetch(false));
-      pass.set_device(state.device);
-      pass.start_epoch(0);
-      Model& model = detail::model_of(state, name());
-      const bool was_training = model.is_training();
-      model.train();
-      while (auto b = pass.next()) model.forward(*b);
-      model.train(was_training);
-      for (std::size_t i = 0; i < norms.size(); ++i) norms[i]->options.momentum(momenta[i]);
-    }
+    recompute_batch_norm_statistics(state, name());
     done_ = true;
     logger.log_metrics({{"swa/num_averaged", static_cast<double>(count_)}});
     return std::nullopt;
   }
-  if (batch < start || !is_update_event(event, options_.update_interval) ||
-      !interval_due(state, options_.update_interval)) {
+  if (!is_update_event(event, options_.update_interval) || !interval_due(state, options_.update_interval)) {
     return std::nullopt;
   }
   ++count_;

@@ -15,37 +15,45 @@ const Factories<Callback>& callback_factories() {
       {"threshold_stopper",
        [](OptionReader& o) {
          ThresholdStopperOptions t;
-         t.monitor = o.text("monitor", t.monitor);
-         t.threshold = o.number("threshold", t.threshold);
-         t.comparison = o.text("comparison", "");
+         o.read("monitor", t.monitor);
+         o.read("threshold", t.threshold);
+         o.read("comparison", t.comparison);
          return std::make_shared<ThresholdStopper>(t);
        }},
       {"early_stopper",
        [](OptionReader& o) {
          EarlyStopperOptions e;
-         e.monitor = o.text("monitor", e.monitor);
-         e.patience = o.time("patience", e.patience);
-         e.min_delta = o.number("min_delta", e.min_delta);
-         e.comparison = o.text("comparison", "");
+         o.read("monitor", e.monitor);
+         o.read("patience", e.patience);
+         o.read("min_delta", e.min_delta);
+         o.read("comparison", e.comparison);
          return std::make_shared<EarlyStopper>(e);
        }},
-      {"speed_monitor", [](OptionReader& o) { return std::make_shared<SpeedMonitor>(o.integer("window_size", 100)); }},
+      {"speed_monitor",
+       [](OptionReader& o) {
+         return std::make_shared<SpeedMonitor>(o.integer("window_size", SpeedMonitor::kDefaultWindowSize));
+       }},
       {"lr_monitor", [](OptionReader&) { return std::make_shared<LrMonitor>(); }},
       {"optimizer_monitor",
-       [](OptionReader& o) { return std::make_shared<OptimizerMonitor>(o.boolean("per_layer", false)); }},
-      {"memory_monitor", [](OptionReader& o) { return std::make_shared<MemoryMonitor>(o.integer("interval", 50)); }},
+       [](OptionReader& o) {
+         return std::make_shared<OptimizerMonitor>(o.boolean("per_layer", OptimizerMonitor::kDefaultPerLayer));
+       }},
+      {"memory_monitor",
+       [](OptionReader& o) {
+         return std::make_shared<MemoryMonitor>(o.integer("interval", MemoryMonitor::kDefaultInterval));
+       }},
       {"nan_monitor", [](OptionReader&) { return std::make_shared<NanMonitor>(); }},
       {"runtime_estimator", [](OptionReader&) { return std::make_shared<RuntimeEstimator>(); }},
       {"free_outputs", [](OptionReader&) { return std::make_shared<FreeOutputs>(); }},
       {"profiler",
        [](OptionReader& o) {
          TraceProfilerOptions t;
-         t.folder = o.text("folder", t.folder);
-         t.skip_first = o.integer("skip_first", t.skip_first);
-         t.wait = o.integer("wait", t.wait);
-         t.warmup = o.integer("warmup", t.warmup);
-         t.active = o.integer("active", t.active);
-         t.repeat = o.integer("repeat", t.repeat);
+         o.read("folder", t.folder);
+         o.read("skip_first", t.skip_first);
+         o.read("wait", t.wait);
+         o.read("warmup", t.warmup);
+         o.read("active", t.active);
+         o.read("repeat", t.repeat);
          return std::make_shared<TraceProfiler>(t);
        }},
   };

@@ -76,6 +76,8 @@ struct Dashboard::Impl {
   void refresh_loop();
 };
 
+// Long by nature: the table of the dashboard's routes (socket options, token check, then one
+// short handler per path), read top to bottom like the API list in docs/dashboard.md.
 void Dashboard::Impl::routes() {
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second dashboard on the
   // same port would share it silently instead of being told the port is taken.

@@ -50,9 +50,9 @@ DataLoaderPosition DataLoaderPosition::from_json(const nlohmann::json& j) {
 DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)), options_(options) {
   if (!dataset_) throw std::invalid_argument("DataLoader: the dataset is null");
-  if (options_.batch_size_ < 1) {
+  if (options_.batch_size() < 1) {
     throw std::invalid_argument("DataLoader: batch_size must be at least 1, got " +
-                                std::to_string(options_.batch_size_));
+                                std::to_string(options_.batch_size()));
   }
   device_ = dataset_->device();
   if (prefetching()) worker_ = std::thread([this] { worker_loop(); });
@@ -60,7 +60,7 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions optio
 }
 
 // A data set on a device is gathered there asynchronously: nothing for a thread to do ahead.
-bool DataLoader::prefetching() const { return options_.prefetch_ && dataset_->device().is_cpu(); }
+bool DataLoader::prefetching() const { return options_.prefetch() && dataset_->device().is_cpu(); }
 
 DataLoader::~DataLoader() { stop_worker(); }
 
@@ -77,8 +77,8 @@ int64_t DataLoader::num_samples() const { return dataset_->size(); }
 
 int64_t DataLoader::num_batches() const {
   const int64_t n = dataset_->size();
-  const int64_t bs = options_.batch_size_;
-  return options_.drop_last_ ? n / bs : (n + bs - 1) / bs;
+  const int64_t bs = options_.batch_size();
+  return options_.drop_last() ? n / bs : (n + bs - 1) / bs;
 }
 
 void DataLoader::quiesce() {
@@ -94,8 +94,8 @@ void DataLoader::start_epoch(int64_t epoch) {
   epoch_ = epoch;
   next_batch_ = 0;
   const int64_t n = dataset_->size();
-  if (options_.shuffle_) {
-    auto generator = at::detail::createCPUGenerator(epoch_seed(options_.seed_, epoch));
+  if (options_.shuffle()) {
+    auto generator = at::detail::createCPUGenerator(epoch_seed(options_.seed(), epoch));
     order_ = torch::randperm(n, generator, torch::TensorOptions().dtype(torch::kLong));
   } else {
     order_ = torch::arange(n, torch::TensorOptions().dtype(torch::kLong));
@@ -106,14 +106,14 @@ void DataLoader::start_epoch(int64_t epoch) {
 }
 
 std::pair<int64_t, int64_t> DataLoader::shard_range(int64_t index) const {
-  const int64_t start = index * options_.batch_size_;
-  const int64_t len = std::min(start + options_.batch_size_, dataset_->size()) - start;
+  const int64_t start = index * options_.batch_size();
+  const int64_t len = std::min(start + options_.batch_size(), dataset_->size()) - start;
   return {start + len * shard_rank_ / shard_world_, start + len * (shard_rank_ + 1) / shard_world_};
 }
 
 int64_t DataLoader::global_batch_samples(int64_t index) const {
-  const int64_t start = index * options_.batch_size_;
-  return std::max<int64_t>(0, std::min(start + options_.batch_size_, dataset_->size()) - start);
+  const int64_t start = index * options_.batch_size();
+  return std::max<int64_t>(0, std::min(start + options_.batch_size(), dataset_->size()) - start);
 }
 
 int64_t DataLoader::shard_batch_samples(int64_t index) const {
@@ -207,10 +207,10 @@ std::optional<Batch> DataLoader::next() {
   return batch;
 }
 
-DataLoaderPosition DataLoader::position() const { return {epoch_, next_batch_, options_.seed_}; }
+DataLoaderPosition DataLoader::position() const { return {epoch_, next_batch_, options_.seed()}; }
 
 void DataLoader::set_position(const DataLoaderPosition& position) {
-  options_.seed_ = position.seed;
+  options_.seed() = position.seed;
   start_epoch(position.epoch);
   if (position.batch < 0 || position.batch > num_batches()) {
     throw std::invalid_argument("DataLoader::set_position: batch " + std::to_string(position.batch) +

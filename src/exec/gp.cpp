@@ -199,7 +199,8 @@ struct Gp {
   }
 };
 
-// L-BFGS ascent (memory 6, backtracking line search) on the raw hyper-parameters.
+// L-BFGS ascent (memory 6, backtracking line search) on the raw hyper-parameters. Kept whole: the
+// two-loop recursion, the line search and the memory update read best as one algorithm.
 std::vector<double> maximise(const Gp& gp, std::vector<double> p, int iterations) {
   const std::size_t m = p.size();
   std::vector<double> g, g_new;

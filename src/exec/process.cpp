@@ -23,6 +23,48 @@ double mono_s() { return std::chrono::duration<double>(std::chrono::steady_clock
 
 constexpr std::size_t kStderrTail = 2000;
 
+// A trial's environment: this process's, less other trials' variables and the MPI launcher's (a
+// trial is a process of its own, not a rank of the job a search may run in: a `baton train` trial
+// then starts no data parallelism), plus `extra` and the trial's id and parameters.
+std::vector<std::string> trial_environment(int64_t id, const nlohmann::json& parameters,
+                                           const std::map<std::string, std::string>& extra) {
+  auto launchers = [](const std::string& s) {
+    return (s.rfind("OMPI_", 0) == 0 && s.rfind("OMPI_ALLOW_RUN_AS_ROOT", 0) != 0) || s.rfind("PMIX_", 0) == 0 ||
+           s.rfind("PMI_", 0) == 0 || s.rfind("SLURM_STEP_NUM_TASKS=", 0) == 0 || s.rfind("MPI_LOCALNRANKS=", 0) == 0;
+  };
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string s = *e;
+    if (s.rfind("BATON_TRIAL_", 0) != 0 && !launchers(s)) env.push_back(s);
+  }
+  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
+  env.push_back("BATON_TRIAL_PARAMETERS=" + parameters.dump());
+  env.push_back("BATON_TRIAL_ID=" + std::to_string(id));
+  return env;
+}
+
+// Starts `/bin/sh -c command` in a process group of its own (kill() reaches its children too), its
+// stdout and stderr on `out` and `err`. posix_spawn's result: 0 or an errno.
+int spawn_shell(std::string command, std::vector<std::string> env, int out, int err, pid_t& pid) {
+  std::vector<char*> envp;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out, 1);
+  posix_spawn_file_actions_adddup2(&actions, err, 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::string sh = "/bin/sh", dash_c = "-c";
+  char* argv[] = {sh.data(), dash_c.data(), command.data(), nullptr};
+  const int rc = posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  return rc;
+}
+
 }  // namespace
 
 std::optional<nlohmann::json> parse_protocol_line(const std::string& line) {
@@ -108,58 +150,26 @@ void ProcessEngine::start(int64_t id) {
   }
   TrainingStart started(id);
   dispatch(started);
-  auto run = std::make_unique<Run>();
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
-    TrainingEnd end(id, TrialStatus::kFailed, std::string("could not create pipes: ") + std::strerror(errno));
+  auto fail = [&](const std::string& why) {
+    TrainingEnd end(id, TrialStatus::kFailed, why);
     dispatch(end);
     std::lock_guard lock(mutex_);
     --active_;
-    return;
+  };
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    return fail(std::string("could not create pipes: ") + std::strerror(errno));
   }
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    const std::string s = *e;
-    if (s.rfind("BATON_TRIAL_", 0) == 0) continue;
-    // A trial is a process of its own, not a rank of the MPI job a search may run in: without the
-    // launcher's variables, a `baton train` trial does not start data parallelism (or MPI).
-    if ((s.rfind("OMPI_", 0) == 0 && s.rfind("OMPI_ALLOW_RUN_AS_ROOT", 0) != 0) || s.rfind("PMIX_", 0) == 0 ||
-        s.rfind("PMI_", 0) == 0 || s.rfind("SLURM_STEP_NUM_TASKS=", 0) == 0 || s.rfind("MPI_LOCALNRANKS=", 0) == 0)
-      continue;
-    env_strings.push_back(s);
-  }
-  for (const auto& [k, v] : options_.env) env_strings.push_back(k + "=" + v);
-  env_strings.push_back("BATON_TRIAL_PARAMETERS=" + parameters.dump());
-  env_strings.push_back("BATON_TRIAL_ID=" + std::to_string(id));
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);  // its own process group: kill() reaches its children too
-  std::string sh = "/bin/sh", dash_c = "-c", command = options_.command;
-  char* argv[] = {sh.data(), dash_c.data(), command.data(), nullptr};
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  auto run = std::make_unique<Run>();
+  const int rc =
+      spawn_shell(options_.command, trial_environment(id, parameters, options_.env), out[1], err[1], run->pid);
   ::close(out[1]);
   ::close(err[1]);
   if (rc != 0) {
     ::close(out[0]);
     ::close(err[0]);
-    TrainingEnd end(id, TrialStatus::kFailed, std::string("could not start /bin/sh: ") + std::strerror(rc));
-    dispatch(end);
-    std::lock_guard lock(mutex_);
-    --active_;
-    return;
+    return fail(std::string("could not start /bin/sh: ") + std::strerror(rc));
   }
-  run->pid = pid;
   run->out = out[0];
   run->err = err[0];
   if (options_.timeout_s) run->deadline = mono_s() + *options_.timeout_s;

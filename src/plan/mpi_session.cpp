@@ -2,8 +2,10 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -57,6 +59,103 @@ void set_outputs(const TaskGroup& by_node, const nlohmann::json& outputs) {
   }
 }
 
+// What happened on this rank while its nodes ran.
+struct RankRun {
+  std::optional<PlanError> error;
+  bool told = false;        // this rank told the others that a step failed here
+  std::vector<bool> heard;  // the ranks whose notice was received
+};
+
+// Runs `mine` on a worker thread; this thread alone talks MPI: it tells the other ranks when a step
+// here fails, and cancels the steps here when another rank tells it.
+RankRun run_and_watch(LocalSession& local, const std::vector<const Task*>& mine, mpi::Comm& comm, int tag) {
+  RankRun run;
+  run.heard.assign(static_cast<std::size_t>(comm.size()), false);
+  std::mutex done_mutex;
+  std::condition_variable done_changed;
+  bool done = false;
+  std::thread worker([&] {
+    auto e = local.run_nodes(mine);
+    std::lock_guard lock(done_mutex);
+    run.error = std::move(e);
+    done = true;
+    done_changed.notify_all();
+  });
+  auto tell_others = [&] {
+    for (int r = 0; r < comm.size(); ++r) {
+      if (r != comm.rank()) comm.send(r, tag, "failed");
+    }
+    run.told = true;
+  };
+  bool cancelled_by_other = false;
+  try {
+    for (;;) {
+      {
+        // Wakes when the nodes here are done, else every millisecond to look for notices.
+        std::unique_lock lock(done_mutex);
+        if (done_changed.wait_for(lock, std::chrono::milliseconds(1), [&] { return done; })) break;
+      }
+      if (!run.told && !cancelled_by_other && local.failing()) tell_others();
+      if (cancelled_by_other) continue;
+      if (auto notice = comm.poll(tag)) {
+        run.heard[static_cast<std::size_t>(notice->first)] = true;
+        cancelled_by_other = true;
+        local.cancel("cancelled: a step failed on rank " + std::to_string(notice->first));
+      }
+    }
+    worker.join();
+    if (!run.told && !cancelled_by_other && run.error && !run.error->task().empty()) tell_others();
+  } catch (...) {
+    local.cancel("MPI failure");
+    worker.join();
+    throw;
+  }
+  return run;
+}
+
+// Every notice sent in this run is received before the next run can start.
+void drain_notices(mpi::Comm& comm, int tag, const RankRun& run) {
+  const auto told_by = comm.allgather(run.told ? 1 : 0);
+  for (int r = 0; r < comm.size(); ++r) {
+    if (r != comm.rank() && told_by[static_cast<std::size_t>(r)] && !run.heard[static_cast<std::size_t>(r)]) {
+      comm.recv(r, tag);
+    }
+  }
+  comm.complete_sends();
+}
+
+// Rank 0 gathers every rank's outputs and error, takes the first failed step as the cause (else any
+// error) and broadcasts it; every rank throws it. With `broadcast_outputs` every rank gets every output.
+void agree_on_outcome(mpi::Comm& comm, const TaskGroup& by_node, const std::vector<int>& placed,
+                      std::optional<PlanError> error, const std::string& my_node, bool broadcast_outputs) {
+  const int me = comm.rank();
+  nlohmann::json report = {{"error", nullptr}, {"outputs", nlohmann::json::object()}};
+  try {
+    report["outputs"] = outputs_json(by_node, placed, me);
+  } catch (const std::exception& e) {
+    if (!error) error.emplace(my_node, "", "", std::string("outputs: ") + e.what());
+  }
+  if (error) report["error"] = error_json(*error, me);
+
+  nlohmann::json summary = {{"error", nullptr}};
+  const auto reports = comm.gather(report.dump(), 0);
+  if (me == 0) {
+    nlohmann::json cause, any;
+    for (const auto& text : reports) {
+      const auto r = nlohmann::json::parse(text);
+      set_outputs(by_node, r["outputs"]);
+      if (broadcast_outputs) summary["outputs"].update(r["outputs"]);
+      if (r["error"].is_null()) continue;
+      if (cause.is_null() && !r["error"]["task"].get<std::string>().empty()) cause = r["error"];
+      if (any.is_null()) any = r["error"];
+    }
+    summary["error"] = cause.is_null() ? any : cause;
+  }
+  summary = nlohmann::json::parse(comm.broadcast(summary.dump(), 0));
+  if (me != 0 && broadcast_outputs && summary.contains("outputs")) set_outputs(by_node, summary["outputs"]);
+  if (!summary["error"].is_null()) throw error_from_json(summary["error"]);
+}
+
 }  // namespace
 
 bool MpiSession::built() { return mpi::built(); }
@@ -107,93 +206,19 @@ void MpiSession::run(TaskGroup& group) {
   const TaskGroup& by_node = group.tasks_by_node();
   const auto placed = place(by_node);
   const int tag = kFailTag + runs_++ % kFailTags;
-
   std::vector<const Task*> mine;
   for (std::size_t i = 0; i < placed.size(); ++i) {
     if (placed[i] == me) mine.push_back(&by_node.tasks()[i]);
   }
-
-  // This rank's nodes run on a worker thread; this thread alone talks MPI: it tells the other ranks
-  // when a step here fails, and cancels the steps here when another rank tells it.
-  std::optional<PlanError> error;
-  std::mutex done_mutex;
-  std::condition_variable done_changed;
-  bool done = false;
-  std::thread worker([&] {
-    auto e = local_->run_nodes(mine);
-    std::lock_guard lock(done_mutex);
-    error = std::move(e);
-    done = true;
-    done_changed.notify_all();
-  });
-  bool told = false;
-  std::vector<bool> heard(static_cast<std::size_t>(comm.size()), false);
-  auto tell_others = [&] {
-    for (int r = 0; r < comm.size(); ++r) {
-      if (r != me) comm.send(r, tag, "failed");
-    }
-    told = true;
-  };
-  bool cancelled_by_other = false;
   try {
-    for (;;) {
-      {
-        // Wakes when the nodes here are done, else every millisecond to look for notices.
-        std::unique_lock lock(done_mutex);
-        if (done_changed.wait_for(lock, std::chrono::milliseconds(1), [&] { return done; })) break;
-      }
-      if (!told && !cancelled_by_other && local_->failing()) tell_others();
-      if (!cancelled_by_other) {
-        if (auto notice = comm.poll(tag)) {
-          heard[static_cast<std::size_t>(notice->first)] = true;
-          cancelled_by_other = true;
-          local_->cancel("cancelled: a step failed on rank " + std::to_string(notice->first));
-        }
-      }
-    }
-    worker.join();
-    if (!told && !cancelled_by_other && error && !error->task().empty()) tell_others();
-
-    // Every notice sent in this run is received before the next run can start.
-    const auto told_by = comm.allgather(told ? 1 : 0);
-    for (int r = 0; r < comm.size(); ++r) {
-      if (r != me && told_by[static_cast<std::size_t>(r)] && !heard[static_cast<std::size_t>(r)]) comm.recv(r, tag);
-    }
-    comm.complete_sends();
-
-    nlohmann::json report = {{"error", nullptr}, {"outputs", nlohmann::json::object()}};
-    try {
-      report["outputs"] = outputs_json(by_node, placed, me);
-    } catch (const std::exception& e) {
-      if (!error) error.emplace(mine.empty() ? "" : mine.front()->node(), "", "", std::string("outputs: ") + e.what());
-    }
-    if (error) report["error"] = error_json(*error, me);
-
-    nlohmann::json summary = {{"error", nullptr}};
-    const auto reports = comm.gather(report.dump(), 0);
-    if (me == 0) {
-      nlohmann::json cause, any;
-      for (const auto& text : reports) {
-        const auto r = nlohmann::json::parse(text);
-        set_outputs(by_node, r["outputs"]);
-        if (options_.broadcast_outputs) summary["outputs"].update(r["outputs"]);
-        if (r["error"].is_null()) continue;
-        if (cause.is_null() && !r["error"]["task"].get<std::string>().empty()) cause = r["error"];
-        if (any.is_null()) any = r["error"];
-      }
-      summary["error"] = cause.is_null() ? any : cause;
-    }
-    summary = nlohmann::json::parse(comm.broadcast(summary.dump(), 0));
-    if (me != 0 && options_.broadcast_outputs && summary.contains("outputs")) set_outputs(by_node, summary["outputs"]);
-    if (!summary["error"].is_null()) throw error_from_json(summary["error"]);
+    RankRun run = run_and_watch(*local_, mine, comm, tag);
+    drain_notices(comm, tag, run);
+    agree_on_outcome(comm, by_node, placed, std::move(run.error), mine.empty() ? "" : mine.front()->node(),
+                     options_.broadcast_outputs);
   } catch (const PlanError&) {
     throw;
   } catch (const std::exception& e) {
     // The ranks no longer agree on where they are in the protocol: end the job rather than hang.
-    if (worker.joinable()) {
-      local_->cancel("MPI failure");
-      worker.join();
-    }
     std::fprintf(stderr, "baton: MpiSession on rank %d: %s; ending the job\n", me, e.what());
     std::fflush(stderr);
     comm.abort(3);

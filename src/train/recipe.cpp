@@ -175,8 +175,8 @@ void load_data(const Section& data, uint64_t seed, const c10::Device& device, Tr
 
 // The loop's keys: how long, how often to evaluate and log, threads, data parallelism, the console.
 void read_loop_keys(const Section& top, TrainerOptions& o) {
-  o.run_name(top.get<std::string>("run_name", ""));
-  o.max_duration(top.time("max_duration", Time::from_epoch(1)));
+  o.run_name(top.get<std::string>("run_name", o.run_name()));
+  o.max_duration(top.time("max_duration", o.max_duration()));
   // Checked here, before any data is read (the trainer checks them again for C++ callers).
   {
     const TimeUnit unit = o.max_duration().unit();
@@ -187,7 +187,7 @@ void read_loop_keys(const Section& top, TrainerOptions& o) {
     }
     if (!(o.max_duration().value() > 0)) top.fail("max_duration", "must be more than 0 (3ep, 500ba, …)");
   }
-  o.eval_interval(top.time("eval_interval", Time::from_epoch(1), /*zero_means_none=*/true));
+  o.eval_interval(top.time("eval_interval", o.eval_interval(), /*zero_means_none=*/true));
   {
     const TimeUnit unit = o.eval_interval().unit();
     if (o.eval_interval().value() != 0 && unit != TimeUnit::kEpoch && unit != TimeUnit::kBatch &&
@@ -196,26 +196,26 @@ void read_loop_keys(const Section& top, TrainerOptions& o) {
                "'" + top.get<std::string>("eval_interval", "") + "' must be in ep, ba, sp or dur (or 0: never)");
     }
   }
-  o.eval_subset_num_batches(top.get<int64_t>("eval_subset_num_batches", -1));
+  o.eval_subset_num_batches(top.get<int64_t>("eval_subset_num_batches", o.eval_subset_num_batches()));
   o.iteration_length(top.get<int64_t>("iteration_length", o.iteration_length()));
   if (o.iteration_length() < 0) top.fail("iteration_length", "expected a whole number of epochs (0: one iteration)");
-  o.deterministic(top.get<bool>("deterministic", false));
-  o.num_threads(top.get<int>("num_threads", 0));
+  o.deterministic(top.get<bool>("deterministic", o.deterministic()));
+  o.num_threads(top.get<int>("num_threads", o.num_threads()));
   const std::string distributed = top.get<std::string>("distributed", "auto");
   try {
     o.distributed(parse_distributed(distributed));
   } catch (const std::invalid_argument&) {
     top.fail("distributed", "expected auto, on or off, got '" + distributed + "'");
   }
-  o.ddp_bucket_mb(top.get<double>("ddp_bucket_mb", 1.0));
+  o.ddp_bucket_mb(top.get<double>("ddp_bucket_mb", o.ddp_bucket_mb()));
   if (o.ddp_bucket_mb() <= 0) top.fail("ddp_bucket_mb", "must be positive (MiB of gradients per reduction)");
-  o.ddp_overlap(top.get<bool>("ddp_overlap", true));
-  o.ddp_backend(top.get<std::string>("ddp_backend", "auto"));
+  o.ddp_overlap(top.get<bool>("ddp_overlap", o.ddp_overlap()));
+  o.ddp_backend(top.get<std::string>("ddp_backend", o.ddp_backend()));
   if (o.ddp_backend() != "auto" && o.ddp_backend() != "nccl" && o.ddp_backend() != "mpi") {
     top.fail("ddp_backend", "expected auto, nccl or mpi, got '" + o.ddp_backend() + "'");
   }
-  o.progress_bar(top.get<bool>("progress_bar", true));
-  o.console_log_interval(top.time("console_log_interval", Time::from_epoch(1)));
+  o.progress_bar(top.get<bool>("progress_bar", o.progress_bar()));
+  o.console_log_interval(top.time("console_log_interval", o.console_log_interval()));
   if (top.has("eval_metrics")) o.eval_metrics(top.get<std::vector<std::string>>("eval_metrics", {}));
   for (const auto& metric : o.eval_metrics()) {
     try {
@@ -228,7 +228,7 @@ void read_loop_keys(const Section& top, TrainerOptions& o) {
 
 // The device, and the precision (auto: bfloat16 where the device has it).
 c10::Device read_device_and_precision(const Section& top, TrainerOptions& o) {
-  o.device(top.get<std::string>("device", "auto"));
+  o.device(top.get<std::string>("device", o.device()));
   c10::Device device(c10::kCPU);
   try {
     device = parse_device(o.device(), mpi::launched_size() > 1 ? mpi::launched_local_rank() : 0);
@@ -256,21 +256,21 @@ c10::Device read_device_and_precision(const Section& top, TrainerOptions& o) {
 
 // tf32, log_interval, the save_* and load_* keys, device_train_microbatch_size.
 void read_step_and_checkpoint_keys(const Section& top, TrainerOptions& o) {
-  o.tf32(top.get<bool>("tf32", false));
+  o.tf32(top.get<bool>("tf32", o.tf32()));
   const std::string log_interval = top.get<std::string>("log_interval", "auto");
   if (log_interval != "auto") {
     const int64_t n = top.get<int64_t>("log_interval", 0);
     if (n < 1) top.fail("log_interval", "expected a whole number of batches of at least 1, or auto");
     o.log_interval(n);
   }
-  o.save_folder(top.get<std::string>("save_folder", ""));
-  o.save_interval(top.time("save_interval", Time::from_epoch(1)));
-  o.save_filename(top.get<std::string>("save_filename", "ep{epoch}-ba{batch}.ckpt"));
-  o.save_num_checkpoints_to_keep(top.get<int>("save_num_checkpoints_to_keep", -1));
-  o.save_weights_only(top.get<bool>("save_weights_only", false));
-  o.load_path(top.get<std::string>("load_path", ""));
-  o.load_weights_only(top.get<bool>("load_weights_only", false));
-  o.load_strict(top.get<bool>("load_strict", true));
+  o.save_folder(top.get<std::string>("save_folder", o.save_folder()));
+  o.save_interval(top.time("save_interval", o.save_interval()));
+  o.save_filename(top.get<std::string>("save_filename", o.save_filename()));
+  o.save_num_checkpoints_to_keep(top.get<int>("save_num_checkpoints_to_keep", o.save_num_checkpoints_to_keep()));
+  o.save_weights_only(top.get<bool>("save_weights_only", o.save_weights_only()));
+  o.load_path(top.get<std::string>("load_path", o.load_path()));
+  o.load_weights_only(top.get<bool>("load_weights_only", o.load_weights_only()));
+  o.load_strict(top.get<bool>("load_strict", o.load_strict()));
   if (top.has("load_ignore_keys")) o.load_ignore_keys(top.get<std::vector<std::string>>("load_ignore_keys", {}));
   {
     const TimeUnit unit = o.save_interval().unit();
@@ -428,7 +428,7 @@ TrainingRun build_run(const Recipe& recipe) {
   const Section top(recipe.root(), "", recipe.source(), recipe.set_keys());
   TrainingRun run;
   TrainerOptions& o = run.options;
-  const uint64_t seed = top.get<uint64_t>("seed", 0);
+  const uint64_t seed = top.get<uint64_t>("seed", o.seed());
   o.seed(seed);
   // LibTorch seeds its generator at random in each process: seed before the model is built, so
   // that the same recipe starts from the same weights.

@@ -342,7 +342,7 @@ void Trainer::fit() {
       engine_->run_event(Event::kIterationStart);
     }
     if (ts.batch_in_epoch() == 0) engine_->run_event(Event::kEpochStart);
-    loader.set_position({ts.epoch(), ts.batch_in_epoch(), loader.options().seed_});
+    loader.set_position({ts.epoch(), ts.batch_in_epoch(), loader.options().seed()});
     while (loader.position().batch < loader.num_batches()) {
       const auto batch_start = Clock::now();
       const int64_t samples = next_batch(loader);

@@ -28,7 +28,8 @@ namespace baton {
 // queues ahead.
 class SpeedMonitor : public Callback {
  public:
-  explicit SpeedMonitor(int64_t window_size = 100);
+  static constexpr int64_t kDefaultWindowSize = 100;  // batches the rolling figures average over
+  explicit SpeedMonitor(int64_t window_size = kDefaultWindowSize);
   void fit_start(State& state, Logger& logger) override;
   void epoch_start(State& state, Logger& logger) override;
   void batch_start(State& state, Logger& logger) override;
@@ -68,7 +69,8 @@ class LrMonitor : public Callback {
 // (optimizer/grad_l2_norm/<parameter name>).
 class OptimizerMonitor : public Callback {
  public:
-  explicit OptimizerMonitor(bool per_layer = false) : per_layer_(per_layer) {}
+  static constexpr bool kDefaultPerLayer = false;
+  explicit OptimizerMonitor(bool per_layer = kDefaultPerLayer) : per_layer_(per_layer) {}
   void after_train_batch(State& state, Logger& logger) override;
 
  private:
@@ -81,7 +83,8 @@ class OptimizerMonitor : public Callback {
 // during the epoch). Read from the allocator's counters: no wait for the device.
 class MemoryMonitor : public Callback {
  public:
-  explicit MemoryMonitor(int64_t interval = 50) : interval_(interval) {}
+  static constexpr int64_t kDefaultInterval = 50;  // batches between readings
+  explicit MemoryMonitor(int64_t interval = kDefaultInterval) : interval_(interval) {}
   void epoch_start(State& state, Logger& logger) override;
   void batch_end(State& state, Logger& logger) override;
   void epoch_end(State& state, Logger& logger) override;

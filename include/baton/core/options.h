@@ -1,9 +1,15 @@
-// Options of a named component (an algorithm, a callback) given as JSON, as a recipe gives them:
-// typed getters with defaults, and every key accounted for.
+// Options, written one way: an `XxxOptions` holds each default once, documented in place. Builders
+// (TrainerOptions, DataLoaderOptions) declare theirs with BATON_ARG, LibTorch's TORCH_ARG:
+//
+//   baton::DataLoaderOptions().batch_size(128).seed(17)
+//
+// OptionReader reads the options of a named component (an algorithm, a callback) given as JSON, as a
+// recipe gives them, into such a struct: typed, the struct's defaults kept, every key accounted for.
 //
 //   baton::OptionReader o("mixup", json);
-//   double alpha = o.number("alpha", 0.2);
-//   o.finish();  // throws OptionError for a key no getter asked for
+//   baton::MixOptions mix;       // the defaults
+//   o.read("alpha", mix.alpha);  // the recipe's value, if it gives one
+//   o.finish();                  // throws OptionError for a key no getter asked for
 #pragma once
 
 #include <algorithm>
@@ -14,11 +20,25 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "baton/core/time.h"
+
+// A builder option: `name(value)` sets it and returns the options, `name()` reads it.
+#define BATON_ARG(T, name)                           \
+ public:                                             \
+  auto& name(T value) {                              \
+    name##_ = std::move(value);                      \
+    return *this;                                    \
+  }                                                  \
+  const T& name() const noexcept { return name##_; } \
+  T& name() noexcept { return name##_; }             \
+                                                     \
+ private:                                            \
+  T name##_
 
 namespace baton {
 
@@ -68,6 +88,17 @@ class OptionReader {
     } catch (const std::invalid_argument& e) {
       fail(key, e.what());
     }
+  }
+
+  // Reads `key` into `field`, which keeps its value when the key is absent: the defaults are the
+  // options struct's, written once where they are documented.
+  void read(const std::string& key, double& field) { field = number(key, field); }
+  void read(const std::string& key, int64_t& field) { field = integer(key, field); }
+  void read(const std::string& key, bool& field) { field = boolean(key, field); }
+  void read(const std::string& key, std::string& field) { field = text(key, field); }
+  void read(const std::string& key, Time& field) { field = time(key, field); }
+  void read(const std::string& key, std::optional<double>& field) {
+    if (auto v = optional_number(key)) field = v;
   }
 
   // Throws for a key no getter asked for.

@@ -24,44 +24,24 @@
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
+#include "baton/core/options.h"
 #include "baton/core/state.h"
 #include "baton/data/dataset.h"
 
 namespace baton {
 
-struct DataLoaderOptions {
-  // Examples per batch. Default: 64.
-  DataLoaderOptions& batch_size(int64_t n) {
-    batch_size_ = n;
-    return *this;
-  }
-  // A new order every epoch. Default: true.
-  DataLoaderOptions& shuffle(bool on) {
-    shuffle_ = on;
-    return *this;
-  }
-  // Drop the last, short batch of an epoch. Default: false.
-  DataLoaderOptions& drop_last(bool on) {
-    drop_last_ = on;
-    return *this;
-  }
-  // Seed of the shuffle. Default: 0.
-  DataLoaderOptions& seed(uint64_t s) {
-    seed_ = s;
-    return *this;
-  }
+class DataLoaderOptions {
+  // Examples per batch.
+  BATON_ARG(int64_t, batch_size) = 64;
+  // A new order every epoch.
+  BATON_ARG(bool, shuffle) = true;
+  // Drop the last, short batch of an epoch.
+  BATON_ARG(bool, drop_last) = false;
+  // Seed of the shuffle.
+  BATON_ARG(uint64_t, seed) = 0;
   // Build the next batch (and start its copy to the device) on a background thread while this
-  // one is used. Default: true.
-  DataLoaderOptions& prefetch(bool on) {
-    prefetch_ = on;
-    return *this;
-  }
-
-  int64_t batch_size_ = 64;
-  bool shuffle_ = true;
-  bool drop_last_ = false;
-  uint64_t seed_ = 0;
-  bool prefetch_ = true;
+  // one is used.
+  BATON_ARG(bool, prefetch) = true;
 };
 
 // Where a loader is: the next batch to hand out is `batch` of epoch `epoch`.
@@ -87,7 +67,7 @@ class DataLoader {
   // Batches in one epoch.
   int64_t num_batches() const;
   int64_t num_samples() const;
-  int64_t batch_size() const { return options_.batch_size_; }
+  int64_t batch_size() const { return options_.batch_size(); }
   const std::shared_ptr<Dataset>& dataset() const { return dataset_; }
   const DataLoaderOptions& options() const { return options_; }
 

@@ -25,6 +25,7 @@
 
 #include "baton/core/engine.h"
 #include "baton/core/logger.h"
+#include "baton/core/options.h"
 #include "baton/core/state.h"
 #include "baton/data/dataloader.h"
 #include "baton/models/model.h"
@@ -33,19 +34,6 @@
 namespace torch::optim {
 class Optimizer;
 }  // namespace torch::optim
-
-// A builder option: `name(value)` sets it and returns the options, `name()` reads it.
-#define BATON_ARG(T, name)                           \
- public:                                             \
-  auto& name(T value) {                              \
-    name##_ = std::move(value);                      \
-    return *this;                                    \
-  }                                                  \
-  const T& name() const noexcept { return name##_; } \
-  T& name() noexcept { return name##_; }             \
-                                                     \
- private:                                            \
-  T name##_
 
 namespace baton {
 
