@@ -46,7 +46,7 @@ std::shared_ptr<baton::TensorDataset> training_data() {
   return std::make_shared<baton::TensorDataset>(torch::randn({60000, 1, 28, 28}), torch::randint(0, 10, {60000}));
 }
 
-baton::OptimizerSpec sgd() {
+baton::OptimizerOptions sgd() {
   return {.name = "sgd", .lr = 0.05, .momentum = 0.9, .nesterov = true, .weight_decay = 5e-4};
 }
 

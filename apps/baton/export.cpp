@@ -48,14 +48,14 @@ BuiltModel build_model(const ExportArgs& args) {
   const CheckpointFile ckpt = read_checkpoint(args.checkpoint);
   if (ckpt.meta.contains("model") && ckpt.meta["model"].is_object()) {
     const nlohmann::json& m = ckpt.meta["model"];
-    const ModelSpec defaults;
-    ModelSpec spec{.input_shape = m.value("input_shape", std::vector<int64_t>{}),
-                   .num_classes = m.value("num_classes", int64_t{10}),
-                   .hidden = m.value("hidden", defaults.hidden),
-                   .layers = m.value("layers", defaults.layers),
-                   .width = m.value("width", defaults.width),
-                   .heads = m.value("heads", defaults.heads),
-                   .dropout = m.value("dropout", defaults.dropout)};
+    const ModelOptions defaults;
+    ModelOptions spec{.input_shape = m.value("input_shape", std::vector<int64_t>{}),
+                      .num_classes = m.value("num_classes", int64_t{10}),
+                      .hidden = m.value("hidden", defaults.hidden),
+                      .layers = m.value("layers", defaults.layers),
+                      .width = m.value("width", defaults.width),
+                      .heads = m.value("heads", defaults.heads),
+                      .dropout = m.value("dropout", defaults.dropout)};
     const std::string name = m.value("name", "");
     if (name == "torchscript") return {load_torchscript_classifier(m.value("path", "")), spec.input_shape, {}};
     return {make_model(name, spec), spec.input_shape, {}};

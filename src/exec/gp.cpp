@@ -282,6 +282,165 @@ double log_h(double z) {
   return -0.5 * z * z - log_sqrt_2pi + std::log(r * (1.0 - 3.0 * r * (1.0 - 5.0 * r * (1.0 - 7.0 * r))));
 }
 
+// The model's coordinates: a numeric parameter scaled to [0, 1], a choice as its index.
+struct Scaling {
+  const std::vector<Dimension>& dims;
+  std::vector<bool> categorical;
+  std::vector<std::pair<double, double>> ranges;
+
+  explicit Scaling(const std::vector<Dimension>& of) : dims(of), categorical(of.size()), ranges(of.size()) {
+    for (std::size_t k = 0; k < dims.size(); ++k) {
+      categorical[k] = dims[k].type == "choice";
+      if (!categorical[k]) ranges[k] = coordinates::range_of(dims[k]);
+    }
+  }
+  void scale(const std::vector<double>& x, double* out) const {
+    for (std::size_t k = 0; k < dims.size(); ++k) {
+      out[k] = categorical[k] ? x[k] : (x[k] - ranges[k].first) / (ranges[k].second - ranges[k].first);
+    }
+  }
+  std::vector<double> unscale(const double* u) const {
+    std::vector<double> x(dims.size());
+    for (std::size_t k = 0; k < dims.size(); ++k) {
+      const auto [lo, hi] = ranges[k];
+      x[k] = categorical[k] ? u[k] : coordinates::snap(dims[k], lo + std::clamp(u[k], 0.0, 1.0) * (hi - lo));
+    }
+    return x;
+  }
+  // Where `u` lands once snapped to a value the space allows.
+  void snap(double* u) const { scale(unscale(u), u); }
+};
+
+// The trials (sorted, lowest loss first) in the model's coordinates, their losses standardised.
+template <typename Observations>  // ModelStrategy::Observation (protected)
+Gp observed(const Scaling& scaling, const Observations& sorted) {
+  Gp gp;
+  gp.d = scaling.dims.size();
+  gp.categorical = scaling.categorical;
+  gp.n = sorted.size();
+  gp.x.resize(gp.n * gp.d);
+  gp.y.resize(gp.n);
+  double mean = 0, var = 0;
+  for (const auto& o : sorted) mean += o.loss;
+  mean /= static_cast<double>(gp.n);
+  for (const auto& o : sorted) var += (o.loss - mean) * (o.loss - mean);
+  const double sd = std::max(std::sqrt(var / static_cast<double>(gp.n)), 1e-10);
+  for (std::size_t i = 0; i < gp.n; ++i) {
+    scaling.scale(sorted[i].x, &gp.x[i * gp.d]);
+    gp.y[i] = (sorted[i].loss - mean) / sd;
+  }
+  gp.prepare();
+  return gp;
+}
+
+// The hyper-parameters: from the last fit; from the defaults too at the first and every 10th fit
+// (the better one), so that a poor local optimum is left.
+std::vector<double> fit(const Gp& gp, const std::vector<double>& last, int64_t fit_number) {
+  const std::size_t d = gp.d;
+  std::vector<double> fitted;
+  if (last.size() != d + 2 || fit_number % 10 == 0) {
+    fitted.assign(d + 2, 0.0);
+    fitted[d + 1] = std::log(1e-2);
+    fitted = maximise(gp, fitted, 50);
+  }
+  if (last.size() == d + 2) {
+    std::vector<double> again = maximise(gp, last, 30);
+    if (fitted.empty() || gp.log_posterior(again, nullptr) > gp.log_posterior(fitted, nullptr)) fitted = again;
+  }
+  return fitted;
+}
+
+// The acquisition: log expected improvement over the best trial.
+struct LogEi {
+  const Gp& gp;
+  double best;
+  double operator()(const double* u) const {
+    const auto [m, s] = gp.posterior(u);
+    return std::log(s) + log_h((best - m) / s);
+  }
+};
+
+// `count` candidates (random points, and the first quarter, at most 256, near the 5 best of the
+// `observed` trials), each with its acquisition, the best first for `starts` of them.
+std::vector<std::pair<double, std::vector<double>>> candidates(const Gp& gp, const Scaling& scaling, const LogEi& acq,
+                                                               std::size_t observed, std::size_t count,
+                                                               std::size_t starts, std::mt19937_64& rng) {
+  const std::size_t d = gp.d;
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  std::normal_distribution<double> jitter(0.0, 0.05);
+  std::vector<std::pair<double, std::vector<double>>> scored(count);
+  const std::size_t near = std::min<std::size_t>(count / 4, 256);
+  const std::size_t best_trials = std::min<std::size_t>(observed, 5);
+  for (std::size_t c = 0; c < count; ++c) {
+    std::vector<double> u(d);
+    const double* around = c < near ? &gp.x[(c % best_trials) * d] : nullptr;
+    for (std::size_t k = 0; k < d; ++k) {
+      if (gp.categorical[k]) {
+        const auto options = static_cast<double>(scaling.dims[k].choices.size());
+        u[k] = around != nullptr && u01(rng) < 0.8 ? around[k] : std::min(std::floor(u01(rng) * options), options - 1);
+      } else {
+        u[k] = around != nullptr ? std::clamp(around[k] + jitter(rng), 0.0, 1.0) : u01(rng);
+      }
+    }
+    scaling.snap(u.data());
+    scored[c] = {acq(u.data()), std::move(u)};
+  }
+  std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(std::max<std::size_t>(starts, 1)),
+                    scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return scored;
+}
+
+// The local step from `u`: gradient ascent on the continuous coordinates (finite differences), then
+// each choice's options tried in turn. Returns the acquisition where it ends.
+double refine(std::vector<double>& u, double value, const Gp& gp, const Scaling& scaling, const LogEi& acq) {
+  const std::size_t d = gp.d;
+  double step = 0.05;
+  std::vector<double> grad(d), trial(d);
+  for (int it = 0; it < 30 && step > 1e-6; ++it) {
+    double norm = 0;
+    for (std::size_t k = 0; k < d; ++k) {
+      grad[k] = 0;
+      if (gp.categorical[k]) continue;
+      trial = u;
+      trial[k] = std::min(u[k] + 1e-6, 1.0) == u[k] ? u[k] - 1e-6 : u[k] + 1e-6;
+      grad[k] = (acq(trial.data()) - value) / (trial[k] - u[k]);
+      norm += grad[k] * grad[k];
+    }
+    norm = std::sqrt(norm);
+    if (!(norm > 0)) break;
+    bool moved = false;
+    while (step > 1e-6) {
+      for (std::size_t k = 0; k < d; ++k)
+        trial[k] = gp.categorical[k] ? u[k] : std::clamp(u[k] + step * grad[k] / norm, 0.0, 1.0);
+      const double v = acq(trial.data());
+      if (v > value) {
+        u = trial;
+        value = v;
+        step *= 2;
+        moved = true;
+        break;
+      }
+      step *= 0.5;
+    }
+    if (!moved) break;
+  }
+  scaling.snap(u.data());
+  value = acq(u.data());
+  for (std::size_t k = 0; k < d; ++k) {
+    if (!gp.categorical[k]) continue;
+    for (std::size_t c = 0; c < scaling.dims[k].choices.size(); ++c) {
+      trial = u;
+      trial[k] = static_cast<double>(c);
+      const double v = acq(trial.data());
+      if (v > value) {
+        u = trial;
+        value = v;
+      }
+    }
+  }
+  return value;
+}
+
 }  // namespace
 
 GpStrategy::GpStrategy(SearchSpace space, GpOptions options)
@@ -299,162 +458,40 @@ std::unique_ptr<ModelStrategy> GpStrategy::nested(SearchSpace space, uint64_t se
 
 std::vector<double> GpStrategy::model_point(const std::vector<Observation>& sorted,
                                             const std::vector<std::vector<double>>& running) {
-  const auto& dims = space().dimensions();
-  const std::size_t d = dims.size();
-  // Scaled coordinates: numeric to [0, 1], a choice as its index.
-  std::vector<std::pair<double, double>> ranges(d);
-  Gp gp;
-  gp.d = d;
-  gp.categorical.resize(d);
-  for (std::size_t k = 0; k < d; ++k) {
-    gp.categorical[k] = dims[k].type == "choice";
-    if (!gp.categorical[k]) ranges[k] = coordinates::range_of(dims[k]);
-  }
-  auto scale = [&](const std::vector<double>& x, double* out) {
-    for (std::size_t k = 0; k < d; ++k) {
-      out[k] = gp.categorical[k] ? x[k] : (x[k] - ranges[k].first) / (ranges[k].second - ranges[k].first);
-    }
-  };
-  auto unscale = [&](const double* u) {
-    std::vector<double> x(d);
-    for (std::size_t k = 0; k < d; ++k) {
-      x[k] = gp.categorical[k] ? u[k]
-                               : coordinates::snap(dims[k], ranges[k].first + std::clamp(u[k], 0.0, 1.0) *
-                                                                                  (ranges[k].second - ranges[k].first));
-    }
-    return x;
-  };
-  // Standardised losses.
-  gp.n = sorted.size();
-  gp.x.resize(gp.n * d);
-  gp.y.resize(gp.n);
-  double mean = 0, var = 0;
-  for (const auto& o : sorted) mean += o.loss;
-  mean /= static_cast<double>(gp.n);
-  for (const auto& o : sorted) var += (o.loss - mean) * (o.loss - mean);
-  const double sd = std::max(std::sqrt(var / static_cast<double>(gp.n)), 1e-10);
-  for (std::size_t i = 0; i < gp.n; ++i) {
-    scale(sorted[i].x, &gp.x[i * d]);
-    gp.y[i] = (sorted[i].loss - mean) / sd;
-  }
+  const Scaling scaling(space().dimensions());
+  Gp gp = observed(scaling, sorted);
   const double best = gp.y.front();  // sorted: the lowest
-  gp.prepare();
-
-  // Fit: from the last fit; from the defaults too at the first and every 10th fit (the better
-  // one), so that a poor local optimum is left.
-  std::vector<double> fitted;
-  if (hyper_.size() != d + 2 || fits_ % 10 == 0) {
-    fitted.assign(d + 2, 0.0);
-    fitted[d + 1] = std::log(1e-2);
-    fitted = maximise(gp, fitted, 50);
-  }
-  if (hyper_.size() == d + 2) {
-    std::vector<double> again = maximise(gp, hyper_, 30);
-    if (fitted.empty() || gp.log_posterior(again, nullptr) > gp.log_posterior(fitted, nullptr)) fitted = again;
-  }
-  ++fits_;
+  const std::vector<double> fitted = fit(gp, hyper_, fits_++);
   hyper_ = fitted;
   if (options_.constant_liar && !running.empty()) {  // kriging believer: a running trial gives its mean
-    if (!gp.condition(fitted)) return unscale(&gp.x[0]);
+    if (!gp.condition(fitted)) return scaling.unscale(&gp.x[0]);
+    // Each mean from the observed trials' model: a point believed at its mean leaves the mean
+    // elsewhere as it was, so the order does not matter (the model grows only once all are in).
+    std::vector<double> believed;
     for (const auto& r : running) {
-      std::vector<double> u(d);
-      scale(r, u.data());
-      const double m = gp.posterior(u.data()).first;
+      std::vector<double> u(gp.d);
+      scaling.scale(r, u.data());
+      believed.push_back(gp.posterior(u.data()).first);
       gp.x.insert(gp.x.end(), u.begin(), u.end());
-      gp.y.push_back(m);
-      ++gp.n;
     }
+    gp.y.insert(gp.y.end(), believed.begin(), believed.end());
+    gp.n += running.size();
     gp.prepare();
   }
-  if (!gp.condition(fitted)) return unscale(&gp.x[0]);
+  if (!gp.condition(fitted)) return scaling.unscale(&gp.x[0]);
 
-  auto acquisition = [&](const double* u) {
-    const auto [m, s] = gp.posterior(u);
-    return std::log(s) + log_h((best - m) / s);
-  };
-  // Candidates: random points, and points near the best trials.
-  std::uniform_real_distribution<double> u01(0.0, 1.0);
-  std::normal_distribution<double> jitter(0.0, 0.05);
+  const LogEi acq{gp, best};
   const std::size_t count = static_cast<std::size_t>(options_.candidates);
-  std::vector<double> cand(count * d);
-  std::vector<std::pair<double, std::size_t>> scored(count);
-  const std::size_t near = std::min<std::size_t>(count / 4, 256);
-  for (std::size_t c = 0; c < count; ++c) {
-    double* u = &cand[c * d];
-    const double* around = c < near ? &gp.x[(c % std::min<std::size_t>(sorted.size(), 5)) * d] : nullptr;
-    for (std::size_t k = 0; k < d; ++k) {
-      if (gp.categorical[k]) {
-        const auto options = static_cast<double>(dims[k].choices.size());
-        u[k] =
-            around != nullptr && u01(rng()) < 0.8 ? around[k] : std::min(std::floor(u01(rng()) * options), options - 1);
-      } else {
-        u[k] = around != nullptr ? std::clamp(around[k] + jitter(rng()), 0.0, 1.0) : u01(rng());
-      }
-    }
-    scale(unscale(u), u);  // where it lands as a value
-    scored[c] = {acquisition(u), c};
-  }
   const std::size_t starts = std::min<std::size_t>(static_cast<std::size_t>(options_.local_starts), count);
-  std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(std::max<std::size_t>(starts, 1)),
-                    scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<double> best_u(cand.begin() + static_cast<std::ptrdiff_t>(scored[0].second * d),
-                             cand.begin() + static_cast<std::ptrdiff_t>((scored[0].second + 1) * d));
+  auto scored = candidates(gp, scaling, acq, sorted.size(), count, starts, rng());
+  std::vector<double> best_u = scored[0].second;
   double best_value = scored[0].first;
-  // The local step: gradient ascent on the continuous coordinates (finite differences), then
-  // each choice's options tried in turn.
   for (std::size_t s = 0; s < starts; ++s) {
-    std::vector<double> u(cand.begin() + static_cast<std::ptrdiff_t>(scored[s].second * d),
-                          cand.begin() + static_cast<std::ptrdiff_t>((scored[s].second + 1) * d));
-    double value = scored[s].first, step = 0.05;
-    std::vector<double> grad(d), trial(d);
-    for (int it = 0; it < 30 && step > 1e-6; ++it) {
-      double norm = 0;
-      for (std::size_t k = 0; k < d; ++k) {
-        grad[k] = 0;
-        if (gp.categorical[k]) continue;
-        trial = u;
-        trial[k] = std::min(u[k] + 1e-6, 1.0) == u[k] ? u[k] - 1e-6 : u[k] + 1e-6;
-        grad[k] = (acquisition(trial.data()) - value) / (trial[k] - u[k]);
-        norm += grad[k] * grad[k];
-      }
-      norm = std::sqrt(norm);
-      if (!(norm > 0)) break;
-      bool moved = false;
-      while (step > 1e-6) {
-        for (std::size_t k = 0; k < d; ++k)
-          trial[k] = gp.categorical[k] ? u[k] : std::clamp(u[k] + step * grad[k] / norm, 0.0, 1.0);
-        const double v = acquisition(trial.data());
-        if (v > value) {
-          u = trial;
-          value = v;
-          step *= 2;
-          moved = true;
-          break;
-        }
-        step *= 0.5;
-      }
-      if (!moved) break;
-    }
-    scale(unscale(u.data()), u.data());
-    value = acquisition(u.data());
-    for (std::size_t k = 0; k < d; ++k) {
-      if (!gp.categorical[k]) continue;
-      for (std::size_t c = 0; c < dims[k].choices.size(); ++c) {
-        trial = u;
-        trial[k] = static_cast<double>(c);
-        const double v = acquisition(trial.data());
-        if (v > value) {
-          u = trial;
-          value = v;
-        }
-      }
-    }
-    if (value > best_value) {
-      best_value = value;
-      best_u = u;
-    }
+    std::vector<double> u = scored[s].second;
+    const double value = refine(u, scored[s].first, gp, scaling, acq);
+    if (value > best_value) best_value = value, best_u = std::move(u);
   }
-  return unscale(best_u.data());
+  return scaling.unscale(best_u.data());
 }
 
 }  // namespace baton

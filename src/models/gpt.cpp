@@ -66,7 +66,7 @@ struct BlockImpl : nn::Module {
 TORCH_MODULE(Block);
 
 struct GptImpl : nn::Module {
-  GptImpl(int64_t vocab, int64_t context, const ModelSpec& spec) : nn::Module("Gpt"), context(context) {
+  GptImpl(int64_t vocab, int64_t context, const ModelOptions& spec) : nn::Module("Gpt"), context(context) {
     tokens = register_module("tokens", nn::Embedding(vocab, spec.width));
     positions = register_module("positions", nn::Embedding(context, spec.width));
     for (int64_t i = 0; i < spec.layers; ++i) blocks->push_back(Block(spec.width, spec.heads, spec.dropout));
@@ -109,7 +109,7 @@ TORCH_MODULE(Gpt);
 
 }  // namespace
 
-std::shared_ptr<Model> make_gpt(const ModelSpec& spec) {
+std::shared_ptr<Model> make_gpt(const ModelOptions& spec) {
   auto need = [](bool ok, const std::string& why) {
     if (!ok) throw std::invalid_argument("model 'gpt': " + why);
   };

@@ -9,6 +9,6 @@ namespace baton {
 
 // Throws std::invalid_argument for a spec it cannot take (inputs not token windows, width not a
 // multiple of heads, ...).
-std::shared_ptr<Model> make_gpt(const ModelSpec& spec);
+std::shared_ptr<Model> make_gpt(const ModelOptions& spec);
 
 }  // namespace baton

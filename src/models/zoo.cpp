@@ -97,7 +97,7 @@ struct ResNet20Impl : Replaceable {
 };
 TORCH_MODULE(ResNet20);
 
-void require_image(const std::string& name, const ModelSpec& spec, int64_t min_side) {
+void require_image(const std::string& name, const ModelOptions& spec, int64_t min_side) {
   if (spec.input_shape.size() != 3 || spec.input_shape[1] < min_side || spec.input_shape[2] < min_side) {
     throw std::invalid_argument("model '" + name + "' needs image inputs [channels, height, width] of at least " +
                                 std::to_string(min_side) + "x" + std::to_string(min_side) +
@@ -109,7 +109,7 @@ void require_image(const std::string& name, const ModelSpec& spec, int64_t min_s
 
 std::vector<std::string> model_names() { return {"fashion_cnn", "mlp", "resnet20", "gpt"}; }
 
-std::shared_ptr<Model> make_model(const std::string& name, const ModelSpec& spec) {
+std::shared_ptr<Model> make_model(const std::string& name, const ModelOptions& spec) {
   if (spec.num_classes < 2) {
     throw std::invalid_argument("model '" + name + "': num_classes must be at least 2, got " +
                                 std::to_string(spec.num_classes));

@@ -42,7 +42,8 @@ void require(bool ok, const std::string& what) {
 
 std::vector<std::string> optimizer_names() { return {"sgd", "adam", "adamw", "decoupled_sgdw"}; }
 
-std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& spec, std::vector<at::Tensor> parameters) {
+std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& spec,
+                                                        std::vector<at::Tensor> parameters) {
   require(std::isfinite(spec.lr) && spec.lr > 0,
           "optimizer '" + spec.name + "': lr must be a positive number, got " + std::to_string(spec.lr));
   require(spec.weight_decay >= 0, "optimizer '" + spec.name + "': weight_decay must not be negative");

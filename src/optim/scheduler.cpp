@@ -23,7 +23,7 @@ double progress(double batch, double start, double end) {
 
 class Multiplier : public Scheduler {
  public:
-  explicit Multiplier(SchedulerSpec spec) : spec_(std::move(spec)) {}
+  explicit Multiplier(SchedulerOptions spec) : spec_(std::move(spec)) {}
   std::string name() const override { return spec_.name; }
   double lr(double base_lr, double batch, const ScheduleClock& clock) const override {
     return base_lr * multiplier(batch, clock);
@@ -31,7 +31,7 @@ class Multiplier : public Scheduler {
   virtual double multiplier(double batch, const ScheduleClock& clock) const = 0;
 
  protected:
-  SchedulerSpec spec_;
+  SchedulerOptions spec_;
 };
 
 class Constant : public Multiplier {
@@ -101,7 +101,7 @@ class Polynomial : public Multiplier {
 // torch.optim.lr_scheduler.OneCycleLR with cosine annealing and two phases.
 class OneCycle : public Scheduler {
  public:
-  explicit OneCycle(SchedulerSpec spec) : spec_(std::move(spec)) {}
+  explicit OneCycle(SchedulerOptions spec) : spec_(std::move(spec)) {}
   std::string name() const override { return "one_cycle"; }
 
   double lr(double base_lr, double batch, const ScheduleClock& c) const override {
@@ -130,7 +130,7 @@ class OneCycle : public Scheduler {
     return anneal(peak, end, std::min(1.0, (batch - up_end) / (down_end - up_end)));
   }
 
-  SchedulerSpec spec_;
+  SchedulerOptions spec_;
 };
 
 }  // namespace
@@ -154,7 +154,7 @@ std::vector<std::string> scheduler_names() {
           "linear_warmup", "cosine_warmup", "polynomial", "one_cycle"};
 }
 
-std::shared_ptr<Scheduler> make_scheduler(const SchedulerSpec& spec) {
+std::shared_ptr<Scheduler> make_scheduler(const SchedulerOptions& spec) {
   if (spec.name == "constant") return std::make_shared<Constant>(spec);
   if (spec.name == "step") return std::make_shared<Step>(spec);
   if (spec.name == "multistep") return std::make_shared<MultiStep>(spec);

@@ -289,14 +289,15 @@ void read_step_and_checkpoint_keys(const Section& top, TrainerOptions& o) {
 // The training loader (and the evaluation loader, when the data set has test data).
 void build_loaders(const Section& data, uint64_t seed, TrainingRun& run) {
   TrainerOptions& o = run.options;
+  // A recipe's own defaults, larger than a DataLoader's 64: the peer's batch, and the test set in 10.
   const int64_t batch_size = data.get<int64_t>("batch_size", 128);
   if (batch_size < 1) data.fail("batch_size", "must be at least 1");
-  o.train_dataloader(std::make_shared<DataLoader>(run.train_data, DataLoaderOptions()
-                                                                      .batch_size(batch_size)
-                                                                      .shuffle(data.get<bool>("shuffle", true))
-                                                                      .drop_last(data.get<bool>("drop_last", false))
-                                                                      .prefetch(data.get<bool>("prefetch", true))
-                                                                      .seed(seed)));
+  DataLoaderOptions loader;
+  loader.batch_size(batch_size).seed(seed);
+  loader.shuffle(data.get<bool>("shuffle", loader.shuffle()));
+  loader.drop_last(data.get<bool>("drop_last", loader.drop_last()));
+  loader.prefetch(data.get<bool>("prefetch", loader.prefetch()));
+  o.train_dataloader(std::make_shared<DataLoader>(run.train_data, loader));
   if (run.eval_data) {
     const int64_t eval_batch = data.get<int64_t>("eval_batch_size", 1000);
     if (eval_batch < 1) data.fail("eval_batch_size", "must be at least 1");
@@ -308,7 +309,7 @@ void build_loaders(const Section& data, uint64_t seed, TrainingRun& run) {
 void build_model(const Section& model, TrainingRun& run) {
   TrainerOptions& o = run.options;
   run.model_name = model.get<std::string>("name", "fashion_cnn");
-  ModelSpec spec{.input_shape = run.train_data->input_shape(), .num_classes = run.train_data->num_classes()};
+  ModelOptions spec{.input_shape = run.train_data->input_shape(), .num_classes = run.train_data->num_classes()};
   if (model.has("hidden")) spec.hidden = model.get<std::vector<int64_t>>("hidden", {});
   spec.layers = model.get<int64_t>("layers", spec.layers);
   spec.width = model.get<int64_t>("width", spec.width);
@@ -329,8 +330,8 @@ void build_model(const Section& model, TrainingRun& run) {
 }
 
 void build_optimizer(const Section& opt, TrainerOptions& o) {
-  OptimizerSpec os;
-  os.name = opt.get<std::string>("name", "sgd");
+  OptimizerOptions os;
+  os.name = opt.get<std::string>("name", os.name);
   os.lr = opt.get<double>("lr", os.lr);
   os.momentum = opt.get<double>("momentum", os.momentum);
   os.dampening = opt.get<double>("dampening", os.dampening);
@@ -396,8 +397,8 @@ void build_plugins(const Section& top, TrainingRun& run) {
 }
 
 void build_scheduler(const Section& sch, TrainerOptions& o) {
-  SchedulerSpec ss;
-  ss.name = sch.get<std::string>("name", "constant");
+  SchedulerOptions ss;
+  ss.name = sch.get<std::string>("name", ss.name);
   ss.alpha = sch.get<double>("alpha", ss.alpha);
   ss.alpha_i = sch.get<double>("alpha_i", ss.alpha_i);
   ss.alpha_f = sch.get<double>("alpha_f", ss.alpha_f);

@@ -10,7 +10,7 @@ namespace baton {
 namespace {
 
 // One step of the optimizer on loss = sum(w * g) from w = 1: the gradient is g.
-at::Tensor one_step(const OptimizerSpec& spec, const at::Tensor& g) {
+at::Tensor one_step(const OptimizerOptions& spec, const at::Tensor& g) {
   auto w = torch::ones({3}, torch::requires_grad());
   auto opt = make_optimizer(spec, {w});
   opt->zero_grad();

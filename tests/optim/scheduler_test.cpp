@@ -12,7 +12,7 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 const ScheduleClock kClock{/*batches_per_epoch=*/10, /*batch_size=*/32, /*max_batches=*/100};
 
-double at(const SchedulerSpec& spec, double batch) { return make_scheduler(spec)->lr(1.0, batch, kClock); }
+double at(const SchedulerOptions& spec, double batch) { return make_scheduler(spec)->lr(1.0, batch, kClock); }
 
 TEST(ScheduleClock, ConvertsEveryUnitToBatches) {
   EXPECT_DOUBLE_EQ(kClock.to_batches(Time::parse("3ep")), 30);
@@ -23,33 +23,33 @@ TEST(ScheduleClock, ConvertsEveryUnitToBatches) {
 }
 
 TEST(Scheduler, Constant) {
-  SchedulerSpec s{.name = "constant", .alpha = 0.5, .t_max = Time::parse("2ep")};
+  SchedulerOptions s{.name = "constant", .alpha = 0.5, .t_max = Time::parse("2ep")};
   EXPECT_DOUBLE_EQ(at(s, 0), 0.5);
   EXPECT_DOUBLE_EQ(at(s, 19), 0.5);
   EXPECT_DOUBLE_EQ(at(s, 20), 1.0);
 }
 
 TEST(Scheduler, Step) {
-  SchedulerSpec s{.name = "step", .gamma = 0.5, .step_size = Time::parse("2ep")};
+  SchedulerOptions s{.name = "step", .gamma = 0.5, .step_size = Time::parse("2ep")};
   for (double b : {0.0, 19.0, 20.0, 45.0, 99.0}) EXPECT_DOUBLE_EQ(at(s, b), std::pow(0.5, std::floor(b / 20))) << b;
 }
 
 TEST(Scheduler, MultiStep) {
-  SchedulerSpec s{.name = "multistep", .gamma = 0.1, .milestones = {Time::parse("3ep"), Time::parse("80ba")}};
+  SchedulerOptions s{.name = "multistep", .gamma = 0.1, .milestones = {Time::parse("3ep"), Time::parse("80ba")}};
   EXPECT_DOUBLE_EQ(at(s, 29), 1.0);
   EXPECT_DOUBLE_EQ(at(s, 30), 0.1);
   EXPECT_NEAR(at(s, 80), 0.01, 1e-15);
 }
 
 TEST(Scheduler, Exponential) {
-  SchedulerSpec s{.name = "exponential", .gamma = 0.9, .decay_period = Time::parse("1ep")};
+  SchedulerOptions s{.name = "exponential", .gamma = 0.9, .decay_period = Time::parse("1ep")};
   for (double b : {0.0, 5.0, 37.0}) EXPECT_DOUBLE_EQ(at(s, b), std::pow(0.9, b / 10)) << b;
 }
 
 TEST(Scheduler, LinearAndLinearWithWarmup) {
-  SchedulerSpec lin{.name = "linear", .alpha_i = 1.0, .alpha_f = 0.2, .t_max = Time::parse("1dur")};
+  SchedulerOptions lin{.name = "linear", .alpha_i = 1.0, .alpha_f = 0.2, .t_max = Time::parse("1dur")};
   for (double b : {0.0, 25.0, 100.0, 120.0}) EXPECT_DOUBLE_EQ(at(lin, b), 1.0 - 0.8 * std::min(1.0, b / 100)) << b;
-  SchedulerSpec warm{.name = "linear_warmup", .alpha_i = 1.0, .alpha_f = 0.0, .t_warmup = Time::parse("1ep")};
+  SchedulerOptions warm{.name = "linear_warmup", .alpha_i = 1.0, .alpha_f = 0.0, .t_warmup = Time::parse("1ep")};
   EXPECT_DOUBLE_EQ(at(warm, 0), 0.0);
   EXPECT_DOUBLE_EQ(at(warm, 5), 0.5);
   EXPECT_DOUBLE_EQ(at(warm, 10), 1.0);
@@ -58,7 +58,7 @@ TEST(Scheduler, LinearAndLinearWithWarmup) {
 }
 
 TEST(Scheduler, CosineWithWarmup) {
-  SchedulerSpec s{.name = "cosine_warmup", .alpha_f = 0.1, .t_warmup = Time::parse("20ba")};
+  SchedulerOptions s{.name = "cosine_warmup", .alpha_f = 0.1, .t_warmup = Time::parse("20ba")};
   EXPECT_DOUBLE_EQ(at(s, 10), 0.5);
   for (double b : {20.0, 40.0, 60.0, 100.0}) {
     const double frac = (b - 20) / 80;
@@ -67,7 +67,7 @@ TEST(Scheduler, CosineWithWarmup) {
 }
 
 TEST(Scheduler, Polynomial) {
-  SchedulerSpec s{.name = "polynomial", .alpha_f = 0.0, .power = 2.0};
+  SchedulerOptions s{.name = "polynomial", .alpha_f = 0.0, .power = 2.0};
   for (double b : {0.0, 30.0, 100.0}) EXPECT_NEAR(at(s, b), std::pow(1 - b / 100, 2), 1e-12) << b;
 }
 

@@ -13,7 +13,7 @@
 
 namespace baton {
 
-struct ModelSpec {
+struct ModelOptions {
   // The shape of one input: [C, H, W] for images, [F] for features.
   std::vector<int64_t> input_shape{};
   int64_t num_classes = 10;
@@ -39,7 +39,7 @@ struct ModelSpec {
 //              [N, T] with T <= context; outputs logits [N, T, vocabulary].
 // Throws std::invalid_argument for an unknown name (listing the known ones) or an input shape the
 // model cannot take.
-std::shared_ptr<Model> make_model(const std::string& name, const ModelSpec& spec);
+std::shared_ptr<Model> make_model(const std::string& name, const ModelOptions& spec);
 
 // The names make_model knows.
 std::vector<std::string> model_names();

@@ -1,6 +1,6 @@
 // Optimizers by name: sgd, adam, adamw, decoupled_sgdw.
 //
-//   baton::OptimizerSpec spec;  spec.name = "sgd"; spec.lr = 0.05; spec.momentum = 0.9; spec.nesterov = true;
+//   baton::OptimizerOptions spec;  spec.name = "sgd"; spec.lr = 0.05; spec.momentum = 0.9; spec.nesterov = true;
 //   auto optimizer = baton::make_optimizer(spec, model->parameters());
 #pragma once
 
@@ -16,7 +16,7 @@ class Optimizer;
 
 namespace baton {
 
-struct OptimizerSpec {
+struct OptimizerOptions {
   std::string name = "sgd";
   double lr = 0.1;            // Default: 0.1
   double momentum = 0.0;      // sgd, decoupled_sgdw. Default: 0
@@ -29,7 +29,8 @@ struct OptimizerSpec {
 };
 
 // Throws std::invalid_argument for an unknown name (listing the known ones) or a bad value.
-std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& spec, std::vector<at::Tensor> parameters);
+std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& spec,
+                                                        std::vector<at::Tensor> parameters);
 
 std::vector<std::string> optimizer_names();
 

@@ -39,7 +39,7 @@ class Scheduler {
   }
 };
 
-struct SchedulerSpec {
+struct SchedulerOptions {
   std::string name = "constant";
   double alpha = 1.0;                       // constant: the multiplier until t_max
   double alpha_i = 1.0;                     // linear, linear_warmup: start multiplier
@@ -63,7 +63,7 @@ struct SchedulerSpec {
 
 // constant, step, multistep, exponential, linear, linear_warmup, cosine_warmup, polynomial,
 // one_cycle. Throws std::invalid_argument for an unknown name (listing the known ones).
-std::shared_ptr<Scheduler> make_scheduler(const SchedulerSpec& spec);
+std::shared_ptr<Scheduler> make_scheduler(const SchedulerOptions& spec);
 
 std::vector<std::string> scheduler_names();
 

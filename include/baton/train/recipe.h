@@ -27,7 +27,7 @@ struct TrainingRun {
   std::string model_name;
   // What the model was built from (for an export without the data): the zoo's spec, or for
   // model.name torchscript, the file.
-  ModelSpec model_spec;
+  ModelOptions model_spec;
   std::string model_path;
   // The recipe's `loggers:` that write into the run directory (csv, jsonl, tensorboard), and
   // whether `callbacks: {checkpoint_saver: false}` turned checkpoints off.
