@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   if (!fs::exists(dir / "runs" / "search" / "search.db")) write_search(dir / "runs" / "search", trials);
   const double write_s = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
-  baton::Dashboard d({.paths = {(dir / "runs").string()}, .port = 0});
+  baton::Dashboard d(baton::DashboardOptions().paths({(dir / "runs").string()}).port(0));
   const double start_s = seconds_since(t0);                 // serving (the URL printed); the data is read meanwhile
   httplib::Client("127.0.0.1", d.port()).Get("/api/runs");  // answered once everything is read
   const double read_s = seconds_since(t0);

@@ -91,7 +91,7 @@ int run(int argc, char** argv) {
   torch::manual_seed(0);
   auto data = std::make_shared<baton::TensorDataset>(torch::randn({examples, 1, 28, 28}),
                                                      torch::randint(0, 10, {examples}, torch::kLong));
-  auto model = baton::make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
+  auto model = baton::make_model("fashion_cnn", baton::ModelOptions().input_shape({1, 28, 28}).num_classes(10));
   const auto prec = precision == "auto"
                         ? (baton::cpu_has_native_bf16() ? baton::Precision::kAmpBf16 : baton::Precision::kFp32)
                         : baton::parse_precision(precision);
@@ -99,7 +99,8 @@ int run(int argc, char** argv) {
       baton::TrainerOptions()
           .model(model)
           .train_dataloader(std::make_shared<baton::DataLoader>(data, baton::DataLoaderOptions().batch_size(batch)))
-          .optimizers({baton::make_optimizer({.name = "sgd", .lr = 0.01, .momentum = 0.9}, model->parameters())})
+          .optimizers({baton::make_optimizer(baton::OptimizerOptions().name("sgd").lr(0.01).momentum(0.9),
+                                             model->parameters())})
           .max_duration(baton::Time::from_batch(10))
           .eval_interval("0ba")
           .precision(prec)

@@ -97,7 +97,7 @@ void BM_RunEvent_Loaded_Profiled(benchmark::State& bench) {
   state.callbacks.push_back(std::make_shared<QuietLogger>());
   const auto dir = std::filesystem::temp_directory_path() / "baton-engine-bench-traces";
   auto profiler = std::make_shared<baton::TraceProfiler>(
-      baton::TraceProfilerOptions{.folder = dir.string(), .warmup = 0, .active = 1 << 30, .repeat = 0});
+      baton::TraceProfilerOptions().folder(dir.string()).warmup(0).active(1 << 30).repeat(0));
   state.callbacks.push_back(profiler);
   baton::Logger logger(state);
   profiler->fit_start(state, logger);  // recording from now on

@@ -266,7 +266,8 @@ int main(int argc, char** argv) {
   try {
     const auto s = baton::SearchSpace::from_json(p->space);
     auto make = [&](uint64_t with_seed) -> std::unique_ptr<baton::Strategy> {
-      return baton::make_strategy(strategy_name, s, {.seed = with_seed, .maximize = false, .settings = settings});
+      return baton::make_strategy(strategy_name, s,
+                                  baton::StrategyOptions().seed(with_seed).maximize(false).settings(settings));
     };
     if (seeds > 0) return quality(make, *p, strategy_name, function, trials, seed, seeds, parallel);
     auto strategy = make(seed);
@@ -276,7 +277,7 @@ int main(int argc, char** argv) {
       engine = std::make_unique<baton::SequentialEngine>(
           [&](baton::TrialContext& t) { t.report_final(p->objective(t.parameters())); });
     } else if (engine_name == "process") {
-      engine = std::make_unique<baton::ProcessEngine>(baton::ProcessEngineOptions{.command = command});
+      engine = std::make_unique<baton::ProcessEngine>(baton::ProcessEngineOptions().command(command));
     } else if (engine_name == "shared") {
       if (storage_url.empty()) {
         const auto path = std::filesystem::temp_directory_path() / ("hpo_bench_" + std::to_string(::getpid()) + ".db");
@@ -285,8 +286,8 @@ int main(int argc, char** argv) {
       }
       std::shared_ptr<baton::TrialStorage> storage = baton::open_storage(storage_url);
       if (!storage->states().empty()) throw std::runtime_error(storage_url + " is not empty");
-      auto local = std::make_shared<baton::ProcessEngine>(baton::ProcessEngineOptions{.command = command});
-      engine = std::make_unique<baton::DistributedEngine>(storage, local, baton::DistributedOptions{.limit = trials});
+      auto local = std::make_shared<baton::ProcessEngine>(baton::ProcessEngineOptions().command(command));
+      engine = std::make_unique<baton::DistributedEngine>(storage, local, baton::DistributedOptions().limit(trials));
     } else {
       return usage("unknown engine '" + engine_name + "'");
     }

@@ -64,14 +64,14 @@ double group_runs(Session& session, int runs) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int r = 0; r < runs; ++r) {
     baton::TaskGroup group;
-    for (const char* node : {"a", "b", "c"}) group.add(baton::Task(step, {.node = node}));
+    for (const char* node : {"a", "b", "c"}) group.add(baton::Task(step, baton::TaskOptions().node(node)));
     session.run(group);
   }
   return seconds_since(t0) / runs;
 }
 
 int mpi_main(int runs, int threads) {
-  baton::MpiSession mpi({.threads = threads});
+  baton::MpiSession mpi(baton::MpiSessionOptions().threads(threads));
   baton::LocalSession local(threads);
   group_runs(mpi, 10);  // warm-up
   const double mpi_s = group_runs(mpi, runs);

@@ -27,12 +27,13 @@ using Clock = std::chrono::steady_clock;
 
 baton::TrainerOptions options(const std::shared_ptr<baton::TensorDataset>& data) {
   torch::manual_seed(0);
-  auto model = baton::make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
+  auto model = baton::make_model("fashion_cnn", baton::ModelOptions().input_shape({1, 28, 28}).num_classes(10));
   return baton::TrainerOptions()
       .model(model)
       .train_dataloader(
           std::make_shared<baton::DataLoader>(data, baton::DataLoaderOptions().batch_size(128).drop_last(true)))
-      .optimizers({baton::make_optimizer({.name = "sgd", .lr = 0.05, .momentum = 0.9}, model->parameters())})
+      .optimizers(
+          {baton::make_optimizer(baton::OptimizerOptions().name("sgd").lr(0.05).momentum(0.9), model->parameters())})
       .eval_interval("0ep")
       .progress_bar(false)
       .console_log_interval("0ep");

@@ -47,12 +47,12 @@ std::shared_ptr<baton::TensorDataset> training_data() {
 }
 
 baton::OptimizerOptions sgd() {
-  return {.name = "sgd", .lr = 0.05, .momentum = 0.9, .nesterov = true, .weight_decay = 5e-4};
+  return baton::OptimizerOptions().name("sgd").lr(0.05).momentum(0.9).nesterov(true).weight_decay(5e-4);
 }
 
 double hand_written(const std::shared_ptr<baton::TensorDataset>& data, int64_t steps) {
   torch::manual_seed(0);
-  auto model = baton::make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
+  auto model = baton::make_model("fashion_cnn", baton::ModelOptions().input_shape({1, 28, 28}).num_classes(10));
   auto opt = baton::make_optimizer(sgd(), model->parameters());
   const auto& x = data->inputs();
   const auto& y = data->targets();
@@ -73,7 +73,7 @@ double hand_written(const std::shared_ptr<baton::TensorDataset>& data, int64_t s
 
 double trainer(const std::shared_ptr<baton::TensorDataset>& data, int64_t steps) {
   torch::manual_seed(0);
-  auto model = baton::make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
+  auto model = baton::make_model("fashion_cnn", baton::ModelOptions().input_shape({1, 28, 28}).num_classes(10));
   std::vector<std::shared_ptr<baton::Algorithm>> algorithms;
   for (baton::Event e : {baton::Event::kBatchStart, baton::Event::kBeforeTrainBatch, baton::Event::kBeforeForward,
                          baton::Event::kAfterForward, baton::Event::kBeforeLoss, baton::Event::kAfterLoss,

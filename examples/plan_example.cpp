@@ -82,7 +82,7 @@ baton::TaskGroup build(Outputs& out) {
     s3->num_iter(5);
     s3->add_setup(baton::SetupScope::kTask, task_setup);
     s3->add_setup(baton::SetupScope::kInstance, instance_setup);
-    out.named["s3_total"] = tg.add(baton::Task(s3, {.num_instances = 2})).add_output("s3_total");
+    out.named["s3_total"] = tg.add(baton::Task(s3, baton::TaskOptions().num_instances(2))).add_output("s3_total");
   }
   {
     baton::Node n1("n1");

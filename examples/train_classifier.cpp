@@ -26,7 +26,7 @@ std::shared_ptr<baton::TensorDataset> clusters(int64_t n) {
 
 int main() {
   torch::manual_seed(0);
-  auto model = baton::make_model("mlp", {.input_shape = {8}, .num_classes = 4, .hidden = {32}});
+  auto model = baton::make_model("mlp", baton::ModelOptions().input_shape({8}).num_classes(4).hidden({32}));
   baton::Trainer trainer(
       baton::TrainerOptions()
           .model(model)
@@ -36,8 +36,10 @@ int main() {
               "eval", std::make_shared<baton::DataLoader>(clusters(512), baton::DataLoaderOptions().shuffle(false)))
           .max_duration("3ep")
           .eval_interval("1ep")
-          .optimizers({baton::make_optimizer({.name = "sgd", .lr = 0.1, .momentum = 0.9}, model->parameters())})
-          .schedulers({baton::make_scheduler({.name = "cosine_warmup", .t_warmup = baton::Time::parse("0.1dur")})})
+          .optimizers(
+              {baton::make_optimizer(baton::OptimizerOptions().name("sgd").lr(0.1).momentum(0.9), model->parameters())})
+          .schedulers({baton::make_scheduler(
+              baton::SchedulerOptions().name("cosine_warmup").t_warmup(baton::Time::parse("0.1dur")))})
           .progress_bar(false));
   trainer.fit();
   std::printf("eval/accuracy %.4f after %lld batches (%.0f samples/s)\n",

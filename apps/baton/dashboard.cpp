@@ -39,12 +39,12 @@ void add_dashboard(CLI::App& app) {
   auto options = std::make_shared<DashboardOptions>();
   CLI::App* cmd = app.add_subcommand(
       "dashboard", "a web page of runs and searches, live: run directories, folders of them, search storages");
-  cmd->add_option("paths", options->paths, "run directories, folders of runs, search storages (default: runs)");
-  cmd->add_option("--port", options->port, "the port to listen on (default 8080; 0: any free port)");
-  cmd->add_option("--host", options->host, "the address to listen on (default 127.0.0.1; another needs --token)");
-  cmd->add_option("--token", options->token, "a secret the page and /api/ need (?token=...)");
+  cmd->add_option("paths", options->paths(), "run directories, folders of runs, search storages (default: runs)");
+  cmd->add_option("--port", options->port(), "the port to listen on (default 8080; 0: any free port)");
+  cmd->add_option("--host", options->host(), "the address to listen on (default 127.0.0.1; another needs --token)");
+  cmd->add_option("--token", options->token(), "a secret the page and /api/ need (?token=...)");
   cmd->callback([options] {
-    if (options->paths.empty()) options->paths = {"runs"};
+    if (options->paths().empty()) options->paths({"runs"});
     const int code = run_dashboard(*options);
     if (code != 0) throw CLI::RuntimeError(code);
   });

@@ -32,7 +32,7 @@ struct BuiltModel {
 
 BuiltModel from_recipe(const Recipe& recipe) {
   TrainingRun run = build_run(recipe);
-  return {run.options.model(), run.model_spec.input_shape, run.options.algorithms()};
+  return {run.options.model(), run.model_spec.input_shape(), run.options.algorithms()};
 }
 
 // The model the checkpoint was trained with: from --recipe, else from what baton train wrote
@@ -49,16 +49,17 @@ BuiltModel build_model(const ExportArgs& args) {
   if (ckpt.meta.contains("model") && ckpt.meta["model"].is_object()) {
     const nlohmann::json& m = ckpt.meta["model"];
     const ModelOptions defaults;
-    ModelOptions spec{.input_shape = m.value("input_shape", std::vector<int64_t>{}),
-                      .num_classes = m.value("num_classes", int64_t{10}),
-                      .hidden = m.value("hidden", defaults.hidden),
-                      .layers = m.value("layers", defaults.layers),
-                      .width = m.value("width", defaults.width),
-                      .heads = m.value("heads", defaults.heads),
-                      .dropout = m.value("dropout", defaults.dropout)};
+    ModelOptions spec = ModelOptions()
+                            .input_shape(m.value("input_shape", std::vector<int64_t>{}))
+                            .num_classes(m.value("num_classes", int64_t{10}))
+                            .hidden(m.value("hidden", defaults.hidden()))
+                            .layers(m.value("layers", defaults.layers()))
+                            .width(m.value("width", defaults.width()))
+                            .heads(m.value("heads", defaults.heads()))
+                            .dropout(m.value("dropout", defaults.dropout()));
     const std::string name = m.value("name", "");
-    if (name == "torchscript") return {load_torchscript_classifier(m.value("path", "")), spec.input_shape, {}};
-    return {make_model(name, spec), spec.input_shape, {}};
+    if (name == "torchscript") return {load_torchscript_classifier(m.value("path", "")), spec.input_shape(), {}};
+    return {make_model(name, spec), spec.input_shape(), {}};
   }
   if (ckpt.meta.contains("recipe") && ckpt.meta["recipe"].is_string()) {
     return from_recipe(Recipe::parse(ckpt.meta["recipe"].get<std::string>(), args.checkpoint + " (its recipe)",

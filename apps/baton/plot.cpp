@@ -59,7 +59,7 @@ void run_plot(const PlotArgs& args) {
   }
   if (points == 0)
     throw RecipeError("no run has the metric '" + args.metric + "' (see the keys in RUN_DIR/metrics.jsonl)");
-  write_file_atomically(args.out, line_chart_svg(series, {.title = args.metric}));
+  write_file_atomically(args.out, line_chart_svg(series, ChartOptions().title(args.metric)));
   std::printf("plotted %s of %zu run(s), %zu points, to %s\n", args.metric.c_str(), series.size(), points,
               args.out.c_str());
 }

@@ -221,7 +221,7 @@ std::unique_ptr<Strategy> make_search_strategy(const SearchArgs& a, const Search
   return as_bad_input([&] {
     for (const auto& option : a.strategy_options) add_strategy_setting(settings, option);
     return make_strategy(a.strategy, space,
-                         {.seed = seed, .maximize = a.direction == "maximize", .settings = settings});
+                         StrategyOptions().seed(seed).maximize(a.direction == "maximize").settings(settings));
   });
 }
 
@@ -258,12 +258,12 @@ void prepare_resume(const SearchArgs& a, TrialStorage& storage, const std::strin
 // How each trial runs: --command, or `baton train RECIPE` with the trial's parameters as overrides.
 ProcessEngineOptions trial_options(const SearchArgs& a, const std::filesystem::path& dir, const std::string& worker) {
   ProcessEngineOptions options;
-  options.workers = a.parallel;
-  if (a.trial_timeout > 0) options.timeout_s = a.trial_timeout;
-  options.log_dir = dir / "trials";
-  options.env["BATON_SEARCH_WORKER"] = worker;
+  options.workers(a.parallel);
+  if (a.trial_timeout > 0) options.timeout_s(a.trial_timeout);
+  options.log_dir(dir / "trials");
+  options.env()["BATON_SEARCH_WORKER"] = worker;
   if (!a.command.empty()) {
-    options.command = a.command;
+    options.command(a.command);
     return options;
   }
   std::string cmd = shell_quote(self_exe()) + " train " + shell_quote(std::filesystem::absolute(a.recipe).string());
@@ -271,8 +271,8 @@ ProcessEngineOptions trial_options(const SearchArgs& a, const std::filesystem::p
   // A trial run again (a retry, a resumed search) continues from its own checkpoints.
   cmd += " --set progress_bar=false --autoresume --run-dir " +
          shell_quote(std::filesystem::absolute(dir / "trials").string()) + "/\"$BATON_TRIAL_ID\"";
-  options.command = cmd;
-  options.env["BATON_TRIAL_METRIC"] = a.metric;
+  options.command(cmd);
+  options.env()["BATON_TRIAL_METRIC"] = a.metric;
   return options;
 }
 
@@ -282,16 +282,16 @@ std::shared_ptr<DistributedEngine> join_search(const SearchArgs& a, const std::s
                                                const ProcessEngineOptions& options, const nlohmann::json& search_meta,
                                                std::size_t stored_trials) {
   DistributedOptions d;
-  d.worker = w.name;
-  d.limit = a.trials;
-  d.heartbeat_s = a.heartbeat;
-  d.stale_after_s = 10 * a.heartbeat;
-  d.on_dead_worker = [](const std::string& dead) {
+  d.worker(w.name);
+  d.limit(a.trials);
+  d.heartbeat_s(a.heartbeat);
+  d.stale_after_s(10 * a.heartbeat);
+  d.on_dead_worker([](const std::string& dead) {
     const int n = kill_worker_processes(dead);
     std::printf("worker %s ended while running trials: they go back to the queue%s\n", dead.c_str(),
                 n > 0 ? (", its " + std::to_string(n) + " trial process(es) stopped").c_str() : "");
     std::fflush(stdout);
-  };
+  });
   if (!storage->meta("search")) storage->set_meta("search", search_meta);
   auto engine = std::make_shared<DistributedEngine>(storage, std::make_shared<ProcessEngine>(options), d);
   std::printf(
@@ -495,7 +495,7 @@ int run_search_command(const SearchArgs& a) {
 
   const ProcessEngineOptions options = trial_options(a, dir, w.name);
   const nlohmann::json search_meta = {
-      {"space", a.space},       {"space_definition", space_definition}, {"command", options.command},
+      {"space", a.space},       {"space_definition", space_definition}, {"command", options.command()},
       {"strategy", a.strategy}, {"strategy_options", settings},         {"direction", a.direction},
       {"seed", a.seed}};
   std::shared_ptr<DistributedEngine> distributed;

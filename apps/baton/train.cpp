@@ -121,13 +121,13 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 // What `baton export` needs to build the model again without the data.
 nlohmann::json model_meta(const TrainingRun& run) {
   nlohmann::json model = {{"name", run.model_name},
-                          {"input_shape", run.model_spec.input_shape},
-                          {"num_classes", run.model_spec.num_classes},
-                          {"hidden", run.model_spec.hidden},
-                          {"layers", run.model_spec.layers},
-                          {"width", run.model_spec.width},
-                          {"heads", run.model_spec.heads},
-                          {"dropout", run.model_spec.dropout}};
+                          {"input_shape", run.model_spec.input_shape()},
+                          {"num_classes", run.model_spec.num_classes()},
+                          {"hidden", run.model_spec.hidden()},
+                          {"layers", run.model_spec.layers()},
+                          {"width", run.model_spec.width()},
+                          {"heads", run.model_spec.heads()},
+                          {"dropout", run.model_spec.dropout()}};
   if (!run.model_path.empty()) model["path"] = std::filesystem::absolute(run.model_path).string();
   return model;
 }
@@ -203,7 +203,7 @@ std::shared_ptr<TrialReporter> add_run_callbacks(TrainingRun& run, const TrainAr
   }
   if (args.profile && writes) {
     // Batches 2..6 of the run (the first is warm-up), one file in RUN_DIR/traces.
-    callbacks.push_back(std::make_shared<TraceProfiler>(TraceProfilerOptions{.folder = (dir / "traces").string()}));
+    callbacks.push_back(std::make_shared<TraceProfiler>(TraceProfilerOptions().folder((dir / "traces").string())));
   }
   run.options.callbacks(callbacks);
   return reporter;

@@ -17,8 +17,8 @@ namespace F = torch::nn::functional;
 // ---- LabelSmoothing -------------------------------------------------------------------------
 
 LabelSmoothing::LabelSmoothing(LabelSmoothingOptions options) : options_(options) {
-  if (!(options_.smoothing >= 0.0 && options_.smoothing < 1.0)) {
-    throw std::invalid_argument("smoothing must be in [0, 1), got " + std::to_string(options_.smoothing));
+  if (!(options_.smoothing() >= 0.0 && options_.smoothing() < 1.0)) {
+    throw std::invalid_argument("smoothing must be in [0, 1), got " + std::to_string(options_.smoothing()));
   }
 }
 
@@ -30,7 +30,7 @@ std::optional<int> LabelSmoothing::apply(Event event, State& state, Logger& /*lo
   if (event == Event::kBeforeLoss) {
     original_ = state.batch.target;
     const at::Tensor soft = detail::soft_targets(state.batch.target, state.outputs.size(1));
-    state.batch.target = soft * (1.0 - options_.smoothing) + options_.smoothing / static_cast<double>(soft.size(1));
+    state.batch.target = soft * (1.0 - options_.smoothing()) + options_.smoothing() / static_cast<double>(soft.size(1));
   } else if (original_.defined()) {
     state.batch.target = original_;
     original_ = at::Tensor();
@@ -52,18 +52,18 @@ double sample_beta(double alpha) {
 }  // namespace
 
 MixUp::MixUp(MixOptions options) : options_(options) {
-  if (options_.alpha < 0.0)
-    throw std::invalid_argument("alpha must be at least 0, got " + std::to_string(options_.alpha));
+  if (options_.alpha() < 0.0)
+    throw std::invalid_argument("alpha must be at least 0, got " + std::to_string(options_.alpha()));
 }
 
 bool MixUp::match(Event event, const State& /*state*/) {
   if (event == Event::kBeforeForward) return true;
-  if (options_.interpolate_loss) return event == Event::kBeforeBackward;
+  if (options_.interpolate_loss()) return event == Event::kBeforeBackward;
   return event == Event::kBeforeLoss || event == Event::kAfterLoss;
 }
 
 void MixUp::mix_inputs(State& state) {
-  const double lambda = sample_beta(options_.alpha);
+  const double lambda = sample_beta(options_.alpha());
   mixing_ = std::min(lambda, 1.0 - lambda);  // the original example stays the main one
   const at::Tensor& x = state.batch.input;
   state.batch.input = x * (1.0 - mixing_) + x.index_select(0, permutation_) * mixing_;
@@ -71,7 +71,7 @@ void MixUp::mix_inputs(State& state) {
 
 void CutMix::mix_inputs(State& state) {
   detail::require_images(state.batch.input, "CutMix");
-  const double lambda = sample_beta(options_.alpha);
+  const double lambda = sample_beta(options_.alpha());
   const int64_t h = state.batch.input.size(2);
   const int64_t w = state.batch.input.size(3);
   const double cut = std::sqrt(1.0 - lambda);
@@ -79,7 +79,7 @@ void CutMix::mix_inputs(State& state) {
   const auto cut_w = static_cast<int64_t>(std::round(static_cast<double>(w) * cut));
   // The box's centre: anywhere (the box may be clipped), or where the whole box fits.
   auto centre = [&](int64_t side, int64_t len) {
-    if (options_.uniform_sampling || len >= side) return torch::randint(side, {1}).item<int64_t>();
+    if (options_.uniform_sampling() || len >= side) return torch::randint(side, {1}).item<int64_t>();
     return len / 2 + torch::randint(side - len + 1, {1}).item<int64_t>();
   };
   const int64_t cy = centre(h, cut_h);
@@ -130,8 +130,8 @@ std::optional<int> MixUp::apply(Event event, State& state, Logger& /*logger*/) {
 // ---- CutOut ---------------------------------------------------------------------------------
 
 CutOut::CutOut(CutOutOptions options) : options_(options) {
-  if (options_.num_holes < 1) throw std::invalid_argument("num_holes must be at least 1");
-  if (options_.length <= 0.0) throw std::invalid_argument("length must be positive");
+  if (options_.num_holes() < 1) throw std::invalid_argument("num_holes must be at least 1");
+  if (options_.length() <= 0.0) throw std::invalid_argument("length must be positive");
 }
 
 bool CutOut::match(Event event, const State& /*state*/) { return event == Event::kAfterDataloader; }
@@ -142,12 +142,13 @@ std::optional<int> CutOut::apply(Event /*event*/, State& state, Logger& /*logger
   const int64_t n = x.size(0);
   const int64_t h = x.size(2);
   const int64_t w = x.size(3);
-  const double side = options_.length < 1.0 ? options_.length * static_cast<double>(std::min(h, w)) : options_.length;
+  const double side =
+      options_.length() < 1.0 ? options_.length() * static_cast<double>(std::min(h, w)) : options_.length();
   const auto len = std::max<int64_t>(1, static_cast<int64_t>(std::round(side)));
   // Per image and hole, a square [y0, y0 + len) x [x0, x0 + len), as one mask.
   auto corners = [&](int64_t extent) {
-    if (options_.uniform_sampling) return torch::randint(extent, {n, options_.num_holes, 1}) - len / 2;
-    return torch::randint(std::max<int64_t>(1, extent - len + 1), {n, options_.num_holes, 1});
+    if (options_.uniform_sampling()) return torch::randint(extent, {n, options_.num_holes(), 1}) - len / 2;
+    return torch::randint(std::max<int64_t>(1, extent - len + 1), {n, options_.num_holes(), 1});
   };
   const at::Tensor y0 = corners(h);
   const at::Tensor x0 = corners(w);
@@ -163,7 +164,7 @@ std::optional<int> CutOut::apply(Event /*event*/, State& state, Logger& /*logger
 // ---- ColOut ---------------------------------------------------------------------------------
 
 ColOut::ColOut(ColOutOptions options) : options_(options) {
-  for (double p : {options_.p_row, options_.p_col}) {
+  for (double p : {options_.p_row(), options_.p_col()}) {
     if (!(p >= 0.0 && p < 1.0)) throw std::invalid_argument("p_row and p_col must be in [0, 1)");
   }
 }
@@ -177,7 +178,9 @@ std::optional<int> ColOut::apply(Event /*event*/, State& state, Logger& /*logger
     const auto kept = std::max<int64_t>(1, static_cast<int64_t>(std::round(static_cast<double>(extent) * (1.0 - p))));
     return detail::on_device_of(x, std::get<0>(torch::randperm(extent, torch::kLong).narrow(0, 0, kept).sort()));
   };
-  x = x.index_select(2, keep(x.size(2), options_.p_row)).index_select(3, keep(x.size(3), options_.p_col)).contiguous();
+  x = x.index_select(2, keep(x.size(2), options_.p_row()))
+          .index_select(3, keep(x.size(3), options_.p_col()))
+          .contiguous();
   return std::nullopt;
 }
 
@@ -270,9 +273,9 @@ bool is_geometric(int op) { return op >= kRotate; }
 }  // namespace
 
 RandAugment::RandAugment(RandAugmentOptions options) : options_(std::move(options)) {
-  if (options_.severity < 0 || options_.severity > 10) throw std::invalid_argument("severity must be in 0..10");
-  if (options_.depth < 1) throw std::invalid_argument("depth must be at least 1");
-  const std::string& set = options_.augmentation_set;
+  if (options_.severity() < 0 || options_.severity() > 10) throw std::invalid_argument("severity must be in 0..10");
+  if (options_.depth() < 1) throw std::invalid_argument("depth must be at least 1");
+  const std::string& set = options_.augmentation_set();
   if (set == "all") {
     for (int op = kIdentity; op <= kTranslateY; ++op) ops_.push_back(op);
   } else if (set == "geometric") {
@@ -294,8 +297,8 @@ std::optional<int> RandAugment::apply(Event /*event*/, State& state, Logger& /*l
   const at::Tensor lo = x.amin({1, 2, 3}, true);
   const at::Tensor range = (x.amax({1, 2, 3}, true) - lo).clamp_min(1e-6);
   x = (x - lo) / range;
-  const double m = static_cast<double>(options_.severity) / 10.0;
-  for (int64_t d = 0; d < options_.depth; ++d) {
+  const double m = static_cast<double>(options_.severity()) / 10.0;
+  for (int64_t d = 0; d < options_.depth(); ++d) {
     // Drawn and sorted on the CPU (no wait for the device); the images' indices go to theirs.
     const at::Tensor choice = torch::randint(static_cast<int64_t>(ops_.size()), {n}, torch::kLong);
     const at::Tensor sign = torch::randint(2, {n}).to(torch::kFloat) * 2.0 - 1.0;
@@ -328,26 +331,26 @@ std::optional<int> RandAugment::apply(Event /*event*/, State& state, Logger& /*l
 // ---- ProgressiveResizing --------------------------------------------------------------------
 
 ProgressiveResizing::ProgressiveResizing(ProgressiveResizingOptions options) : options_(std::move(options)) {
-  if (options_.mode != "resize" && options_.mode != "crop") {
-    throw std::invalid_argument("mode must be resize or crop, got '" + options_.mode + "'");
+  if (options_.mode() != "resize" && options_.mode() != "crop") {
+    throw std::invalid_argument("mode must be resize or crop, got '" + options_.mode() + "'");
   }
-  if (!(options_.initial_scale > 0.0 && options_.initial_scale <= 1.0))
+  if (!(options_.initial_scale() > 0.0 && options_.initial_scale() <= 1.0))
     throw std::invalid_argument("initial_scale must be in (0, 1]");
-  if (options_.delay_fraction < 0.0 || options_.finetune_fraction < 0.0 ||
-      options_.delay_fraction + options_.finetune_fraction > 1.0) {
+  if (options_.delay_fraction() < 0.0 || options_.finetune_fraction() < 0.0 ||
+      options_.delay_fraction() + options_.finetune_fraction() > 1.0) {
     throw std::invalid_argument("delay_fraction and finetune_fraction must be at least 0 and add up to at most 1");
   }
-  if (options_.size_increment < 1) throw std::invalid_argument("size_increment must be at least 1");
+  if (options_.size_increment() < 1) throw std::invalid_argument("size_increment must be at least 1");
 }
 
 bool ProgressiveResizing::match(Event event, const State& /*state*/) { return event == Event::kAfterDataloader; }
 
 double ProgressiveResizing::scale_at(double elapsed) const {
-  const double grow_end = 1.0 - options_.finetune_fraction;
-  if (elapsed <= options_.delay_fraction) return options_.initial_scale;
+  const double grow_end = 1.0 - options_.finetune_fraction();
+  if (elapsed <= options_.delay_fraction()) return options_.initial_scale();
   if (elapsed >= grow_end) return 1.0;
-  const double t = (elapsed - options_.delay_fraction) / (grow_end - options_.delay_fraction);
-  return options_.initial_scale + (1.0 - options_.initial_scale) * t;
+  const double t = (elapsed - options_.delay_fraction()) / (grow_end - options_.delay_fraction());
+  return options_.initial_scale() + (1.0 - options_.initial_scale()) * t;
 }
 
 std::optional<int> ProgressiveResizing::apply(Event /*event*/, State& state, Logger& logger) {
@@ -355,14 +358,14 @@ std::optional<int> ProgressiveResizing::apply(Event /*event*/, State& state, Log
   detail::require_images(x, name());
   const double scale = scale_at(detail::elapsed(state));
   auto side_of = [&](int64_t full) {
-    const double inc = static_cast<double>(options_.size_increment);
+    const double inc = static_cast<double>(options_.size_increment());
     const auto side = static_cast<int64_t>(std::round(static_cast<double>(full) * scale / inc) * inc);
-    return std::clamp<int64_t>(side, std::min<int64_t>(options_.size_increment, full), full);
+    return std::clamp<int64_t>(side, std::min<int64_t>(options_.size_increment(), full), full);
   };
   const int64_t h = side_of(x.size(2));
   const int64_t w = side_of(x.size(3));
   if (h != x.size(2) || w != x.size(3)) {
-    if (options_.mode == "resize") {
+    if (options_.mode() == "resize") {
       x = F::interpolate(
           x, F::InterpolateFuncOptions().size(std::vector<int64_t>{h, w}).mode(torch::kBilinear).align_corners(false));
     } else {

@@ -223,14 +223,14 @@ bool BlurPool::match(Event event, const State& /*state*/) { return event == Even
 std::optional<int> BlurPool::apply(Event /*event*/, State& state, Logger& logger) {
   replaced_ =
       operate(state, logger, "blurpool", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
-        if (auto conv = as<nn::Conv2dImpl>(child); conv && options_.replace_convs) {
+        if (auto conv = as<nn::Conv2dImpl>(child); conv && options_.replace_convs()) {
           const auto& o = conv->options;
           const bool strided = (*o.stride())[0] > 1 || (*o.stride())[1] > 1;
-          if (strided && o.in_channels() >= options_.min_channels && (*o.stride())[0] == (*o.stride())[1]) {
-            return nn::AnyModule(BlurConv2d(nn::Conv2d(conv), options_.blur_first));
+          if (strided && o.in_channels() >= options_.min_channels() && (*o.stride())[0] == (*o.stride())[1]) {
+            return nn::AnyModule(BlurConv2d(nn::Conv2d(conv), options_.blur_first()));
           }
         }
-        if (auto pool = as<nn::MaxPool2dImpl>(child); pool && options_.replace_maxpools) {
+        if (auto pool = as<nn::MaxPool2dImpl>(child); pool && options_.replace_maxpools()) {
           return nn::AnyModule(BlurMaxPool2d(pool->options));
         }
         return std::nullopt;
@@ -241,8 +241,8 @@ std::optional<int> BlurPool::apply(Event /*event*/, State& state, Logger& logger
 // ---- SqueezeExcite --------------------------------------------------------------------------
 
 SqueezeExcite::SqueezeExcite(SqueezeExciteOptions options) : options_(options) {
-  if (!(options_.latent_channels > 0.0)) throw std::invalid_argument("latent_channels must be positive");
-  if (options_.min_channels < 1) throw std::invalid_argument("min_channels must be at least 1");
+  if (!(options_.latent_channels() > 0.0)) throw std::invalid_argument("latent_channels must be positive");
+  if (options_.min_channels() < 1) throw std::invalid_argument("min_channels must be at least 1");
 }
 
 bool SqueezeExcite::match(Event event, const State& /*state*/) { return event == Event::kInit; }
@@ -251,13 +251,13 @@ std::optional<int> SqueezeExcite::apply(Event /*event*/, State& state, Logger& l
   replaced_ = operate(
       state, logger, "squeeze_excite", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
         auto conv = as<nn::Conv2dImpl>(child);
-        if (!conv || conv->options.out_channels() < options_.min_channels) return std::nullopt;
+        if (!conv || conv->options.out_channels() < options_.min_channels()) return std::nullopt;
         const int64_t c = conv->options.out_channels();
         const auto latent =
-            options_.latent_channels < 1.0
-                ? std::max<int64_t>(1,
-                                    static_cast<int64_t>(std::round(options_.latent_channels * static_cast<double>(c))))
-                : static_cast<int64_t>(options_.latent_channels);
+            options_.latent_channels() < 1.0
+                ? std::max<int64_t>(
+                      1, static_cast<int64_t>(std::round(options_.latent_channels() * static_cast<double>(c))))
+                : static_cast<int64_t>(options_.latent_channels());
         return nn::AnyModule(SqueezeExciteConv2d(nn::Conv2d(conv), latent));
       });
   return std::nullopt;
@@ -266,10 +266,10 @@ std::optional<int> SqueezeExcite::apply(Event /*event*/, State& state, Logger& l
 // ---- StochasticDepth ------------------------------------------------------------------------
 
 StochasticDepth::StochasticDepth(StochasticDepthOptions options) : options_(std::move(options)) {
-  if (!(options_.drop_rate >= 0.0 && options_.drop_rate < 1.0))
+  if (!(options_.drop_rate() >= 0.0 && options_.drop_rate() < 1.0))
     throw std::invalid_argument("drop_rate must be in [0, 1)");
-  if (options_.drop_distribution != "linear" && options_.drop_distribution != "uniform") {
-    throw std::invalid_argument("drop_distribution must be linear or uniform, got '" + options_.drop_distribution +
+  if (options_.drop_distribution() != "linear" && options_.drop_distribution() != "uniform") {
+    throw std::invalid_argument("drop_distribution must be linear or uniform, got '" + options_.drop_distribution() +
                                 "'");
   }
 }
@@ -285,9 +285,9 @@ std::optional<int> StochasticDepth::apply(Event /*event*/, State& state, Logger&
         auto block = as<BasicBlockImpl>(child);
         if (!block) return std::nullopt;
         ++seen;
-        const double rate = options_.drop_distribution == "linear"
-                                ? options_.drop_rate * static_cast<double>(seen) / static_cast<double>(blocks)
-                                : options_.drop_rate;
+        const double rate = options_.drop_distribution() == "linear"
+                                ? options_.drop_rate() * static_cast<double>(seen) / static_cast<double>(blocks)
+                                : options_.drop_rate();
         return nn::AnyModule(StochasticBlock(BasicBlock(block), rate));
       });
   return std::nullopt;
@@ -296,7 +296,7 @@ std::optional<int> StochasticDepth::apply(Event /*event*/, State& state, Logger&
 // ---- GhostBatchNorm -------------------------------------------------------------------------
 
 GhostBatchNorm::GhostBatchNorm(GhostBatchNormOptions options) : options_(options) {
-  if (options_.ghost_batch_size < 1) throw std::invalid_argument("ghost_batch_size must be at least 1");
+  if (options_.ghost_batch_size() < 1) throw std::invalid_argument("ghost_batch_size must be at least 1");
 }
 
 bool GhostBatchNorm::match(Event event, const State& /*state*/) { return event == Event::kInit; }
@@ -306,7 +306,7 @@ std::optional<int> GhostBatchNorm::apply(Event /*event*/, State& state, Logger& 
                       [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
                         auto bn = as<nn::BatchNorm2dImpl>(child);
                         if (!bn) return std::nullopt;
-                        return nn::AnyModule(GhostBatchNorm2d(nn::BatchNorm2d(bn), options_.ghost_batch_size));
+                        return nn::AnyModule(GhostBatchNorm2d(nn::BatchNorm2d(bn), options_.ghost_batch_size()));
                       });
   return std::nullopt;
 }

@@ -50,20 +50,20 @@ double batches_of(const State& state, const Time& t) { return detail::clock_of(s
 // ---- LayerFreezing --------------------------------------------------------------------------
 
 LayerFreezing::LayerFreezing(LayerFreezingOptions options) : options_(options) {
-  if (!(options_.freeze_start >= 0.0 && options_.freeze_start < 1.0))
+  if (!(options_.freeze_start() >= 0.0 && options_.freeze_start() < 1.0))
     throw std::invalid_argument("freeze_start must be in [0, 1)");
-  if (!(options_.freeze_level >= 0.0 && options_.freeze_level <= 1.0))
+  if (!(options_.freeze_level() >= 0.0 && options_.freeze_level() <= 1.0))
     throw std::invalid_argument("freeze_level must be in [0, 1]");
-  const TimeUnit u = options_.freeze_interval.unit();
+  const TimeUnit u = options_.freeze_interval().unit();
   if ((u != TimeUnit::kBatch && u != TimeUnit::kEpoch && u != TimeUnit::kSample) ||
-      options_.freeze_interval.count() < 1) {
+      options_.freeze_interval().count() < 1) {
     throw std::invalid_argument("freeze_interval must be a positive number of ep, ba or sp");
   }
 }
 
 bool LayerFreezing::match(Event event, const State& state) {
   if (event == Event::kFitStart) return pending_load_ >= 0;
-  return is_update_event(event, options_.freeze_interval) && interval_due(state, options_.freeze_interval);
+  return is_update_event(event, options_.freeze_interval()) && interval_due(state, options_.freeze_interval());
 }
 
 void LayerFreezing::freeze(State& state, int64_t count) {
@@ -89,10 +89,10 @@ std::optional<int> LayerFreezing::apply(Event event, State& state, Logger& logge
     return std::nullopt;
   }
   const double t = detail::elapsed(state);
-  if (t < options_.freeze_start) return std::nullopt;
+  if (t < options_.freeze_start()) return std::nullopt;
   int64_t layers = 0;
   for (const auto& m : state.model->modules(true)) layers += m->named_parameters(false).is_empty() ? 0 : 1;
-  const double fraction = options_.freeze_level * (t - options_.freeze_start) / (1.0 - options_.freeze_start);
+  const double fraction = options_.freeze_level() * (t - options_.freeze_start()) / (1.0 - options_.freeze_start());
   const auto count = static_cast<int64_t>(std::floor(std::min(1.0, fraction) * static_cast<double>(layers)));
   if (count > frozen_) {
     freeze(state, count);
@@ -115,12 +115,12 @@ void LayerFreezing::load_state_dict(const StateDict& state) {
 // ---- EMA ------------------------------------------------------------------------------------
 
 Ema::Ema(EmaOptions options) : options_(options) {
-  if (options_.smoothing && !(*options_.smoothing >= 0.0 && *options_.smoothing < 1.0)) {
+  if (options_.smoothing() && !(*options_.smoothing() >= 0.0 && *options_.smoothing() < 1.0)) {
     throw std::invalid_argument("smoothing must be in [0, 1)");
   }
-  if (!options_.smoothing && options_.half_life.value() <= 0.0)
+  if (!options_.smoothing() && options_.half_life().value() <= 0.0)
     throw std::invalid_argument("half_life must be positive");
-  const TimeUnit u = options_.update_interval.unit();
+  const TimeUnit u = options_.update_interval().unit();
   if (u != TimeUnit::kBatch && u != TimeUnit::kEpoch && u != TimeUnit::kSample) {
     throw std::invalid_argument("update_interval must be in ba, ep or sp");
   }
@@ -142,8 +142,8 @@ bool Ema::match(Event event, const State& /*state*/) {
 }
 
 bool Ema::started(const State& state) const {
-  if (options_.ema_start.value() <= 0.0) return true;
-  return static_cast<double>(state.timestamp.batch()) >= batches_of(state, options_.ema_start);
+  if (options_.ema_start().value() <= 0.0) return true;
+  return static_cast<double>(state.timestamp.batch()) >= batches_of(state, options_.ema_start());
 }
 
 // Exchanges the model's tensors with the averaged ones without copying: each parameter keeps its
@@ -168,7 +168,7 @@ std::optional<int> Ema::apply(Event event, State& state, Logger& /*logger*/) {
       break;
     case Event::kBatchEnd:
     case Event::kEpochEnd: {
-      if (!is_update_event(event, options_.update_interval) || !interval_due(state, options_.update_interval) ||
+      if (!is_update_event(event, options_.update_interval()) || !interval_due(state, options_.update_interval()) ||
           !started(state)) {
         break;
       }
@@ -180,11 +180,11 @@ std::optional<int> Ema::apply(Event event, State& state, Logger& /*logger*/) {
         break;
       }
       double s = 0.0;
-      if (options_.smoothing) {
-        s = *options_.smoothing;
+      if (options_.smoothing()) {
+        s = *options_.smoothing();
       } else {
-        const double interval = batches_of(state, options_.update_interval);
-        s = std::pow(0.5, interval / batches_of(state, options_.half_life));
+        const double interval = batches_of(state, options_.update_interval());
+        s = std::pow(0.5, interval / batches_of(state, options_.half_life()));
       }
       for (const auto& p : state.model->named_parameters()) {
         at::Tensor& e = ema_.at(p.key());
@@ -230,11 +230,11 @@ void Ema::load_state_dict(const StateDict& state) {
 // ---- SWA ------------------------------------------------------------------------------------
 
 Swa::Swa(SwaOptions options) : options_(std::move(options)) {
-  if (options_.anneal_strategy != "cos" && options_.anneal_strategy != "linear") {
-    throw std::invalid_argument("anneal_strategy must be cos or linear, got '" + options_.anneal_strategy + "'");
+  if (options_.anneal_strategy() != "cos" && options_.anneal_strategy() != "linear") {
+    throw std::invalid_argument("anneal_strategy must be cos or linear, got '" + options_.anneal_strategy() + "'");
   }
-  if (options_.anneal_steps < 1) throw std::invalid_argument("anneal_steps must be at least 1");
-  const TimeUnit u = options_.update_interval.unit();
+  if (options_.anneal_steps() < 1) throw std::invalid_argument("anneal_steps must be at least 1");
+  const TimeUnit u = options_.update_interval().unit();
   if (u != TimeUnit::kBatch && u != TimeUnit::kEpoch)
     throw std::invalid_argument("update_interval must be in ba or ep");
 }
@@ -242,7 +242,7 @@ Swa::Swa(SwaOptions options) : options_(std::move(options)) {
 bool Swa::match(Event event, const State& /*state*/) {
   if (done_) return false;
   return event == Event::kBatchEnd || event == Event::kEpochEnd ||
-         (options_.schedule_swa_lr && event == Event::kBeforeTrainBatch);
+         (options_.schedule_swa_lr() && event == Event::kBeforeTrainBatch);
 }
 
 namespace {
@@ -251,13 +251,13 @@ namespace {
 // swa_lr, over anneal_steps batches, cosine or linear.
 void anneal_lrs(State& state, const SwaOptions& options, int64_t start_batch, const std::vector<double>& base_lrs) {
   const double done = static_cast<double>(state.timestamp.batch() - start_batch);
-  const double t = std::min(1.0, done / static_cast<double>(options.anneal_steps));
-  const double f = options.anneal_strategy == "cos" ? (1.0 - std::cos(M_PI * t)) / 2.0 : t;
+  const double t = std::min(1.0, done / static_cast<double>(options.anneal_steps()));
+  const double f = options.anneal_strategy() == "cos" ? (1.0 - std::cos(M_PI * t)) / 2.0 : t;
   std::size_t i = 0;
   for (const auto& o : state.optimizers) {
     for (auto& g : o->param_groups()) {
       const double base = base_lrs.at(i++);
-      const double target = options.swa_lr > 0.0 ? options.swa_lr : base;
+      const double target = options.swa_lr() > 0.0 ? options.swa_lr() : base;
       g.options().set_lr(base * (1.0 - f) + target * f);
     }
   }
@@ -292,7 +292,7 @@ void recompute_batch_norm_statistics(State& state, const std::string& algorithm)
 
 std::optional<int> Swa::apply(Event event, State& state, Logger& logger) {
   const double batch = static_cast<double>(state.timestamp.batch());
-  if (batch < batches_of(state, options_.swa_start)) return std::nullopt;
+  if (batch < batches_of(state, options_.swa_start())) return std::nullopt;
   if (event == Event::kBeforeTrainBatch) {
     if (start_batch_ < 0) {
       start_batch_ = state.timestamp.batch();
@@ -305,7 +305,7 @@ std::optional<int> Swa::apply(Event event, State& state, Logger& logger) {
     return std::nullopt;
   }
   torch::NoGradGuard no_grad;
-  if (batch >= batches_of(state, options_.swa_end)) {  // the end: the model takes the average
+  if (batch >= batches_of(state, options_.swa_end())) {  // the end: the model takes the average
     if (count_ == 0) return std::nullopt;
     for (auto& [name, tensor] : named_tensors(*state.model)) {
       auto it = average_.find(name);
@@ -316,7 +316,7 @@ std::optional<int> Swa::apply(Event event, State& state, Logger& logger) {
     logger.log_metrics({{"swa/num_averaged", static_cast<double>(count_)}});
     return std::nullopt;
   }
-  if (!is_update_event(event, options_.update_interval) || !interval_due(state, options_.update_interval)) {
+  if (!is_update_event(event, options_.update_interval()) || !interval_due(state, options_.update_interval())) {
     return std::nullopt;
   }
   ++count_;
@@ -351,11 +351,11 @@ void Swa::load_state_dict(const StateDict& state) {
 // ---- GradientClipping -----------------------------------------------------------------------
 
 GradientClipping::GradientClipping(GradientClippingOptions options) : options_(std::move(options)) {
-  const std::string& t = options_.clipping_type;
+  const std::string& t = options_.clipping_type();
   if (t != "norm" && t != "value" && t != "adaptive") {
     throw std::invalid_argument("clipping_type must be norm, value or adaptive, got '" + t + "'");
   }
-  if (!(options_.clipping_threshold > 0.0)) throw std::invalid_argument("clipping_threshold must be positive");
+  if (!(options_.clipping_threshold() > 0.0)) throw std::invalid_argument("clipping_threshold must be positive");
 }
 
 bool GradientClipping::match(Event event, const State& /*state*/) { return event == Event::kAfterTrainBatch; }
@@ -366,8 +366,8 @@ std::optional<int> GradientClipping::apply(Event /*event*/, State& state, Logger
   for (const auto& p : state.model->parameters()) {
     if (p.grad().defined()) params.push_back(p);
   }
-  const double threshold = options_.clipping_threshold;
-  if (options_.clipping_type == "norm") {
+  const double threshold = options_.clipping_threshold();
+  if (options_.clipping_type() == "norm") {
     // LibTorch's clip_grad_norm_ reads the norm on the host; this keeps it on the device.
     std::vector<at::Tensor> norms;
     for (const auto& p : params) norms.push_back(p.grad().detach().norm(2).to(torch::kFloat));
@@ -375,7 +375,7 @@ std::optional<int> GradientClipping::apply(Event /*event*/, State& state, Logger
     const at::Tensor total = torch::stack(norms).norm(2);
     const at::Tensor factor = (threshold / (total + 1e-6)).clamp_max(1.0);
     for (auto& p : params) p.mutable_grad().mul_(factor.to(p.grad().scalar_type()));
-  } else if (options_.clipping_type == "value") {
+  } else if (options_.clipping_type() == "value") {
     torch::nn::utils::clip_grad_value_(params, threshold);
   } else {
     // Unit-wise: rows of a weight (output units), the whole tensor for vectors.
@@ -399,12 +399,12 @@ std::optional<int> GradientClipping::apply(Event /*event*/, State& state, Logger
 // ---- SAM ------------------------------------------------------------------------------------
 
 Sam::Sam(SamOptions options) : options_(options) {
-  if (!(options_.rho > 0.0)) throw std::invalid_argument("rho must be positive");
-  if (options_.interval < 1) throw std::invalid_argument("interval must be at least 1");
+  if (!(options_.rho() > 0.0)) throw std::invalid_argument("rho must be positive");
+  if (options_.interval() < 1) throw std::invalid_argument("interval must be at least 1");
 }
 
 bool Sam::match(Event event, const State& state) {
-  return event == Event::kAfterTrainBatch && state.timestamp.batch() % options_.interval == 0;
+  return event == Event::kAfterTrainBatch && state.timestamp.batch() % options_.interval() == 0;
 }
 
 std::optional<int> Sam::apply(Event /*event*/, State& state, Logger& /*logger*/) {
@@ -420,7 +420,7 @@ std::optional<int> Sam::apply(Event /*event*/, State& state, Logger& /*logger*/)
     // The step's size stays on the device: no wait for it.
     at::Tensor norm = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(state.device));
     for (const auto& p : params) norm += p.grad().to(torch::kDouble).pow(2).sum();
-    const at::Tensor scale = (options_.rho / (norm.sqrt() + options_.epsilon)).to(torch::kFloat);
+    const at::Tensor scale = (options_.rho() / (norm.sqrt() + options_.epsilon())).to(torch::kFloat);
     for (auto& p : params) {
       steps.push_back(p.grad() * scale.to(p.grad().scalar_type()));
       p.add_(steps.back());
@@ -458,37 +458,37 @@ std::optional<int> Sam::apply(Event /*event*/, State& state, Logger& /*logger*/)
 // ---- SelectiveBackprop ----------------------------------------------------------------------
 
 SelectiveBackprop::SelectiveBackprop(SelectiveBackpropOptions options) : options_(std::move(options)) {
-  if (!(options_.start >= 0.0 && options_.start <= options_.end && options_.end <= 1.0)) {
+  if (!(options_.start() >= 0.0 && options_.start() <= options_.end() && options_.end() <= 1.0)) {
     throw std::invalid_argument("start and end must satisfy 0 <= start <= end <= 1");
   }
-  if (!(options_.keep > 0.0 && options_.keep <= 1.0)) throw std::invalid_argument("keep must be in (0, 1]");
-  if (!(options_.scale_factor > 0.0 && options_.scale_factor <= 1.0))
+  if (!(options_.keep() > 0.0 && options_.keep() <= 1.0)) throw std::invalid_argument("keep must be in (0, 1]");
+  if (!(options_.scale_factor() > 0.0 && options_.scale_factor() <= 1.0))
     throw std::invalid_argument("scale_factor must be in (0, 1]");
-  if (options_.interval < 1) throw std::invalid_argument("interval must be at least 1");
-  if (options_.method != "top_k" && options_.method != "sample") {
-    throw std::invalid_argument("method must be top_k or sample, got '" + options_.method + "'");
+  if (options_.interval() < 1) throw std::invalid_argument("interval must be at least 1");
+  if (options_.method() != "top_k" && options_.method() != "sample") {
+    throw std::invalid_argument("method must be top_k or sample, got '" + options_.method() + "'");
   }
 }
 
 bool SelectiveBackprop::match(Event event, const State& state) {
   if (event != Event::kAfterDataloader) return false;
   const double t = detail::elapsed(state);
-  return t >= options_.start && t < options_.end && state.timestamp.batch() % options_.interval == 0;
+  return t >= options_.start() && t < options_.end() && state.timestamp.batch() % options_.interval() == 0;
 }
 
 std::optional<int> SelectiveBackprop::apply(Event /*event*/, State& state, Logger& /*logger*/) {
   Model& model = detail::model_of(state, name());
   const int64_t n = state.batch.size();
-  const auto kept = std::max<int64_t>(1, static_cast<int64_t>(std::round(options_.keep * static_cast<double>(n))));
+  const auto kept = std::max<int64_t>(1, static_cast<int64_t>(std::round(options_.keep() * static_cast<double>(n))));
   if (kept >= n) return std::nullopt;
   at::Tensor losses;
   {
     torch::NoGradGuard no_grad;
     Batch probe = state.batch;
-    if (options_.scale_factor < 1.0 && probe.input.dim() == 4) {
+    if (options_.scale_factor() < 1.0 && probe.input.dim() == 4) {
       probe.input = torch::nn::functional::interpolate(
           probe.input, torch::nn::functional::InterpolateFuncOptions()
-                           .scale_factor(std::vector<double>{options_.scale_factor, options_.scale_factor})
+                           .scale_factor(std::vector<double>{options_.scale_factor(), options_.scale_factor()})
                            .mode(torch::kBilinear)
                            .align_corners(false)
                            .recompute_scale_factor(true));
@@ -497,13 +497,13 @@ std::optional<int> SelectiveBackprop::apply(Event /*event*/, State& state, Logge
     losses = model.loss_per_example(model.forward(probe), probe).to(torch::kFloat);
   }
   at::Tensor chosen;
-  if (options_.method == "top_k") {
+  if (options_.method() == "top_k") {
     chosen = std::get<1>(losses.topk(kept));
   } else {
     // Composer's: examples drawn without replacement, weighted by their loss rank's percentile^(1/keep - 1).
     const at::Tensor order = losses.argsort();
     const at::Tensor percentile = (torch::arange(n, torch::kDouble) + 0.5) / static_cast<double>(n);
-    const at::Tensor weights = percentile.pow(1.0 / options_.keep - 1.0);
+    const at::Tensor weights = percentile.pow(1.0 / options_.keep() - 1.0);
     chosen =
         order.index_select(0, detail::on_device_of(order, torch::multinomial(weights, kept, /*replacement=*/false)));
   }

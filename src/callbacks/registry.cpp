@@ -15,18 +15,18 @@ const Factories<Callback>& callback_factories() {
       {"threshold_stopper",
        [](OptionReader& o) {
          ThresholdStopperOptions t;
-         o.read("monitor", t.monitor);
-         o.read("threshold", t.threshold);
-         o.read("comparison", t.comparison);
+         o.read("monitor", t.monitor());
+         o.read("threshold", t.threshold());
+         o.read("comparison", t.comparison());
          return std::make_shared<ThresholdStopper>(t);
        }},
       {"early_stopper",
        [](OptionReader& o) {
          EarlyStopperOptions e;
-         o.read("monitor", e.monitor);
-         o.read("patience", e.patience);
-         o.read("min_delta", e.min_delta);
-         o.read("comparison", e.comparison);
+         o.read("monitor", e.monitor());
+         o.read("patience", e.patience());
+         o.read("min_delta", e.min_delta());
+         o.read("comparison", e.comparison());
          return std::make_shared<EarlyStopper>(e);
        }},
       {"speed_monitor",
@@ -48,12 +48,12 @@ const Factories<Callback>& callback_factories() {
       {"profiler",
        [](OptionReader& o) {
          TraceProfilerOptions t;
-         o.read("folder", t.folder);
-         o.read("skip_first", t.skip_first);
-         o.read("wait", t.wait);
-         o.read("warmup", t.warmup);
-         o.read("active", t.active);
-         o.read("repeat", t.repeat);
+         o.read("folder", t.folder());
+         o.read("skip_first", t.skip_first());
+         o.read("wait", t.wait());
+         o.read("warmup", t.warmup());
+         o.read("active", t.active());
+         o.read("repeat", t.repeat());
          return std::make_shared<TraceProfiler>(t);
        }},
   };

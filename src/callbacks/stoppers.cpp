@@ -38,16 +38,16 @@ std::optional<double> metric_of(const State& state, const std::string& label, co
 }  // namespace
 
 ThresholdStopper::ThresholdStopper(ThresholdStopperOptions options) : options_(std::move(options)) {
-  std::tie(label_, metric_) = split_monitor(options_.monitor);
-  greater_ = greater_is_better(options_.comparison, metric_);
+  std::tie(label_, metric_) = split_monitor(options_.monitor());
+  greater_ = greater_is_better(options_.comparison(), metric_);
 }
 
 void ThresholdStopper::check(State& state, double value) {
   if (stopped_at_ || !std::isfinite(value)) return;
-  if (greater_ ? value >= options_.threshold : value <= options_.threshold) {
+  if (greater_ ? value >= options_.threshold() : value <= options_.threshold()) {
     stopped_at_ = state.timestamp.batch();
-    spdlog::info("threshold_stopper: {} = {:.4f} reached {} at {}; stopping", options_.monitor, value,
-                 options_.threshold, state.timestamp.to_string());
+    spdlog::info("threshold_stopper: {} = {:.4f} reached {} at {}; stopping", options_.monitor(), value,
+                 options_.threshold(), state.timestamp.to_string());
     state.stop_training();
   }
 }
@@ -62,28 +62,29 @@ void ThresholdStopper::batch_end(State& state, Logger& /*logger*/) {
 }
 
 EarlyStopper::EarlyStopper(EarlyStopperOptions options) : options_(std::move(options)) {
-  std::tie(label_, metric_) = split_monitor(options_.monitor);
-  greater_ = greater_is_better(options_.comparison, metric_);
-  const TimeUnit u = options_.patience.unit();
+  std::tie(label_, metric_) = split_monitor(options_.monitor());
+  greater_ = greater_is_better(options_.comparison(), metric_);
+  const TimeUnit u = options_.patience().unit();
   if (u != TimeUnit::kEpoch && u != TimeUnit::kBatch) throw std::invalid_argument("patience must be in ep or ba");
-  if (options_.min_delta < 0.0) throw std::invalid_argument("min_delta must be at least 0");
+  if (options_.min_delta() < 0.0) throw std::invalid_argument("min_delta must be at least 0");
 }
 
 void EarlyStopper::eval_end(State& state, Logger& /*logger*/) {
   if (state.dataloader_label != label_) return;
   const auto value = metric_of(state, label_, metric_);
   if (!value) return;
-  const int64_t now = options_.patience.unit() == TimeUnit::kEpoch ? state.timestamp.epoch() : state.timestamp.batch();
+  const int64_t now =
+      options_.patience().unit() == TimeUnit::kEpoch ? state.timestamp.epoch() : state.timestamp.batch();
   const bool improved =
-      !best_ || (greater_ ? *value > *best_ + options_.min_delta : *value < *best_ - options_.min_delta);
+      !best_ || (greater_ ? *value > *best_ + options_.min_delta() : *value < *best_ - options_.min_delta());
   if (improved) {
     best_ = *value;
     best_at_ = now;
     return;
   }
-  if (now - best_at_ >= options_.patience.count()) {
-    spdlog::info("early_stopper: {} has not improved on {:.4f} for {}; stopping at {}", options_.monitor, *best_,
-                 options_.patience.to_string(), state.timestamp.to_string());
+  if (now - best_at_ >= options_.patience().count()) {
+    spdlog::info("early_stopper: {} has not improved on {:.4f} for {}; stopping at {}", options_.monitor(), *best_,
+                 options_.patience().to_string(), state.timestamp.to_string());
     state.stop_training();
   }
 }

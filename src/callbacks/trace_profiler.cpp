@@ -13,20 +13,20 @@
 namespace baton {
 
 TraceProfiler::TraceProfiler(TraceProfilerOptions options) : options_(std::move(options)) {
-  for (int64_t v : {options_.skip_first, options_.wait, options_.warmup, options_.repeat}) {
+  for (int64_t v : {options_.skip_first(), options_.wait(), options_.warmup(), options_.repeat()}) {
     if (v < 0) throw std::invalid_argument("skip_first, wait, warmup and repeat must be at least 0");
   }
-  if (options_.active < 1) throw std::invalid_argument("active must be at least 1");
+  if (options_.active() < 1) throw std::invalid_argument("active must be at least 1");
 }
 
 int TraceProfiler::phase(int64_t step) const {
-  if (step < options_.skip_first) return 0;
-  const int64_t cycle = options_.wait + options_.warmup + options_.active;
-  const int64_t k = step - options_.skip_first;
-  if (options_.repeat > 0 && k >= cycle * options_.repeat) return 0;
+  if (step < options_.skip_first()) return 0;
+  const int64_t cycle = options_.wait() + options_.warmup() + options_.active();
+  const int64_t k = step - options_.skip_first();
+  if (options_.repeat() > 0 && k >= cycle * options_.repeat()) return 0;
   const int64_t in = k % cycle;
-  if (in < options_.wait) return 0;
-  return in < options_.wait + options_.warmup ? 1 : 2;
+  if (in < options_.wait()) return 0;
+  return in < options_.wait() + options_.warmup() ? 1 : 2;
 }
 
 double TraceProfiler::now_us() const {
@@ -60,8 +60,8 @@ void TraceProfiler::finish(std::string_view name) {
 
 void TraceProfiler::init(State& state, Logger& /*logger*/) {
   std::error_code ec;
-  std::filesystem::create_directories(options_.folder, ec);
-  if (ec) throw std::runtime_error(options_.folder + ": cannot create the traces folder (" + ec.message() + ")");
+  std::filesystem::create_directories(options_.folder(), ec);
+  if (ec) throw std::runtime_error(options_.folder() + ": cannot create the traces folder (" + ec.message() + ")");
   state.profiler = std::shared_ptr<Profiler>(shared_from_this(), static_cast<Profiler*>(this));
 }
 
@@ -126,7 +126,7 @@ void TraceProfiler::flush() {
                                     {"tid", s.tid},
                                     {"cat", "baton"}});
   }
-  const std::string path = (std::filesystem::path(options_.folder) / (window_name_ + ".json")).string();
+  const std::string path = (std::filesystem::path(options_.folder()) / (window_name_ + ".json")).string();
   std::ofstream out(path);
   out << trace.dump() << '\n';
   if (!out) {

@@ -65,12 +65,12 @@ struct Dashboard::Impl {
   std::condition_variable wake;
   bool stopping = false;
 
-  explicit Impl(DashboardOptions o) : options(std::move(o)), catalog(options.paths) {}
+  explicit Impl(DashboardOptions o) : options(std::move(o)), catalog(options.paths()) {}
 
   bool authorized(const httplib::Request& req) const {
-    if (options.token.empty()) return true;
-    return req.get_param_value("token") == options.token ||
-           req.get_header_value("Authorization") == "Bearer " + options.token;
+    if (options.token().empty()) return true;
+    return req.get_param_value("token") == options.token() ||
+           req.get_header_value("Authorization") == "Bearer " + options.token();
   }
   void routes();
   void refresh_loop();
@@ -100,9 +100,9 @@ void Dashboard::Impl::routes() {
     res.set_content(it->second, content_type(it->first));
   });
   server.Get("/vendor/chart.js", [this](const httplib::Request&, httplib::Response& res) {
-    std::ifstream in(options.chart_js, std::ios::binary);
+    std::ifstream in(options.chart_js(), std::ios::binary);
     if (!in) {
-      res.set_content("console.warn('baton dashboard: " + options.chart_js +
+      res.set_content("console.warn('baton dashboard: " + options.chart_js() +
                           " is missing (Debian package libjs-chart.js): no charts');",
                       kScript);
       return;
@@ -149,7 +149,7 @@ void Dashboard::Impl::refresh_loop() {
   catalog.refresh();
   std::unique_lock lock(mutex);
   while (!stopping) {
-    wake.wait_for(lock, std::chrono::duration<double>(options.refresh_s));
+    wake.wait_for(lock, std::chrono::duration<double>(options.refresh_s()));
     if (stopping) break;
     lock.unlock();
     catalog.refresh();
@@ -158,8 +158,8 @@ void Dashboard::Impl::refresh_loop() {
 }
 
 Dashboard::Dashboard(DashboardOptions options) {
-  if (!loopback(options.host) && options.token.empty()) {
-    throw DashboardError("--host " + options.host +
+  if (!loopback(options.host()) && options.token().empty()) {
+    throw DashboardError("--host " + options.host() +
                          " lets other machines read your runs: give --token TOKEN too (or keep 127.0.0.1)");
   }
   try {
@@ -169,9 +169,9 @@ Dashboard::Dashboard(DashboardOptions options) {
   }
   auto& i = *impl_;
   i.routes();
-  i.port = i.options.port == 0 ? i.server.bind_to_any_port(i.options.host) : i.options.port;
-  if (i.port <= 0 || (i.options.port != 0 && !i.server.bind_to_port(i.options.host, i.options.port))) {
-    throw DashboardError("cannot listen on " + i.options.host + ":" + std::to_string(i.options.port) +
+  i.port = i.options.port() == 0 ? i.server.bind_to_any_port(i.options.host()) : i.options.port();
+  if (i.port <= 0 || (i.options.port() != 0 && !i.server.bind_to_port(i.options.host(), i.options.port()))) {
+    throw DashboardError("cannot listen on " + i.options.host() + ":" + std::to_string(i.options.port()) +
                          " (in use? try --port with another number, or 0 for any free one)");
   }
   i.listener = std::thread([&i] { i.server.listen_after_bind(); });
@@ -187,9 +187,9 @@ Dashboard::~Dashboard() { stop(); }
 int Dashboard::port() const { return impl_->port; }
 
 std::string Dashboard::url() const {
-  const std::string host = impl_->options.host == "0.0.0.0" ? "127.0.0.1" : impl_->options.host;
+  const std::string host = impl_->options.host() == "0.0.0.0" ? "127.0.0.1" : impl_->options.host();
   return "http://" + host + ":" + std::to_string(impl_->port) + "/" +
-         (impl_->options.token.empty() ? "" : "?token=" + impl_->options.token);
+         (impl_->options.token().empty() ? "" : "?token=" + impl_->options.token());
 }
 
 std::vector<std::string> Dashboard::problems() const { return impl_->catalog.problems(); }

@@ -109,26 +109,26 @@ Batch TextDataset::get_batch(const at::Tensor& indices) const {
 
 std::pair<std::shared_ptr<TextDataset>, std::shared_ptr<TextDataset>> load_text(const std::string& path,
                                                                                 const TextOptions& options) {
-  if (options.tokens != "chars" && options.tokens != "bytes") {
-    throw OptionError("tokens", "expected chars or bytes, got '" + options.tokens + "'");
+  if (options.tokens() != "chars" && options.tokens() != "bytes") {
+    throw OptionError("tokens", "expected chars or bytes, got '" + options.tokens() + "'");
   }
-  if (!(options.validation_fraction > 0 && options.validation_fraction < 1)) {
+  if (!(options.validation_fraction() > 0 && options.validation_fraction() < 1)) {
     throw OptionError("validation_fraction",
-                      "expected a number between 0 and 1, got " + std::to_string(options.validation_fraction));
+                      "expected a number between 0 and 1, got " + std::to_string(options.validation_fraction()));
   }
-  if (options.context < 1) throw OptionError("context", "must be at least 1");
+  if (options.context() < 1) throw OptionError("context", "must be at least 1");
   const std::string text = read_text(path);
-  auto [tokens, vocab] = tokenize(text, options.tokens);
+  auto [tokens, vocab] = tokenize(text, options.tokens());
   const int64_t n = tokens.size(0);
-  const auto valid = static_cast<int64_t>(static_cast<double>(n) * options.validation_fraction);
-  if (valid < options.context + 1 || n - valid < options.context + 1) {
+  const auto valid = static_cast<int64_t>(static_cast<double>(n) * options.validation_fraction());
+  if (valid < options.context() + 1 || n - valid < options.context() + 1) {
     throw std::runtime_error(path + ": " + std::to_string(n) + " characters are too few for windows of " +
-                             std::to_string(options.context) + " in both the training and the validation part");
+                             std::to_string(options.context()) + " in both the training and the validation part");
   }
-  auto train = std::make_shared<TextDataset>(tokens.slice(0, 0, n - valid).clone(), options.context, vocab,
-                                             /*random_offsets=*/true, options.seed);
-  auto validation = std::make_shared<TextDataset>(tokens.slice(0, n - valid).clone(), options.context, vocab,
-                                                  /*random_offsets=*/false, options.seed);
+  auto train = std::make_shared<TextDataset>(tokens.slice(0, 0, n - valid).clone(), options.context(), vocab,
+                                             /*random_offsets=*/true, options.seed());
+  auto validation = std::make_shared<TextDataset>(tokens.slice(0, n - valid).clone(), options.context(), vocab,
+                                                  /*random_offsets=*/false, options.seed());
   return {train, validation};
 }
 

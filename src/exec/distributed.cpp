@@ -55,8 +55,8 @@ DistributedEngine::DistributedEngine(std::shared_ptr<TrialStorage> storage, std:
                                      DistributedOptions options)
     : storage_(std::move(storage)), local_(std::move(local)), options_(std::move(options)) {
   if (!storage_ || !local_) throw std::invalid_argument("DistributedEngine: needs a storage and a local engine");
-  if (options_.worker.empty()) options_.worker = default_worker_name();
-  if (options_.heartbeat_s <= 0 || options_.stale_after_s <= options_.heartbeat_s)
+  if (options_.worker().empty()) options_.worker(default_worker_name());
+  if (options_.heartbeat_s() <= 0 || options_.stale_after_s() <= options_.heartbeat_s())
     throw std::invalid_argument("DistributedEngine: stale_after_s must be longer than heartbeat_s (> 0)");
   capacity_ = std::max(1, local_->idle_workers());
   for (auto type : {ModelEventType::kTrainingStart, ModelEventType::kIntermediateMetric, ModelEventType::kFinalMetric,
@@ -65,7 +65,7 @@ DistributedEngine::DistributedEngine(std::shared_ptr<TrialStorage> storage, std:
   }
   TrialTable::set_observer([this](const Trial& t) {
     if (owns(t.id)) {
-      storage_->save_owned(t, options_.worker);
+      storage_->save_owned(t, options_.worker());
       if (t.completed()) {
         std::lock_guard lock(own_mutex_);
         owned_.erase(t.id);
@@ -92,16 +92,16 @@ void DistributedEngine::set_observer(std::function<void(const Trial&)> observer)
 }
 
 Trial DistributedEngine::create_owned(const nlohmann::json& parameters) {
-  const auto id = storage_->create_trial(parameters, options_.limit, options_.worker);
+  const auto id = storage_->create_trial(parameters, options_.limit(), options_.worker());
   if (!id) {
     sync();
-    throw BudgetExhausted("the search's " + std::to_string(options_.limit) + " trials exist already");
+    throw BudgetExhausted("the search's " + std::to_string(options_.limit()) + " trials exist already");
   }
   Trial t;
   t.id = *id;
   t.parameters = parameters;
   t.submitted_at = now_s();
-  t.worker = options_.worker;
+  t.worker = options_.worker();
   std::lock_guard lock(own_mutex_);
   owned_.insert(t.id);
   return t;
@@ -137,7 +137,7 @@ void DistributedEngine::run_here(const Trial& trial) {
       --active_;
       owned_.erase(trial.id);
     }
-    storage_->release(trial.id, options_.worker);
+    storage_->release(trial.id, options_.worker());
     throw;
   }
 }
@@ -161,7 +161,7 @@ void DistributedEngine::requeue(int64_t id) {  // a retry: back to the queue, fo
   {
     // Not between this worker's own claim of it and the claim's bookkeeping.
     std::lock_guard claiming(claim_mutex_);
-    storage_->release(id, options_.worker);
+    storage_->release(id, options_.worker());
     std::lock_guard lock(own_mutex_);
     owned_.erase(id);
   }
@@ -196,7 +196,7 @@ int DistributedEngine::idle_workers() const {
 
 bool DistributedEngine::budget_available() const {
   std::lock_guard lock(mutex_);
-  return static_cast<int64_t>(trials_.size()) < options_.limit;
+  return static_cast<int64_t>(trials_.size()) < options_.limit();
 }
 
 void DistributedEngine::load_state_dict(const nlohmann::json&) {
@@ -233,7 +233,7 @@ void DistributedEngine::beat_and_reap() {
     std::lock_guard lock(own_mutex_);
     ids.assign(owned_.begin(), owned_.end());
   }
-  const auto beat = storage_->heartbeat(options_.worker, ids);
+  const auto beat = storage_->heartbeat(options_.worker(), ids);
   for (int64_t id : beat.lost) {  // another worker runs it now: stop ours, its events no longer count
     {
       std::lock_guard lock(own_mutex_);
@@ -242,16 +242,16 @@ void DistributedEngine::beat_and_reap() {
     local_->kill(id);
   }
   for (int64_t id : beat.reattached) {
-    if (auto t = get(id)) storage_->save_owned(*t, options_.worker);
+    if (auto t = get(id)) storage_->save_owned(*t, options_.worker());
   }
-  const auto requeued = storage_->requeue_stale(options_.stale_after_s, local_worker_gone);
+  const auto requeued = storage_->requeue_stale(options_.stale_after_s(), local_worker_gone);
   requeued_ += static_cast<int64_t>(requeued.size());
   std::set<std::string> dead;
   for (const auto& t : requeued) {
     if (local_worker_gone(t.worker)) dead.insert(t.worker);
   }
-  if (options_.on_dead_worker) {
-    for (const auto& w : dead) options_.on_dead_worker(w);
+  if (options_.on_dead_worker()) {
+    for (const auto& w : dead) options_.on_dead_worker()(w);
   }
 }
 
@@ -264,7 +264,7 @@ void DistributedEngine::claim() {
     std::optional<Trial> t;
     {
       std::lock_guard claiming(claim_mutex_);
-      t = storage_->claim_trial(options_.worker);
+      t = storage_->claim_trial(options_.worker());
       if (!t) return;
       std::lock_guard lock(own_mutex_);
       owned_.insert(t->id);
@@ -285,17 +285,17 @@ void DistributedEngine::loop() {
       if (std::chrono::steady_clock::now() >= next_beat) {
         beat_and_reap();
         next_beat = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                           std::chrono::duration<double>(options_.heartbeat_s));
+                                                           std::chrono::duration<double>(options_.heartbeat_s()));
       }
       claim();
       sync();
       last_error.clear();
     } catch (const std::exception& e) {  // the storage is unreachable for a while: say so once, go on
-      if (last_error != e.what()) std::fprintf(stderr, "baton: worker %s: %s\n", options_.worker.c_str(), e.what());
+      if (last_error != e.what()) std::fprintf(stderr, "baton: worker %s: %s\n", options_.worker().c_str(), e.what());
       last_error = e.what();
     }
     std::unique_lock lock(loop_mutex_);
-    loop_wake_.wait_for(lock, std::chrono::duration<double>(options_.poll_s), [&] { return stopping_ || woken_; });
+    loop_wake_.wait_for(lock, std::chrono::duration<double>(options_.poll_s()), [&] { return stopping_ || woken_; });
     woken_ = false;
   }
 }

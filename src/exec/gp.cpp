@@ -444,15 +444,15 @@ double refine(std::vector<double>& u, double value, const Gp& gp, const Scaling&
 }  // namespace
 
 GpStrategy::GpStrategy(SearchSpace space, GpOptions options)
-    : ModelStrategy(std::move(space), options.seed, options.maximize, options.startup_trials), options_(options) {
-  if (options_.candidates < 1 || options_.local_starts < 0 || options_.startup_trials < 0) {
+    : ModelStrategy(std::move(space), options.seed(), options.maximize(), options.startup_trials()), options_(options) {
+  if (options_.candidates() < 1 || options_.local_starts() < 0 || options_.startup_trials() < 0) {
     throw std::invalid_argument("gp: candidates must be >= 1, local_starts and startup_trials >= 0");
   }
 }
 
 std::unique_ptr<ModelStrategy> GpStrategy::nested(SearchSpace space, uint64_t seed) const {
   GpOptions o = options_;
-  o.seed = seed;
+  o.seed(seed);
   return std::make_unique<GpStrategy>(std::move(space), o);
 }
 
@@ -463,7 +463,7 @@ std::vector<double> GpStrategy::model_point(const std::vector<Observation>& sort
   const double best = gp.y.front();  // sorted: the lowest
   const std::vector<double> fitted = fit(gp, hyper_, fits_++);
   hyper_ = fitted;
-  if (options_.constant_liar && !running.empty()) {  // kriging believer: a running trial gives its mean
+  if (options_.constant_liar() && !running.empty()) {  // kriging believer: a running trial gives its mean
     if (!gp.condition(fitted)) return scaling.unscale(&gp.x[0]);
     // Each mean from the observed trials' model: a point believed at its mean leaves the mean
     // elsewhere as it was, so the order does not matter (the model grows only once all are in).
@@ -481,8 +481,8 @@ std::vector<double> GpStrategy::model_point(const std::vector<Observation>& sort
   if (!gp.condition(fitted)) return scaling.unscale(&gp.x[0]);
 
   const LogEi acq{gp, best};
-  const std::size_t count = static_cast<std::size_t>(options_.candidates);
-  const std::size_t starts = std::min<std::size_t>(static_cast<std::size_t>(options_.local_starts), count);
+  const std::size_t count = static_cast<std::size_t>(options_.candidates());
+  const std::size_t starts = std::min<std::size_t>(static_cast<std::size_t>(options_.local_starts()), count);
   auto scored = candidates(gp, scaling, acq, sorted.size(), count, starts, rng());
   std::vector<double> best_u = scored[0].second;
   double best_value = scored[0].first;

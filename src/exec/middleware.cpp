@@ -198,21 +198,21 @@ void Asha::on_engine_set() {
 // ---- Budget ---------------------------------------------------------------------------------
 
 Budget::Budget(BudgetOptions options) : options_(options) {
-  if (options_.max_trials && *options_.max_trials < 0) throw std::invalid_argument("Budget: max_trials < 0");
+  if (options_.max_trials() && *options_.max_trials() < 0) throw std::invalid_argument("Budget: max_trials < 0");
 }
 
 void Budget::on_engine_set() { start_s_ = now_s(); }
 
 bool Budget::budget_available() const {
-  if (options_.max_trials && submitted_ >= *options_.max_trials) return false;
-  if (options_.max_wall_s && now_s() - start_s_ >= *options_.max_wall_s) return false;
-  if (options_.max_trial_seconds) {
+  if (options_.max_trials() && submitted_ >= *options_.max_trials()) return false;
+  if (options_.max_wall_s() && now_s() - start_s_ >= *options_.max_wall_s()) return false;
+  if (options_.max_trial_seconds()) {
     const double now = now_s();
     double spent = 0.0;
     for (const auto& t : engine().list()) {
       if (t.started_at > 0.0) spent += (t.ended_at > 0.0 ? t.ended_at : now) - t.started_at;
     }
-    if (spent >= *options_.max_trial_seconds) return false;
+    if (spent >= *options_.max_trial_seconds()) return false;
   }
   return engine().budget_available();
 }

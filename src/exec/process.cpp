@@ -102,9 +102,9 @@ struct ProcessEngine::Run {
 
 ProcessEngine::ProcessEngine(ProcessEngineOptions options)
     : QueuedEngine("ProcessEngine"), options_(std::move(options)) {
-  if (options_.command.empty()) throw std::invalid_argument("ProcessEngine: no command");
-  if (options_.workers < 1) throw std::invalid_argument("ProcessEngine: workers must be at least 1");
-  if (options_.timeout_s && !(*options_.timeout_s > 0))
+  if (options_.command().empty()) throw std::invalid_argument("ProcessEngine: no command");
+  if (options_.workers() < 1) throw std::invalid_argument("ProcessEngine: workers must be at least 1");
+  if (options_.timeout_s() && !(*options_.timeout_s() > 0))
     throw std::invalid_argument("ProcessEngine: timeout must be > 0");
   if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("ProcessEngine: pipe failed");
   monitor_ = std::thread([this] { monitor(); });
@@ -130,7 +130,7 @@ void ProcessEngine::stop_running(int64_t id) {
 
 int ProcessEngine::idle_workers() const {
   std::lock_guard lock(mutex_);
-  return std::max(0, options_.workers - active_ - static_cast<int>(queue_.size()));
+  return std::max(0, options_.workers() - active_ - static_cast<int>(queue_.size()));
 }
 
 void ProcessEngine::shutdown() {
@@ -162,7 +162,7 @@ void ProcessEngine::start(int64_t id) {
   }
   auto run = std::make_unique<Run>();
   const int rc =
-      spawn_shell(options_.command, trial_environment(id, parameters, options_.env), out[1], err[1], run->pid);
+      spawn_shell(options_.command(), trial_environment(id, parameters, options_.env()), out[1], err[1], run->pid);
   ::close(out[1]);
   ::close(err[1]);
   if (rc != 0) {
@@ -172,9 +172,9 @@ void ProcessEngine::start(int64_t id) {
   }
   run->out = out[0];
   run->err = err[0];
-  if (options_.timeout_s) run->deadline = mono_s() + *options_.timeout_s;
-  if (!options_.log_dir.empty()) {
-    const auto dir = options_.log_dir / std::to_string(id);
+  if (options_.timeout_s()) run->deadline = mono_s() + *options_.timeout_s();
+  if (!options_.log_dir().empty()) {
+    const auto dir = options_.log_dir() / std::to_string(id);
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     run->out_log.open(dir / "stdout.log", std::ios::app);
@@ -198,7 +198,7 @@ void ProcessEngine::finish(int64_t id, Run& run) {
     error = "killed";
   } else if (run.timed_out) {
     result = TrialStatus::kFailed;
-    error = with_tail("timed out after " + std::to_string(*options_.timeout_s) + " s");
+    error = with_tail("timed out after " + std::to_string(*options_.timeout_s()) + " s");
   } else if (WIFSIGNALED(status)) {
     result = TrialStatus::kFailed;
     error = with_tail(std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
@@ -250,7 +250,7 @@ bool ProcessEngine::start_and_signal() {
   {
     std::lock_guard lock(mutex_);
     stopping = shutting_down_;
-    while (!stopping && !queue_.empty() && active_ < options_.workers) {
+    while (!stopping && !queue_.empty() && active_ < options_.workers()) {
       to_start.push_back(queue_.front());
       queue_.pop_front();
       ++active_;
@@ -265,7 +265,7 @@ bool ProcessEngine::start_and_signal() {
     if (run->deadline > 0 && now >= run->deadline && !run->interrupted && !run->timed_out) run->timed_out = true;
     if ((run->interrupted || run->timed_out) && run->kill_at == 0.0) {
       ::kill(-run->pid, SIGTERM);
-      run->kill_at = now + options_.kill_grace_s;
+      run->kill_at = now + options_.kill_grace_s();
     }
     if (run->kill_at > 0.0 && now >= run->kill_at) {
       ::kill(-run->pid, SIGKILL);

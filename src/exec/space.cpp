@@ -414,38 +414,38 @@ void add_strategy_setting(nlohmann::json& settings, const std::string& key_value
 }
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options) {
-  Settings s(name, options.settings);
+  Settings s(name, options.settings());
   if (name == "random") {
     s.done({});
-    return std::make_unique<RandomStrategy>(space, options.seed);
+    return std::make_unique<RandomStrategy>(space, options.seed());
   }
   if (name == "grid") {
-    s.integer("points", options.grid_points, 2);
+    s.integer("points", options.grid_points(), 2);
     s.done({"points"});
-    return std::make_unique<GridStrategy>(space, options.grid_points);
+    return std::make_unique<GridStrategy>(space, options.grid_points());
   }
   if (name == "tpe") {
-    TpeOptions t{.seed = options.seed, .maximize = options.maximize};
-    s.integer("startup_trials", t.startup_trials, 0);
-    s.integer("candidates", t.candidates, 1);
-    s.boolean("multivariate", t.multivariate);
-    s.number("prior_weight", t.prior_weight, 0.0);
-    s.integer("max_rest", t.max_rest, 1);
-    s.boolean("constant_liar", t.constant_liar);
-    s.number("gamma", t.gamma, 0.0, 1.0);
-    s.boolean("ei_weights", t.ei_weights);
-    s.number("clip_exponent", t.clip_exponent, 0.0);
-    s.number("min_bandwidth", t.min_bandwidth, 0.0, 1.0);
+    TpeOptions t = TpeOptions().seed(options.seed()).maximize(options.maximize());
+    s.integer("startup_trials", t.startup_trials(), 0);
+    s.integer("candidates", t.candidates(), 1);
+    s.boolean("multivariate", t.multivariate());
+    s.number("prior_weight", t.prior_weight(), 0.0);
+    s.integer("max_rest", t.max_rest(), 1);
+    s.boolean("constant_liar", t.constant_liar());
+    s.number("gamma", t.gamma(), 0.0, 1.0);
+    s.boolean("ei_weights", t.ei_weights());
+    s.number("clip_exponent", t.clip_exponent(), 0.0);
+    s.number("min_bandwidth", t.min_bandwidth(), 0.0, 1.0);
     s.done({"startup_trials", "candidates", "multivariate", "prior_weight", "max_rest", "constant_liar", "gamma",
             "ei_weights", "clip_exponent", "min_bandwidth"});
     return std::make_unique<TpeStrategy>(space, t);
   }
   if (name == "gp") {
-    GpOptions g{.seed = options.seed, .maximize = options.maximize};
-    s.integer("startup_trials", g.startup_trials, 0);
-    s.integer("candidates", g.candidates, 1);
-    s.integer("local_starts", g.local_starts, 0);
-    s.boolean("constant_liar", g.constant_liar);
+    GpOptions g = GpOptions().seed(options.seed()).maximize(options.maximize());
+    s.integer("startup_trials", g.startup_trials(), 0);
+    s.integer("candidates", g.candidates(), 1);
+    s.integer("local_starts", g.local_starts(), 0);
+    s.boolean("constant_liar", g.constant_liar());
     s.done({"startup_trials", "candidates", "local_starts", "constant_liar"});
     return std::make_unique<GpStrategy>(space, g);
   }
@@ -454,7 +454,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpa
     s.integer("population", population, 2);
     s.integer("sample_size", sample_size, 1);
     s.done({"population", "sample_size"});
-    return std::make_unique<EvolutionStrategy>(space, options.seed, options.maximize, population, sample_size);
+    return std::make_unique<EvolutionStrategy>(space, options.seed(), options.maximize(), population, sample_size);
   }
   std::string known;
   for (const auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;

@@ -190,10 +190,10 @@ class Parzen {
 }  // namespace
 
 TpeStrategy::TpeStrategy(SearchSpace space, TpeOptions options)
-    : ModelStrategy(std::move(space), options.seed, options.maximize, options.startup_trials), options_(options) {
-  if (options_.candidates < 1 || options_.max_rest < 1 || options_.startup_trials < 0 || !(options_.prior_weight > 0) ||
-      !(options_.gamma > 0 && options_.gamma <= 1) || !(options_.clip_exponent > 0) ||
-      !(options_.min_bandwidth > 0 && options_.min_bandwidth <= 1)) {
+    : ModelStrategy(std::move(space), options.seed(), options.maximize(), options.startup_trials()), options_(options) {
+  if (options_.candidates() < 1 || options_.max_rest() < 1 || options_.startup_trials() < 0 ||
+      !(options_.prior_weight() > 0) || !(options_.gamma() > 0 && options_.gamma() <= 1) ||
+      !(options_.clip_exponent() > 0) || !(options_.min_bandwidth() > 0 && options_.min_bandwidth() <= 1)) {
     throw std::invalid_argument(
         "tpe: candidates and max_rest must be >= 1, startup_trials >= 0, prior_weight > 0, gamma in (0, 1], "
         "clip_exponent > 0, min_bandwidth in (0, 1]");
@@ -202,7 +202,7 @@ TpeStrategy::TpeStrategy(SearchSpace space, TpeOptions options)
 
 std::unique_ptr<ModelStrategy> TpeStrategy::nested(SearchSpace space, uint64_t seed) const {
   TpeOptions o = options_;
-  o.seed = seed;
+  o.seed(seed);
   return std::make_unique<TpeStrategy>(std::move(space), o);
 }
 
@@ -212,7 +212,7 @@ std::unique_ptr<ModelStrategy> TpeStrategy::nested(SearchSpace space, uint64_t s
 std::pair<std::vector<double>, double> TpeStrategy::weights_of_good(const std::vector<Observation>& sorted,
                                                                     std::size_t n_good) const {
   std::vector<double> w(n_good, 1.0);
-  if (!options_.ei_weights || n_good == 0 || n_good >= sorted.size()) return {w, options_.prior_weight};
+  if (!options_.ei_weights() || n_good == 0 || n_good >= sorted.size()) return {w, options_.prior_weight()};
   const double threshold = sorted[n_good].loss;
   double sum = 0;
   for (std::size_t i = 0; i < n_good; ++i) sum += w[i] = std::max(1e-12, threshold - sorted[i].loss);
@@ -226,34 +226,34 @@ std::vector<double> TpeStrategy::model_point(const std::vector<Observation>& sor
   const auto& dims = space().dimensions();
   const std::size_t n = sorted.size();
   const auto n_good =
-      std::min<std::size_t>(25, static_cast<std::size_t>(std::ceil(options_.gamma * static_cast<double>(n))));
+      std::min<std::size_t>(25, static_cast<std::size_t>(std::ceil(options_.gamma() * static_cast<double>(n))));
   std::vector<const std::vector<double>*> good, rest;
   for (std::size_t i = 0; i < n_good; ++i) good.push_back(&sorted[i].x);
   std::vector<const Observation*> others;
   for (std::size_t i = n_good; i < n; ++i) others.push_back(&sorted[i]);
   std::sort(others.begin(), others.end(),
             [](const Observation* a, const Observation* b) { return a->order < b->order; });
-  if (others.size() > static_cast<std::size_t>(options_.max_rest)) {
-    others.erase(others.begin(), others.end() - options_.max_rest);
+  if (others.size() > static_cast<std::size_t>(options_.max_rest())) {
+    others.erase(others.begin(), others.end() - options_.max_rest());
   }
   for (const Observation* o : others) rest.push_back(&o->x);
   std::vector<double> rest_weights = age_weights(rest.size());
-  if (options_.constant_liar) {  // running trials: bad until they say otherwise, as new as it gets
+  if (options_.constant_liar()) {  // running trials: bad until they say otherwise, as new as it gets
     for (const auto& r : running) {
       rest.push_back(&r);
       rest_weights.push_back(1.0);
     }
   }
-  const Clip clip{options_.clip_exponent, options_.min_bandwidth};
+  const Clip clip{options_.clip_exponent(), options_.min_bandwidth()};
   const auto [good_weights, good_prior] = weights_of_good(sorted, n_good);
-  const Parzen below(dims, good, good_weights, good_prior, options_.prior_weight, clip);
-  const Parzen above(dims, rest, rest_weights, options_.prior_weight, options_.prior_weight, clip);
+  const Parzen below(dims, good, good_weights, good_prior, options_.prior_weight(), clip);
+  const Parzen above(dims, rest, rest_weights, options_.prior_weight(), options_.prior_weight(), clip);
 
   std::vector<double> best(dims.size());
-  if (options_.multivariate) {
+  if (options_.multivariate()) {
     double best_score = -std::numeric_limits<double>::infinity();
     std::vector<double> x(dims.size());
-    for (int c = 0; c < options_.candidates; ++c) {
+    for (int c = 0; c < options_.candidates(); ++c) {
       const std::size_t i = below.draw_component(rng());
       for (std::size_t k = 0; k < dims.size(); ++k) x[k] = snap(dims[k], below.draw(k, i, rng()));
       const double score = below.log_pdf(x) - above.log_pdf(x);
@@ -266,7 +266,7 @@ std::vector<double> TpeStrategy::model_point(const std::vector<Observation>& sor
   }
   for (std::size_t k = 0; k < dims.size(); ++k) {
     double best_score = -std::numeric_limits<double>::infinity();
-    for (int c = 0; c < options_.candidates; ++c) {
+    for (int c = 0; c < options_.candidates(); ++c) {
       const double x = snap(dims[k], below.draw(k, below.draw_component(rng()), rng()));
       const double score = below.log_pdf_dimension(k, x) - above.log_pdf_dimension(k, x);
       if (score > best_score) {

@@ -57,7 +57,7 @@ Frame frame_for(const std::vector<Series>& series, const ChartOptions& o) {
   if (x1 <= x0) x1 = x0 + 1;
   if (y1 <= y0) y0 -= 0.5, y1 += 0.5;
   const double pad = (y1 - y0) * 0.05;
-  return {x0, x1, y0 - pad, y1 + pad, 70, o.width - 180.0, 40, o.height - 50.0};
+  return {x0, x1, y0 - pad, y1 + pad, 70, o.width() - 180.0, 40, o.height() - 50.0};
 }
 
 // The grid, the frame, the ticks' labels and the axes' titles.
@@ -90,9 +90,9 @@ void write_axes(std::ostringstream& svg, const Frame& f, const ChartOptions& o) 
         << "</text>\n";
   }
   svg << "</g>\n<text x=\"" << num((f.left + f.right) / 2) << "\" y=\"" << num(f.bottom + 36)
-      << "\" text-anchor=\"middle\">" << escape(o.x_label) << "</text>\n<text transform=\"translate(16 "
+      << "\" text-anchor=\"middle\">" << escape(o.x_label()) << "</text>\n<text transform=\"translate(16 "
       << num((f.top + f.bottom) / 2) << ") rotate(-90)\" text-anchor=\"middle\">"
-      << escape(o.y_label.empty() ? o.title : o.y_label) << "</text>\n";
+      << escape(o.y_label().empty() ? o.title() : o.y_label()) << "</text>\n";
 }
 
 // One path per series, and the legend.
@@ -135,11 +135,11 @@ std::string line_chart_svg(const std::vector<Series>& series, const ChartOptions
   const Frame f = frame_for(series, o);
   std::ostringstream svg;
   svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << o.width << "\" height=\"" << o.height
-      << "\" viewBox=\"0 0 " << o.width << ' ' << o.height << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << o.width() << "\" height=\"" << o.height()
+      << "\" viewBox=\"0 0 " << o.width() << ' ' << o.height() << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"" << num((f.left + f.right) / 2) << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
-      << escape(o.title) << "</text>\n";
+      << escape(o.title()) << "</text>\n";
   write_axes(svg, f, o);
   write_series(svg, f, series);
   svg << "</svg>\n";

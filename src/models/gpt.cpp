@@ -67,12 +67,12 @@ TORCH_MODULE(Block);
 
 struct GptImpl : nn::Module {
   GptImpl(int64_t vocab, int64_t context, const ModelOptions& spec) : nn::Module("Gpt"), context(context) {
-    tokens = register_module("tokens", nn::Embedding(vocab, spec.width));
-    positions = register_module("positions", nn::Embedding(context, spec.width));
-    for (int64_t i = 0; i < spec.layers; ++i) blocks->push_back(Block(spec.width, spec.heads, spec.dropout));
+    tokens = register_module("tokens", nn::Embedding(vocab, spec.width()));
+    positions = register_module("positions", nn::Embedding(context, spec.width()));
+    for (int64_t i = 0; i < spec.layers(); ++i) blocks->push_back(Block(spec.width(), spec.heads(), spec.dropout()));
     register_module("blocks", blocks);
-    ln = register_module("ln", nn::LayerNorm(nn::LayerNormOptions({spec.width})));
-    initialize(spec.layers);
+    ln = register_module("ln", nn::LayerNorm(nn::LayerNormOptions({spec.width()})));
+    initialize(spec.layers());
   }
   // GPT-2's: N(0, 0.02) weights, zero biases, the residual projections scaled by 1/√(2·layers).
   void initialize(int64_t layers) {
@@ -113,14 +113,14 @@ std::shared_ptr<Model> make_gpt(const ModelOptions& spec) {
   auto need = [](bool ok, const std::string& why) {
     if (!ok) throw std::invalid_argument("model 'gpt': " + why);
   };
-  need(spec.input_shape.size() == 1 && spec.input_shape[0] >= 1,
+  need(spec.input_shape().size() == 1 && spec.input_shape()[0] >= 1,
        "needs windows of tokens (data.dataset: text), but the data has shape " +
-           c10::str(at::IntArrayRef(spec.input_shape)));
-  need(spec.layers >= 1, "layers must be at least 1");
-  need(spec.heads >= 1 && spec.width >= spec.heads && spec.width % spec.heads == 0,
-       "width " + std::to_string(spec.width) + " must be a multiple of heads " + std::to_string(spec.heads));
-  need(spec.dropout >= 0 && spec.dropout < 1, "dropout must be in [0, 1)");
-  return std::make_shared<Classifier>(Gpt(spec.num_classes, spec.input_shape[0], spec).ptr());
+           c10::str(at::IntArrayRef(spec.input_shape())));
+  need(spec.layers() >= 1, "layers must be at least 1");
+  need(spec.heads() >= 1 && spec.width() >= spec.heads() && spec.width() % spec.heads() == 0,
+       "width " + std::to_string(spec.width()) + " must be a multiple of heads " + std::to_string(spec.heads()));
+  need(spec.dropout() >= 0 && spec.dropout() < 1, "dropout must be in [0, 1)");
+  return std::make_shared<Classifier>(Gpt(spec.num_classes(), spec.input_shape()[0], spec).ptr());
 }
 
 }  // namespace baton

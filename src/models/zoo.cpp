@@ -98,10 +98,10 @@ struct ResNet20Impl : Replaceable {
 TORCH_MODULE(ResNet20);
 
 void require_image(const std::string& name, const ModelOptions& spec, int64_t min_side) {
-  if (spec.input_shape.size() != 3 || spec.input_shape[1] < min_side || spec.input_shape[2] < min_side) {
+  if (spec.input_shape().size() != 3 || spec.input_shape()[1] < min_side || spec.input_shape()[2] < min_side) {
     throw std::invalid_argument("model '" + name + "' needs image inputs [channels, height, width] of at least " +
                                 std::to_string(min_side) + "x" + std::to_string(min_side) +
-                                ", but the data has shape " + c10::str(at::IntArrayRef(spec.input_shape)));
+                                ", but the data has shape " + c10::str(at::IntArrayRef(spec.input_shape())));
   }
 }
 
@@ -110,24 +110,24 @@ void require_image(const std::string& name, const ModelOptions& spec, int64_t mi
 std::vector<std::string> model_names() { return {"fashion_cnn", "mlp", "resnet20", "gpt"}; }
 
 std::shared_ptr<Model> make_model(const std::string& name, const ModelOptions& spec) {
-  if (spec.num_classes < 2) {
+  if (spec.num_classes() < 2) {
     throw std::invalid_argument("model '" + name + "': num_classes must be at least 2, got " +
-                                std::to_string(spec.num_classes));
+                                std::to_string(spec.num_classes()));
   }
   if (name == "fashion_cnn") {
     require_image(name, spec, 4);
     return std::make_shared<Classifier>(
-        FashionCnn(spec.input_shape[0], spec.input_shape[1], spec.input_shape[2], spec.num_classes).ptr());
+        FashionCnn(spec.input_shape()[0], spec.input_shape()[1], spec.input_shape()[2], spec.num_classes()).ptr());
   }
   if (name == "mlp") {
-    if (spec.input_shape.empty()) throw std::invalid_argument("model 'mlp' needs the input shape");
+    if (spec.input_shape().empty()) throw std::invalid_argument("model 'mlp' needs the input shape");
     int64_t features = 1;
-    for (int64_t d : spec.input_shape) features *= d;
-    return std::make_shared<Classifier>(Mlp(features, spec.hidden, spec.num_classes).ptr());
+    for (int64_t d : spec.input_shape()) features *= d;
+    return std::make_shared<Classifier>(Mlp(features, spec.hidden(), spec.num_classes()).ptr());
   }
   if (name == "resnet20") {
     require_image(name, spec, 4);
-    return std::make_shared<Classifier>(ResNet20(spec.input_shape[0], spec.num_classes).ptr());
+    return std::make_shared<Classifier>(ResNet20(spec.input_shape()[0], spec.num_classes()).ptr());
   }
   if (name == "gpt") return make_gpt(spec);
   std::string known;

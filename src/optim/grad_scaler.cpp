@@ -8,13 +8,13 @@
 
 namespace baton {
 
-GradScaler::GradScaler(GradScalerOptions options) : options_(options), scale_(options.init_scale) {
-  if (!(options_.init_scale > 0.0 && std::isfinite(options_.init_scale)))
-    throw std::invalid_argument("init_scale must be a positive number, got " + std::to_string(options_.init_scale));
-  if (!(options_.growth_factor > 1.0)) throw std::invalid_argument("growth_factor must be above 1");
-  if (!(options_.backoff_factor > 0.0 && options_.backoff_factor < 1.0))
+GradScaler::GradScaler(GradScalerOptions options) : options_(options), scale_(options.init_scale()) {
+  if (!(options_.init_scale() > 0.0 && std::isfinite(options_.init_scale())))
+    throw std::invalid_argument("init_scale must be a positive number, got " + std::to_string(options_.init_scale()));
+  if (!(options_.growth_factor() > 1.0)) throw std::invalid_argument("growth_factor must be above 1");
+  if (!(options_.backoff_factor() > 0.0 && options_.backoff_factor() < 1.0))
     throw std::invalid_argument("backoff_factor must be in (0, 1)");
-  if (options_.growth_interval < 1) throw std::invalid_argument("growth_interval must be at least 1");
+  if (options_.growth_interval() < 1) throw std::invalid_argument("growth_interval must be at least 1");
 }
 
 at::Tensor GradScaler::scale(const at::Tensor& loss) const { return loss * scale_; }
@@ -49,11 +49,11 @@ void GradScaler::update() {
   for (const auto& [optimizer, p] : pending_) overflow = overflow || p.overflow;
   pending_.clear();
   if (overflow) {
-    scale_ *= options_.backoff_factor;
+    scale_ *= options_.backoff_factor();
     growth_tracker_ = 0;
     ++skipped_;
-  } else if (++growth_tracker_ >= options_.growth_interval) {
-    scale_ *= options_.growth_factor;
+  } else if (++growth_tracker_ >= options_.growth_interval()) {
+    scale_ *= options_.growth_factor();
     growth_tracker_ = 0;
   }
 }

@@ -24,7 +24,7 @@ double progress(double batch, double start, double end) {
 class Multiplier : public Scheduler {
  public:
   explicit Multiplier(SchedulerOptions spec) : spec_(std::move(spec)) {}
-  std::string name() const override { return spec_.name; }
+  std::string name() const override { return spec_.name(); }
   double lr(double base_lr, double batch, const ScheduleClock& clock) const override {
     return base_lr * multiplier(batch, clock);
   }
@@ -37,16 +37,16 @@ class Multiplier : public Scheduler {
 class Constant : public Multiplier {
   using Multiplier::Multiplier;
   double multiplier(double batch, const ScheduleClock& c) const override {
-    return batch < c.to_batches(spec_.t_max) ? spec_.alpha : 1.0;
+    return batch < c.to_batches(spec_.t_max()) ? spec_.alpha() : 1.0;
   }
 };
 
 class Step : public Multiplier {
   using Multiplier::Multiplier;
   double multiplier(double batch, const ScheduleClock& c) const override {
-    const double size = c.to_batches(spec_.step_size);
+    const double size = c.to_batches(spec_.step_size());
     if (size <= 0) throw std::invalid_argument("scheduler 'step': step_size must be positive");
-    return std::pow(spec_.gamma, std::floor(batch / size));
+    return std::pow(spec_.gamma(), std::floor(batch / size));
   }
 };
 
@@ -54,47 +54,47 @@ class MultiStep : public Multiplier {
   using Multiplier::Multiplier;
   double multiplier(double batch, const ScheduleClock& c) const override {
     int passed = 0;
-    for (const Time& m : spec_.milestones) passed += batch >= c.to_batches(m);
-    return std::pow(spec_.gamma, passed);
+    for (const Time& m : spec_.milestones()) passed += batch >= c.to_batches(m);
+    return std::pow(spec_.gamma(), passed);
   }
 };
 
 class Exponential : public Multiplier {
   using Multiplier::Multiplier;
   double multiplier(double batch, const ScheduleClock& c) const override {
-    return std::pow(spec_.gamma, batch / c.to_batches(spec_.decay_period));
+    return std::pow(spec_.gamma(), batch / c.to_batches(spec_.decay_period()));
   }
 };
 
 class Linear : public Multiplier {
   using Multiplier::Multiplier;
   double multiplier(double batch, const ScheduleClock& c) const override {
-    const double w = c.to_batches(spec_.t_warmup);
-    if (spec_.name == "linear_warmup") {
-      if (auto up = warmup(batch, w)) return *up * spec_.alpha_i;
+    const double w = c.to_batches(spec_.t_warmup());
+    if (spec_.name() == "linear_warmup") {
+      if (auto up = warmup(batch, w)) return *up * spec_.alpha_i();
     }
-    const double start = spec_.name == "linear_warmup" ? w : 0.0;
-    return spec_.alpha_i + (spec_.alpha_f - spec_.alpha_i) * progress(batch, start, c.to_batches(spec_.t_max));
+    const double start = spec_.name() == "linear_warmup" ? w : 0.0;
+    return spec_.alpha_i() + (spec_.alpha_f() - spec_.alpha_i()) * progress(batch, start, c.to_batches(spec_.t_max()));
   }
 };
 
 class CosineWarmup : public Multiplier {
   using Multiplier::Multiplier;
   double multiplier(double batch, const ScheduleClock& c) const override {
-    const double w = c.to_batches(spec_.t_warmup);
+    const double w = c.to_batches(spec_.t_warmup());
     if (auto up = warmup(batch, w)) return *up;
-    const double frac = progress(batch, w, c.to_batches(spec_.t_max));
-    return spec_.alpha_f + (1.0 - spec_.alpha_f) * 0.5 * (1.0 + std::cos(kPi * frac));
+    const double frac = progress(batch, w, c.to_batches(spec_.t_max()));
+    return spec_.alpha_f() + (1.0 - spec_.alpha_f()) * 0.5 * (1.0 + std::cos(kPi * frac));
   }
 };
 
 class Polynomial : public Multiplier {
   using Multiplier::Multiplier;
   double multiplier(double batch, const ScheduleClock& c) const override {
-    const double w = c.to_batches(spec_.t_warmup);
+    const double w = c.to_batches(spec_.t_warmup());
     if (auto up = warmup(batch, w)) return *up;
-    const double frac = progress(batch, w, c.to_batches(spec_.t_max));
-    return spec_.alpha_f + (1.0 - spec_.alpha_f) * std::pow(1.0 - frac, spec_.power);
+    const double frac = progress(batch, w, c.to_batches(spec_.t_max()));
+    return spec_.alpha_f() + (1.0 - spec_.alpha_f()) * std::pow(1.0 - frac, spec_.power());
   }
 };
 
@@ -105,15 +105,15 @@ class OneCycle : public Scheduler {
   std::string name() const override { return "one_cycle"; }
 
   double lr(double base_lr, double batch, const ScheduleClock& c) const override {
-    const double max_lr = spec_.max_lr.value_or(base_lr);
-    const double initial = max_lr / spec_.div_factor;
-    const double min_lr = initial / spec_.final_div_factor;
+    const double max_lr = spec_.max_lr().value_or(base_lr);
+    const double initial = max_lr / spec_.div_factor();
+    const double min_lr = initial / spec_.final_div_factor();
     return phase(batch, c, initial, max_lr, min_lr);
   }
 
   std::optional<double> momentum(double batch, const ScheduleClock& c) const override {
-    if (!spec_.cycle_momentum) return std::nullopt;
-    return phase(batch, c, spec_.max_momentum, spec_.base_momentum, spec_.max_momentum);
+    if (!spec_.cycle_momentum()) return std::nullopt;
+    return phase(batch, c, spec_.max_momentum(), spec_.base_momentum(), spec_.max_momentum());
   }
 
  private:
@@ -121,7 +121,7 @@ class OneCycle : public Scheduler {
   double phase(double batch, const ScheduleClock& c, double start, double peak, double end) const {
     const double total = c.max_batches;
     if (total < 2) throw std::invalid_argument("scheduler 'one_cycle' needs a run of at least 2 batches");
-    const double up_end = spec_.pct_start * total - 1.0;
+    const double up_end = spec_.pct_start() * total - 1.0;
     const double down_end = total - 1.0;
     auto anneal = [](double from, double to, double pct) {
       return to + (from - to) / 2.0 * (std::cos(kPi * pct) + 1.0);
@@ -155,21 +155,21 @@ std::vector<std::string> scheduler_names() {
 }
 
 std::shared_ptr<Scheduler> make_scheduler(const SchedulerOptions& spec) {
-  if (spec.name == "constant") return std::make_shared<Constant>(spec);
-  if (spec.name == "step") return std::make_shared<Step>(spec);
-  if (spec.name == "multistep") return std::make_shared<MultiStep>(spec);
-  if (spec.name == "exponential") return std::make_shared<Exponential>(spec);
-  if (spec.name == "linear" || spec.name == "linear_warmup") return std::make_shared<Linear>(spec);
-  if (spec.name == "cosine_warmup") return std::make_shared<CosineWarmup>(spec);
-  if (spec.name == "polynomial") return std::make_shared<Polynomial>(spec);
-  if (spec.name == "one_cycle") {
-    if (spec.pct_start <= 0 || spec.pct_start >= 1)
+  if (spec.name() == "constant") return std::make_shared<Constant>(spec);
+  if (spec.name() == "step") return std::make_shared<Step>(spec);
+  if (spec.name() == "multistep") return std::make_shared<MultiStep>(spec);
+  if (spec.name() == "exponential") return std::make_shared<Exponential>(spec);
+  if (spec.name() == "linear" || spec.name() == "linear_warmup") return std::make_shared<Linear>(spec);
+  if (spec.name() == "cosine_warmup") return std::make_shared<CosineWarmup>(spec);
+  if (spec.name() == "polynomial") return std::make_shared<Polynomial>(spec);
+  if (spec.name() == "one_cycle") {
+    if (spec.pct_start() <= 0 || spec.pct_start() >= 1)
       throw std::invalid_argument("scheduler 'one_cycle': pct_start must be in (0, 1)");
     return std::make_shared<OneCycle>(spec);
   }
   std::string known;
   for (const auto& n : scheduler_names()) known += (known.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("unknown scheduler '" + spec.name + "' (known: " + known + ")");
+  throw std::invalid_argument("unknown scheduler '" + spec.name() + "' (known: " + known + ")");
 }
 
 }  // namespace baton

@@ -163,7 +163,7 @@ bool MpiSession::launched() { return mpi::launched(); }
 
 MpiSession::MpiSession(MpiSessionOptions options) : options_(std::move(options)) {
   mpi::Comm::world();  // initialises MPI, or throws when baton was built without it
-  local_ = std::make_unique<LocalSession>(options_.threads > 0 ? options_.threads : mpi::cores_per_local_rank());
+  local_ = std::make_unique<LocalSession>(options_.threads() > 0 ? options_.threads() : mpi::cores_per_local_rank());
 }
 
 MpiSession::~MpiSession() = default;
@@ -178,8 +178,8 @@ std::vector<int> MpiSession::place(const TaskGroup& by_node) const {
   std::vector<int> placed;
   for (std::size_t i = 0; i < by_node.tasks().size(); ++i) {
     const auto& node = by_node.tasks()[i].node();
-    auto it = options_.node_ranks.find(node);
-    if (it == options_.node_ranks.end()) {
+    auto it = options_.node_ranks().find(node);
+    if (it == options_.node_ranks().end()) {
       placed.push_back(static_cast<int>(i % static_cast<std::size_t>(n)));
     } else if (it->second < 0 || it->second >= n) {
       throw std::invalid_argument("MpiSession: node '" + node + "' is mapped to rank " + std::to_string(it->second) +
@@ -214,7 +214,7 @@ void MpiSession::run(TaskGroup& group) {
     RankRun run = run_and_watch(*local_, mine, comm, tag);
     drain_notices(comm, tag, run);
     agree_on_outcome(comm, by_node, placed, std::move(run.error), mine.empty() ? "" : mine.front()->node(),
-                     options_.broadcast_outputs);
+                     options_.broadcast_outputs());
   } catch (const PlanError&) {
     throw;
   } catch (const std::exception& e) {

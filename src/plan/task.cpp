@@ -174,12 +174,12 @@ void TaskOutput::set(std::vector<WorkspaceValue> values) {
 
 Task::Task(std::shared_ptr<ExecutionStep> step, TaskOptions options)
     : step_(std::move(step)), options_(std::move(options)) {
-  if (options_.num_instances < 1) throw std::invalid_argument("Task '" + options_.name + "': num_instances < 1");
-  if (options_.name.empty()) options_.name = step_ ? step_->name() : "task";
-  if (options_.node) Cluster::current().add_node(*options_.node);
-  node_ = options_.node.value_or(Node::current());
-  if (!options_.node && node_ == "local") Cluster::current().add_node(node_);
-  name_ = node_ + "/" + options_.name;
+  if (options_.num_instances() < 1) throw std::invalid_argument("Task '" + options_.name() + "': num_instances < 1");
+  if (options_.name().empty()) options_.name(step_ ? step_->name() : "task");
+  if (options_.node()) Cluster::current().add_node(*options_.node());
+  node_ = options_.node().value_or(Node::current());
+  if (!options_.node() && node_ == "local") Cluster::current().add_node(node_);
+  name_ = node_ + "/" + options_.name();
 }
 
 std::shared_ptr<TaskOutput> Task::add_output(const std::string& name) {
@@ -197,9 +197,9 @@ std::shared_ptr<ExecutionStep> Task::step_with_setup() const {
   // Without instance setups the instance is the body itself (one step less per task).
   auto instance =
       instance_setups.empty() ? body : ExecutionStep::guarded(name_ + ":instance", std::move(instance_setups), body);
-  if (options_.num_instances > 1) {
+  if (options_.num_instances() > 1) {
     instance = ExecutionStep::make(name_ + ":parallel", std::vector<std::shared_ptr<ExecutionStep>>{instance});
-    instance->num_concurrent_instances(options_.num_instances);
+    instance->num_concurrent_instances(options_.num_instances());
   }
   auto root = ExecutionStep::guarded(name_, body->setups(SetupScope::kTask), instance);
   root->task_name_ = name_;
@@ -221,11 +221,11 @@ TaskGroup::TaskGroup(std::optional<WorkspaceType> workspace_type) : workspace_ty
 
 Task& TaskGroup::add(Task task) {
   if (by_node_) throw std::logic_error("TaskGroup: cannot add a task after tasks_by_node()");
-  if (workspace_type_ && task.options_.workspace_type && *workspace_type_ != *task.options_.workspace_type)
+  if (workspace_type_ && task.options_.workspace_type() && *workspace_type_ != *task.options_.workspace_type())
     throw std::invalid_argument("TaskGroup: task '" + task.name_ + "' has another workspace type than its group");
-  if (!task.options_.workspace_type) task.options_.workspace_type = workspace_type_.value_or(WorkspaceType::kPrivate);
-  if (!workspace_type_) workspace_type_ = task.options_.workspace_type;
-  const std::string base = task.node_ + "/" + task.options_.name;
+  if (!task.options_.workspace_type()) task.options_.workspace_type(workspace_type_.value_or(WorkspaceType::kPrivate));
+  if (!workspace_type_) workspace_type_ = task.options_.workspace_type();
+  const std::string base = task.node_ + "/" + task.options_.name();
   std::string name = base;
   if (names_.count(name)) {  // the next free suffix, starting after the last one given to this base
     int& next = next_suffix_[base];
@@ -299,7 +299,7 @@ const TaskGroup& TaskGroup::tasks_by_node(const std::function<std::string(const 
       }
     }
     Task combined(ExecutionStep::guarded(node, node_setups, body),
-                  {.name = "grouped_by_node", .workspace_type = type, .node = node});
+                  TaskOptions().name("grouped_by_node").workspace_type(type).node(node));
     combined.outputs_ = outputs;
     combined.name_ = node + "/grouped_by_node";
     grouped->tasks_.push_back(std::move(combined));
@@ -311,7 +311,7 @@ const TaskGroup& TaskGroup::tasks_by_node(const std::function<std::string(const 
 
 Task TaskGroup::to_task(const std::string& node) {
   const auto& grouped = tasks_by_node([&](const std::string&) { return node; });
-  if (grouped.tasks().empty()) return Task(nullptr, {.node = node});
+  if (grouped.tasks().empty()) return Task(nullptr, TaskOptions().node(node));
   return grouped.tasks().front();
 }
 

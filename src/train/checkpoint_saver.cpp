@@ -133,15 +133,15 @@ void check_checkpoint_filename(const std::string& filename) {
 CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options, Snapshot snapshot, Meta meta)
     : options_(std::move(options)), snapshot_(std::move(snapshot)), meta_(std::move(meta)) {
   try {
-    check_checkpoint_filename(options_.filename);
+    check_checkpoint_filename(options_.filename());
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string("save_filename ") + e.what());
   }
   std::error_code ec;
-  fs::create_directories(options_.folder, ec);
-  if (ec) throw CheckpointError(options_.folder + ": cannot create the checkpoint folder (" + ec.message() + ")");
-  if (::access(options_.folder.c_str(), W_OK) != 0) {
-    throw CheckpointError(options_.folder + ": the checkpoint folder is not writable (" + std::strerror(errno) + ")");
+  fs::create_directories(options_.folder(), ec);
+  if (ec) throw CheckpointError(options_.folder() + ": cannot create the checkpoint folder (" + ec.message() + ")");
+  if (::access(options_.folder().c_str(), W_OK) != 0) {
+    throw CheckpointError(options_.folder() + ": the checkpoint folder is not writable (" + std::strerror(errno) + ")");
   }
 }
 
@@ -161,15 +161,15 @@ std::string CheckpointSaver::save(const State& state) {
   wait();
   StateDict snapshot = snapshot_();
   nlohmann::json meta = meta_ ? meta_() : nlohmann::json::object();
-  const std::string name = fill(options_.filename, state);
+  const std::string name = fill(options_.filename(), state);
   check_checkpoint_filename(name);  // {run_name} may make a name the pattern did not
-  const std::string path = (fs::path(options_.folder) / name).string();
+  const std::string path = (fs::path(options_.folder()) / name).string();
   last_saved_ = {state.timestamp.epoch(), state.timestamp.batch()};
   written_.erase(std::remove(written_.begin(), written_.end(), path), written_.end());
   written_.push_back(path);
   std::vector<std::string> doomed;
-  if (options_.num_checkpoints_to_keep >= 0) {
-    while (written_.size() > static_cast<std::size_t>(std::max(1, options_.num_checkpoints_to_keep))) {
+  if (options_.num_checkpoints_to_keep() >= 0) {
+    while (written_.size() > static_cast<std::size_t>(std::max(1, options_.num_checkpoints_to_keep()))) {
       doomed.push_back(written_.front());
       written_.erase(written_.begin());
     }
@@ -177,7 +177,7 @@ std::string CheckpointSaver::save(const State& state) {
   pending_ = std::async(std::launch::async, [this, path, snapshot = std::move(snapshot), meta = std::move(meta),
                                              doomed = std::move(doomed)] {
     write_checkpoint(path, snapshot, meta);
-    point_latest_at(options_.folder, path);
+    point_latest_at(options_.folder(), path);
     for (const auto& old : doomed) {
       std::error_code ec;
       fs::remove(old, ec);
@@ -187,7 +187,7 @@ std::string CheckpointSaver::save(const State& state) {
 }
 
 void CheckpointSaver::batch_checkpoint(State& state, Logger&) {
-  const Time& every = options_.interval;
+  const Time& every = options_.interval();
   if (every.value() <= 0) return;
   if (every.unit() == TimeUnit::kBatch && state.timestamp.batch() % every.count() == 0) save(state);
   if (every.unit() == TimeUnit::kSample) {
@@ -197,7 +197,7 @@ void CheckpointSaver::batch_checkpoint(State& state, Logger&) {
 }
 
 void CheckpointSaver::epoch_checkpoint(State& state, Logger&) {
-  const Time& every = options_.interval;
+  const Time& every = options_.interval();
   if (every.unit() == TimeUnit::kEpoch && every.count() > 0 && state.timestamp.epoch() % every.count() == 0) {
     if (!saved_now(state)) save(state);
   }

@@ -128,10 +128,10 @@ void load_files(const Section& data, TrainingRun& run) {
 // data.dataset: text — next-token windows over a text file or folder.
 void load_text_data(const Section& data, uint64_t seed, TrainingRun& run) {
   TextOptions t;
-  t.context = data.get<int64_t>("context", t.context);
-  t.tokens = data.get<std::string>("tokens", t.tokens);
-  t.validation_fraction = data.get<double>("validation_fraction", t.validation_fraction);
-  t.seed = seed;
+  t.context(data.get<int64_t>("context", t.context()));
+  t.tokens(data.get<std::string>("tokens", t.tokens()));
+  t.validation_fraction(data.get<double>("validation_fraction", t.validation_fraction()));
+  t.seed(seed);
   try {
     std::tie(run.train_data, run.eval_data) = load_text(data.get<std::string>("path", kDefaultTextPath), t);
   } catch (const OptionError& e) {
@@ -309,12 +309,13 @@ void build_loaders(const Section& data, uint64_t seed, TrainingRun& run) {
 void build_model(const Section& model, TrainingRun& run) {
   TrainerOptions& o = run.options;
   run.model_name = model.get<std::string>("name", "fashion_cnn");
-  ModelOptions spec{.input_shape = run.train_data->input_shape(), .num_classes = run.train_data->num_classes()};
-  if (model.has("hidden")) spec.hidden = model.get<std::vector<int64_t>>("hidden", {});
-  spec.layers = model.get<int64_t>("layers", spec.layers);
-  spec.width = model.get<int64_t>("width", spec.width);
-  spec.heads = model.get<int64_t>("heads", spec.heads);
-  spec.dropout = model.get<double>("dropout", spec.dropout);
+  ModelOptions spec =
+      ModelOptions().input_shape(run.train_data->input_shape()).num_classes(run.train_data->num_classes());
+  if (model.has("hidden")) spec.hidden(model.get<std::vector<int64_t>>("hidden", {}));
+  spec.layers(model.get<int64_t>("layers", spec.layers()));
+  spec.width(model.get<int64_t>("width", spec.width()));
+  spec.heads(model.get<int64_t>("heads", spec.heads()));
+  spec.dropout(model.get<double>("dropout", spec.dropout()));
   run.model_spec = spec;
   if (run.model_name == "torchscript") {
     if (!model.has("path")) model.fail("path", "required for a torchscript model (a file saved with torch.jit.save)");
@@ -331,15 +332,15 @@ void build_model(const Section& model, TrainingRun& run) {
 
 void build_optimizer(const Section& opt, TrainerOptions& o) {
   OptimizerOptions os;
-  os.name = opt.get<std::string>("name", os.name);
-  os.lr = opt.get<double>("lr", os.lr);
-  os.momentum = opt.get<double>("momentum", os.momentum);
-  os.dampening = opt.get<double>("dampening", os.dampening);
-  os.nesterov = opt.get<bool>("nesterov", os.nesterov);
-  os.weight_decay = opt.get<double>("weight_decay", os.weight_decay);
-  os.beta1 = opt.get<double>("beta1", os.beta1);
-  os.beta2 = opt.get<double>("beta2", os.beta2);
-  os.eps = opt.get<double>("eps", os.eps);
+  os.name(opt.get<std::string>("name", os.name()));
+  os.lr(opt.get<double>("lr", os.lr()));
+  os.momentum(opt.get<double>("momentum", os.momentum()));
+  os.dampening(opt.get<double>("dampening", os.dampening()));
+  os.nesterov(opt.get<bool>("nesterov", os.nesterov()));
+  os.weight_decay(opt.get<double>("weight_decay", os.weight_decay()));
+  os.beta1(opt.get<double>("beta1", os.beta1()));
+  os.beta2(opt.get<double>("beta2", os.beta2()));
+  os.eps(opt.get<double>("eps", os.eps()));
   try {
     o.optimizers({make_optimizer(os, o.model()->parameters())});
   } catch (const std::invalid_argument& e) {
@@ -398,24 +399,24 @@ void build_plugins(const Section& top, TrainingRun& run) {
 
 void build_scheduler(const Section& sch, TrainerOptions& o) {
   SchedulerOptions ss;
-  ss.name = sch.get<std::string>("name", ss.name);
-  ss.alpha = sch.get<double>("alpha", ss.alpha);
-  ss.alpha_i = sch.get<double>("alpha_i", ss.alpha_i);
-  ss.alpha_f = sch.get<double>("alpha_f", ss.alpha_f);
-  ss.gamma = sch.get<double>("gamma", ss.gamma);
-  ss.power = sch.get<double>("power", ss.power);
-  ss.t_max = sch.time("t_max", ss.t_max);
-  ss.t_warmup = sch.time("t_warmup", ss.t_warmup);
-  ss.step_size = sch.time("step_size", ss.step_size);
-  ss.milestones = sch.times("milestones");
-  ss.decay_period = sch.time("decay_period", ss.decay_period);
-  if (sch.has("max_lr")) ss.max_lr = sch.get<double>("max_lr", 0.0);
-  ss.pct_start = sch.get<double>("pct_start", ss.pct_start);
-  ss.div_factor = sch.get<double>("div_factor", ss.div_factor);
-  ss.final_div_factor = sch.get<double>("final_div_factor", ss.final_div_factor);
-  ss.cycle_momentum = sch.get<bool>("cycle_momentum", ss.cycle_momentum);
-  ss.base_momentum = sch.get<double>("base_momentum", ss.base_momentum);
-  ss.max_momentum = sch.get<double>("max_momentum", ss.max_momentum);
+  ss.name(sch.get<std::string>("name", ss.name()));
+  ss.alpha(sch.get<double>("alpha", ss.alpha()));
+  ss.alpha_i(sch.get<double>("alpha_i", ss.alpha_i()));
+  ss.alpha_f(sch.get<double>("alpha_f", ss.alpha_f()));
+  ss.gamma(sch.get<double>("gamma", ss.gamma()));
+  ss.power(sch.get<double>("power", ss.power()));
+  ss.t_max(sch.time("t_max", ss.t_max()));
+  ss.t_warmup(sch.time("t_warmup", ss.t_warmup()));
+  ss.step_size(sch.time("step_size", ss.step_size()));
+  ss.milestones(sch.times("milestones"));
+  ss.decay_period(sch.time("decay_period", ss.decay_period()));
+  if (sch.has("max_lr")) ss.max_lr(sch.get<double>("max_lr", 0.0));
+  ss.pct_start(sch.get<double>("pct_start", ss.pct_start()));
+  ss.div_factor(sch.get<double>("div_factor", ss.div_factor()));
+  ss.final_div_factor(sch.get<double>("final_div_factor", ss.final_div_factor()));
+  ss.cycle_momentum(sch.get<bool>("cycle_momentum", ss.cycle_momentum()));
+  ss.base_momentum(sch.get<double>("base_momentum", ss.base_momentum()));
+  ss.max_momentum(sch.get<double>("max_momentum", ss.max_momentum()));
   try {
     o.schedulers({make_scheduler(ss)});
   } catch (const std::invalid_argument& e) {

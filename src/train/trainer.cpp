@@ -158,7 +158,8 @@ void Trainer::setup_distributed() {
 // parameter group's initial learning rate, which the schedulers scale.
 void Trainer::setup_state() {
   if (options_.optimizers().empty()) {
-    options_.optimizers({make_optimizer({.name = "decoupled_sgdw", .lr = 0.1}, options_.model()->parameters())});
+    options_.optimizers(
+        {make_optimizer(OptimizerOptions().name("decoupled_sgdw").lr(0.1), options_.model()->parameters())});
   }
   for (const auto& optimizer : options_.optimizers()) {
     std::vector<double> lrs;
@@ -204,8 +205,11 @@ void Trainer::setup_saver() {
   require(save_unit == TimeUnit::kEpoch || save_unit == TimeUnit::kBatch || save_unit == TimeUnit::kSample,
           "TrainerOptions: save_interval " + options_.save_interval().to_string() + " must be in ep, ba or sp");
   saver_ = std::make_shared<CheckpointSaver>(
-      CheckpointSaverOptions{options_.save_folder(), options_.save_interval(), options_.save_filename(),
-                             options_.save_num_checkpoints_to_keep()},
+      CheckpointSaverOptions()
+          .folder(options_.save_folder())
+          .interval(options_.save_interval())
+          .filename(options_.save_filename())
+          .num_checkpoints_to_keep(options_.save_num_checkpoints_to_keep()),
       [this] {
         flush_losses();  // a NaN loss stops the run before it is saved
         return snapshot(options_.save_weights_only());

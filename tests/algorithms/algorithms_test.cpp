@@ -27,13 +27,13 @@ using testing::quadrants;
 
 TrainerOptions image_options(const std::string& model_name = "fashion_cnn", int64_t n = 64, int64_t batch = 16) {
   torch::manual_seed(0);
-  auto model = make_model(model_name, {.input_shape = {1, 16, 16}, .num_classes = 4});
+  auto model = make_model(model_name, ModelOptions().input_shape({1, 16, 16}).num_classes(4));
   return TrainerOptions()
       .model(model)
       .train_dataloader(std::make_shared<DataLoader>(quadrants(n, 1), DataLoaderOptions().batch_size(batch).seed(3)))
       .eval_dataloader(
           "eval", std::make_shared<DataLoader>(quadrants(32, 2), DataLoaderOptions().batch_size(16).shuffle(false)))
-      .optimizers({make_optimizer({.name = "sgd", .lr = 0.05, .momentum = 0.9}, model->parameters())})
+      .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(0.05).momentum(0.9), model->parameters())})
       .progress_bar(false)
       .console_log_interval("0ba")
       .eval_interval("0ep");
@@ -43,7 +43,7 @@ TrainerOptions image_options(const std::string& model_name = "fashion_cnn", int6
 struct Bench {
   explicit Bench(const std::string& model_name = "fashion_cnn") {
     torch::manual_seed(0);
-    model = make_model(model_name, {.input_shape = {1, 16, 16}, .num_classes = 4});
+    model = make_model(model_name, ModelOptions().input_shape({1, 16, 16}).num_classes(4));
     state.model = model;
     state.max_duration = Time::from_batch(10);
     state.batch = {torch::randn({8, 1, 16, 16}), torch::randint(0, 4, {8})};
@@ -65,7 +65,7 @@ TEST(LabelSmoothing, SmoothsTargetsForTheLossAndRestoresThem) {
   Bench b;
   b.state.outputs = torch::zeros({8, 4});
   const at::Tensor labels = b.state.batch.target.clone();
-  LabelSmoothing ls({.smoothing = 0.2});
+  LabelSmoothing ls(LabelSmoothingOptions().smoothing(0.2));
   ls.apply(Event::kBeforeLoss, b.state, b.logger);
   const at::Tensor t = b.state.batch.target;
   ASSERT_EQ(t.sizes(), (std::vector<int64_t>{8, 4}));
@@ -82,7 +82,7 @@ TEST(LabelSmoothing, SmoothsTargetsForTheLossAndRestoresThem) {
 TEST(MixUp, MixesInputsAndInterpolatesTheLoss) {
   Bench b;
   b.state.batch = {torch::eye(8), torch::arange(8) % 4};
-  MixUp mixup({.alpha = 1.0, .interpolate_loss = true});
+  MixUp mixup(MixOptions().alpha(1.0).interpolate_loss(true));
   torch::manual_seed(5);
   mixup.apply(Event::kBeforeForward, b.state, b.logger);
   const double lambda = mixup.mixing();
@@ -118,7 +118,7 @@ TEST(MixUp, MixesInputsAndInterpolatesTheLoss) {
 TEST(MixUp, WithoutInterpolationMixesTheTargetsForTheLoss) {
   Bench b;
   b.state.outputs = torch::zeros({8, 4});
-  MixUp mixup({.alpha = 0.4});
+  MixUp mixup(MixOptions().alpha(0.4));
   mixup.apply(Event::kBeforeForward, b.state, b.logger);
   const at::Tensor labels = b.state.batch.target.clone();
   mixup.apply(Event::kBeforeLoss, b.state, b.logger);
@@ -135,7 +135,7 @@ TEST(CutMix, PastesABoxWhoseAreaIsTheMixingWeight) {
   Bench b;
   // Image i is filled with the value i: a pixel shows which image it came from.
   b.state.batch.input = torch::arange(8, torch::kFloat).view({8, 1, 1, 1}).expand({8, 1, 16, 16}).contiguous();
-  CutMix cutmix({.alpha = 1.0});
+  CutMix cutmix(MixOptions().alpha(1.0));
   torch::manual_seed(3);
   cutmix.apply(Event::kBeforeForward, b.state, b.logger);
   const at::Tensor x = b.state.batch.input;
@@ -153,7 +153,7 @@ TEST(CutMix, PastesABoxWhoseAreaIsTheMixingWeight) {
 TEST(CutOut, ZeroesASquareOfTheGivenSideInEachImage) {
   Bench b;
   b.state.batch.input = torch::ones({8, 1, 16, 16});
-  CutOut cutout({.num_holes = 1, .length = 0.25});
+  CutOut cutout(CutOutOptions().num_holes(1).length(0.25));
   cutout.apply(Event::kAfterDataloader, b.state, b.logger);
   for (int64_t i = 0; i < 8; ++i) EXPECT_EQ((b.state.batch.input[i] == 0).sum().item<int64_t>(), 16);  // 4 x 4
   // Different places in different images.
@@ -164,7 +164,7 @@ TEST(CutOut, ZeroesASquareOfTheGivenSideInEachImage) {
 TEST(ColOut, DropsRowsAndColumns) {
   Bench b;
   const at::Tensor before = b.state.batch.input.clone();
-  ColOut colout({.p_row = 0.25, .p_col = 0.5});
+  ColOut colout(ColOutOptions().p_row(0.25).p_col(0.5));
   colout.apply(Event::kAfterDataloader, b.state, b.logger);
   EXPECT_EQ(b.state.batch.input.sizes(), (std::vector<int64_t>{8, 1, 12, 8}));
   // What is left are original pixels: the first image's values are a subset of its old values.
@@ -174,7 +174,7 @@ TEST(ColOut, DropsRowsAndColumns) {
 TEST(RandAugment, ChangesImagesKeepsShapesAndIsSeeded) {
   Bench b;
   const at::Tensor before = b.state.batch.input.clone();
-  RandAugment ra({.severity = 9, .depth = 2});
+  RandAugment ra(RandAugmentOptions().severity(9).depth(2));
   torch::manual_seed(11);
   ra.apply(Event::kAfterDataloader, b.state, b.logger);
   const at::Tensor once = b.state.batch.input.clone();
@@ -187,7 +187,8 @@ TEST(RandAugment, ChangesImagesKeepsShapesAndIsSeeded) {
   torch::manual_seed(11);
   ra.apply(Event::kAfterDataloader, b.state, b.logger);
   EXPECT_TRUE(b.state.batch.input.equal(once));
-  EXPECT_THAT(testing::error_of([] { RandAugment({.augmentation_set = "colour"}); }), HasSubstr("augmentation_set"));
+  EXPECT_THAT(testing::error_of([] { RandAugment(RandAugmentOptions().augmentation_set("colour")); }),
+              HasSubstr("augmentation_set"));
 }
 
 TEST(ProgressiveResizing, ChangesTheInputSizeOnSchedule) {
@@ -196,11 +197,13 @@ TEST(ProgressiveResizing, ChangesTheInputSizeOnSchedule) {
   auto probe = std::make_shared<Probe>([&](Event e, State& s) {
     if (e == Event::kBeforeForward) sides.push_back(s.batch.input.size(2));
   });
-  Trainer trainer(image_options("resnet20", 160, 16)
-                      .max_duration("10ba")
-                      .algorithms({std::make_shared<ProgressiveResizing>(ProgressiveResizingOptions{
-                          .initial_scale = 0.5, .finetune_fraction = 0.2, .delay_fraction = 0.2, .size_increment = 4})})
-                      .callbacks({probe}));
+  Trainer trainer(
+      image_options("resnet20", 160, 16)
+          .max_duration("10ba")
+          .algorithms({std::make_shared<ProgressiveResizing>(
+              ProgressiveResizingOptions().initial_scale(0.5).finetune_fraction(0.2).delay_fraction(0.2).size_increment(
+                  4))})
+          .callbacks({probe}));
   trainer.fit();
   // 10 batches: 0.5 until 20%, growing to full size at 80%, then full: 8, 8, 8, then 8..16, then 16.
   ASSERT_EQ(sides.size(), 10U);
@@ -208,7 +211,7 @@ TEST(ProgressiveResizing, ChangesTheInputSizeOnSchedule) {
   EXPECT_EQ(sides.back(), 16);
   EXPECT_TRUE(std::is_sorted(sides.begin(), sides.end()));
   EXPECT_GT(std::count_if(sides.begin(), sides.end(), [](int64_t s) { return s > 8 && s < 16; }), 0);
-  ProgressiveResizing pr({.initial_scale = 0.5, .finetune_fraction = 0.2, .delay_fraction = 0.5});
+  ProgressiveResizing pr(ProgressiveResizingOptions().initial_scale(0.5).finetune_fraction(0.2).delay_fraction(0.5));
   EXPECT_DOUBLE_EQ(pr.scale_at(0.4), 0.5);
   EXPECT_DOUBLE_EQ(pr.scale_at(0.65), 0.75);
   EXPECT_DOUBLE_EQ(pr.scale_at(0.9), 1.0);
@@ -217,7 +220,7 @@ TEST(ProgressiveResizing, ChangesTheInputSizeOnSchedule) {
 // ---- Weights and gradients ----
 
 TEST(LayerFreezing, AFrozenLayerGetsNoGradientAfterItsFreezePoint) {
-  auto freezing = std::make_shared<LayerFreezing>(LayerFreezingOptions{.freeze_start = 0.0, .freeze_level = 1.0});
+  auto freezing = std::make_shared<LayerFreezing>(LayerFreezingOptions().freeze_start(0.0).freeze_level(1.0));
   // fashion_cnn has 4 layers with parameters (c1, c2, f1, f2); after epoch 1 of 4, 1 is frozen, after 2, 2.
   std::map<int64_t, bool> c1_grad_at_epoch;
   at::Tensor c1_at_freeze;
@@ -242,8 +245,8 @@ TEST(LayerFreezing, AFrozenLayerGetsNoGradientAfterItsFreezePoint) {
 
 TEST(LayerFreezing, AFreezeIntervalInBatchesFreezesWithinAnEpoch) {
   LayerFreezingOptions o;
-  o.freeze_start = 0.0;
-  o.freeze_interval = Time::from_batch(2);
+  o.freeze_start(0.0);
+  o.freeze_interval(Time::from_batch(2));
   auto freezing = std::make_shared<LayerFreezing>(o);
   // 8 batches, checked every 2: after batch 2 of 8 a quarter of the 4 layers (c1), after 4 half (c1, c2).
   std::vector<int64_t> c1_trained, c2_trained;
@@ -259,14 +262,14 @@ TEST(LayerFreezing, AFreezeIntervalInBatchesFreezesWithinAnEpoch) {
   EXPECT_EQ(c1_trained, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(c2_trained, (std::vector<int64_t>{0, 1, 2, 3}));
   EXPECT_EQ(freezing->frozen_layers(), 4);
-  o.freeze_interval = Time::from_batch(0);
+  o.freeze_interval(Time::from_batch(0));
   EXPECT_THROW(LayerFreezing{o}, std::invalid_argument);
-  o.freeze_interval = Time::from_duration(0.5);
+  o.freeze_interval(Time::from_duration(0.5));
   EXPECT_THROW(LayerFreezing{o}, std::invalid_argument);
 }
 
 TEST(Ema, AveragedWeightsDifferAreUsedForEvalAndRestoredAfter) {
-  auto ema = std::make_shared<Ema>(EmaOptions{.half_life = Time::from_batch(2)});
+  auto ema = std::make_shared<Ema>(EmaOptions().half_life(Time::from_batch(2)));
   at::Tensor live_at_end, at_eval, at_next_start;
   auto probe = std::make_shared<Probe>([&](Event e, State& s) {
     const int64_t batch = s.timestamp.batch();
@@ -290,8 +293,7 @@ TEST(Ema, AveragedWeightsDifferAreUsedForEvalAndRestoredAfter) {
 
 TEST(Ema, UpdatesPerEpochToo) {
   // Epoch-wise updates happen at epoch_end, when the last batch's checkpoint swap may be in place.
-  auto ema =
-      std::make_shared<Ema>(EmaOptions{.half_life = Time::from_epoch(1), .update_interval = Time::from_epoch(1)});
+  auto ema = std::make_shared<Ema>(EmaOptions().half_life(Time::from_epoch(1)).update_interval(Time::from_epoch(1)));
   std::vector<at::Tensor> at_epoch_end;
   auto probe = std::make_shared<Probe>([&](Event e, State& s) {
     if (e == Event::kEpochEnd) at_epoch_end.push_back(flat_weights(*s.model));
@@ -311,7 +313,7 @@ TEST(Ema, CheckpointsHoldTheAverageAndResumeBitwise) {
   auto run = [&](const std::string& duration, bool autoresume) {
     TrainerOptions o = image_options()
                            .max_duration(duration)
-                           .algorithms({std::make_shared<Ema>(EmaOptions{.half_life = Time::from_batch(3)})})
+                           .algorithms({std::make_shared<Ema>(EmaOptions().half_life(Time::from_batch(3)))})
                            .save_folder(dir.string())
                            .save_interval("2ba")
                            .autoresume(autoresume)
@@ -334,9 +336,10 @@ TEST(Swa, AveragesTheWeightsBetweenStartAndEnd) {
     const int64_t batch = s.timestamp.batch();
     if (e == Event::kBatchEnd && batch >= 5 && batch < 9) seen.push_back(flat_weights(*s.model));
   });
-  auto swa = std::make_shared<Swa>(SwaOptions{.swa_start = Time::from_duration(0.5),
-                                              .swa_end = Time::from_duration(0.9),
-                                              .update_interval = Time::from_batch(1)});
+  auto swa = std::make_shared<Swa>(SwaOptions()
+                                       .swa_start(Time::from_duration(0.5))
+                                       .swa_end(Time::from_duration(0.9))
+                                       .update_interval(Time::from_batch(1)));
   TrainerOptions options = image_options().max_duration("10ba").algorithms({swa}).callbacks({probe});
   Trainer trainer(options);
   trainer.fit(Time::from_batch(9));  // the model takes the average at batch 9
@@ -357,15 +360,15 @@ TEST(GradientClipping, NormValueAndAdaptive) {
     return std::sqrt(sq);
   };
   grads(10.0);
-  GradientClipping({.clipping_type = "norm", .clipping_threshold = 1.0})
+  GradientClipping(GradientClippingOptions().clipping_type("norm").clipping_threshold(1.0))
       .apply(Event::kAfterTrainBatch, b.state, b.logger);
   EXPECT_NEAR(total_norm(), 1.0, 1e-3);
   grads(10.0);
-  GradientClipping({.clipping_type = "value", .clipping_threshold = 0.5})
+  GradientClipping(GradientClippingOptions().clipping_type("value").clipping_threshold(0.5))
       .apply(Event::kAfterTrainBatch, b.state, b.logger);
   for (auto& p : b.model->parameters()) EXPECT_LE(p.grad().abs().max().item<double>(), 0.5 + 1e-7);
   grads(10.0);
-  GradientClipping({.clipping_type = "adaptive", .clipping_threshold = 0.01})
+  GradientClipping(GradientClippingOptions().clipping_type("adaptive").clipping_threshold(0.01))
       .apply(Event::kAfterTrainBatch, b.state, b.logger);
   for (auto& p : b.model->parameters()) {
     if (p.dim() < 2) continue;
@@ -389,12 +392,12 @@ TORCH_MODULE(Counting);
 TEST(Sam, TakesTwoForwardBackwardPassesPerStep) {
   for (bool with_sam : {false, true}) {
     torch::manual_seed(0);
-    auto base = make_model("fashion_cnn", {.input_shape = {1, 16, 16}, .num_classes = 4});
+    auto base = make_model("fashion_cnn", ModelOptions().input_shape({1, 16, 16}).num_classes(4));
     Counting counting(std::dynamic_pointer_cast<Classifier>(base)->module());
     auto model = std::make_shared<Classifier>(counting.ptr());
-    TrainerOptions o =
-        image_options().model(model).optimizers({make_optimizer({.name = "sgd", .lr = 0.05}, model->parameters())});
-    if (with_sam) o.algorithms({std::make_shared<Sam>(SamOptions{.rho = 0.05})});
+    TrainerOptions o = image_options().model(model).optimizers(
+        {make_optimizer(OptimizerOptions().name("sgd").lr(0.05), model->parameters())});
+    if (with_sam) o.algorithms({std::make_shared<Sam>(SamOptions().rho(0.05))});
     Trainer trainer(o.max_duration("3ba"));
     trainer.fit();
     EXPECT_EQ(counting->calls, with_sam ? 6 : 3);
@@ -406,7 +409,7 @@ TEST(SelectiveBackprop, KeepsTheHardestExamplesByTheConfiguredFraction) {
   b.state.timestamp =
       Timestamp().to_next_batch(8).to_next_batch(8).to_next_batch(8).to_next_batch(8).to_next_batch(8).to_next_batch(
           8);  // batch 6 of 10: inside [0.5, 0.9), even
-  SelectiveBackprop sb({.keep = 0.25});
+  SelectiveBackprop sb(SelectiveBackpropOptions().keep(0.25));
   ASSERT_TRUE(sb.match(Event::kAfterDataloader, b.state));
   const Batch before = b.state.batch;
   at::Tensor losses;
@@ -495,7 +498,7 @@ TEST(Surgery, GhostBatchNormNormalisesEachGhostBatch) {
   check_surgery("resnet20", "ghost_batchnorm", {{"ghost_batch_size", 8}}, "GhostBatchNorm2d", 21);
   // In training each group of 8 has per-channel mean ~0 after the norm (plain BatchNorm: only the batch).
   Bench b("resnet20");
-  GhostBatchNorm({.ghost_batch_size = 4}).apply(Event::kInit, b.state, b.logger);
+  GhostBatchNorm(GhostBatchNormOptions().ghost_batch_size(4)).apply(Event::kInit, b.state, b.logger);
   torch::nn::AnyModule* ghost = nullptr;
   for (const auto& m : b.model->modules()) {
     if (auto* r = dynamic_cast<Replaceable*>(m.get())) {

@@ -42,7 +42,7 @@ TEST(Composition, SevenAlgorithmsRunInThePassesOrder) {
   for (bool interpolate : {false, true}) {
     SCOPED_TRACE(interpolate ? "interpolating the loss" : "mixing the targets");
     torch::manual_seed(0);
-    auto model = make_model("fashion_cnn", {.input_shape = {1, 16, 16}, .num_classes = 4});
+    auto model = make_model("fashion_cnn", ModelOptions().input_shape({1, 16, 16}).num_classes(4));
     std::vector<std::shared_ptr<Algorithm>> algorithms = {
         make_algorithm("mixup", {{"alpha", 0.2}, {"interpolate_loss", interpolate}}),
         make_algorithm("cutmix", {{"alpha", 1.0}, {"interpolate_loss", interpolate}}),
@@ -58,7 +58,7 @@ TEST(Composition, SevenAlgorithmsRunInThePassesOrder) {
             .model(model)
             .train_dataloader(std::make_shared<DataLoader>(images(64), DataLoaderOptions().batch_size(16)))
             .eval_dataloader("eval", std::make_shared<DataLoader>(images(16), DataLoaderOptions().batch_size(16)))
-            .optimizers({make_optimizer({.name = "sgd", .lr = 0.05}, model->parameters())})
+            .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(0.05), model->parameters())})
             .algorithms(algorithms)
             .loggers({traces})
             .progress_bar(false)

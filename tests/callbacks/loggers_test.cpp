@@ -293,7 +293,7 @@ bool well_formed(const std::string& xml) {
 TEST(Plot, AnSvgWithOnePathPerRunAxesAndALegend) {
   const std::string svg = line_chart_svg(
       {{"run <a>", {{0, 0.5}, {100, 0.8}, {200, 0.9}}}, {"run-b", {{0, 0.4}, {100, std::nan("")}, {200, 0.85}}}},
-      {.title = "eval/accuracy"});
+      ChartOptions().title("eval/accuracy"));
   EXPECT_TRUE(well_formed(svg));
   std::size_t paths = 0;
   for (std::size_t i = 0; (i = svg.find("<path class=\"series\"", i)) != std::string::npos; ++i) ++paths;

@@ -29,11 +29,11 @@ struct SmallRun {
   explicit SmallRun(std::vector<std::shared_ptr<Callback>> callbacks, const std::string& duration = "6ba",
                     double lr = 0.05) {
     torch::manual_seed(0);
-    model = make_model("fashion_cnn", {.input_shape = {1, 16, 16}, .num_classes = 4});
+    model = make_model("fashion_cnn", ModelOptions().input_shape({1, 16, 16}).num_classes(4));
     options = TrainerOptions()
                   .model(model)
                   .train_dataloader(std::make_shared<DataLoader>(images(96), DataLoaderOptions().batch_size(16)))
-                  .optimizers({make_optimizer({.name = "sgd", .lr = lr}, model->parameters())})
+                  .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(lr), model->parameters())})
                   .callbacks(std::move(callbacks))
                   .loggers({memory})
                   .progress_bar(false)
@@ -47,7 +47,7 @@ struct SmallRun {
 };
 
 TEST(MultiplyAdds, CountsConvolutionsAndLinearLayers) {
-  auto model = make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
+  auto model = make_model("fashion_cnn", ModelOptions().input_shape({1, 28, 28}).num_classes(10));
   // conv1 28*28*32*9, conv2 14*14*64*32*9, f1 3136*128, f2 128*10
   const double want = 28.0 * 28 * 32 * 9 + 14.0 * 14 * 64 * 32 * 9 + 3136.0 * 128 + 128.0 * 10;
   EXPECT_DOUBLE_EQ(count_multiply_adds(*model, torch::randn({2, 1, 28, 28})), want);

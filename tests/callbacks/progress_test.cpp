@@ -21,12 +21,12 @@ std::string run_with(const std::function<std::shared_ptr<LoggerDestination>(std:
   auto data =
       std::make_shared<TensorDataset>(torch::randn({320, 6}, gen), torch::randint(0, 3, {320}, gen, torch::kLong));
   torch::manual_seed(0);
-  auto model = make_model("mlp", {.input_shape = {6}, .num_classes = 3, .hidden = {8}});
+  auto model = make_model("mlp", ModelOptions().input_shape({6}).num_classes(3).hidden({8}));
   Trainer trainer(TrainerOptions()
                       .model(model)
                       .train_dataloader(std::make_shared<DataLoader>(data, DataLoaderOptions().batch_size(8)))
                       .eval_dataloader("eval", std::make_shared<DataLoader>(data, DataLoaderOptions().batch_size(64)))
-                      .optimizers({make_optimizer({.name = "sgd", .lr = 0.1}, model->parameters())})
+                      .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(0.1), model->parameters())})
                       .loggers({make(out)})
                       .progress_bar(false)
                       .console_log_interval("0ba")

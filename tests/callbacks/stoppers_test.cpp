@@ -25,12 +25,12 @@ std::shared_ptr<TensorDataset> easy(int64_t n, uint64_t seed) {
 
 TrainerOptions options(std::shared_ptr<Callback> callback) {
   torch::manual_seed(0);
-  auto model = make_model("mlp", {.input_shape = {4}, .num_classes = 2, .hidden = {8}});
+  auto model = make_model("mlp", ModelOptions().input_shape({4}).num_classes(2).hidden({8}));
   return TrainerOptions()
       .model(model)
       .train_dataloader(std::make_shared<DataLoader>(easy(256, 1), DataLoaderOptions().batch_size(16)))
       .eval_dataloader("eval", std::make_shared<DataLoader>(easy(64, 2), DataLoaderOptions().batch_size(64)))
-      .optimizers({make_optimizer({.name = "sgd", .lr = 0.2}, model->parameters())})
+      .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(0.2), model->parameters())})
       .callbacks({std::move(callback)})
       .progress_bar(false)
       .console_log_interval("0ba")

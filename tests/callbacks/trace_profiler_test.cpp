@@ -17,7 +17,7 @@ namespace baton {
 namespace {
 
 TEST(TraceProfiler, ScheduleSkipsWaitsWarmsUpAndRecords) {
-  TraceProfiler p({.skip_first = 1, .wait = 1, .warmup = 1, .active = 2, .repeat = 2});
+  TraceProfiler p(TraceProfilerOptions().skip_first(1).wait(1).warmup(1).active(2).repeat(2));
   std::vector<int> phases;
   for (int64_t step = 0; step < 12; ++step) phases.push_back(p.phase(step));
   EXPECT_THAT(phases, ::testing::ElementsAre(0, 0, 1, 2, 2, 0, 1, 2, 2, 0, 0, 0));
@@ -27,16 +27,16 @@ TEST(TraceProfiler, WritesChromeTracesWithBalancedNestedSpans) {
   const auto dir = std::filesystem::temp_directory_path() / ("baton-traces-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   torch::manual_seed(0);
-  auto model = make_model("fashion_cnn", {.input_shape = {1, 16, 16}, .num_classes = 4});
+  auto model = make_model("fashion_cnn", ModelOptions().input_shape({1, 16, 16}).num_classes(4));
   auto gen = at::detail::createCPUGenerator(1);
   auto data = std::make_shared<TensorDataset>(torch::randn({64, 1, 16, 16}, gen),
                                               torch::randint(0, 4, {64}, gen, torch::kLong));
   auto profiler = std::make_shared<TraceProfiler>(
-      TraceProfilerOptions{.folder = dir.string(), .wait = 1, .warmup = 0, .active = 2, .repeat = 1});
+      TraceProfilerOptions().folder(dir.string()).wait(1).warmup(0).active(2).repeat(1));
   Trainer trainer(TrainerOptions()
                       .model(model)
                       .train_dataloader(std::make_shared<DataLoader>(data, DataLoaderOptions().batch_size(16)))
-                      .optimizers({make_optimizer({.name = "sgd", .lr = 0.05}, model->parameters())})
+                      .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(0.05), model->parameters())})
                       .algorithms({make_algorithm("label_smoothing")})
                       .callbacks({profiler})
                       .progress_bar(false)

@@ -48,13 +48,13 @@ class Probe : public Callback {
 
 // An MLP on blobs: `n` examples in batches of `batch`, SGD with `momentum`, no console output.
 inline TrainerOptions small_options(int64_t n = 64, int64_t batch = 16, double momentum = 0.0) {
-  auto model = make_model("mlp", {.input_shape = {8}, .num_classes = 4, .hidden = {16}});
+  auto model = make_model("mlp", ModelOptions().input_shape({8}).num_classes(4).hidden({16}));
   return TrainerOptions()
       .model(model)
       .train_dataloader(std::make_shared<DataLoader>(blobs(n, 1), DataLoaderOptions().batch_size(batch).seed(3)))
       .eval_dataloader("eval",
                        std::make_shared<DataLoader>(blobs(32, 2), DataLoaderOptions().batch_size(16).shuffle(false)))
-      .optimizers({make_optimizer({.name = "sgd", .lr = 0.1, .momentum = momentum}, model->parameters())})
+      .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(0.1).momentum(momentum), model->parameters())})
       .progress_bar(false)
       .console_log_interval("0ba");
 }

@@ -104,7 +104,7 @@ bool within_2s(Dashboard& d, const std::string& path, const std::function<bool(c
 }
 
 TEST_F(DashboardApi, ListsRunsAndSearchesWithTheirFigures) {
-  Dashboard d({.paths = {(root_ / "runs").string()}, .port = 0});
+  Dashboard d(DashboardOptions().paths({(root_ / "runs").string()}).port(0));
   const auto list = get(d, "/api/runs");
   ASSERT_EQ(list["runs"].size(), 3U) << list.dump();
   const auto finished = run_named(list["runs"], "finished");
@@ -121,7 +121,7 @@ TEST_F(DashboardApi, ListsRunsAndSearchesWithTheirFigures) {
 }
 
 TEST_F(DashboardApi, ARunsDetailAndDownsampledCurves) {
-  Dashboard d({.paths = {(root_ / "runs" / "finished").string()}, .port = 0});
+  Dashboard d(DashboardOptions().paths({(root_ / "runs" / "finished").string()}).port(0));
   const std::string id = get(d, "/api/runs")["runs"][0]["id"];
   const auto detail = get(d, "/api/runs/" + id);
   EXPECT_EQ(detail["recipe"], "model: {name: mlp}\n");
@@ -144,7 +144,7 @@ TEST_F(DashboardApi, ARunsDetailAndDownsampledCurves) {
 }
 
 TEST_F(DashboardApi, NewLinesAndTrialsShowWithin2Seconds) {
-  Dashboard d({.paths = {(root_ / "runs").string()}, .port = 0, .refresh_s = 0.2});
+  Dashboard d(DashboardOptions().paths({(root_ / "runs").string()}).port(0).refresh_s(0.2));
   const std::string half = run_named(get(d, "/api/runs")["runs"], "half")["id"];
   std::ofstream(root_ / "runs" / "half" / "metrics.jsonl", std::ios::app) << "ss\": 0.125}\n";  // the line ends
   EXPECT_TRUE(within_2s(d, "/api/runs/" + half + "/series?keys=train/loss", [](const nlohmann::json& j) {
@@ -167,7 +167,7 @@ TEST_F(DashboardApi, ASearchsTrialsHistoryAndImportance) {
   fs::create_directories(root_ / "runs" / "search" / "trials" / "3");                     // a recipe search's trial run
   std::ofstream(root_ / "runs" / "search" / "trials" / "3" / "metrics.jsonl") << R"({"step": 1, "train/loss": 1})"
                                                                               << "\n";
-  Dashboard d({.paths = {(root_ / "runs" / "search" / "search.db").string()}, .port = 0});
+  Dashboard d(DashboardOptions().paths({(root_ / "runs" / "search" / "search.db").string()}).port(0));
   const auto s = get(d, "/api/searches/s1");
   ASSERT_EQ(s["trials_table"].size(), 30U);
   const auto run = s["trials_table"][2].value("run", "");  // trial 3 links to its run
@@ -185,8 +185,9 @@ TEST_F(DashboardApi, ASearchsTrialsHistoryAndImportance) {
 
 TEST_F(DashboardApi, BadLinesAndCorruptStoragesAreProblemsTheRestIsServed) {
   std::ofstream(root_ / "corrupt.db") << "this is not a database, only its name says so";
-  Dashboard d(
-      {.paths = {(root_ / "runs").string(), (root_ / "corrupt.db").string(), (root_ / "nothing").string()}, .port = 0});
+  Dashboard d(DashboardOptions()
+                  .paths({(root_ / "runs").string(), (root_ / "corrupt.db").string(), (root_ / "nothing").string()})
+                  .port(0));
   const auto list = get(d, "/api/runs");
   EXPECT_EQ(list["runs"].size(), 3U);
   const std::string problems = list["problems"].dump();
@@ -209,19 +210,20 @@ TEST_F(DashboardApi, RefusesWhatItCannotServe) {
     return std::string("no error");
   };
   std::ofstream(root_ / "file.txt") << "hello";
-  EXPECT_NE(error({.paths = {(root_ / "file.txt").string()}, .port = 0}).find("neither a run directory"),
+  EXPECT_NE(error(DashboardOptions().paths({(root_ / "file.txt").string()}).port(0)).find("neither a run directory"),
             std::string::npos);
   const std::string missing = "sqlite://" + (root_ / "no" / "search.db").string();
-  EXPECT_NE(error({.paths = {missing}, .port = 0}).find("no such file"), std::string::npos);
+  EXPECT_NE(error(DashboardOptions().paths({missing}).port(0)).find("no such file"), std::string::npos);
   EXPECT_FALSE(fs::exists(root_ / "no"));  // read-only: opening it did not create it
-  Dashboard first({.paths = {(root_ / "runs").string()}, .port = 0});
-  EXPECT_NE(error({.paths = {(root_ / "runs").string()}, .port = first.port()}).find("in use?"), std::string::npos);
-  EXPECT_NE(error({.paths = {(root_ / "runs").string()}, .host = "0.0.0.0", .port = 0}).find("--token"),
+  Dashboard first(DashboardOptions().paths({(root_ / "runs").string()}).port(0));
+  EXPECT_NE(error(DashboardOptions().paths({(root_ / "runs").string()}).port(first.port())).find("in use?"),
+            std::string::npos);
+  EXPECT_NE(error(DashboardOptions().paths({(root_ / "runs").string()}).host("0.0.0.0").port(0)).find("--token"),
             std::string::npos);
 }
 
 TEST_F(DashboardApi, ATokenGuardsTheApi) {
-  Dashboard d({.paths = {(root_ / "runs").string()}, .port = 0, .token = "s3cret"});
+  Dashboard d(DashboardOptions().paths({(root_ / "runs").string()}).port(0).token("s3cret"));
   get(d, "/api/runs", 401);
   EXPECT_EQ(get(d, "/api/runs?token=s3cret")["runs"].size(), 3U);
   EXPECT_NE(d.url().find("?token=s3cret"), std::string::npos);

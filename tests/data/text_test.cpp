@@ -39,7 +39,7 @@ TEST(Text, WindowsAreTheTextAndTheirTargetsTheNextCharacters) {
   std::string text;
   for (int i = 0; i < 50; ++i) text += "the quick brown fox. ";
   write(dir / "t.txt", text);
-  auto [train, valid] = load_text((dir / "t.txt").string(), {.context = 8, .validation_fraction = 0.2});
+  auto [train, valid] = load_text((dir / "t.txt").string(), TextOptions().context(8).validation_fraction(0.2));
   const std::string alphabet = " .bcefhiknoqrtuwx";  // the distinct characters, sorted
   EXPECT_EQ(train->num_classes(), static_cast<int64_t>(alphabet.size()));
   EXPECT_EQ(train->input_shape(), std::vector<int64_t>{8});
@@ -67,17 +67,17 @@ TEST(Text, BytesAFolderAndBadInput) {
   write(dir / "a", std::string(300, 'a'));
   write(dir / "a.dat", std::string(300, 'z'));  // fortune's index: skipped
   fs::create_symlink(dir / "a", dir / "a.u8");  // fortune's links: skipped
-  auto [train, valid] = load_text(dir.string(), {.context = 16, .tokens = "bytes", .validation_fraction = 0.5});
+  auto [train, valid] = load_text(dir.string(), TextOptions().context(16).tokens("bytes").validation_fraction(0.5));
   EXPECT_EQ(train->num_classes(), 256);
   EXPECT_EQ(train->tokens().numel() + valid->tokens().numel(), 600);  // a then b, nothing else
   EXPECT_EQ(train->tokens()[0].item<int64_t>(), 'a');
   EXPECT_EQ(valid->tokens()[-1].item<int64_t>(), 'b');
 
   EXPECT_THAT(error_of([&] { load_text((dir / "missing").string()); }), HasSubstr("missing: no such file or folder"));
-  EXPECT_THAT(error_of([&] { load_text(dir.string(), {.context = 400}); }),
+  EXPECT_THAT(error_of([&] { load_text(dir.string(), TextOptions().context(400)); }),
               HasSubstr("are too few for windows of 400"));
   try {
-    load_text(dir.string(), {.tokens = "words"});
+    load_text(dir.string(), TextOptions().tokens("words"));
     ADD_FAILURE() << "no error";
   } catch (const OptionError& e) {
     EXPECT_EQ(e.key(), "tokens");

@@ -176,7 +176,7 @@ TEST(Middleware, SetEngineOnceAndChainOrder) {
 
   auto filter = std::make_shared<Filter>([](const nlohmann::json& p) { return p.at("x").get<double>() < 5; },
                                          "x must be below 5");
-  auto budget = std::make_shared<Budget>(BudgetOptions{.max_trials = 3});
+  auto budget = std::make_shared<Budget>(BudgetOptions().max_trials(3));
   Chain chain({std::make_shared<Deduplication>(), filter, budget});
   chain.set_engine(std::make_shared<SequentialEngine>(report_x()));
   const auto a = chain.submit({{"x", 1.0}});
@@ -310,7 +310,7 @@ TEST(Asha, HyperbandBracketsHalveFromLaterStepsWithRungsOfTheirOwn) {
 }
 
 TEST(Budget, TrialSecondsAndWallTime) {
-  Budget seconds(BudgetOptions{.max_trial_seconds = 0.05});
+  Budget seconds(BudgetOptions().max_trial_seconds(0.05));
   seconds.set_engine(std::make_shared<SequentialEngine>([](TrialContext& t) {
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     t.report_final(1);
@@ -319,7 +319,7 @@ TEST(Budget, TrialSecondsAndWallTime) {
   EXPECT_TRUE(seconds.budget_available());
   seconds.submit({});
   EXPECT_FALSE(seconds.budget_available());
-  Budget wall(BudgetOptions{.max_wall_s = 0.0});
+  Budget wall(BudgetOptions().max_wall_s(0.0));
   wall.set_engine(std::make_shared<SequentialEngine>(report_x()));
   EXPECT_FALSE(wall.budget_available());
 }

@@ -11,9 +11,9 @@ namespace {
 
 ProcessEngineOptions with(std::string command, int workers = 2) {
   ProcessEngineOptions o;
-  o.command = std::move(command);
-  o.workers = workers;
-  o.kill_grace_s = 0.3;
+  o.command(std::move(command));
+  o.workers(workers);
+  o.kill_grace_s(0.3);
   return o;
 }
 
@@ -33,7 +33,7 @@ TEST(ProcessEngine, ACommandGetsItsParametersAndReportsMetrics) {
                    echo 'baton: {"intermediate": 0.5, "step": 1}'
                    echo 'baton: {"intermediate": 0.75}'
                    printf 'baton: {"final": %s}' "$BATON_TRIAL_ID")");
-  o.log_dir = logs;
+  o.log_dir(logs);
   ProcessEngine engine(o);
   const auto a = engine.submit({{"lr", 0.1}});
   const auto b = engine.submit({{"lr", 0.2}});
@@ -62,7 +62,7 @@ TEST(ProcessEngine, CrashesTimeoutsAndKillsEndTheTrialNotTheSearch) {
       *garbage*) echo 'baton: {final: 1}'; exit 0 ;;
     esac)",
                 4);
-  o.timeout_s = 1.0;
+  o.timeout_s(1.0);
   ProcessEngine engine(o);
   const auto crash = engine.submit({{"kind", "crash"}});
   const auto segv = engine.submit({{"kind", "segv"}});

@@ -131,7 +131,7 @@ double branin(const nlohmann::json& p) {
 double best_of(const std::string& strategy, uint64_t seed) {
   const auto space = SearchSpace::from_json(nlohmann::json::parse(
       R"({"x1": {"_type": "uniform", "_value": [-5, 10]}, "x2": {"_type": "uniform", "_value": [0, 15]}})"));
-  auto s = make_strategy(strategy, space, {.seed = seed, .maximize = false});
+  auto s = make_strategy(strategy, space, StrategyOptions().seed(seed).maximize(false));
   SequentialEngine engine([](TrialContext& t) { t.report_final(branin(t.parameters())); });
   return *run_search(*s, engine, 100, false)->metrics.final;
 }
@@ -154,7 +154,7 @@ TEST(Strategies, GpFindsBraninsMinimumInFewTrials) {
   const auto space = SearchSpace::from_json(nlohmann::json::parse(
       R"({"x1": {"_type": "uniform", "_value": [-5, 10]}, "x2": {"_type": "uniform", "_value": [0, 15]}})"));
   auto best = [&](const std::string& name, uint64_t seed) {
-    auto s = make_strategy(name, space, {.seed = seed, .maximize = false});
+    auto s = make_strategy(name, space, StrategyOptions().seed(seed).maximize(false));
     SequentialEngine engine([](TrialContext& t) { t.report_final(branin(t.parameters())); });
     return *run_search(*s, engine, 30, false)->metrics.final;
   };
@@ -185,14 +185,14 @@ TEST(Strategies, ModelStrategiesResumeWithTheSameNextSuggestions) {
   const auto space = SearchSpace::from_json(nlohmann::json::parse(
       R"({"x1": {"_type": "uniform", "_value": [-5, 10]}, "x2": {"_type": "uniform", "_value": [0, 15]}})"));
   for (const std::string name : {"tpe", "gp"}) {
-    auto whole = make_strategy(name, space, {.seed = 5, .maximize = false});
+    auto whole = make_strategy(name, space, StrategyOptions().seed(5).maximize(false));
     std::vector<Trial> trials;
     const auto all = suggestions(*whole, 16, &trials);
     // Killed after 12 trials, of which the last is still running: a new process restores them.
     std::vector<Trial> stored(trials.begin(), trials.begin() + 12);
     stored.back().status = TrialStatus::kInterrupted;
     stored.back().metrics.final.reset();
-    auto resumed = make_strategy(name, space, {.seed = 5, .maximize = false});
+    auto resumed = make_strategy(name, space, StrategyOptions().seed(5).maximize(false));
     resumed->restore(stored);
     Trial again = trials[11];  // the interrupted trial runs again
     resumed->observe(again);
@@ -208,7 +208,8 @@ TEST(Strategies, RunningTrialsSpreadTheNextSuggestions) {
   auto spread = [&](const std::string& name, bool liar) {
     double total = 0;
     for (uint64_t seed = 0; seed < 4; ++seed) {
-      auto s = make_strategy(name, space, {.seed = seed, .maximize = false, .settings = {{"constant_liar", liar}}});
+      auto s =
+          make_strategy(name, space, StrategyOptions().seed(seed).maximize(false).settings({{"constant_liar", liar}}));
       suggestions(*s, 20);
       std::vector<nlohmann::json> out;
       for (int i = 0; i < 4; ++i) out.push_back(*s->suggest());
@@ -228,7 +229,7 @@ TEST(Strategies, BadOptionsSayWhichAndWhatIsKnown) {
   const auto space = SearchSpace::from_json(nlohmann::json::parse(R"({"x": {"_type": "uniform", "_value": [0, 1]}})"));
   auto message = [&](const std::string& name, const nlohmann::json& settings) {
     try {
-      make_strategy(name, space, {.settings = settings});
+      make_strategy(name, space, StrategyOptions().settings(settings));
     } catch (const std::invalid_argument& e) {
       return std::string(e.what());
     }
@@ -267,7 +268,7 @@ TEST(Strategies, TpeHandlesChoicesAndMaximizes) {
       R"({"c": {"_type": "choice", "_value": ["a", "b", "c", "d"]}, "x": {"_type": "uniform", "_value": [0, 1]}})"));
   // Of the last 20 of 60 trials, how many pick the best choice (random: 5).
   auto late_c = [&](bool multivariate, uint64_t seed) {
-    TpeStrategy tpe(space, {.seed = seed, .maximize = true, .multivariate = multivariate});
+    TpeStrategy tpe(space, TpeOptions().seed(seed).maximize(true).multivariate(multivariate));
     ThreadPoolEngine engine(
         [](TrialContext& t) {
           t.report_final((t.parameters()["c"] == "c" ? 1.0 : 0.0) + t.parameters()["x"].get<double>());
@@ -293,7 +294,7 @@ TEST(Strategies, TpeReachesTheExactValueOfIntegersAndQuantizedParameters) {
       "q": {"_type": "quniform", "_value": [0, 0.5, 0.05]}, "x": {"_type": "uniform", "_value": [0, 1]}})"));
   int exact = 0;
   for (uint64_t seed = 0; seed < 10; ++seed) {
-    auto tpe = make_strategy("tpe", space, {.seed = seed, .maximize = false});
+    auto tpe = make_strategy("tpe", space, StrategyOptions().seed(seed).maximize(false));
     double best = INFINITY;
     nlohmann::json at;
     SequentialEngine engine([&](TrialContext& t) {
@@ -314,7 +315,7 @@ TEST(Strategies, OtherWorkersTrialsEndTheStartUp) {
   // the model (near the best trials at x ~ 0.1), not a start-up spread over the whole range.
   const auto space = SearchSpace::from_json(nlohmann::json::parse(R"({"x": {"_type": "uniform", "_value": [0, 1]}})"));
   for (const std::string name : {"tpe", "gp"}) {
-    auto strategy = make_strategy(name, space, {.seed = 1, .maximize = false});
+    auto strategy = make_strategy(name, space, StrategyOptions().seed(1).maximize(false));
     for (int i = 0; i < 20; ++i) {
       Trial t;
       t.id = i + 1;
@@ -333,7 +334,7 @@ TEST(Strategies, TpeModelsTheInnerParametersOfNestedChoices) {
       {"_name": "a", "x": {"_type": "uniform", "_value": [0, 1]}},
       {"_name": "b", "y": {"_type": "uniform", "_value": [0, 1]}}]}})"));
   auto late_mean = [&](const std::string& name, uint64_t seed) {
-    auto strategy = make_strategy(name, space, {.seed = seed, .maximize = true});
+    auto strategy = make_strategy(name, space, StrategyOptions().seed(seed).maximize(true));
     SequentialEngine engine([](TrialContext& t) {
       const auto& m = t.parameters()["model"];
       if (m["_name"] == "a")
@@ -358,7 +359,7 @@ TEST(Strategies, TpeModelsTheInnerParametersOfNestedChoices) {
 
 TEST(RunSearch, StopsAtTheTrialCountAndRestoresFromAnEngine) {
   const auto space = SearchSpace::from_json(nlohmann::json::parse(R"({"x": {"_type": "uniform", "_value": [0, 1]}})"));
-  auto s = make_strategy("random", space, {.seed = 0});
+  auto s = make_strategy("random", space, StrategyOptions().seed(0));
   ThreadPoolEngine engine([](TrialContext& t) { t.report_final(t.parameters()["x"].get<double>()); }, 3);
   int progress_calls = 0;
   const auto best = run_search(*s, engine, 20, true, [&](const SearchProgress&) { ++progress_calls; });

@@ -39,14 +39,14 @@ const c10::Device kGpu(c10::kCUDA, 0);
 
 TrainerOptions gpu_options(const std::string& model_name = "fashion_cnn", int64_t n = 256) {
   torch::manual_seed(0);
-  auto model = make_model(model_name, {.input_shape = {1, 16, 16}, .num_classes = 4});
+  auto model = make_model(model_name, ModelOptions().input_shape({1, 16, 16}).num_classes(4));
   return TrainerOptions()
       .device("cuda")
       .model(model)
       .train_dataloader(std::make_shared<DataLoader>(quadrants(n, 1), DataLoaderOptions().batch_size(32).seed(3)))
       .eval_dataloader(
           "eval", std::make_shared<DataLoader>(quadrants(64, 2), DataLoaderOptions().batch_size(32).shuffle(false)))
-      .optimizers({make_optimizer({.name = "sgd", .lr = 0.05, .momentum = 0.9}, model->parameters())})
+      .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(0.05).momentum(0.9), model->parameters())})
       .progress_bar(false)
       .console_log_interval("0ba")
       .eval_interval("0ep");

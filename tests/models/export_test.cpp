@@ -44,7 +44,7 @@ class ExportEachModel : public ::testing::TestWithParam<std::string> {};
 TEST_P(ExportEachModel, TorchJitLoadGivesTheModelsOutputsOnOtherBatchSizes) {
   torch::manual_seed(1);
   const std::vector<int64_t> input = GetParam() == "mlp" ? std::vector<int64_t>{12} : std::vector<int64_t>{1, 16, 16};
-  auto model = make_model(GetParam(), {.input_shape = input, .num_classes = 10});
+  auto model = make_model(GetParam(), ModelOptions().input_shape(input).num_classes(10));
   train_a_step(*model, input);
   model->train();  // export must evaluate in eval mode and leave the mode as it found it
 
@@ -84,7 +84,7 @@ TEST(Export, PythonTorchJitLoadGivesTheSameOutputs) {
     GTEST_SKIP() << "Debian's python3-torch is not installed";
   }
   torch::manual_seed(2);
-  auto model = make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
+  auto model = make_model("fashion_cnn", ModelOptions().input_shape({1, 28, 28}).num_classes(10));
   train_a_step(*model, {1, 28, 28});
   TempDir dir;
   write(dir.path / "model.pt", export_torchscript(*model, torch::randn({2, 1, 28, 28})));

@@ -23,7 +23,7 @@ int64_t count_parameters(Model& model) {
 }
 
 TEST(Zoo, FashionCnnIsThePeersArchitecture) {
-  auto model = make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
+  auto model = make_model("fashion_cnn", ModelOptions().input_shape({1, 28, 28}).num_classes(10));
   // conv 1->32 (320) + conv 32->64 (18496) + linear 3136->128 (401536) + linear 128->10 (1290)
   EXPECT_EQ(count_parameters(*model), 320 + 18496 + 401536 + 1290);
   Batch batch{torch::randn({4, 1, 28, 28}), torch::tensor({0, 1, 2, 3})};
@@ -31,9 +31,9 @@ TEST(Zoo, FashionCnnIsThePeersArchitecture) {
 }
 
 TEST(Zoo, MlpAndResNet20) {
-  auto mlp = make_model("mlp", {.input_shape = {3, 8}, .num_classes = 5, .hidden = {16}});
+  auto mlp = make_model("mlp", ModelOptions().input_shape({3, 8}).num_classes(5).hidden({16}));
   EXPECT_EQ(count_parameters(*mlp), 24 * 16 + 16 + 16 * 5 + 5);
-  auto resnet = make_model("resnet20", {.input_shape = {3, 32, 32}, .num_classes = 10});
+  auto resnet = make_model("resnet20", ModelOptions().input_shape({3, 32, 32}).num_classes(10));
   EXPECT_NEAR(static_cast<double>(count_parameters(*resnet)), 0.27e6, 0.01e6);  // ResNet-20: 0.27M
   Batch batch{torch::randn({2, 3, 32, 32}), torch::tensor({0, 1})};
   EXPECT_EQ(resnet->forward(batch).sizes(), (std::vector<int64_t>{2, 10}));
@@ -42,11 +42,11 @@ TEST(Zoo, MlpAndResNet20) {
 TEST(Zoo, RefusesUnknownNamesAndShapesItCannotTake) {
   EXPECT_THAT(
       [] {
-        make_model("vgg", {.input_shape = {1, 28, 28}});
+        make_model("vgg", ModelOptions().input_shape({1, 28, 28}));
       },
       ::testing::ThrowsMessage<std::invalid_argument>(
           ::testing::HasSubstr("unknown model 'vgg' (known: fashion_cnn, mlp, resnet20, gpt)")));
-  EXPECT_THAT([] { make_model("fashion_cnn", {.input_shape = {784}}); },
+  EXPECT_THAT([] { make_model("fashion_cnn", ModelOptions().input_shape({784})); },
               ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("needs image inputs")));
 }
 
@@ -99,7 +99,7 @@ TEST(Metrics, TopKAndNames) {
 TEST(Zoo, GptHasGpt2sParametersWithTiedWeights) {
   const int64_t vocab = 11, context = 16, width = 32, layers = 2;
   auto model =
-      make_model("gpt", {.input_shape = {context}, .num_classes = vocab, .layers = layers, .width = width, .heads = 4});
+      make_model("gpt", ModelOptions().input_shape({context}).num_classes(vocab).layers(layers).width(width).heads(4));
   // Embeddings (the output layer is the token embedding), per block 12W² + 13W, the final LayerNorm.
   EXPECT_EQ(count_parameters(*model),
             vocab * width + context * width + layers * (12 * width * width + 13 * width) + 2 * width);
@@ -115,7 +115,7 @@ TEST(Zoo, GptHasGpt2sParametersWithTiedWeights) {
 
 TEST(Zoo, GptIsCausal) {
   torch::manual_seed(1);
-  auto model = make_model("gpt", {.input_shape = {8}, .num_classes = 5, .layers = 2, .width = 16, .heads = 2});
+  auto model = make_model("gpt", ModelOptions().input_shape({8}).num_classes(5).layers(2).width(16).heads(2));
   model->eval();
   at::Tensor x = torch::randint(5, {1, 8}, torch::kLong);
   const at::Tensor before = model->forward(Batch{x, x});
@@ -127,7 +127,7 @@ TEST(Zoo, GptIsCausal) {
 
 TEST(Zoo, GptLearnsARepeatingText) {
   torch::manual_seed(0);
-  auto model = make_model("gpt", {.input_shape = {12}, .num_classes = 4, .layers = 1, .width = 32, .heads = 4});
+  auto model = make_model("gpt", ModelOptions().input_shape({12}).num_classes(4).layers(1).width(32).heads(4));
   torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-2));
   const at::Tensor pattern = torch::tensor({0, 1, 2, 3, 2, 1}, torch::kLong).repeat({4});
   at::Tensor starts = torch::randint(6, {16}, torch::kLong);
@@ -147,12 +147,12 @@ TEST(Zoo, GptLearnsARepeatingText) {
 
 TEST(Zoo, GptRefusesWhatItCannotTake) {
   EXPECT_THAT(error_of([] {
-                make_model("gpt", {.input_shape = {1, 28, 28}});
+                make_model("gpt", ModelOptions().input_shape({1, 28, 28}));
               }),
               HasSubstr("needs windows of tokens (data.dataset: text)"));
-  EXPECT_THAT(error_of([] { make_model("gpt", {.input_shape = {8}, .width = 30, .heads = 4}); }),
+  EXPECT_THAT(error_of([] { make_model("gpt", ModelOptions().input_shape({8}).width(30).heads(4)); }),
               HasSubstr("width 30 must be a multiple of heads 4"));
-  auto model = make_model("gpt", {.input_shape = {8}, .num_classes = 5, .layers = 1, .width = 8, .heads = 2});
+  auto model = make_model("gpt", ModelOptions().input_shape({8}).num_classes(5).layers(1).width(8).heads(2));
   const at::Tensor long_window = torch::zeros({1, 9}, torch::kLong);
   EXPECT_THAT(error_of([&] {
                 model->forward(Batch{long_window, long_window});

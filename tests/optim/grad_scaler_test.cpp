@@ -34,7 +34,7 @@ struct Problem {
 TEST(GradScaler, ScaledGradientsUnscaleToTheTrueOnes) {
   Problem plain, scaled;
   plain.loss().backward();
-  GradScaler scaler(GradScalerOptions{.init_scale = 1024.0});
+  GradScaler scaler(GradScalerOptions().init_scale(1024.0));
   EXPECT_DOUBLE_EQ(scaler.get_scale(), 1024.0);
   scaler.scale(scaled.loss()).backward();
   EXPECT_TRUE(torch::allclose(scaled.model->weight.grad(), plain.model->weight.grad() * 1024.0));
@@ -77,7 +77,7 @@ TEST(GradScaler, AnOverflowSkipsTheStepAndHalvesTheScale) {
 
 TEST(GradScaler, GrowsAfterGrowthIntervalGoodStepsInARow) {
   Problem p;
-  GradScaler scaler(GradScalerOptions{.init_scale = 8.0, .growth_interval = 3});
+  GradScaler scaler(GradScalerOptions().init_scale(8.0).growth_interval(3));
   for (int i = 0; i < 3; ++i) {
     p.optimizer->zero_grad();
     scaler.scale(p.loss()).backward();
@@ -88,7 +88,7 @@ TEST(GradScaler, GrowsAfterGrowthIntervalGoodStepsInARow) {
 }
 
 TEST(GradScaler, StateRoundTripsAndBadStateIsRefused) {
-  GradScaler a(GradScalerOptions{.init_scale = 4.0, .growth_interval = 10});
+  GradScaler a(GradScalerOptions().init_scale(4.0).growth_interval(10));
   Problem p;
   for (int i = 0; i < 4; ++i) {
     p.optimizer->zero_grad();
@@ -96,7 +96,7 @@ TEST(GradScaler, StateRoundTripsAndBadStateIsRefused) {
     a.step(*p.optimizer);
     a.update();
   }
-  GradScaler b(GradScalerOptions{.init_scale = 4.0, .growth_interval = 10});
+  GradScaler b(GradScalerOptions().init_scale(4.0).growth_interval(10));
   b.load_state_dict(a.state_dict());
   EXPECT_EQ(b.state_dict(), a.state_dict());
   EXPECT_EQ(a.state_dict()["growth_tracker"], 4);
@@ -108,10 +108,10 @@ TEST(GradScaler, StateRoundTripsAndBadStateIsRefused) {
 }
 
 TEST(GradScaler, RefusesBadOptions) {
-  EXPECT_THAT(error_of([] { GradScaler s(GradScalerOptions{.init_scale = 0.0}); }), HasSubstr("init_scale"));
-  EXPECT_THAT(error_of([] { GradScaler s(GradScalerOptions{.growth_factor = 1.0}); }), HasSubstr("growth_factor"));
-  EXPECT_THAT(error_of([] { GradScaler s(GradScalerOptions{.backoff_factor = 1.0}); }), HasSubstr("backoff_factor"));
-  EXPECT_THAT(error_of([] { GradScaler s(GradScalerOptions{.growth_interval = 0}); }), HasSubstr("growth_interval"));
+  EXPECT_THAT(error_of([] { GradScaler s(GradScalerOptions().init_scale(0.0)); }), HasSubstr("init_scale"));
+  EXPECT_THAT(error_of([] { GradScaler s(GradScalerOptions().growth_factor(1.0)); }), HasSubstr("growth_factor"));
+  EXPECT_THAT(error_of([] { GradScaler s(GradScalerOptions().backoff_factor(1.0)); }), HasSubstr("backoff_factor"));
+  EXPECT_THAT(error_of([] { GradScaler s(GradScalerOptions().growth_interval(0)); }), HasSubstr("growth_interval"));
 }
 
 }  // namespace

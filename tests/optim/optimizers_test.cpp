@@ -21,34 +21,36 @@ at::Tensor one_step(const OptimizerOptions& spec, const at::Tensor& g) {
 
 TEST(Optimizers, SgdTakesAPlainStep) {
   const auto g = torch::tensor({1.0f, -2.0f, 0.5f});
-  EXPECT_TRUE(torch::allclose(one_step({.name = "sgd", .lr = 0.1}, g), 1 - 0.1 * g));
+  EXPECT_TRUE(torch::allclose(one_step(OptimizerOptions().name("sgd").lr(0.1), g), 1 - 0.1 * g));
 }
 
 TEST(Optimizers, SgdWeightDecayIsCoupled) {
   const auto g = torch::tensor({1.0f, -2.0f, 0.5f});
-  EXPECT_TRUE(torch::allclose(one_step({.name = "sgd", .lr = 0.1, .weight_decay = 0.5}, g), 1 - 0.1 * (g + 0.5)));
+  EXPECT_TRUE(
+      torch::allclose(one_step(OptimizerOptions().name("sgd").lr(0.1).weight_decay(0.5), g), 1 - 0.1 * (g + 0.5)));
 }
 
 TEST(Optimizers, DecoupledSgdwDecaysTheWeightsApart) {
   const auto g = torch::tensor({1.0f, -2.0f, 0.5f});
   // decay factor 1 - wd * lr / initial_lr = 1 - 0.5, then the plain step.
-  EXPECT_TRUE(torch::allclose(one_step({.name = "decoupled_sgdw", .lr = 0.1, .weight_decay = 0.5}, g), 0.5 - 0.1 * g));
+  EXPECT_TRUE(
+      torch::allclose(one_step(OptimizerOptions().name("decoupled_sgdw").lr(0.1).weight_decay(0.5), g), 0.5 - 0.1 * g));
 }
 
 TEST(Optimizers, AdamFirstStepIsLrTimesSign) {
   const auto g = torch::tensor({1.0f, -2.0f, 0.5f});
-  EXPECT_TRUE(torch::allclose(one_step({.name = "adam", .lr = 0.01}, g), 1 - 0.01 * g.sign(), 1e-5, 1e-6));
-  EXPECT_TRUE(torch::allclose(one_step({.name = "adamw", .lr = 0.01, .weight_decay = 0.1}, g),
+  EXPECT_TRUE(torch::allclose(one_step(OptimizerOptions().name("adam").lr(0.01), g), 1 - 0.01 * g.sign(), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(one_step(OptimizerOptions().name("adamw").lr(0.01).weight_decay(0.1), g),
                               (1 - 0.01 * 0.1) - 0.01 * g.sign(), 1e-5, 1e-6));
 }
 
 TEST(Optimizers, RefusesUnknownNamesAndBadValues) {
   auto w = torch::ones({1}, torch::requires_grad());
-  EXPECT_THAT([&] { make_optimizer({.name = "lion"}, {w}); },
+  EXPECT_THAT([&] { make_optimizer(OptimizerOptions().name("lion"), {w}); },
               ::testing::ThrowsMessage<std::invalid_argument>(
                   ::testing::HasSubstr("unknown optimizer 'lion' (known: sgd, adam")));
-  EXPECT_THROW(make_optimizer({.name = "sgd", .lr = -1}, {w}), std::invalid_argument);
-  EXPECT_THROW(make_optimizer({.name = "sgd", .nesterov = true}, {w}), std::invalid_argument);
+  EXPECT_THROW(make_optimizer(OptimizerOptions().name("sgd").lr(-1), {w}), std::invalid_argument);
+  EXPECT_THROW(make_optimizer(OptimizerOptions().name("sgd").nesterov(true), {w}), std::invalid_argument);
 }
 
 }  // namespace

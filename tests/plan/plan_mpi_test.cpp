@@ -34,7 +34,7 @@ TaskGroup make_group(std::vector<std::shared_ptr<TaskOutput>>& outputs) {
       });
     });
     inst->add_setup(SetupScope::kTask, setup);
-    outputs.push_back(g.add(Task(inst, {.num_instances = 3})).add_output("seen"));
+    outputs.push_back(g.add(Task(inst, TaskOptions().num_instances(3))).add_output("seen"));
   }
   {
     Node n1("n1");
@@ -78,7 +78,7 @@ TEST(PlanMpi, TheSameOutputsAsALocalSession) {
 }
 
 TEST(PlanMpi, BroadcastOutputsAndAUserMap) {
-  MpiSession mpi({.node_ranks = {{"n1", 0}}, .broadcast_outputs = true});
+  MpiSession mpi(MpiSessionOptions().node_ranks({{"n1", 0}}).broadcast_outputs(true));
   std::vector<std::shared_ptr<TaskOutput>> outputs;
   TaskGroup g = make_group(outputs);
   EXPECT_EQ(mpi.rank_of(g, "n1"), 0);
@@ -86,7 +86,7 @@ TEST(PlanMpi, BroadcastOutputsAndAUserMap) {
   EXPECT_EQ(std::get<double>(outputs[0]->get()), 45.0) << "on rank " << mpi.rank();
   EXPECT_TRUE(torch::equal(std::get<at::Tensor>(outputs[2]->get()), torch::arange(4, torch::kInt64).reshape({2, 2})));
 
-  MpiSession bad({.node_ranks = {{"n2", 3}}});
+  MpiSession bad(MpiSessionOptions().node_ranks({{"n2", 3}}));
   std::vector<std::shared_ptr<TaskOutput>> unused;
   TaskGroup g2 = make_group(unused);
   EXPECT_THROW(bad.run(g2), std::invalid_argument) << "every rank refuses the same map";
@@ -147,7 +147,7 @@ TEST(PlanMpi, AFailureOnOneRankCancelsTheOthersAndSurfacesEverywhere) {
 
 TEST(PlanMpi, GlobalWorkspacesAreKeptOnTheirRankAcrossRuns) {
   for (auto type : {WorkspaceType::kGlobal, WorkspaceType::kPrivate}) {
-    MpiSession mpi({.node_ranks = {{"n2", 1}}});  // new node workspaces
+    MpiSession mpi(MpiSessionOptions().node_ranks({{"n2", 1}}));  // new node workspaces
     std::vector<double> seen;
     for (int run = 0; run < 2; ++run) {
       TaskGroup g(type);

@@ -36,7 +36,7 @@ TEST(Plan, NodesTasksNamesAndCluster) {
   Cluster::Scope scope(cluster);
   TaskGroup group;
   group.add(Task(fn("s1", [](StepContext&) {})));
-  group.add(Task(fn("s2", [](StepContext&) {}), {.name = "s1"}));
+  group.add(Task(fn("s2", [](StepContext&) {}), TaskOptions().name("s1")));
   {
     Node n2("n2", {{"cores", 4}});
     group.add(Task(fn("s3", [](StepContext&) {})));
@@ -56,11 +56,11 @@ TEST(Plan, NodesTasksNamesAndCluster) {
   EXPECT_EQ(group.tasks()[2].name(), "n2/s3");
   {
     TaskGroup names;
-    names.add(Task(nullptr, {.name = "x"}));
-    names.add(Task(nullptr, {.name = "x:2"}));  // taken by hand: the next "x" skips it
-    EXPECT_EQ(names.add(Task(nullptr, {.name = "x"})).name(), "local/x:1");
-    EXPECT_EQ(names.add(Task(nullptr, {.name = "x"})).name(), "local/x:3");
-    EXPECT_EQ(names.add(Task(nullptr, {.name = "x", .node = "n9"})).name(), "n9/x");
+    names.add(Task(nullptr, TaskOptions().name("x")));
+    names.add(Task(nullptr, TaskOptions().name("x:2")));  // taken by hand: the next "x" skips it
+    EXPECT_EQ(names.add(Task(nullptr, TaskOptions().name("x"))).name(), "local/x:1");
+    EXPECT_EQ(names.add(Task(nullptr, TaskOptions().name("x"))).name(), "local/x:3");
+    EXPECT_EQ(names.add(Task(nullptr, TaskOptions().name("x").node("n9"))).name(), "n9/x");
   }
   const auto& by_node = group.tasks_by_node();
   ASSERT_EQ(by_node.tasks().size(), 3U);
@@ -95,7 +95,7 @@ TEST(Plan, SetupsAndExitsAroundInstancesInOrder) {
   body->num_iter(20).add_setup(SetupScope::kTask, task_setup).add_setup(SetupScope::kInstance, instance_setup);
   body->add_setup(SetupScope::kNode, node_setup);
   TaskGroup group;
-  Task task(body, {.name = "count", .num_instances = 2, .node = "trainer"});
+  Task task(body, TaskOptions().name("count").num_instances(2).node("trainer"));
   auto total = task.add_output("total");
   group.add(std::move(task));
   LocalSession session(2);
@@ -127,7 +127,7 @@ TEST(Plan, InstanceWorkspacesAreSeparateAndSeeTheTasks) {
   });
   body->add_setup(SetupScope::kTask, setup);
   TaskGroup group;
-  Task task(body, {.num_instances = 3});
+  Task task(body, TaskOptions().num_instances(3));
   auto seen = task.add_output("seen");
   auto leaked = task.add_output("leaked");
   group.add(std::move(task));
@@ -153,7 +153,7 @@ TEST(Plan, PrivateWorkspacesAreDiscardedGlobalOnesKept) {
     EXPECT_EQ(session.node_workspace("local")->has("runs"), type == WorkspaceType::kGlobal);
   }
   TaskGroup mixed(WorkspaceType::kGlobal);
-  EXPECT_THROW(mixed.add(Task(nullptr, {.workspace_type = WorkspaceType::kPrivate})), std::invalid_argument);
+  EXPECT_THROW(mixed.add(Task(nullptr, TaskOptions().workspace_type(WorkspaceType::kPrivate))), std::invalid_argument);
 }
 
 TEST(Plan, NumIterShouldStopAndOnlyOnce) {
@@ -222,8 +222,8 @@ TEST(Plan, AThrowingStepCancelsItsSiblingsAndTheRunReportsIt) {
   TaskGroup group;
   {
     Node n("n1");
-    group.add(Task(ExecutionStep::make("seq", Steps{failing, later}), {.name = "fails"}));
-    group.add(Task(hanging, {.name = "hangs"}));
+    group.add(Task(ExecutionStep::make("seq", Steps{failing, later}), TaskOptions().name("fails")));
+    group.add(Task(hanging, TaskOptions().name("hangs")));
   }
   LocalSession session(2);
   const auto t0 = std::chrono::steady_clock::now();
@@ -293,8 +293,8 @@ TEST(Plan, ASharedSetupRunsOncePerTaskOrGroupRun) {
   LocalSession session(2);
   for (int run = 0; run < 2; ++run) {
     TaskGroup group;
-    group.add(Task(ExecutionStep::make("ab", Steps{a, b}), {.node = "n"}));  // a and b in one task
-    group.add(Task(b, {.node = "n"}));                                       // b alone in another
+    group.add(Task(ExecutionStep::make("ab", Steps{a, b}), TaskOptions().node("n")));  // a and b in one task
+    group.add(Task(b, TaskOptions().node("n")));                                       // b alone in another
     session.run(group);
   }
   EXPECT_EQ(task_inits.load(), 4) << "once per task (2 tasks) per run (2 runs)";

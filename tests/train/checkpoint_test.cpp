@@ -91,7 +91,7 @@ TEST_F(CheckpointFiles, ANameThatWouldLoseCheckpointsIsRefusedBeforeAnythingIsSa
   EXPECT_THAT(error_of([] { check_checkpoint_filename(""); }), HasSubstr("empty"));
   EXPECT_THAT(error_of([&] {
                 CheckpointSaver saver(
-                    {.folder = dir_, .filename = "latest"}, [] { return StateDict(); }, nullptr);
+                    CheckpointSaverOptions().folder(dir_).filename("latest"), [] { return StateDict(); }, nullptr);
               }),
               HasSubstr("save_filename 'latest'"));
 }

@@ -29,13 +29,13 @@ std::shared_ptr<TensorDataset> blobs(int64_t n, uint64_t seed) {
 // of a full batch, 3 and 4 of the last: uneven shares.
 TrainerOptions options(Distributed distributed, const std::string& steps) {
   torch::manual_seed(11);
-  auto model = make_model("mlp", {.input_shape = {8}, .num_classes = 4, .hidden = {32, 16}});
+  auto model = make_model("mlp", ModelOptions().input_shape({8}).num_classes(4).hidden({32, 16}));
   return TrainerOptions()
       .model(model)
       .train_dataloader(std::make_shared<DataLoader>(blobs(207, 1), DataLoaderOptions().batch_size(25).seed(3)))
       .eval_dataloader("eval",
                        std::make_shared<DataLoader>(blobs(101, 2), DataLoaderOptions().batch_size(10).shuffle(false)))
-      .optimizers({make_optimizer({.name = "sgd", .lr = 0.2, .momentum = 0.9}, model->parameters())})
+      .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(0.2).momentum(0.9), model->parameters())})
       .max_duration(steps)
       .eval_interval("0ba")
       .distributed(distributed)

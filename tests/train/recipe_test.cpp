@@ -350,9 +350,9 @@ TEST(Recipe, TextDataAndTheGptModel) {
   const std::string data = "data: {dataset: text, path: " + (dir / "t.txt").string() + ", context: 16}\n";
   const TrainingRun run =
       build_run(Recipe::parse(data + "model: {name: gpt, layers: 1, width: 16, heads: 2}\n", "r.yaml"));
-  EXPECT_EQ(run.model_spec.input_shape, std::vector<int64_t>{16});
-  EXPECT_EQ(run.model_spec.num_classes, run.train_data->num_classes());
-  EXPECT_EQ(run.model_spec.width, 16);
+  EXPECT_EQ(run.model_spec.input_shape(), std::vector<int64_t>{16});
+  EXPECT_EQ(run.model_spec.num_classes(), run.train_data->num_classes());
+  EXPECT_EQ(run.model_spec.width(), 16);
   ASSERT_TRUE(run.eval_data);
   const auto build = [&](const std::string& yaml) {
     return error_of([&] { build_run(Recipe::parse(yaml, "r.yaml")); });

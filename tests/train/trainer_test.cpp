@@ -228,10 +228,10 @@ TEST(Trainer, ANaNLossIsAShortErrorNamingTheBatch) {
 }
 
 TEST(Trainer, AModelThatDoesNotFitTheDataIsAShortError) {
-  auto model = make_model("mlp", {.input_shape = {5}, .num_classes = 4});
+  auto model = make_model("mlp", ModelOptions().input_shape({5}).num_classes(4));
   auto options = small_options()
                      .model(model)
-                     .optimizers({make_optimizer({.name = "sgd", .lr = 0.1}, model->parameters())})
+                     .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(0.1), model->parameters())})
                      .eval_interval("0ep");
   Trainer trainer(options);
   try {
@@ -285,7 +285,7 @@ def forward(self, x):
   const auto before = model->parameters()[0].clone();
   Trainer trainer(small_options(256, 16)
                       .model(model)
-                      .optimizers({make_optimizer({.name = "sgd", .lr = 0.1}, model->parameters())})
+                      .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(0.1), model->parameters())})
                       .max_duration("3ep")
                       .eval_interval("3ep"));
   trainer.fit();
@@ -397,9 +397,9 @@ TEST_F(Resume, WeightsOnlyLoadsIntoAnotherRecipeWithIgnoredKeys) {
   source.save_checkpoint(dir_ + "/d.ckpt");
   // Same body, a 6-class head: the head's tensors are skipped, the rest is loaded.
   torch::manual_seed(1);
-  auto model = make_model("mlp", {.input_shape = {8}, .num_classes = 6, .hidden = {16}});
-  auto tune =
-      small_options().model(model).optimizers({make_optimizer({.name = "sgd", .lr = 0.1}, model->parameters())});
+  auto model = make_model("mlp", ModelOptions().input_shape({8}).num_classes(6).hidden({16}));
+  auto tune = small_options().model(model).optimizers(
+      {make_optimizer(OptimizerOptions().name("sgd").lr(0.1), model->parameters())});
   EXPECT_THAT(
       [&] { Trainer t(tune.load_path(dir_ + "/d.ckpt").load_weights_only(true)); },
       ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("has shape [4, 16] but the model's is [6, 16]")));
@@ -429,11 +429,11 @@ TEST_F(Resume, APartialLoadSaysWhatItLoadedAndALoadOfNothingIsAnError) {
   source.fit();
   source.save_checkpoint(dir_ + "/g.ckpt");
   // Another model: no tensor name in common.
-  auto cnn = make_model("fashion_cnn", {.input_shape = {1, 8, 8}, .num_classes = 4});
+  auto cnn = make_model("fashion_cnn", ModelOptions().input_shape({1, 8, 8}).num_classes(4));
   EXPECT_THAT(testing::error_of([&] {
                 Trainer t(small_options()
                               .model(cnn)
-                              .optimizers({make_optimizer({.name = "sgd"}, cnn->parameters())})
+                              .optimizers({make_optimizer(OptimizerOptions().name("sgd"), cnn->parameters())})
                               .load_path(dir_ + "/g.ckpt")
                               .load_weights_only(true)
                               .load_strict(false));

@@ -2,8 +2,8 @@
 // classifiers). Each is constructible by name from a recipe (make_algorithm, registry.h) and
 // documented in docs/algorithms.md (what it does, its events, its options and their defaults).
 //
-//   TrainerOptions().algorithms({std::make_shared<baton::LabelSmoothing>(LabelSmoothingOptions{.smoothing = 0.1}),
-//                                std::make_shared<baton::Ema>(EmaOptions{.half_life = Time::parse("50ba")})});
+//   TrainerOptions().algorithms({std::make_shared<baton::LabelSmoothing>(LabelSmoothingOptions().smoothing(0.1)),
+//                                std::make_shared<baton::Ema>(EmaOptions().half_life(Time::parse("50ba")))});
 //
 // Randomness comes from LibTorch's default generator (seeded by the recipe, saved in checkpoints),
 // so a seeded run is reproducible and resumes exactly.
@@ -19,19 +19,20 @@
 #include <ATen/core/Tensor.h>
 
 #include "baton/core/algorithm.h"
+#include "baton/core/options.h"
 #include "baton/core/time.h"
 
 namespace baton {
 
 // ---- Targets and inputs ---------------------------------------------------------------------
 
-struct LabelSmoothingOptions {
-  double smoothing = 0.1;  // weight moved from the true class to all classes uniformly, in [0, 1)
+class LabelSmoothingOptions {
+  BATON_ARG(double, smoothing) = 0.1;  // weight moved from the true class to all classes uniformly, in [0, 1)
 };
 // before_loss: targets become (1 - s) * onehot + s / classes; after_loss: the original targets return.
 class LabelSmoothing : public Algorithm {
  public:
-  explicit LabelSmoothing(LabelSmoothingOptions options = {});
+  explicit LabelSmoothing(LabelSmoothingOptions options = LabelSmoothingOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
 
@@ -40,10 +41,10 @@ class LabelSmoothing : public Algorithm {
   at::Tensor original_;
 };
 
-struct MixOptions {
-  double alpha = 0.2;             // the Beta(alpha, alpha) the mixing coefficient is drawn from
-  bool interpolate_loss = false;  // mix the two losses instead of the targets
-  bool uniform_sampling = false;  // CutMix: box centres uniform over the whole image (else inside it)
+class MixOptions {
+  BATON_ARG(double, alpha) = 0.2;             // the Beta(alpha, alpha) the mixing coefficient is drawn from
+  BATON_ARG(bool, interpolate_loss) = false;  // mix the two losses instead of the targets
+  BATON_ARG(bool, uniform_sampling) = false;  // CutMix: box centres uniform over the whole image (else inside it)
 };
 
 // MixUp (Zhang et al. 2018). before_forward: x = (1 - λ) x + λ x[perm], λ ≤ 0.5; then either
@@ -51,10 +52,10 @@ struct MixOptions {
 // before_backward: loss = (1 - λ) loss(y) + λ loss(y[perm]).
 class MixUp : public Algorithm {
  public:
-  explicit MixUp(MixOptions options = {});
+  explicit MixUp(MixOptions options = MixOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
-  bool interpolate_loss() const override { return options_.interpolate_loss; }
+  bool interpolate_loss() const override { return options_.interpolate_loss(); }
   // The coefficient of the last batch (for tests and logs).
   double mixing() const { return mixing_; }
 
@@ -70,22 +71,22 @@ class MixUp : public Algorithm {
 // area. Events and options as MixUp (alpha default 1.0).
 class CutMix : public MixUp {
  public:
-  explicit CutMix(MixOptions options = {.alpha = 1.0});
+  explicit CutMix(MixOptions options = MixOptions().alpha(1.0));
 
  protected:
   void mix_inputs(State& state) override;
 };
 
-struct CutOutOptions {
-  int64_t num_holes = 1;
-  double length = 0.5;            // a hole's side: a fraction of the image's shorter side (< 1) or pixels (>= 1)
-  bool uniform_sampling = false;  // centres anywhere (holes may be cut by the border); else inside
+class CutOutOptions {
+  BATON_ARG(int64_t, num_holes) = 1;
+  BATON_ARG(double, length) = 0.5;  // a hole's side: a fraction of the image's shorter side (< 1) or pixels (>= 1)
+  BATON_ARG(bool, uniform_sampling) = false;  // centres anywhere (holes may be cut by the border); else inside
 };
 // CutOut (DeVries & Taylor 2017). after_dataloader: squares of each image set to 0 (the mean of
 // standardised data), independently per image.
 class CutOut : public Algorithm {
  public:
-  explicit CutOut(CutOutOptions options = {});
+  explicit CutOut(CutOutOptions options = CutOutOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
 
@@ -93,15 +94,15 @@ class CutOut : public Algorithm {
   CutOutOptions options_;
 };
 
-struct ColOutOptions {
-  double p_row = 0.15;  // fraction of rows dropped
-  double p_col = 0.15;  // fraction of columns dropped
+class ColOutOptions {
+  BATON_ARG(double, p_row) = 0.15;  // fraction of rows dropped
+  BATON_ARG(double, p_col) = 0.15;  // fraction of columns dropped
 };
 // ColOut: after_dataloader, the same random rows and columns dropped from every image of the
 // batch, so images get smaller (a model with global pooling takes them; fashion_cnn does not).
 class ColOut : public Algorithm {
  public:
-  explicit ColOut(ColOutOptions options = {});
+  explicit ColOut(ColOutOptions options = ColOutOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
 
@@ -109,11 +110,11 @@ class ColOut : public Algorithm {
   ColOutOptions options_;
 };
 
-struct RandAugmentOptions {
-  int64_t severity = 9;  // 0..10: how strong each operation is
-  int64_t depth = 2;     // operations per image
+class RandAugmentOptions {
+  BATON_ARG(int64_t, severity) = 9;  // 0..10: how strong each operation is
+  BATON_ARG(int64_t, depth) = 2;     // operations per image
   // Operations to draw from: "all", "geometric" (rotate, shear, translate) or "intensity".
-  std::string augmentation_set = "all";
+  BATON_ARG(std::string, augmentation_set) = "all";
 };
 // RandAugment (Cubuk et al. 2020) on tensors: after_dataloader, `depth` operations per image drawn
 // uniformly from the set (identity, autocontrast, equalize-like contrast stretch, rotate, solarize,
@@ -121,7 +122,7 @@ struct RandAugmentOptions {
 // severity. Works on standardised inputs (each image mapped to [0, 1] and back).
 class RandAugment : public Algorithm {
  public:
-  explicit RandAugment(RandAugmentOptions options = {});
+  explicit RandAugment(RandAugmentOptions options = RandAugmentOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
 
@@ -130,19 +131,19 @@ class RandAugment : public Algorithm {
   std::vector<int> ops_;
 };
 
-struct ProgressiveResizingOptions {
-  std::string mode = "resize";     // resize (bilinear) or crop (a random crop)
-  double initial_scale = 0.5;      // the side's scale at the start
-  double finetune_fraction = 0.2;  // the last part of training at full size
-  double delay_fraction = 0.5;     // the first part of training at initial_scale
-  int64_t size_increment = 4;      // sides are multiples of this
+class ProgressiveResizingOptions {
+  BATON_ARG(std::string, mode) = "resize";     // resize (bilinear) or crop (a random crop)
+  BATON_ARG(double, initial_scale) = 0.5;      // the side's scale at the start
+  BATON_ARG(double, finetune_fraction) = 0.2;  // the last part of training at full size
+  BATON_ARG(double, delay_fraction) = 0.5;     // the first part of training at initial_scale
+  BATON_ARG(int64_t, size_increment) = 4;      // sides are multiples of this
 };
 // Progressive resizing (Touvron et al.; Composer). after_dataloader: images shrunk to a side that
 // grows linearly from initial_scale to 1 between delay_fraction and 1 - finetune_fraction of the
 // run. Logs progressive_resizing/side.
 class ProgressiveResizing : public Algorithm {
  public:
-  explicit ProgressiveResizing(ProgressiveResizingOptions options = {});
+  explicit ProgressiveResizing(ProgressiveResizingOptions options = ProgressiveResizingOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   // The scale at a fraction of the run.
@@ -155,10 +156,10 @@ class ProgressiveResizing : public Algorithm {
 
 // ---- Weights and gradients ------------------------------------------------------------------
 
-struct LayerFreezingOptions {
-  double freeze_start = 0.5;                   // fraction of the run after which layers start to freeze
-  double freeze_level = 1.0;                   // fraction of the layers frozen by the end
-  Time freeze_interval = Time::from_epoch(1);  // how often the schedule is checked (ep, ba or sp)
+class LayerFreezingOptions {
+  BATON_ARG(double, freeze_start) = 0.5;                   // fraction of the run after which layers start to freeze
+  BATON_ARG(double, freeze_level) = 1.0;                   // fraction of the layers frozen by the end
+  BATON_ARG(Time, freeze_interval) = Time::from_epoch(1);  // how often the schedule is checked (ep, ba or sp)
 };
 // Layer freezing (Composer). epoch_end (or batch_end, every freeze_interval): the first layers
 // (modules with parameters, in definition order) stop training: after freeze_start,
@@ -166,7 +167,7 @@ struct LayerFreezingOptions {
 // not stepped. Logs layer_freezing/frozen_layers; the count is in checkpoints and re-applied on load.
 class LayerFreezing : public Algorithm {
  public:
-  explicit LayerFreezing(LayerFreezingOptions options = {});
+  explicit LayerFreezing(LayerFreezingOptions options = LayerFreezingOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   StateDict state_dict() const override;
@@ -180,11 +181,11 @@ class LayerFreezing : public Algorithm {
   int64_t pending_load_ = -1;
 };
 
-struct EmaOptions {
-  Time half_life = Time::from_batch(1000);  // the age at which a step's weight halves
-  std::optional<double> smoothing{};        // or the decay per update directly
-  Time update_interval = Time::from_batch(1);
-  Time ema_start = Time::from_duration(0.0);  // updates (and the swap) begin here
+class EmaOptions {
+  BATON_ARG(Time, half_life) = Time::from_batch(1000);  // the age at which a step's weight halves
+  BATON_ARG(std::optional<double>, smoothing){};        // or the decay per update directly
+  BATON_ARG(Time, update_interval) = Time::from_batch(1);
+  BATON_ARG(Time, ema_start) = Time::from_duration(0.0);  // updates (and the swap) begin here
 };
 // Exponential moving average of the weights. batch_end/epoch_end (per update_interval):
 // ema = s * ema + (1 - s) * weights, s = 0.5^(interval / half_life); buffers copied.
@@ -193,7 +194,7 @@ struct EmaOptions {
 // fit_end: swapped in, so the trained model is the average. Before ema_start nothing changes.
 class Ema : public Algorithm {
  public:
-  explicit Ema(EmaOptions options = {});
+  explicit Ema(EmaOptions options = EmaOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   StateDict state_dict() const override;
@@ -211,14 +212,14 @@ class Ema : public Algorithm {
   bool swapped_for_eval_ = false;
 };
 
-struct SwaOptions {
-  Time swa_start = Time::from_duration(0.7);
-  Time swa_end = Time::from_duration(0.97);
-  Time update_interval = Time::from_epoch(1);
-  bool schedule_swa_lr = false;
-  double swa_lr = -1.0;                 // with schedule_swa_lr: the rate annealed to (default: the current one)
-  int64_t anneal_steps = 10;            // batches of annealing
-  std::string anneal_strategy = "cos";  // cos or linear
+class SwaOptions {
+  BATON_ARG(Time, swa_start) = Time::from_duration(0.7);
+  BATON_ARG(Time, swa_end) = Time::from_duration(0.97);
+  BATON_ARG(Time, update_interval) = Time::from_epoch(1);
+  BATON_ARG(bool, schedule_swa_lr) = false;
+  BATON_ARG(double, swa_lr) = -1.0;       // with schedule_swa_lr: the rate annealed to (default: the current one)
+  BATON_ARG(int64_t, anneal_steps) = 10;  // batches of annealing
+  BATON_ARG(std::string, anneal_strategy) = "cos";  // cos or linear
 };
 // Stochastic Weight Averaging (Izmailov et al. 2018). Every update_interval between swa_start and
 // swa_end the weights are added to a running average; at swa_end the model takes the average and
@@ -226,7 +227,7 @@ struct SwaOptions {
 // the learning rate is annealed to swa_lr from swa_start (before_train_batch).
 class Swa : public Algorithm {
  public:
-  explicit Swa(SwaOptions options = {});
+  explicit Swa(SwaOptions options = SwaOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   StateDict state_dict() const override;
@@ -243,16 +244,16 @@ class Swa : public Algorithm {
   std::vector<double> base_lrs_;
 };
 
-struct GradientClippingOptions {
-  std::string clipping_type = "norm";  // norm (global L2 norm), value (each element), adaptive (AGC)
-  double clipping_threshold = 1.0;     // the norm, the value, or AGC's ratio of gradient to weight norm
+class GradientClippingOptions {
+  BATON_ARG(std::string, clipping_type) = "norm";  // norm (global L2 norm), value (each element), adaptive (AGC)
+  BATON_ARG(double, clipping_threshold) = 1.0;     // the norm, the value, or AGC's ratio of gradient to weight norm
 };
 // Gradient clipping. after_train_batch (after the last microbatch's backward, before the step).
 // adaptive: Brock et al. 2021, unit-wise: a row's gradient norm is kept below
 // threshold * max(row weight norm, 1e-3).
 class GradientClipping : public Algorithm {
  public:
-  explicit GradientClipping(GradientClippingOptions options = {});
+  explicit GradientClipping(GradientClippingOptions options = GradientClippingOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
 
@@ -260,10 +261,10 @@ class GradientClipping : public Algorithm {
   GradientClippingOptions options_;
 };
 
-struct SamOptions {
-  double rho = 0.05;       // the radius of the neighbourhood
-  double epsilon = 1e-12;  // added to the gradient norm
-  int64_t interval = 1;    // do SAM every this many steps (plain steps in between)
+class SamOptions {
+  BATON_ARG(double, rho) = 0.05;       // the radius of the neighbourhood
+  BATON_ARG(double, epsilon) = 1e-12;  // added to the gradient norm
+  BATON_ARG(int64_t, interval) = 1;    // do SAM every this many steps (plain steps in between)
 };
 // Sharpness-Aware Minimization (Foret et al. 2021). after_train_batch: the weights move by
 // rho * g / |g|, the batch's forward and backward run again there, and the weights move back,
@@ -271,7 +272,7 @@ struct SamOptions {
 // per SAM step.
 class Sam : public Algorithm {
  public:
-  explicit Sam(SamOptions options = {});
+  explicit Sam(SamOptions options = SamOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
 
@@ -279,20 +280,20 @@ class Sam : public Algorithm {
   SamOptions options_;
 };
 
-struct SelectiveBackpropOptions {
-  double start = 0.5;            // fraction of the run where it begins
-  double end = 0.9;              // ... and ends
-  double keep = 0.5;             // fraction of each batch kept
-  double scale_factor = 1.0;     // inputs scaled by this for the selection forward (cheaper)
-  int64_t interval = 2;          // every this many batches
-  std::string method = "top_k";  // top_k: the hardest examples; sample: drawn by loss rank (Composer)
+class SelectiveBackpropOptions {
+  BATON_ARG(double, start) = 0.5;            // fraction of the run where it begins
+  BATON_ARG(double, end) = 0.9;              // ... and ends
+  BATON_ARG(double, keep) = 0.5;             // fraction of each batch kept
+  BATON_ARG(double, scale_factor) = 1.0;     // inputs scaled by this for the selection forward (cheaper)
+  BATON_ARG(int64_t, interval) = 2;          // every this many batches
+  BATON_ARG(std::string, method) = "top_k";  // top_k: the hardest examples; sample: drawn by loss rank (Composer)
 };
 // Selective backprop (Jiang et al. 2019). after_dataloader: a forward without gradients ranks the
 // batch's examples by loss and only the hardest `keep` fraction is trained on. The engine runs it
 // before every other algorithm on each event.
 class SelectiveBackprop : public Algorithm {
  public:
-  explicit SelectiveBackprop(SelectiveBackpropOptions options = {});
+  explicit SelectiveBackprop(SelectiveBackpropOptions options = SelectiveBackpropOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
 
@@ -310,17 +311,17 @@ class ChannelsLast : public Algorithm {
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
 };
 
-struct BlurPoolOptions {
-  bool replace_convs = true;     // strided Conv2d -> blur + conv
-  bool replace_maxpools = true;  // MaxPool2d -> max (stride 1) + blur
-  bool blur_first = true;        // blur before the conv (cheaper) or after it
-  int64_t min_channels = 16;     // convs with fewer input channels are kept
+class BlurPoolOptions {
+  BATON_ARG(bool, replace_convs) = true;     // strided Conv2d -> blur + conv
+  BATON_ARG(bool, replace_maxpools) = true;  // MaxPool2d -> max (stride 1) + blur
+  BATON_ARG(bool, blur_first) = true;        // blur before the conv (cheaper) or after it
+  BATON_ARG(int64_t, min_channels) = 16;     // convs with fewer input channels are kept
 };
 // BlurPool (Zhang 2019): anti-aliased downsampling. init: surgery on the model's Replaceable
 // modules; outputs keep their shapes. Required on load.
 class BlurPool : public Algorithm {
  public:
-  explicit BlurPool(BlurPoolOptions options = {});
+  explicit BlurPool(BlurPoolOptions options = BlurPoolOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   bool required_on_load() const override { return true; }
@@ -331,16 +332,16 @@ class BlurPool : public Algorithm {
   int replaced_ = 0;
 };
 
-struct SqueezeExciteOptions {
-  double latent_channels = 64;  // the bottleneck: channels (>= 1) or a fraction of them (< 1)
-  int64_t min_channels = 128;   // convs with fewer output channels are kept
+class SqueezeExciteOptions {
+  BATON_ARG(double, latent_channels) = 64;  // the bottleneck: channels (>= 1) or a fraction of them (< 1)
+  BATON_ARG(int64_t, min_channels) = 128;   // convs with fewer output channels are kept
 };
 // Squeeze-and-Excitation (Hu et al. 2018). init: each Conv2d with at least min_channels outputs
 // is followed by an SE block (global pool, linear, relu, linear, sigmoid, channel scale).
 // Required on load.
 class SqueezeExcite : public Algorithm {
  public:
-  explicit SqueezeExcite(SqueezeExciteOptions options = {});
+  explicit SqueezeExcite(SqueezeExciteOptions options = SqueezeExciteOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   bool required_on_load() const override { return true; }
@@ -351,16 +352,16 @@ class SqueezeExcite : public Algorithm {
   int replaced_ = 0;
 };
 
-struct StochasticDepthOptions {
-  double drop_rate = 0.2;                    // the last block's drop probability
-  std::string drop_distribution = "linear";  // linear: block l of L drops with drop_rate * l / L; uniform
+class StochasticDepthOptions {
+  BATON_ARG(double, drop_rate) = 0.2;                    // the last block's drop probability
+  BATON_ARG(std::string, drop_distribution) = "linear";  // linear: block l of L drops with drop_rate * l / L; uniform
 };
 // Stochastic depth (Huang et al. 2016) on ResNet basic blocks. init: each block is wrapped; in
 // training its residual branch is skipped with its drop probability, at evaluation it is scaled by
 // the keep probability. Required on load.
 class StochasticDepth : public Algorithm {
  public:
-  explicit StochasticDepth(StochasticDepthOptions options = {});
+  explicit StochasticDepth(StochasticDepthOptions options = StochasticDepthOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   bool required_on_load() const override { return true; }
@@ -371,14 +372,14 @@ class StochasticDepth : public Algorithm {
   int replaced_ = 0;
 };
 
-struct GhostBatchNormOptions {
-  int64_t ghost_batch_size = 32;  // examples per normalisation group
+class GhostBatchNormOptions {
+  BATON_ARG(int64_t, ghost_batch_size) = 32;  // examples per normalisation group
 };
 // Ghost BatchNorm (Hoffer et al. 2017). init: BatchNorm2d layers normalise each group of
 // ghost_batch_size examples on its own during training (evaluation unchanged). Required on load.
 class GhostBatchNorm : public Algorithm {
  public:
-  explicit GhostBatchNorm(GhostBatchNormOptions options = {});
+  explicit GhostBatchNorm(GhostBatchNormOptions options = GhostBatchNormOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   bool required_on_load() const override { return true; }

@@ -1,24 +1,25 @@
 // Callbacks that end training on a metric: ThresholdStopper (the metric reached a value) and
 // EarlyStopper (the metric stopped improving).
 //
-//   auto stop = std::make_shared<baton::ThresholdStopper>(ThresholdStopperOptions{.monitor = "eval/accuracy",
-//   .threshold = 0.91});
+//   auto stop = std::make_shared<baton::ThresholdStopper>(
+//       baton::ThresholdStopperOptions().monitor("eval/accuracy").threshold(0.91));
 #pragma once
 
 #include <optional>
 #include <string>
 
 #include "baton/core/callback.h"
+#include "baton/core/options.h"
 #include "baton/core/time.h"
 
 namespace baton {
 
-struct ThresholdStopperOptions {
-  std::string monitor = "eval/accuracy";  // "<evaluator label>/<metric>", or train/loss
-  double threshold = 0.0;
+class ThresholdStopperOptions {
+  BATON_ARG(std::string, monitor) = "eval/accuracy";  // "<evaluator label>/<metric>", or train/loss
+  BATON_ARG(double, threshold) = 0.0;
   // "ge": stop when the metric >= threshold, "le": when <=. Default: le for names with "loss" or
   // "error" in them, else ge.
-  std::string comparison;
+  BATON_ARG(std::string, comparison);
 };
 // Checks after each evaluation (eval_end of the monitored evaluator), or after each batch for
 // train/loss, and asks the trainer to stop: fit() returns after the current batch, with
@@ -40,13 +41,13 @@ class ThresholdStopper : public Callback {
   std::optional<int64_t> stopped_at_;
 };
 
-struct EarlyStopperOptions {
-  std::string monitor = "eval/loss";
+class EarlyStopperOptions {
+  BATON_ARG(std::string, monitor) = "eval/loss";
   // How long without improvement: evaluations of the monitored evaluator when in ep/ba units,
   // counted in that unit ("3ep": three epochs without improvement).
-  Time patience = Time::from_epoch(1);
-  double min_delta = 0.0;  // a change smaller than this is no improvement
-  std::string comparison;  // as ThresholdStopper: "ge" (higher is better) or "le"
+  BATON_ARG(Time, patience) = Time::from_epoch(1);
+  BATON_ARG(double, min_delta) = 0.0;  // a change smaller than this is no improvement
+  BATON_ARG(std::string, comparison);  // as ThresholdStopper: "ge" (higher is better) or "le"
 };
 // Stops when the monitored metric has not improved by min_delta for `patience`.
 class EarlyStopper : public Callback {

@@ -3,7 +3,7 @@
 // cyclic schedule of batches, and writes each recorded window as a Chrome trace-event JSON file
 // (`<folder>/ep{epoch}-ba{batch}.json`) that chrome://tracing and Perfetto open.
 //
-//   options.callbacks({std::make_shared<baton::TraceProfiler>(TraceProfilerOptions{.folder = "runs/x/traces"})});
+//   options.callbacks({std::make_shared<baton::TraceProfiler>(TraceProfilerOptions().folder("runs/x/traces"))});
 //   baton train recipe.yaml --profile          # the same, into RUN_DIR/traces
 //
 // Schedule (torch.profiler's): skip `skip_first` batches, then `repeat` cycles (0: forever) of
@@ -18,22 +18,23 @@
 #include <vector>
 
 #include "baton/core/callback.h"
+#include "baton/core/options.h"
 #include "baton/core/profiler.h"
 
 namespace baton {
 
-struct TraceProfilerOptions {
-  std::string folder = "traces";
-  int64_t skip_first = 0;
-  int64_t wait = 0;
-  int64_t warmup = 1;
-  int64_t active = 5;
-  int64_t repeat = 1;
+class TraceProfilerOptions {
+  BATON_ARG(std::string, folder) = "traces";
+  BATON_ARG(int64_t, skip_first) = 0;
+  BATON_ARG(int64_t, wait) = 0;
+  BATON_ARG(int64_t, warmup) = 1;
+  BATON_ARG(int64_t, active) = 5;
+  BATON_ARG(int64_t, repeat) = 1;
 };
 
 class TraceProfiler : public Callback, public Profiler, public std::enable_shared_from_this<TraceProfiler> {
  public:
-  explicit TraceProfiler(TraceProfilerOptions options = {});
+  explicit TraceProfiler(TraceProfilerOptions options = TraceProfilerOptions());
 
   // Profiler: spans started while a batch is recorded are kept, with their ends.
   void start(std::string_view name) override;
@@ -49,8 +50,8 @@ class TraceProfiler : public Callback, public Profiler, public std::enable_share
   // The files written so far.
   const std::vector<std::string>& files() const { return files_; }
   // Where the traces go (baton train puts a relative folder inside the run directory).
-  const std::string& folder() const { return options_.folder; }
-  void set_folder(std::string folder) { options_.folder = std::move(folder); }
+  const std::string& folder() const { return options_.folder(); }
+  void set_folder(std::string folder) { options_.folder(std::move(folder)); }
   // What the schedule does at batch `step` (0-based): 0 off, 1 warmup, 2 recorded.
   int phase(int64_t step) const;
 

@@ -1,15 +1,16 @@
-// Options, written one way: an `XxxOptions` holds each default once, documented in place. Builders
-// (TrainerOptions, DataLoaderOptions) declare theirs with BATON_ARG, LibTorch's TORCH_ARG:
+// Options, written one way: an `XxxOptions` is a builder whose options are declared with BATON_ARG
+// (LibTorch's TORCH_ARG), each default written once and documented in place:
 //
 //   baton::DataLoaderOptions().batch_size(128).seed(17)
+//   baton::MixOptions().alpha(0.4)
 //
 // OptionReader reads the options of a named component (an algorithm, a callback) given as JSON, as a
-// recipe gives them, into such a struct: typed, the struct's defaults kept, every key accounted for.
+// recipe gives them, into such options: typed, their defaults kept, every key accounted for.
 //
 //   baton::OptionReader o("mixup", json);
-//   baton::MixOptions mix;       // the defaults
-//   o.read("alpha", mix.alpha);  // the recipe's value, if it gives one
-//   o.finish();                  // throws OptionError for a key no getter asked for
+//   baton::MixOptions mix;         // the defaults
+//   o.read("alpha", mix.alpha());  // the recipe's value, if it gives one
+//   o.finish();                    // throws OptionError for a key no getter asked for
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // `baton dashboard`: a read-only web page over run directories and search storages, live.
 //
-//   Dashboard d({.paths = {"runs/"}, .port = 8080});   // serves until stop() or destruction
+//   Dashboard d(DashboardOptions().paths({"runs/"}).port(8080));   // serves until stop() or destruction
 //   std::printf("%s\n", d.url().c_str());
 //   d.wait();
 //
@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "baton/core/options.h"
+
 namespace baton {
 
 // A dashboard that cannot start: no usable path, a port in use, a host without a token.
@@ -23,13 +25,13 @@ class DashboardError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-struct DashboardOptions {
-  std::vector<std::string> paths{};
-  std::string host = "127.0.0.1";  // another than a loopback address needs a token
-  int port = 8080;                 // 0: a free port (see Dashboard::port)
-  std::string token{};             // when set, /api/ answers only ?token=TOKEN or "Authorization: Bearer TOKEN"
-  double refresh_s = 0.5;          // how often changed files and storages are read again
-  std::string chart_js = "/usr/share/javascript/chart.js/chart.min.js";  // Debian's libjs-chart.js
+class DashboardOptions {
+  BATON_ARG(std::vector<std::string>, paths){};
+  BATON_ARG(std::string, host) = "127.0.0.1";  // another than a loopback address needs a token
+  BATON_ARG(int, port) = 8080;                 // 0: a free port (see Dashboard::port)
+  BATON_ARG(std::string, token){};     // when set, /api/ answers only ?token=TOKEN or "Authorization: Bearer TOKEN"
+  BATON_ARG(double, refresh_s) = 0.5;  // how often changed files and storages are read again
+  BATON_ARG(std::string, chart_js) = "/usr/share/javascript/chart.js/chart.min.js";  // Debian's libjs-chart.js
 };
 
 class Dashboard {

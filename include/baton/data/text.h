@@ -1,6 +1,6 @@
 // Text as next-token prediction: the characters (or bytes) of a file, cut into windows.
 //
-//   auto [train, valid] = baton::load_text("/usr/share/games/fortunes", {.context = 256});
+//   auto [train, valid] = baton::load_text("/usr/share/games/fortunes", baton::TextOptions().context(256));
 //   baton::Batch b = train->get_batch(torch::arange(4));  // input [4, 256], target [4, 256]: input shifted by one
 #pragma once
 
@@ -11,20 +11,21 @@
 #include <string>
 #include <utility>
 
+#include "baton/core/options.h"
 #include "baton/data/dataset.h"
 
 namespace baton {
 
-struct TextOptions {
+class TextOptions {
   // Tokens per window (the model's context).
-  int64_t context = 256;
+  BATON_ARG(int64_t, context) = 256;
   // "chars": each distinct byte of the text is a token (the vocabulary is the bytes that occur,
   // sorted); "bytes": all 256 byte values are tokens.
-  std::string tokens = "chars";
+  BATON_ARG(std::string, tokens) = "chars";
   // The last part of the text held out for validation.
-  double validation_fraction = 0.1;
+  BATON_ARG(double, validation_fraction) = 0.1;
   // Training windows start at a random offset each time they are drawn; validation windows are fixed.
-  uint64_t seed = 0;
+  BATON_ARG(uint64_t, seed) = 0;
 };
 
 // Windows of `context` tokens over one token sequence: example i is the window starting near

@@ -20,19 +20,20 @@
 #include <string>
 #include <thread>
 
+#include "baton/core/options.h"
 #include "baton/exec/engine.h"
 #include "baton/exec/storage.h"
 
 namespace baton {
 
-struct DistributedOptions {
-  std::string worker{};       // this worker's name; default "host:pid"
-  int64_t limit = INT64_MAX;  // trials in the whole search
-  double heartbeat_s = 2.0;
-  double stale_after_s = 20.0;  // a running trial's worker is silent this long: requeued
-  double poll_s = 0.25;         // how often other workers' changes are read
+class DistributedOptions {
+  BATON_ARG(std::string, worker){};       // this worker's name; default "host:pid"
+  BATON_ARG(int64_t, limit) = INT64_MAX;  // trials in the whole search
+  BATON_ARG(double, heartbeat_s) = 2.0;
+  BATON_ARG(double, stale_after_s) = 20.0;  // a running trial's worker is silent this long: requeued
+  BATON_ARG(double, poll_s) = 0.25;         // how often other workers' changes are read
   // Called for a worker on this machine found dead while it owned trials (to stop its orphans).
-  std::function<void(const std::string& worker)> on_dead_worker{};
+  BATON_ARG(std::function<void(const std::string& worker)>, on_dead_worker){};
 };
 
 class DistributedEngine : public TrialTable {
@@ -55,7 +56,7 @@ class DistributedEngine : public TrialTable {
   void shutdown() override;
   void load_state_dict(const nlohmann::json& state) override;  // the state is the storage: refused
 
-  const std::string& worker() const { return options_.worker; }
+  const std::string& worker() const { return options_.worker(); }
   // Trials of silent workers this worker put back in the queue.
   int64_t requeued() const { return requeued_; }
 

@@ -9,17 +9,18 @@
 // 100 trials a suggestion takes a few milliseconds.
 #pragma once
 
+#include "baton/core/options.h"
 #include "baton/exec/model_strategy.h"
 
 namespace baton {
 
-struct GpOptions {
-  uint64_t seed = 0;
-  bool maximize = true;
-  int startup_trials = 10;    // suggestions before the model is used (a Latin hypercube over the space)
-  int candidates = 1024;      // random points the acquisition is evaluated at
-  int local_starts = 10;      // the best candidates refined by a local step
-  bool constant_liar = true;  // running trials count with their predicted value (kriging believer)
+class GpOptions {
+  BATON_ARG(uint64_t, seed) = 0;
+  BATON_ARG(bool, maximize) = true;
+  BATON_ARG(int, startup_trials) = 10;    // suggestions before the model is used (a Latin hypercube over the space)
+  BATON_ARG(int, candidates) = 1024;      // random points the acquisition is evaluated at
+  BATON_ARG(int, local_starts) = 10;      // the best candidates refined by a local step
+  BATON_ARG(bool, constant_liar) = true;  // running trials count with their predicted value (kriging believer)
 };
 
 class GpStrategy : public ModelStrategy {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "baton/core/options.h"
 #include "baton/exec/engine.h"
 
 namespace baton {
@@ -155,10 +156,10 @@ class Asha : public Middleware {
   std::atomic<int64_t> kills_{0};
 };
 
-struct BudgetOptions {
-  std::optional<int64_t> max_trials{};        // trials submitted
-  std::optional<double> max_wall_s{};         // since the middleware was set on its engine
-  std::optional<double> max_trial_seconds{};  // summed run time of the trials
+class BudgetOptions {
+  BATON_ARG(std::optional<int64_t>, max_trials){};        // trials submitted
+  BATON_ARG(std::optional<double>, max_wall_s){};         // since the middleware was set on its engine
+  BATON_ARG(std::optional<double>, max_trial_seconds){};  // summed run time of the trials
 };
 
 // budget_available() is false once any limit is spent; submit() then throws std::runtime_error.

@@ -16,17 +16,21 @@
 #include <utility>
 #include <vector>
 
+#include "baton/core/options.h"
 #include "baton/exec/engine.h"
 
 namespace baton {
 
-struct ProcessEngineOptions {
-  std::string command;  // run with /bin/sh -c
-  int workers = 1;
-  std::optional<double> timeout_s{};         // per trial run
-  double kill_grace_s = 2.0;                 // SIGTERM -> SIGKILL
-  std::filesystem::path log_dir{};           // when set: <log_dir>/<id>/stdout.log and stderr.log
-  std::map<std::string, std::string> env{};  // added to the trial's environment
+class ProcessEngineOptions {
+ public:
+  using Env = std::map<std::string, std::string>;
+
+  BATON_ARG(std::string, command);  // run with /bin/sh -c
+  BATON_ARG(int, workers) = 1;
+  BATON_ARG(std::optional<double>, timeout_s){};  // per trial run
+  BATON_ARG(double, kill_grace_s) = 2.0;          // SIGTERM -> SIGKILL
+  BATON_ARG(std::filesystem::path, log_dir){};    // when set: <log_dir>/<id>/stdout.log and stderr.log
+  BATON_ARG(Env, env){};                          // added to the trial's environment
 };
 
 class ProcessEngine : public QueuedEngine {

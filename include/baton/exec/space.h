@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "baton/core/options.h"
 #include "baton/exec/engine.h"
 
 namespace baton {
@@ -72,13 +73,13 @@ class Strategy {
   virtual void restore(const std::vector<Trial>& trials);
 };
 
-struct StrategyOptions {
-  uint64_t seed = 0;
-  bool maximize = true;
-  int grid_points = 5;  // grid: values per continuous dimension
+class StrategyOptions {
+  BATON_ARG(uint64_t, seed) = 0;
+  BATON_ARG(bool, maximize) = true;
+  BATON_ARG(int, grid_points) = 5;  // grid: values per continuous dimension
   // The strategy's own options by name (docs/search.md has the table), e.g. {"candidates": 48}:
   // tpe (TpeOptions), gp (GpOptions), grid (points), evolution (population, sample_size).
-  nlohmann::json settings = nlohmann::json::object();
+  BATON_ARG(nlohmann::json, settings) = nlohmann::json::object();
 };
 
 // "random", "grid", "tpe" (tpe.h), "gp" (gp.h), "evolution". An unknown name, an unknown setting or

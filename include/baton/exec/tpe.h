@@ -10,23 +10,25 @@
 // count as bad ones (a constant liar) so that parallel workers spread out.
 #pragma once
 
+#include "baton/core/options.h"
 #include "baton/exec/model_strategy.h"
 
 namespace baton {
 
-struct TpeOptions {
-  uint64_t seed = 0;
-  bool maximize = true;
-  int startup_trials = 10;      // suggestions before the model is used (a Latin hypercube over the space)
-  int candidates = 128;         // drawn from the good density; the best ratio good/rest wins (Optuna: 24)
-  bool multivariate = true;     // one kernel per trial over all dimensions (Optuna 5's default); else per dimension
-  double prior_weight = 1.0;    // the weight of the flat prior kernel beside each trial's 1
-  int max_rest = 200;           // the rest: at most its newest `max_rest` trials (older ones weigh ~0 anyway)
-  bool constant_liar = true;    // running trials count as bad ones
-  double gamma = 0.1;           // the good set: the best ceil(gamma * n) trials, at most 25
-  bool ei_weights = true;       // good trials weigh their improvement over the rest's best; else 1 each
-  double clip_exponent = 1.5;   // the narrowest kernel: range * max(min_bandwidth, (n + 2)^-clip_exponent)
-  double min_bandwidth = 0.01;  // (Optuna: exponent 1, floor 0.01)
+class TpeOptions {
+  BATON_ARG(uint64_t, seed) = 0;
+  BATON_ARG(bool, maximize) = true;
+  BATON_ARG(int, startup_trials) = 10;  // suggestions before the model is used (a Latin hypercube over the space)
+  BATON_ARG(int, candidates) = 128;     // drawn from the good density; the best ratio good/rest wins (Optuna: 24)
+  BATON_ARG(bool,
+            multivariate) = true;  // one kernel per trial over all dimensions (Optuna 5's default); else per dimension
+  BATON_ARG(double, prior_weight) = 1.0;  // the weight of the flat prior kernel beside each trial's 1
+  BATON_ARG(int, max_rest) = 200;         // the rest: at most its newest `max_rest` trials (older ones weigh ~0 anyway)
+  BATON_ARG(bool, constant_liar) = true;  // running trials count as bad ones
+  BATON_ARG(double, gamma) = 0.1;         // the good set: the best ceil(gamma * n) trials, at most 25
+  BATON_ARG(bool, ei_weights) = true;     // good trials weigh their improvement over the rest's best; else 1 each
+  BATON_ARG(double, clip_exponent) = 1.5;   // the narrowest kernel: range * max(min_bandwidth, (n + 2)^-clip_exponent)
+  BATON_ARG(double, min_bandwidth) = 0.01;  // (Optuna: exponent 1, floor 0.01)
 };
 
 class TpeStrategy : public ModelStrategy {

@@ -1,11 +1,14 @@
 // Line charts as plain SVG, with no plotting dependency: what `baton plot` draws.
 //
-//   std::string svg = baton::line_chart_svg({{"run-a", {{1, 0.5}, {2, 0.7}}}}, {.title = "eval/accuracy"});
+//   std::string svg = baton::line_chart_svg({{"run-a", {{1, 0.5}, {2, 0.7}}}},
+//   baton::ChartOptions().title("eval/accuracy"));
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "baton/core/options.h"
 
 namespace baton {
 
@@ -14,12 +17,12 @@ struct Series {
   std::vector<std::pair<double, double>> points;  // (x, y), in x order
 };
 
-struct ChartOptions {
-  std::string title{};
-  std::string x_label = "step";
-  std::string y_label{};  // default: the title
-  int width = 800;
-  int height = 480;
+class ChartOptions {
+  BATON_ARG(std::string, title){};
+  BATON_ARG(std::string, x_label) = "step";
+  BATON_ARG(std::string, y_label){};  // default: the title
+  BATON_ARG(int, width) = 800;
+  BATON_ARG(int, height) = 480;
 };
 
 // An SVG document: axes with "nice" ticks and labels, one <path class="series"> per series (in

@@ -1,6 +1,6 @@
 // Models by name: fashion_cnn, mlp, resnet20, gpt.
 //
-//   auto model = baton::make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
+//   auto model = baton::make_model("fashion_cnn", baton::ModelOptions().input_shape({1, 28, 28}).num_classes(10));
 #pragma once
 
 #include <cstdint>
@@ -8,23 +8,24 @@
 #include <string>
 #include <vector>
 
+#include "baton/core/options.h"
 #include "baton/models/model.h"
 #include "baton/models/surgery.h"
 
 namespace baton {
 
-struct ModelOptions {
+class ModelOptions {
   // The shape of one input: [C, H, W] for images, [F] for features.
-  std::vector<int64_t> input_shape{};
-  int64_t num_classes = 10;
+  BATON_ARG(std::vector<int64_t>, input_shape){};
+  BATON_ARG(int64_t, num_classes) = 10;
   // mlp: the hidden layers' widths. Default: {256, 128}.
-  std::vector<int64_t> hidden = {256, 128};
+  BATON_ARG(std::vector<int64_t>, hidden) = {256, 128};
   // gpt: transformer blocks, the width of a token's vector, attention heads (width must divide by
   // heads), dropout after attention and MLP. The context is input_shape[0]; the vocabulary num_classes.
-  int64_t layers = 6;
-  int64_t width = 384;
-  int64_t heads = 6;
-  double dropout = 0.0;
+  BATON_ARG(int64_t, layers) = 6;
+  BATON_ARG(int64_t, width) = 384;
+  BATON_ARG(int64_t, heads) = 6;
+  BATON_ARG(double, dropout) = 0.0;
 };
 
 // fashion_cnn: conv(C->32, 3x3, pad 1) relu maxpool2, conv(32->64, 3x3, pad 1) relu maxpool2,

@@ -17,24 +17,26 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
+#include "baton/core/options.h"
+
 namespace torch::optim {
 class Optimizer;
 }  // namespace torch::optim
 
 namespace baton {
 
-struct GradScalerOptions {
-  double init_scale = 65536.0;  // 2^16, PyTorch's
-  double growth_factor = 2.0;   // the scale after growth_interval good steps in a row
-  double backoff_factor = 0.5;  // the scale after a step with inf/NaN gradients
-  int64_t growth_interval = 2000;
+class GradScalerOptions {
+  BATON_ARG(double, init_scale) = 65536.0;  // 2^16, PyTorch's
+  BATON_ARG(double, growth_factor) = 2.0;   // the scale after growth_interval good steps in a row
+  BATON_ARG(double, backoff_factor) = 0.5;  // the scale after a step with inf/NaN gradients
+  BATON_ARG(int64_t, growth_interval) = 2000;
 };
 
 class GradScaler {
  public:
   // Throws std::invalid_argument for a scale that is not positive, growth_factor <= 1,
   // backoff_factor outside (0, 1) or growth_interval < 1.
-  explicit GradScaler(GradScalerOptions options = {});
+  explicit GradScaler(GradScalerOptions options = GradScalerOptions());
 
   // loss * get_scale().
   at::Tensor scale(const at::Tensor& loss) const;

@@ -1,6 +1,6 @@
 // Optimizers by name: sgd, adam, adamw, decoupled_sgdw.
 //
-//   baton::OptimizerOptions spec;  spec.name = "sgd"; spec.lr = 0.05; spec.momentum = 0.9; spec.nesterov = true;
+//   baton::OptimizerOptions spec;  spec.name("sgd"); spec.lr(0.05); spec.momentum(0.9); spec.nesterov(true);
 //   auto optimizer = baton::make_optimizer(spec, model->parameters());
 #pragma once
 
@@ -10,22 +10,24 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "baton/core/options.h"
+
 namespace torch::optim {
 class Optimizer;
 }  // namespace torch::optim
 
 namespace baton {
 
-struct OptimizerOptions {
-  std::string name = "sgd";
-  double lr = 0.1;            // Default: 0.1
-  double momentum = 0.0;      // sgd, decoupled_sgdw. Default: 0
-  double dampening = 0.0;     // sgd, decoupled_sgdw. Default: 0
-  bool nesterov = false;      // sgd, decoupled_sgdw. Default: false
-  double weight_decay = 0.0;  // Default: 0
-  double beta1 = 0.9;         // adam, adamw. Default: 0.9
-  double beta2 = 0.999;       // adam, adamw. Default: 0.999
-  double eps = 1e-8;          // adam, adamw. Default: 1e-8
+class OptimizerOptions {
+  BATON_ARG(std::string, name) = "sgd";
+  BATON_ARG(double, lr) = 0.1;            // Default: 0.1
+  BATON_ARG(double, momentum) = 0.0;      // sgd, decoupled_sgdw. Default: 0
+  BATON_ARG(double, dampening) = 0.0;     // sgd, decoupled_sgdw. Default: 0
+  BATON_ARG(bool, nesterov) = false;      // sgd, decoupled_sgdw. Default: false
+  BATON_ARG(double, weight_decay) = 0.0;  // Default: 0
+  BATON_ARG(double, beta1) = 0.9;         // adam, adamw. Default: 0.9
+  BATON_ARG(double, beta2) = 0.999;       // adam, adamw. Default: 0.999
+  BATON_ARG(double, eps) = 1e-8;          // adam, adamw. Default: 1e-8
 };
 
 // Throws std::invalid_argument for an unknown name (listing the known ones) or a bad value.

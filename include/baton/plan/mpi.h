@@ -16,23 +16,27 @@
 #include <string>
 #include <vector>
 
+#include "baton/core/options.h"
 #include "baton/plan/session.h"
 
 namespace baton {
 
-struct MpiSessionOptions {
+class MpiSessionOptions {
+ public:
+  using NodeRanks = std::map<std::string, int>;
+
   // Nodes placed on a rank by name; the others go round-robin (in the group's node order) over
   // all ranks.
-  std::map<std::string, int> node_ranks{};
-  bool broadcast_outputs = false;
-  int threads = 0;  // of each rank's pool (0: the machine's cores / ranks on this machine)
+  BATON_ARG(NodeRanks, node_ranks){};
+  BATON_ARG(bool, broadcast_outputs) = false;
+  BATON_ARG(int, threads) = 0;  // of each rank's pool (0: the machine's cores / ranks on this machine)
 };
 
 class MpiSession {
  public:
   // Initialises MPI when nothing has (finalised at exit). Throws std::runtime_error when baton was
   // built without MPI.
-  explicit MpiSession(MpiSessionOptions options = {});
+  explicit MpiSession(MpiSessionOptions options = MpiSessionOptions());
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;

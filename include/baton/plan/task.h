@@ -7,7 +7,7 @@
 //   group.add(baton::Task(s1));                // node "local"
 //   {
 //     baton::Node n1("n1");                    // new tasks go to n1 while `n1` lives
-//     baton::Task t(s2, {.name = "count", .num_instances = 2});
+//     baton::Task t(s2, baton::TaskOptions().name("count").num_instances(2));
 //     auto total = t.add_output("total");
 //     group.add(std::move(t));
 //   }
@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "baton/core/options.h"
 #include "baton/plan/workspace.h"
 
 namespace baton {
@@ -194,20 +195,20 @@ class TaskOutput {
   std::atomic<bool> ready_{false};
 };
 
-struct TaskOptions {
-  std::string name{};  // default: the step's name, else "task"
-  int num_instances = 1;
-  std::optional<WorkspaceType> workspace_type{};
-  std::optional<std::string> node{};  // default: Node::current()
+class TaskOptions {
+  BATON_ARG(std::string, name){};  // default: the step's name, else "task"
+  BATON_ARG(int, num_instances) = 1;
+  BATON_ARG(std::optional<WorkspaceType>, workspace_type){};
+  BATON_ARG(std::optional<std::string>, node){};  // default: Node::current()
 };
 
 class Task {
  public:
-  explicit Task(std::shared_ptr<ExecutionStep> step = nullptr, TaskOptions options = {});
+  explicit Task(std::shared_ptr<ExecutionStep> step = nullptr, TaskOptions options = TaskOptions());
   const std::string& name() const { return name_; }  // "node/name", unique in its group once added
   const std::string& node() const { return node_; }
-  int num_instances() const { return options_.num_instances; }
-  std::optional<WorkspaceType> workspace_type() const { return options_.workspace_type; }
+  int num_instances() const { return options_.num_instances(); }
+  std::optional<WorkspaceType> workspace_type() const { return options_.workspace_type(); }
   const std::shared_ptr<ExecutionStep>& step() const { return step_; }
   std::shared_ptr<TaskOutput> add_output(const std::string& name);
   std::shared_ptr<TaskOutput> add_output(std::vector<std::string> names);

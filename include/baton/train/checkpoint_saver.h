@@ -13,16 +13,17 @@
 #include <vector>
 
 #include "baton/core/callback.h"
+#include "baton/core/options.h"
 #include "baton/core/state_dict.h"
 #include "baton/core/time.h"
 
 namespace baton {
 
-struct CheckpointSaverOptions {
-  std::string folder;
-  Time interval = Time::from_epoch(1);
-  std::string filename = "ep{epoch}-ba{batch}.ckpt";
-  int num_checkpoints_to_keep = -1;
+class CheckpointSaverOptions {
+  BATON_ARG(std::string, folder);
+  BATON_ARG(Time, interval) = Time::from_epoch(1);
+  BATON_ARG(std::string, filename) = "ep{epoch}-ba{batch}.ckpt";
+  BATON_ARG(int, num_checkpoints_to_keep) = -1;
 };
 
 class CheckpointSaver : public Callback {

@@ -2,14 +2,15 @@
 // the order docs/events.md gives, and times training apart from evaluation.
 //
 //   auto [train, test] = baton::load_fashion_mnist();
-//   auto model = baton::make_model("fashion_cnn", {.input_shape = {1, 28, 28}, .num_classes = 10});
+//   auto model = baton::make_model("fashion_cnn", baton::ModelOptions().input_shape({1, 28, 28}).num_classes(10));
 //   baton::Trainer trainer(baton::TrainerOptions()
 //                              .model(model)
 //                              .train_dataloader(std::make_shared<baton::DataLoader>(train,
 //                              baton::DataLoaderOptions().batch_size(128))) .eval_dataloader("eval",
 //                              std::make_shared<baton::DataLoader>(test, baton::DataLoaderOptions().shuffle(false)))
 //                              .max_duration("3ep")
-//                              .optimizers({baton::make_optimizer({.name = "sgd", .lr = 0.05}, model->parameters())}));
+//                              .optimizers({baton::make_optimizer(baton::OptimizerOptions().name("sgd").lr(0.05),
+//                              model->parameters())}));
 //   trainer.fit();
 #pragma once
 
