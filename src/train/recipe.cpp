@@ -128,9 +128,9 @@ void load_files(const Section& data, TrainingRun& run) {
 // data.dataset: text — next-token windows over a text file or folder.
 void load_text_data(const Section& data, uint64_t seed, TrainingRun& run) {
   TextOptions t;
-  t.context(data.get<int64_t>("context", t.context()));
-  t.tokens(data.get<std::string>("tokens", t.tokens()));
-  t.validation_fraction(data.get<double>("validation_fraction", t.validation_fraction()));
+  data.read("context", t.context());
+  data.read("tokens", t.tokens());
+  data.read("validation_fraction", t.validation_fraction());
   t.seed(seed);
   try {
     std::tie(run.train_data, run.eval_data) = load_text(data.get<std::string>("path", kDefaultTextPath), t);
@@ -175,8 +175,8 @@ void load_data(const Section& data, uint64_t seed, const c10::Device& device, Tr
 
 // The loop's keys: how long, how often to evaluate and log, threads, data parallelism, the console.
 void read_loop_keys(const Section& top, TrainerOptions& o) {
-  o.run_name(top.get<std::string>("run_name", o.run_name()));
-  o.max_duration(top.time("max_duration", o.max_duration()));
+  top.read("run_name", o.run_name());
+  top.read("max_duration", o.max_duration());
   // Checked here, before any data is read (the trainer checks them again for C++ callers).
   {
     const TimeUnit unit = o.max_duration().unit();
@@ -196,26 +196,26 @@ void read_loop_keys(const Section& top, TrainerOptions& o) {
                "'" + top.get<std::string>("eval_interval", "") + "' must be in ep, ba, sp or dur (or 0: never)");
     }
   }
-  o.eval_subset_num_batches(top.get<int64_t>("eval_subset_num_batches", o.eval_subset_num_batches()));
-  o.iteration_length(top.get<int64_t>("iteration_length", o.iteration_length()));
+  top.read("eval_subset_num_batches", o.eval_subset_num_batches());
+  top.read("iteration_length", o.iteration_length());
   if (o.iteration_length() < 0) top.fail("iteration_length", "expected a whole number of epochs (0: one iteration)");
-  o.deterministic(top.get<bool>("deterministic", o.deterministic()));
-  o.num_threads(top.get<int>("num_threads", o.num_threads()));
+  top.read("deterministic", o.deterministic());
+  top.read("num_threads", o.num_threads());
   const std::string distributed = top.get<std::string>("distributed", "auto");
   try {
     o.distributed(parse_distributed(distributed));
   } catch (const std::invalid_argument&) {
     top.fail("distributed", "expected auto, on or off, got '" + distributed + "'");
   }
-  o.ddp_bucket_mb(top.get<double>("ddp_bucket_mb", o.ddp_bucket_mb()));
+  top.read("ddp_bucket_mb", o.ddp_bucket_mb());
   if (o.ddp_bucket_mb() <= 0) top.fail("ddp_bucket_mb", "must be positive (MiB of gradients per reduction)");
-  o.ddp_overlap(top.get<bool>("ddp_overlap", o.ddp_overlap()));
-  o.ddp_backend(top.get<std::string>("ddp_backend", o.ddp_backend()));
+  top.read("ddp_overlap", o.ddp_overlap());
+  top.read("ddp_backend", o.ddp_backend());
   if (o.ddp_backend() != "auto" && o.ddp_backend() != "nccl" && o.ddp_backend() != "mpi") {
     top.fail("ddp_backend", "expected auto, nccl or mpi, got '" + o.ddp_backend() + "'");
   }
-  o.progress_bar(top.get<bool>("progress_bar", o.progress_bar()));
-  o.console_log_interval(top.time("console_log_interval", o.console_log_interval()));
+  top.read("progress_bar", o.progress_bar());
+  top.read("console_log_interval", o.console_log_interval());
   if (top.has("eval_metrics")) o.eval_metrics(top.get<std::vector<std::string>>("eval_metrics", {}));
   for (const auto& metric : o.eval_metrics()) {
     try {
@@ -228,7 +228,7 @@ void read_loop_keys(const Section& top, TrainerOptions& o) {
 
 // The device, and the precision (auto: bfloat16 where the device has it).
 c10::Device read_device_and_precision(const Section& top, TrainerOptions& o) {
-  o.device(top.get<std::string>("device", o.device()));
+  top.read("device", o.device());
   c10::Device device(c10::kCPU);
   try {
     device = parse_device(o.device(), mpi::launched_size() > 1 ? mpi::launched_local_rank() : 0);
@@ -256,21 +256,21 @@ c10::Device read_device_and_precision(const Section& top, TrainerOptions& o) {
 
 // tf32, log_interval, the save_* and load_* keys, device_train_microbatch_size.
 void read_step_and_checkpoint_keys(const Section& top, TrainerOptions& o) {
-  o.tf32(top.get<bool>("tf32", o.tf32()));
+  top.read("tf32", o.tf32());
   const std::string log_interval = top.get<std::string>("log_interval", "auto");
   if (log_interval != "auto") {
     const int64_t n = top.get<int64_t>("log_interval", 0);
     if (n < 1) top.fail("log_interval", "expected a whole number of batches of at least 1, or auto");
     o.log_interval(n);
   }
-  o.save_folder(top.get<std::string>("save_folder", o.save_folder()));
-  o.save_interval(top.time("save_interval", o.save_interval()));
-  o.save_filename(top.get<std::string>("save_filename", o.save_filename()));
-  o.save_num_checkpoints_to_keep(top.get<int>("save_num_checkpoints_to_keep", o.save_num_checkpoints_to_keep()));
-  o.save_weights_only(top.get<bool>("save_weights_only", o.save_weights_only()));
-  o.load_path(top.get<std::string>("load_path", o.load_path()));
-  o.load_weights_only(top.get<bool>("load_weights_only", o.load_weights_only()));
-  o.load_strict(top.get<bool>("load_strict", o.load_strict()));
+  top.read("save_folder", o.save_folder());
+  top.read("save_interval", o.save_interval());
+  top.read("save_filename", o.save_filename());
+  top.read("save_num_checkpoints_to_keep", o.save_num_checkpoints_to_keep());
+  top.read("save_weights_only", o.save_weights_only());
+  top.read("load_path", o.load_path());
+  top.read("load_weights_only", o.load_weights_only());
+  top.read("load_strict", o.load_strict());
   if (top.has("load_ignore_keys")) o.load_ignore_keys(top.get<std::vector<std::string>>("load_ignore_keys", {}));
   {
     const TimeUnit unit = o.save_interval().unit();
@@ -294,9 +294,9 @@ void build_loaders(const Section& data, uint64_t seed, TrainingRun& run) {
   if (batch_size < 1) data.fail("batch_size", "must be at least 1");
   DataLoaderOptions loader;
   loader.batch_size(batch_size).seed(seed);
-  loader.shuffle(data.get<bool>("shuffle", loader.shuffle()));
-  loader.drop_last(data.get<bool>("drop_last", loader.drop_last()));
-  loader.prefetch(data.get<bool>("prefetch", loader.prefetch()));
+  data.read("shuffle", loader.shuffle());
+  data.read("drop_last", loader.drop_last());
+  data.read("prefetch", loader.prefetch());
   o.train_dataloader(std::make_shared<DataLoader>(run.train_data, loader));
   if (run.eval_data) {
     const int64_t eval_batch = data.get<int64_t>("eval_batch_size", 1000);
@@ -312,10 +312,10 @@ void build_model(const Section& model, TrainingRun& run) {
   ModelOptions spec =
       ModelOptions().input_shape(run.train_data->input_shape()).num_classes(run.train_data->num_classes());
   if (model.has("hidden")) spec.hidden(model.get<std::vector<int64_t>>("hidden", {}));
-  spec.layers(model.get<int64_t>("layers", spec.layers()));
-  spec.width(model.get<int64_t>("width", spec.width()));
-  spec.heads(model.get<int64_t>("heads", spec.heads()));
-  spec.dropout(model.get<double>("dropout", spec.dropout()));
+  model.read("layers", spec.layers());
+  model.read("width", spec.width());
+  model.read("heads", spec.heads());
+  model.read("dropout", spec.dropout());
   run.model_spec = spec;
   if (run.model_name == "torchscript") {
     if (!model.has("path")) model.fail("path", "required for a torchscript model (a file saved with torch.jit.save)");
@@ -332,15 +332,15 @@ void build_model(const Section& model, TrainingRun& run) {
 
 void build_optimizer(const Section& opt, TrainerOptions& o) {
   OptimizerOptions os;
-  os.name(opt.get<std::string>("name", os.name()));
-  os.lr(opt.get<double>("lr", os.lr()));
-  os.momentum(opt.get<double>("momentum", os.momentum()));
-  os.dampening(opt.get<double>("dampening", os.dampening()));
-  os.nesterov(opt.get<bool>("nesterov", os.nesterov()));
-  os.weight_decay(opt.get<double>("weight_decay", os.weight_decay()));
-  os.beta1(opt.get<double>("beta1", os.beta1()));
-  os.beta2(opt.get<double>("beta2", os.beta2()));
-  os.eps(opt.get<double>("eps", os.eps()));
+  opt.read("name", os.name());
+  opt.read("lr", os.lr());
+  opt.read("momentum", os.momentum());
+  opt.read("dampening", os.dampening());
+  opt.read("nesterov", os.nesterov());
+  opt.read("weight_decay", os.weight_decay());
+  opt.read("beta1", os.beta1());
+  opt.read("beta2", os.beta2());
+  opt.read("eps", os.eps());
   try {
     o.optimizers({make_optimizer(os, o.model()->parameters())});
   } catch (const std::invalid_argument& e) {
@@ -399,24 +399,24 @@ void build_plugins(const Section& top, TrainingRun& run) {
 
 void build_scheduler(const Section& sch, TrainerOptions& o) {
   SchedulerOptions ss;
-  ss.name(sch.get<std::string>("name", ss.name()));
-  ss.alpha(sch.get<double>("alpha", ss.alpha()));
-  ss.alpha_i(sch.get<double>("alpha_i", ss.alpha_i()));
-  ss.alpha_f(sch.get<double>("alpha_f", ss.alpha_f()));
-  ss.gamma(sch.get<double>("gamma", ss.gamma()));
-  ss.power(sch.get<double>("power", ss.power()));
-  ss.t_max(sch.time("t_max", ss.t_max()));
-  ss.t_warmup(sch.time("t_warmup", ss.t_warmup()));
-  ss.step_size(sch.time("step_size", ss.step_size()));
+  sch.read("name", ss.name());
+  sch.read("alpha", ss.alpha());
+  sch.read("alpha_i", ss.alpha_i());
+  sch.read("alpha_f", ss.alpha_f());
+  sch.read("gamma", ss.gamma());
+  sch.read("power", ss.power());
+  sch.read("t_max", ss.t_max());
+  sch.read("t_warmup", ss.t_warmup());
+  sch.read("step_size", ss.step_size());
   ss.milestones(sch.times("milestones"));
-  ss.decay_period(sch.time("decay_period", ss.decay_period()));
+  sch.read("decay_period", ss.decay_period());
   if (sch.has("max_lr")) ss.max_lr(sch.get<double>("max_lr", 0.0));
-  ss.pct_start(sch.get<double>("pct_start", ss.pct_start()));
-  ss.div_factor(sch.get<double>("div_factor", ss.div_factor()));
-  ss.final_div_factor(sch.get<double>("final_div_factor", ss.final_div_factor()));
-  ss.cycle_momentum(sch.get<bool>("cycle_momentum", ss.cycle_momentum()));
-  ss.base_momentum(sch.get<double>("base_momentum", ss.base_momentum()));
-  ss.max_momentum(sch.get<double>("max_momentum", ss.max_momentum()));
+  sch.read("pct_start", ss.pct_start());
+  sch.read("div_factor", ss.div_factor());
+  sch.read("final_div_factor", ss.final_div_factor());
+  sch.read("cycle_momentum", ss.cycle_momentum());
+  sch.read("base_momentum", ss.base_momentum());
+  sch.read("max_momentum", ss.max_momentum());
   try {
     o.schedulers({make_scheduler(ss)});
   } catch (const std::invalid_argument& e) {

@@ -143,6 +143,13 @@ class Section {
     return out;
   }
 
+  // Reads `key` into `field`, which keeps its value (the options' own default) when the key is absent.
+  template <typename T>
+  void read(const std::string& key, T& field) const {
+    field = get<T>(key, field);
+  }
+  void read(const std::string& key, Time& field) const { field = time(key, field); }
+
   std::string text(const YAML::Node& value) const {
     if (value.IsScalar()) return value.Scalar();
     YAML::Emitter e;
