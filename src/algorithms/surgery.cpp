@@ -127,18 +127,26 @@ c10::DispatchKey autocast_key(const at::Tensor& x) {
   return x.is_cuda() ? c10::DispatchKey::AutocastCUDA : c10::DispatchKey::AutocastCPU;
 }
 
+// `norm(x, weight, bias)` computed in autocast's type with autocast's upcast to fp32 bypassed; the
+// module `holder` as it is outside autocast.
+template <typename Holder, typename Norm>
+at::Tensor in_low_precision(Holder& holder, const at::Tensor& x, Norm norm) {
+  if (!low_precision(x)) return holder(x);
+  const auto dtype = autocast_dtype(x.device().type());
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key(x));
+  const auto cast = [&](const at::Tensor& t) { return t.defined() ? t.to(dtype) : at::Tensor(); };
+  return norm(x.to(dtype), cast(holder->weight), cast(holder->bias));
+}
+
 struct LowPrecisionLayerNormLayerImpl : nn::Module {
   explicit LowPrecisionLayerNormLayerImpl(nn::LayerNorm ln) : nn::Module("LowPrecisionLayerNorm") {
     norm = register_module("norm", ln);
   }
   at::Tensor forward(const at::Tensor& x) {
-    if (!low_precision(x)) return norm(x);
-    const auto dtype = autocast_dtype(x.device().type());
-    c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key(x));
     const auto& o = norm->options;
-    return at::layer_norm(x.to(dtype), o.normalized_shape(),
-                          norm->weight.defined() ? norm->weight.to(dtype) : at::Tensor(),
-                          norm->bias.defined() ? norm->bias.to(dtype) : at::Tensor(), o.eps());
+    return in_low_precision(norm, x, [&](const at::Tensor& v, const at::Tensor& w, const at::Tensor& b) {
+      return at::layer_norm(v, o.normalized_shape(), w, b, o.eps());
+    });
   }
   nn::LayerNorm norm{nullptr};
 };
@@ -149,12 +157,10 @@ struct LowPrecisionGroupNormLayerImpl : nn::Module {
     norm = register_module("norm", gn);
   }
   at::Tensor forward(const at::Tensor& x) {
-    if (!low_precision(x)) return norm(x);
-    const auto dtype = autocast_dtype(x.device().type());
-    c10::impl::ExcludeDispatchKeyGuard no_autocast(autocast_key(x));
     const auto& o = norm->options;
-    return at::group_norm(x.to(dtype), o.num_groups(), norm->weight.defined() ? norm->weight.to(dtype) : at::Tensor(),
-                          norm->bias.defined() ? norm->bias.to(dtype) : at::Tensor(), o.eps());
+    return in_low_precision(norm, x, [&](const at::Tensor& v, const at::Tensor& w, const at::Tensor& b) {
+      return at::group_norm(v, o.num_groups(), w, b, o.eps());
+    });
   }
   nn::GroupNorm norm{nullptr};
 };
@@ -313,27 +319,33 @@ std::optional<int> GhostBatchNorm::apply(Event /*event*/, State& state, Logger& 
 
 // ---- Low-precision norms --------------------------------------------------------------------
 
+namespace {
+
+// Each `Impl` module (a norm) replaced by `Layer` built around it; returns how many.
+template <typename Impl, typename Holder, typename Layer>
+int replace_norms(State& state, Logger& logger, const std::string& algorithm) {
+  return operate(state, logger, algorithm, [](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+    auto norm = as<Impl>(child);
+    if (!norm) return std::nullopt;
+    return nn::AnyModule(Layer(Holder(norm)));
+  });
+}
+
+}  // namespace
+
 bool LowPrecisionGroupNorm::match(Event event, const State& /*state*/) { return event == Event::kInit; }
 
 std::optional<int> LowPrecisionGroupNorm::apply(Event /*event*/, State& state, Logger& logger) {
-  replaced_ = operate(state, logger, "low_precision_groupnorm",
-                      [](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
-                        auto gn = as<nn::GroupNormImpl>(child);
-                        if (!gn) return std::nullopt;
-                        return nn::AnyModule(LowPrecisionGroupNormLayer(nn::GroupNorm(gn)));
-                      });
+  replaced_ = replace_norms<nn::GroupNormImpl, nn::GroupNorm, LowPrecisionGroupNormLayer>(state, logger,
+                                                                                          "low_precision_groupnorm");
   return std::nullopt;
 }
 
 bool LowPrecisionLayerNorm::match(Event event, const State& /*state*/) { return event == Event::kInit; }
 
 std::optional<int> LowPrecisionLayerNorm::apply(Event /*event*/, State& state, Logger& logger) {
-  replaced_ = operate(state, logger, "low_precision_layernorm",
-                      [](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
-                        auto ln = as<nn::LayerNormImpl>(child);
-                        if (!ln) return std::nullopt;
-                        return nn::AnyModule(LowPrecisionLayerNormLayer(nn::LayerNorm(ln)));
-                      });
+  replaced_ = replace_norms<nn::LayerNormImpl, nn::LayerNorm, LowPrecisionLayerNormLayer>(state, logger,
+                                                                                          "low_precision_layernorm");
   return std::nullopt;
 }
 

@@ -31,6 +31,15 @@ class Multiplier : public Scheduler {
   virtual double multiplier(double batch, const ScheduleClock& clock) const = 0;
 
  protected:
+  // A linear warm-up over t_warmup, then alpha_f + (1 - alpha_f) * decay(f), f the progress from
+  // the warm-up's end to t_max (0 to 1).
+  template <typename Decay>
+  double warm_then_decay(double batch, const ScheduleClock& c, Decay decay) const {
+    const double w = c.to_batches(spec_.t_warmup());
+    if (auto up = warmup(batch, w)) return *up;
+    return spec_.alpha_f() + (1.0 - spec_.alpha_f()) * decay(progress(batch, w, c.to_batches(spec_.t_max())));
+  }
+
   SchedulerOptions spec_;
 };
 
@@ -81,20 +90,14 @@ class Linear : public Multiplier {
 class CosineWarmup : public Multiplier {
   using Multiplier::Multiplier;
   double multiplier(double batch, const ScheduleClock& c) const override {
-    const double w = c.to_batches(spec_.t_warmup());
-    if (auto up = warmup(batch, w)) return *up;
-    const double frac = progress(batch, w, c.to_batches(spec_.t_max()));
-    return spec_.alpha_f() + (1.0 - spec_.alpha_f()) * 0.5 * (1.0 + std::cos(kPi * frac));
+    return warm_then_decay(batch, c, [](double f) { return 0.5 * (1.0 + std::cos(kPi * f)); });
   }
 };
 
 class Polynomial : public Multiplier {
   using Multiplier::Multiplier;
   double multiplier(double batch, const ScheduleClock& c) const override {
-    const double w = c.to_batches(spec_.t_warmup());
-    if (auto up = warmup(batch, w)) return *up;
-    const double frac = progress(batch, w, c.to_batches(spec_.t_max()));
-    return spec_.alpha_f() + (1.0 - spec_.alpha_f()) * std::pow(1.0 - frac, spec_.power());
+    return warm_then_decay(batch, c, [this](double f) { return std::pow(1.0 - f, spec_.power()); });
   }
 };
 
