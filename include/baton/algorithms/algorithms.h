@@ -183,7 +183,7 @@ class LayerFreezing : public Algorithm {
 
 class EmaOptions {
   BATON_ARG(Time, half_life) = Time::from_batch(1000);  // the age at which a step's weight halves
-  BATON_ARG(std::optional<double>, smoothing){};        // or the decay per update directly
+  BATON_ARG(std::optional<double>, smoothing);          // or the decay per update directly
   BATON_ARG(Time, update_interval) = Time::from_batch(1);
   BATON_ARG(Time, ema_start) = Time::from_duration(0.0);  // updates (and the swap) begin here
 };

@@ -26,10 +26,10 @@ class DashboardError : public std::runtime_error {
 };
 
 class DashboardOptions {
-  BATON_ARG(std::vector<std::string>, paths){};
+  BATON_ARG(std::vector<std::string>, paths);
   BATON_ARG(std::string, host) = "127.0.0.1";  // another than a loopback address needs a token
   BATON_ARG(int, port) = 8080;                 // 0: a free port (see Dashboard::port)
-  BATON_ARG(std::string, token){};     // when set, /api/ answers only ?token=TOKEN or "Authorization: Bearer TOKEN"
+  BATON_ARG(std::string, token);       // when set, /api/ answers only ?token=TOKEN or "Authorization: Bearer TOKEN"
   BATON_ARG(double, refresh_s) = 0.5;  // how often changed files and storages are read again
   BATON_ARG(std::string, chart_js) = "/usr/share/javascript/chart.js/chart.min.js";  // Debian's libjs-chart.js
 };

@@ -27,13 +27,13 @@
 namespace baton {
 
 class DistributedOptions {
-  BATON_ARG(std::string, worker){};       // this worker's name; default "host:pid"
+  BATON_ARG(std::string, worker);         // this worker's name; default "host:pid"
   BATON_ARG(int64_t, limit) = INT64_MAX;  // trials in the whole search
   BATON_ARG(double, heartbeat_s) = 2.0;
   BATON_ARG(double, stale_after_s) = 20.0;  // a running trial's worker is silent this long: requeued
   BATON_ARG(double, poll_s) = 0.25;         // how often other workers' changes are read
   // Called for a worker on this machine found dead while it owned trials (to stop its orphans).
-  BATON_ARG(std::function<void(const std::string& worker)>, on_dead_worker){};
+  BATON_ARG(std::function<void(const std::string& worker)>, on_dead_worker);
 };
 
 class DistributedEngine : public TrialTable {

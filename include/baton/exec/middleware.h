@@ -157,9 +157,9 @@ class Asha : public Middleware {
 };
 
 class BudgetOptions {
-  BATON_ARG(std::optional<int64_t>, max_trials){};        // trials submitted
-  BATON_ARG(std::optional<double>, max_wall_s){};         // since the middleware was set on its engine
-  BATON_ARG(std::optional<double>, max_trial_seconds){};  // summed run time of the trials
+  BATON_ARG(std::optional<int64_t>, max_trials);        // trials submitted
+  BATON_ARG(std::optional<double>, max_wall_s);         // since the middleware was set on its engine
+  BATON_ARG(std::optional<double>, max_trial_seconds);  // summed run time of the trials
 };
 
 // budget_available() is false once any limit is spent; submit() then throws std::runtime_error.

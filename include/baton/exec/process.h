@@ -27,10 +27,10 @@ class ProcessEngineOptions {
 
   BATON_ARG(std::string, command);  // run with /bin/sh -c
   BATON_ARG(int, workers) = 1;
-  BATON_ARG(std::optional<double>, timeout_s){};  // per trial run
-  BATON_ARG(double, kill_grace_s) = 2.0;          // SIGTERM -> SIGKILL
-  BATON_ARG(std::filesystem::path, log_dir){};    // when set: <log_dir>/<id>/stdout.log and stderr.log
-  BATON_ARG(Env, env){};                          // added to the trial's environment
+  BATON_ARG(std::optional<double>, timeout_s);  // per trial run
+  BATON_ARG(double, kill_grace_s) = 2.0;        // SIGTERM -> SIGKILL
+  BATON_ARG(std::filesystem::path, log_dir);    // when set: <log_dir>/<id>/stdout.log and stderr.log
+  BATON_ARG(Env, env);                          // added to the trial's environment
 };
 
 class ProcessEngine : public QueuedEngine {

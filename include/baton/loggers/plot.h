@@ -18,9 +18,9 @@ struct Series {
 };
 
 class ChartOptions {
-  BATON_ARG(std::string, title){};
+  BATON_ARG(std::string, title);
   BATON_ARG(std::string, x_label) = "step";
-  BATON_ARG(std::string, y_label){};  // default: the title
+  BATON_ARG(std::string, y_label);  // default: the title
   BATON_ARG(int, width) = 800;
   BATON_ARG(int, height) = 480;
 };

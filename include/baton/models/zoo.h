@@ -16,7 +16,7 @@ namespace baton {
 
 class ModelOptions {
   // The shape of one input: [C, H, W] for images, [F] for features.
-  BATON_ARG(std::vector<int64_t>, input_shape){};
+  BATON_ARG(std::vector<int64_t>, input_shape);
   BATON_ARG(int64_t, num_classes) = 10;
   // mlp: the hidden layers' widths. Default: {256, 128}.
   BATON_ARG(std::vector<int64_t>, hidden) = {256, 128};

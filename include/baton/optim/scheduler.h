@@ -50,10 +50,10 @@ class SchedulerOptions {
   BATON_ARG(Time, t_max) = Time::from_duration(1.0);    // linear*, cosine_warmup, polynomial, constant: the end
   BATON_ARG(Time, t_warmup) = Time::from_batch(0);      // *_warmup, polynomial: linear warm-up from 0
   BATON_ARG(Time, step_size) = Time::from_epoch(1);     // step
-  BATON_ARG(std::vector<Time>, milestones){};           // multistep
+  BATON_ARG(std::vector<Time>, milestones);             // multistep
   BATON_ARG(Time, decay_period) = Time::from_epoch(1);  // exponential: gamma per this period
   // one_cycle (as torch.optim.lr_scheduler.OneCycleLR over max_duration, cosine annealing):
-  BATON_ARG(std::optional<double>, max_lr){};  // Default: the optimizer's lr
+  BATON_ARG(std::optional<double>, max_lr);  // Default: the optimizer's lr
   BATON_ARG(double, pct_start) = 0.3;
   BATON_ARG(double, div_factor) = 25.0;
   BATON_ARG(double, final_div_factor) = 1e4;

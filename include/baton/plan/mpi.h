@@ -27,7 +27,7 @@ class MpiSessionOptions {
 
   // Nodes placed on a rank by name; the others go round-robin (in the group's node order) over
   // all ranks.
-  BATON_ARG(NodeRanks, node_ranks){};
+  BATON_ARG(NodeRanks, node_ranks);
   BATON_ARG(bool, broadcast_outputs) = false;
   BATON_ARG(int, threads) = 0;  // of each rank's pool (0: the machine's cores / ranks on this machine)
 };

@@ -196,10 +196,10 @@ class TaskOutput {
 };
 
 class TaskOptions {
-  BATON_ARG(std::string, name){};  // default: the step's name, else "task"
+  BATON_ARG(std::string, name);  // default: the step's name, else "task"
   BATON_ARG(int, num_instances) = 1;
-  BATON_ARG(std::optional<WorkspaceType>, workspace_type){};
-  BATON_ARG(std::optional<std::string>, node){};  // default: Node::current()
+  BATON_ARG(std::optional<WorkspaceType>, workspace_type);
+  BATON_ARG(std::optional<std::string>, node);  // default: Node::current()
 };
 
 class Task {
