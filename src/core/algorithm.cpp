@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "baton/core/state.h"
+
 namespace baton {
 
 std::string short_type_name(const std::type_info& type) {
@@ -22,5 +24,14 @@ std::string short_type_name(const std::type_info& type) {
 }
 
 std::string Algorithm::name() const { return short_type_name(typeid(*this)); }
+
+std::string Algorithm::graph_blocker(const State& state) {
+  std::string events;
+  for (Event e : {Event::kBeforeForward, Event::kAfterForward, Event::kBeforeLoss, Event::kAfterLoss,
+                  Event::kBeforeBackward, Event::kAfterBackward, Event::kAfterTrainBatch}) {
+    if (match(e, state)) events += (events.empty() ? "" : ", ") + std::string(to_string(e));
+  }
+  return events.empty() ? "" : "acts on " + events + ", inside the train step";
+}
 
 }  // namespace baton

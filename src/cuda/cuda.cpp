@@ -1,9 +1,13 @@
 // src/cuda/cuda.h on a LibTorch with CUDA.
 #include "cuda/cuda.h"
 
+#include <map>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -115,5 +119,86 @@ std::vector<at::Tensor> Transfer::take() {
   }
   return std::move(impl_->tensors);
 }
+
+// ---- SideStream, Graph ------------------------------------------------------------------------
+
+namespace {
+
+// One side stream per device for the whole process: warm-up, capture and replay then share the
+// lazily made per-stream state (cuBLAS workspaces).
+c10::cuda::CUDAStream side_stream(c10::DeviceIndex device) {
+  static std::mutex mutex;
+  static std::map<c10::DeviceIndex, c10::cuda::CUDAStream> streams;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = streams.find(device);
+  if (it == streams.end()) {
+    it = streams.emplace(device, c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device)).first;
+  }
+  return it->second;
+}
+
+// `waiter` goes on (on the device) only after what `stream` has queued so far.
+void wait_for(c10::cuda::CUDAStream waiter, c10::cuda::CUDAStream stream) {
+  CudaEvent done;
+  done.record(stream);
+  done.block(waiter);
+}
+
+}  // namespace
+
+struct SideStream::Impl {
+  Impl(c10::cuda::CUDAStream previous, c10::cuda::CUDAStream side) : previous(previous), side(side) {}
+  c10::cuda::CUDAStream previous;
+  c10::cuda::CUDAStream side;
+  std::optional<c10::cuda::CUDAStreamGuard> guard;
+};
+
+SideStream::SideStream(int device) {
+  const c10::DeviceIndex index = index_of(device);
+  impl_ = std::make_unique<Impl>(c10::cuda::getCurrentCUDAStream(index), side_stream(index));
+  wait_for(impl_->side, impl_->previous);
+  impl_->guard.emplace(impl_->side);
+}
+
+SideStream::~SideStream() {
+  impl_->guard.reset();
+  wait_for(impl_->previous, impl_->side);
+}
+
+struct Graph::Impl {
+  at::cuda::CUDAGraph graph;
+};
+
+Graph::Graph() : impl_(std::make_unique<Impl>()) {}
+Graph::~Graph() = default;
+
+void Graph::capture(const std::function<void()>& work) {
+  const auto fail = [](const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    return std::runtime_error("CUDA graph capture failed: " + what.substr(0, what.find('\n')));
+  };
+  try {
+    // Thread-local: a data loader's thread may use CUDA meanwhile.
+    impl_->graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+  } catch (const c10::Error& e) {
+    throw fail(e);
+  }
+  try {
+    work();
+  } catch (...) {
+    try {
+      impl_->graph.capture_end();  // the stream must leave capture mode before anything else runs
+    } catch (const c10::Error&) {
+    }
+    throw;
+  }
+  try {
+    impl_->graph.capture_end();
+  } catch (const c10::Error& e) {
+    throw fail(e);
+  }
+}
+
+void Graph::replay() { impl_->graph.replay(); }
 
 }  // namespace baton::cuda

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,43 @@ class Transfer {
   // The device tensors, for the calling thread's current stream: it waits for the copies on the
   // device (not on the host), and the allocator keeps their memory until that stream is done.
   std::vector<at::Tensor> take();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// A side stream of `device` that the calling thread's work goes to while alive: it starts after
+// what the current stream has queued, and the current stream, once restored, waits for it (on the
+// device). CUDA graphs are captured on a stream other than the default one, and warmed up there.
+class SideStream {
+ public:
+  explicit SideStream(int device);
+  ~SideStream();
+  SideStream(const SideStream&) = delete;
+  SideStream& operator=(const SideStream&) = delete;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Work recorded once and replayed (a CUDA graph). Capture and replay inside a SideStream; the
+// memory the captured work allocates stays the graph's, so its tensors (outputs, gradients) are
+// rewritten in place by each replay.
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  // Runs `work` as a capture: its kernels are recorded, not run. Throws std::runtime_error with
+  // CUDA's reason when the work cannot be captured (a host wait, a synchronising call).
+  void capture(const std::function<void()>& work);
+  // Queues what was captured on the current stream.
+  void replay();
 
   struct Impl;
 

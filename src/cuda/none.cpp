@@ -34,6 +34,16 @@ Transfer::Transfer(Transfer&&) noexcept = default;
 Transfer& Transfer::operator=(Transfer&&) noexcept = default;
 std::vector<at::Tensor> Transfer::take() { no_cuda(); }
 
+struct SideStream::Impl {};
+SideStream::SideStream(int) { no_cuda(); }
+SideStream::~SideStream() = default;
+
+struct Graph::Impl {};
+Graph::Graph() { no_cuda(); }
+Graph::~Graph() = default;
+void Graph::capture(const std::function<void()>&) { no_cuda(); }
+void Graph::replay() { no_cuda(); }
+
 struct Nccl::Impl {};
 bool nccl_built() { return false; }
 std::string nccl_unique_id() { no_cuda(); }

@@ -5,34 +5,10 @@
 
 #include <torch/torch.h>
 
+#include "optim/decoupled_sgdw.h"
+
 namespace baton {
 namespace {
-
-// SGD whose weight decay is decoupled from the gradient and scaled by lr / initial lr
-// (Loshchilov & Hutter; Composer's DecoupledSGDW).
-class DecoupledSGDW : public torch::optim::SGD {
- public:
-  DecoupledSGDW(std::vector<at::Tensor> params, torch::optim::SGDOptions options, double weight_decay)
-      : torch::optim::SGD(std::move(params), options), weight_decay_(weight_decay), initial_lr_(options.lr()) {}
-
-  at::Tensor step(LossClosure closure = nullptr) override {
-    if (weight_decay_ != 0.0) {
-      torch::NoGradGuard no_grad;
-      for (auto& group : param_groups()) {
-        const double lr = static_cast<torch::optim::SGDOptions&>(group.options()).lr();
-        const double decay = 1.0 - weight_decay_ * lr / initial_lr_;
-        for (auto& p : group.params()) {
-          if (p.grad().defined()) p.mul_(decay);
-        }
-      }
-    }
-    return torch::optim::SGD::step(std::move(closure));
-  }
-
- private:
-  double weight_decay_;
-  double initial_lr_;
-};
 
 void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);
@@ -58,7 +34,7 @@ std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& 
     if (spec.name() == "sgd") {
       return std::make_shared<torch::optim::SGD>(std::move(parameters), options.weight_decay(spec.weight_decay()));
     }
-    return std::make_shared<DecoupledSGDW>(std::move(parameters), options, spec.weight_decay());
+    return std::make_shared<detail::DecoupledSGDW>(std::move(parameters), options, spec.weight_decay());
   }
   if (spec.name() == "adam" || spec.name() == "adamw") {
     require(spec.beta1() >= 0 && spec.beta1() < 1 && spec.beta2() >= 0 && spec.beta2() < 1,

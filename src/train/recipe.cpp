@@ -226,7 +226,7 @@ void read_loop_keys(const Section& top, TrainerOptions& o) {
   }
 }
 
-// The device, and the precision (auto: bfloat16 where the device has it).
+// The device, the precision (auto: bfloat16 where the device has it) and CUDA graphs.
 c10::Device read_device_and_precision(const Section& top, TrainerOptions& o) {
   top.read("device", o.device());
   c10::Device device(c10::kCPU);
@@ -250,6 +250,15 @@ c10::Device read_device_and_precision(const Section& top, TrainerOptions& o) {
     top.fail("precision", std::string("amp_fp16 needs a CUDA device (loss scaling of float16 is a GPU's), and ") +
                               (cuda_built() ? "device is " + device.str() : "this baton's LibTorch has no CUDA") +
                               "; use amp_bf16 or fp32");
+  }
+  const std::string graphs = top.get<std::string>("cuda_graphs", "auto");
+  try {
+    o.cuda_graphs(parse_cuda_graphs(graphs));
+  } catch (const std::invalid_argument&) {
+    top.fail("cuda_graphs", "expected auto, on or off, got '" + graphs + "'");
+  }
+  if (o.cuda_graphs() == CudaGraphs::kOn && !device.is_cuda()) {
+    top.fail("cuda_graphs", "on needs a CUDA device (device is " + device.str() + "); use auto or off");
   }
   return device;
 }

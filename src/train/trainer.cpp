@@ -18,6 +18,7 @@
 #include "cuda/cuda.h"
 #include "mpi/comm.h"
 #include "train/data_parallel.h"
+#include "train/trainer_graphs.h"
 #include "train/trainer_internal.h"
 
 namespace baton {
@@ -256,6 +257,9 @@ void Trainer::setup_device() {
   for (const auto& [name, loader] : options_.eval_dataloaders()) loader->set_device(device);
   if (options_.precision() == Precision::kAmpFp16) state_.grad_scaler = std::make_shared<GradScaler>();
   log_interval_ = options_.log_interval().value_or(device.is_cuda() ? 50 : 1);
+  require(
+      options_.cuda_graphs() != CudaGraphs::kOn || device.is_cuda(),
+      "TrainerOptions: cuda_graphs on needs a CUDA device (the run's device is " + device.str() + "); use auto or off");
   if (device.is_cuda()) spdlog::info("training on {} ({})", describe(device), to_string(options_.precision()));
 }
 
@@ -270,6 +274,13 @@ Distributed parse_distributed(std::string_view text) {
   if (text == "on") return Distributed::kOn;
   if (text == "off") return Distributed::kOff;
   throw std::invalid_argument("distributed: '" + std::string(text) + "' (expected auto, on or off)");
+}
+
+CudaGraphs parse_cuda_graphs(std::string_view text) {
+  if (text == "auto") return CudaGraphs::kAuto;
+  if (text == "on") return CudaGraphs::kOn;
+  if (text == "off") return CudaGraphs::kOff;
+  throw std::invalid_argument("cuda_graphs: '" + std::string(text) + "' (expected auto, on or off)");
 }
 
 void Trainer::close() {
@@ -385,6 +396,7 @@ bool Trainer::start_fit(DataLoader& loader) {
   fit_clock_ = FitClock{Clock::now(), summary_.eval_s};
   engine_->run_event(Event::kFitStart);
   if (ddp_) ddp_->broadcast_model(*state_.model);  // every rank starts from rank 0's weights
+  setup_graphs();
   return true;
 }
 
@@ -422,6 +434,7 @@ void Trainer::end_epoch() {
 
 // The last evaluation (unless the run just had one), fit_end, and the summary's figures.
 void Trainer::end_fit() {
+  graphs_.reset();
   flush_losses();
   summary_.stopped_early = state_.stop_requested() && !done();
   if (!is_zero(options_.eval_interval()) && !options_.eval_dataloaders().empty() &&
@@ -438,6 +451,11 @@ void Trainer::end_fit() {
 void Trainer::train_batch() {
   set_learning_rates();
   engine_->run_event(Event::kBeforeTrainBatch);
+  if (graphs_ && graph_step()) return;
+  eager_step();
+}
+
+void Trainer::eager_step() {
   for (const auto& optimizer : state_.optimizers) optimizer->zero_grad();
 
   const Batch full = state_.batch;
@@ -476,9 +494,7 @@ void Trainer::train_batch() {
   }
   if (inputs.size() > 1) state_.batch = full;
   if (ddp_) batch_loss = ddp_->allreduce(batch_loss * ddp_weight_);  // the global batch's loss
-  pending_losses_.push_back({state_.timestamp.batch() + 1, state_.timestamp.epoch(), batch_loss});
-  // Read before the step when due: a NaN loss then never reaches the weights.
-  if (static_cast<int64_t>(pending_losses_.size()) >= log_interval_) flush_losses();
+  push_loss(batch_loss);
   if (state_.grad_scaler) {  // after_train_batch (clipping, SAM) sees the true gradients
     for (const auto& optimizer : state_.optimizers) state_.grad_scaler->unscale(*optimizer);
   }
@@ -489,10 +505,21 @@ void Trainer::train_batch() {
   }
 }
 
+// The batch's loss (on the device) joins those to log; read now when due (before the optimizer
+// step of an eager batch: a NaN loss then never reaches the weights).
+void Trainer::push_loss(const at::Tensor& batch_loss) {
+  pending_losses_.push_back({state_.timestamp.batch() + 1, state_.timestamp.epoch(), batch_loss});
+  if (static_cast<int64_t>(pending_losses_.size()) >= log_interval_) flush_losses();
+}
+
+void Trainer::fire(Event event) {
+  if (!capturing_) engine_->run_event(event);
+}
+
 // Forward, loss and backward of state().batch (one microbatch), with their events; under data
 // parallelism the last microbatch's backward reduces the gradients as it fills the buckets.
 void Trainer::train_microbatch(Model& model, const Backward& how) {
-  engine_->run_event(Event::kBeforeForward);
+  fire(Event::kBeforeForward);
   {
     ScopedMarker marker(state_.profiler.get(), "forward");
     AutocastGuard autocast(state_.precision, state_.device.type());
@@ -500,16 +527,16 @@ void Trainer::train_microbatch(Model& model, const Backward& how) {
         torch_call("the model cannot take this batch (inputs of shape " + c10::str(state_.batch.input.sizes()) + ")",
                    [&] { return model.forward(state_.batch); });
   }
-  engine_->run_event(Event::kAfterForward);
-  engine_->run_event(Event::kBeforeLoss);
+  fire(Event::kAfterForward);
+  fire(Event::kBeforeLoss);
   {
     ScopedMarker marker(state_.profiler.get(), "loss");
     AutocastGuard autocast(state_.precision, state_.device.type());
     state_.loss = torch_call("the loss cannot be computed for outputs of shape " + c10::str(state_.outputs.sizes()),
                              [&] { return model.loss(state_.outputs, state_.batch); });
   }
-  engine_->run_event(Event::kAfterLoss);
-  engine_->run_event(Event::kBeforeBackward);
+  fire(Event::kAfterLoss);
+  fire(Event::kBeforeBackward);
   if (ddp_ && how.last) ddp_->arm(ddp_weight_, how.find_unused);  // buckets reduce as backward fills them
   {
     ScopedMarker marker(state_.profiler.get(), "backward");
@@ -519,7 +546,7 @@ void Trainer::train_microbatch(Model& model, const Backward& how) {
     ScopedMarker marker(state_.profiler.get(), "ddp/wait");
     ddp_->finish();  // after_backward sees the averaged gradients
   }
-  engine_->run_event(Event::kAfterBackward);
+  fire(Event::kAfterBackward);
 }
 
 void Trainer::backward(const at::Tensor& loss, double share, bool create_graph) {

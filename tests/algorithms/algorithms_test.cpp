@@ -59,6 +59,22 @@ at::Tensor flat_weights(torch::nn::Module& m) {
   return torch::cat(parts);
 }
 
+// ---- What keeps the train step out of a CUDA graph ----
+
+TEST(Algorithms, ThoseActingInsideTheTrainStepSaySoAndTheOthersDoNot) {
+  Bench b;
+  EXPECT_EQ(make_algorithm("label_smoothing")->graph_blocker(b.state),
+            "acts on before_loss, after_loss, inside the train step");
+  EXPECT_EQ(make_algorithm("gradient_clipping")->graph_blocker(b.state),
+            "acts on after_train_batch, inside the train step");
+  EXPECT_THAT(make_algorithm("mixup")->graph_blocker(b.state), HasSubstr("before_forward"));
+  b.state.timestamp = b.state.timestamp.to_next_batch(8, 0, 0.1);  // batch 1: not a SAM step of interval 2
+  EXPECT_THAT(make_algorithm("sam", {{"interval", 2}})->graph_blocker(b.state), HasSubstr("after_train_batch"));
+  for (const std::string name : {"ema", "progressive_resizing", "cutout", "blurpool", "layer_freezing", "swa"}) {
+    EXPECT_EQ(make_algorithm(name)->graph_blocker(b.state), "") << name;
+  }
+}
+
 // ---- Targets and inputs ----
 
 TEST(LabelSmoothing, SmoothsTargetsForTheLossAndRestoresThem) {

@@ -14,6 +14,7 @@
 #include "baton/models/zoo.h"
 #include "baton/optim/grad_scaler.h"
 #include "baton/optim/optimizers.h"
+#include "baton/optim/scheduler.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/trainer.h"
 #include "common/fixtures.h"
@@ -214,6 +215,96 @@ TEST(Gpu, DataParallelOverNcclOnOneRankMatchesPlainTraining) {
   Trainer nccl(gpu_options().deterministic(true).max_duration("6ba").distributed(Distributed::kOn).ddp_backend("nccl"));
   nccl.fit();
   EXPECT_TRUE(equal(weights(nccl), weights(plain)));
+}
+
+// ---- CUDA graphs ----
+
+// 200 steps of SGD with Nesterov momentum and weight decay under one_cycle (the learning rate and
+// momentum change every step), or AdamW under cosine warm-up, with graphs on or off.
+TrainerOptions graph_options(CudaGraphs mode, const std::string& optimizer, Precision precision = Precision::kFp32) {
+  TrainerOptions o = gpu_options().max_duration("200ba").cuda_graphs(mode).deterministic(true).precision(precision);
+  auto params = o.model()->parameters();
+  if (optimizer == "sgd") {
+    o.optimizers({make_optimizer(
+        OptimizerOptions().name("sgd").lr(0.05).momentum(0.9).nesterov(true).weight_decay(5e-4), params)});
+    o.schedulers({make_scheduler(SchedulerOptions().name("one_cycle").max_lr(0.1))});
+  } else {
+    o.optimizers({make_optimizer(OptimizerOptions().name("adamw").lr(1e-3).weight_decay(0.1), params)});
+    o.schedulers({make_scheduler(SchedulerOptions().name("cosine_warmup").t_warmup(Time::from_batch(20)))});
+  }
+  return o;
+}
+
+double max_difference(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>());
+  return worst;
+}
+
+TEST(Gpu, GraphsGiveTheWeightsOfEagerTrainingAfter200Steps) {
+  REQUIRE_GPU();
+  for (const std::string optimizer : {"sgd", "adamw"}) {
+    SCOPED_TRACE(optimizer);
+    Trainer eager(graph_options(CudaGraphs::kOff, optimizer));
+    eager.fit();
+    Trainer graphed(graph_options(CudaGraphs::kOn, optimizer));
+    graphed.fit();
+    EXPECT_EQ(eager.summary().graph_steps, 0);
+    EXPECT_GT(graphed.summary().graph_steps, 190);  // all but the warm-up steps (and a short last batch's)
+    EXPECT_LT(max_difference(weights(eager), weights(graphed)), 1e-5);
+    EXPECT_NEAR(eager.summary().train_loss, graphed.summary().train_loss, 1e-4);
+  }
+}
+
+TEST(Gpu, UnderGraphsEveryEventOfTheStepFiresEachBatchWithItsState) {
+  REQUIRE_GPU();
+  std::map<Event, int> seen;
+  std::vector<double> losses;
+  auto probe = std::make_shared<Probe>([&](Event e, State& s) {
+    ++seen[e];
+    if (e == Event::kAfterLoss) losses.push_back(s.loss.item<double>());
+    if (e == Event::kAfterBackward) {
+      EXPECT_TRUE(s.model->parameters()[0].grad().defined());
+    }
+  });
+  Trainer trainer(graph_options(CudaGraphs::kOn, "sgd", Precision::kAmpBf16).max_duration("40ba").callbacks({probe}));
+  trainer.fit();
+  EXPECT_GT(trainer.summary().graph_steps, 30);
+  for (Event e : {Event::kBeforeForward, Event::kAfterForward, Event::kBeforeLoss, Event::kAfterLoss,
+                  Event::kBeforeBackward, Event::kAfterBackward, Event::kAfterTrainBatch}) {
+    EXPECT_EQ(seen[e], 40) << to_string(e);
+  }
+  ASSERT_EQ(losses.size(), 40u);
+  EXPECT_NE(losses[38], losses[39]);  // each replay's own loss, not the capture's
+}
+
+TEST(Gpu, AnAlgorithmInsideTheStepKeepsGraphsOffOrIsAnErrorWhenGraphsAreRequired) {
+  REQUIRE_GPU();
+  Trainer automatic(
+      graph_options(CudaGraphs::kAuto, "sgd").max_duration("10ba").algorithms({make_algorithm("label_smoothing")}));
+  automatic.fit();
+  EXPECT_EQ(automatic.summary().graph_steps, 0);
+  Trainer required(
+      graph_options(CudaGraphs::kOn, "sgd").max_duration("10ba").algorithms({make_algorithm("label_smoothing")}));
+  EXPECT_THAT([&] { required.fit(); }, ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr(
+                                           "LabelSmoothing acts on before_loss, after_loss, inside the train step")));
+}
+
+TEST(Gpu, FrozenLayersAreCapturedAgainAndBatchesOfANewShapeGetTheirOwnGraph) {
+  REQUIRE_GPU();
+  // 250 examples in batches of 32: the last batch of each epoch has 26 (a second shape).
+  TrainerOptions o =
+      graph_options(CudaGraphs::kOn, "sgd")
+          .max_duration("6ep")
+          .algorithms({make_algorithm("layer_freezing", {{"freeze_start", 0.5}, {"freeze_level", 0.5}})});
+  o.train_dataloader(std::make_shared<DataLoader>(quadrants(250, 1), DataLoaderOptions().batch_size(32).seed(3)));
+  Trainer trainer(o);
+  const at::Tensor first = trainer.state().model->parameters()[0].detach().clone();
+  trainer.fit();
+  EXPECT_GT(trainer.summary().graph_steps, 20);
+  EXPECT_TRUE(std::isfinite(trainer.summary().train_loss));
+  EXPECT_FALSE(trainer.state().model->parameters()[0].requires_grad());                // frozen ...
+  EXPECT_FALSE(torch::equal(first, trainer.state().model->parameters()[0].detach()));  // ... after training
 }
 
 }  // namespace

@@ -129,6 +129,10 @@ TEST(Recipe, DeviceKeys) {
   EXPECT_THAT(build("log_interval: 0\n"), HasSubstr("log_interval: expected a whole number of batches"));
   EXPECT_THAT(build("ddp_backend: gloo\n"), HasSubstr("ddp_backend: expected auto, nccl or mpi, got 'gloo'"));
   EXPECT_THAT(build("tf32: maybe\n"), HasSubstr("tf32: expected"));
+  EXPECT_THAT(build("cuda_graphs: sometimes\n"),
+              StartsWith("r.yaml:1:14: cuda_graphs: expected auto, on or off, got 'sometimes'"));
+  EXPECT_THAT(build("device: cpu\ncuda_graphs: on\n"),
+              StartsWith("r.yaml:2:14: cuda_graphs: on needs a CUDA device (device is cpu); use auto or off"));
   // Fashion-MNIST is not needed to read these: a tiny data set of files.
   const auto dir = std::filesystem::temp_directory_path() / ("baton_device_recipe_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -140,16 +144,18 @@ TEST(Recipe, DeviceKeys) {
   const std::string data = "data: {dataset: files, train_inputs: " + npy("x.npy", torch::randn({8, 4})) +
                            ", train_labels: " + npy("y.npy", torch::arange(8) % 2) + ", on_device: true}\n" +
                            "model: {name: mlp, hidden: [4]}\n";
-  const auto run =
-      build_run(Recipe::parse("device: cpu\ntf32: true\nlog_interval: 10\nddp_backend: mpi\n" + data, "r.yaml"));
+  const auto run = build_run(Recipe::parse(
+      "device: cpu\ntf32: true\nlog_interval: 10\nddp_backend: mpi\ncuda_graphs: off\n" + data, "r.yaml"));
   EXPECT_EQ(run.options.device(), "cpu");
   EXPECT_TRUE(run.options.tf32());
   EXPECT_EQ(run.options.log_interval(), 10);
   EXPECT_EQ(run.options.ddp_backend(), "mpi");
+  EXPECT_EQ(run.options.cuda_graphs(), CudaGraphs::kOff);
   EXPECT_TRUE(run.train_data->device().is_cpu());  // on_device on the CPU: where it was
   const auto automatic = build_run(Recipe::parse(data, "r.yaml"));
   EXPECT_EQ(automatic.options.device(), "auto");
   EXPECT_FALSE(automatic.options.log_interval().has_value());
+  EXPECT_EQ(automatic.options.cuda_graphs(), CudaGraphs::kAuto);
   std::filesystem::remove_all(dir);
 }
 

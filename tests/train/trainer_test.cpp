@@ -250,6 +250,17 @@ TEST(Trainer, RefusesBadOptions) {
   EXPECT_THROW(Trainer(small_options().eval_interval("10tok")), std::invalid_argument);
   EXPECT_THROW(Trainer(small_options().device_train_microbatch_size(0)), std::invalid_argument);
   EXPECT_THROW(Trainer(small_options().eval_metrics({"f1"})), std::invalid_argument);
+  EXPECT_THAT([] { Trainer t(small_options().device("cpu").cuda_graphs(CudaGraphs::kOn)); },
+              ::testing::ThrowsMessage<std::invalid_argument>(
+                  HasSubstr("cuda_graphs on needs a CUDA device (the run's device is cpu); use auto or off")));
+  EXPECT_THROW(parse_cuda_graphs("yes"), std::invalid_argument);
+}
+
+TEST(Trainer, CudaGraphsAutoTrainsEagerOnTheCpu) {
+  Trainer trainer(small_options().device("cpu").max_duration("2ep").cuda_graphs(CudaGraphs::kAuto));
+  trainer.fit();
+  EXPECT_EQ(trainer.summary().graph_steps, 0);
+  EXPECT_GT(trainer.summary().steps, 0);
 }
 
 TEST(Trainer, BfloatAutocastTrains) {

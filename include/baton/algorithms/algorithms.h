@@ -275,6 +275,10 @@ class Sam : public Algorithm {
   explicit Sam(SamOptions options = SamOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
+  // On every interval'th batch only: match() alone would miss it between those.
+  std::string graph_blocker(const State& /*state*/) override {
+    return "acts on after_train_batch (a second forward and backward), inside the train step";
+  }
 
  private:
   SamOptions options_;

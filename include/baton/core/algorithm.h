@@ -45,6 +45,15 @@ class Algorithm {
   // one event. Default: false.
   virtual bool interpolate_loss() const { return false; }
 
+  // Why the train step cannot be replayed from a CUDA graph while this algorithm runs
+  // (TrainerOptions::cuda_graphs), or "" when it can. The graph holds forward, loss, backward and
+  // the optimizer step as captured once, so an algorithm that acts on an event inside the step
+  // (before_forward ... after_train_batch) would act only at the capture. Acting outside it
+  // (after_dataloader, batch_end, eval, init) is fine; so are new batch shapes (a graph each) and
+  // parameters that stop training (the trainer captures again). Default: the events inside the
+  // step that match() accepts on `state`, named ("acts on before_loss, inside the train step").
+  virtual std::string graph_blocker(const State& state);
+
   virtual StateDict state_dict() const { return {}; }
   virtual void load_state_dict(const StateDict& /*state*/) {}
 

@@ -32,6 +32,13 @@ class Callback {
   // The class name without namespaces ("SpeedMonitor").
   virtual std::string name() const;
 
+  // Why the train step cannot be replayed from a CUDA graph while this callback runs, or "" when
+  // it can (TrainerOptions::cuda_graphs). Under a graph the events inside the step (before_forward
+  // ... after_train_batch) still fire every batch, in order, after the step has run on the device:
+  // a callback that reads the state there (outputs, loss, gradients) sees this batch's; one that
+  // changes it there (scales the loss, clips gradients) must return why. Default: "".
+  virtual std::string graph_blocker() const { return {}; }
+
   // Calls the method named after the event. Override to see every event in one place.
   virtual void run_event(Event event, State& state, Logger& logger);
 

@@ -55,9 +55,17 @@ bool data_parallel_active();
 // why, so that the others do not wait for it forever.
 [[noreturn]] void abort_all_ranks(int code);
 
+// The train step in CUDA graphs (docs/training.md, "CUDA graphs"). kAuto: on a GPU, when every
+// algorithm, callback and option allows it, else eager with one line saying which and why (and on
+// the CPU, eager); kOn: the same, but what stops graphs is an error; kOff: always eager.
+enum class CudaGraphs { kAuto, kOn, kOff };
+CudaGraphs parse_cuda_graphs(std::string_view text);  // auto, on, off; std::invalid_argument otherwise
+
 namespace detail {
 class DataParallel;
-}
+struct TrainGraphs;
+struct ShapeGraph;
+}  // namespace detail
 
 class TrainerOptions {
   // What is trained. Required.
@@ -100,6 +108,10 @@ class TrainerOptions {
   // fp32 matrix products and convolutions in TF32 on GPUs that have it (10 bits of mantissa; a
   // several-fold speed-up on Ampere and later). Default: false (exact fp32, as PyTorch's default).
   BATON_ARG(bool, tf32) = false;
+  // On a GPU, after a few eager steps per batch shape, forward, loss, backward and the optimizer
+  // step are captured once in a CUDA graph and replayed: one launch per step instead of hundreds.
+  // The events inside the step fire after it, every batch. Default: auto.
+  BATON_ARG(CudaGraphs, cuda_graphs) = CudaGraphs::kAuto;
   // Batches between reads of train/loss from the device. Until read, each batch's loss stays on
   // the device, so the host queues work without waiting for it; every batch's loss is still
   // logged, with its own step. Evaluation, checkpoints and the end of fit read what is pending.
@@ -182,6 +194,7 @@ struct RunSummary {
   int64_t samples = 0;
   bool stopped_early = false;
   double train_loss = 0.0;  // the last batch's loss (the microbatches' losses weighted by their share)
+  int64_t graph_steps = 0;  // steps replayed from CUDA graphs (cuda_graphs)
   double samples_per_s() const { return train_s > 0 ? static_cast<double>(samples) / train_s : 0.0; }
 };
 
@@ -255,6 +268,16 @@ class Trainer {
   void end_epoch();
   void end_fit();
   void train_batch();
+  // train_batch() after before_train_batch: eager, and from a CUDA graph (trainer_graphs.cpp);
+  // graph_step() returns false when this batch runs eager.
+  void eager_step();
+  void setup_graphs();
+  bool graph_step();
+  void capture(detail::ShapeGraph& shape, Model& model);
+  void replay(detail::ShapeGraph& shape, Model& model);
+  std::string graph_blockers();
+  // Fires `event` unless the step is being captured (events fire after each replay instead).
+  void fire(Event event);
   // How a microbatch's backward runs: its share of the batch, whether it is the batch's last, and
   // what the algorithms ask of autograd and of data parallelism.
   struct Backward {
@@ -297,6 +320,9 @@ class Trainer {
     at::Tensor loss;  // on the device
   };
   std::vector<PendingLoss> pending_losses_;  // not yet read from the device
+  void push_loss(const at::Tensor& batch_loss);
+  std::unique_ptr<detail::TrainGraphs> graphs_;  // while fit() trains from CUDA graphs
+  bool capturing_ = false;
   int64_t log_interval_ = 1;
 };
 
