@@ -58,8 +58,7 @@ struct CapturableStep::Group {
   double initial_lr = 1.0;
 };
 
-CapturableStep::CapturableStep(std::shared_ptr<torch::optim::Optimizer> optimizer)
-    : optimizer_(std::move(optimizer)) {
+CapturableStep::CapturableStep(std::shared_ptr<torch::optim::Optimizer> optimizer) : optimizer_(std::move(optimizer)) {
   require_capturable(optimizer_ != nullptr, "no optimizer");
   auto& state = optimizer_->state();
   const auto* sgdw = dynamic_cast<const detail::DecoupledSGDW*>(optimizer_.get());
@@ -85,22 +84,22 @@ CapturableStep::CapturableStep(std::shared_ptr<torch::optim::Optimizer> optimize
     for (const auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       auto* s = find_state(state, p);
-      const bool momentum = out.kind == Kind::kSgd &&
-                            static_cast<torch::optim::SGDOptions&>(group.options()).momentum() != 0.0;
+      const bool momentum =
+          out.kind == Kind::kSgd && static_cast<torch::optim::SGDOptions&>(group.options()).momentum() != 0.0;
       require_capturable(s != nullptr || (out.kind == Kind::kSgd && !momentum),
-              "parameter group " + std::to_string(g) + " has not taken an eager step yet");
+                         "parameter group " + std::to_string(g) + " has not taken an eager step yet");
       if (out.kind != Kind::kSgd) {
         const int64_t step = adam_step(out.kind, s);
         require_capturable(out.params.empty() || step == adam_step(out.kind, out.states[0]),
-                "the parameters of group " + std::to_string(g) + " are at different Adam steps");
+                           "the parameters of group " + std::to_string(g) + " are at different Adam steps");
       }
       out.params.push_back(p);
       out.states.push_back(s);
     }
     groups_.push_back(std::move(out));
   }
-  const at::Device device = groups_.empty() || groups_[0].params.empty() ? at::Device(at::kCPU)
-                                                                         : groups_[0].params[0].device();
+  const at::Device device =
+      groups_.empty() || groups_[0].params.empty() ? at::Device(at::kCPU) : groups_[0].params[0].device();
   scalars_ = torch::zeros({static_cast<int64_t>(groups_.size()), kScalars},
                           torch::TensorOptions().dtype(torch::kFloat).device(device));
 }

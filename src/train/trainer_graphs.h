@@ -24,7 +24,7 @@ struct ShapeGraph {
   Batch input;
   at::Tensor outputs;
   at::Tensor loss;
-  std::vector<at::Tensor> grads;  // per parameter of the model, in order
+  std::vector<at::Tensor> grads;     // per parameter of the model, in order
   std::vector<const void*> weights;  // the parameters' storage when captured, and whether they trained
   std::vector<bool> trained;
 };
