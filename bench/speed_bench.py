@@ -5,7 +5,8 @@
   bench/speed_bench.py --baton build-torch2/bin/baton --python .venv-peers/bin/python --device cpu --quick
 
 FashionCNN (recipes/fashion_mnist.yaml, batch 128, the recipe of bench/peers/pytorch_fashion.py):
-  samples/s over --steps steps: baton eager fp32 and amp_bf16; PyTorch eager (fp32, bf16),
+  samples/s over --steps steps: baton eager fp32 and amp_bf16 (cuda_graphs=off), and on a GPU from CUDA
+  graphs (cuda_graphs=on) fp32 and amp_bf16, with the speed monitor's figure beside the run's; PyTorch eager (fp32, bf16),
   PyTorch torch.compile(mode="reduce-overhead"), Lightning, Composer. The time-to-accuracy rows train until 91% test
   accuracy (evaluated every 100 steps, evaluation excluded from the training time) and give the
   training time to it and the wall time from process start to it (start-up, compilation, warm-up
@@ -79,9 +80,12 @@ def baton(recipe, sets):
         return summary, speed, wall
 
 
-def baton_fashion(precision):
-    s, _, _ = baton("fashion_mnist.yaml", [f"max_duration={a.steps}ba", "eval_interval=0", f"precision={precision}"])
-    return {"samples_per_s": round(s["samples_per_s"], 1), "steps": s["steps"]}
+def baton_fashion(precision, graphs="off"):
+    s, speed, _ = baton("fashion_mnist.yaml", [f"max_duration={a.steps}ba", "eval_interval=0", f"precision={precision}",
+                                               f"cuda_graphs={graphs}"])
+    monitor = [m["throughput/samples_per_sec"] for m in speed if "throughput/samples_per_sec" in m]
+    return {"samples_per_s": round(s["samples_per_s"], 1), "monitor_samples_per_s": round(monitor[-1], 1) if monitor else None,
+            "steps": s["steps"], "graph_steps": s.get("graph_steps")}
 
 
 def baton_fashion_tta(precision, recipe="fashion_mnist.yaml"):
@@ -120,6 +124,9 @@ def gpt_peer_args():
 
 row("fashion baton eager fp32", lambda: baton_fashion("fp32"))
 row("fashion baton eager bf16", lambda: baton_fashion("amp_bf16"))
+if a.device.startswith("cuda"):
+    row("fashion baton graphs fp32", lambda: baton_fashion("fp32", "on"))
+    row("fashion baton graphs bf16", lambda: baton_fashion("amp_bf16", "on"))
 row("fashion pytorch eager fp32", lambda: peer("pytorch_fashion.py", ["--max-steps", str(a.steps)]))
 row("fashion pytorch eager bf16", lambda: peer("pytorch_fashion.py", ["--max-steps", str(a.steps), "--amp", "bf16"]))
 if not a.no_compile:
@@ -155,6 +162,12 @@ def ratio(ours, theirs, key):
 
 
 print(json.dumps({"summary": True, "device": a.device, "quick": a.quick, "ratios": {
+    "fashion samples/s baton graphs fp32 / pytorch eager fp32": ratio("fashion baton graphs fp32",
+                                                                      "fashion pytorch eager fp32", "samples_per_s"),
+    "fashion samples/s baton graphs fp32 / pytorch compiled": ratio("fashion baton graphs fp32",
+                                                                    "fashion pytorch compiled fp32", "samples_per_s"),
+    "fashion samples/s baton graphs fp32 / lightning": ratio("fashion baton graphs fp32", "fashion lightning fp32",
+                                                             "samples_per_s"),
     "fashion samples/s baton fp32 / pytorch eager fp32": ratio("fashion baton eager fp32", "fashion pytorch eager fp32",
                                                                "samples_per_s"),
     "fashion samples/s baton fp32 / pytorch compiled": ratio("fashion baton eager fp32", "fashion pytorch compiled fp32",

@@ -259,6 +259,7 @@ int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, co
                                   {"steps", s.steps},
                                   {"samples", s.samples},
                                   {"samples_per_s", s.samples_per_s()},
+                                  {"graph_steps", s.graph_steps},
                                   {"stopped_early", s.stopped_early}};
   write_file(dir / "summary.json", summary.dump(2) + "\n");
   std::printf("done: %lld steps in %.1f s (%.0f samples/s, evaluation %.1f s)", static_cast<long long>(s.steps),
