@@ -253,14 +253,10 @@ int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, co
     for (const auto& [name, value] : values) metrics[label + "/" + name] = value;
   }
   if (s.steps > 0) metrics["train/loss"] = s.train_loss;
-  const nlohmann::json summary = {{"metrics", metrics},
-                                  {"train_s", s.train_s},
-                                  {"eval_s", s.eval_s},
-                                  {"steps", s.steps},
-                                  {"samples", s.samples},
-                                  {"samples_per_s", s.samples_per_s()},
-                                  {"graph_steps", s.graph_steps},
-                                  {"stopped_early", s.stopped_early}};
+  const nlohmann::json summary = {{"metrics", metrics},           {"train_s", s.train_s},
+                                  {"eval_s", s.eval_s},           {"steps", s.steps},
+                                  {"samples", s.samples},         {"samples_per_s", s.samples_per_s()},
+                                  {"graph_steps", s.graph_steps}, {"stopped_early", s.stopped_early}};
   write_file(dir / "summary.json", summary.dump(2) + "\n");
   std::printf("done: %lld steps in %.1f s (%.0f samples/s, evaluation %.1f s)", static_cast<long long>(s.steps),
               s.train_s, s.samples_per_s(), s.eval_s);
