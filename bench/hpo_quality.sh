@@ -7,6 +7,7 @@
 #   bench/hpo_quality.sh [SEEDS] [OUT_DIR]       # SEEDS default 20; JSON lines kept in OUT_DIR
 #   HPO_FIRST_SEED=100 bench/hpo_quality.sh 60   # seeds 100..159 (held out: not the ones tuned on)
 #   HPO_PEER_GP=0 ...                            # without Optuna's GPSampler (45 minutes for hartmann6)
+#   HPO_GROUPS=20 ...                            # also issue 20's test per group of 20 seeds
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seeds=${1:-20}
@@ -30,5 +31,5 @@ done
 for s in tpe gp; do  # 4 parallel workers: 4 suggestions out at a time (sequential: the rows above)
   "$bench" --function hartmann6 --trials 60 --seed "$first" --seeds "$seeds" --strategy $s --parallel 4 >"$out/baton-$s-hartmann6-p4.jsonl"
 done
-python3 "$root/bench/hpo_table.py" "$out"
+python3 "$root/bench/hpo_table.py" "$out" ${HPO_GROUPS:+--groups "$HPO_GROUPS"}
 echo "(JSON lines in $out)"
