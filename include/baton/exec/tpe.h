@@ -5,7 +5,7 @@
 // age (older ones count less). Where baton departs from Optuna's defaults, after measuring
 // (bench/README.md, held-out seeds too): the good trials weighted by their improvement (Watanabe's
 // EI weighting), kernels allowed narrower as trials accumulate (clip exponent 1.5 instead of 1)
-// but never below one step of an integer or quantized parameter, more candidates; the start-up
+// but never below one step of an integer or quantized parameter (24 candidates, as Optuna); the start-up
 // trials fill the space evenly (a Latin hypercube instead of independent draws), and running trials
 // count as bad ones (a constant liar) so that parallel workers spread out.
 #pragma once
@@ -19,7 +19,7 @@ class TpeOptions {
   BATON_ARG(uint64_t, seed) = 0;
   BATON_ARG(bool, maximize) = true;
   BATON_ARG(int, startup_trials) = 10;  // suggestions before the model is used (a Latin hypercube over the space)
-  BATON_ARG(int, candidates) = 128;     // drawn from the good density; the best ratio good/rest wins (Optuna: 24)
+  BATON_ARG(int, candidates) = 24;      // drawn from the good density; the best ratio good/rest wins (as Optuna)
   BATON_ARG(bool,
             multivariate) = true;  // one kernel per trial over all dimensions (Optuna 5's default); else per dimension
   BATON_ARG(double, prior_weight) = 1.0;  // the weight of the flat prior kernel beside each trial's 1
