@@ -104,8 +104,9 @@ double bare_command_s(const std::string& command, int64_t n) {
 int usage(const std::string& why) {
   std::cerr
       << "hpo_bench: " << why
-      << "\nusage: hpo_bench [--function hartmann6|branin|mixed|trivial] [--trials N] [--seed S] [--seeds N]\n"
-      << "       [--strategy tpe|random|grid|evolution] [--parallel N] (with --seeds)\n"
+      << "\nusage: hpo_bench [--function hartmann6|hartmann6_10d|branin|mixed|trivial] [--trials N] [--seed S] "
+         "[--seeds N]\n"
+      << "       [--strategy tpe|gp|random|grid|evolution] [--parallel N] (with --seeds)\n"
       << "       [--engine inprocess|process|shared]  (process: each trial a command printing a trivial final value;\n"
       << "        shared: the same through a DistributedEngine over --storage URL, default a new SQLite file)\n"
       << "       [--storage URL]\n"
@@ -123,6 +124,10 @@ std::optional<Problem> problem(const std::string& function) {
   Problem p;
   if (function == "hartmann6") {
     for (int j = 0; j < 6; ++j) p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
+    p.objective = hartmann6;
+    p.optimum = -3.32237;
+  } else if (function == "hartmann6_10d") {  // hartmann6 over x0..x5; x6..x9 do nothing (to be found out)
+    for (int j = 0; j < 10; ++j) p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
     p.objective = hartmann6;
     p.optimum = -3.32237;
   } else if (function == "branin") {

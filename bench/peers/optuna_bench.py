@@ -29,6 +29,11 @@ def hartmann6(t):  # 6 dims in [0,1]; global minimum -3.32237
     return -sum(H6_ALPHA[i] * math.exp(-sum(H6_A[i][j] * (x[j] - H6_P[i][j]) ** 2 for j in range(6))) for i in range(4))
 
 
+def hartmann6_10d(t):  # hartmann6 over x0..x5; x6..x9 do nothing (a search has to find that out)
+    x = [t.suggest_float(f"x{j}", 0.0, 1.0) for j in range(10)]
+    return -sum(H6_ALPHA[i] * math.exp(-sum(H6_A[i][j] * (x[j] - H6_P[i][j]) ** 2 for j in range(6))) for i in range(4))
+
+
 def branin(t):  # x1 in [-5,10], x2 in [0,15]; global minimum 0.397887
     x1, x2 = t.suggest_float("x1", -5, 10), t.suggest_float("x2", 0, 15)
     return (x2 - 5.1 / (4 * math.pi ** 2) * x1 ** 2 + 5 / math.pi * x1 - 6) ** 2 + 10 * (1 - 1 / (8 * math.pi)) * math.cos(x1) + 10
@@ -55,7 +60,8 @@ def trivial(t):  # measures pure framework overhead per trial
     return t.suggest_float("x", 0.0, 1.0)
 
 
-FUNCTIONS = {"hartmann6": (hartmann6, -3.32237), "branin": (branin, 0.397887), "mixed": (mixed, 0.0),
+FUNCTIONS = {"hartmann6": (hartmann6, -3.32237), "hartmann6_10d": (hartmann6_10d, -3.32237),
+             "branin": (branin, 0.397887), "mixed": (mixed, 0.0),
              "trivial": (trivial, 0.0)}
 
 

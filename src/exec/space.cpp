@@ -435,7 +435,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpa
     s.number("gamma", t.gamma(), 0.0, 1.0);
     s.boolean("ei_weights", t.ei_weights());
     s.number("clip_exponent", t.clip_exponent(), 0.0);
-    s.number("min_bandwidth", t.min_bandwidth(), 0.0, 1.0);
+    s.number("min_bandwidth", t.min_bandwidth(), 0.0, 0.1);
     s.done({"startup_trials", "candidates", "multivariate", "prior_weight", "max_rest", "constant_liar", "gamma",
             "ei_weights", "clip_exponent", "min_bandwidth"});
     return std::make_unique<TpeStrategy>(space, t);

@@ -40,8 +40,11 @@ std::vector<double> age_weights(std::size_t n) {
   return w;
 }
 
-// How narrow a kernel may be: range * max(min_bandwidth, (n + 2)^-clip_exponent), and at least
-// one step of an integer or quantized parameter (a narrower kernel never leaves its value).
+// How narrow a kernel may be: range * max(floor, (n + 2)^-clip_exponent), and at least one step
+// of an integer or quantized parameter (a narrower kernel never leaves its value). The floor is
+// min_bandwidth per dimension of the space (at most 10 of them; a nested branch counts its own):
+// kernels in a wider space stay wider, so that a few good trials in one poor basin do not hold a
+// search there.
 struct Clip {
   double exponent, floor;
 };
@@ -193,10 +196,10 @@ TpeStrategy::TpeStrategy(SearchSpace space, TpeOptions options)
     : ModelStrategy(std::move(space), options.seed(), options.maximize(), options.startup_trials()), options_(options) {
   if (options_.candidates() < 1 || options_.max_rest() < 1 || options_.startup_trials() < 0 ||
       !(options_.prior_weight() > 0) || !(options_.gamma() > 0 && options_.gamma() <= 1) ||
-      !(options_.clip_exponent() > 0) || !(options_.min_bandwidth() > 0 && options_.min_bandwidth() <= 1)) {
+      !(options_.clip_exponent() > 0) || !(options_.min_bandwidth() > 0 && options_.min_bandwidth() <= 0.1)) {
     throw std::invalid_argument(
         "tpe: candidates and max_rest must be >= 1, startup_trials >= 0, prior_weight > 0, gamma in (0, 1], "
-        "clip_exponent > 0, min_bandwidth in (0, 1]");
+        "clip_exponent > 0, min_bandwidth in (0, 0.1]");
   }
 }
 
@@ -244,7 +247,8 @@ std::vector<double> TpeStrategy::model_point(const std::vector<Observation>& sor
       rest_weights.push_back(1.0);
     }
   }
-  const Clip clip{options_.clip_exponent(), options_.min_bandwidth()};
+  const double dimensions = static_cast<double>(std::min<std::size_t>(dims.size(), 10));
+  const Clip clip{options_.clip_exponent(), options_.min_bandwidth() * dimensions};
   const auto [good_weights, good_prior] = weights_of_good(sorted, n_good);
   const Parzen below(dims, good, good_weights, good_prior, options_.prior_weight(), clip);
   const Parzen above(dims, rest, rest_weights, options_.prior_weight(), options_.prior_weight(), clip);

@@ -5,9 +5,10 @@
 // age (older ones count less). Where baton departs from Optuna's defaults, after measuring
 // (bench/README.md, held-out seeds too): the good trials weighted by their improvement (Watanabe's
 // EI weighting), kernels allowed narrower as trials accumulate (clip exponent 1.5 instead of 1)
-// but never below one step of an integer or quantized parameter (24 candidates, as Optuna); the start-up
-// trials fill the space evenly (a Latin hypercube instead of independent draws), and running trials
-// count as bad ones (a constant liar) so that parallel workers spread out.
+// but never below one step of an integer or quantized parameter nor below a floor that grows with
+// the number of dimensions (24 candidates, as Optuna); the start-up trials fill the space evenly (a
+// Latin hypercube instead of independent draws), and running trials count as bad ones (a constant
+// liar) so that parallel workers spread out.
 #pragma once
 
 #include "baton/core/options.h"
@@ -27,8 +28,8 @@ class TpeOptions {
   BATON_ARG(bool, constant_liar) = true;  // running trials count as bad ones
   BATON_ARG(double, gamma) = 0.1;         // the good set: the best ceil(gamma * n) trials, at most 25
   BATON_ARG(bool, ei_weights) = true;     // good trials weigh their improvement over the rest's best; else 1 each
-  BATON_ARG(double, clip_exponent) = 1.5;   // the narrowest kernel: range * max(min_bandwidth, (n + 2)^-clip_exponent)
-  BATON_ARG(double, min_bandwidth) = 0.01;  // (Optuna: exponent 1, floor 0.01)
+  BATON_ARG(double, clip_exponent) = 1.5;    // the narrowest kernel: range * max(floor, (n + 2)^-clip_exponent)
+  BATON_ARG(double, min_bandwidth) = 0.005;  // floor: min_bandwidth * min(dimensions, 10) (Optuna: 0.01)
 };
 
 class TpeStrategy : public ModelStrategy {
