@@ -122,12 +122,9 @@ struct Problem {
 
 std::optional<Problem> problem(const std::string& function) {
   Problem p;
-  if (function == "hartmann6") {
-    for (int j = 0; j < 6; ++j) p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
-    p.objective = hartmann6;
-    p.optimum = -3.32237;
-  } else if (function == "hartmann6_10d") {  // hartmann6 over x0..x5; x6..x9 do nothing (to be found out)
-    for (int j = 0; j < 10; ++j) p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
+  if (function == "hartmann6" || function == "hartmann6_10d") {  // 10d: x6..x9 do nothing (to be found out)
+    const int n = function == "hartmann6" ? 6 : 10;
+    for (int j = 0; j < n; ++j) p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
     p.objective = hartmann6;
     p.optimum = -3.32237;
   } else if (function == "branin") {

@@ -24,14 +24,13 @@ H6_P = [[.1312, .1696, .5569, .0124, .8283, .5886], [.2329, .4135, .8307, .3736,
 H6_ALPHA = [1.0, 1.2, 3.0, 3.2]
 
 
-def hartmann6(t):  # 6 dims in [0,1]; global minimum -3.32237
-    x = [t.suggest_float(f"x{j}", 0.0, 1.0) for j in range(6)]
+def hartmann6(t, dims=6):  # 6 dims in [0,1]; global minimum -3.32237
+    x = [t.suggest_float(f"x{j}", 0.0, 1.0) for j in range(dims)]
     return -sum(H6_ALPHA[i] * math.exp(-sum(H6_A[i][j] * (x[j] - H6_P[i][j]) ** 2 for j in range(6))) for i in range(4))
 
 
 def hartmann6_10d(t):  # hartmann6 over x0..x5; x6..x9 do nothing (a search has to find that out)
-    x = [t.suggest_float(f"x{j}", 0.0, 1.0) for j in range(10)]
-    return -sum(H6_ALPHA[i] * math.exp(-sum(H6_A[i][j] * (x[j] - H6_P[i][j]) ** 2 for j in range(6))) for i in range(4))
+    return hartmann6(t, dims=10)
 
 
 def branin(t):  # x1 in [-5,10], x2 in [0,15]; global minimum 0.397887

@@ -232,7 +232,8 @@ TEST(Strategies, TpeKernelsStayWiderInAWiderSpace) {
   // 8 dimensions) the next suggestions leave it to explore; with a flat 1% floor (Optuna's, and
   // baton's before) the kernels stay narrow enough that the slightly better good trials keep the
   // search inside the crowd, as in hartmann6's stuck seeds (bench/README.md).
-  auto distance = [](int d, double min_bandwidth) {  // min_bandwidth 0: the default
+  constexpr int d = 8;
+  auto distance = [](double min_bandwidth) {  // min_bandwidth 0: the default
     nlohmann::json space_json;
     for (int k = 0; k < d; ++k) space_json["x" + std::to_string(k)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
     const auto space = SearchSpace::from_json(space_json);
@@ -264,7 +265,7 @@ TEST(Strategies, TpeKernelsStayWiderInAWiderSpace) {
     }
     return total / count;
   };
-  const double per_dimension = distance(8, 0), flat = distance(8, 0.01 / 8);
+  const double per_dimension = distance(0), flat = distance(0.01 / d);
   EXPECT_GT(per_dimension, 0.1);  // mean distance per coordinate; uniform draws: 0.25
   EXPECT_LT(flat, 0.05);
 }
