@@ -12,6 +12,9 @@ namespace baton {
 namespace {
 
 constexpr double kMinNoise = 1e-6;
+// A point within this much of each range (in the model's [0, 1] coordinates) of a tried or running
+// configuration is that configuration again: it would teach the model nothing.
+constexpr double kSameConfiguration = 1e-3;
 
 // ---- small dense linear algebra (row-major, n <= a few hundred) ---------------------------------
 
@@ -390,6 +393,16 @@ std::vector<std::pair<double, std::vector<double>>> candidates(const Gp& gp, con
   return scored;
 }
 
+// Whether `u` is, to kSameConfiguration, one of the model's points (observed or running).
+bool already_tried(const Gp& gp, const std::vector<double>& u) {
+  for (std::size_t i = 0; i < gp.n; ++i) {
+    bool same = true;
+    for (std::size_t k = 0; k < gp.d && same; ++k) same = std::abs(u[k] - gp.x[i * gp.d + k]) <= kSameConfiguration;
+    if (same) return true;
+  }
+  return false;
+}
+
 // The local step from `u`: gradient ascent on the continuous coordinates (finite differences), then
 // each choice's options tried in turn. Returns the acquisition where it ends.
 double refine(std::vector<double>& u, double value, const Gp& gp, const Scaling& scaling, const LogEi& acq) {
@@ -484,14 +497,22 @@ std::vector<double> GpStrategy::model_point(const std::vector<Observation>& sort
   const std::size_t count = static_cast<std::size_t>(options_.candidates());
   const std::size_t starts = std::min<std::size_t>(static_cast<std::size_t>(options_.local_starts()), count);
   auto scored = candidates(gp, scaling, acq, sorted.size(), count, starts, rng());
-  std::vector<double> best_u = scored[0].second;
-  double best_value = scored[0].first;
   for (std::size_t s = 0; s < starts; ++s) {
     std::vector<double> u = scored[s].second;
     const double value = refine(u, scored[s].first, gp, scaling, acq);
-    if (value > best_value) best_value = value, best_u = std::move(u);
+    if (value > scored[s].first) scored[s] = {value, std::move(u)};
   }
-  return scaling.unscale(best_u.data());
+  // The best acquisition among configurations not tried yet (where the model settles on a tried
+  // one, as at a boundary point it sees no curvature at, asking again would repeat it for ever);
+  // a tried one only when every candidate is.
+  std::size_t pick = 0;
+  bool pick_tried = already_tried(gp, scored[0].second);
+  for (std::size_t c = 1; c < scored.size(); ++c) {
+    const bool tried = already_tried(gp, scored[c].second);
+    if ((pick_tried && !tried) || (tried == pick_tried && scored[c].first > scored[pick].first))
+      pick = c, pick_tried = tried;
+  }
+  return scaling.unscale(scored[pick].second.data());
 }
 
 }  // namespace baton

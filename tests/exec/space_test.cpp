@@ -182,6 +182,26 @@ std::vector<nlohmann::json> suggestions(Strategy& s, int n, std::vector<Trial>* 
   return out;
 }
 
+// With few start-up trials GP can settle on branin's boundary point (x1 = 10, value 1.943) and ask
+// for it again and again (the model sees no curvature there). A configuration within 1e-3 of each
+// range of a tried one teaches it nothing: it takes the best acquisition elsewhere.
+TEST(Strategies, GpNeverAsksForATriedConfigurationAgain) {
+  const auto space = SearchSpace::from_json(nlohmann::json::parse(
+      R"({"x1": {"_type": "uniform", "_value": [-5, 10]}, "x2": {"_type": "uniform", "_value": [0, 15]}})"));
+  int near_duplicates = 0;
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    auto s = make_strategy("gp", space, StrategyOptions().seed(seed).maximize(false).settings({{"startup_trials", 4}}));
+    const auto asked = suggestions(*s, 40);
+    for (std::size_t i = 0; i < asked.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        near_duplicates += std::abs(asked[i]["x1"].get<double>() - asked[j]["x1"].get<double>()) <= 15e-3 &&
+                           std::abs(asked[i]["x2"].get<double>() - asked[j]["x2"].get<double>()) <= 15e-3;
+      }
+    }
+  }
+  EXPECT_EQ(near_duplicates, 0);
+}
+
 TEST(Strategies, ModelStrategiesResumeWithTheSameNextSuggestions) {
   const auto space = SearchSpace::from_json(nlohmann::json::parse(
       R"({"x1": {"_type": "uniform", "_value": [-5, 10]}, "x2": {"_type": "uniform", "_value": [0, 15]}})"));
