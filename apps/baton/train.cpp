@@ -303,9 +303,10 @@ int run_train(const TrainArgs& args) {
   const auto reporter = add_run_callbacks(run, args, dir, writes);
   add_run_loggers(run, dir, writes);
   if (writes) {
-    std::printf("baton train: %s, model %s, %lld training examples, precision %s, run dir %s\n",
+    std::printf("baton train: %s, model %s, %lld training examples, precision %s, %s, run dir %s\n",
                 run.options.run_name().c_str(), run.model_name.c_str(), static_cast<long long>(run.train_data->size()),
-                std::string(to_string(run.options.precision())).c_str(), dir.string().c_str());
+                std::string(to_string(run.options.precision())).c_str(), run.memory_format.c_str(),
+                dir.string().c_str());
     std::fflush(stdout);
   }
   on_stop_signals(on_stop_signal);

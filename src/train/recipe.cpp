@@ -13,6 +13,7 @@
 
 #include "recipe_section.h"
 
+#include "baton/algorithms/algorithms.h"
 #include "baton/algorithms/registry.h"
 #include "baton/callbacks/registry.h"
 #include "baton/core/device.h"
@@ -433,6 +434,33 @@ void build_scheduler(const Section& sch, TrainerOptions& o) {
   }
 }
 
+// memory_format: auto (channels-last on the CPU for the zoo's convolutional models: LibTorch's CPU
+// convolutions and max pooling run faster in NHWC), channels_last (the channels_last algorithm,
+// added unless listed) or contiguous. Not auto for a TorchScript model, whose forward may view
+// its activations as NCHW.
+void read_memory_format(const Section& top, const c10::Device& device, TrainingRun& run) {
+  TrainerOptions& o = run.options;
+  const std::string format = top.get<std::string>("memory_format", "auto");
+  if (format != "auto" && format != "channels_last" && format != "contiguous") {
+    top.fail("memory_format", "expected auto, channels_last or contiguous, got '" + format + "'");
+  }
+  auto algorithms = o.algorithms();
+  const bool listed = std::any_of(algorithms.begin(), algorithms.end(),
+                                  [](const auto& a) { return std::dynamic_pointer_cast<ChannelsLast>(a) != nullptr; });
+  if (format == "contiguous" && listed) {
+    top.fail("memory_format", "contiguous, but algorithms has channels_last: remove one of the two");
+  }
+  const auto params = o.model()->parameters();
+  const bool conv = std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.dim() == 4; });
+  const bool nhwc = listed || format == "channels_last" ||
+                    (format == "auto" && device.is_cpu() && run.model_name != "torchscript" && conv);
+  if (nhwc && !listed) {
+    algorithms.push_back(std::make_shared<ChannelsLast>());
+    o.algorithms(algorithms);
+  }
+  run.memory_format = nhwc ? "channels_last" : "contiguous";
+}
+
 }  // namespace
 
 TrainingRun build_run(const Recipe& recipe) {
@@ -455,6 +483,7 @@ TrainingRun build_run(const Recipe& recipe) {
   build_optimizer(top.child("optimizer"), o);
   o.hyperparameters(yaml_to_json(recipe.root()));
   build_plugins(top, run);
+  read_memory_format(top, device, run);
   if (top.has("scheduler")) build_scheduler(top.child("scheduler"), o);
   return run;
 }

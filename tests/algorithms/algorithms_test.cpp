@@ -1,6 +1,7 @@
 // Each algorithm's effect, not merely that it runs.
 #include "baton/algorithms/algorithms.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <ATen/autocast_mode.h>
@@ -465,6 +466,38 @@ TEST(ChannelsLast, ConvWeightsAndInputsAreChannelsLastAndTheModelTrains) {
                                        c1.detach(), {}, 1, 1);
   EXPECT_TRUE(out.is_contiguous(at::MemoryFormat::ChannelsLast));
   EXPECT_TRUE(std::isfinite(trainer.summary().train_loss));
+}
+
+// memory_format: auto turns channels-last on for the zoo's models with 4-d weights on the CPU:
+// each must give the outputs and gradients it gives in NCHW (no view that assumes NCHW strides).
+TEST(ChannelsLast, EveryZooModelWithConvolutionsGivesTheSameOutputsAndGradients) {
+  int convolutional = 0;
+  for (const auto& name : model_names()) {
+    if (name == "gpt") continue;   // token indices, no images
+    Bench nchw(name), nhwc(name);  // the same seed: the same weights
+    const auto params = nchw.model->parameters();
+    if (std::none_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.dim() == 4; })) continue;
+    ++convolutional;
+    ChannelsLast layout;
+    layout.apply(Event::kInit, nhwc.state, nhwc.logger);
+    layout.apply(Event::kAfterDataloader, nhwc.state, nhwc.logger);
+    ASSERT_EQ(nhwc.state.batch.input.stride(1), 1) << name;
+    std::vector<at::Tensor> grads[2];
+    at::Tensor outputs[2];
+    int i = 0;
+    for (Bench* b : {&nchw, &nhwc}) {
+      outputs[i] = b->model->forward(b->state.batch);
+      torch::nn::functional::cross_entropy(outputs[i], b->state.batch.target).backward();
+      for (const auto& p : b->model->parameters()) grads[i].push_back(p.grad().contiguous());
+      ++i;
+    }
+    EXPECT_TRUE(torch::allclose(outputs[0], outputs[1], 1e-4, 1e-5)) << name;
+    ASSERT_EQ(grads[0].size(), grads[1].size());
+    for (std::size_t k = 0; k < grads[0].size(); ++k) {
+      EXPECT_TRUE(torch::allclose(grads[0][k], grads[1][k], 1e-4, 1e-5)) << name << " parameter " << k;
+    }
+  }
+  EXPECT_EQ(convolutional, 2);  // fashion_cnn, resnet20
 }
 
 // Surgery: the modules are replaced, outputs keep their shape, the model trains and saves, and a

@@ -212,6 +212,14 @@ class Files : public ::testing::Test {
     return {images, labels.to(torch::kByte)};
   }
 
+  // 64 quadrant images as x.npy and y.npy; the recipe's data line that reads them.
+  std::string small_npy_data() {
+    auto [x, y] = quadrants(64, 3);
+    write_npy("x.npy", x.to(torch::kFloat).unsqueeze(1));
+    write_npy("y.npy", y);
+    return "data: {dataset: files, train_inputs: " + path("x.npy") + ", train_labels: " + path("y.npy") + "}\n";
+  }
+
   void write_idx(const std::string& file, const at::Tensor& t, bool gzip) {
     std::vector<unsigned char> bytes = {0, 0, 0x08, static_cast<unsigned char>(t.dim())};
     for (int64_t d : t.sizes()) {
@@ -289,11 +297,7 @@ TEST_F(Files, TrainsOnNpyFiles) {
 }
 
 TEST_F(Files, AlgorithmsAndCallbacksByNameInTheRecipesOrder) {
-  auto [x, y] = quadrants(64, 3);
-  write_npy("x.npy", x.to(torch::kFloat).unsqueeze(1));
-  write_npy("y.npy", y);
-  const std::string data =
-      "data: {dataset: files, train_inputs: " + path("x.npy") + ", train_labels: " + path("y.npy") + "}\n";
+  const std::string data = small_npy_data();
   auto build = [&](const std::string& extra) { return build_run(Recipe::parse(data + extra, "a.yaml")); };
   TrainingRun run = build(
       "algorithms:\n  label_smoothing: {smoothing: 0.2}\n  ema:\n    half_life: 50ba\n  channels_last:\n"
@@ -318,6 +322,34 @@ TEST_F(Files, AlgorithmsAndCallbacksByNameInTheRecipesOrder) {
               HasSubstr("callbacks.threshold_stopper.threshold: expected a number, got \"high\""));
   EXPECT_THAT(error_of([&] { build_run(Recipe::parse(data, "a.yaml", {"algorithms.cutout.length=-1"})); }),
               StartsWith("--set algorithms.cutout.length: cutout: length must be positive"));
+}
+
+// memory_format: auto is channels-last for a convolutional model on the CPU (the channels_last
+// algorithm, once), contiguous for one without 4-d weights; the other values and their errors.
+TEST_F(Files, MemoryFormatAutoIsChannelsLastForConvolutionsOnTheCpu) {
+  const std::string data = small_npy_data();
+  auto build = [&](const std::string& extra) { return build_run(Recipe::parse(data + extra, "a.yaml")); };
+  auto layouts = [](const TrainingRun& run) {
+    int n = 0;
+    for (const auto& a : run.options.algorithms()) n += a->name() == "ChannelsLast" ? 1 : 0;
+    return n;
+  };
+  TrainingRun run = build("");
+  EXPECT_EQ(run.memory_format, "channels_last");
+  EXPECT_EQ(layouts(run), 1);
+  EXPECT_EQ(layouts(build("algorithms: {channels_last: }\n")), 1);  // not twice
+  run = build("memory_format: contiguous\n");
+  EXPECT_EQ(run.memory_format, "contiguous");
+  EXPECT_EQ(layouts(run), 0);
+  run = build("model: {name: mlp}\n");  // no 4-d weights
+  EXPECT_EQ(run.memory_format, "contiguous");
+  EXPECT_EQ(layouts(run), 0);
+  EXPECT_EQ(build("model: {name: mlp}\nmemory_format: channels_last\n").memory_format, "channels_last");
+
+  EXPECT_THAT(error_of([&] { build("memory_format: nhwc\n"); }),
+              StartsWith("a.yaml:2:16: memory_format: expected auto, channels_last or contiguous, got 'nhwc'"));
+  EXPECT_THAT(error_of([&] { build("memory_format: contiguous\nalgorithms: {channels_last: }\n"); }),
+              HasSubstr("memory_format: contiguous, but algorithms has channels_last: remove one of the two"));
 }
 
 TEST_F(Files, MissingFilesAndMissingKeysAreNamed) {

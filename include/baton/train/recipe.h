@@ -33,6 +33,8 @@ struct TrainingRun {
   // whether `callbacks: {checkpoint_saver: false}` turned checkpoints off.
   std::vector<std::string> loggers;
   bool checkpoints = true;
+  // The layout of images and 4-d weights: channels_last or contiguous (memory_format, resolved).
+  std::string memory_format = "contiguous";
   std::shared_ptr<Dataset> train_data;
   std::shared_ptr<Dataset> eval_data;
 };
