@@ -12,9 +12,9 @@ FashionCNN (recipes/fashion_mnist.yaml, batch 128, the recipe of bench/peers/pyt
   training time to it and the wall time from process start to it (start-up, compilation, warm-up
   and evaluations included; for baton the whole process, which ends at the target), for the peer's
   recipe and for baton's recipes/fashion_mnist_fast.yaml (the same model with training methods).
-gpt (recipes/gpt_char.yaml, batch 64, context 256): tokens/s (the speed monitor's last window for
-  baton; the peer's steps after its 20th) and the validation loss after the same steps; baton,
-  bench/peers/gpt_char.py eager and with torch.compile.
+gpt (recipes/gpt_char.yaml, batch 64, context 256): tokens/s over the steps after the 20th (baton: the
+  speed monitor's window, set to them; the peer: its timed steps) and the validation loss after the
+  same steps; baton, bench/peers/gpt_char.py eager and with torch.compile.
 Peers run with --python (the same torch as baton's LibTorch 2.x build: .venv-peers,
 bench/peers/make-venv.sh). A row that fails is reported with its error and the run goes on.
 """
@@ -107,8 +107,11 @@ def peer(script, args, python=None):
 
 
 def baton_gpt():
-    sets = [f"max_duration={a.gpt_steps}ba", f"eval_interval={a.gpt_steps}ba",
-            "precision=amp_bf16"] + [f"{'data' if k == 'context' else 'model'}.{k}={v}" for k, v in GPT_SMALL.items()]
+    # The speed monitor's last window: the steps after the 20th, as the peer times them (--warmup 20).
+    window = max(1, a.gpt_steps - 20)
+    sets = [f"max_duration={a.gpt_steps}ba", f"eval_interval={a.gpt_steps}ba", "precision=amp_bf16",
+            f"callbacks.speed_monitor={{window_size: {window}}}"]
+    sets += [f"{'data' if k == 'context' else 'model'}.{k}={v}" for k, v in GPT_SMALL.items()]
     s, speed, _ = baton("gpt_char.yaml", sets)
     tokens = [m["throughput/tokens_per_sec"] for m in speed if "throughput/tokens_per_sec" in m]
     return {"tokens_per_sec": round(tokens[-1], 1) if tokens else None, "val_loss": s["metrics"].get("eval/loss"),
