@@ -5,7 +5,12 @@
 #   bench/gpu_run.sh build   # build-cuda/ against the machine's torch wheel (LibTorch 2.x, CUDA)
 #   bench/gpu_run.sh test    # ctest label gpu (graphs vs eager to 1e-5, bitwise resume, ...)
 #   bench/gpu_run.sh bench   # bench/speed_bench.py --device cuda: baton eager/graphs fp32/bf16
-#                            # against PyTorch eager, torch.compile and Lightning; gpt_char
+#                            # against PyTorch eager, torch.compile, Lightning and Composer; gpt_char
+#
+# Composer's row needs its wheels taken along: here, after prepare.sh,
+# `bench/peers/make-venv.sh --composer-wheels .device/wheels-composer` (23 MB, Python 3.12); there
+# `bench` installs them over the machine's torch (make-venv.sh --composer-offline). Without them the
+# Composer rows are left out.
 #
 # Logs and JSON go to $OUT (the device tool brings that folder back) or ./gpu-out. Nothing here
 # downloads: the machine reaches no registry.
@@ -39,8 +44,12 @@ case "${1:-}" in
     exit $rc
     ;;
   bench)
+    composer=none
+    if [ -d .device/wheels-composer ]; then
+      composer=$(bench/peers/make-venv.sh --composer-offline .device/wheels-composer 2>"$out/composer-venv.log") || composer=none
+    fi
     timeout 560 python3 bench/speed_bench.py --baton build-cuda/bin/baton --python python3 --device cuda \
-      >"$out/speed.jsonl" 2>"$out/speed.log"
+      --composer-python "$composer" >"$out/speed.jsonl" 2>"$out/speed.log"
     rc=$?
     tail -5 "$out/speed.log"
     tail -3 "$out/speed.jsonl"

@@ -6,9 +6,35 @@
 #   bench/peers/make-venv.sh && .venv-peers/bin/python bench/peers/optuna_bench.py --function branin --trials 60
 #
 # --composer makes .venv-composer/ instead (requirements-composer.txt: Composer pins an older torch)
-# and prints its python.
+# and prints its python. For a machine that reaches no registry and has torch 2.11 (the GPU machine):
+#   --composer-wheels DIR    (here) downloads requirements-composer-torch2.txt's wheels for Python 3.12
+#   --composer-offline DIR   (there) makes .venv-composer/ from DIR's wheels over that python3's torch
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+case "${1:-}" in
+  --composer-wheels)
+    dir="${2:?make-venv: --composer-wheels needs a folder}"
+    mkdir -p "$dir"
+    python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.12 \
+      --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform any \
+      -r "$root/bench/peers/requirements-composer-torch2.txt" -d "$dir" >&2
+    du -sh "$dir" | sed 's/^/make-venv: Composer wheels: /' >&2
+    exit 0
+    ;;
+  --composer-offline)
+    dir="${2:?make-venv: --composer-offline needs a folder}"
+    ls "$dir"/mosaicml-*.whl >/dev/null 2>&1 || { echo "make-venv: no Composer wheels in $dir" >&2; exit 2; }
+    venv="$root/.venv-composer"
+    python3 -m venv "$venv"
+    # The machine's torch (and whatever else its python3 has) stays visible; the wheels come first.
+    python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
+      >"$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine.pth"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --no-deps "$dir"/*.whl >&2
+    "$venv/bin/python" -c 'import composer, torch' >&2 || { echo "make-venv: Composer does not import" >&2; exit 1; }
+    echo "$venv/bin/python"
+    exit 0
+    ;;
+esac
 if [ "${1:-}" = "--composer" ]; then
   venv="$root/.venv-composer"
   reqs="$root/bench/peers/requirements-composer.txt"
