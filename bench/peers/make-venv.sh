@@ -25,11 +25,18 @@ case "${1:-}" in
     dir="${2:?make-venv: --composer-offline needs a folder}"
     ls "$dir"/mosaicml-*.whl >/dev/null 2>&1 || { echo "make-venv: no Composer wheels in $dir" >&2; exit 2; }
     venv="$root/.venv-composer"
-    python3 -m venv "$venv"
+    # Without ensurepip (Ubuntu's python3 without python3-venv) the venv gets no pip of its own and
+    # the machine's pip installs into it.
+    pip=("$venv/bin/python" -m pip)
+    if ! python3 -m venv "$venv" 2>/dev/null; then
+      rm -rf "$venv"
+      python3 -m venv --without-pip "$venv"
+      pip=(python3 -m pip --python "$venv/bin/python")
+    fi
     # The machine's torch (and whatever else its python3 has) stays visible; the wheels come first.
     python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
       >"$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine.pth"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --no-deps "$dir"/*.whl >&2
+    "${pip[@]}" install --quiet --disable-pip-version-check --no-index --no-deps "$dir"/*.whl >&2
     "$venv/bin/python" -c 'import composer, torch' >&2 || { echo "make-venv: Composer does not import" >&2; exit 1; }
     echo "$venv/bin/python"
     exit 0
