@@ -104,7 +104,7 @@ double bare_command_s(const std::string& command, int64_t n) {
 int usage(const std::string& why) {
   std::cerr
       << "hpo_bench: " << why
-      << "\nusage: hpo_bench [--function hartmann6|hartmann6_10d|branin|mixed|trivial] [--trials N] [--seed S] "
+      << "\nusage: hpo_bench [--function hartmann6|hartmann6_10d|branin|mixed|edge|trivial] [--trials N] [--seed S] "
          "[--seeds N]\n"
       << "       [--strategy tpe|gp|random|grid|evolution] [--parallel N] (with --seeds)\n"
       << "       [--engine inprocess|process|shared]  (process: each trial a command printing a trivial final value;\n"
@@ -135,6 +135,15 @@ std::optional<Problem> problem(const std::string& function) {
   } else if (function == "mixed") {
     p.space = nlohmann::json::parse(kMixedSpace);
     p.objective = mixed;
+  } else if (function == "edge") {  // a bowl whose lowest point lies on two faces of the box
+    for (int j = 0; j < 4; ++j) p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
+    p.objective = [](const nlohmann::json& x) {
+      const double c[4] = {-0.2, 1.3, 0.5, 0.3};
+      double v = 0;
+      for (int j = 0; j < 4; ++j) v += std::pow(x["x" + std::to_string(j)].get<double>() - c[j], 2);
+      return v;
+    };
+    p.optimum = 0.13;
   } else if (function == "trivial") {
     p.space["x"] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
     p.objective = [](const nlohmann::json& x) { return x["x"].get<double>(); };

@@ -202,6 +202,37 @@ TEST(Strategies, GpNeverAsksForATriedConfigurationAgain) {
   EXPECT_EQ(near_duplicates, 0);
 }
 
+// Led to a face of the box by the slope (here the lowest x), the model has seen no trial just inside
+// it and would ask for the face again and again; after two trials in a row there, the third goes
+// inside (5-40% of the range), so an optimum a little inside is found, and one on the face still is.
+TEST(Strategies, GpStepsInsideAFaceItHasAskedForTwiceInARow) {
+  const auto space = SearchSpace::from_json(nlohmann::json::parse(
+      R"({"x": {"_type": "uniform", "_value": [0, 1]}, "y": {"_type": "uniform", "_value": [0, 1]}})"));
+  for (uint64_t seed = 0; seed < 3; ++seed) {
+    auto s = make_strategy("gp", space, StrategyOptions().seed(seed).maximize(false));
+    int in_a_row = 0, longest = 0, on_face = 0, inside = 0;
+    double best = 1e9;
+    for (int i = 0; i < 40; ++i) {
+      Trial t;
+      t.id = i + 1;
+      t.parameters = *s->suggest();
+      const double x = t.parameters["x"].get<double>(), y = t.parameters["y"].get<double>();
+      t.status = TrialStatus::kTrained;
+      t.metrics.final = x + (y - 0.3) * (y - 0.3);  // the lowest point on the face x = 0
+      s->observe(t);
+      best = std::min(best, *t.metrics.final);
+      in_a_row = x == 0.0 ? in_a_row + 1 : 0;
+      longest = std::max(longest, in_a_row);
+      if (i < 20) continue;
+      (x == 0.0 ? on_face : inside) += 1;
+      EXPECT_LE(x, 0.4) << "seed " << seed;
+    }
+    EXPECT_EQ(longest, 2) << "seed " << seed;
+    EXPECT_GE(on_face, 2 * inside - 1) << "seed " << seed;  // two on the face for each step inside
+    EXPECT_LT(best, 1e-3) << "seed " << seed;
+  }
+}
+
 TEST(Strategies, ModelStrategiesResumeWithTheSameNextSuggestions) {
   const auto space = SearchSpace::from_json(nlohmann::json::parse(
       R"({"x1": {"_type": "uniform", "_value": [-5, 10]}, "x2": {"_type": "uniform", "_value": [0, 15]}})"));

@@ -5,7 +5,8 @@
 // then refined by a local step. Numeric dimensions are scaled to [0, 1] (log types in log space);
 // integers and quantized values are rounded after the step; a choice is a categorical dimension
 // (the distance is 0 or 1, with a length scale of its own). A configuration already tried or
-// running (to 0.1% of each range) is not suggested again. Running trials are counted by the
+// running (to 0.1% of each range) is not suggested again, nor a face of the box the last two trials
+// sat on (the suggestion moves inside: the model has seen nothing there). Running trials are counted by the
 // kriging believer (their predicted value, so the next suggestion goes elsewhere). Plain C++: at
 // 100 trials a suggestion takes a few milliseconds.
 #pragma once
