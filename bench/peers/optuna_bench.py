@@ -4,7 +4,8 @@
 Runs with Debian's python3-optuna (3.1) or the pinned current Optuna of bench/peers/requirements.txt
 (bench/peers/make-venv.sh makes .venv-peers/; its GPSampler needs torch and scipy, which it pins too).
 Prints one JSON line per seed: wall time per trial (sampler + objective, in-process, in-memory
-storage) and the best value found (lower is better).
+storage), the same over the last 10 trials (wall and CPU: `last_trials_ms`, `last_trials_cpu_ms`) and
+the best value found (lower is better).
 
   optuna_bench.py --function hartmann6 --trials 60 --seed 0
   optuna_bench.py --function mixed --trials 60 --seeds 20          # one line per seed 0..19
@@ -92,17 +93,25 @@ def main():
         study = optuna.create_study(sampler=sampler_for(a.sampler, seed, multivariate))
         best_at = {}
 
+        marks = {}  # wall and CPU time when the 10th-last trial ended: the last 10 trials' cost
+
         def record(study, trial):  # the best so far after 30, 60, 100 trials (the same run's prefix)
             if trial.number + 1 in (30, 60, 100):
                 best_at[str(trial.number + 1)] = study.best_value
+            if trial.number + 1 == a.trials - 10:
+                marks["wall"], marks["cpu"] = time.perf_counter(), time.process_time()
 
         t0 = time.perf_counter()
         study.optimize(fn, n_trials=a.trials, callbacks=[record])
         dt = time.perf_counter() - t0
+        last10 = {}
+        if marks:  # per trial (the sampler's suggestion and the objective), mean of the last 10
+            last10 = {"last_trials_ms": round((time.perf_counter() - marks["wall"]) * 100, 3),
+                      "last_trials_cpu_ms": round((time.process_time() - marks["cpu"]) * 100, 3)}
         print(json.dumps({
             "peer": "optuna", "version": optuna.__version__, "sampler": a.sampler, "function": a.function,
             "trials": a.trials, "seed": seed, "total_s": round(dt, 4), "ms_per_trial": round(dt / a.trials * 1e3, 4),
-            "best": study.best_value, "best_at": best_at, "optimum": optimum,
+            "best": study.best_value, "best_at": best_at, "optimum": optimum, **last10,
         }), flush=True)
 
 

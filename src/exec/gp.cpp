@@ -27,36 +27,49 @@ constexpr double kLongScale = 0.5, kShortScale = 0.1;
 constexpr int kPinnedTrials = 2;
 constexpr double kFaceStep = 0.05;
 // A point within this much of each range (in the model's [0, 1] coordinates) of a tried or running
-// configuration is that configuration again: it would teach the model nothing.
-constexpr double kSameConfiguration = 1e-3;
+// configuration is that configuration again: it would teach the model nothing. (Closer than 1e-3
+// is allowed: near the optimum the model asks for points that close, as Optuna's GPSampler does.)
+constexpr double kSameConfiguration = 1e-4;
+// The raw hyper-parameters' bounds (logs): [-12, 12], and down to -25 for the noise (e^-25 above
+// kMinNoise: the floor itself; at -12 it was 7e-6, and branin's best after 60 trials 4x further
+// from the optimum: the model could not resolve the last digits).
+constexpr double kRawUpper = 12.0;
+double raw_lower(std::size_t j, std::size_t count) { return j + 1 == count ? -25.0 : -12.0; }
 
 // ---- small dense linear algebra (row-major, n <= a few hundred) ---------------------------------
 
-// In place: the lower Cholesky factor of the symmetric positive definite `a` (n x n); false when
-// it is not positive definite.
+// The dot product of n doubles in four partial sums (independent chains the compiler can keep in
+// vector registers: the O(n^3) and O(n^2) loops below are all dot products of contiguous rows).
+double dot(const double* a, const double* b, std::size_t n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  std::size_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    s0 += a[k] * b[k];
+    s1 += a[k + 1] * b[k + 1];
+    s2 += a[k + 2] * b[k + 2];
+    s3 += a[k + 3] * b[k + 3];
+  }
+  for (; k < n; ++k) s0 += a[k] * b[k];
+  return (s0 + s1) + (s2 + s3);
+}
+
+// In place: the lower Cholesky factor of the symmetric positive definite `a` (n x n) in its lower
+// triangle (the upper one, above the diagonal, is left as it was); false when it is not positive
+// definite.
 bool cholesky(std::vector<double>& a, std::size_t n) {
   for (std::size_t j = 0; j < n; ++j) {
-    double s = a[j * n + j];
-    for (std::size_t k = 0; k < j; ++k) s -= a[j * n + k] * a[j * n + k];
+    const double* row_j = &a[j * n];
+    const double s = a[j * n + j] - dot(row_j, row_j, j);
     if (!(s > 0)) return false;
     const double l = std::sqrt(s);
     a[j * n + j] = l;
-    for (std::size_t i = j + 1; i < n; ++i) {
-      double t = a[i * n + j];
-      for (std::size_t k = 0; k < j; ++k) t -= a[i * n + k] * a[j * n + k];
-      a[i * n + j] = t / l;
-    }
-    for (std::size_t i = 0; i < j; ++i) a[i * n + j] = 0;
+    for (std::size_t i = j + 1; i < n; ++i) a[i * n + j] = (a[i * n + j] - dot(&a[i * n], row_j, j)) / l;
   }
   return true;
 }
 
 void solve_lower(const std::vector<double>& l, std::size_t n, std::vector<double>& b) {  // L x = b
-  for (std::size_t i = 0; i < n; ++i) {
-    double s = b[i];
-    for (std::size_t k = 0; k < i; ++k) s -= l[i * n + k] * b[k];
-    b[i] = s / l[i * n + i];
-  }
+  for (std::size_t i = 0; i < n; ++i) b[i] = (b[i] - dot(&l[i * n], b.data(), i)) / l[i * n + i];
 }
 
 void solve_upper(const std::vector<double>& l, std::size_t n, std::vector<double>& b) {  // L^T x = b
@@ -73,9 +86,10 @@ double matern52(double d2) {
   const double r = std::sqrt(5.0 * d2);
   return std::exp(-r) * (5.0 / 3.0 * d2 + r + 1.0);
 }
-double matern52_grad(double d2) {  // d matern52 / d d2
-  const double r = std::sqrt(5.0 * d2);
-  return -5.0 / 6.0 * (r + 1.0) * std::exp(-r);
+// matern52 and its slope d matern52 / d d2, from one exponential.
+std::pair<double, double> matern52_and_slope(double d2) {
+  const double r = std::sqrt(5.0 * d2), e = std::exp(-r);
+  return {e * (5.0 / 3.0 * d2 + r + 1.0), -5.0 / 6.0 * (r + 1.0) * e};
 }
 
 // Raw hyper-parameters: log of each inverse squared length scale, log of the kernel's scale,
@@ -92,9 +106,9 @@ struct Hyper {
 
 struct Gp {
   std::size_t n = 0, d = 0;
-  std::vector<double> x;  // n x d, numeric in [0, 1], a choice as its index
-  std::vector<double> y;  // standardised: lower is better
-  std::vector<bool> categorical;
+  std::vector<double> x;                   // n x d, numeric in [0, 1], a choice as its index
+  std::vector<double> y;                   // standardised: lower is better
+  std::vector<unsigned char> categorical;  // bytes, not std::vector<bool>'s bits: read in every distance
   Hyper h{};
   std::vector<double> l, alpha;  // the Cholesky factor of K + noise I, and (K + noise I)^-1 y
   std::vector<double> deltas;    // per pair i > j (row-major lower triangle) and dimension: delta2
@@ -124,12 +138,16 @@ struct Gp {
     for (std::size_t k = 0; k < d; ++k) s += with.ils[k] * delta2(a, b, k);
     return s;
   }
-  std::vector<double> covariance(const Hyper& with) const {
+  // K + noise I; with `slopes`, also each pair's d matern52 / d distance2 (for the gradient).
+  std::vector<double> covariance(const Hyper& with, std::vector<double>* slopes = nullptr) const {
     std::vector<double> c(n * n);
+    if (slopes != nullptr) slopes->resize(n * (n - 1) / 2);
     std::size_t pair = 0;
     for (std::size_t i = 0; i < n; ++i) {
       for (std::size_t j = 0; j < i; ++j, ++pair) {
-        c[i * n + j] = c[j * n + i] = with.scale * matern52(pair_distance2(pair, with));
+        const auto [value, slope] = matern52_and_slope(pair_distance2(pair, with));
+        c[i * n + j] = c[j * n + i] = with.scale * value;
+        if (slopes != nullptr) (*slopes)[pair] = slope;
       }
       c[i * n + i] = with.scale + with.noise;
     }
@@ -141,34 +159,31 @@ struct Gp {
   // covariance is not positive definite.
   double log_posterior(const std::vector<double>& raw, std::vector<double>* grad) const {
     const Hyper with = Hyper::from_raw(raw, d);
-    std::vector<double> chol = covariance(with);
+    std::vector<double> slopes;
+    std::vector<double> chol = covariance(with, grad != nullptr ? &slopes : nullptr);
+    // The kernel's values stay in the upper triangle, which the factor leaves alone.
     if (!cholesky(chol, n)) return -std::numeric_limits<double>::infinity();
     std::vector<double> a = y;
     solve_lower(chol, n, a);
-    double value = -0.5 * std::inner_product(a.begin(), a.end(), a.begin(), 0.0);
+    double value = -0.5 * dot(a.data(), a.data(), n);
     for (std::size_t i = 0; i < n; ++i) value -= std::log(chol[i * n + i]);
     solve_upper(chol, n, a);  // a = K^-1 y
     for (std::size_t k = 0; k < d; ++k) value -= kLongScale / with.ils[k] + kShortScale * with.ils[k];
     value += (2.0 - 1.0) * std::log(with.scale) - with.scale;         // gamma(2, 1)
     value += (1.1 - 1.0) * std::log(with.noise) - 30.0 * with.noise;  // gamma(1.1, 30)
     if (grad == nullptr) return value;
-    // W = a a^T - K^-1 (lower triangle); d value / d p = 0.5 tr(W dK/dp). K^-1 = L^-T L^-1.
-    std::vector<double> inv(n * n, 0.0);  // L^-1, lower triangular
+    // W = a a^T - K^-1 (lower triangle); d value / d p = 0.5 tr(W dK/dp). K^-1 = L^-T L^-1, from
+    // the columns of L^-1 (`inv_t`: row j is column j, so that every sum below runs along rows).
+    std::vector<double> inv_t(n * n, 0.0);
     for (std::size_t j = 0; j < n; ++j) {
-      inv[j * n + j] = 1.0 / chol[j * n + j];
-      for (std::size_t i = j + 1; i < n; ++i) {
-        double t = 0;
-        for (std::size_t k = j; k < i; ++k) t -= chol[i * n + k] * inv[k * n + j];
-        inv[i * n + j] = t / chol[i * n + i];
-      }
+      double* col = &inv_t[j * n];
+      col[j] = 1.0 / chol[j * n + j];
+      for (std::size_t i = j + 1; i < n; ++i) col[i] = -dot(&chol[i * n + j], &col[j], i - j) / chol[i * n + i];
     }
     std::vector<double> w(n * n);
     for (std::size_t i = 0; i < n; ++i) {
-      for (std::size_t j = 0; j <= i; ++j) {
-        double kinv = 0;
-        for (std::size_t k = i; k < n; ++k) kinv += inv[k * n + i] * inv[k * n + j];
-        w[i * n + j] = a[i] * a[j] - kinv;
-      }
+      for (std::size_t j = 0; j <= i; ++j)
+        w[i * n + j] = a[i] * a[j] - dot(&inv_t[i * n + i], &inv_t[j * n + i], n - i);
     }
     grad->assign(d + 2, 0.0);
     auto& g = *grad;
@@ -176,10 +191,9 @@ struct Gp {
     for (std::size_t i = 0; i < n; ++i) {
       for (std::size_t j = 0; j < i; ++j, ++pair) {  // (i, j) and (j, i): W and dK are symmetric
         const double wij = w[i * n + j];
-        const double d2 = pair_distance2(pair, with);
-        const double dm = with.scale * matern52_grad(d2);
+        const double dm = with.scale * slopes[pair];
         for (std::size_t k = 0; k < d; ++k) g[k] += wij * dm * with.ils[k] * deltas[pair * d + k];
-        g[d] += wij * with.scale * matern52(d2);
+        g[d] += wij * chol[j * n + i];  // scale * matern52
       }
       g[d] += 0.5 * w[i * n + i] * with.scale;
       g[d + 1] += 0.5 * w[i * n + i] * (with.noise - kMinNoise);
@@ -207,21 +221,85 @@ struct Gp {
 
   // The posterior mean and standard deviation of f at `at`.
   std::pair<double, double> posterior(const double* at) const {
-    std::vector<double> k(n);
-    for (std::size_t i = 0; i < n; ++i) k[i] = h.scale * matern52(distance2(at, &x[i * d], h));
-    const double mean = std::inner_product(k.begin(), k.end(), alpha.begin(), 0.0);
+    double mean = 0, sd = 0;
+    posteriors(at, 1, &mean, &sd);
+    return {mean, sd};
+  }
+
+  // The same at `m` points (`at`: m x d) into `mean` and `sd`: the triangular solve runs across
+  // the points (row i of `k` holds trial i's covariances with all of them), which vectorises.
+  void posteriors(const double* at, std::size_t m, double* mean, double* sd) const {
+    std::vector<double> k(n * m);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t c = 0; c < m; ++c) k[i * m + c] = h.scale * matern52(distance2(&at[c * d], &x[i * d], h));
+    }
+    std::fill(mean, mean + m, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t c = 0; c < m; ++c) mean[c] += alpha[i] * k[i * m + c];
+    }
+    std::vector<double> var(m, h.scale);
+    for (std::size_t i = 0; i < n; ++i) {  // L v = k, then var = scale - |v|^2
+      double* row = &k[i * m];
+      for (std::size_t j = 0; j < i; ++j) {
+        const double lij = l[i * n + j];
+        const double* done = &k[j * m];
+        for (std::size_t c = 0; c < m; ++c) row[c] -= lij * done[c];
+      }
+      const double lii = l[i * n + i];
+      for (std::size_t c = 0; c < m; ++c) {
+        row[c] /= lii;
+        var[c] -= row[c] * row[c];
+      }
+    }
+    for (std::size_t c = 0; c < m; ++c) sd[c] = std::sqrt(std::max(var[c], 1e-12));
+  }
+
+  // The same with the gradients of the mean and the standard deviation with respect to `at`'s
+  // numeric coordinates (a choice's: 0). var = scale - k^T K^-1 k, so dvar = -2 (K^-1 k)^T dk.
+  std::pair<double, double> posterior(const double* at, double* dmean, double* dsd) const {
+    std::vector<double> k(n), dk2(n);  // dk2: d k_i / d distance2
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto [value, slope] = matern52_and_slope(distance2(at, &x[i * d], h));
+      k[i] = h.scale * value;
+      dk2[i] = h.scale * slope;
+    }
+    const double mean = dot(k.data(), alpha.data(), n);
     solve_lower(l, n, k);
-    const double var = h.scale - std::inner_product(k.begin(), k.end(), k.begin(), 0.0);
-    return {mean, std::sqrt(std::max(var, 1e-12))};
+    const double var = h.scale - dot(k.data(), k.data(), n);
+    const double sd = std::sqrt(std::max(var, 1e-12));
+    solve_upper(l, n, k);  // K^-1 k
+    for (std::size_t c = 0; c < d; ++c) {
+      dmean[c] = dsd[c] = 0;
+      if (categorical[c]) continue;
+      double dm = 0, dv = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double dki = dk2[i] * h.ils[c] * 2.0 * (at[c] - x[i * d + c]);
+        dm += alpha[i] * dki;
+        dv -= 2.0 * k[i] * dki;
+      }
+      dmean[c] = dm;
+      dsd[c] = var > 1e-12 ? dv / (2.0 * sd) : 0.0;
+    }
+    return {mean, sd};
   }
 };
 
 // L-BFGS ascent (memory 6, backtracking line search) on the raw hyper-parameters. Kept whole: the
 // two-loop recursion, the line search and the memory update read best as one algorithm.
+// The gradient without its components that point out of the bounds at a parameter on them (as
+// L-BFGS-B's projected gradient): the noise at its floor is converged, not still climbing (which
+// kept every warm-started fit going for its 30 iterations).
+void project(const std::vector<double>& p, std::vector<double>& g) {
+  for (std::size_t j = 0; j < p.size(); ++j) {
+    if ((p[j] <= raw_lower(j, p.size()) && g[j] < 0) || (p[j] >= kRawUpper && g[j] > 0)) g[j] = 0;
+  }
+}
+
 std::vector<double> maximise(const Gp& gp, std::vector<double> p, int iterations) {
   const std::size_t m = p.size();
   std::vector<double> g, g_new;
   double f = gp.log_posterior(p, &g);
+  project(p, g);
   if (!std::isfinite(f)) return p;
   std::vector<std::vector<double>> s_hist, y_hist;
   auto small = [](const std::vector<double>& grad) {  // Optuna's tolerance on the gradient
@@ -257,8 +335,9 @@ std::vector<double> maximise(const Gp& gp, std::vector<double> p, int iterations
     double t = 1.0, f_new = -std::numeric_limits<double>::infinity();
     std::vector<double> p_new(m);
     for (int back = 0; back < 20; ++back, t *= 0.5) {
-      for (std::size_t j = 0; j < m; ++j) p_new[j] = std::clamp(p[j] + t * q[j], -12.0, 12.0);
+      for (std::size_t j = 0; j < m; ++j) p_new[j] = std::clamp(p[j] + t * q[j], raw_lower(j, m), kRawUpper);
       f_new = gp.log_posterior(p_new, &g_new);
+      project(p_new, g_new);
       if (std::isfinite(f_new) && f_new >= f + 1e-4 * t * slope) break;
     }
     if (!std::isfinite(f_new) || f_new < f) break;
@@ -299,6 +378,20 @@ double log_h(double z) {
   return -0.5 * z * z - log_sqrt_2pi + std::log(r * (1.0 - 3.0 * r * (1.0 - 5.0 * r * (1.0 - 7.0 * r))));
 }
 
+// d log_h / dz: Phi(z) / (phi(z) + z Phi(z)), and below z = -10 the derivative of the series.
+double log_h_slope(double z) {
+  constexpr double log_sqrt_2pi = 0.91893853320467274178;
+  if (z > -10) {
+    const double phi = std::exp(-0.5 * z * z - log_sqrt_2pi);
+    const double big_phi = 0.5 * std::erfc(-z / std::sqrt(2.0));
+    return big_phi / std::max(phi + z * big_phi, 1e-300);
+  }
+  const double r = 1.0 / (z * z);
+  const double p = 1.0 - 3.0 * r + 15.0 * r * r - 105.0 * r * r * r;
+  const double dp = -3.0 + 30.0 * r - 315.0 * r * r;
+  return -z - 2.0 / z - 2.0 / (z * z * z) * dp / p;
+}
+
 // The model's coordinates: a numeric parameter scaled to [0, 1], a choice as its index.
 struct Scaling {
   const std::vector<Dimension>& dims;
@@ -333,7 +426,7 @@ template <typename Observations>  // ModelStrategy::Observation (protected)
 Gp observed(const Scaling& scaling, const Observations& sorted) {
   Gp gp;
   gp.d = scaling.dims.size();
-  gp.categorical = scaling.categorical;
+  gp.categorical.assign(scaling.categorical.begin(), scaling.categorical.end());
   gp.n = sorted.size();
   gp.x.resize(gp.n * gp.d);
   gp.y.resize(gp.n);
@@ -375,6 +468,20 @@ struct LogEi {
     const auto [m, s] = gp.posterior(u);
     return std::log(s) + log_h((best - m) / s);
   }
+  // The values at `m` points (`at`: m x d).
+  void operator()(const double* at, std::size_t m, double* out) const {
+    std::vector<double> mean(m), sd(m);
+    gp.posteriors(at, m, mean.data(), sd.data());
+    for (std::size_t c = 0; c < m; ++c) out[c] = std::log(sd[c]) + log_h((best - mean[c]) / sd[c]);
+  }
+  // The value, and its gradient in `grad` (d entries).
+  double operator()(const double* u, double* grad) const {
+    std::vector<double> dm(gp.d), ds(gp.d);
+    const auto [m, s] = gp.posterior(u, dm.data(), ds.data());
+    const double z = (best - m) / s, slope = log_h_slope(z);
+    for (std::size_t k = 0; k < gp.d; ++k) grad[k] = ds[k] / s - slope * (dm[k] + z * ds[k]) / s;
+    return std::log(s) + log_h(z);
+  }
 };
 
 // `count` candidates (random points, and the first quarter, at most 256, near the 5 best of the
@@ -400,7 +507,15 @@ std::vector<std::pair<double, std::vector<double>>> candidates(const Gp& gp, con
       }
     }
     scaling.snap(u.data());
-    scored[c] = {acq(u.data()), std::move(u)};
+    scored[c].second = std::move(u);
+  }
+  constexpr std::size_t kBlock = 128;  // points per batch: the covariances stay in the cache
+  std::vector<double> block(kBlock * d), values(kBlock);
+  for (std::size_t first = 0; first < count; first += kBlock) {
+    const std::size_t m = std::min(kBlock, count - first);
+    for (std::size_t c = 0; c < m; ++c) std::copy_n(scored[first + c].second.begin(), d, &block[c * d]);
+    acq(block.data(), m, values.data());
+    for (std::size_t c = 0; c < m; ++c) scored[first + c].first = values[c];
   }
   std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(std::max<std::size_t>(starts, 1)),
                     scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -424,16 +539,8 @@ double refine(std::vector<double>& u, double value, const Gp& gp, const Scaling&
   double step = 0.05;
   std::vector<double> grad(d), trial(d);
   for (int it = 0; it < 30 && step > 1e-6; ++it) {
-    double norm = 0;
-    for (std::size_t k = 0; k < d; ++k) {
-      grad[k] = 0;
-      if (gp.categorical[k]) continue;
-      trial = u;
-      trial[k] = std::min(u[k] + 1e-6, 1.0) == u[k] ? u[k] - 1e-6 : u[k] + 1e-6;
-      grad[k] = (acq(trial.data()) - value) / (trial[k] - u[k]);
-      norm += grad[k] * grad[k];
-    }
-    norm = std::sqrt(norm);
+    acq(u.data(), grad.data());
+    const double norm = std::sqrt(dot(grad.data(), grad.data(), d));
     if (!(norm > 0)) break;
     bool moved = false;
     while (step > 1e-6) {
@@ -549,6 +656,11 @@ std::vector<double> GpStrategy::model_point(const std::vector<Observation>& sort
     std::vector<double> u = scored[s].second;
     const double value = refine(u, scored[s].first, gp, scaling, acq);
     if (value > scored[s].first) scored[s] = {value, std::move(u)};
+  }
+  {  // and from the best trial, as Optuna's GPSampler does: the model's view of the best basin
+    std::vector<double> u(gp.x.begin(), gp.x.begin() + static_cast<std::ptrdiff_t>(gp.d));
+    const double value = refine(u, acq(u.data()), gp, scaling, acq);
+    scored.emplace_back(value, std::move(u));
   }
   // The best acquisition among configurations not tried yet (where the model settles on a tried
   // one, as at a boundary point it sees no curvature at, asking again would repeat it for ever);

@@ -183,7 +183,7 @@ std::vector<nlohmann::json> suggestions(Strategy& s, int n, std::vector<Trial>* 
 }
 
 // With few start-up trials GP can settle on branin's boundary point (x1 = 10, value 1.943) and ask
-// for it again and again (the model sees no curvature there). A configuration within 1e-3 of each
+// for it again and again (the model sees no curvature there). A configuration within 1e-4 of each
 // range of a tried one teaches it nothing: it takes the best acquisition elsewhere.
 TEST(Strategies, GpNeverAsksForATriedConfigurationAgain) {
   const auto space = SearchSpace::from_json(nlohmann::json::parse(
@@ -194,8 +194,8 @@ TEST(Strategies, GpNeverAsksForATriedConfigurationAgain) {
     const auto asked = suggestions(*s, 40);
     for (std::size_t i = 0; i < asked.size(); ++i) {
       for (std::size_t j = 0; j < i; ++j) {
-        near_duplicates += std::abs(asked[i]["x1"].get<double>() - asked[j]["x1"].get<double>()) <= 15e-3 &&
-                           std::abs(asked[i]["x2"].get<double>() - asked[j]["x2"].get<double>()) <= 15e-3;
+        near_duplicates += std::abs(asked[i]["x1"].get<double>() - asked[j]["x1"].get<double>()) <= 15e-4 &&
+                           std::abs(asked[i]["x2"].get<double>() - asked[j]["x2"].get<double>()) <= 15e-4;
       }
     }
   }

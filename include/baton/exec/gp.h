@@ -5,7 +5,7 @@
 // then refined by a local step. Numeric dimensions are scaled to [0, 1] (log types in log space);
 // integers and quantized values are rounded after the step; a choice is a categorical dimension
 // (the distance is 0 or 1, with a length scale of its own). A configuration already tried or
-// running (to 0.1% of each range) is not suggested again, nor a face of the box the last two trials
+// running (to 0.01% of each range) is not suggested again, nor a face of the box the last two trials
 // sat on (the suggestion moves inside: the model has seen nothing there). Running trials are counted by the
 // kriging believer (their predicted value, so the next suggestion goes elsewhere). Plain C++: at
 // 100 trials a suggestion takes a few milliseconds.
@@ -19,9 +19,9 @@ namespace baton {
 class GpOptions {
   BATON_ARG(uint64_t, seed) = 0;
   BATON_ARG(bool, maximize) = true;
-  BATON_ARG(int, startup_trials) = 10;    // suggestions before the model is used (a Latin hypercube over the space)
+  BATON_ARG(int, startup_trials) = 6;     // suggestions before the model is used (a Latin hypercube over the space)
   BATON_ARG(int, candidates) = 1024;      // random points the acquisition is evaluated at
-  BATON_ARG(int, local_starts) = 10;      // the best candidates refined by a local step
+  BATON_ARG(int, local_starts) = 5;       // the best candidates refined by a local step
   BATON_ARG(bool, constant_liar) = true;  // running trials count with their predicted value (kriging believer)
 };
 
