@@ -172,10 +172,14 @@ bool Gp::condition(const std::vector<double>& raw) {
   return true;
 }
 
+// One point: the solve as dot products along the factor's rows (posteriors' loop across points
+// would run once per row here).
 std::pair<double, double> Gp::posterior(const double* at) const {
-  double mean = 0, sd = 0;
-  posteriors(at, 1, &mean, &sd);
-  return {mean, sd};
+  std::vector<double> k(n);
+  for (std::size_t i = 0; i < n; ++i) k[i] = h.scale * matern52(distance2(at, &x[i * d], h));
+  const double mean = dot(k.data(), alpha.data(), n);
+  solve_lower(l, n, k);
+  return {mean, std::sqrt(std::max(h.scale - dot(k.data(), k.data(), n), 1e-12))};
 }
 
 // The triangular solve runs across the points (row i of `k` holds trial i's covariances with all
