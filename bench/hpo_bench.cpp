@@ -16,6 +16,7 @@
 #include <deque>
 #include <filesystem>
 #include <iostream>
+#include <random>
 #include <string>
 
 #include <fcntl.h>
@@ -104,7 +105,8 @@ double bare_command_s(const std::string& command, int64_t n) {
 int usage(const std::string& why) {
   std::cerr
       << "hpo_bench: " << why
-      << "\nusage: hpo_bench [--function hartmann6|hartmann6_10d|branin|mixed|edge|trivial] [--trials N] [--seed S] "
+      << "\nusage: hpo_bench [--function hartmann6|hartmann6_10d|hartmann6_noisy|branin|mixed|edge|trivial] [--trials "
+         "N] [--seed S] "
          "[--seeds N]\n"
       << "       [--strategy tpe|gp|random|grid|evolution] [--parallel N] (with --seeds)\n"
       << "       [--engine inprocess|process|shared]  (process: each trial a command printing a trivial final value;\n"
@@ -118,12 +120,14 @@ struct Problem {
   nlohmann::json space;
   std::function<double(const nlohmann::json&)> objective;
   double optimum = 0;
+  double noise = 0;  // the sd of the Gaussian noise a trial's value carries (the objective is its mean)
 };
 
 std::optional<Problem> problem(const std::string& function) {
   Problem p;
-  if (function == "hartmann6" || function == "hartmann6_10d") {  // 10d: x6..x9 do nothing (to be found out)
-    const int n = function == "hartmann6" ? 6 : 10;
+  if (function == "hartmann6" || function == "hartmann6_10d" || function == "hartmann6_noisy") {
+    const int n = function == "hartmann6_10d" ? 10 : 6;  // 10d: x6..x9 do nothing (to be found out)
+    if (function == "hartmann6_noisy") p.noise = 0.1;    // as a training's metric: the best is the luckiest
     for (int j = 0; j < n; ++j) p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
     p.objective = hartmann6;
     p.optimum = -3.32237;
@@ -166,8 +170,12 @@ struct Outcome {
   double best = INFINITY, slowest_s = 0, last10_s = 0;  // last10: the last 10 suggestions' time
   nlohmann::json best_at = nlohmann::json::object();
 };
-Outcome best_of(baton::Strategy& strategy, const Problem& p, int64_t trials, int parallel) {
+// With noise, the best is the true value of the trial that looked best (what a user would pick).
+Outcome best_of(baton::Strategy& strategy, const Problem& p, int64_t trials, int parallel, uint64_t seed) {
   Outcome o;
+  std::mt19937_64 rng(seed ^ 0x6e6f697365ULL);
+  std::normal_distribution<double> noise(0.0, p.noise > 0 ? p.noise : 1.0);
+  double observed_best = INFINITY;
   std::deque<std::pair<int64_t, nlohmann::json>> out;
   int64_t next_id = 1;
   for (int64_t done = 0; done < trials; ++done) {
@@ -186,8 +194,9 @@ Outcome best_of(baton::Strategy& strategy, const Problem& p, int64_t trials, int
     t.parameters = out.front().second;
     out.pop_front();
     t.status = baton::TrialStatus::kTrained;
-    t.metrics.final = p.objective(t.parameters);
-    o.best = std::min(o.best, *t.metrics.final);
+    const double value = p.objective(t.parameters);
+    t.metrics.final = value + (p.noise > 0 ? noise(rng) : 0.0);
+    if (*t.metrics.final < observed_best) observed_best = *t.metrics.final, o.best = value;
     if (done + 1 == 30 || done + 1 == 60 || done + 1 == 100) o.best_at[std::to_string(done + 1)] = o.best;
     strategy.observe(t);
   }
@@ -204,7 +213,7 @@ int quality(const std::function<std::unique_ptr<baton::Strategy>(uint64_t)>& mak
   for (int s = 0; s < seeds; ++s) {
     const uint64_t seed = first_seed + static_cast<uint64_t>(s);
     auto strategy = make(seed);
-    const Outcome o = best_of(*strategy, p, trials, parallel);
+    const Outcome o = best_of(*strategy, p, trials, parallel, seed);
     slowest = std::max(slowest, o.slowest_s);
     last10 += o.last10_s;
     bests.push_back(o.best);

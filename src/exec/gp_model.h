@@ -16,7 +16,7 @@ namespace baton::gp_model {
 double dot(const double* a, const double* b, std::size_t n);
 
 // The hyper-parameters: each inverse squared length scale, the kernel's scale and the noise. The
-// raw ones the fit works on are their logs (the noise's: of its excess over a floor of 1e-6).
+// raw ones the fit works on are their logs (the noise's: of its excess over a floor of 1e-8).
 struct Hyper {
   std::vector<double> ils;
   double scale, noise;
