@@ -2,7 +2,8 @@
 // Matérn-5/2 kernel, one length scale per dimension (ARD), its hyper-parameters fitted by the
 // marginal likelihood with weak priors (L-BFGS, warm-started from the last fit); the log of the
 // expected improvement maximised over many random points and the neighbourhoods of the best trials,
-// then refined by a local step. Numeric dimensions are scaled to [0, 1] (log types in log space);
+// then refined by a local step from the best of them and from the best trial. The model itself is
+// in src/exec/gp_model.h. Numeric dimensions are scaled to [0, 1] (log types in log space);
 // integers and quantized values are rounded after the step; a choice is a categorical dimension
 // (the distance is 0 or 1, with a length scale of its own). A configuration already tried or
 // running (to 0.01% of each range) is not suggested again, nor a face of the box the last two trials
