@@ -105,9 +105,8 @@ double bare_command_s(const std::string& command, int64_t n) {
 int usage(const std::string& why) {
   std::cerr
       << "hpo_bench: " << why
-      << "\nusage: hpo_bench [--function hartmann6|hartmann6_10d|hartmann6_noisy|branin|mixed|edge|trivial] [--trials "
-         "N] [--seed S] "
-         "[--seeds N]\n"
+      << "\nusage: hpo_bench [--function hartmann6|hartmann6_10d|hartmann6_noisy|branin|mixed|edge|trivial]\n"
+         "       [--trials N] [--seed S] [--seeds N]\n"
       << "       [--strategy tpe|gp|random|grid|evolution] [--parallel N] (with --seeds)\n"
       << "       [--engine inprocess|process|shared]  (process: each trial a command printing a trivial final value;\n"
       << "        shared: the same through a DistributedEngine over --storage URL, default a new SQLite file)\n"
