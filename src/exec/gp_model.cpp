@@ -177,16 +177,6 @@ bool Gp::condition(const std::vector<double>& raw) {
   return true;
 }
 
-// One point: the solve as dot products along the factor's rows (posteriors' loop across points
-// would run once per row here).
-std::pair<double, double> Gp::posterior(const double* at) const {
-  std::vector<double> k(n);
-  for (std::size_t i = 0; i < n; ++i) k[i] = h.scale * matern52(distance2(at, &x[i * d], h));
-  const double mean = dot(k.data(), alpha.data(), n);
-  solve_lower(l, n, k);
-  return {mean, std::sqrt(std::max(h.scale - dot(k.data(), k.data(), n), 1e-12))};
-}
-
 // The triangular solve runs across the points (row i of `k` holds trial i's covariances with all
 // of them), which vectorises.
 void Gp::posteriors(const double* at, std::size_t m, double* mean, double* sd) const {
@@ -215,7 +205,8 @@ void Gp::posteriors(const double* at, std::size_t m, double* mean, double* sd) c
   for (std::size_t c = 0; c < m; ++c) sd[c] = std::sqrt(std::max(var[c], 1e-12));
 }
 
-// var = scale - k^T K^-1 k, so dvar = -2 (K^-1 k)^T dk.
+// One point: the solve as dot products along the factor's rows (posteriors' loop across points
+// would run once per row here). var = scale - k^T K^-1 k, so dvar = -2 (K^-1 k)^T dk.
 std::pair<double, double> Gp::posterior(const double* at, double* dmean, double* dsd) const {
   std::vector<double> k(n), dk2(n);  // dk2: d k_i / d distance2
   for (std::size_t i = 0; i < n; ++i) {
@@ -227,6 +218,7 @@ std::pair<double, double> Gp::posterior(const double* at, double* dmean, double*
   solve_lower(l, n, k);
   const double var = h.scale - dot(k.data(), k.data(), n);
   const double sd = std::sqrt(std::max(var, 1e-12));
+  if (dmean == nullptr) return {mean, sd};
   solve_upper(l, n, k);  // K^-1 k
   for (std::size_t c = 0; c < d; ++c) {
     dmean[c] = dsd[c] = 0;
@@ -395,15 +387,17 @@ double log_h_slope(double z) {
   return -z - 2.0 / z - 2.0 / (z * z * z) * dp / p;
 }
 
+double LogEi::at(double mean, double sd) const { return std::log(sd) + log_h((best - mean) / sd); }
+
 double LogEi::operator()(const double* u) const {
   const auto [m, s] = gp.posterior(u);
-  return std::log(s) + log_h((best - m) / s);
+  return at(m, s);
 }
 
-void LogEi::operator()(const double* at, std::size_t m, double* out) const {
+void LogEi::operator()(const double* points, std::size_t m, double* out) const {
   std::vector<double> mean(m), sd(m);
-  gp.posteriors(at, m, mean.data(), sd.data());
-  for (std::size_t c = 0; c < m; ++c) out[c] = std::log(sd[c]) + log_h((best - mean[c]) / sd[c]);
+  gp.posteriors(points, m, mean.data(), sd.data());
+  for (std::size_t c = 0; c < m; ++c) out[c] = at(mean[c], sd[c]);
 }
 
 double LogEi::operator()(const double* u, double* grad) const {
@@ -411,7 +405,7 @@ double LogEi::operator()(const double* u, double* grad) const {
   const auto [m, s] = gp.posterior(u, dm.data(), ds.data());
   const double z = (best - m) / s, slope = log_h_slope(z);
   for (std::size_t k = 0; k < gp.d; ++k) grad[k] = ds[k] / s - slope * (dm[k] + z * ds[k]) / s;
-  return std::log(s) + log_h(z);
+  return at(m, s);
 }
 
 }  // namespace baton::gp_model

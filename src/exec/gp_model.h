@@ -57,13 +57,12 @@ struct Gp {
   // Fixes the hyper-parameters and factors the covariance (more jitter when it must); false when
   // even that fails.
   bool condition(const std::vector<double>& raw);
-  // The posterior mean and standard deviation of f at `at` (after condition).
-  std::pair<double, double> posterior(const double* at) const;
-  // The same at `m` points (`at`: m x d) into `mean` and `sd`.
+  // The posterior mean and standard deviation of f at `at` (after condition); with `dmean` and
+  // `dsd` (d entries each, both or neither), also their gradients with respect to `at`'s numeric
+  // coordinates (a choice's: 0).
+  std::pair<double, double> posterior(const double* at, double* dmean = nullptr, double* dsd = nullptr) const;
+  // The mean and standard deviation at `m` points (`at`: m x d) into `mean` and `sd`.
   void posteriors(const double* at, std::size_t m, double* mean, double* sd) const;
-  // The same with the gradients of the mean and the standard deviation with respect to `at`'s
-  // numeric coordinates (a choice's: 0) into `dmean` and `dsd` (d entries each).
-  std::pair<double, double> posterior(const double* at, double* dmean, double* dsd) const;
 };
 
 // The raw hyper-parameters for `gp`: from `last` (the previous fit's, empty at the first); from the
@@ -81,10 +80,12 @@ struct LogEi {
   const Gp& gp;
   double best;
   double operator()(const double* u) const;
-  // The values at `m` points (`at`: m x d) into `out`.
-  void operator()(const double* at, std::size_t m, double* out) const;
+  // The values at `m` points (`points`: m x d) into `out`.
+  void operator()(const double* points, std::size_t m, double* out) const;
   // The value, and its gradient in `grad` (d entries).
   double operator()(const double* u, double* grad) const;
+  // The value where the posterior is N(mean, sd^2).
+  double at(double mean, double sd) const;
 };
 
 }  // namespace baton::gp_model
