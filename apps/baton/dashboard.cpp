@@ -1,4 +1,4 @@
-// baton dashboard [PATHS...] [--port 8080] [--host 127.0.0.1] [--token TOKEN]
+// baton dashboard [PATHS...] [--port 8080] [--host 127.0.0.1] [--token TOKEN] [--allow-host NAME]...
 #include <csignal>
 #include <cstdio>
 
@@ -43,6 +43,9 @@ void add_dashboard(CLI::App& app) {
   cmd->add_option("--port", options->port(), "the port to listen on (default 8080; 0: any free port)");
   cmd->add_option("--host", options->host(), "the address to listen on (default 127.0.0.1; another needs --token)");
   cmd->add_option("--token", options->token(), "a secret the page and /api/ need (?token=...)");
+  cmd->add_option("--allow-host", options->allowed_hosts(),
+                  "a host name the page may be opened under besides localhost and the listening address "
+                  "(repeatable; others are refused, against DNS rebinding)");
   cmd->callback([options] {
     if (options->paths().empty()) options->paths({"runs"});
     const int code = run_dashboard(*options);

@@ -1,13 +1,13 @@
 // baton eval RECIPE.yaml --load MODEL.pt [--device DEVICE] [--set key=value]...
-#include <cerrno>
+#include <unistd.h>
+
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
 #include "baton/core/device.h"
+#include "baton/io/file.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/recipe.h"
 #include "commands.h"
@@ -50,11 +50,25 @@ std::vector<std::string> with_device(std::vector<std::string> sets, const std::s
   return sets;
 }
 
+namespace {
+
+// The first bytes of a weights file (a regular file: never a FIFO, which would wait forever).
+std::string magic_of(const std::string& path, std::size_t n) {
+  ReadableFile file(path, {.what = "the weights", .max_bytes = UINT64_MAX});
+  std::string magic(n, '\0');
+  const ssize_t got = ::pread(file.fd(), magic.data(), n, 0);
+  magic.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  return magic;
+}
+
+}  // namespace
+
 bool is_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[7] = {};
-  in.read(magic, sizeof magic);
-  return in && std::string(magic, sizeof magic) == "BATONCK";
+  try {
+    return magic_of(path, 7) == "BATONCK";
+  } catch (const FileError&) {
+    return false;
+  }
 }
 
 std::unique_ptr<Trainer> trainer_with_weights(TrainerOptions options, const std::string& path) {
@@ -70,12 +84,14 @@ std::unique_ptr<Trainer> trainer_with_weights(TrainerOptions options, const std:
 }
 
 void check_weights_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw RecipeError(path + ": cannot open the weights (" + std::strerror(errno) + ")");
-  char magic[4] = {};
-  in.read(magic, sizeof magic);
+  std::string magic;
+  try {
+    magic = magic_of(path, 4);
+  } catch (const FileError& e) {
+    throw RecipeError(e.what());
+  }
   // A checkpoint starts "BATO"; torch::save (model.pt) writes a zip.
-  if (!in || (std::string(magic, 4) != "BATO" && std::string(magic, 4) != std::string("PK\x03\x04", 4))) {
+  if (magic != "BATO" && magic != std::string("PK\x03\x04", 4)) {
     throw RecipeError(path +
                       ": neither a baton checkpoint nor a model.pt written by baton train; give "
                       "RUN_DIR/model.pt or a checkpoint (RUN_DIR/checkpoints/latest)");

@@ -1,12 +1,12 @@
 // baton export CHECKPOINT --torchscript OUT.pt [--device DEVICE] [--recipe RECIPE.yaml [--set key=value]...]
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
 #include "baton/core/device.h"
+#include "baton/io/file.h"
 #include "baton/models/export.h"
 #include "baton/models/zoo.h"
 #include "baton/train/checkpoint.h"
@@ -41,7 +41,7 @@ BuiltModel from_recipe(const Recipe& recipe) {
 BuiltModel build_model(const ExportArgs& args) {
   if (!args.recipe.empty()) return from_recipe(Recipe::load(args.recipe, with_device(args.sets, args.device)));
   if (!is_checkpoint(args.checkpoint)) {
-    if (!std::ifstream(args.checkpoint)) throw std::runtime_error(args.checkpoint + ": cannot open the file");
+    check_weights_file(args.checkpoint);  // names what is wrong with a file that is not one
     throw RecipeError(args.checkpoint +
                       ": not a baton checkpoint, so it does not say which model it holds; pass --recipe RECIPE.yaml");
   }
@@ -75,6 +75,8 @@ void run_export(const ExportArgs& args) {
       std::filesystem::weakly_canonical(args.checkpoint, ec)) {
     throw RecipeError("--torchscript " + args.torchscript + " is the file the model is read from; name another file");
   }
+  check_write_target(args.torchscript, "--torchscript");  // not over a device, a FIFO or a folder
+  check_weights_file(args.checkpoint);
   const c10::Device device = parse_device(args.device);
   BuiltModel built = build_model(args);
   // The model as it was trained: surgery (the checkpoint's, the recipe's) applied, then the weights,

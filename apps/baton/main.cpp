@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "baton/core/device.h"
+#include "baton/io/file.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/recipe.h"
 #include "baton/train/trainer.h"
@@ -101,6 +102,10 @@ int run(CLI::App& app, int argc, char** argv) {
     std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
     return failed(baton::cli::kBadInput);
   } catch (const baton::CheckpointError& e) {
+    std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
+    return failed(baton::cli::kBadInput);
+  } catch (
+      const baton::FileError& e) {  // a file given that is not one, too large, or a write target that is not a file
     std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
     return failed(baton::cli::kBadInput);
   } catch (const c10::Error& e) {

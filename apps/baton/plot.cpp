@@ -2,11 +2,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "baton/io/file.h"
 #include "baton/loggers/plot.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/recipe_file.h"
@@ -24,8 +25,11 @@ struct PlotArgs {
 // The metric's (step, value) pairs from RUN_DIR/metrics.jsonl.
 Series read_series(const std::string& run, const std::string& metric) {
   const std::filesystem::path file = std::filesystem::path(run) / "metrics.jsonl";
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error(file.string() + ": cannot open (is " + run + " a baton run directory?)");
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    throw RecipeError(file.string() + ": no such file (is " + run + " a baton run directory?)");
+  }
+  std::istringstream in(read_file(file.string(), {.what = "metrics.jsonl", .max_bytes = 4ull << 30}));
   Series s{std::filesystem::path(run).filename().string(), {}};
   if (s.name.empty()) s.name = run;
   std::string line;

@@ -6,6 +6,81 @@
 #include <yaml-cpp/yaml.h>
 
 namespace baton {
+namespace {
+
+std::string yaml_where(const std::string& source, const YAML::Mark& mark) {
+  if (mark.is_null()) return source;
+  return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// Visits every value as a reader walks them (an alias once per use), stopping at the first bound.
+class BoundsWalk {
+ public:
+  BoundsWalk(const std::string& source, DocumentLimits limits) : source_(source), limits_(limits) {}
+  void visit(const YAML::Node& node, int depth) {
+    if (++values_ > limits_.max_values) {
+      throw std::invalid_argument(yaml_where(source_, node.Mark()) + ": more than " +
+                                  std::to_string(limits_.max_values) +
+                                  " values once its aliases are expanded (anchors of anchors?); write the values out");
+    }
+    if (depth > limits_.max_depth) {
+      throw std::invalid_argument(yaml_where(source_, node.Mark()) + ": nested deeper than " +
+                                  std::to_string(limits_.max_depth) + " levels");
+    }
+    if (node.IsSequence()) {
+      for (const auto& item : node) visit(item, depth + 1);
+    } else if (node.IsMap()) {
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        if (!it->first.IsScalar()) {
+          throw std::invalid_argument(yaml_where(source_, it->first.Mark()) +
+                                      ": a key must be a plain name, not a list or a mapping");
+        }
+        visit(it->first, depth + 1);
+        visit(it->second, depth + 1);
+      }
+    }
+  }
+
+ private:
+  const std::string& source_;
+  DocumentLimits limits_;
+  std::size_t values_ = 0;
+};
+
+}  // namespace
+
+void check_yaml_bounds(const YAML::Node& node, const std::string& source, DocumentLimits limits) {
+  BoundsWalk(source, limits).visit(node, 0);
+}
+
+YAML::Node load_yaml(const std::string& text, const std::string& source, DocumentLimits limits) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(yaml_where(source, e.mark) + ": not valid YAML: " + e.msg);
+  }
+  check_yaml_bounds(root, source, limits);
+  return root;
+}
+
+nlohmann::json parse_json(const std::string& text, const std::string& source, DocumentLimits limits) {
+  std::size_t values = 0;
+  auto bounded = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > limits.max_depth) {
+      throw std::invalid_argument(source + ": nested deeper than " + std::to_string(limits.max_depth) + " levels");
+    }
+    if (++values > 4 * limits.max_values) {  // every value raises several events
+      throw std::invalid_argument(source + ": more than " + std::to_string(limits.max_values) + " values");
+    }
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text, bounded);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::invalid_argument(source + ": not valid JSON: " + e.what());
+  }
+}
 
 nlohmann::json yaml_to_json(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return nullptr;

@@ -3,13 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "baton/exec/storage.h"
+#include "baton/io/file.h"
 
 namespace baton::dashboard {
 namespace fs = std::filesystem;
@@ -18,11 +20,15 @@ namespace {
 // Logged by the speed monitor when an epoch ends: where the epochs are.
 constexpr const char* kEpochEnd = "wall_clock/epoch_s";
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+// A run's small files (summary.json, recipe.yaml): regular files inside `root` only, else "".
+std::string read_text(const fs::path& file, const fs::path& root, std::uint64_t max_bytes) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return "";
+  try {
+    return read_file(file.string(), {.what = "the file", .max_bytes = max_bytes, .inside = root.string()});
+  } catch (const FileError&) {
+    return "";
+  }
 }
 
 // Seconds since `file` last changed; a large number when it is missing.
@@ -33,15 +39,16 @@ double age_s(const fs::path& file) {
   return std::chrono::duration<double>(fs::file_time_type::clock::now() - t).count();
 }
 
-// Files of a folder with their sizes, by name (checkpoints/, traces/).
+// Regular files of a folder (not links, not FIFOs) with their sizes, by name (checkpoints/, traces/).
 nlohmann::json listing(const fs::path& dir, const std::string& extension) {
   nlohmann::json out = nlohmann::json::array();
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return out;
   std::vector<fs::directory_entry> entries(fs::directory_iterator(dir, ec), fs::directory_iterator());
   std::sort(entries.begin(), entries.end());
   for (const auto& e : entries) {
-    if (!e.is_regular_file(ec) || (!extension.empty() && e.path().extension() != extension)) continue;
+    if (!fs::is_regular_file(e.symlink_status(ec)) || (!extension.empty() && e.path().extension() != extension))
+      continue;
     out.push_back({{"name", e.path().filename().string()}, {"bytes", e.file_size(ec)}});
   }
   return out;
@@ -56,10 +63,14 @@ bool is_run_dir(const fs::path& dir) {
 }
 
 bool is_sqlite_file(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  char header[16] = {};
-  in.read(header, sizeof header);
-  return std::string(header, 15) == "SQLite format 3" || file.extension() == ".db" || file.extension() == ".sqlite";
+  if (file.extension() == ".db" || file.extension() == ".sqlite") return true;
+  try {
+    ReadableFile f(file.string(), {.what = "the storage", .max_bytes = UINT64_MAX});
+    char header[16] = {};
+    return ::pread(f.fd(), header, sizeof header, 0) == 16 && std::string(header, 15) == "SQLite format 3";
+  } catch (const FileError&) {
+    return false;
+  }
 }
 
 std::string canonical_name(const fs::path& p) {
@@ -72,33 +83,41 @@ std::string canonical_name(const fs::path& p) {
 
 // ---- Run -------------------------------------------------------------------------------------
 
-Run::Run(std::string id, fs::path dir) : id_(std::move(id)), dir_(std::move(dir)) {}
+Run::Run(std::string id, fs::path dir, fs::path root)
+    : id_(std::move(id)), dir_(std::move(dir)), root_(std::move(root)) {}
 
 void Run::refresh() {
   read_metrics();
-  if (fs::exists(dir_ / "summary.json") && summary_.is_null()) {
-    summary_ = nlohmann::json::parse(read_text(dir_ / "summary.json"), nullptr, false);
-    if (summary_.is_discarded()) summary_ = nullptr;  // being written: next time
+  if (summary_.is_null()) {
+    summary_ = nlohmann::json::parse(read_text(dir_ / "summary.json", root_, 1u << 20), nullptr, false);
+    if (summary_.is_discarded()) summary_ = nullptr;  // missing, or being written: next time
   }
-  if (recipe_.empty()) recipe_ = read_text(dir_ / "recipe.yaml");
+  if (recipe_.empty()) recipe_ = read_text(dir_ / "recipe.yaml", root_, 1u << 20);
 }
 
+// What was appended to metrics.jsonl since the last call, at most 64 MiB a call (a file that only
+// grows is read in steps); a file that is not a regular file inside the run's folder is not read.
 void Run::read_metrics() {
   const fs::path file = dir_ / "metrics.jsonl";
   std::error_code ec;
-  const auto size = fs::file_size(file, ec);
-  if (ec) return;
+  if (!fs::exists(file, ec)) return;
+  std::optional<ReadableFile> in;
+  try {
+    in.emplace(file.string(), ReadOptions{.what = "metrics.jsonl", .max_bytes = UINT64_MAX, .inside = root_.string()});
+  } catch (const FileError& e) {
+    if (problems_.size() < 20 && (problems_.empty() || problems_.back() != e.what())) problems_.push_back(e.what());
+    return;
+  }
+  const std::uint64_t size = in->size();
   if (size < offset_) {  // rewritten (a resumed run keeps its lines up to the checkpoint)
     offset_ = 0;
     lines_ = 0;
     metrics_.clear();
   }
   if (size == offset_) return;
-  std::ifstream in(file, std::ios::binary);
-  in.seekg(static_cast<std::streamoff>(offset_));
-  std::string chunk(size - offset_, '\0');
-  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-  chunk.resize(static_cast<std::size_t>(in.gcount()));
+  std::string chunk(static_cast<std::size_t>(std::min<std::uint64_t>(size - offset_, 64u << 20)), '\0');
+  const ssize_t got = ::pread(in->fd(), chunk.data(), chunk.size(), static_cast<off_t>(offset_));
+  chunk.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
   const auto end = chunk.rfind('\n');
   if (end == std::string::npos) return;  // a line being written: next time
   std::size_t at = 0;
@@ -254,7 +273,7 @@ void downsample(const std::vector<double>& x, const std::vector<double>& y, std:
 // ---- Search ----------------------------------------------------------------------------------
 
 Search::Search(std::string id, std::string url, fs::path trials_dir)
-    : id_(std::move(id)), url_(std::move(url)), trials_dir_(std::move(trials_dir)) {}
+    : id_(std::move(id)), url_(std::move(url)), shown_(redact_storage_url(url_)), trials_dir_(std::move(trials_dir)) {}
 
 // A SQLite storage's files (the database and its write-ahead log): unchanged files, unchanged
 // trials. Empty for PostgreSQL (read at every refresh).
@@ -288,7 +307,7 @@ void Search::refresh() {
     signature_ = files;
   } catch (const std::exception& e) {
     storage_.reset();
-    problem_ = url_ + ": " + e.what();
+    problem_ = shown_ + ": " + redact_storage_url(e.what());
   }
 }
 
@@ -315,7 +334,7 @@ nlohmann::json Search::row() const {
       best = !best ? *v : max ? std::max(*best, *v) : std::min(*best, *v);
   }
   return {{"id", id_},
-          {"url", url_},
+          {"url", shown_},
           {"trials", trials_.size()},
           {"statuses", counts},
           {"best", best ? nlohmann::json(*best) : nlohmann::json()},
@@ -451,22 +470,27 @@ Catalog::~Catalog() = default;
 void Catalog::discover() {
   std::lock_guard lock(mutex_);
   problems_.clear();
-  for (const auto& p : paths_) add_path(p, true);
+  for (const auto& p : paths_) add_path(p, {});
 }
 
-void Catalog::add_path(const std::string& path, bool given) {
-  if (path.rfind("postgresql://", 0) == 0) return add_search(path, {});
+// `root`: the folder that was given, inside which every file of what is found must lie (a link
+// out of it is not followed).
+void Catalog::add_path(const std::string& path, const fs::path& root) {
+  const bool given = root.empty();
+  if (path.rfind("postgresql://", 0) == 0 || path.rfind("postgres://", 0) == 0) return add_search(path, {}, {});
   std::error_code ec;
   if (path.rfind("sqlite:", 0) == 0) {  // opening a missing file would create it: the dashboard only reads
     const fs::path file = path.substr(path.rfind("sqlite:///", 0) == 0 ? 9 : 7);
-    if (fs::is_regular_file(file, ec)) return add_search(path, file.parent_path() / "trials");
-    if (given) problems_.push_back(path + ": no such file");
+    if (fs::is_regular_file(file, ec)) return add_search(path, file.parent_path() / "trials", file.parent_path());
+    if (given) problems_.push_back(path + ": " + (fs::exists(file, ec) ? "not a regular file" : "no such file"));
     return;
   }
   const fs::path p(path);
+  if (!given && !resolves_inside(p.string(), root.string())) return;  // a link out of the folder
+  const fs::path inside = given ? p : root;
   if (fs::is_regular_file(p, ec) && is_sqlite_file(p))
-    return add_search("sqlite://" + canonical_name(p), p.parent_path() / "trials");
-  if (fs::is_directory(p, ec) && is_run_dir(p)) return add_run(p);
+    return add_search("sqlite://" + canonical_name(p), p.parent_path() / "trials", p.parent_path());
+  if (fs::is_directory(p, ec) && is_run_dir(p)) return add_run(p, inside);
   if (fs::is_directory(p, ec)) {
     bool found = false;
     std::vector<fs::path> children;
@@ -474,10 +498,11 @@ void Catalog::add_path(const std::string& path, bool given) {
     std::sort(children.begin(), children.end());
     for (const auto& c : children) {
       const std::size_t before = seen_;
+      if (!resolves_inside(c.string(), inside.string())) continue;
       if (fs::is_regular_file(c, ec) && c.filename() == "search.db")
-        add_search("sqlite://" + canonical_name(c), p / "trials");
+        add_search("sqlite://" + canonical_name(c), p / "trials", p);
       else if (fs::is_directory(c, ec) && given)
-        add_path(c.string(), false);
+        add_path(c.string(), inside);
       found = found || seen_ > before;
     }
     if (!found && given)
@@ -492,17 +517,17 @@ void Catalog::add_path(const std::string& path, bool given) {
   }
 }
 
-void Catalog::add_run(const fs::path& dir) {
+void Catalog::add_run(const fs::path& dir, const fs::path& root) {
   ++seen_;
   const std::string key = canonical_name(dir);
   if (ids_.count(key)) return;
   const std::string id = "r" + std::to_string(runs_.size() + 1);
   ids_[key] = id;
-  runs_[id] = std::make_unique<Run>(id, dir);
+  runs_[id] = std::make_unique<Run>(id, dir, root);
 }
 
 // The storage, once; its trials' run directories (a recipe search's) each time, as they appear.
-void Catalog::add_search(const std::string& url, const fs::path& trials_dir) {
+void Catalog::add_search(const std::string& url, const fs::path& trials_dir, const fs::path& root) {
   ++seen_;
   if (!ids_.count(url)) {
     const std::string id = "s" + std::to_string(searches_.size() + 1);
@@ -510,9 +535,11 @@ void Catalog::add_search(const std::string& url, const fs::path& trials_dir) {
     searches_[id] = std::make_unique<Search>(id, url, trials_dir);
   }
   std::error_code ec;
-  if (trials_dir.empty() || !fs::is_directory(trials_dir, ec)) return;
+  if (trials_dir.empty() || !fs::is_directory(trials_dir, ec) || !resolves_inside(trials_dir.string(), root.string()))
+    return;
   for (const auto& e : fs::directory_iterator(trials_dir, ec)) {
-    if (e.is_directory(ec) && is_run_dir(e.path())) add_run(e.path());
+    if (e.is_directory(ec) && resolves_inside(e.path().string(), root.string()) && is_run_dir(e.path()))
+      add_run(e.path(), root);
   }
 }
 
@@ -575,13 +602,21 @@ nlohmann::json Catalog::search(const std::string& id) const {
   return it->second->detail(run_ids);
 }
 
-fs::path Catalog::trace_file(const std::string& run, const std::string& name) const {
+std::optional<std::string> Catalog::read_trace(const std::string& run, const std::string& name) const {
   const auto lock = read_lock();
   auto it = runs_.find(run);
-  if (it == runs_.end() || name.find('/') != std::string::npos || name.rfind("..", 0) == 0) return {};
-  const fs::path file = it->second->dir() / "traces" / name;
-  std::error_code ec;
-  return fs::is_regular_file(file, ec) ? file : fs::path();
+  if (it == runs_.end()) return std::nullopt;
+  const Run& r = *it->second;
+  for (const auto& listed : listing(r.dir() / "traces", ".json")) {
+    if (listed["name"] != name) continue;
+    try {
+      return read_file((r.dir() / "traces" / name).string(),
+                       {.what = "the trace", .max_bytes = 1ull << 30, .inside = r.root().string()});
+    } catch (const FileError&) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> Catalog::problems() const {

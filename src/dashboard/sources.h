@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,8 @@ namespace baton::dashboard {
 // the rest is still read.
 class Run {
  public:
-  Run(std::string id, std::filesystem::path dir);
+  // Files are read only when they resolve inside `root` (the folder given to the dashboard).
+  Run(std::string id, std::filesystem::path dir, std::filesystem::path root);
   void refresh();
   nlohmann::json row() const;     // the runs table's row
   nlohmann::json detail() const;  // recipe, summary, checkpoints, traces, metric names, problems
@@ -34,6 +36,7 @@ class Run {
   // `points` points each: every bucket of steps keeps its first, lowest and highest value.
   nlohmann::json series(const std::vector<std::string>& keys, const std::string& x, std::size_t points) const;
   const std::filesystem::path& dir() const { return dir_; }
+  const std::filesystem::path& root() const { return root_; }
   const std::string& id() const { return id_; }
 
  private:
@@ -47,7 +50,7 @@ class Run {
   std::string status() const;
 
   std::string id_;
-  std::filesystem::path dir_;
+  std::filesystem::path dir_, root_;
   std::uintmax_t offset_ = 0;
   int64_t lines_ = 0;
   std::map<std::string, std::vector<Point>> metrics_;
@@ -72,7 +75,7 @@ class Search {
  private:
   std::string signature() const;
 
-  std::string id_, url_, signature_;
+  std::string id_, url_, shown_, signature_;  // shown_: the URL without its password
   std::filesystem::path trials_dir_;
   std::unique_ptr<TrialStorage> storage_;
   nlohmann::json trials_ = nlohmann::json::array(), meta_;
@@ -94,14 +97,15 @@ class Catalog {
   nlohmann::json series(const std::string& id, const std::vector<std::string>& keys, const std::string& x,
                         std::size_t points) const;
   nlohmann::json search(const std::string& id) const;
-  std::filesystem::path trace_file(const std::string& run, const std::string& name) const;  // empty: none
+  // A trace the run's traces/ lists (a regular .json file inside its folder); nullopt: none.
+  std::optional<std::string> read_trace(const std::string& run, const std::string& name) const;
   std::vector<std::string> problems() const;
 
  private:
   void discover();
-  void add_path(const std::string& path, bool given);
-  void add_run(const std::filesystem::path& dir);
-  void add_search(const std::string& url, const std::filesystem::path& trials_dir);
+  void add_path(const std::string& path, const std::filesystem::path& root);  // root empty: given
+  void add_run(const std::filesystem::path& dir, const std::filesystem::path& root);
+  void add_search(const std::string& url, const std::filesystem::path& trials_dir, const std::filesystem::path& root);
   std::unique_lock<std::mutex> read_lock() const;  // once the first refresh has read everything
 
   std::vector<std::string> paths_;

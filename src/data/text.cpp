@@ -5,26 +5,28 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <vector>
 
 #include <torch/torch.h>
 
 #include "baton/core/options.h"
+#include "baton/io/file.h"
 
 namespace baton {
 namespace {
 
 namespace fs = std::filesystem;
 
+// A text corpus is read into memory whole: at most 2 GiB of it.
+constexpr std::uint64_t kMaxTextBytes = 2ull << 30;
+
 std::string read_whole(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw std::runtime_error(file.string() + ": cannot read (" + std::strerror(errno) + ")");
-  return text.str();
+  try {
+    return read_file(file.string(), {.what = "the text", .max_bytes = kMaxTextBytes});
+  } catch (const FileError& e) {
+    throw std::runtime_error(e.what());
+  }
 }
 
 // The file, or the folder's regular files in name order.

@@ -2,6 +2,7 @@
 // write transactions take one advisory lock, so claims of work from several machines are serial.
 #include <stdexcept>
 
+#include "baton/exec/storage.h"
 #include "exec/sql.h"
 
 #ifdef BATON_HAVE_LIBPQ
@@ -31,19 +32,9 @@ std::string one_line(std::string why) {
   return out;
 }
 
-// postgresql://user:secret@host/db -> postgresql://user:***@host/db, for messages.
-std::string redact(const std::string& url) {
-  const auto scheme = url.find("://");
-  const auto at = url.find('@', scheme == std::string::npos ? 0 : scheme + 3);
-  if (scheme == std::string::npos || at == std::string::npos) return url;
-  const auto colon = url.find(':', scheme + 3);
-  if (colon == std::string::npos || colon > at) return url;
-  return url.substr(0, colon + 1) + "***" + url.substr(at);
-}
-
 class PostgresConnection : public Connection {
  public:
-  explicit PostgresConnection(const std::string& url) : url_(redact(url)) {
+  explicit PostgresConnection(const std::string& url) : url_(redact_storage_url(url)) {
     conn_ = PQconnectdb(url.c_str());
     if (PQstatus(conn_) != CONNECTION_OK) {
       const std::string why = one_line(PQerrorMessage(conn_));

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -13,10 +13,13 @@
 
 #include "baton/exec/gp.h"
 #include "baton/exec/tpe.h"
+#include "baton/io/file.h"
 #include "core/yaml_json.h"
 
 namespace baton {
 namespace {
+
+constexpr std::uint64_t kMaxSpaceBytes = 16u << 20;
 
 const std::vector<std::string> kTypes = {"choice",     "randint",     "uniform", "quniform",
                                          "loguniform", "qloguniform", "normal"};
@@ -29,7 +32,44 @@ std::string known_types() {
 
 bool is_log(const std::string& type) { return type == "loguniform" || type == "qloguniform"; }
 
-std::vector<Dimension> parse_dims(const nlohmann::json& space, const std::string& where, const std::string& prefix) {
+// Nested choices deeper than this are refused (each level recurses here and in every strategy).
+constexpr int kMaxNesting = 32;
+
+// The numbers of one dimension, checked as a sampler will use them: finite, a range a double can
+// span, whole numbers for randint (with a whole number between them).
+void check_bounds(const Dimension& d, const nlohmann::json& value,
+                  const std::function<void(const std::string&)>& fail) {
+  for (double b : d.bounds) {
+    if (!std::isfinite(b)) fail("_value holds " + value.dump() + ": every number must be finite");
+  }
+  const double lo = d.bounds[0], hi = d.bounds[1];
+  if (d.type == "normal") {
+    if (!(hi > 0)) fail("sigma must be > 0, got " + value.dump());
+    if (!std::isfinite(lo + 4 * hi) || !std::isfinite(lo - 4 * hi))
+      fail("mu +- 4 sigma must be finite, got " + value.dump());
+    return;
+  }
+  if (!(lo < hi)) fail("low must be below high, got " + value.dump());
+  if (!std::isfinite(hi - lo)) fail("the range " + value.dump() + " is wider than a double can hold; narrow it");
+  if (is_log(d.type) && !(lo > 0)) fail(d.type + " needs low > 0, got " + value.dump());
+  if (d.bounds.size() == 3 && !(d.bounds[2] > 0)) fail("q must be > 0, got " + value.dump());
+  if (d.type == "randint") {
+    constexpr double kExact = 9007199254740992.0;  // 2^53: whole numbers a double holds exactly
+    if (lo != std::floor(lo) || hi != std::floor(hi)) {
+      fail("randint takes whole numbers [low, high) (high excluded), got " + value.dump());
+    }
+    if (std::fabs(lo) > kExact || std::fabs(hi) > kExact) {
+      fail("randint's bounds must lie within +-2^53, got " + value.dump());
+    }
+  }
+}
+
+std::vector<Dimension> parse_dims(const nlohmann::json& space, const std::string& where, const std::string& prefix,
+                                  int depth = 0) {
+  if (depth > kMaxNesting) {
+    throw std::invalid_argument(where + ": '" + prefix + "': choices nested more than " + std::to_string(kMaxNesting) +
+                                " levels deep");
+  }
   if (!space.is_object()) {
     throw std::invalid_argument(where + (prefix.empty() ? "" : ": '" + prefix + "'") +
                                 ": expected a mapping of parameter names to {_type, _value}");
@@ -55,7 +95,7 @@ std::vector<Dimension> parse_dims(const nlohmann::json& space, const std::string
       for (const auto& c : value) {
         d.choices.push_back(c);
         d.nested.push_back(c.is_object() && c.contains("_name")
-                               ? parse_dims(c, where, path + "[" + c["_name"].dump() + "]")
+                               ? parse_dims(c, where, path + "[" + c["_name"].dump() + "]", depth + 1)
                                : std::vector<Dimension>{});
       }
     } else {
@@ -69,13 +109,7 @@ std::vector<Dimension> parse_dims(const nlohmann::json& space, const std::string
              (want == 3 ? " [low, high, q]" : (d.type == "normal" ? " [mu, sigma]" : " [low, high]")) + ", got " +
              value.dump());
       }
-      if (d.type == "normal") {
-        if (!(d.bounds[1] > 0)) fail("sigma must be > 0, got " + std::to_string(d.bounds[1]));
-      } else if (!(d.bounds[0] < d.bounds[1])) {
-        fail("low must be below high, got " + value.dump());
-      }
-      if (is_log(d.type) && !(d.bounds[0] > 0)) fail(d.type + " needs low > 0, got " + value.dump());
-      if (want == 3 && !(d.bounds[2] > 0)) fail("q must be > 0, got " + value.dump());
+      check_bounds(d, value, fail);
     }
     dims.push_back(std::move(d));
   }
@@ -247,28 +281,18 @@ SearchSpace SearchSpace::from_file(const std::filesystem::path& path) {
 }
 
 nlohmann::json SearchSpace::read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument(path.string() + ": cannot read the search space (no such file?)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_text(text.str(), path.extension() == ".json", path.string());
+  std::string text;
+  try {
+    text = baton::read_file(path.string(), {.what = "the search space", .max_bytes = kMaxSpaceBytes});
+  } catch (const FileError& e) {
+    throw std::invalid_argument(e.what());
+  }
+  return parse_text(text, path.extension() == ".json", path.string());
 }
 
 nlohmann::json SearchSpace::parse_text(const std::string& text, bool json, const std::string& where) {
-  if (json) {
-    try {
-      return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw std::invalid_argument(where + ": not valid JSON: " + e.what());
-    }
-  }
-  nlohmann::json out;
-  try {
-    out = yaml_to_json(YAML::Load(text));
-  } catch (const YAML::Exception& e) {
-    throw std::invalid_argument(where + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                std::to_string(e.mark.column + 1) + ": " + e.msg);
-  }
+  // The default depth (100) holds kMaxNesting levels of choices (3 levels of JSON each).
+  nlohmann::json out = json ? parse_json(text, where) : yaml_to_json(load_yaml(text, where));
   try {
     static_cast<void>(out.dump());  // JSON text is UTF-8: what is not cannot be stored or shown
   } catch (const nlohmann::json::type_error&) {

@@ -231,9 +231,30 @@ std::unique_ptr<TrialStorage> open_storage(const std::string& url) {
     return std::make_unique<SqliteStorage>(url);
   if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
     return std::make_unique<PostgresStorage>(url);
-  throw std::invalid_argument("storage '" + url +
+  throw std::invalid_argument("storage '" + redact_storage_url(url) +
                               "': expected sqlite:///ABSOLUTE/PATH.db, sqlite:RELATIVE.db, a path ending in .db, or "
                               "postgresql://USER@HOST:PORT/DATABASE");
+}
+
+std::string redact_storage_url(const std::string& url) {
+  std::string out = url;
+  // user:PASSWORD@ in the authority
+  if (const auto scheme = out.find("://"); scheme != std::string::npos) {
+    const auto slash = out.find('/', scheme + 3);
+    const auto at = out.rfind('@', slash == std::string::npos ? std::string::npos : slash);
+    const auto colon = out.find(':', scheme + 3);
+    if (at != std::string::npos && at > scheme && colon != std::string::npos && colon < at) {
+      out = out.substr(0, colon + 1) + "***" + out.substr(at);
+    }
+  }
+  // password=VALUE in a query string or a key=value connection string
+  for (auto at = out.find("password="); at != std::string::npos; at = out.find("password=", at + 1)) {
+    const auto begin = at + 9;
+    auto end = out.find_first_of("& ", begin);
+    if (end == std::string::npos) end = out.size();
+    out.replace(begin, end - begin, "***");
+  }
+  return out;
 }
 
 }  // namespace baton

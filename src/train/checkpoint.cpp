@@ -15,6 +15,7 @@
 #include <openssl/evp.h>
 #include <torch/torch.h>
 
+#include "baton/io/file.h"
 #include "checkpoint_layout.h"
 
 namespace baton {
@@ -104,8 +105,14 @@ CheckpointFile decode_checkpoint(const std::string& bytes, const std::string& na
 void write_file_atomically(const std::string& path, const std::string& bytes) {
   const std::filesystem::path target(path);
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  try {
+    check_write_target(path, "cannot write");
+  } catch (const FileError& e) {
+    write_failed(path, std::string(e.what()).substr(path.size() + 2));
+  }
   const std::string tmp = (dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ::unlink(tmp.c_str());  // one this process left (a failed write); never followed if it is a link
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) write_failed(path, std::string("cannot write in ") + dir.string() + " (" + std::strerror(errno) + ")");
   std::size_t written = 0;
   while (written < bytes.size()) {
@@ -137,11 +144,13 @@ void write_checkpoint(const std::string& path, const StateDict& state, const nlo
 }
 
 CheckpointFile read_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) checkpoint_fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return decode_checkpoint(buffer.str(), path);
+  std::string bytes;
+  try {
+    bytes = read_file(path, {.what = "a checkpoint", .max_bytes = 1ull << 40});
+  } catch (const FileError& e) {
+    throw CheckpointError(e.what());
+  }
+  return decode_checkpoint(bytes, path);
 }
 
 namespace {

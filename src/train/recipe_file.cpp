@@ -1,14 +1,14 @@
 #include "baton/train/recipe_file.h"
 
-#include <cerrno>
-#include <cstring>
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
+#include "baton/io/file.h"
+#include "core/yaml_json.h"
 #include "recipe_section.h"
 
 namespace baton {
@@ -33,6 +33,8 @@ Recipe::~Recipe() = default;
 const YAML::Node& Recipe::root() const { return *root_; }
 
 namespace {
+
+constexpr std::uint64_t kMaxRecipeBytes = 4u << 20;  // a recipe is a few KiB
 
 std::string position(const std::string& source, const YAML::Mark& mark) {
   return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
@@ -66,22 +68,20 @@ Recipe Recipe::load(const std::string& path, const std::vector<std::string>& set
   if (std::filesystem::is_directory(path, ec)) {
     throw RecipeError(path + ": a folder, not a recipe file (recipes/fashion_mnist.yaml is one)");
   }
-  std::ifstream in(path);
-  if (!in) throw RecipeError(path + ": cannot open the recipe (" + std::strerror(errno) + ")");
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw RecipeError(path + ": cannot read the recipe (" + std::strerror(errno) + ")");
-  return parse(text.str(), path, sets);
+  try {
+    return parse(read_file(path, {.what = "the recipe", .max_bytes = kMaxRecipeBytes}), path, sets);
+  } catch (const FileError& e) {
+    throw RecipeError(e.what());
+  }
 }
 
 Recipe Recipe::parse(const std::string& yaml, const std::string& source, const std::vector<std::string>& sets) {
   Recipe recipe;
   recipe.source_ = source;
   try {
-    *recipe.root_ = YAML::Load(yaml);
-  } catch (const YAML::ParserException& e) {
-    throw RecipeError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                      ": not valid YAML: " + e.msg);
+    *recipe.root_ = load_yaml(yaml, source);
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(e.what());
   }
   YAML::Node& root = *recipe.root_;
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
@@ -94,14 +94,17 @@ Recipe Recipe::parse(const std::string& yaml, const std::string& source, const s
     const std::string key = set.substr(0, eq);
     YAML::Node value;
     try {
-      value = YAML::Load(set.substr(eq + 1));
-    } catch (const YAML::ParserException& e) {
-      throw RecipeError("--set " + key + ": not a valid value: " + e.msg);
+      value = load_yaml(set.substr(eq + 1), "--set " + key);
+    } catch (const std::invalid_argument& e) {
+      throw RecipeError(e.what());
     }
     // Walk to the parent mapping, creating sections that are missing.
     std::vector<std::string> parts;
     std::stringstream ss(key);
     for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
+    if (parts.empty() || std::any_of(parts.begin(), parts.end(), [](const auto& p) { return p.empty(); })) {
+      throw RecipeError("--set " + set + ": expected a key such as optimizer.lr (names joined by single dots)");
+    }
     YAML::Node node = root;
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
       YAML::Node next = node[parts[i]];
@@ -112,6 +115,11 @@ Recipe Recipe::parse(const std::string& yaml, const std::string& source, const s
     }
     node[parts.back()] = value;
     recipe.set_keys_.insert(key);
+  }
+  try {
+    check_yaml_bounds(root, source);  // --set values may alias nothing, but may nest
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(e.what());
   }
   // Check every key now, so that a typo fails before any data is read.
   try {

@@ -19,7 +19,7 @@
 
 namespace baton {
 
-// A dashboard that cannot start: no usable path, a port in use, a host without a token.
+// A dashboard that cannot start: no usable path, a port in use or out of range, a host without a token.
 class DashboardError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -32,6 +32,10 @@ class DashboardOptions {
   BATON_ARG(std::string, token);       // when set, /api/ answers only ?token=TOKEN or "Authorization: Bearer TOKEN"
   BATON_ARG(double, refresh_s) = 0.5;  // how often changed files and storages are read again
   BATON_ARG(std::string, chart_js) = "/usr/share/javascript/chart.js/chart.min.js";  // Debian's libjs-chart.js
+  // Host names a request may name besides localhost, the loopback addresses and the address it
+  // listens on (with 0.0.0.0 or ::, this machine's name and addresses): any other Host header is
+  // refused, so that a web page cannot read the runs through a name of its own (DNS rebinding).
+  BATON_ARG(std::vector<std::string>, allowed_hosts);
 };
 
 class Dashboard {

@@ -1,0 +1,72 @@
+// Reading and writing the files a user names, one way everywhere: only regular files are read
+// (never a FIFO, a device such as /dev/zero, a socket or a folder), sizes are bounded, and a write
+// never replaces something that is not a regular file.
+//
+//   std::string text = baton::read_file("recipe.yaml", {.what = "the recipe", .max_bytes = 4 << 20});
+//   baton::check_write_target("model.pt", "--torchscript");   // refuses /dev/full, a FIFO, a folder
+//
+// Errors are FileError, one line that names the file: "x.yaml: not a regular file (a FIFO)".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace baton {
+
+class FileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ReadOptions {
+  std::string_view what = "the file";     // in messages: "x.yaml: the recipe is larger than 4 MiB"
+  std::uint64_t max_bytes = 64ull << 20;  // Default: 64 MiB
+  // When set, the file (after every link is followed) must lie inside this folder.
+  std::string_view inside{};
+};
+
+// A file descriptor open for reading on a regular file; closed when destroyed.
+class ReadableFile {
+ public:
+  // Opens without blocking (a FIFO never stalls the open), then refuses what is not a regular file,
+  // is larger than max_bytes, or (with `inside`) resolves outside that folder. Throws FileError.
+  ReadableFile(const std::string& path, const ReadOptions& options);
+  ~ReadableFile();
+  ReadableFile(const ReadableFile&) = delete;
+  ReadableFile& operator=(const ReadableFile&) = delete;
+  int fd() const { return fd_; }
+  std::uint64_t size() const { return size_; }
+  // Takes the descriptor (the caller closes it: gzdopen, say).
+  int release();
+
+ private:
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
+// The whole file. Throws FileError (the path, and what is wrong with it).
+std::string read_file(const std::string& path, const ReadOptions& options = {});
+
+// What is at `path`, in a message's words: "a regular file", "a folder", "a FIFO", "a character
+// device", "a block device", "a socket", "a link to nothing", "nothing".
+std::string file_kind(const std::string& path);
+
+// Refuses (FileError, naming `what`) to write at `path` when something other than a regular file is
+// there: a device (/dev/full), a FIFO, a socket, a folder. Links are followed.
+void check_write_target(const std::string& path, std::string_view what);
+
+// True when `path` (its links followed) lies inside `folder` (its links followed): the same folder
+// or below it.
+bool resolves_inside(const std::string& path, const std::string& folder);
+
+// A name that is one path component: not empty, no '/', not "." or "..", no NUL. For names a user
+// gives that become files or folders (run_name, save_filename): refuse the rest.
+bool is_plain_name(std::string_view name);
+
+// "4 MiB", "512 KiB", "12 bytes": sizes in messages.
+std::string human_bytes(std::uint64_t bytes);
+
+}  // namespace baton

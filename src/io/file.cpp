@@ -1,0 +1,165 @@
+#include "baton/io/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string kind_of_mode(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a file";
+}
+
+[[noreturn]] void io_fail(const std::string& path, const std::string& why) { throw FileError(path + ": " + why); }
+
+// The path the open descriptor really names (every link resolved, race-free: the kernel's answer
+// for this descriptor, not a second lookup of the name).
+std::string real_path_of(int fd) {
+  char buffer[4096];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = ::readlink(link.c_str(), buffer, sizeof buffer - 1);
+  if (n <= 0) return {};
+  return std::string(buffer, static_cast<std::size_t>(n));
+}
+
+bool path_within(const std::string& path, const std::string& folder) {
+  if (path.empty() || folder.empty()) return false;
+  if (path == folder) return true;
+  const std::string prefix = folder.back() == '/' ? folder : folder + "/";
+  return path.rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+ReadableFile::ReadableFile(const std::string& path, const ReadOptions& options) {
+  if (path.empty()) throw FileError(std::string(options.what) + ": no file named (an empty path)");
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd_ < 0) {
+    const int err = errno;
+    io_fail(path, std::string("cannot open ") + std::string(options.what) + " (" + std::strerror(err) + ")");
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const std::string kind = kind_of_mode(st.st_mode);
+    ::close(fd_);
+    fd_ = -1;
+    io_fail(path, kind + ", not a regular file; " + std::string(options.what) + " must be one");
+  }
+  size_ = static_cast<std::uint64_t>(st.st_size);
+  if (!options.inside.empty()) {
+    std::error_code ec;
+    const std::string folder = fs::weakly_canonical(std::string(options.inside), ec).string();
+    if (ec || !path_within(real_path_of(fd_), folder)) {
+      ::close(fd_);
+      fd_ = -1;
+      io_fail(path, "resolves outside " + std::string(options.inside) + "; only files inside it are read");
+    }
+  }
+  if (size_ > options.max_bytes) {
+    ::close(fd_);
+    fd_ = -1;
+    io_fail(path, std::string(options.what) + " is " + human_bytes(size_) + ", more than the " +
+                      human_bytes(options.max_bytes) + " allowed");
+  }
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+}
+
+ReadableFile::~ReadableFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int ReadableFile::release() {
+  const int fd = fd_;
+  fd_ = -1;
+  return fd;
+}
+
+std::string read_file(const std::string& path, const ReadOptions& options) {
+  ReadableFile file(path, options);
+  std::string out;
+  out.resize(static_cast<std::size_t>(file.size()));
+  std::size_t have = 0;
+  // Read to the end, though never past the bound: a file that grows while it is read stops there.
+  while (true) {
+    if (have == out.size()) {
+      if (out.size() >= options.max_bytes) {
+        char probe;
+        const ssize_t more = ::read(file.fd(), &probe, 1);
+        if (more > 0) {
+          io_fail(path, std::string(options.what) + " grew past the " + human_bytes(options.max_bytes) + " allowed");
+        }
+        break;
+      }
+      out.resize(std::min<std::uint64_t>(options.max_bytes, std::max<std::size_t>(out.size() * 2, 4096)));
+    }
+    const ssize_t n = ::read(file.fd(), out.data() + have, out.size() - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      io_fail(path, std::string("cannot read ") + std::string(options.what) + " (" + std::strerror(err) + ")");
+    }
+    if (n == 0) break;
+    have += static_cast<std::size_t>(n);
+  }
+  out.resize(have);
+  return out;
+}
+
+std::string file_kind(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return kind_of_mode(st.st_mode);
+  if (::lstat(path.c_str(), &st) == 0) return "a link to nothing";
+  return "nothing";
+}
+
+void check_write_target(const std::string& path, std::string_view what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (::lstat(path.c_str(), &st) == 0) {
+      io_fail(path, std::string(what) + ": a link to nothing is there; remove it or write elsewhere");
+    }
+    return;  // nothing there: it will be created
+  }
+  if (!S_ISREG(st.st_mode)) {
+    io_fail(path, std::string(what) + ": " + kind_of_mode(st.st_mode) +
+                      " is there, not a regular file; baton writes only files (give a file's path)");
+  }
+}
+
+bool resolves_inside(const std::string& path, const std::string& folder) {
+  std::error_code ec;
+  const std::string p = fs::weakly_canonical(path, ec).string();
+  if (ec) return false;
+  const std::string f = fs::weakly_canonical(folder, ec).string();
+  if (ec) return false;
+  return path_within(p, f);
+}
+
+bool is_plain_name(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos &&
+         name.find('\0') == std::string_view::npos;
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) return std::to_string(bytes >> 30) + " GiB";
+  if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes >= (1ull << 10) && bytes % (1ull << 10) == 0) return std::to_string(bytes >> 10) + " KiB";
+  if (bytes >= (1ull << 20)) return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+}  // namespace baton
