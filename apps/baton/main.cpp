@@ -108,6 +108,9 @@ int run(CLI::App& app, int argc, char** argv) {
       const baton::FileError& e) {  // a file given that is not one, too large, or a write target that is not a file
     std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
     return failed(baton::cli::kBadInput);
+  } catch (const std::invalid_argument& e) {  // a value the library refused: bad input, named by the message
+    std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
+    return failed(baton::cli::kBadInput);
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
     std::fprintf(stderr, "%s%s\n", prefix().c_str(), what.substr(0, what.find('\n')).c_str());

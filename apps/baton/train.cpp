@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "baton/callbacks/trace_profiler.h"
+#include "baton/io/file.h"
 #include "baton/loggers/csv_logger.h"
 #include "baton/loggers/jsonl_logger.h"
 #include "baton/loggers/tensorboard_logger.h"
@@ -111,11 +112,48 @@ void prepare_run_folder(const fs::path& dir, const TrainArgs& args, const Traini
                     "another --run-dir");
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.flush();
-  if (!out) throw std::runtime_error(path.string() + ": cannot write (" + std::strerror(errno) + ")");
+// The run directory, held by this process alone: an OS lock on RUN_DIR/.lock, released when the
+// process ends however it ends. A second `baton train` on the same folder is refused, naming the
+// first. `created`: the folder did not exist before (removed again if the run is refused).
+struct RunDirectory {
+  fs::path dir;
+  bool created = false;
+  std::unique_ptr<FileLock> lock{};
+};
+
+RunDirectory claim_run_dir(const fs::path& dir) {
+  RunDirectory out;
+  out.dir = dir;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    throw RecipeError(dir.string() + ": " + file_kind(dir.string()) +
+                      " is there, not a folder; give another --run-dir");
+  }
+  out.created = !fs::exists(dir, ec);
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(dir.string() + ": cannot create the run directory (" + ec.message() + ")");
+  out.lock = std::make_unique<FileLock>((dir / ".lock").string());
+  if (!out.lock->held()) {
+    const long pid = out.lock->holder();
+    throw RecipeError(dir.string() + ": another baton" + (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "") +
+                      " is training in this run directory; wait for it to end or stop it, or give another --run-dir");
+  }
+  remove_stale_temporaries(dir.string());
+  return out;
+}
+
+// A refused run leaves a folder it made as it was: what it holds is only empty files and folders
+// the loggers and the saver opened, and the lock.
+void release_refused(RunDirectory& run) {
+  if (!run.created) return;
+  std::error_code ec;
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::recursive_directory_iterator(run.dir, ec)) entries.push_back(e.path());
+  for (const auto& p : entries) {
+    if (p.filename() != ".lock" && fs::is_regular_file(fs::symlink_status(p, ec)) && fs::file_size(p, ec) > 0) return;
+  }
+  run.lock.reset();
+  fs::remove_all(run.dir, ec);
 }
 
 // What `baton export` needs to build the model again without the data.
@@ -257,7 +295,7 @@ int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, co
                                   {"eval_s", s.eval_s},           {"steps", s.steps},
                                   {"samples", s.samples},         {"samples_per_s", s.samples_per_s()},
                                   {"graph_steps", s.graph_steps}, {"stopped_early", s.stopped_early}};
-  write_file(dir / "summary.json", summary.dump(2) + "\n");
+  write_file_atomically((dir / "summary.json").string(), summary.dump(2) + "\n");
   std::printf("done: %lld steps in %.1f s (%.0f samples/s, evaluation %.1f s)", static_cast<long long>(s.steps),
               s.train_s, s.samples_per_s(), s.eval_s);
   if (metrics.contains("eval/accuracy")) std::printf(", test accuracy %.4f", metrics["eval/accuracy"].get<double>());
@@ -288,12 +326,15 @@ int run_train(const TrainArgs& args) {
   // run directory and prints.
   const bool writes = run.options.distributed() == Distributed::kOff || launcher_rank() == 0;
   if (run.options.save_folder().empty() && run.checkpoints) run.options.save_folder((dir / "checkpoints").string());
+  RunDirectory claimed;
   if (writes) {
-    prepare_run_folder(dir, args, run);
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) throw std::runtime_error(dir.string() + ": cannot create the run directory (" + ec.message() + ")");
-    write_file(dir / "recipe.yaml", recipe.resolved_yaml());
+    claimed = claim_run_dir(dir);
+    try {
+      prepare_run_folder(dir, args, run);
+    } catch (...) {
+      release_refused(claimed);
+      throw;
+    }
   }
   run.options.autoresume(args.autoresume && !args.overwrite);
   run.options.checkpoint_meta({{"baton_version", BATON_VERSION_STRING},
@@ -310,7 +351,15 @@ int run_train(const TrainArgs& args) {
     std::fflush(stdout);
   }
   on_stop_signals(on_stop_signal);
-  Trainer trainer(run.options);
+  std::unique_ptr<Trainer> made;
+  try {
+    made = std::make_unique<Trainer>(run.options);  // a resume refused here has written nothing
+  } catch (...) {
+    if (writes) release_refused(claimed);
+    throw;
+  }
+  Trainer& trainer = *made;
+  if (writes) write_file_atomically((dir / "recipe.yaml").string(), recipe.resolved_yaml());  // the run is accepted
   print_start(trainer, run, writes);
   trainer.fit();
   trainer.close();

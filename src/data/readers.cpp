@@ -13,16 +13,23 @@
 #include <torch/torch.h>
 
 #include "array_layout.h"
+#include "baton/io/file.h"
 
 namespace baton {
 namespace {
 
 [[noreturn]] void fail(const std::string& path, const std::string& why) { throw std::runtime_error(path + ": " + why); }
 
-// The whole file, decompressed when it is gzip (zlib reads plain files as they are).
+// What a compressed array may grow to in memory (a gzip "bomb" of zeros is refused, not read).
+constexpr std::size_t kMaxDecompressedBytes = 8ull << 30;
+
+// The whole file, decompressed when it is gzip (zlib reads plain files as they are); a regular file
+// only (never a FIFO or /dev/zero, which would be read forever).
 std::vector<unsigned char> read_all(const std::string& path) {
-  gzFile file = gzopen(path.c_str(), "rb");
+  ReadableFile regular(path, {.what = "the array file", .max_bytes = UINT64_MAX});
+  gzFile file = gzdopen(regular.fd(), "rb");
   if (file == nullptr) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  regular.release();  // gzclose closes it
   std::vector<unsigned char> data;
   unsigned char buffer[1 << 16];
   while (true) {
@@ -34,6 +41,10 @@ std::vector<unsigned char> read_all(const std::string& path) {
       fail(path, "corrupt or truncated compressed data (" + message + ")");
     }
     if (n == 0) break;
+    if (data.size() + static_cast<std::size_t>(n) > kMaxDecompressedBytes) {
+      gzclose(file);
+      fail(path, "decompresses to more than " + human_bytes(kMaxDecompressedBytes) + "; not read");
+    }
     data.insert(data.end(), buffer, buffer + n);
   }
   gzclose(file);

@@ -1,6 +1,7 @@
 #include "baton/io/file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,6 +153,48 @@ bool resolves_inside(const std::string& path, const std::string& folder) {
 bool is_plain_name(std::string_view name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos &&
          name.find('\0') == std::string_view::npos;
+}
+
+FileLock::FileLock(const std::string& path) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (fd_ < 0) {
+    const int err = errno;
+    io_fail(path, std::string("cannot make the lock file (") + std::strerror(err) + ")");
+  }
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  if (::fcntl(fd_, F_SETLK, &lock) == 0) {
+    held_ = true;
+    return;
+  }
+  struct flock probe {};
+  probe.l_type = F_WRLCK;
+  probe.l_whence = SEEK_SET;
+  if (::fcntl(fd_, F_GETLK, &probe) == 0 && probe.l_type != F_UNLCK) holder_ = probe.l_pid;
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+}
+
+int remove_stale_temporaries(const std::string& folder) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    const auto tmp = name.rfind(".tmp.");
+    if (name.empty() || name.front() != '.' || tmp == std::string::npos) continue;
+    const std::string pid_text = name.substr(tmp + 5);
+    if (pid_text.empty() || pid_text.size() > 10 || pid_text.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    const long pid = std::stol(pid_text);
+    if (pid == ::getpid() || (pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM))) continue;
+    if (!fs::is_regular_file(entry.symlink_status(ec)) && !fs::is_symlink(entry.symlink_status(ec))) continue;
+    if (fs::remove(entry.path(), ec)) ++removed;
+  }
+  return removed;
 }
 
 std::string human_bytes(std::uint64_t bytes) {

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "baton/core/options.h"
 #include "gpt.h"
 
 namespace baton {
@@ -110,16 +111,20 @@ TORCH_MODULE(Gpt);
 }  // namespace
 
 std::shared_ptr<Model> make_gpt(const ModelOptions& spec) {
-  auto need = [](bool ok, const std::string& why) {
-    if (!ok) throw std::invalid_argument("model 'gpt': " + why);
+  auto need = [](bool ok, const char* key, const std::string& why) {
+    if (!ok) throw OptionError(key, "model 'gpt': " + why);
   };
-  need(spec.input_shape().size() == 1 && spec.input_shape()[0] >= 1,
-       "needs windows of tokens (data.dataset: text), but the data has shape " +
-           c10::str(at::IntArrayRef(spec.input_shape())));
-  need(spec.layers() >= 1, "layers must be at least 1");
-  need(spec.heads() >= 1 && spec.width() >= spec.heads() && spec.width() % spec.heads() == 0,
-       "width " + std::to_string(spec.width()) + " must be a multiple of heads " + std::to_string(spec.heads()));
-  need(spec.dropout() >= 0 && spec.dropout() < 1, "dropout must be in [0, 1)");
+  if (!(spec.input_shape().size() == 1 && spec.input_shape()[0] >= 1)) {
+    throw std::invalid_argument("model 'gpt': needs windows of tokens (data.dataset: text), but the data has shape " +
+                                c10::str(at::IntArrayRef(spec.input_shape())));
+  }
+  constexpr int64_t kMax = 1 << 16;  // more is a typo: 65,536 blocks or a 65,536-wide token vector
+  need(spec.layers() >= 1 && spec.layers() <= kMax, "layers", "layers must be from 1 to " + std::to_string(kMax));
+  need(spec.heads() >= 1 && spec.heads() <= kMax, "heads", "heads must be from 1 to " + std::to_string(kMax));
+  need(spec.width() >= spec.heads() && spec.width() <= kMax && spec.width() % spec.heads() == 0, "width",
+       "width " + std::to_string(spec.width()) + " must be a multiple of heads " + std::to_string(spec.heads()) +
+           " (at most " + std::to_string(kMax) + ")");
+  need(spec.dropout() >= 0 && spec.dropout() < 1, "dropout", "dropout must be in [0, 1)");
   return std::make_shared<Classifier>(Gpt(spec.num_classes(), spec.input_shape()[0], spec).ptr());
 }
 

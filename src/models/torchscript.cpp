@@ -4,6 +4,7 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include "baton/io/file.h"
 #include "baton/models/model.h"
 
 namespace baton {
@@ -44,6 +45,7 @@ class TorchScriptClassifier : public Model {
 }  // namespace
 
 std::shared_ptr<Model> load_torchscript_classifier(const std::string& path) {
+  { ReadableFile regular(path, {.what = "the TorchScript module", .max_bytes = 64ull << 30}); }  // not a FIFO
   try {
     torch::jit::Module module = torch::jit::load(path);
     for (const auto& p : module.parameters()) p.set_requires_grad(true);

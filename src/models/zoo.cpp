@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include "baton/core/options.h"
 #include "gpt.h"
 
 namespace baton {
@@ -97,6 +98,9 @@ struct ResNet20Impl : Replaceable {
 };
 TORCH_MODULE(ResNet20);
 
+// Wider layers than this are a typo (a million units is 4 MB of weights per input already).
+constexpr int64_t kMaxWidth = 1 << 20;
+
 void require_image(const std::string& name, const ModelOptions& spec, int64_t min_side) {
   if (spec.input_shape().size() != 3 || spec.input_shape()[1] < min_side || spec.input_shape()[2] < min_side) {
     throw std::invalid_argument("model '" + name + "' needs image inputs [channels, height, width] of at least " +
@@ -121,6 +125,12 @@ std::shared_ptr<Model> make_model(const std::string& name, const ModelOptions& s
   }
   if (name == "mlp") {
     if (spec.input_shape().empty()) throw std::invalid_argument("model 'mlp' needs the input shape");
+    for (int64_t width : spec.hidden()) {
+      if (width < 1 || width > kMaxWidth) {
+        throw OptionError("hidden", "model 'mlp': every hidden width must be from 1 to " + std::to_string(kMaxWidth) +
+                                        ", got " + std::to_string(width));
+      }
+    }
     int64_t features = 1;
     for (int64_t d : spec.input_shape()) features *= d;
     return std::make_shared<Classifier>(Mlp(features, spec.hidden(), spec.num_classes()).ptr());

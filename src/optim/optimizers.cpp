@@ -2,16 +2,19 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <typeinfo>
 
 #include <torch/torch.h>
 
+#include "baton/core/options.h"
 #include "optim/decoupled_sgdw.h"
 
 namespace baton {
 namespace {
 
-void require(bool ok, const std::string& what) {
-  if (!ok) throw std::invalid_argument(what);
+// A bad value names its option (OptionError's key), so that a recipe points at that key.
+void require_option(bool ok, const std::string& key, const std::string& what) {
+  if (!ok) throw OptionError(key, what);
 }
 
 }  // namespace
@@ -20,13 +23,17 @@ std::vector<std::string> optimizer_names() { return {"sgd", "adam", "adamw", "de
 
 std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& spec,
                                                         std::vector<at::Tensor> parameters) {
-  require(std::isfinite(spec.lr()) && spec.lr() > 0,
-          "optimizer '" + spec.name() + "': lr must be a positive number, got " + std::to_string(spec.lr()));
-  require(spec.weight_decay() >= 0, "optimizer '" + spec.name() + "': weight_decay must not be negative");
+  const std::string who = "optimizer '" + spec.name() + "': ";
+  require_option(std::isfinite(spec.lr()) && spec.lr() > 0, "lr",
+                 who + "lr must be a positive number, got " + std::to_string(spec.lr()));
+  require_option(std::isfinite(spec.weight_decay()) && spec.weight_decay() >= 0, "weight_decay",
+                 who + "weight_decay must not be negative");
   if (spec.name() == "sgd" || spec.name() == "decoupled_sgdw") {
-    require(spec.momentum() >= 0, "optimizer '" + spec.name() + "': momentum must not be negative");
-    require(!spec.nesterov() || (spec.momentum() > 0 && spec.dampening() == 0),
-            "optimizer '" + spec.name() + "': nesterov needs momentum > 0 and dampening 0");
+    require_option(std::isfinite(spec.momentum()) && spec.momentum() >= 0, "momentum",
+                   who + "momentum must not be negative");
+    require_option(spec.dampening() >= 0 && spec.dampening() <= 1, "dampening", who + "dampening must be in [0, 1]");
+    require_option(!spec.nesterov() || (spec.momentum() > 0 && spec.dampening() == 0), "nesterov",
+                   who + "nesterov needs momentum > 0 and dampening 0");
     auto options = torch::optim::SGDOptions(spec.lr())
                        .momentum(spec.momentum())
                        .dampening(spec.dampening())
@@ -37,8 +44,9 @@ std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& 
     return std::make_shared<detail::DecoupledSGDW>(std::move(parameters), options, spec.weight_decay());
   }
   if (spec.name() == "adam" || spec.name() == "adamw") {
-    require(spec.beta1() >= 0 && spec.beta1() < 1 && spec.beta2() >= 0 && spec.beta2() < 1,
-            "optimizer '" + spec.name() + "': betas must be in [0, 1)");
+    require_option(spec.beta1() >= 0 && spec.beta1() < 1, "beta1", who + "beta1 must be in [0, 1)");
+    require_option(spec.beta2() >= 0 && spec.beta2() < 1, "beta2", who + "beta2 must be in [0, 1)");
+    require_option(std::isfinite(spec.eps()) && spec.eps() > 0, "eps", who + "eps must be a positive number");
     if (spec.name() == "adam") {
       return std::make_shared<torch::optim::Adam>(std::move(parameters), torch::optim::AdamOptions(spec.lr())
                                                                              .betas({spec.beta1(), spec.beta2()})
@@ -53,6 +61,14 @@ std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& 
   std::string known;
   for (const auto& n : optimizer_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown optimizer '" + spec.name() + "' (known: " + known + ")");
+}
+
+std::string optimizer_kind(const torch::optim::Optimizer& optimizer) {
+  if (dynamic_cast<const detail::DecoupledSGDW*>(&optimizer)) return "decoupled_sgdw";
+  if (dynamic_cast<const torch::optim::SGD*>(&optimizer)) return "sgd";
+  if (dynamic_cast<const torch::optim::AdamW*>(&optimizer)) return "adamw";
+  if (dynamic_cast<const torch::optim::Adam*>(&optimizer)) return "adam";
+  return typeid(optimizer).name();
 }
 
 }  // namespace baton

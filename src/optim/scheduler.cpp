@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
+
+#include "baton/core/options.h"
 
 namespace baton {
 namespace {
@@ -157,7 +160,49 @@ std::vector<std::string> scheduler_names() {
           "linear_warmup", "cosine_warmup", "polynomial", "one_cycle"};
 }
 
+namespace {
+
+// The options a schedule uses, checked when it is made (not at its first step, after a run has
+// started): times a schedule can count, positive periods, finite numbers. OptionError names the key.
+void check_schedule(const SchedulerOptions& spec) {
+  const std::string who = "scheduler '" + spec.name() + "': ";
+  auto time_ok = [&](const char* key, const Time& t, bool positive) {
+    const TimeUnit u = t.unit();
+    if (u != TimeUnit::kEpoch && u != TimeUnit::kBatch && u != TimeUnit::kSample && u != TimeUnit::kDuration) {
+      throw OptionError(key, who + key + " " + t.to_string() + ": a schedule counts ep, ba, sp or dur");
+    }
+    if (!std::isfinite(t.value()) || t.value() < 0 || (positive && t.value() <= 0)) {
+      throw OptionError(key,
+                        who + key + " must be " + (positive ? "more than 0" : "0 or more") + ", got " + t.to_string());
+    }
+  };
+  time_ok("t_max", spec.t_max(), false);
+  time_ok("t_warmup", spec.t_warmup(), false);
+  if (spec.name() == "step") time_ok("step_size", spec.step_size(), true);
+  if (spec.name() == "exponential") time_ok("decay_period", spec.decay_period(), true);
+  for (const Time& m : spec.milestones()) time_ok("milestones", m, false);
+  const std::pair<const char*, double> numbers[] = {{"alpha", spec.alpha()},
+                                                    {"alpha_i", spec.alpha_i()},
+                                                    {"alpha_f", spec.alpha_f()},
+                                                    {"gamma", spec.gamma()},
+                                                    {"power", spec.power()},
+                                                    {"div_factor", spec.div_factor()},
+                                                    {"final_div_factor", spec.final_div_factor()}};
+  for (const auto& [key, v] : numbers) {
+    if (!std::isfinite(v) || v < 0) throw OptionError(key, who + key + " must be a finite number of at least 0");
+  }
+  if (spec.name() == "one_cycle" && !(spec.div_factor() > 0 && spec.final_div_factor() > 0)) {
+    throw OptionError("div_factor", who + "div_factor and final_div_factor must be more than 0");
+  }
+  if (spec.max_lr() && !(std::isfinite(*spec.max_lr()) && *spec.max_lr() > 0)) {
+    throw OptionError("max_lr", who + "max_lr must be a positive number");
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<Scheduler> make_scheduler(const SchedulerOptions& spec) {
+  check_schedule(spec);
   if (spec.name() == "constant") return std::make_shared<Constant>(spec);
   if (spec.name() == "step") return std::make_shared<Step>(spec);
   if (spec.name() == "multistep") return std::make_shared<MultiStep>(spec);
@@ -166,8 +211,8 @@ std::shared_ptr<Scheduler> make_scheduler(const SchedulerOptions& spec) {
   if (spec.name() == "cosine_warmup") return std::make_shared<CosineWarmup>(spec);
   if (spec.name() == "polynomial") return std::make_shared<Polynomial>(spec);
   if (spec.name() == "one_cycle") {
-    if (spec.pct_start() <= 0 || spec.pct_start() >= 1)
-      throw std::invalid_argument("scheduler 'one_cycle': pct_start must be in (0, 1)");
+    if (!(spec.pct_start() > 0 && spec.pct_start() < 1))
+      throw OptionError("pct_start", "scheduler 'one_cycle': pct_start must be in (0, 1)");
     return std::make_shared<OneCycle>(spec);
   }
   std::string known;

@@ -3,15 +3,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "baton/core/state.h"
+#include "baton/io/file.h"
 #include "baton/train/checkpoint.h"
 
 namespace baton {
@@ -36,15 +39,39 @@ struct CheckpointFileAt {
   fs::file_time_type written;
 };
 
-// The checkpoints of `folder`: not the saver's hidden temporary files; `latest` when it is a copy
-// rather than the link.
-std::vector<CheckpointFileAt> checkpoint_files(const std::string& folder) {
+// Whether `name` is one that `pattern` makes: {epoch} and {batch} are whole numbers, {run_name}
+// any name.
+bool made_by(std::string_view name, std::string_view pattern) {
+  if (pattern.empty()) return name.empty();
+  for (const char* number : {"{epoch}", "{batch}"}) {
+    if (pattern.rfind(number, 0) != 0) continue;
+    const std::string_view rest = pattern.substr(std::strlen(number));
+    for (std::size_t k = 0; k < name.size() && std::isdigit(static_cast<unsigned char>(name[k])); ++k) {
+      if (made_by(name.substr(k + 1), rest)) return true;
+    }
+    return false;
+  }
+  if (pattern.rfind("{run_name}", 0) == 0) {
+    for (std::size_t k = 1; k <= name.size(); ++k) {
+      if (made_by(name.substr(k), pattern.substr(10))) return true;
+    }
+    return false;
+  }
+  return !name.empty() && name.front() == pattern.front() && made_by(name.substr(1), pattern.substr(1));
+}
+
+// The checkpoints of `folder`: files its save_filename `pattern` makes (and *.ckpt, the default's);
+// not the saver's hidden temporary files; `latest` when it is a copy rather than the link.
+std::vector<CheckpointFileAt> checkpoint_files(const std::string& folder, const std::string& pattern) {
   std::vector<CheckpointFileAt> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(folder, ec)) {
     const fs::path& path = entry.path();
-    const bool copied_latest = path.filename() == "latest" && !entry.is_symlink(ec);
-    if ((path.extension() != ".ckpt" || path.filename().string().front() == '.') && !copied_latest) continue;
+    const std::string name = path.filename().string();
+    if (name.empty() || name.front() == '.' || !entry.is_regular_file(ec)) continue;
+    const bool copied_latest = name == "latest" && !entry.is_symlink(ec);
+    const bool made = name != "latest" && (path.extension() == ".ckpt" || made_by(name, pattern));
+    if (!made && !copied_latest) continue;
     found.push_back({path, entry.last_write_time(ec)});
   }
   return found;
@@ -85,12 +112,12 @@ void point_latest_at(const std::string& folder, const std::string& file) {
 // Where `latest` points, unless a checkpoint was written after it (a run killed between renaming a
 // checkpoint into place and moving the link): resuming from that one, it is never written a second
 // time. Only those files are read; all of them when `latest` is missing or damaged.
-std::string find_resumable_checkpoint(const std::string& folder) {
+std::string find_resumable_checkpoint(const std::string& folder, const std::string& filename_pattern) {
   std::error_code ec;
   if (!fs::exists(folder, ec)) return "";
   const fs::path latest = fs::path(folder) / "latest";
   const fs::path linked = fs::is_symlink(latest, ec) ? fs::read_symlink(latest, ec).filename() : fs::path();
-  const std::vector<CheckpointFileAt> files = checkpoint_files(folder);
+  const std::vector<CheckpointFileAt> files = checkpoint_files(folder, filename_pattern);
   std::vector<std::string> unreadable;
   fs::path best;
   for (const auto& file : files) {
@@ -143,6 +170,22 @@ CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options, Snapshot snapsh
   if (::access(options_.folder().c_str(), W_OK) != 0) {
     throw CheckpointError(options_.folder() + ": the checkpoint folder is not writable (" + std::strerror(errno) + ")");
   }
+  if (const int n = remove_stale_temporaries(options_.folder()); n > 0) {
+    spdlog::info("{}: removed {} temporary file(s) that a stopped run left", options_.folder(), n);
+  }
+}
+
+void CheckpointSaver::adopt_existing() {
+  std::vector<CheckpointFileAt> files = checkpoint_files(options_.folder(), options_.filename());
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.written < b.written; });
+  std::vector<std::string> paths;
+  for (const auto& f : files) {
+    if (f.path.filename() != "latest") paths.push_back(f.path.string());
+  }
+  for (const auto& p : written_) {
+    if (std::find(paths.begin(), paths.end(), p) == paths.end()) paths.push_back(p);
+  }
+  written_ = std::move(paths);
 }
 
 CheckpointSaver::~CheckpointSaver() {

@@ -21,6 +21,7 @@
 #include "baton/data/fashion_mnist.h"
 #include "baton/data/readers.h"
 #include "baton/data/text.h"
+#include "baton/io/file.h"
 #include "baton/metrics/metrics.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
@@ -28,6 +29,7 @@
 #include "baton/train/threads.h"
 #include "core/yaml_json.h"
 #include "mpi/comm.h"
+#include "train/trainer_internal.h"
 
 namespace baton {
 
@@ -75,7 +77,13 @@ void load_files(const Section& data, TrainingRun& run) {
   if (data.has("eval_inputs") != data.has("eval_labels")) {
     data.fail(data.has("eval_inputs") ? "eval_labels" : "eval_inputs", "eval_inputs and eval_labels go together");
   }
-  auto read = [&](const std::string& key) { return read_array(data.get<std::string>(key, "")); };
+  auto read = [&](const std::string& key) {
+    try {
+      return read_array(data.get<std::string>(key, ""));
+    } catch (const std::runtime_error& e) {  // missing, not a regular file, corrupt: the key and the file
+      data.fail(key, e.what());
+    }
+  };
   // Class indices, one per example: [N] (or [N, 1]), from 0 to a class count a model can have.
   auto labels = [&](const std::string& key) {
     at::Tensor y = read(key);
@@ -146,9 +154,11 @@ void load_text_data(const Section& data, uint64_t seed, TrainingRun& run) {
 void load_data(const Section& data, uint64_t seed, const c10::Device& device, TrainingRun& run) {
   const std::string dataset = data.get<std::string>("dataset", "fashion_mnist");
   if (dataset == "fashion_mnist") {
-    auto [train, test] = load_fashion_mnist(data.get<std::string>("dir", kFashionMnistDir));
-    run.train_data = train;
-    run.eval_data = test;
+    try {
+      std::tie(run.train_data, run.eval_data) = load_fashion_mnist(data.get<std::string>("dir", kFashionMnistDir));
+    } catch (const std::runtime_error& e) {
+      data.fail("dir", e.what());
+    }
   } else if (dataset == "files") {
     load_files(data, run);
   } else if (dataset == "text") {
@@ -177,6 +187,11 @@ void load_data(const Section& data, uint64_t seed, const c10::Device& device, Tr
 // The loop's keys: how long, how often to evaluate and log, threads, data parallelism, the console.
 void read_loop_keys(const Section& top, TrainerOptions& o) {
   top.read("run_name", o.run_name());
+  if (top.has("run_name") && !is_plain_name(o.run_name())) {
+    top.fail("run_name", "'" + o.run_name() +
+                             "' must be a plain name (no '/', not '.' or '..'): it names the run's "
+                             "folder under runs/; --run-dir puts a run elsewhere");
+  }
   top.read("max_duration", o.max_duration());
   // Checked here, before any data is read (the trainer checks them again for C++ callers).
   {
@@ -202,6 +217,9 @@ void read_loop_keys(const Section& top, TrainerOptions& o) {
   if (o.iteration_length() < 0) top.fail("iteration_length", "expected a whole number of epochs (0: one iteration)");
   top.read("deterministic", o.deterministic());
   top.read("num_threads", o.num_threads());
+  if (o.num_threads() < 0 || o.num_threads() > 4096) {
+    top.fail("num_threads", "expected a whole number from 1 to 4096, or 0 for every core");
+  }
   const std::string distributed = top.get<std::string>("distributed", "auto");
   try {
     o.distributed(parse_distributed(distributed));
@@ -330,13 +348,24 @@ void build_model(const Section& model, TrainingRun& run) {
   if (run.model_name == "torchscript") {
     if (!model.has("path")) model.fail("path", "required for a torchscript model (a file saved with torch.jit.save)");
     run.model_path = model.get<std::string>("path", "");
-    o.model(load_torchscript_classifier(run.model_path));
-  } else {
     try {
-      o.model(make_model(run.model_name, spec));
-    } catch (const std::invalid_argument& e) {
-      model.fail("name", std::string(e.what()) + ", or torchscript with model.path");
+      o.model(load_torchscript_classifier(run.model_path));
+    } catch (const std::exception& e) {
+      model.fail("path", e.what());
     }
+    return;
+  }
+  try {
+    o.model(make_model(run.model_name, spec));
+  } catch (const OptionError& e) {
+    model.fail(e.key(), e.what());
+  } catch (const std::invalid_argument& e) {
+    model.fail("name", std::string(e.what()) + ", or torchscript with model.path");
+  } catch (const c10::Error& e) {  // sizes LibTorch refuses: a message of ours, not its own
+    model.fail("name", "cannot build model '" + run.model_name + "' with these options (" +
+                           detail::first_line(e.what_without_backtrace()) + ")");
+  } catch (const std::bad_alloc&) {
+    model.fail("name", "model '" + run.model_name + "' does not fit in memory with these options");
   }
 }
 
@@ -353,6 +382,8 @@ void build_optimizer(const Section& opt, TrainerOptions& o) {
   opt.read("eps", os.eps());
   try {
     o.optimizers({make_optimizer(os, o.model()->parameters())});
+  } catch (const OptionError& e) {
+    opt.fail(e.key(), e.what());
   } catch (const std::invalid_argument& e) {
     opt.fail("name", e.what());
   }
@@ -429,6 +460,8 @@ void build_scheduler(const Section& sch, TrainerOptions& o) {
   sch.read("max_momentum", ss.max_momentum());
   try {
     o.schedulers({make_scheduler(ss)});
+  } catch (const OptionError& e) {
+    sch.fail(e.key(), e.what());
   } catch (const std::invalid_argument& e) {
     sch.fail("name", e.what());
   }

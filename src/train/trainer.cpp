@@ -222,7 +222,9 @@ void Trainer::setup_saver() {
 // Where the run starts: the newest good checkpoint (autoresume; every rank takes what rank 0
 // found), else load_path. Under data parallelism each rank takes its share of every batch.
 void Trainer::load_initial_state(bool writes) {
-  std::string resume = options_.autoresume() && writes ? find_resumable_checkpoint(options_.save_folder()) : "";
+  std::string resume = options_.autoresume() && writes
+                           ? find_resumable_checkpoint(options_.save_folder(), options_.save_filename())
+                           : "";
   if (ddp_) {
     if (options_.autoresume()) resume = ddp_->broadcast(resume);
     if (options_.train_dataloader()) options_.train_dataloader()->set_shard(ddp_->rank(), ddp_->size());
@@ -230,6 +232,7 @@ void Trainer::load_initial_state(bool writes) {
   }
   if (!resume.empty()) {
     load_checkpoint(resume, /*weights_only=*/false, /*strict=*/true);
+    if (saver_) saver_->adopt_existing();  // num_checkpoints_to_keep counts those of before the resume
   } else if (!options_.load_path().empty()) {
     load_checkpoint(options_.load_path(), options_.load_weights_only(), options_.load_strict(),
                     options_.load_ignore_keys());

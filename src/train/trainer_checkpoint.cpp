@@ -12,6 +12,7 @@
 
 #include "baton/algorithms/registry.h"
 #include "baton/optim/grad_scaler.h"
+#include "baton/optim/optimizers.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/trainer.h"
 #include "train/trainer_internal.h"
@@ -107,8 +108,16 @@ void load_model_tensors(const std::string& path, const StateDict& sd, Model& mod
 }
 
 // Each optimizer's state (momentum and the like), onto the run's device, where its parameters are.
+// The state of another kind of optimizer is refused before LibTorch reads it (it would assert).
 void load_optimizers(const std::string& path, const StateDict& sd, State& state) {
+  const nlohmann::json kinds = sd.values.value("optimizer_kinds", nlohmann::json::array());
   for (std::size_t i = 0; i < state.optimizers.size(); ++i) {
+    const std::string kind = optimizer_kind(*state.optimizers[i]);
+    if (i < kinds.size() && kinds[i].is_string() && kinds[i] != kind) {
+      throw CheckpointError(path + ": holds the state of optimizer " + kinds[i].get<std::string>() +
+                            ", but this run's optimizer is " + kind +
+                            "; resume with the same optimizer, or start from its weights (load_weights_only: true)");
+    }
     auto it = sd.tensors.find("optimizers/" + std::to_string(i));
     if (it == sd.tensors.end()) throw CheckpointError(path + ": has no state for optimizer " + std::to_string(i));
     const at::Tensor bytes = it->second.contiguous();
@@ -118,9 +127,10 @@ void load_optimizers(const std::string& path, const StateDict& sd, State& state)
     try {
       archive.load_from(in, state.device);  // momentum and the like, where this run's parameters are
       state.optimizers[i]->load(archive);
-    } catch (const c10::Error& e) {
-      throw CheckpointError(path + ": optimizer " + std::to_string(i) +
-                            " state does not fit this optimizer: " + first_line(e.what_without_backtrace()));
+    } catch (const c10::Error&) {  // LibTorch's own words here are an assertion's: not a user's message
+      throw CheckpointError(path + ": optimizer " + std::to_string(i) + "'s state does not fit this run's " + kind +
+                            " optimizer (saved with another optimizer or other parameters?); start from its "
+                            "weights (load_weights_only: true)");
     }
   }
 }
@@ -178,6 +188,9 @@ StateDict Trainer::snapshot(bool weights_only) const {
   if (!surgery.empty()) out.values["required_on_load"] = surgery;
   if (weights_only) return out;
   for (const auto& [key, value] : full.values.items()) out.values[key] = value;
+  nlohmann::json kinds = nlohmann::json::array();
+  for (const auto& optimizer : state_.optimizers) kinds.push_back(optimizer_kind(*optimizer));
+  out.values["optimizer_kinds"] = kinds;
   for (std::size_t i = 0; i < state_.optimizers.size(); ++i) {
     const std::string bytes = bytes_of(*state_.optimizers[i]);
     out.tensors["optimizers/" + std::to_string(i)] =
@@ -213,6 +226,17 @@ void Trainer::save_checkpoint(const std::string& path, bool weights_only) {
 
 void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool strict,
                               const std::vector<std::string>& ignore_keys) {
+  try {
+    load_checkpoint_file(path, weights_only, strict, ignore_keys);
+  } catch (const nlohmann::json::exception&) {  // a well-formed file whose values have other types
+    throw CheckpointError(path +
+                          ": a value in its metadata is not of the type baton writes (written by something else, "
+                          "or edited?); it cannot be resumed from");
+  }
+}
+
+void Trainer::load_checkpoint_file(const std::string& path, bool weights_only, bool strict,
+                                   const std::vector<std::string>& ignore_keys) {
   const CheckpointFile ckpt = read_checkpoint(path);
   const StateDict& sd = ckpt.state;
   reapply_surgery(path, sd);

@@ -66,6 +66,30 @@ bool resolves_inside(const std::string& path, const std::string& folder);
 // gives that become files or folders (run_name, save_filename): refuse the rest.
 bool is_plain_name(std::string_view name);
 
+// An exclusive advisory lock (POSIX fcntl) on `path`, created when missing: held until the object
+// is destroyed or the process ends, however it ends (kill -9 included), so it is never left stuck.
+//
+//   baton::FileLock lock("runs/x/.lock");
+//   if (!lock.held()) ... lock.holder() is the pid that has it
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path);  // throws FileError when the file cannot be made
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  bool held() const { return held_; }
+  long holder() const { return holder_; }  // when !held(): the process holding it (0: unknown)
+
+ private:
+  int fd_ = -1;
+  bool held_ = false;
+  long holder_ = 0;
+};
+
+// Removes `folder`'s temporary files ".NAME.tmp.PID" whose process is gone (a write that a kill
+// cut short); those of live processes are left alone. Returns how many were removed.
+int remove_stale_temporaries(const std::string& folder);
+
 // "4 MiB", "512 KiB", "12 bytes": sizes in messages.
 std::string human_bytes(std::uint64_t bytes);
 

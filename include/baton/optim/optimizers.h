@@ -36,4 +36,8 @@ std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& 
 
 std::vector<std::string> optimizer_names();
 
+// The name make_optimizer knows `optimizer` by ("sgd", "adam", ...), or its C++ type's name for
+// another one: what a checkpoint records, so that a resume with another optimizer is refused.
+std::string optimizer_kind(const torch::optim::Optimizer& optimizer);
+
 }  // namespace baton

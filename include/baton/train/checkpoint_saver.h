@@ -46,6 +46,9 @@ class CheckpointSaver : public Callback {
   void wait();
   // Paths written by this saver, oldest first (those not deleted).
   const std::vector<std::string>& written() const { return written_; }
+  // A resumed run's saver takes the folder's checkpoints (those its filename makes) as its own,
+  // oldest first, so that num_checkpoints_to_keep counts them too.
+  void adopt_existing();
 
  private:
   CheckpointSaverOptions options_;
@@ -61,10 +64,11 @@ class CheckpointSaver : public Callback {
 // Points `folder`/latest (a relative symlink) at `file` atomically.
 void point_latest_at(const std::string& folder, const std::string& file);
 
-// The checkpoint to resume from in `folder`: latest when it is good; else the newest good
-// *.ckpt (saying so in one warning); "" when there is none. Throws CheckpointError naming them when
-// there are checkpoints but none can be read: starting over would overwrite them.
-std::string find_resumable_checkpoint(const std::string& folder);
+// The checkpoint to resume from in `folder`: latest when it is good; else the newest good one (a
+// *.ckpt, or any file `filename_pattern` — the run's save_filename — makes; saying so in one
+// warning); "" when there is none. Throws CheckpointError naming them when there are checkpoints
+// but none can be read: starting over would overwrite them.
+std::string find_resumable_checkpoint(const std::string& folder, const std::string& filename_pattern = "");
 
 // Checks a save_filename pattern ({epoch}, {batch}, {run_name} filled in) names a file of its own
 // in the checkpoint folder: not "latest" (the link to the newest), no folder part (a '/' or

@@ -293,6 +293,8 @@ class Trainer {
   bool done() const;
   void set_learning_rates();
   void reapply_surgery(const std::string& path, const StateDict& sd);
+  void load_checkpoint_file(const std::string& path, bool weights_only, bool strict,
+                            const std::vector<std::string>& ignore_keys);
   void setup_device();
   void backward(const at::Tensor& loss, double share, bool create_graph);
   void optimizer_step();
