@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,7 +13,10 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
+
+#include <spdlog/spdlog.h>
 
 extern char** environ;
 
@@ -83,8 +87,15 @@ std::optional<nlohmann::json> parse_protocol_line(const std::string& line) {
   }
   const auto& v = j[inter ? "intermediate" : "final"];
   if (!v.is_number()) throw std::invalid_argument("the value is not a number: " + j.dump());
-  if (inter && j.contains("step") && !j["step"].is_number_integer())
-    throw std::invalid_argument("the step is not an integer: " + j.dump());
+  if (!std::isfinite(v.get<double>())) throw std::invalid_argument("the value is not finite: " + line.substr(0, 200));
+  if (inter && j.contains("step")) {
+    // A whole number an int64 holds, kept exactly (2^64 - 1 would wrap to -1 and a float lose digits).
+    const auto& step = j["step"];
+    const bool fits = step.is_number_unsigned()
+                          ? step.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+                          : step.is_number_integer() && step.get<int64_t>() >= 0;
+    if (!fits) throw std::invalid_argument("the step must be a whole number from 0 to 2^63 - 1, got " + step.dump());
+  }
   return j;
 }
 
@@ -98,6 +109,10 @@ struct ProcessEngine::Run {
   std::string protocol_error;
   int64_t auto_step = 0;
   std::ofstream out_log, err_log;
+  int pidfd = -1;       // readable when the process ends (Linux 5.3+; else the monitor polls)
+  bool exited = false;  // reaped: `status` holds how it ended
+  int status = 0;
+  double close_at = 0.0;  // when the pipes are closed though a child of the trial still holds them
 };
 
 ProcessEngine::ProcessEngine(ProcessEngineOptions options)
@@ -172,6 +187,7 @@ void ProcessEngine::start(int64_t id) {
   }
   run->out = out[0];
   run->err = err[0];
+  run->pidfd = static_cast<int>(::syscall(SYS_pidfd_open, run->pid, 0));
   if (options_.timeout_s()) run->deadline = mono_s() + *options_.timeout_s();
   if (!options_.log_dir().empty()) {
     const auto dir = options_.log_dir() / std::to_string(id);
@@ -184,9 +200,10 @@ void ProcessEngine::start(int64_t id) {
 }
 
 void ProcessEngine::finish(int64_t id, Run& run) {
-  int status = 0;
-  while (::waitpid(run.pid, &status, 0) < 0 && errno == EINTR) {
+  int status = run.status;
+  while (!run.exited && ::waitpid(run.pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (run.pidfd >= 0) ::close(run.pidfd);
   TrialStatus result = TrialStatus::kTrained;
   std::string error;
   auto with_tail = [&](std::string what) {
@@ -219,7 +236,42 @@ void ProcessEngine::finish(int64_t id, Run& run) {
     kill_requests_.erase(id);
   }
   TrainingEnd end(id, result, error);
-  dispatch(end);
+  dispatch_or_log(id, end);
+}
+
+// A listener's failure (a storage locked for longer than it waits) is the search's problem, not the
+// trial's: the trial keeps the outcome its process gave, in memory, and the next write stores it.
+void ProcessEngine::dispatch_or_log(int64_t id, ModelEvent& event) {
+  try {
+    dispatch(event);
+  } catch (const std::exception& e) {
+    spdlog::error("trial {}: its {} could not be recorded ({}); it is kept in memory and written with its next change",
+                  id, to_string(event.type()), e.what());
+  }
+}
+
+// Trials whose process has ended: their process group is stopped (a background child that keeps
+// stdout open does not keep the trial running), and their pipes are closed once what was written
+// is read, or after the group's grace.
+void ProcessEngine::reap_exited(std::vector<int64_t>& done) {
+  const double now = mono_s();
+  for (auto& [id, run] : running_) {
+    if (!run->exited && ::waitpid(run->pid, &run->status, WNOHANG) == run->pid) {
+      run->exited = true;
+      if (::kill(-run->pid, 0) == 0) {  // others of its group live on
+        ::kill(-run->pid, SIGTERM);
+        if (run->kill_at == 0.0) run->kill_at = now + options_.kill_grace_s();
+      }
+      run->close_at = now + options_.kill_grace_s() + 1.0;
+    }
+    if (run->exited && now >= run->close_at && (run->out >= 0 || run->err >= 0)) {
+      for (int* fd : {&run->out, &run->err}) {
+        if (*fd >= 0) ::close(*fd);
+        *fd = -1;
+      }
+      done.push_back(id);
+    }
+  }
 }
 
 // The monitor thread: starts queued trials as workers free up, stops the killed and the timed-out,
@@ -234,6 +286,7 @@ void ProcessEngine::monitor() {
     for (const auto& [id, is_stdout] : wait_for_output()) {
       if (read_output(id, *running_.at(id), is_stdout, buffer)) done.push_back(id);
     }
+    reap_exited(done);
     std::sort(done.begin(), done.end());
     done.erase(std::unique(done.begin(), done.end()), done.end());
     for (int64_t id : done) {
@@ -280,6 +333,12 @@ std::vector<std::pair<int64_t, bool>> ProcessEngine::wait_for_output() {
   std::vector<std::pair<int64_t, bool>> owners = {{-1, false}};
   double next = -1;
   for (auto& [id, run] : running_) {
+    if (run->pidfd >= 0 && !run->exited) {
+      fds.push_back({run->pidfd, POLLIN, 0});
+      owners.push_back({-1, false});
+    }
+    if (!run->exited && run->pidfd < 0) next = next < 0 ? mono_s() + 0.1 : std::min(next, mono_s() + 0.1);
+    if (run->exited && run->close_at > 0) next = next < 0 ? run->close_at : std::min(next, run->close_at);
     if (run->out >= 0) {
       fds.push_back({run->out, POLLIN, 0});
       owners.push_back({id, true});
@@ -303,7 +362,7 @@ std::vector<std::pair<int64_t, bool>> ProcessEngine::wait_for_output() {
   }
   std::vector<std::pair<int64_t, bool>> ready;
   for (std::size_t i = 1; i < fds.size(); ++i) {
-    if (fds[i].revents) ready.push_back(owners[i]);
+    if (fds[i].revents && owners[i].first >= 0) ready.push_back(owners[i]);
   }
   return ready;
 }
@@ -343,23 +402,23 @@ bool ProcessEngine::read_output(int64_t id, Run& run, bool is_stdout, std::vecto
 }
 
 void ProcessEngine::report(int64_t id, Run& run, const std::string& line) {
+  std::optional<nlohmann::json> j;
   try {
-    auto j = parse_protocol_line(line);
-    if (!j) return;
-    if (j->contains("final")) {
-      const double v = (*j)["final"].get<double>();
-      if (!std::isfinite(v)) throw std::invalid_argument("the final value is " + std::to_string(v));
-      FinalMetric e(id, v);
-      dispatch(e);
-      run.final_reported = true;
-    } else {
-      const int64_t step = j->contains("step") ? (*j)["step"].get<int64_t>() : run.auto_step;
-      run.auto_step = step + 1;
-      IntermediateMetric e(id, (*j)["intermediate"].get<double>(), step);
-      dispatch(e);
-    }
+    j = parse_protocol_line(line);
   } catch (const std::exception& e) {
     if (run.protocol_error.empty()) run.protocol_error = std::string("trial protocol: ") + e.what();
+    return;
+  }
+  if (!j) return;
+  if (j->contains("final")) {
+    FinalMetric e(id, (*j)["final"].get<double>());
+    run.final_reported = true;
+    dispatch_or_log(id, e);
+  } else {
+    const int64_t step = j->contains("step") ? (*j)["step"].get<int64_t>() : run.auto_step;
+    run.auto_step = step == std::numeric_limits<int64_t>::max() ? step : step + 1;
+    IntermediateMetric e(id, (*j)["intermediate"].get<double>(), step);
+    dispatch_or_log(id, e);
   }
 }
 

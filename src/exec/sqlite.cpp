@@ -1,4 +1,5 @@
-// The SQLite connection of the trial storage: WAL, a 30 s busy timeout, typed bindings.
+// The SQLite connection of the trial storage: WAL, a 30 s busy timeout (writes retried for 10 min
+// in all), typed bindings.
 #include <sqlite3.h>
 
 #include <chrono>
@@ -6,10 +7,15 @@
 #include <stdexcept>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "exec/sql.h"
 
 namespace baton::sql {
 namespace {
+
+constexpr int kBusyTimeoutMs = 30000;  // one wait for the lock (SQLite's busy handler)
+constexpr double kMaxLockWaitS = 600;  // a write waits this long in all before it fails
 
 class SqliteConnection : public Connection {
  public:
@@ -24,7 +30,7 @@ class SqliteConnection : public Connection {
       db_ = nullptr;
       throw std::runtime_error(path + ": cannot open the storage: " + why);
     }
-    sqlite3_busy_timeout(db_, 30000);  // writers from other processes wait, not fail
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);  // writers from other processes wait, not fail
     try {
       // Two processes opening a new file at once: one switches it to WAL, the other may get
       // "database is locked" from the switch without its busy handler being asked; it retries.
@@ -72,7 +78,29 @@ class SqliteConnection : public Connection {
     return sqlite3_changes64(db_);
   }
 
-  void begin_write() override { execute("BEGIN IMMEDIATE", {}); }
+  // Another process may hold the write lock for longer than the busy timeout (a long transaction,
+  // a backup, a user's sqlite3 shell): waiting a while longer beats losing a trial's result.
+  void begin_write() override {
+    const auto start = std::chrono::steady_clock::now();
+    for (int attempt = 1;; ++attempt) {
+      try {
+        execute("BEGIN IMMEDIATE", {});
+        return;
+      } catch (const std::runtime_error&) {
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const int code = sqlite3_errcode(db_);
+        if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || waited >= kMaxLockWaitS) {
+          if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
+            throw std::runtime_error(path_ + ": another process held the storage's write lock for " +
+                                     std::to_string(static_cast<int>(waited)) + " s; gave up waiting");
+          }
+          throw;
+        }
+        spdlog::warn("{}: another process holds the storage's write lock ({} s so far); waiting", path_,
+                     static_cast<int>(waited));
+      }
+    }
+  }
   void commit() override { execute("COMMIT", {}); }
   void rollback() noexcept override { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
   std::string now_expression() const override { return "((julianday('now') - 2440587.5) * 86400.0)"; }

@@ -60,6 +60,8 @@ class ProcessEngine : public QueuedEngine {
   void wake();
   void start(int64_t id);
   void finish(int64_t id, Run& run);
+  void reap_exited(std::vector<int64_t>& done);
+  void dispatch_or_log(int64_t id, ModelEvent& event);
   ProcessEngineOptions options_;
   std::map<int64_t, std::unique_ptr<Run>> running_;  // touched by the monitor thread only
   std::set<int64_t> kill_requests_;
