@@ -355,7 +355,14 @@ int run_train(const TrainArgs& args) {
   try {
     made = std::make_unique<Trainer>(run.options);  // a resume refused here has written nothing
   } catch (...) {
-    if (writes) release_refused(claimed);
+    if (writes) {
+      // The TensorBoard logger made its event file (a name of its own, one record) for this run alone.
+      std::error_code ec;
+      for (const auto& logger : run.options.loggers()) {
+        if (auto tb = std::dynamic_pointer_cast<TensorBoardLogger>(logger)) fs::remove(tb->path(), ec);
+      }
+      release_refused(claimed);
+    }
     throw;
   }
   Trainer& trainer = *made;

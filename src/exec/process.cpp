@@ -77,8 +77,8 @@ std::optional<nlohmann::json> parse_protocol_line(const std::string& line) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(line.substr(kPrefix.size()));
-  } catch (const nlohmann::json::parse_error&) {
-    throw std::invalid_argument("not JSON after 'baton:': " + line.substr(0, 200));
+  } catch (const nlohmann::json::exception&) {  // not JSON, or a number no double holds (1e999)
+    throw std::invalid_argument("not JSON (or a number out of range) after 'baton:': " + line.substr(0, 200));
   }
   const bool inter = j.is_object() && j.contains("intermediate");
   const bool fin = j.is_object() && j.contains("final");

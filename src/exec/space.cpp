@@ -32,6 +32,17 @@ std::string known_types() {
 
 bool is_log(const std::string& type) { return type == "loguniform" || type == "qloguniform"; }
 
+// JSON cannot hold inf or NaN (it writes null): a space must not either.
+bool finite_everywhere(const nlohmann::json& j) {
+  if (j.is_number_float()) return std::isfinite(j.get<double>());
+  if (j.is_structured()) {
+    for (const auto& v : j) {
+      if (!finite_everywhere(v)) return false;
+    }
+  }
+  return true;
+}
+
 // Nested choices deeper than this are refused (each level recurses here and in every strategy).
 constexpr int kMaxNesting = 32;
 
@@ -93,6 +104,7 @@ std::vector<Dimension> parse_dims(const nlohmann::json& space, const std::string
     if (!value.is_array() || value.empty()) fail("_value must be a non-empty list");
     if (d.type == "choice") {
       for (const auto& c : value) {
+        if (!finite_everywhere(c)) fail("a choice holds a number that is not finite (.inf, .nan): " + c.dump());
         d.choices.push_back(c);
         d.nested.push_back(c.is_object() && c.contains("_name")
                                ? parse_dims(c, where, path + "[" + c["_name"].dump() + "]", depth + 1)
@@ -433,8 +445,11 @@ void add_strategy_setting(nlohmann::json& settings, const std::string& key_value
     throw std::invalid_argument("strategy option '" + key_value + "': needs KEY=VALUE, e.g. candidates=48");
   }
   const std::string value = key_value.substr(eq + 1);
-  settings[key_value.substr(0, eq)] =
-      nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(value);
+  const nlohmann::json parsed = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_number_float() && !std::isfinite(parsed.get<double>())) {
+    throw std::invalid_argument("strategy option '" + key_value + "': the number is out of range");
+  }
+  settings[key_value.substr(0, eq)] = parsed.is_discarded() ? nlohmann::json(value) : parsed;
 }
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options) {

@@ -152,11 +152,21 @@ class Section {
   }
   void read(const std::string& key, Time& field) const { field = time(key, field); }
 
+  // The value as a message shows it: one line, at most 80 characters.
   std::string text(const YAML::Node& value) const {
-    if (value.IsScalar()) return value.Scalar();
-    YAML::Emitter e;
-    e << YAML::Flow << value;
-    return e.c_str();
+    std::string out;
+    if (value.IsScalar()) {
+      out = value.Scalar();
+    } else {
+      YAML::Emitter e;
+      e << YAML::Flow << value;
+      out = e.c_str();
+    }
+    for (char& c : out) {
+      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    }
+    if (out.size() > 80) out = out.substr(0, 77) + "...";
+    return out;
   }
 
   Time time(const std::string& key, Time fallback, bool zero_means_none = false) const {

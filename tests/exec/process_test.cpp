@@ -1,4 +1,6 @@
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 
@@ -25,6 +27,54 @@ TEST(TrialProtocol, ParsesBatonLinesAndRejectsMalformedOnes) {
   EXPECT_THROW(parse_protocol_line(R"(baton: {"final": "high"})"), std::invalid_argument);
   EXPECT_THROW(parse_protocol_line(R"(baton: {"final": 1, "intermediate": 2})"), std::invalid_argument);
   EXPECT_THROW(parse_protocol_line(R"(baton: {"intermediate": 1, "step": 1.5})"), std::invalid_argument);
+}
+
+TEST(TrialProtocol, StepsAreWholeNumbersAnInt64HoldsKeptExactly) {
+  EXPECT_EQ((*parse_protocol_line(R"(baton: {"intermediate": 1, "step": 9223372036854775807})"))["step"].get<int64_t>(),
+            INT64_MAX);
+  for (const char* bad :
+       {R"(baton: {"intermediate": 1, "step": 18446744073709551615})",
+        R"(baton: {"intermediate": 1, "step": 9223372036854775808})", R"(baton: {"intermediate": 1, "step": -1})",
+        R"(baton: {"final": 1e999})", R"(baton: {"intermediate": -1e400})"}) {
+    EXPECT_THROW(parse_protocol_line(bad), std::invalid_argument) << bad;
+  }
+}
+
+// A trial ends when its process ends: a background child still holding stdout is stopped with the
+// trial's process group, not waited for.
+TEST(ProcessEngine, ATrialEndsWhenItsProcessEndsThoughAChildHoldsItsOutput) {
+  ProcessEngine engine(with(R"((sleep 60; echo late) &
+                               echo 'baton: {"intermediate": 1, "step": 9223372036854775807}'
+                               echo 'baton: {"intermediate": 2}'
+                               echo 'baton: {"final": 0.5}')"));
+  const auto start = std::chrono::steady_clock::now();
+  const auto id = engine.submit({{"x", 1}});
+  ASSERT_TRUE(engine.wait({}, 30.0));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  const auto t = *engine.get(id);
+  EXPECT_EQ(t.status, TrialStatus::kTrained) << t.error;
+  EXPECT_EQ(*t.metrics.final, 0.5);
+  ASSERT_EQ(t.metrics.intermediate.size(), 2U);
+  EXPECT_EQ(t.metrics.intermediate[0].step, INT64_MAX);
+  EXPECT_EQ(t.metrics.intermediate[1].step, INT64_MAX);  // the step after the last, saturated
+}
+
+// A listener that cannot record a value (a storage locked too long) does not make the trial fail:
+// the process's outcome stands.
+TEST(ProcessEngine, AListenerThatFailsDoesNotFailAFinishedTrial) {
+  ProcessEngine engine(with(R"(echo 'baton: {"final": 0.25}')"));
+  std::atomic<int> failures{0};
+  engine.set_observer([&](const Trial& t) {
+    if (t.metrics.final && t.status == TrialStatus::kRunning && failures++ == 0) {
+      throw std::runtime_error("search.db: database is locked");
+    }
+  });
+  const auto id = engine.submit({{"x", 1}});
+  ASSERT_TRUE(engine.wait({}, 30.0));
+  const auto t = *engine.get(id);
+  EXPECT_EQ(failures.load(), 1);
+  EXPECT_EQ(t.status, TrialStatus::kTrained) << t.error;
+  EXPECT_EQ(*t.metrics.final, 0.25);
 }
 
 TEST(ProcessEngine, ACommandGetsItsParametersAndReportsMetrics) {

@@ -1,0 +1,253 @@
+// Property: whatever a recipe holds, reading it and building its trainer either works or ends in
+// an error the CLI turns into exit 2 (RecipeError, CheckpointError, FileError, invalid_argument),
+// each case within a second: random YAML trees made from a good recipe by putting wrong types,
+// huge and non-finite numbers, deep nesting and aliases of aliases at random keys. Seeded: a
+// failure prints its recipe, and the same seed makes it again.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <random>
+
+#include <torch/torch.h>
+
+#include "baton/data/readers.h"
+#include "baton/io/file.h"
+#include "baton/train/checkpoint_error.h"
+#include "baton/train/recipe.h"
+#include "baton/train/trainer.h"
+#include "common/test_util.h"
+
+namespace baton {
+namespace {
+namespace fs = std::filesystem;
+
+// Values a careless or hostile user writes, as YAML text.
+const std::vector<std::string> kJunk = {"-1",
+                                        "0",
+                                        "1",
+                                        "3.5",
+                                        "1e308",
+                                        "-1e308",
+                                        "1e999",
+                                        ".inf",
+                                        "-.inf",
+                                        ".nan",
+                                        "9223372036854775807",
+                                        "9223372036854775808",
+                                        "18446744073709551615",
+                                        "-9223372036854775809",
+                                        "[]",
+                                        "{}",
+                                        "[1, [2, [3]]]",
+                                        "{a: 1}",
+                                        "''",
+                                        "x",
+                                        "true",
+                                        "null",
+                                        "~",
+                                        "0ba",
+                                        "-5ep",
+                                        "1e30ep",
+                                        "3tok",
+                                        "0.5dur",
+                                        "90s",
+                                        "/dev/zero",
+                                        "../../x",
+                                        "\"\\0\"",
+                                        "[0]",
+                                        "[100000000]",
+                                        "[-3, 2]",
+                                        "{name: mlp}",
+                                        "!!binary aGk=",
+                                        "'ep{epoch}'",
+                                        std::string(150, '[') + std::string(150, ']'),
+                                        std::string(5000, 'y')};
+
+// A key's dotted path and the section it lives in.
+const std::vector<std::string> kKeys = {"run_name",
+                                        "seed",
+                                        "max_duration",
+                                        "eval_interval",
+                                        "eval_subset_num_batches",
+                                        "iteration_length",
+                                        "device",
+                                        "device_train_microbatch_size",
+                                        "precision",
+                                        "tf32",
+                                        "cuda_graphs",
+                                        "memory_format",
+                                        "log_interval",
+                                        "deterministic",
+                                        "num_threads",
+                                        "distributed",
+                                        "ddp_bucket_mb",
+                                        "ddp_overlap",
+                                        "ddp_backend",
+                                        "progress_bar",
+                                        "console_log_interval",
+                                        "eval_metrics",
+                                        "save_folder",
+                                        "save_interval",
+                                        "save_filename",
+                                        "save_num_checkpoints_to_keep",
+                                        "save_weights_only",
+                                        "load_weights_only",
+                                        "load_strict",
+                                        "load_ignore_keys",
+                                        "algorithms",
+                                        "callbacks",
+                                        "loggers",
+                                        "data",
+                                        "data.train_inputs",
+                                        "data.train_labels",
+                                        "data.eval_inputs",
+                                        "data.batch_size",
+                                        "data.eval_batch_size",
+                                        "data.shuffle",
+                                        "data.drop_last",
+                                        "data.standardize",
+                                        "data.prefetch",
+                                        "data.on_device",
+                                        "model",
+                                        "model.name",
+                                        "model.hidden",
+                                        "model.layers",
+                                        "model.width",
+                                        "model.heads",
+                                        "model.dropout",
+                                        "optimizer",
+                                        "optimizer.name",
+                                        "optimizer.lr",
+                                        "optimizer.momentum",
+                                        "optimizer.dampening",
+                                        "optimizer.nesterov",
+                                        "optimizer.weight_decay",
+                                        "optimizer.beta1",
+                                        "optimizer.beta2",
+                                        "optimizer.eps",
+                                        "scheduler",
+                                        "scheduler.name",
+                                        "scheduler.alpha",
+                                        "scheduler.gamma",
+                                        "scheduler.t_max",
+                                        "scheduler.t_warmup",
+                                        "scheduler.step_size",
+                                        "scheduler.milestones",
+                                        "scheduler.decay_period",
+                                        "scheduler.max_lr",
+                                        "scheduler.pct_start",
+                                        "scheduler.div_factor",
+                                        "algorithms.label_smoothing",
+                                        "algorithms.mixup",
+                                        "callbacks.threshold_stopper",
+                                        "unknown_key",
+                                        "data.unknown"};
+
+// A bomb: 9^k copies of a string once expanded.
+std::string alias_bomb(int levels) {
+  std::string s = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= levels; ++i) {
+    const std::string p = "*a" + std::to_string(i - 1);
+    s += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + p;
+    for (int k = 0; k < 8; ++k) s += ", " + p;
+    s += "]\n";
+  }
+  return s;
+}
+
+class RecipeProperty : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("baton_recipe_property_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    write_npy((dir_ / "x.npy").string(), torch::randn({16, 4}));
+    write_npy((dir_ / "y.npy").string(), torch::arange(16) % 2);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // The good recipe as a map of dotted keys to YAML values, before mutation.
+  std::map<std::string, std::string> base() const {
+    return {{"max_duration", "2ba"},
+            {"eval_interval", "0"},
+            {"progress_bar", "false"},
+            {"console_log_interval", "0ep"},
+            {"data.dataset", "files"},
+            {"data.train_inputs", (dir_ / "x.npy").string()},
+            {"data.train_labels", (dir_ / "y.npy").string()},
+            {"data.batch_size", "4"},
+            {"model.name", "mlp"},
+            {"model.hidden", "[8]"},
+            {"optimizer.name", "sgd"},
+            {"optimizer.lr", "0.1"}};
+  }
+
+  static std::string to_yaml(const std::map<std::string, std::string>& keys) {
+    std::map<std::string, std::vector<std::string>> sections;
+    std::string top;
+    for (const auto& [key, value] : keys) {
+      const auto dot = key.find('.');
+      if (dot == std::string::npos) {
+        top += key + ": " + value + "\n";
+      } else {
+        sections[key.substr(0, dot)].push_back("  " + key.substr(dot + 1) + ": " + value + "\n");
+      }
+    }
+    for (const auto& [section, lines] : sections) {
+      if (keys.count(section)) continue;  // the section itself was replaced by a value
+      top += section + ":\n";
+      for (const auto& l : lines) top += l;
+    }
+    return top;
+  }
+
+  fs::path dir_;
+};
+
+// What the CLI answers with exit 2; anything else (c10::Error, runtime_error) is exit 1 or worse.
+bool is_bad_input(const std::exception& e) {
+  return dynamic_cast<const RecipeError*>(&e) || dynamic_cast<const CheckpointError*>(&e) ||
+         dynamic_cast<const FileError*>(&e) || dynamic_cast<const std::invalid_argument*>(&e);
+}
+
+TEST_F(RecipeProperty, EveryRandomRecipeTrainsOrIsRefusedAsBadInputWithinASecond) {
+  std::mt19937_64 rng(20261125);
+  int refused = 0, built = 0;
+  for (int c = 0; c < 500; ++c) {
+    auto keys = base();
+    const int mutations = 1 + static_cast<int>(rng() % 3);
+    for (int m = 0; m < mutations; ++m) keys[kKeys[rng() % kKeys.size()]] = kJunk[rng() % kJunk.size()];
+    std::string yaml = to_yaml(keys);
+    if (rng() % 10 == 0) yaml = alias_bomb(3 + static_cast<int>(rng() % 6)) + yaml;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      TrainingRun run = build_run(Recipe::parse(yaml, "r.yaml"));
+      Trainer trainer(run.options);
+      ++built;
+    } catch (const std::exception& e) {
+      EXPECT_TRUE(is_bad_input(e)) << "case " << c << ": not a bad-input error: " << e.what() << "\n" << yaml;
+      EXPECT_THAT(e.what(), ::testing::Not(::testing::HasSubstr("INTERNAL ASSERT"))) << yaml;
+      EXPECT_THAT(e.what(), ::testing::Not(::testing::HasSubstr("json.exception"))) << yaml;
+      EXPECT_THAT(e.what(), ::testing::Not(::testing::HasSubstr("bad conversion"))) << yaml;
+      ++refused;
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1)) << "case " << c << "\n" << yaml;
+  }
+  EXPECT_GT(refused, 100);  // the junk is junk
+  EXPECT_GT(built, 10);     // and harmless junk at a harmless key still trains
+}
+
+TEST_F(RecipeProperty, AliasBombsAndDeepNestingAreRefusedNamingTheFile) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT(testing::error_of([&] { Recipe::parse(alias_bomb(12), "bomb.yaml"); }),
+              ::testing::MatchesRegex("bomb\\.yaml:[0-9]+:[0-9]+: more than 200000 values once its aliases are "
+                                      "expanded.*"));
+  EXPECT_THAT(
+      testing::error_of([&] { Recipe::parse("a: " + std::string(1000, '[') + std::string(1000, ']'), "deep.yaml"); }),
+      ::testing::StartsWith("deep.yaml:"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+}
+
+}  // namespace
+}  // namespace baton
