@@ -142,17 +142,11 @@ RunDirectory claim_run_dir(const fs::path& dir) {
   return out;
 }
 
-// A refused run leaves a folder it made as it was: what it holds is only empty files and folders
-// the loggers and the saver opened, and the lock.
+// A refused run leaves no folder it made: everything in it is this process's (it held the lock).
 void release_refused(RunDirectory& run) {
   if (!run.created) return;
-  std::error_code ec;
-  std::vector<fs::path> entries;
-  for (const auto& e : fs::recursive_directory_iterator(run.dir, ec)) entries.push_back(e.path());
-  for (const auto& p : entries) {
-    if (p.filename() != ".lock" && fs::is_regular_file(fs::symlink_status(p, ec)) && fs::file_size(p, ec) > 0) return;
-  }
   run.lock.reset();
+  std::error_code ec;
   fs::remove_all(run.dir, ec);
 }
 

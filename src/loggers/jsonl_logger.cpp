@@ -103,8 +103,9 @@ void JsonlLogger::epoch_end(State& state, Logger&) {
 }
 
 void JsonlLogger::close(State& state, Logger&) {
-  write_traces(state.timestamp.batch());
-  if (deciding_) continue_from(0);
+  // Still deciding: the run never got past loading (a resume refused): its file stays as it was.
+  if (deciding_) waiting_.clear();
+  if (!deciding_) write_traces(state.timestamp.batch());
   std::FILE* file = std::exchange(file_, nullptr);
   if (file != nullptr && std::fclose(file) != 0) {  // what was buffered could not be written
     throw std::runtime_error(path_ + ": cannot write metrics (" + std::strerror(errno) + ")");

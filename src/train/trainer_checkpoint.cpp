@@ -257,7 +257,11 @@ void Trainer::load_checkpoint_file(const std::string& path, bool weights_only, b
   for (auto& item : model.named_parameters()) rest.tensors["model/" + item.key()] = item.value();
   for (auto& item : model.named_buffers()) rest.tensors["model/" + item.key()] = item.value();
   const std::string run_name = state_.run_name;
-  state_.load_state_dict(rest);
+  try {
+    state_.load_state_dict(rest);
+  } catch (const std::invalid_argument& e) {  // the state's values are not what baton wrote
+    throw CheckpointError(path + ": " + e.what());
+  }
   state_.run_name = run_name;
   state_.max_duration = options_.max_duration();
   state_.precision = options_.precision();

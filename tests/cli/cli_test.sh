@@ -39,7 +39,7 @@ expect_error 2 "broken.yaml:2:1: not valid YAML" -- "$baton" train "$tmp/broken.
 expect_error 2 "--set optimizer.name: unknown optimizer 'lion'" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set optimizer.name=lion
 expect_error 2 "unknown model 'vgg'" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set model.name=vgg
 expect_error 2 "--set max_duration: invalid time 'three'" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=three
-expect_error 1 "train-images-idx3-ubyte.gz: not found; install Debian's dataset-fashion-mnist" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set data.dir="$tmp"
+expect_error 2 "train-images-idx3-ubyte.gz: not found; install Debian's dataset-fashion-mnist" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set data.dir="$tmp"
 expect_error 2 "frobnicate" -- "$baton" frobnicate
 expect_error 2 "(baton train --help)" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --frobnicate
 [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^baton: " "$tmp/err" || { echo "FAIL: a usage error is not one line starting baton:"; cat "$tmp/err"; failures=$((failures + 1)); }
@@ -50,7 +50,7 @@ printf 'not an idx file at all' >"$tmp/corrupt.idx"
 cat >"$tmp/files.yaml" <<Y
 data: {dataset: files, train_inputs: $tmp/corrupt.idx, train_labels: $tmp/corrupt.idx}
 Y
-expect_error 1 "corrupt.idx: not an IDX file" -- "$baton" train "$tmp/files.yaml"
+expect_error 2 "data.train_inputs: $tmp/corrupt.idx: not an IDX file" -- "$baton" train "$tmp/files.yaml"
 
 # Devices and precision this machine or this LibTorch cannot run: exit 2, nothing written.
 expect_error 2 "--set device: 'tpu': unknown device (expected auto, cpu, cuda or cuda:N)" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set device=tpu --run-dir "$tmp/dev"

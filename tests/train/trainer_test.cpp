@@ -452,6 +452,51 @@ TEST_F(Resume, APartialLoadSaysWhatItLoadedAndALoadOfNothingIsAnError) {
               HasSubstr("g.ckpt: none of its tensors has the name of one of this model's (0 of the model's"));
 }
 
+// A checkpoint that reads well (its checksum holds) but whose values are not of baton's types, or
+// holds another optimizer's state: a CheckpointError naming it, not a library's assertion.
+TEST_F(Resume, AWellFormedCheckpointOfTheWrongKindIsACheckpointError) {
+  Trainer source(options("h").max_duration("2ba"));
+  source.fit();
+  StateDict mistyped = source.snapshot(false);
+  mistyped.values["timestamp"] = "later";
+  write_checkpoint(dir_ + "/mistyped.ckpt", mistyped, nlohmann::json::object());
+  EXPECT_THAT([&] { Trainer t(options("h2").load_path(dir_ + "/mistyped.ckpt")); },
+              ::testing::ThrowsMessage<CheckpointError>(
+                  HasSubstr("mistyped.ckpt: timestamp state: expected a JSON object, got \"later\"")));
+  mistyped = source.snapshot(false);
+  mistyped.values["eval_metrics"] = {{"eval", {{"accuracy", "high"}}}};
+  write_checkpoint(dir_ + "/mistyped.ckpt", mistyped, nlohmann::json::object());
+  EXPECT_THAT([&] { Trainer t(options("h2").load_path(dir_ + "/mistyped.ckpt")); },
+              ::testing::ThrowsMessage<CheckpointError>(HasSubstr("mistyped.ckpt: a value in its metadata is not of "
+                                                                  "the type baton writes")));
+  source.save_checkpoint(dir_ + "/sgd.ckpt");
+  auto adam = options("h3");
+  adam.optimizers({make_optimizer(OptimizerOptions().name("adam").lr(0.01), adam.model()->parameters())});
+  EXPECT_THAT([&] { Trainer t(adam.load_path(dir_ + "/sgd.ckpt")); },
+              ::testing::ThrowsMessage<CheckpointError>(
+                  HasSubstr("sgd.ckpt: holds the state of optimizer sgd, but this run's optimizer is adam")));
+}
+
+// A resume counts the checkpoints written before it against num_checkpoints_to_keep, whatever
+// extension save_filename gives them.
+TEST_F(Resume, KeepingTheNewestCountsTheCheckpointsOfBeforeTheResume) {
+  auto keep = [&] {
+    return options("m").save_interval("1ba").save_filename("b{batch}.pt").save_num_checkpoints_to_keep(2);
+  };
+  {
+    Trainer t(keep().max_duration("3ba"));
+    t.fit();
+  }
+  Trainer resumed(keep().max_duration("5ba").autoresume(true));
+  EXPECT_EQ(resumed.loaded_from(), dir_ + "/m/latest");
+  EXPECT_EQ(resumed.state().timestamp.batch(), 3);
+  resumed.fit();
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/m")) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"b4.pt", "b5.pt", "latest"}));
+}
+
 TEST_F(Resume, ADamagedLoadPathIsAShortError) {
   std::ofstream(dir_ + "/bad.ckpt") << "garbage";
   EXPECT_THAT([&] { Trainer t(options("e").load_path(dir_ + "/bad.ckpt")); },
