@@ -179,7 +179,8 @@ std::string space_difference(const nlohmann::json& stored, const nlohmann::json&
 // new study's trials do not resume the old ones' checkpoints.
 void start_new_study(const std::filesystem::path& dir, const std::string& storage_url) {
   if (storage_url.rfind("sqlite://", 0) != 0) {
-    throw BadInput("--new-study moves a SQLite study aside; for " + storage_url + ", give another database");
+    throw BadInput("--new-study moves a SQLite study aside; for " + redact_storage_url(storage_url) +
+                   ", give another database");
   }
   const std::filesystem::path db = storage_url.substr(std::string("sqlite://").size());
   const std::string suffix = ".replaced-" + std::to_string(::time(nullptr));
@@ -233,7 +234,8 @@ void prepare_resume(const SearchArgs& a, TrialStorage& storage, const std::strin
   if (auto stored = storage.meta("search"); stored && stored->contains("space_definition")) {
     const std::string difference = space_difference((*stored)["space_definition"], space_definition);
     if (!difference.empty()) {
-      throw BadInput(a.space + " is not the space of the search in " + storage_url + " (" + difference +
+      throw BadInput(a.space + " is not the space of the search in " + redact_storage_url(storage_url) + " (" +
+                     difference +
                      "); resume with that space, or add --new-study to start another study (the old one is "
                      "moved aside)");
     }
@@ -248,7 +250,7 @@ void prepare_resume(const SearchArgs& a, TrialStorage& storage, const std::strin
     const std::string old = before->get<std::string>();
     if (old != w.name && !local_worker_gone(old) &&
         old.substr(0, old.rfind(':')) == w.name.substr(0, w.name.rfind(':')))
-      throw BadInput("the search " + old + " (host:pid) is still running on " + storage_url +
+      throw BadInput("the search " + old + " (host:pid) is still running on " + redact_storage_url(storage_url) +
                      "; stop it first, or add --join to work on it alongside");
     if (const int n = kill_worker_processes(old); n > 0)
       std::printf("stopped %d process(es) left running by the killed search %s\n", n, old.c_str());
@@ -297,7 +299,7 @@ std::shared_ptr<DistributedEngine> join_search(const SearchArgs& a, const std::s
   std::printf(
       "worker %s%s joins the search in %s (%zu trials there)\n", w.name.c_str(),
       w.rank ? (" (rank " + std::to_string(w.rank->first) + " of " + std::to_string(w.rank->second) + ")").c_str() : "",
-      storage_url.c_str(), stored_trials);
+      redact_storage_url(storage_url).c_str(), stored_trials);
   return engine;
 }
 
@@ -317,8 +319,8 @@ std::shared_ptr<ProcessEngine> own_search(const std::shared_ptr<TrialStorage>& s
     state["trials"].push_back(t.to_json());
     unfinished += t.completed() ? 0 : 1;
   }
-  std::printf("resuming: %zu trials in %s, %d unfinished (run again)\n", previous.size(), storage_url.c_str(),
-              unfinished);
+  std::printf("resuming: %zu trials in %s, %d unfinished (run again)\n", previous.size(),
+              redact_storage_url(storage_url).c_str(), unfinished);
   engine->load_state_dict(state);
   return engine;
 }
@@ -438,7 +440,7 @@ int finish_search(const SearchArgs& a, Chain& chain, const std::optional<Trial>&
                             {"trials", {{"total", all.size()}, {"by_status", by_status}}},
                             {"wall_s", status.elapsed()},
                             {"direction", a.direction},
-                            {"storage", storage_url}};
+                            {"storage", redact_storage_url(storage_url)}};
   if (best) summary["best"] = {{"id", best->id}, {"value", *best->metrics.final}, {"parameters", best->parameters}};
   if (distributed) summary["worker"] = {{"name", w.name}, {"requeued_from_silent_workers", distributed->requeued()}};
   // Written whole then renamed: the workers of a shared search may write it at the same time.
@@ -487,7 +489,7 @@ int run_search_command(const SearchArgs& a) {
   const std::shared_ptr<TrialStorage> storage = as_bad_input([&] { return open_storage(storage_url); });
   std::vector<Trial> previous = storage->load_trials();
   if (!previous.empty() && !a.resume && !w.join) {
-    throw BadInput(storage_url + " already holds " + std::to_string(previous.size()) +
+    throw BadInput(redact_storage_url(storage_url) + " already holds " + std::to_string(previous.size()) +
                    " trials; add --resume to continue that search, --join to work on it alongside its other "
                    "workers, or use another --run-dir/--storage");
   }
@@ -512,7 +514,7 @@ int run_search_command(const SearchArgs& a) {
   StatusLine status(chain, a.trials);
   std::printf("baton search: %s, %lld trials, %d at once, strategy %s (%s), storage %s\n", a.space.c_str(),
               static_cast<long long>(a.trials), a.parallel, a.strategy.c_str(), a.direction.c_str(),
-              storage_url.c_str());
+              redact_storage_url(storage_url).c_str());
   std::fflush(stdout);
   on_stop_signals(on_search_signal);
   std::optional<Trial> best;

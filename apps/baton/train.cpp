@@ -22,6 +22,7 @@
 #include "baton/loggers/jsonl_logger.h"
 #include "baton/loggers/tensorboard_logger.h"
 #include "baton/train/checkpoint.h"
+#include "baton/train/checkpoint_saver.h"
 #include "baton/train/recipe.h"
 #include "baton/version.h"
 #include "commands.h"
@@ -97,12 +98,8 @@ void prepare_run_folder(const fs::path& dir, const TrainArgs& args, const Traini
                 move_aside(dir, previous).string().c_str());
     // Checkpoints kept elsewhere (save_folder) are moved aside there, so the new run cannot resume them.
     const fs::path save = run.options.save_folder();
-    const std::vector<std::string> saved = present(save, {"latest"});
-    std::vector<std::string> files = saved;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(save, ec)) {
-      if (e.path().extension() == ".ckpt") files.push_back(e.path().filename().string());
-    }
+    std::vector<std::string> files = present(save, {"latest"});
+    for (const auto& name : checkpoint_names(save.string(), run.options.save_filename())) files.push_back(name);
     if (!save.empty() && !files.empty()) move_aside(save, files);
     return;
   }

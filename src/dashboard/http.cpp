@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -246,6 +247,7 @@ struct HttpServer::Impl {
   std::deque<Job> jobs;
   std::deque<Done> done;
   bool stopping = false;
+  Clock::time_point accept_paused_until{};
   std::thread loop;
   std::vector<std::thread> workers;
 
@@ -340,7 +342,10 @@ void HttpServer::Impl::accept_all(Clock::time_point now) {
     sockaddr_storage peer{};
     socklen_t length = sizeof peer;
     const int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN, or the client gave up already
+    if (fd < 0) {  // EAGAIN, the client gave up already, or no descriptor left: wait a little then
+      if (errno == EMFILE || errno == ENFILE) accept_paused_until = now + std::chrono::milliseconds(100);
+      return;
+    }
     Connection c;
     c.fd = fd;
     c.peer = peer_address(peer);
@@ -487,9 +492,10 @@ void HttpServer::Impl::run_loop() {
     fds.clear();
     ids.clear();
     fds.push_back({wake_read, POLLIN, 0});
-    const bool room = static_cast<int>(connections.size()) < options.max_connections();
+    const bool room = static_cast<int>(connections.size()) < options.max_connections() && now >= accept_paused_until;
     fds.push_back({room ? listen_fd : -1, POLLIN, 0});
     auto nearest = now + std::chrono::seconds(1);
+    if (now < accept_paused_until) nearest = std::min(nearest, accept_paused_until);
     for (auto& [id, c] : connections) {
       if (c.phase == Phase::kWorking) continue;
       const bool closing = c.phase == Phase::kWriting && c.out.empty();
@@ -560,6 +566,12 @@ void HttpServer::Impl::run_worker() {
 HttpServer::HttpServer(HttpServerOptions options, Handler handler)
     : impl_(std::make_unique<Impl>(std::move(options), std::move(handler))) {
   auto& i = *impl_;
+  // Never more connections than descriptors: accept() failing with EMFILE would wake poll() forever.
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    const auto room = static_cast<int>(std::max<rlim_t>(files.rlim_cur, 96) - 64);
+    i.options.max_connections(std::min(i.options.max_connections(), room));
+  }
   i.bind_and_listen();
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0) {

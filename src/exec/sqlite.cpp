@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "baton/io/file.h"
 #include "exec/sql.h"
 
 namespace baton::sql {
@@ -22,6 +23,10 @@ class SqliteConnection : public Connection {
   explicit SqliteConnection(const std::string& path) : path_(path) {
     const auto parent = std::filesystem::path(path).parent_path();
     std::error_code ec;
+    if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+      // SQLite would open a FIFO or a device and wait on it, or read it forever.
+      throw std::runtime_error(path + ": " + file_kind(path) + ", not a regular file; a storage is an SQLite file");
+    }
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                         nullptr) != SQLITE_OK) {

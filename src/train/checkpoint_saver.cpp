@@ -99,6 +99,15 @@ fs::path newest_good(const std::vector<CheckpointFileAt>& files, fs::file_time_t
 
 }  // namespace
 
+std::vector<std::string> checkpoint_names(const std::string& folder, const std::string& filename_pattern) {
+  std::vector<std::string> names;
+  for (const auto& f : checkpoint_files(folder, filename_pattern)) {
+    if (f.path.filename() != "latest") names.push_back(f.path.filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 void point_latest_at(const std::string& folder, const std::string& file) {
   const fs::path link = fs::path(folder) / "latest";
   const fs::path tmp = fs::path(folder) / (".latest.tmp." + std::to_string(::getpid()));

@@ -400,7 +400,7 @@ TEST(Recipe, TextDataAndTheGptModel) {
   EXPECT_THAT(build("data: {dataset: text, path: " + (dir / "t.txt").string() + ", tokens: words}\n"),
               HasSubstr("data.tokens: expected chars or bytes, got 'words'"));
   EXPECT_THAT(build(data + "model: {name: gpt, width: 30, heads: 4}\n"),
-              HasSubstr("model.name: model 'gpt': width 30 must be a multiple of heads 4"));
+              HasSubstr("model.width: model 'gpt': width 30 must be a multiple of heads 4"));
   EXPECT_THAT(build("model: {name: gpt}\n"), HasSubstr("needs windows of tokens (data.dataset: text)"));
   std::filesystem::remove_all(dir);
 }

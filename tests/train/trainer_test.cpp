@@ -304,7 +304,8 @@ def forward(self, x):
   EXPECT_FALSE(torch::equal(before, model->parameters()[0]));
   // The scripted module itself was trained: reload is not needed to see the new weights.
   EXPECT_THAT([&] { load_torchscript_classifier(dir + "/missing.pt"); },
-              ::testing::ThrowsMessage<std::runtime_error>(HasSubstr("missing.pt: cannot load a TorchScript module")));
+              ::testing::ThrowsMessage<std::runtime_error>(
+                  HasSubstr("missing.pt: cannot open the TorchScript module (No such file or directory)")));
   std::filesystem::remove_all(dir);
 }
 

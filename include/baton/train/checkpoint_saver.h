@@ -70,6 +70,10 @@ void point_latest_at(const std::string& folder, const std::string& file);
 // but none can be read: starting over would overwrite them.
 std::string find_resumable_checkpoint(const std::string& folder, const std::string& filename_pattern = "");
 
+// The names of `folder`'s checkpoints: the files `filename_pattern` (a save_filename) makes, and
+// *.ckpt; not `latest`, not hidden temporary files.
+std::vector<std::string> checkpoint_names(const std::string& folder, const std::string& filename_pattern);
+
 // Checks a save_filename pattern ({epoch}, {batch}, {run_name} filled in) names a file of its own
 // in the checkpoint folder: not "latest" (the link to the newest), no folder part (a '/' or
 // ".."), not hidden (".name": the saver's temporary files). Throws std::invalid_argument
