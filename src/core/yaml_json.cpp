@@ -1,6 +1,8 @@
 #include "yaml_json.h"
 
 #include <cstdint>
+#include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include <yaml-cpp/yaml.h>
@@ -47,6 +49,34 @@ class BoundsWalk {
   std::size_t values_ = 0;
 };
 
+// YAML is printable Unicode text (YAML 1.2, 5.1): bytes that are not UTF-8, and control characters
+// other than tab and line breaks, are refused where they are, before yaml-cpp reads (and would
+// misread) them.
+void check_printable_utf8(const std::string& text, const std::string& source) {
+  int line = 1, column = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::string at = source + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+    std::size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (length == 0 || i + length > text.size()) throw std::invalid_argument(at + "not UTF-8 text");
+    for (std::size_t k = 1; k < length; ++k) {
+      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) throw std::invalid_argument(at + "not UTF-8 text");
+    }
+    if (length == 1 && ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", c);
+      throw std::invalid_argument(at + "a control character (" + hex + "); YAML is printable text");
+    }
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += length;
+  }
+}
+
 }  // namespace
 
 void check_yaml_bounds(const YAML::Node& node, const std::string& source, DocumentLimits limits) {
@@ -54,6 +84,7 @@ void check_yaml_bounds(const YAML::Node& node, const std::string& source, Docume
 }
 
 YAML::Node load_yaml(const std::string& text, const std::string& source, DocumentLimits limits) {
+  check_printable_utf8(text, source);
   YAML::Node root;
   try {
     root = YAML::Load(text);

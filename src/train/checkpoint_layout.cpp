@@ -16,6 +16,16 @@ T get(const std::string& bytes, std::size_t at) {
   return value;
 }
 
+// A size in a tensor's description: a whole number JSON holds as one, from 0 to 2^62 (a float, a
+// string or a negative number is a corrupt description; converting it would be undefined).
+uint64_t size_field(const nlohmann::json& v, const std::string& name, const std::string& tensor) {
+  const bool whole = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+  if (!whole || v.get<uint64_t>() > (uint64_t{1} << 62)) {
+    checkpoint_fail(name, "corrupt: tensor '" + tensor + "' has a size that is not a whole number: " + v.dump());
+  }
+  return v.get<uint64_t>();
+}
+
 }  // namespace
 
 std::size_t dtype_size(const std::string& dtype) {
@@ -74,9 +84,11 @@ CheckpointLayout parse_checkpoint_layout(const std::string& bytes, const std::st
       TensorEntry e;
       e.name = t.at("name").get<std::string>();
       e.dtype = t.at("dtype").get<std::string>();
-      e.shape = t.at("shape").get<std::vector<int64_t>>();
-      e.offset = t.at("offset").get<std::size_t>();
-      e.nbytes = t.at("nbytes").get<std::size_t>();
+      const nlohmann::json& shape = t.at("shape");
+      if (!shape.is_array()) checkpoint_fail(name, "corrupt: tensor '" + e.name + "' has no shape");
+      for (const auto& d : shape) e.shape.push_back(static_cast<int64_t>(size_field(d, name, e.name)));
+      e.offset = size_field(t.at("offset"), name, e.name);
+      e.nbytes = size_field(t.at("nbytes"), name, e.name);
       const std::size_t element = dtype_size(e.dtype);
       if (element == 0) checkpoint_fail(name, "tensor '" + e.name + "' has an unknown dtype '" + e.dtype + "'");
       uint64_t numel = 1;
