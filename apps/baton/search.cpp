@@ -197,10 +197,17 @@ void check_search_args(const SearchArgs& a) {
     throw BadInput("give exactly one of --command CMD or --recipe RECIPE.yaml");
   if (a.direction != "maximize" && a.direction != "minimize")
     throw BadInput("--direction must be maximize or minimize, got '" + a.direction + "'");
-  if (a.trials < 1) throw BadInput("--trials must be at least 1");
-  if (a.parallel < 1) throw BadInput("--parallel must be at least 1");
-  if (a.heartbeat <= 0) throw BadInput("--heartbeat must be a positive number of seconds");
-  if (a.brackets < 1) throw BadInput("--brackets must be at least 1");
+  // Upper bounds too: a number CLI11 saturated (2^63 - 1 for 99999999999999999999) is a typo.
+  if (a.trials < 1 || a.trials > 1000000000) throw BadInput("--trials must be from 1 to 1,000,000,000");
+  if (a.parallel < 1 || a.parallel > 4096) throw BadInput("--parallel must be from 1 to 4096");
+  if (!(a.heartbeat > 0) || !std::isfinite(a.heartbeat))
+    throw BadInput("--heartbeat must be a positive number of seconds");
+  if (a.trial_timeout < 0 || !std::isfinite(a.trial_timeout)) {
+    throw BadInput("--trial-timeout must be a positive number of seconds (0: none)");
+  }
+  if (a.median_stop < 0) throw BadInput("--median-stop must be 0 (off) or a number of completed trials");
+  if (a.asha < 0) throw BadInput("--asha must be 0 (off) or the first rung's step");
+  if (a.brackets < 1 || a.brackets > 64) throw BadInput("--brackets must be from 1 to 64");
   if (a.brackets > 1 && a.asha <= 0) throw BadInput("--brackets needs --asha N (the first bracket's first rung)");
   if (!a.recipe.empty() && !std::filesystem::exists(a.recipe)) throw BadInput(a.recipe + ": no such recipe file");
 }

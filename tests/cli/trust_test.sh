@@ -85,6 +85,12 @@ expect 2 "--set scheduler.step_size: scheduler 'step': step_size must be more th
 expect 2 "--set optimizer.beta2: optimizer 'adam': beta2 must be in [0, 1)" -- "$baton" train r.yaml --set optimizer.name=adam --set optimizer.beta2=1 --run-dir k
 expect 2 "base/checkpoints: a folder, not a regular file; a checkpoint must be one" -- "$baton" train r.yaml --set load_path=base/checkpoints --run-dir k
 [ ! -e k ] || fail "a refused recipe left its run folder"
+echo 'x: {_type: uniform, _value: [0, 1]}' >space.yaml
+expect 2 "--trials must be from 1 to 1,000,000,000" -- "$baton" search space.yaml --command true --trials 99999999999999999999 --run-dir q
+expect 2 "--trial-timeout must be a positive number of seconds" -- "$baton" search space.yaml --command true --trial-timeout -5 --run-dir q
+echo 'x: {_type: randint, _value: [0.2, 0.8]}' >randint.yaml
+expect 2 "randint.yaml: 'x': randint takes whole numbers [low, high)" -- "$baton" search randint.yaml --command true --run-dir q
+[ ! -e q ] || fail "a refused search left its run folder"
 expect 2 "--port 99999: a port is a number from 1 to 65535" -- "$baton" dashboard base --port 99999
 
 # ---- runs that must not be overwritten ----
