@@ -115,10 +115,16 @@ void Run::read_metrics() {
     metrics_.clear();
   }
   if (size == offset_) return;
-  std::string chunk(static_cast<std::size_t>(std::min<std::uint64_t>(size - offset_, 64u << 20)), '\0');
+  constexpr std::size_t kMaxChunk = 64u << 20;
+  std::string chunk(static_cast<std::size_t>(std::min<std::uint64_t>(size - offset_, kMaxChunk)), '\0');
   const ssize_t got = ::pread(in->fd(), chunk.data(), chunk.size(), static_cast<off_t>(offset_));
   chunk.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
   const auto end = chunk.rfind('\n');
+  if (end == std::string::npos && chunk.size() == kMaxChunk) {  // one line longer than a chunk: not metrics
+    if (problems_.size() < 20) problems_.push_back(file.string() + ": a line longer than 64 MiB, skipped");
+    offset_ += chunk.size();
+    return;
+  }
   if (end == std::string::npos) return;  // a line being written: next time
   std::size_t at = 0;
   while (at <= end) {
