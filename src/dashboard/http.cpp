@@ -224,6 +224,7 @@ struct HttpServer::Impl {
     Phase phase = Phase::kReading;
     bool started = false;  // a request's first bytes have come
     bool close_after = false;
+    bool peer_closed = false;  // the client sent its last byte
     Clock::time_point opened, deadline;
   };
   struct Job {
@@ -384,10 +385,8 @@ void HttpServer::Impl::on_readable(uint64_t id, Connection& c, Clock::time_point
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (n < 0 && errno == EINTR) continue;
-    c.close_after = true;  // closed by the client, or an error
-    c.phase = Phase::kWriting;
-    c.out.clear();
-    return;
+    c.peer_closed = true;  // closed by the client (perhaps after a whole request: answered first), or an error
+    break;
   }
   if (!c.started && !c.in.empty()) {
     c.started = true;
@@ -395,6 +394,11 @@ void HttpServer::Impl::on_readable(uint64_t id, Connection& c, Clock::time_point
         now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.header_timeout_s()));
   }
   try_parse(id, c, now);
+  if (c.peer_closed && c.phase == Phase::kReading) {  // nothing more will come: close
+    c.close_after = true;
+    c.phase = Phase::kWriting;
+    c.out.clear();
+  }
 }
 
 void HttpServer::Impl::try_parse(uint64_t id, Connection& c, Clock::time_point now) {
@@ -417,8 +421,9 @@ void HttpServer::Impl::try_parse(uint64_t id, Connection& c, Clock::time_point n
     return answer_now(c, 413, "a GET carries no body here", now);
   }
   const std::string connection = lower(request.header("connection"));
-  const bool keep_alive = request.version == "HTTP/1.1" ? connection.find("close") == std::string::npos
-                                                        : connection.find("keep-alive") != std::string::npos;
+  const bool keep_alive =
+      !c.peer_closed && (request.version == "HTTP/1.1" ? connection.find("close") == std::string::npos
+                                                       : connection.find("keep-alive") != std::string::npos);
   request.peer = c.peer;
   c.phase = Phase::kWorking;
   const bool head_only = request.method == "HEAD";

@@ -213,6 +213,9 @@ void read_loop_keys(const Section& top, TrainerOptions& o) {
     }
   }
   top.read("eval_subset_num_batches", o.eval_subset_num_batches());
+  if (o.eval_subset_num_batches() < -1) {
+    top.fail("eval_subset_num_batches", "expected a number of batches, or -1 for every batch");
+  }
   top.read("iteration_length", o.iteration_length());
   if (o.iteration_length() < 0) top.fail("iteration_length", "expected a whole number of epochs (0: one iteration)");
   top.read("deterministic", o.deterministic());
@@ -227,7 +230,9 @@ void read_loop_keys(const Section& top, TrainerOptions& o) {
     top.fail("distributed", "expected auto, on or off, got '" + distributed + "'");
   }
   top.read("ddp_bucket_mb", o.ddp_bucket_mb());
-  if (o.ddp_bucket_mb() <= 0) top.fail("ddp_bucket_mb", "must be positive (MiB of gradients per reduction)");
+  if (!(o.ddp_bucket_mb() > 0 && o.ddp_bucket_mb() <= 1e6)) {
+    top.fail("ddp_bucket_mb", "must be positive and at most 1,000,000 (MiB of gradients per reduction)");
+  }
   top.read("ddp_overlap", o.ddp_overlap());
   top.read("ddp_backend", o.ddp_backend());
   if (o.ddp_backend() != "auto" && o.ddp_backend() != "nccl" && o.ddp_backend() != "mpi") {
@@ -295,6 +300,9 @@ void read_step_and_checkpoint_keys(const Section& top, TrainerOptions& o) {
   top.read("save_interval", o.save_interval());
   top.read("save_filename", o.save_filename());
   top.read("save_num_checkpoints_to_keep", o.save_num_checkpoints_to_keep());
+  if (o.save_num_checkpoints_to_keep() < -1) {
+    top.fail("save_num_checkpoints_to_keep", "expected how many to keep, or -1 to keep every checkpoint");
+  }
   top.read("save_weights_only", o.save_weights_only());
   top.read("load_path", o.load_path());
   top.read("load_weights_only", o.load_weights_only());

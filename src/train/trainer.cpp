@@ -101,6 +101,10 @@ void check_options(TrainerOptions& o) {
   require(!o.device_train_microbatch_size() || *o.device_train_microbatch_size() >= 1,
           "TrainerOptions: device_train_microbatch_size must be at least 1 (or auto)");
   require(o.num_threads() >= 0, "TrainerOptions: num_threads must not be negative");
+  require(o.save_num_checkpoints_to_keep() >= -1,
+          "TrainerOptions: save_num_checkpoints_to_keep must be how many to keep, or -1 for every checkpoint");
+  require(o.eval_subset_num_batches() >= -1,
+          "TrainerOptions: eval_subset_num_batches must be a number of batches, or -1 for every batch");
   for (const auto& [name, loader] : o.eval_dataloaders()) {
     require(loader != nullptr, "TrainerOptions: evaluator '" + name + "' has no dataloader");
   }

@@ -59,6 +59,13 @@ TEST(HttpServer, AnswersGetAndHeadAndRefusesTheRest) {
   EXPECT_NE(head.find("Content-Length: "), std::string::npos);
   EXPECT_EQ(head.substr(head.find("\r\n\r\n") + 4), "");  // the head alone
   EXPECT_EQ(ask(port, "POST /x HTTP/1.1\r\nHost: h\r\n\r\n").substr(0, 12), "HTTP/1.1 405");
+  {  // a client that half-closes after its request (nc, some scripts) still gets its answer
+    const int fd = connect_to(port);
+    send_all(fd, "GET /half HTTP/1.1\r\nHost: h\r\n\r\n");
+    ::shutdown(fd, SHUT_WR);
+    EXPECT_NE(read_until_closed(fd, 5).find("GET /half q= host=h"), std::string::npos);
+    ::close(fd);
+  }
   EXPECT_EQ(ask(port, "GET /x HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello").substr(0, 12), "HTTP/1.1 413");
   EXPECT_EQ(ask(port, "BLAH\r\n\r\n").substr(0, 12), "HTTP/1.1 400");
   EXPECT_EQ(ask(port, "GET /" + std::string(20000, 'a') + " HTTP/1.1\r\n\r\n").substr(0, 12), "HTTP/1.1 431");
