@@ -417,12 +417,16 @@ std::optional<int> Sam::apply(Event /*event*/, State& state, Logger& /*logger*/)
   std::vector<at::Tensor> steps;
   {
     torch::NoGradGuard no_grad;
-    // The step's size stays on the device: no wait for it.
+    // The step's size stays on the device: no wait for it. A gradient that overflowed (amp_fp16's
+    // first pass: an inf norm) gives no perturbation at all, never inf * 0 = NaN in the weights;
+    // the second pass then overflows too and the scaler skips the step.
     at::Tensor norm = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(state.device));
     for (const auto& p : params) norm += p.grad().to(torch::kDouble).pow(2).sum();
-    const at::Tensor scale = (options_.rho() / (norm.sqrt() + options_.epsilon())).to(torch::kFloat);
+    const at::Tensor scale =
+        torch::where(norm.isfinite(), options_.rho() / (norm.sqrt() + options_.epsilon()), torch::zeros_like(norm))
+            .to(torch::kFloat);
     for (auto& p : params) {
-      steps.push_back(p.grad() * scale.to(p.grad().scalar_type()));
+      steps.push_back(p.grad().nan_to_num(0.0, 0.0, 0.0) * scale.to(p.grad().scalar_type()));
       p.add_(steps.back());
       p.mutable_grad().zero_();
     }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include <ATen/autocast_mode.h>
 #include <gmock/gmock.h>
@@ -14,6 +15,7 @@
 #include "baton/core/state.h"
 #include "baton/models/surgery.h"
 #include "baton/models/zoo.h"
+#include "baton/optim/grad_scaler.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/trainer.h"
 #include "common/fixtures.h"
@@ -419,6 +421,25 @@ TEST(Sam, TakesTwoForwardBackwardPassesPerStep) {
     trainer.fit();
     EXPECT_EQ(counting->calls, with_sam ? 6 : 3);
   }
+}
+
+// amp_fp16's first backward can overflow: SAM must then leave the weights as they were (not add and
+// subtract inf * 0 = NaN), and hand the scaler gradients that make it skip the step.
+TEST(Sam, AnOverflowedFirstGradientLeavesTheWeightsIntact) {
+  Bench b;
+  b.state.grad_scaler = std::make_shared<GradScaler>();
+  b.state.optimizers = {make_optimizer(OptimizerOptions().name("sgd").lr(0.1), b.model->parameters())};
+  const at::Tensor before = flat_weights(*b.model);
+  for (auto& p : b.model->parameters()) p.mutable_grad() = torch::ones_like(p);
+  b.model->parameters()[0].mutable_grad()[0] = std::numeric_limits<float>::infinity();
+  Sam sam(SamOptions().rho(0.05));
+  sam.apply(Event::kAfterTrainBatch, b.state, b.logger);
+  const at::Tensor after = flat_weights(*b.model);
+  EXPECT_TRUE(after.isfinite().all().item<bool>());
+  EXPECT_TRUE(after.equal(before));  // no perturbation: added and taken away, exactly
+  // The second pass ran at the same weights; its (finite) gradients are what the scaler unscales.
+  EXPECT_TRUE(b.state.grad_scaler->step(*b.state.optimizers[0]));
+  EXPECT_TRUE(flat_weights(*b.model).isfinite().all().item<bool>());
 }
 
 TEST(SelectiveBackprop, KeepsTheHardestExamplesByTheConfiguredFraction) {
