@@ -88,11 +88,16 @@ struct StochasticBlockImpl : nn::Module {
     block = register_module("block", block_in);
   }
   at::Tensor forward(const at::Tensor& x) {
-    if (is_training()) {
-      if (torch::rand({1}).item<double>() < drop_rate) return torch::relu(block->shortcut(x));
-      return block->forward(x);
+    if (!is_training()) return torch::relu(block->residual(x) * (1.0 - drop_rate) + block->shortcut(x));
+    if (x.is_cuda()) {
+      // Drawn on the device: no wait, and each replay of a CUDA graph draws again (a draw on the
+      // host would be captured once, one set of dropped blocks forever). The residual is computed
+      // either way, times 0 or 1: relu(0 + shortcut) is the dropped block's output.
+      const at::Tensor keep = (torch::rand({1}, x.options().dtype(torch::kFloat)) >= drop_rate).to(x.scalar_type());
+      return torch::relu(block->residual(x) * keep + block->shortcut(x));
     }
-    return torch::relu(block->residual(x) * (1.0 - drop_rate) + block->shortcut(x));
+    if (torch::rand({1}).item<double>() < drop_rate) return torch::relu(block->shortcut(x));  // skipped: faster
+    return block->forward(x);
   }
   BasicBlock block{nullptr};
   double drop_rate;

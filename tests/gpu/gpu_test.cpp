@@ -2,6 +2,7 @@
 // a one-line reason; the same checks that need no device run in the unit label.
 #include <filesystem>
 #include <limits>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -288,6 +289,49 @@ TEST(Gpu, AnAlgorithmInsideTheStepKeepsGraphsOffOrIsAnErrorWhenGraphsAreRequired
       graph_options(CudaGraphs::kOn, "sgd").max_duration("10ba").algorithms({make_algorithm("label_smoothing")}));
   EXPECT_THAT([&] { required.fit(); }, ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr(
                                            "LabelSmoothing acts on before_loss, after_loss, inside the train step")));
+}
+
+// Stochastic depth under graphs: each replay drops its own blocks. With the learning rate 0 and one
+// batch over and over, the loss changes from step to step only through the blocks dropped; a draw
+// captured once would give one loss forever.
+TEST(Gpu, StochasticDepthDrawsAgainAtEveryGraphReplay) {
+  REQUIRE_GPU();
+  torch::manual_seed(0);
+  auto model = make_model("resnet20", ModelOptions().input_shape({1, 16, 16}).num_classes(4));
+  auto one_batch = quadrants(32, 1);
+  std::vector<double> losses;
+  auto probe = std::make_shared<Probe>([&](Event e, State& s) {
+    if (e == Event::kAfterLoss) losses.push_back(s.loss.item<double>());
+  });
+  TrainerOptions o =
+      gpu_options()
+          .model(model)
+          .train_dataloader(std::make_shared<DataLoader>(one_batch, DataLoaderOptions().batch_size(32)))
+          .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(1e-30), model->parameters())})
+          .algorithms({make_algorithm("stochastic_depth", {{"drop_rate", 0.5}, {"drop_distribution", "uniform"}})})
+          .cuda_graphs(CudaGraphs::kOn)
+          .max_duration("30ba")
+          .callbacks({probe});
+  Trainer trainer(o);
+  trainer.fit();
+  EXPECT_GT(trainer.summary().graph_steps, 20);
+  ASSERT_EQ(losses.size(), 30u);
+  std::set<double> distinct(losses.begin() + 10, losses.end());  // the replays
+  EXPECT_GT(distinct.size(), 5u);
+}
+
+// NanMonitor promises to stop before a NaN loss's backward reaches the weights: under graphs its
+// after_loss would run after the replayed step, so it keeps the run eager (auto) or is an error (on).
+TEST(Gpu, NanMonitorKeepsGraphsOffSoItsPromiseHolds) {
+  REQUIRE_GPU();
+  Trainer automatic(
+      graph_options(CudaGraphs::kAuto, "sgd").max_duration("10ba").callbacks({std::make_shared<NanMonitor>()}));
+  automatic.fit();
+  EXPECT_EQ(automatic.summary().graph_steps, 0);
+  Trainer required(
+      graph_options(CudaGraphs::kOn, "sgd").max_duration("10ba").callbacks({std::make_shared<NanMonitor>()}));
+  EXPECT_THAT([&] { required.fit(); },
+              ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("NanMonitor checks the loss")));
 }
 
 TEST(Gpu, FrozenLayersAreCapturedAgainAndBatchesOfANewShapeGetTheirOwnGraph) {

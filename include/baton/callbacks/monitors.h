@@ -72,6 +72,11 @@ class OptimizerMonitor : public Callback {
   static constexpr bool kDefaultPerLayer = false;
   explicit OptimizerMonitor(bool per_layer = kDefaultPerLayer) : per_layer_(per_layer) {}
   void after_train_batch(State& state, Logger& logger) override;
+  // It reads the weights before the optimizer's step; a replayed step has already taken it.
+  std::string graph_blocker() const override {
+    return "reads the weights before the optimizer step (after_train_batch), which a replayed step has already "
+           "taken";
+  }
 
  private:
   bool per_layer_;
@@ -101,6 +106,11 @@ class MemoryMonitor : public Callback {
 class NanMonitor : public Callback {
  public:
   void after_loss(State& state, Logger& logger) override;
+  // Under CUDA graphs after_loss runs after the replayed step has changed the weights: the promise
+  // above would not hold, so the run trains eager while it is on.
+  std::string graph_blocker() const override {
+    return "checks the loss before its backward (after_loss), which a replayed step has already applied";
+  }
 };
 
 // Logs time/remaining_estimate_s (and time/elapsed_s) every batch: the train time so far divided by
