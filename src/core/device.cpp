@@ -63,6 +63,15 @@ std::string describe(c10::Device device) {
 
 bool cuda_supports_bf16(c10::Device device) { return device.is_cuda() && cuda::supports_bf16(device.index()); }
 
+std::string cublas_workspace_problem(const char* value) {
+  const std::string v = value == nullptr ? "" : value;
+  if (v == ":4096:8" || v == ":16:8") return "";
+  return "deterministic cuBLAS needs CUBLAS_WORKSPACE_CONFIG=:4096:8 (or :16:8) from the process's start, "
+         "but it is " +
+         (value == nullptr ? std::string("unset") : "'" + v + "'") +
+         "; set it before the program starts (baton sets it when it loads unless you did)";
+}
+
 void synchronize(c10::Device device) {
   if (device.is_cuda()) cuda::synchronize(device.index());
 }

@@ -1,6 +1,7 @@
 // src/cuda/cuda.h on a LibTorch with CUDA.
 #include "cuda/cuda.h"
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -30,6 +31,13 @@ c10::DeviceIndex index_of(int device) {
   }
   return static_cast<c10::DeviceIndex>(device);
 }
+
+// PyTorch reads CUBLAS_WORKSPACE_CONFIG once, when the process makes its first cuBLAS handle, and a
+// deterministic run needs :4096:8 from then on: set while libbaton loads, before anything can run a
+// matrix product, unless the user chose a value (a deterministic Trainer then checks it).
+[[maybe_unused]] const bool kCublasWorkspaceSet = [] {
+  return ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0) == 0;
+}();
 
 }  // namespace
 

@@ -249,8 +249,10 @@ void Trainer::setup_device() {
   const c10::Device device = state_.device;
   const bool deterministic = options_.deterministic();
   if (deterministic && device.is_cuda()) {
-    // cuBLAS is deterministic only with a fixed workspace, set before its first handle is made.
-    ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+    // cuBLAS is deterministic only with a fixed workspace, read at its first handle: too late to set
+    // it here (libbaton does when it loads); refuse a value that cannot work.
+    const std::string problem = cublas_workspace_problem(std::getenv("CUBLAS_WORKSPACE_CONFIG"));
+    require(problem.empty(), "TrainerOptions: deterministic: " + problem);
   }
   at::globalContext().setDeterministicAlgorithms(deterministic, /*warn_only=*/false);
   at::globalContext().setDeterministicCuDNN(deterministic);

@@ -54,6 +54,19 @@ TEST(Device, ACudaDeviceThisMachineLacksSaysWhy) {
   }
 }
 
+// Deterministic cuBLAS needs its workspace fixed before the first cuBLAS call; a CUDA build sets it
+// when libbaton loads (so even a process that multiplied matrices first can train deterministically),
+// and a value that cannot work is named.
+TEST(Device, TheCublasWorkspaceIsFixedWhenBatonLoads) {
+  EXPECT_EQ(cublas_workspace_problem(":4096:8"), "");
+  EXPECT_EQ(cublas_workspace_problem(":16:8"), "");
+  EXPECT_THAT(cublas_workspace_problem(":4096:2"), ::testing::HasSubstr("but it is ':4096:2'"));
+  EXPECT_THAT(cublas_workspace_problem(nullptr), ::testing::HasSubstr("but it is unset"));
+  if (cuda_built()) {
+    EXPECT_EQ(cublas_workspace_problem(std::getenv("CUBLAS_WORKSPACE_CONFIG")), "");
+  }
+}
+
 TEST(Device, TheCpuHasNoAllocatorMemoryAndNothingToWaitFor) {
   EXPECT_FALSE(device_memory(c10::Device(c10::kCPU)).has_value());
   synchronize(c10::Device(c10::kCPU));

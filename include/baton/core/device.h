@@ -34,6 +34,10 @@ std::string describe(c10::Device device);
 // bfloat16 arithmetic in hardware: CUDA devices of compute capability 8.0 on; on the CPU, AVX-512
 // BF16 or AMX (threads.h: cpu_has_native_bf16 decides the CPU's).
 bool cuda_supports_bf16(c10::Device device);
+// Why cuBLAS cannot be deterministic with this CUBLAS_WORKSPACE_CONFIG value (nullptr: unset), or
+// "" when it can (:4096:8 or :16:8). PyTorch reads the variable once, at the process's first cuBLAS
+// call: a CUDA build of baton sets it to :4096:8 when it loads, unless it is set already.
+std::string cublas_workspace_problem(const char* value);
 // Waits until the device has done what it has queued (returns at once on the CPU).
 void synchronize(c10::Device device);
 
