@@ -84,8 +84,11 @@ def baton_fashion(precision, graphs="off"):
     s, speed, _ = baton("fashion_mnist.yaml", [f"max_duration={a.steps}ba", "eval_interval=0", f"precision={precision}",
                                                f"cuda_graphs={graphs}"])
     monitor = [m["throughput/samples_per_sec"] for m in speed if "throughput/samples_per_sec" in m]
-    return {"samples_per_s": round(s["samples_per_s"], 1), "monitor_samples_per_s": round(monitor[-1], 1) if monitor else None,
-            "steps": s["steps"], "graph_steps": s.get("graph_steps")}
+    out = {"samples_per_s": round(s["samples_per_s"], 1), "monitor_samples_per_s": round(monitor[-1], 1) if monitor else None,
+           "steps": s["steps"], "graph_steps": s.get("graph_steps")}
+    if precision == "fp32" and a.device.startswith("cuda"):  # the recipe says nothing: PyTorch's defaults, as the peers'
+        out["tf32"] = "auto: convolutions TF32 (cuDNN), matmuls fp32"
+    return out
 
 
 def baton_fashion_tta(precision, recipe="fashion_mnist.yaml"):

@@ -289,7 +289,15 @@ c10::Device read_device_and_precision(const Section& top, TrainerOptions& o) {
 
 // tf32, log_interval, the save_* and load_* keys, device_train_microbatch_size.
 void read_step_and_checkpoint_keys(const Section& top, TrainerOptions& o) {
-  top.read("tf32", o.tf32());
+  const std::string tf32 = top.get<std::string>("tf32", "auto");
+  if (tf32 == "true" || tf32 == "false") {
+    o.tf32(tf32 == "true");
+  } else if (tf32 != "auto") {
+    top.fail("tf32",
+             "expected auto (PyTorch's defaults: convolutions in TF32, matrix products in fp32), true or "
+             "false, got '" +
+                 tf32 + "'");
+  }
   const std::string log_interval = top.get<std::string>("log_interval", "auto");
   if (log_interval != "auto") {
     const int64_t n = top.get<int64_t>("log_interval", 0);

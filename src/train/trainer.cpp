@@ -258,8 +258,8 @@ void Trainer::setup_device() {
   at::globalContext().setDeterministicCuDNN(deterministic);
   if (deterministic) at::globalContext().setBenchmarkCuDNN(false);
   if (device.is_cuda()) {
-    at::globalContext().setFloat32MatmulPrecision(options_.tf32() ? "high" : "highest");
-    at::globalContext().setAllowTF32CuDNN(options_.tf32());
+    at::globalContext().setFloat32MatmulPrecision(options_.tf32().value_or(false) ? "high" : "highest");
+    at::globalContext().setAllowTF32CuDNN(options_.tf32().value_or(true));
   }
   options_.model()->to(device);
   if (options_.train_dataloader()) options_.train_dataloader()->set_device(device);

@@ -334,6 +334,19 @@ TEST(Gpu, NanMonitorKeepsGraphsOffSoItsPromiseHolds) {
               ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("NanMonitor checks the loss")));
 }
 
+// fp32 on a GPU follows PyTorch's defaults unless told: cuDNN's convolutions in TF32, matrix
+// products in exact fp32; tf32 true or false sets both.
+TEST(Gpu, Tf32FollowsPyTorchsDefaultsUnlessTheRecipeSays) {
+  REQUIRE_GPU();
+  for (const std::optional<bool> tf32 :
+       {std::optional<bool>(), std::optional<bool>(true), std::optional<bool>(false)}) {
+    Trainer trainer(gpu_options().tf32(tf32).max_duration("2ba"));
+    EXPECT_EQ(at::globalContext().allowTF32CuDNN(), tf32.value_or(true));
+    EXPECT_EQ(at::globalContext().float32MatmulPrecision() != at::Float32MatmulPrecision::HIGHEST,
+              tf32.value_or(false));
+  }
+}
+
 TEST(Gpu, FrozenLayersAreCapturedAgainAndBatchesOfANewShapeGetTheirOwnGraph) {
   REQUIRE_GPU();
   // 250 examples in batches of 32: the last batch of each epoch has 26 (a second shape).

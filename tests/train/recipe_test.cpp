@@ -147,7 +147,7 @@ TEST(Recipe, DeviceKeys) {
   const auto run = build_run(Recipe::parse(
       "device: cpu\ntf32: true\nlog_interval: 10\nddp_backend: mpi\ncuda_graphs: off\n" + data, "r.yaml"));
   EXPECT_EQ(run.options.device(), "cpu");
-  EXPECT_TRUE(run.options.tf32());
+  EXPECT_EQ(run.options.tf32(), std::optional<bool>(true));
   EXPECT_EQ(run.options.log_interval(), 10);
   EXPECT_EQ(run.options.ddp_backend(), "mpi");
   EXPECT_EQ(run.options.cuda_graphs(), CudaGraphs::kOff);
@@ -156,6 +156,10 @@ TEST(Recipe, DeviceKeys) {
   EXPECT_EQ(automatic.options.device(), "auto");
   EXPECT_FALSE(automatic.options.log_interval().has_value());
   EXPECT_EQ(automatic.options.cuda_graphs(), CudaGraphs::kAuto);
+  EXPECT_EQ(automatic.options.tf32(), std::nullopt);  // PyTorch's defaults: cuDNN in TF32, matmuls in fp32
+  EXPECT_EQ(build_run(Recipe::parse("tf32: false\n" + data, "r.yaml")).options.tf32(), std::optional<bool>(false));
+  EXPECT_THAT(testing::error_of([&] { build_run(Recipe::parse("tf32: sometimes\n" + data, "r.yaml")); }),
+              HasSubstr("r.yaml:1:7: tf32: expected auto (PyTorch's defaults"));
   std::filesystem::remove_all(dir);
 }
 

@@ -105,9 +105,10 @@ class TrainerOptions {
   // Default: fp32. amp_bf16 runs forward and loss under autocast to bfloat16 (CPU and CUDA);
   // amp_fp16 under autocast to float16 with dynamic loss scaling (GradScaler; CUDA only).
   BATON_ARG(Precision, precision) = Precision::kFp32;
-  // fp32 matrix products and convolutions in TF32 on GPUs that have it (10 bits of mantissa; a
-  // several-fold speed-up on Ampere and later). Default: false (exact fp32, as PyTorch's default).
-  BATON_ARG(bool, tf32) = false;
+  // TF32 (10 bits of mantissa; a several-fold speed-up on Ampere and later) for fp32 work on GPUs:
+  // true for matrix products and convolutions, false for neither. Default: unset, PyTorch's
+  // defaults: convolutions in TF32 (cuDNN's), matrix products in exact fp32.
+  BATON_ARG(std::optional<bool>, tf32);
   // On a GPU, after a few eager steps per batch shape, forward, loss, backward and the optimizer
   // step are captured once in a CUDA graph and replayed: one launch per step instead of hundreds.
   // The events inside the step fire after it, every batch. Default: auto.
