@@ -1,8 +1,11 @@
 #include "baton/optim/grad_scaler.h"
 
 #include <cmath>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -19,19 +22,33 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(options), scale_(op
 
 at::Tensor GradScaler::scale(const at::Tensor& loss) const { return loss * scale_; }
 
+// On a GPU the gradients of one device and type are unscaled and checked by LibTorch's fused kernel
+// (a launch or two for all of them, as PyTorch's GradScaler does), elsewhere one by one (LibTorch
+// 1.13 has that kernel for CUDA only).
 void GradScaler::unscale(torch::optim::Optimizer& optimizer) {
   Pending& p = pending_[&optimizer];
   if (p.unscaled) return;
   torch::NoGradGuard no_grad;
   const double inverse = 1.0 / scale_;
+  auto note = [&](const at::Tensor& bad) { p.found_inf = p.found_inf.defined() ? p.found_inf.logical_or(bad) : bad; };
+  std::map<std::pair<int, int>, std::vector<at::Tensor>> fused;  // (device index, type) -> gradients
   for (auto& group : optimizer.param_groups()) {
     for (auto& param : group.params()) {
       if (!param.grad().defined()) continue;
       at::Tensor& grad = param.mutable_grad();
+      if (grad.is_cuda() && !grad.is_sparse()) {
+        fused[{grad.device().index(), static_cast<int>(grad.scalar_type())}].push_back(grad);
+        continue;
+      }
       grad.mul_(inverse);
-      const at::Tensor bad = grad.isfinite().logical_not().any();
-      p.found_inf = p.found_inf.defined() ? p.found_inf.logical_or(bad) : bad;
+      note(grad.isfinite().logical_not().any());
     }
+  }
+  for (auto& [_, grads] : fused) {
+    const auto options = torch::TensorOptions().dtype(torch::kFloat).device(grads.front().device());
+    at::Tensor found_inf = torch::zeros({1}, options);
+    at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, torch::full({1}, inverse, options));
+    note(found_inf.view({}) > 0);
   }
   p.unscaled = true;
 }

@@ -113,12 +113,18 @@ TEST(Gpu, EveryAlgorithmOfTheLibraryTrainsOnTheDevice) {
   }
 }
 
+// A forced overflow at the third step: that step is skipped and the scale halves, whatever the
+// steps before did (an early step may overflow on its own at 2^16 and have halved it already).
 TEST(Gpu, Float16ScalingSkipsAnOverflowedStepAndTrains) {
   REQUIRE_GPU();
   std::vector<at::Tensor> before_step_3;
+  int64_t skipped_before = -1;
+  double scale_before = 0;
   auto overflow = std::make_shared<Probe>([&](Event e, State& s) {
     if (e == Event::kBatchStart && s.timestamp.batch() == 2) {
       for (const auto& p : s.model->parameters()) before_step_3.push_back(p.detach().clone());
+      skipped_before = s.grad_scaler->skipped_steps();
+      scale_before = s.grad_scaler->get_scale();
     }
     if (e == Event::kAfterBackward && s.timestamp.batch() == 2) {
       s.model->parameters()[0].mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
@@ -126,17 +132,46 @@ TEST(Gpu, Float16ScalingSkipsAnOverflowedStepAndTrains) {
     if (e == Event::kBatchEnd && s.timestamp.batch() == 3) {  // the third step was skipped
       const auto now = s.model->parameters();
       for (std::size_t i = 0; i < now.size(); ++i) EXPECT_TRUE(torch::equal(now[i], before_step_3[i]));
+      EXPECT_EQ(s.grad_scaler->skipped_steps(), skipped_before + 1);
+      EXPECT_DOUBLE_EQ(s.grad_scaler->get_scale(), scale_before * 0.5);
     }
   });
   Trainer trainer(
       gpu_options().precision(Precision::kAmpFp16).max_duration("4ep").eval_interval("4ep").callbacks({overflow}));
   trainer.fit();
   ASSERT_NE(trainer.state().grad_scaler, nullptr);
-  EXPECT_EQ(trainer.state().grad_scaler->skipped_steps(), 1);
-  EXPECT_DOUBLE_EQ(trainer.state().grad_scaler->get_scale(), 32768.0);
+  ASSERT_GE(skipped_before, 0);
+  EXPECT_GE(trainer.state().grad_scaler->skipped_steps(), 1);
   EXPECT_GT(trainer.state().eval_metrics["eval"]["accuracy"], 0.9);
   // Its state is in the checkpoint.
-  EXPECT_EQ(trainer.snapshot(false).values.at("grad_scaler").at("skipped"), 1);
+  EXPECT_EQ(trainer.snapshot(false).values.at("grad_scaler").at("skipped"),
+            trainer.state().grad_scaler->skipped_steps());
+}
+
+// The fused unscale (a GPU's) gives what the one-by-one unscale (the CPU's) gives, inf found alike.
+TEST(Gpu, TheFusedUnscaleMatchesTheOneByOneUnscale) {
+  REQUIRE_GPU();
+  for (const bool with_inf : {false, true}) {
+    torch::manual_seed(0);
+    std::vector<at::Tensor> cpu = {torch::randn({5, 3}), torch::randn({7}), torch::randn({2, 2}).to(torch::kDouble)};
+    if (with_inf) cpu[1][3] = std::numeric_limits<float>::infinity();
+    auto make = [](std::vector<at::Tensor> grads, c10::Device d) {
+      std::vector<at::Tensor> params;
+      for (auto& g : grads) {
+        params.push_back(torch::zeros_like(g).to(d).requires_grad_(true));
+        params.back().mutable_grad() = g.clone().to(d);
+      }
+      return params;
+    };
+    auto on_cpu = make(cpu, torch::kCPU), on_gpu = make(cpu, kGpu);
+    torch::optim::SGD sgd_cpu(on_cpu, 0.1), sgd_gpu(on_gpu, 0.1);
+    GradScaler a(GradScalerOptions().init_scale(1024.0)), b(GradScalerOptions().init_scale(1024.0));
+    EXPECT_EQ(a.step(sgd_cpu), !with_inf);
+    EXPECT_EQ(b.step(sgd_gpu), !with_inf);
+    for (std::size_t i = 0; i < cpu.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(on_cpu[i].grad(), on_gpu[i].grad().cpu(), 0, 0, /*equal_nan=*/true)) << i;
+    }
+  }
 }
 
 TEST(Gpu, ACheckpointGoesGpuToCpuToGpu) {
