@@ -569,7 +569,10 @@ void Trainer::backward(const at::Tensor& loss, double share, bool create_graph) 
 
 void Trainer::optimizer_step() {
   if (!state_.grad_scaler) {
-    for (const auto& optimizer : state_.optimizers) optimizer->step();
+    for (const auto& optimizer : state_.optimizers) {
+      if (graphs_ && capturable_step(optimizer)) continue;  // the replays' arithmetic (trainer_graphs.cpp)
+      optimizer->step();
+    }
     return;
   }
   // Skipped (and the scale halved) when a gradient overflowed.

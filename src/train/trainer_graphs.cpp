@@ -4,6 +4,7 @@
 // scalars), replayed for every later batch of that shape with the batch copied into the graph's
 // input. The events inside the step fire after each replay, in order, with the graph's outputs,
 // loss and gradients in the state.
+#include <optional>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
@@ -138,6 +139,23 @@ bool Trainer::graph_step() {
     }
   }
   replay(*shape, model);
+  return true;
+}
+
+// While graphs are on, every step takes the replays' arithmetic: the warm-up steps before a capture
+// (again after a resume), and the eager steps of a shape not captured. A run trained from graphs
+// then ends bitwise the same however it was interrupted and resumed (LibTorch's eager steps round
+// differently: an fma where the capturable step multiplies by a device scalar). Only an optimizer
+// with no state yet (the run's first step: momentum buffers, moments to make) takes LibTorch's step.
+bool Trainer::capturable_step(const std::shared_ptr<torch::optim::Optimizer>& optimizer) {
+  std::optional<CapturableStep> step;
+  try {
+    step.emplace(optimizer);
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  step->prepare();
+  step->run();
   return true;
 }
 

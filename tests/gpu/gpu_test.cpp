@@ -292,6 +292,35 @@ TEST(Gpu, GraphsGiveTheWeightsOfEagerTrainingAfter200Steps) {
   }
 }
 
+// Under graphs every step takes the capturable step's arithmetic, warm-ups included (which a resumed
+// run takes again): stopped and resumed, a run ends bitwise as one never stopped.
+TEST(Gpu, UnderGraphsAResumedRunEndsBitwiseAsOneNeverStopped) {
+  REQUIRE_GPU();
+  const auto dir = std::filesystem::temp_directory_path() / ("baton_gpu_resume_" + std::to_string(::getpid()));
+  for (const std::string optimizer : {"sgd", "adamw"}) {
+    SCOPED_TRACE(optimizer);
+    std::filesystem::remove_all(dir);
+    Trainer whole(graph_options(CudaGraphs::kOn, optimizer).max_duration("60ba"));
+    whole.fit();
+    {
+      // Stopped after 25 of the 60 batches the schedule counts (as a signal would stop it).
+      auto stop = std::make_shared<Probe>([](Event e, State& s) {
+        if (e == Event::kBatchEnd && s.timestamp.batch() == 25) s.stop_training();
+      });
+      Trainer first(
+          graph_options(CudaGraphs::kOn, optimizer).max_duration("60ba").save_folder(dir.string()).callbacks({stop}));
+      first.fit();
+    }
+    Trainer resumed(
+        graph_options(CudaGraphs::kOn, optimizer).max_duration("60ba").save_folder(dir.string()).autoresume(true));
+    EXPECT_EQ(resumed.state().timestamp.batch(), 25);
+    resumed.fit();
+    EXPECT_GT(resumed.summary().graph_steps, 20);
+    EXPECT_TRUE(equal(weights(whole), weights(resumed)));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Gpu, UnderGraphsEveryEventOfTheStepFiresEachBatchWithItsState) {
   REQUIRE_GPU();
   std::map<Event, int> seen;

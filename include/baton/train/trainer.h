@@ -299,6 +299,7 @@ class Trainer {
   void setup_device();
   void backward(const at::Tensor& loss, double share, bool create_graph);
   void optimizer_step();
+  bool capturable_step(const std::shared_ptr<torch::optim::Optimizer>& optimizer);
 
   TrainerOptions options_;
   State state_;
