@@ -128,22 +128,36 @@ std::vector<at::Tensor> Transfer::take() {
   return std::move(impl_->tensors);
 }
 
-// ---- SideStream, Graph ------------------------------------------------------------------------
+// ---- OwnStream, SideStream, Graph ------------------------------------------------------------
+
+struct OwnStream::Impl {
+  c10::DeviceIndex device = 0;
+  cudaStream_t raw = nullptr;
+};
+
+OwnStream::OwnStream(int device) : impl_(std::make_unique<Impl>()) {
+  impl_->device = index_of(device);
+  c10::cuda::CUDAGuard guard(impl_->device);
+  C10_CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->raw, cudaStreamNonBlocking));
+}
+
+OwnStream::~OwnStream() {
+  if (impl_->raw == nullptr) return;
+  c10::cuda::CUDAGuard guard(impl_->device);
+  // The allocator may still hold blocks used on it: nothing may run there once it is gone.
+  C10_CUDA_CHECK_WARN(cudaStreamSynchronize(impl_->raw));
+  C10_CUDA_CHECK_WARN(cudaStreamDestroy(impl_->raw));
+}
+
+int OwnStream::device() const { return impl_->device; }
+
+int64_t OwnStream::id() const { return c10::cuda::getStreamFromExternal(impl_->raw, impl_->device).id(); }
+
+int64_t pool_stream_id(int device) {
+  return c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index_of(device)).id();
+}
 
 namespace {
-
-// One side stream per device for the whole process: warm-up, capture and replay then share the
-// lazily made per-stream state (cuBLAS workspaces).
-c10::cuda::CUDAStream side_stream(c10::DeviceIndex device) {
-  static std::mutex mutex;
-  static std::map<c10::DeviceIndex, c10::cuda::CUDAStream> streams;
-  const std::lock_guard<std::mutex> lock(mutex);
-  auto it = streams.find(device);
-  if (it == streams.end()) {
-    it = streams.emplace(device, c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device)).first;
-  }
-  return it->second;
-}
 
 // `waiter` goes on (on the device) only after what `stream` has queued so far.
 void wait_for(c10::cuda::CUDAStream waiter, c10::cuda::CUDAStream stream) {
@@ -161,9 +175,10 @@ struct SideStream::Impl {
   std::optional<c10::cuda::CUDAStreamGuard> guard;
 };
 
-SideStream::SideStream(int device) {
-  const c10::DeviceIndex index = index_of(device);
-  impl_ = std::make_unique<Impl>(c10::cuda::getCurrentCUDAStream(index), side_stream(index));
+SideStream::SideStream(const OwnStream& stream) {
+  const auto index = static_cast<c10::DeviceIndex>(stream.device());
+  impl_ = std::make_unique<Impl>(c10::cuda::getCurrentCUDAStream(index),
+                                 c10::cuda::getStreamFromExternal(stream.impl_->raw, index));
   wait_for(impl_->side, impl_->previous);
   impl_->guard.emplace(impl_->side);
 }
@@ -174,39 +189,88 @@ SideStream::~SideStream() {
 }
 
 struct Graph::Impl {
-  at::cuda::CUDAGraph graph;
+  std::unique_ptr<at::cuda::CUDAGraph> graph = std::make_unique<at::cuda::CUDAGraph>();
+  c10::MempoolId_t pool{0, 0};  // the graph's memory, known by its id even when the capture fails
+  c10::DeviceIndex device = 0;
 };
 
 Graph::Graph() : impl_(std::make_unique<Impl>()) {}
 Graph::~Graph() = default;
 
-void Graph::capture(const std::function<void()>& work) {
-  const auto fail = [](const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
-    return std::runtime_error("CUDA graph capture failed: " + what.substr(0, what.find('\n')));
-  };
+namespace {
+
+// Ends a capture that went wrong and gives its memory back. A capture_end that throws (the capture
+// was invalidated: a host wait, a synchronising call) leaves the stream capturing, the allocator
+// sending this stream's allocations to the graph's private pool, and the pool held: every eager
+// step after it would allocate there and never give it back.
+void abandon_capture(at::cuda::CUDAGraph& graph, c10::MempoolId_t pool, c10::DeviceIndex device) {
+  bool ended = false;
   try {
-    // Thread-local: a data loader's thread may use CUDA meanwhile.
-    impl_->graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
-  } catch (const c10::Error& e) {
-    throw fail(e);
+    graph.capture_end();
+    ended = true;
+  } catch (const c10::Error&) {
   }
-  try {
-    work();
-  } catch (...) {
+  if (!ended) {
+    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device).stream();
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t partial = nullptr;
+      cudaStreamEndCapture(stream, &partial);
+      if (partial != nullptr) cudaGraphDestroy(partial);
+    }
     try {
-      impl_->graph.capture_end();  // the stream must leave capture mode before anything else runs
+      c10::cuda::CUDACachingAllocator::endAllocateToPool(device, pool);
+    } catch (const c10::Error&) {  // LibTorch ended it already
+    }
+    try {
+      c10::cuda::CUDACachingAllocator::releasePool(device, pool);
     } catch (const c10::Error&) {
     }
-    throw;
   }
-  try {
-    impl_->graph.capture_end();
-  } catch (const c10::Error& e) {
-    throw fail(e);
-  }
+  (void)cudaGetLastError();  // the capture's error is not the next kernel's
 }
 
-void Graph::replay() { impl_->graph.replay(); }
+}  // namespace
+
+void Graph::capture(const std::function<void()>& work) {
+  const auto fail = [](const std::string& what) {
+    return std::runtime_error("CUDA graph capture failed: " + what.substr(0, what.find('\n')));
+  };
+  Impl& i = *impl_;
+  i.device = c10::cuda::current_device();
+  // A pool of the graph's own, whose id is known here (LibTorch tells a graph's pool only after a
+  // capture that worked).
+  i.pool = at::cuda::graph_pool_handle();
+  try {
+    // Thread-local: a data loader's thread may use CUDA meanwhile.
+    i.graph->capture_begin(i.pool, cudaStreamCaptureModeThreadLocal);
+  } catch (const c10::Error& e) {
+    i.graph = std::make_unique<at::cuda::CUDAGraph>();
+    throw fail(e.what_without_backtrace());
+  }
+  std::string why;
+  try {
+    work();
+  } catch (const c10::Error& e) {
+    why = e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (why.empty()) {
+    try {
+      i.graph->capture_end();
+      return;
+    } catch (const c10::Error& e) {
+      why = e.what_without_backtrace();
+    }
+  }
+  // Ending again is harmless: a stream no longer capturing is left as it is; the pool is ended and
+  // released once either way.
+  abandon_capture(*i.graph, i.pool, i.device);
+  i.graph = std::make_unique<at::cuda::CUDAGraph>();
+  throw fail(why);
+}
+
+void Graph::replay() { impl_->graph->replay(); }
 
 }  // namespace baton::cuda

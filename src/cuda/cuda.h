@@ -83,12 +83,34 @@ class Transfer {
   std::unique_ptr<Impl> impl_;
 };
 
-// A side stream of `device` that the calling thread's work goes to while alive: it starts after
-// what the current stream has queued, and the current stream, once restored, waits for it (on the
-// device). CUDA graphs are captured on a stream other than the default one, and warmed up there.
+// A stream of its own on `device`, made for its owner alone (not one of LibTorch's pool, which
+// hands the same 32 streams round to every caller: a prefetch copy, or another trainer, could land
+// on a stream while it captures a graph). Waits for its work and is destroyed with the object.
+class OwnStream {
+ public:
+  explicit OwnStream(int device);
+  ~OwnStream();
+  OwnStream(const OwnStream&) = delete;
+  OwnStream& operator=(const OwnStream&) = delete;
+  int device() const;
+  int64_t id() const;  // LibTorch's id of the stream, to tell streams apart
+
+  struct Impl;
+
+ private:
+  friend class SideStream;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The id of the stream LibTorch's pool hands out next on `device` (tests: never an OwnStream's).
+int64_t pool_stream_id(int device);
+
+// A side stream that the calling thread's work goes to while alive: it starts after what the
+// current stream has queued, and the current stream, once restored, waits for it (on the device).
+// CUDA graphs are captured on a stream other than the default one, and warmed up there.
 class SideStream {
  public:
-  explicit SideStream(int device);
+  explicit SideStream(const OwnStream& stream);
   ~SideStream();
   SideStream(const SideStream&) = delete;
   SideStream& operator=(const SideStream&) = delete;
@@ -109,7 +131,9 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
   // Runs `work` as a capture: its kernels are recorded, not run. Throws std::runtime_error with
-  // CUDA's reason when the work cannot be captured (a host wait, a synchronising call).
+  // CUDA's reason when the work cannot be captured (a host wait, a synchronising call); the stream
+  // then leaves capture mode and the allocator gives the capture's memory back, so eager work after
+  // it allocates as before. The graph can be captured again.
   void capture(const std::function<void()>& work);
   // Queues what was captured on the current stream.
   void replay();

@@ -34,8 +34,15 @@ Transfer::Transfer(Transfer&&) noexcept = default;
 Transfer& Transfer::operator=(Transfer&&) noexcept = default;
 std::vector<at::Tensor> Transfer::take() { no_cuda(); }
 
+struct OwnStream::Impl {};
+OwnStream::OwnStream(int) { no_cuda(); }
+OwnStream::~OwnStream() = default;
+int OwnStream::device() const { return 0; }
+int64_t OwnStream::id() const { return 0; }
+int64_t pool_stream_id(int) { no_cuda(); }
+
 struct SideStream::Impl {};
-SideStream::SideStream(int) { no_cuda(); }
+SideStream::SideStream(const OwnStream&) { no_cuda(); }
 SideStream::~SideStream() = default;
 
 struct Graph::Impl {};

@@ -80,6 +80,7 @@ void Trainer::setup_graphs() {
   }
   graphs_ = std::make_unique<TrainGraphs>();
   graphs_->device = state_.device.index();
+  graphs_->stream = std::make_unique<cuda::OwnStream>(graphs_->device);
   graphs_->required = mode == CudaGraphs::kOn;
 }
 
@@ -122,7 +123,7 @@ bool Trainer::graph_step() {
     *shape = ShapeGraph();
     shape->key = key;
   }
-  cuda::SideStream side(g.device);
+  cuda::SideStream side(*g.stream);
   if (!shape->graph && shape->eager_steps < TrainGraphs::kWarmupSteps) {
     ++shape->eager_steps;
     eager_step();

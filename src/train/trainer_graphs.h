@@ -33,7 +33,8 @@ struct TrainGraphs {
   static constexpr int64_t kWarmupSteps = 3;  // eager steps per shape before its capture
   static constexpr std::size_t kMaxShapes = 4;
   int device = 0;
-  bool required = false;  // cuda_graphs: on (a failure is an error, not a line and eager)
+  std::unique_ptr<cuda::OwnStream> stream;  // warm-up, capture and replay: this trainer's alone
+  bool required = false;                    // cuda_graphs: on (a failure is an error, not a line and eager)
   std::vector<ShapeGraph> shapes;
   bool said_too_many_shapes = false;
 };

@@ -411,6 +411,43 @@ TEST(Gpu, Tf32FollowsPyTorchsDefaultsUnlessTheRecipeSays) {
   }
 }
 
+// A capture that fails (a host wait inside it) ends, and gives its memory back: eager work after it
+// allocates from the usual pool as before (it used to go on into the failed graph's pool, never
+// freed), and the graph captures again.
+TEST(Gpu, AFailedCaptureLeavesTheAllocatorAsItWas) {
+  REQUIRE_GPU();
+  cuda::OwnStream own(0);
+  const at::Tensor x = torch::ones({512, 512}, kGpu);
+  cuda::SideStream side(own);
+  cuda::Graph graph;
+  EXPECT_THROW(graph.capture([&] { (void)x.mm(x).sum().item<float>(); }), std::runtime_error);
+  synchronize(kGpu);
+  const int64_t reserved = device_memory(kGpu)->reserved;
+  for (int i = 0; i < 200; ++i) {
+    const at::Tensor y = x.mm(x);
+  }
+  synchronize(kGpu);
+  EXPECT_LE(device_memory(kGpu)->reserved - reserved, int64_t{4} << 20);
+  at::Tensor out;
+  graph.capture([&] { out = x.mm(x); });
+  graph.replay();
+  synchronize(kGpu);
+  EXPECT_TRUE(torch::equal(out.cpu(), x.mm(x).cpu()));
+}
+
+// A trainer's graphs are captured on a stream of its own: never one LibTorch's pool hands out (to a
+// prefetch copy, say), never another trainer's.
+TEST(Gpu, EachTrainerCapturesOnAStreamOfItsOwn) {
+  REQUIRE_GPU();
+  cuda::OwnStream a(0), b(0);
+  EXPECT_NE(a.id(), b.id());
+  for (int i = 0; i < 64; ++i) {
+    const int64_t pooled = cuda::pool_stream_id(0);
+    EXPECT_NE(pooled, a.id());
+    EXPECT_NE(pooled, b.id());
+  }
+}
+
 TEST(Gpu, FrozenLayersAreCapturedAgainAndBatchesOfANewShapeGetTheirOwnGraph) {
   REQUIRE_GPU();
   // 250 examples in batches of 32: the last batch of each epoch has 26 (a second shape).
