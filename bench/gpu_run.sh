@@ -1,62 +1,133 @@
 #!/usr/bin/env bash
-# The GPU machine's part of issue 19 in three device calls (each under the 10-minute limit), run from
-# the project root there with `.device/` taken along (made here by ../shared/gpu/prepare.sh):
+# The GPU kit: everything a GPU machine is for, in ONE device call of at most 9 minutes (the machine
+# is given back 30 s after a command ends, and the next starts bare), run from the project root
+# there with `.device/` taken along (made here by bench/gpu_prepare.sh):
 #
-#   bench/gpu_run.sh build   # build-cuda/ against the machine's torch wheel (LibTorch 2.x, CUDA)
-#   bench/gpu_run.sh test    # ctest label gpu (graphs vs eager to 1e-5, bitwise resume, ...)
-#   bench/gpu_run.sh bench   # bench/speed_bench.py --device cuda: baton eager/graphs fp32/bf16
-#                            # against PyTorch eager, torch.compile, Lightning and Composer; gpt_char
+#   bench/gpu_run.sh           # build (16 cores, only what the GPU checks need), ctest -L gpu, the
+#                              # benchmark rows: each step with its own deadline, results as they come
+#   bench/gpu_run.sh check     # HERE (no GPU): .device/ complete, the carry under 64 MiB, the deadlines
+#                              # adding up, this script's steps named as the GPU machine will run them
+#   bench/gpu_run.sh build|test|bench   # one step alone (a longer session by hand)
 #
-# Composer's row needs its wheels taken along: here, after prepare.sh,
-# `bench/peers/make-venv.sh --composer-wheels .device/wheels-composer` (23 MB, Python 3.12); there
-# `bench` installs them over the machine's torch (make-venv.sh --composer-offline). Without them the
-# Composer rows are left out.
-#
-# Logs and JSON go to $OUT (the device tool brings that folder back) or ./gpu-out. Nothing here
-# downloads: the machine reaches no registry.
+# Logs and JSON go to $OUT (the device tool brings that folder back) or ./gpu-out: setup.log,
+# configure.log, build.log, gpu-tests.log, speed.jsonl, speed.log, summary.txt. Nothing downloads.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root" || exit 2
 out="${OUT:-$root/gpu-out}"
 mkdir -p "$out"
-[ -f .device/setup.sh ] || { echo "gpu_run: .device/setup.sh is missing (run ../shared/gpu/prepare.sh here, carry .device)"; exit 2; }
-# shellcheck disable=SC1091
-source .device/setup.sh >"$out/setup.log" 2>&1
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1
-jobs=$(nproc)
-case "${1:-}" in
-  build)
-    # shellcheck disable=SC2086  # BATON_CUDA_CMAKE_ARGS is a list of -D arguments
-    cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release $BATON_CUDA_CMAKE_ARGS \
-      -DBATON_BUILD_EXAMPLES=OFF >"$out/configure.log" 2>&1 || { tail -40 "$out/configure.log"; exit 1; }
-    /usr/bin/time -f "build: %e s" cmake --build build-cuda -j "$jobs" >"$out/build.log" 2>&1
-    rc=$?
-    grep -E "error|build: " "$out/build.log" | tail -20
-    exit $rc
-    ;;
-  test | bench)
-    [ -x build-cuda/bin/baton ] || { echo "gpu_run: build-cuda/bin/baton is missing (bench/gpu_run.sh build first)"; exit 2; }
-    ;;&
-  test)
-    ctest --test-dir build-cuda -L gpu --output-on-failure --timeout 500 >"$out/gpu-tests.log" 2>&1
-    rc=$?
-    tail -40 "$out/gpu-tests.log"
-    exit $rc
-    ;;
-  bench)
-    composer=none
-    if [ -d .device/wheels-composer ]; then
-      composer=$(bench/peers/make-venv.sh --composer-offline .device/wheels-composer 2>"$out/composer-venv.log") || composer=none
+
+# Deadlines in seconds, from the command's start; the device allows 600 a command.
+TOTAL=${GPU_KIT_TOTAL_S:-540}      # the whole kit
+BUILD=${GPU_KIT_BUILD_S:-330}      # configure and build must be done by then
+TESTS=${GPU_KIT_TESTS_S:-150}      # ctest -L gpu at most this long, and ends by TOTAL - BENCH_MIN
+BENCH_MIN=${GPU_KIT_BENCH_MIN_S:-60}  # what the benchmark rows get at least
+CARRY_MAX=$((64 * 1024 * 1024))
+# What the GPU checks need: the CLI (the kill/resume test, the benchmark) and the gpu tests.
+TARGETS=(baton_cli gpu_tests)
+start=$SECONDS
+left() { echo $((TOTAL - (SECONDS - start))); }
+say() { echo "gpu_run: $*" | tee -a "$out/summary.txt"; }
+
+setup() {
+  [ -f .device/setup.sh ] || { say ".device/setup.sh is missing (run bench/gpu_prepare.sh here, carry .device)"; exit 2; }
+  # shellcheck disable=SC1091
+  source .device/setup.sh >"$out/setup.log" 2>&1
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1
+  say "$(tail -1 "$out/gpu.txt" 2>/dev/null) | $(tail -1 "$out/setup.log")"
+}
+
+build() {
+  local deadline=$1
+  # shellcheck disable=SC2086  # BATON_CUDA_CMAKE_ARGS is a list of -D arguments
+  timeout "$deadline" cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release $BATON_CUDA_CMAKE_ARGS \
+    -DBATON_BUILD_EXAMPLES=OFF -DBATON_BUILD_BENCH=OFF -DCCACHE_PROGRAM=CCACHE_PROGRAM-NOTFOUND \
+    >"$out/configure.log" 2>&1 || { say "configure failed (exit $?)"; tail -30 "$out/configure.log"; return 1; }
+  local rc=0
+  timeout $((deadline - (SECONDS - start))) cmake --build build-cuda -j "$(nproc)" --target "${TARGETS[@]}" \
+    >"$out/build.log" 2>&1 || rc=$?
+  grep -E "error" "$out/build.log" | head -20
+  say "build: exit $rc at $((SECONDS - start)) s"
+  return $rc
+}
+
+# ctest -L gpu's members, run directly: ctest would first list the tests of every test program, and
+# only gpu_tests and baton are built here.
+gpu_tests() {
+  local budget=$1 rc=0 until=$((SECONDS + $1))
+  timeout $((budget * 2 / 3)) build-cuda/bin/gpu_tests --gtest_brief=0 >"$out/gpu-tests.log" 2>&1 || rc=$?
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|^\[  FAILED|Failure" "$out/gpu-tests.log" | tail -60
+  local kill_rc=0
+  STEPS=2000 timeout $((until - SECONDS)) tests/gpu/kill_resume_cuda.sh build-cuda/bin/baton . \
+    >"$out/kill-resume-cuda.log" 2>&1 || kill_rc=$?
+  tail -5 "$out/kill-resume-cuda.log"
+  say "gpu tests: gpu_tests exit $rc, kill_9_and_autoresume_on_cuda exit $kill_rc at $((SECONDS - start)) s"
+  [ "$rc" -eq 0 ] && { [ "$kill_rc" -eq 0 ] || [ "$kill_rc" -eq 77 ]; }
+}
+
+bench_rows() {
+  local budget=$1 composer=none rc=0
+  if [ -d .device/wheels-composer ]; then
+    composer=$(bench/peers/make-venv.sh --composer-offline .device/wheels-composer 2>"$out/composer-venv.log") || composer=none
+  fi
+  # Rows print as they finish: what the deadline cuts is the last rows, never the first.
+  timeout "$budget" python3 bench/speed_bench.py --baton build-cuda/bin/baton --python python3 --device cuda \
+    --composer-python "$composer" --steps 500 --gpt-steps 200 >"$out/speed.jsonl" 2>"$out/speed.log" || rc=$?
+  cat "$out/speed.jsonl"
+  say "bench: exit $rc at $((SECONDS - start)) s, $(wc -l <"$out/speed.jsonl") rows"
+  return $rc
+}
+
+# HERE: what the GPU machine will need, checked before a device call is spent on it.
+check() {
+  local fail=0 need
+  for need in .device/setup.sh .device/debs .device/data .device/fortunes .device/peers; do
+    [ -e "$need" ] || { echo "check: $need is missing (bench/gpu_prepare.sh makes it)"; fail=1; }
+  done
+  for deb in libsqlite3-dev libsqlite3-0 libssl-dev libssl3; do
+    ls .device/debs/"${deb}"_*.deb >/dev/null 2>&1 || { echo "check: .device/debs has no $deb"; fail=1; }
+  done
+  for gz in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
+    [ -s ".device/data/$gz" ] || { echo "check: .device/data/$gz is missing"; fail=1; }
+  done
+  # The carry: the files git would take (tracked and untracked not ignored) and .device/.
+  local tree device
+  tree=$(git ls-files -co --exclude-standard -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+  device=$(du -sb .device | cut -f1)
+  echo "check: carry $(((tree + device) / 1048576)) MiB (tree $((tree / 1048576)) MiB, .device $((device / 1048576)) MiB) of 64"
+  [ $((tree + device)) -le $CARRY_MAX ] || { echo "check: the carry is over 64 MiB"; fail=1; }
+  [ $((BUILD + TESTS + BENCH_MIN)) -le "$TOTAL" ] ||
+    { echo "check: deadlines $BUILD + $TESTS + $BENCH_MIN exceed the kit's $TOTAL s"; fail=1; }
+  [ "$TOTAL" -le 570 ] || { echo "check: the kit's $TOTAL s leaves no room under the device's 600 s"; fail=1; }
+  # Every target the kit builds exists, and every gpu test is built by one of them.
+  for t in "${TARGETS[@]}"; do
+    grep -rqE "(add_executable|baton_test)\($t[ )]" CMakeLists.txt apps/CMakeLists.txt tests/CMakeLists.txt ||
+      { echo "check: the build target $t is not defined"; fail=1; }
+  done
+  grep -q "baton_test(gpu_tests" tests/CMakeLists.txt || { echo "check: gpu_tests is not a target"; fail=1; }
+  bash -n "$0" && bash -n .device/setup.sh || fail=1
+  [ $fail -eq 0 ] && echo "check: ok (kit: build by ${BUILD} s, gpu tests ${TESTS} s, the rest to ${TOTAL} s for the benchmark rows)"
+  return $fail
+}
+
+case "${1:-all}" in
+  check) check; exit $? ;;
+  build) setup && build "$BUILD"; exit $? ;;
+  test) setup && gpu_tests "$TESTS"; exit $? ;;
+  bench) setup && bench_rows "$(left)"; exit $? ;;
+  all)
+    : >"$out/summary.txt"
+    setup
+    build_rc=0 tests_rc=0 bench_rc=0
+    build "$BUILD" || build_rc=$?
+    if [ -x build-cuda/bin/gpu_tests ] || [ -x build-cuda/bin/baton ]; then
+      budget=$(($(left) - BENCH_MIN))
+      [ "$budget" -gt "$TESTS" ] && budget=$TESTS
+      [ "$budget" -gt 30 ] && { gpu_tests "$budget" || tests_rc=$?; }
     fi
-    timeout 560 python3 bench/speed_bench.py --baton build-cuda/bin/baton --python python3 --device cuda \
-      --composer-python "$composer" >"$out/speed.jsonl" 2>"$out/speed.log"
-    rc=$?
-    tail -5 "$out/speed.log"
-    tail -3 "$out/speed.jsonl"
-    exit $rc
+    if [ -x build-cuda/bin/baton ] && [ "$(left)" -gt 20 ]; then bench_rows "$(left)" || bench_rc=$?; fi
+    say "done at $((SECONDS - start)) s: build $build_rc, gpu tests $tests_rc, bench $bench_rc"
+    exit $((build_rc || tests_rc || bench_rc))
     ;;
-  *)
-    echo "usage: bench/gpu_run.sh build|test|bench   (on the GPU machine, with .device/ taken along)"
-    exit 2
-    ;;
+  *) echo "usage: bench/gpu_run.sh [all|check|build|test|bench]"; exit 2 ;;
 esac

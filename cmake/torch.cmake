@@ -52,13 +52,15 @@ if(EXISTS "${TORCH_INSTALL_PREFIX}/include/fmt")
   include_directories(BEFORE ${fmt_shim})
 endif()
 
-# NCCL for data parallelism on GPUs: the CUDA toolkit's (or NCCL_ROOT's) header; at run time the
-# libnccl.so.2 that LibTorch loads.
+# NCCL for data parallelism on GPUs: NCCL_ROOT's, else the one inside a PyTorch wheel
+# (site-packages/nvidia/nccl: the libnccl.so.2 LibTorch itself loads, and its header), else the CUDA
+# toolkit's.
 set(NCCL_FOUND OFF)
 if(BATON_CUDA)
-  find_path(NCCL_INCLUDE_DIR nccl.h HINTS $ENV{NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS})
+  find_path(NCCL_INCLUDE_DIR nccl.h
+    HINTS $ENV{NCCL_ROOT}/include ${TORCH_INSTALL_PREFIX}/../nvidia/nccl/include ${CUDAToolkit_INCLUDE_DIRS})
   find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
-    HINTS $ENV{NCCL_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR} ${TORCH_INSTALL_PREFIX}/../nvidia/nccl/lib)
+    HINTS $ENV{NCCL_ROOT}/lib ${TORCH_INSTALL_PREFIX}/../nvidia/nccl/lib ${CUDAToolkit_LIBRARY_DIR})
   if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
     set(NCCL_FOUND ON)
     add_library(baton_nccl INTERFACE)

@@ -1,0 +1,26 @@
+# Sourced on the GPU machine from the project root as `.device/setup.sh` (bench/gpu_prepare.sh puts it
+# there): unpacks the carried packages into a sysroot, installs the data where baton's recipes read
+# it, and sets TORCH_DIR (the PyTorch wheel's CMake prefix) and BATON_CUDA_CMAKE_ARGS. What the
+# machine has itself (SQLite's or OpenSSL's headers) is used instead of the carried copy.
+export SYSROOT=/tmp/sysroot
+if [ ! -d "$SYSROOT/usr" ]; then
+  mkdir -p "$SYSROOT"
+  for f in .device/debs/*.deb; do dpkg -x "$f" "$SYSROOT"; done
+fi
+export LD_LIBRARY_PATH="$SYSROOT/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TORCH_DIR="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+mkdir -p /usr/share/datasets/fashion-mnist && cp -u .device/data/*.gz /usr/share/datasets/fashion-mnist/ 2>/dev/null
+export FASHION_MNIST_DIR=/usr/share/datasets/fashion-mnist
+if [ ! -d /usr/share/games/fortunes ] && [ -d .device/fortunes ]; then
+  mkdir -p /usr/share/games/fortunes && cp -u .device/fortunes/* /usr/share/games/fortunes/
+fi
+lib="$SYSROOT/usr/lib/x86_64-linux-gnu"
+BATON_CUDA_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$TORCH_DIR;$SYSROOT/usr"
+# FindSQLite3 and FindOpenSSL look in the system's folders first: point them at the carried copies
+# where the machine has no headers of its own.
+[ -f /usr/include/sqlite3.h ] ||
+  BATON_CUDA_CMAKE_ARGS+=" -DSQLite3_INCLUDE_DIR=$SYSROOT/usr/include -DSQLite3_LIBRARY=$lib/libsqlite3.so.0"
+[ -f /usr/include/openssl/evp.h ] ||
+  BATON_CUDA_CMAKE_ARGS+=" -DOPENSSL_ROOT_DIR=$SYSROOT/usr -DOPENSSL_INCLUDE_DIR=$SYSROOT/usr/include -DOPENSSL_CRYPTO_LIBRARY=$lib/libcrypto.so.3"
+export BATON_CUDA_CMAKE_ARGS
+echo "setup: torch $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())'); nvcc $(nvcc --version 2>/dev/null | tail -1)"
