@@ -59,7 +59,7 @@ set(NCCL_FOUND OFF)
 if(BATON_CUDA)
   find_path(NCCL_INCLUDE_DIR nccl.h
     HINTS $ENV{NCCL_ROOT}/include ${TORCH_INSTALL_PREFIX}/../nvidia/nccl/include ${CUDAToolkit_INCLUDE_DIRS})
-  find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
+  find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 NAMES_PER_DIR
     HINTS $ENV{NCCL_ROOT}/lib ${TORCH_INSTALL_PREFIX}/../nvidia/nccl/lib ${CUDAToolkit_LIBRARY_DIR})
   if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
     set(NCCL_FOUND ON)
