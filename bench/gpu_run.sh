@@ -23,8 +23,10 @@ BUILD=${GPU_KIT_BUILD_S:-330}      # configure and build must be done by then
 TESTS=${GPU_KIT_TESTS_S:-150}      # ctest -L gpu at most this long, and ends by TOTAL - BENCH_MIN
 BENCH_MIN=${GPU_KIT_BENCH_MIN_S:-60}  # what the benchmark rows get at least
 CARRY_MAX=$((64 * 1024 * 1024))
-# What the GPU checks need: the CLI (the kill/resume test, the benchmark) and the gpu tests.
-TARGETS=(baton_cli gpu_tests)
+# What the GPU checks need: the CLI (the kill/resume test, the benchmark), the gpu tests and
+# trainer_bench (the framework's host time per batch against the graph step).
+TARGETS=(baton_cli gpu_tests trainer_bench)
+HOST_TIME=${GPU_KIT_HOST_TIME_S:-30}  # trainer_bench --host-time, first of the benchmark rows
 start=$SECONDS
 left() { echo $((TOTAL - (SECONDS - start))); }
 say() { echo "gpu_run: $*" | tee -a "$out/summary.txt"; }
@@ -41,7 +43,7 @@ build() {
   local deadline=$1
   # shellcheck disable=SC2086  # BATON_CUDA_CMAKE_ARGS is a list of -D arguments
   timeout "$deadline" cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release $BATON_CUDA_CMAKE_ARGS \
-    -DBATON_BUILD_EXAMPLES=OFF -DBATON_BUILD_BENCH=OFF -DCCACHE_PROGRAM=CCACHE_PROGRAM-NOTFOUND \
+    -DBATON_BUILD_EXAMPLES=OFF -DBATON_BUILD_BENCH=ON -DCCACHE_PROGRAM=CCACHE_PROGRAM-NOTFOUND \
     >"$out/configure.log" 2>&1 || { say "configure failed (exit $?)"; tail -30 "$out/configure.log"; return 1; }
   local rc=0
   timeout $((deadline - (SECONDS - start))) cmake --build build-cuda -j "$(nproc)" --target "${TARGETS[@]}" \
@@ -70,6 +72,13 @@ bench_rows() {
   if [ -d .device/wheels-composer ]; then
     composer=$(bench/peers/make-venv.sh --composer-offline .device/wheels-composer 2>"$out/composer-venv.log") || composer=none
   fi
+  # The framework's host time per batch (a model too small to hide it), eager and under graphs.
+  if [ -x build-cuda/bin/trainer_bench ]; then
+    timeout "$HOST_TIME" build-cuda/bin/trainer_bench --host-time --device cuda --steps 2000 --reps 3 \
+      >"$out/host-time.log" 2>&1 || say "host time: exit $?"
+    grep -E "^median|^under CUDA graphs|^\{" "$out/host-time.log"
+    budget=$((budget - HOST_TIME))
+  fi
   # Rows print as they finish: what the deadline cuts is the last rows, never the first.
   timeout "$budget" python3 bench/speed_bench.py --baton build-cuda/bin/baton --python python3 --device cuda \
     --composer-python "$composer" --steps 500 --gpt-steps 200 >"$out/speed.jsonl" 2>"$out/speed.log" || rc=$?
@@ -96,12 +105,14 @@ check() {
   device=$(du -sb .device | cut -f1)
   echo "check: carry $(((tree + device) / 1048576)) MiB (tree $((tree / 1048576)) MiB, .device $((device / 1048576)) MiB) of 64"
   [ $((tree + device)) -le $CARRY_MAX ] || { echo "check: the carry is over 64 MiB"; fail=1; }
+  [ "$HOST_TIME" -lt "$BENCH_MIN" ] || { echo "check: the host time's $HOST_TIME s leaves the rows nothing"; fail=1; }
   [ $((BUILD + TESTS + BENCH_MIN)) -le "$TOTAL" ] ||
     { echo "check: deadlines $BUILD + $TESTS + $BENCH_MIN exceed the kit's $TOTAL s"; fail=1; }
   [ "$TOTAL" -le 570 ] || { echo "check: the kit's $TOTAL s leaves no room under the device's 600 s"; fail=1; }
   # Every target the kit builds exists, and every gpu test is built by one of them.
   for t in "${TARGETS[@]}"; do
-    grep -rqE "(add_executable|baton_test)\($t[ )]" CMakeLists.txt apps/CMakeLists.txt tests/CMakeLists.txt ||
+    grep -rqE "(add_executable|baton_test)\($t[ )]" CMakeLists.txt apps/CMakeLists.txt tests/CMakeLists.txt \
+      bench/CMakeLists.txt ||
       { echo "check: the build target $t is not defined"; fail=1; }
   done
   grep -q "baton_test(gpu_tests" tests/CMakeLists.txt || { echo "check: gpu_tests is not a target"; fail=1; }

@@ -55,12 +55,15 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions optio
                                 std::to_string(options_.batch_size()));
   }
   device_ = dataset_->device();
-  if (prefetching()) worker_ = std::thread([this] { worker_loop(); });
   start_epoch(0);
 }
 
-// A data set on a device is gathered there asynchronously: nothing for a thread to do ahead.
-bool DataLoader::prefetching() const { return options_.prefetch() && dataset_->device().is_cpu(); }
+// A data set on a device is gathered there asynchronously: nothing for a thread to do ahead. Rows
+// in memory that stay on the CPU are copied in line (cheaper than the hand-off).
+bool DataLoader::prefetching() const {
+  return options_.prefetch() && dataset_->device().is_cpu() &&
+         (!dataset_->gather_is_cheap() || device_ != dataset_->device());
+}
 
 DataLoader::~DataLoader() { stop_worker(); }
 
@@ -153,6 +156,7 @@ DataLoader::Staged DataLoader::make_batch(int64_t index) const {
 }
 
 void DataLoader::request(int64_t index) {
+  if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });  // the first prefetch
   {
     std::lock_guard<std::mutex> lock(mutex_);
     requested_ = index;

@@ -1,5 +1,6 @@
 #include "baton/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
@@ -28,14 +29,17 @@ using detail::Clock;
 using detail::first_line;
 using detail::seconds_since;
 
-template <typename F>
-auto torch_call(const std::string& what, F&& f) {
+// f(), with a LibTorch error as one line after what() (made only then: a step builds no text).
+template <typename W, typename F>
+auto torch_call(W&& what, F&& f) {
   try {
     return f();
   } catch (const c10::Error& e) {
-    throw std::runtime_error(what + ": " + first_line(e.what_without_backtrace()));
+    throw std::runtime_error(std::string(what()) + ": " + first_line(e.what_without_backtrace()));
   }
 }
+
+std::string shape_of(const at::Tensor& t) { return c10::str(t.sizes()); }
 
 bool is_zero(const Time& t) { return t.value() == 0.0; }
 
@@ -473,9 +477,12 @@ void Trainer::eager_step() {
   require(n > 0 || ddp_, "Trainer: an empty training batch");
   const int64_t mb = std::max<int64_t>(1, std::min(n, microbatch_size()));
   std::vector<at::Tensor> inputs, targets;
-  if (n > 0) {
+  if (n > mb) {
     inputs = full.input.split(mb);
     targets = full.target.split(mb);
+  } else if (n > 0) {  // one microbatch: the batch itself, no views
+    inputs = {full.input};
+    targets = {full.target};
   }
   state_.num_microbatches = static_cast<int64_t>(inputs.size());
   state_.microbatch_size = mb;
@@ -484,8 +491,9 @@ void Trainer::eager_step() {
     how.create_graph = how.create_graph || a->backwards_create_graph();
     how.find_unused = how.find_unused || a->find_unused_parameters();
   }
-  // The batch's loss stays on the device: read when logged (flush_losses), not here.
-  at::Tensor batch_loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(state_.device));
+  // The batch's loss stays on the device: read when logged (flush_losses), not here. One
+  // microbatch's is its loss as it is (no kernel); several add up their shares in float64.
+  at::Tensor batch_loss;
   Model& model = current_model();
   if (ddp_) {
     ddp_->prepare(model);
@@ -499,10 +507,16 @@ void Trainer::eager_step() {
     how.share = static_cast<double>(inputs[i].size(0)) / static_cast<double>(n);
     how.last = i + 1 == inputs.size();
     train_microbatch(model, how);
-    batch_loss.add_(state_.loss.detach().to(at::kDouble), how.share);
+    if (inputs.size() == 1) {
+      batch_loss = state_.loss.detach();
+    } else {
+      if (i == 0) batch_loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(state_.device));
+      batch_loss.add_(state_.loss.detach().to(at::kDouble), how.share);
+    }
   }
   if (inputs.size() > 1) state_.batch = full;
-  if (ddp_) batch_loss = ddp_->allreduce(batch_loss * ddp_weight_);  // the global batch's loss
+  if (!batch_loss.defined()) batch_loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(state_.device));
+  if (ddp_) batch_loss = ddp_->allreduce(batch_loss.to(at::kDouble) * ddp_weight_);  // the global batch's loss
   push_loss(batch_loss);
   if (state_.grad_scaler) {  // after_train_batch (clipping, SAM) sees the true gradients
     for (const auto& optimizer : state_.optimizers) state_.grad_scaler->unscale(*optimizer);
@@ -532,17 +546,18 @@ void Trainer::train_microbatch(Model& model, const Backward& how) {
   {
     ScopedMarker marker(state_.profiler.get(), "forward");
     AutocastGuard autocast(state_.precision, state_.device.type());
-    state_.outputs =
-        torch_call("the model cannot take this batch (inputs of shape " + c10::str(state_.batch.input.sizes()) + ")",
-                   [&] { return model.forward(state_.batch); });
+    state_.outputs = torch_call(
+        [&] { return "the model cannot take this batch (inputs of shape " + shape_of(state_.batch.input) + ")"; },
+        [&] { return model.forward(state_.batch); });
   }
   fire(Event::kAfterForward);
   fire(Event::kBeforeLoss);
   {
     ScopedMarker marker(state_.profiler.get(), "loss");
     AutocastGuard autocast(state_.precision, state_.device.type());
-    state_.loss = torch_call("the loss cannot be computed for outputs of shape " + c10::str(state_.outputs.sizes()),
-                             [&] { return model.loss(state_.outputs, state_.batch); });
+    state_.loss =
+        torch_call([&] { return "the loss cannot be computed for outputs of shape " + shape_of(state_.outputs); },
+                   [&] { return model.loss(state_.outputs, state_.batch); });
   }
   fire(Event::kAfterLoss);
   fire(Event::kBeforeBackward);
@@ -559,12 +574,13 @@ void Trainer::train_microbatch(Model& model, const Backward& how) {
 }
 
 void Trainer::backward(const at::Tensor& loss, double share, bool create_graph) {
-  torch_call("backward failed", [&] {
-    at::Tensor scaled = loss * share;
-    if (state_.grad_scaler) scaled = state_.grad_scaler->scale(scaled);
-    scaled.backward({}, /*retain_graph=*/create_graph, create_graph);
-    return 0;
-  });
+  torch_call([] { return "backward failed"; },
+             [&] {
+               at::Tensor scaled = share == 1.0 ? loss : loss * share;  // one microbatch: no multiply by 1
+               if (state_.grad_scaler) scaled = state_.grad_scaler->scale(scaled);
+               scaled.backward({}, /*retain_graph=*/create_graph, create_graph);
+               return 0;
+             });
 }
 
 void Trainer::optimizer_step() {
@@ -585,7 +601,11 @@ void Trainer::flush_losses() {
   const std::vector<PendingLoss> pending = std::move(pending_losses_);
   pending_losses_.clear();
   std::vector<at::Tensor> parts;
-  for (const auto& p : pending) parts.push_back(p.loss.reshape({1}));
+  // Losses of one type are joined as they are; of several (a model changed its loss's), in float64.
+  const bool one_type = std::all_of(pending.begin(), pending.end(), [&](const PendingLoss& p) {
+    return p.loss.scalar_type() == pending[0].loss.scalar_type();
+  });
+  for (const auto& p : pending) parts.push_back(one_type ? p.loss.reshape({1}) : p.loss.reshape({1}).to(at::kDouble));
   const at::Tensor values = torch::cat(parts).to(at::kCPU, at::kDouble).contiguous();  // the one wait
   const double* loss = values.data_ptr<double>();
   for (std::size_t i = 0; i < pending.size(); ++i) {
@@ -606,7 +626,7 @@ void Trainer::flush_losses() {
 
 at::Tensor Trainer::eval_forward(Model& model) {
   AutocastGuard autocast(state_.precision, state_.device.type());
-  return torch_call("the model cannot take inputs of shape " + c10::str(state_.batch.input.sizes()),
+  return torch_call([&] { return "the model cannot take inputs of shape " + shape_of(state_.batch.input); },
                     [&] { return model.eval_forward(state_.batch); });
 }
 

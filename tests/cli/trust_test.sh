@@ -8,7 +8,9 @@ set -uo pipefail
 baton=$1
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
+# One level down, so that what a name escaping to ../ would write lands in this test's own folder
+# (a shared /tmp may hold a ../x of someone else's).
+mkdir "$tmp/w" && cd "$tmp/w" || exit 1
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 

@@ -1,8 +1,11 @@
 #include "baton/data/dataloader.h"
 
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -40,6 +43,65 @@ TEST(TensorDataset, GathersRowsAndCountsClasses) {
   EXPECT_EQ(ids(b), (std::vector<int64_t>{4, 1}));
   EXPECT_TRUE(torch::equal(b.target, torch::tensor({1, 1}, torch::kLong)));
   EXPECT_THROW(TensorDataset(torch::zeros({3, 2}), torch::zeros({4})), std::invalid_argument);
+}
+
+TEST(TensorDataset, GathersWhatIndexSelectGathersForEveryTypeAndShape) {
+  torch::manual_seed(0);
+  const at::Tensor indices = torch::tensor({5, 0, 5, 9, 2}, torch::kLong);
+  for (const auto& x : {torch::randn({10, 3, 4, 2}), torch::randint(0, 255, {10, 7}).to(torch::kUInt8),
+                        torch::randn({10}).to(torch::kDouble), torch::randn({10, 6}).to(torch::kBFloat16)}) {
+    TensorDataset data(x, torch::arange(10));
+    const Batch b = data.get_batch(indices);
+    EXPECT_TRUE(torch::equal(b.input, x.index_select(0, indices))) << x.sizes() << " " << x.scalar_type();
+    EXPECT_TRUE(torch::equal(b.target, indices));
+  }
+  // A non-contiguous source (a transposed view) takes LibTorch's own gather.
+  const at::Tensor t = torch::randn({4, 10}).t();
+  EXPECT_TRUE(torch::equal(TensorDataset(t, torch::arange(10)).get_batch(indices).input, t.index_select(0, indices)));
+  EXPECT_THROW(numbered(10)->get_batch(torch::tensor({3, 10}, torch::kLong)), c10::Error);  // out of range
+  EXPECT_THROW(numbered(10)->get_batch(torch::tensor({-1}, torch::kLong)), c10::Error);
+}
+
+// Rows on the CPU that say whether their gather is cheap, and the threads that gathered them.
+class ThreadRecordingDataset : public Dataset {
+ public:
+  explicit ThreadRecordingDataset(bool cheap) : cheap_(cheap) {}
+  int64_t size() const override { return 40; }
+  Batch get_batch(const at::Tensor& indices) const override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      threads_.insert(std::this_thread::get_id());
+    }
+    return {indices.to(torch::kFloat).unsqueeze(1), indices};
+  }
+  std::vector<int64_t> input_shape() const override { return {1}; }
+  bool gather_is_cheap() const override { return cheap_; }
+  bool gathered_off_this_thread() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return threads_.size() > 1 || (threads_.size() == 1 && *threads_.begin() != std::this_thread::get_id());
+  }
+
+ private:
+  bool cheap_;
+  mutable std::mutex mutex_;
+  mutable std::set<std::thread::id> threads_;
+};
+
+TEST(DataLoader, PrefetchesOnAThreadOnlyWhereThatPays) {
+  auto run = [](bool cheap, std::optional<c10::Device> to, bool prefetch) {
+    auto data = std::make_shared<ThreadRecordingDataset>(cheap);
+    DataLoader loader(data, DataLoaderOptions().batch_size(4).seed(1).prefetch(prefetch));
+    if (to) loader.set_device(*to);
+    loader.start_epoch(0);
+    std::vector<int64_t> sizes;
+    while (auto b = loader.next()) sizes.push_back(b->size());
+    EXPECT_EQ(sizes, std::vector<int64_t>(10, 4));
+    return data->gathered_off_this_thread();
+  };
+  EXPECT_TRUE(run(/*cheap=*/false, std::nullopt, true));            // a gather that is work: ahead, on the thread
+  EXPECT_FALSE(run(/*cheap=*/true, std::nullopt, true));            // rows in memory for the CPU: in line
+  EXPECT_TRUE(run(/*cheap=*/true, c10::Device(c10::kMeta), true));  // bound for another device: ahead
+  EXPECT_FALSE(run(/*cheap=*/false, std::nullopt, false));          // prefetch off
 }
 
 TEST(DataLoader, EachEpochVisitsEveryExampleOnceInANewOrder) {

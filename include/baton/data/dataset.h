@@ -30,6 +30,10 @@ class Dataset {
   // Where the examples are: get_batch() takes indices and gives batches on this device.
   // Default: the CPU.
   virtual c10::Device device() const { return c10::Device(c10::kCPU); }
+  // get_batch is a copy of rows already in memory, which a DataLoader does in line rather than on
+  // its prefetch thread (the hand-off per batch costs more than the copy) unless the batch then
+  // goes to another device. Default: false (decoding, augmenting, reading: worth a thread).
+  virtual bool gather_is_cheap() const { return false; }
 };
 
 // How a data set's inputs were standardised from the values read (bytes already scaled to
@@ -51,6 +55,7 @@ class TensorDataset : public Dataset {
   std::vector<int64_t> input_shape() const override;
   int64_t num_classes() const override { return num_classes_; }
   c10::Device device() const override { return inputs_.device(); }
+  bool gather_is_cheap() const override { return true; }
   // The same examples on `device` (recipe key data.on_device: a data set that fits in the GPU's
   // memory is gathered there, with no copy per batch).
   std::shared_ptr<TensorDataset> to(c10::Device device) const;
