@@ -57,14 +57,17 @@ build() {
 # only gpu_tests and baton are built here.
 gpu_tests() {
   local budget=$1 rc=0 until=$((SECONDS + $1))
-  timeout $((budget * 2 / 3)) build-cuda/bin/gpu_tests --gtest_brief=0 >"$out/gpu-tests.log" 2>&1 || rc=$?
+  timeout $((budget / 2)) build-cuda/bin/gpu_tests --gtest_brief=0 >"$out/gpu-tests.log" 2>&1 || rc=$?
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|^\[  FAILED|Failure" "$out/gpu-tests.log" | tail -60
-  local kill_rc=0
+  local cli_rc=0 kill_rc=0
+  timeout 45 tests/gpu/cli_cuda.sh build-cuda/bin/baton . >"$out/cli-cuda.log" 2>&1 || cli_rc=$?
+  tail -5 "$out/cli-cuda.log"
   STEPS=2000 timeout $((until - SECONDS)) tests/gpu/kill_resume_cuda.sh build-cuda/bin/baton . \
     >"$out/kill-resume-cuda.log" 2>&1 || kill_rc=$?
   tail -5 "$out/kill-resume-cuda.log"
-  say "gpu tests: gpu_tests exit $rc, kill_9_and_autoresume_on_cuda exit $kill_rc at $((SECONDS - start)) s"
-  [ "$rc" -eq 0 ] && { [ "$kill_rc" -eq 0 ] || [ "$kill_rc" -eq 77 ]; }
+  say "gpu tests: gpu_tests exit $rc, eval_predict_export_on_cuda exit $cli_rc," \
+    "kill_9_and_autoresume_on_cuda exit $kill_rc at $((SECONDS - start)) s"
+  [ "$rc" -eq 0 ] && { [ "$cli_rc" -eq 0 ] || [ "$cli_rc" -eq 77 ]; } && { [ "$kill_rc" -eq 0 ] || [ "$kill_rc" -eq 77 ]; }
 }
 
 bench_rows() {
@@ -116,6 +119,9 @@ check() {
       { echo "check: the build target $t is not defined"; fail=1; }
   done
   grep -q "baton_test(gpu_tests" tests/CMakeLists.txt || { echo "check: gpu_tests is not a target"; fail=1; }
+  for script in tests/gpu/*.sh; do  # every script of the gpu label is run by the kit
+    grep -q "$script" "$0" || { echo "check: the kit does not run $script"; fail=1; }
+  done
   bash -n "$0" && bash -n .device/setup.sh || fail=1
   [ $fail -eq 0 ] && echo "check: ok (kit: build by ${BUILD} s, gpu tests ${TESTS} s, the rest to ${TOTAL} s for the benchmark rows)"
   return $fail

@@ -214,6 +214,7 @@ TEST(Gpu, DeterministicResumeOnTheDeviceIsBitwise) {
   std::filesystem::remove_all(dir);
 }
 
+// SGD in fp32, Adam and AdamW under bf16 autocast, eager and from graphs.
 TEST(Gpu, TheTrainingLoopNeverWaitsForTheDevice) {
   REQUIRE_GPU();
   // LibTorch's sync debug mode throws at any call that makes the host wait for the device.
@@ -221,9 +222,92 @@ TEST(Gpu, TheTrainingLoopNeverWaitsForTheDevice) {
     if (e == Event::kBatchStart && s.timestamp.batch() == 2) cuda::set_sync_errors(true);
     if (e == Event::kBatchEnd && s.timestamp.batch() == 20) cuda::set_sync_errors(false);
   });
-  Trainer trainer(gpu_options("fashion_cnn", 1024).max_duration("24ba").log_interval(100).callbacks({strict}));
-  EXPECT_NO_THROW(trainer.fit());
-  cuda::set_sync_errors(false);
+  struct Case {
+    const char* optimizer;
+    Precision precision;
+    CudaGraphs graphs;
+  };
+  for (const Case c :
+       {Case{"sgd", Precision::kFp32, CudaGraphs::kOff}, Case{"adam", Precision::kAmpBf16, CudaGraphs::kOff},
+        Case{"adamw", Precision::kAmpBf16, CudaGraphs::kOff}, Case{"adamw", Precision::kAmpBf16, CudaGraphs::kOn}}) {
+    SCOPED_TRACE(std::string(c.optimizer) + " " + std::string(to_string(c.precision)) +
+                 (c.graphs == CudaGraphs::kOn ? " graphs" : " eager"));
+    TrainerOptions o = gpu_options("fashion_cnn", 1024).max_duration("24ba").log_interval(100).callbacks({strict});
+    o.precision(c.precision).cuda_graphs(c.graphs);
+    o.optimizers(
+        {make_optimizer(OptimizerOptions().name(c.optimizer).lr(c.optimizer == std::string("sgd") ? 0.05 : 1e-3),
+                        o.model()->parameters())});
+    Trainer trainer(o);
+    EXPECT_NO_THROW(trainer.fit());
+    cuda::set_sync_errors(false);
+    EXPECT_TRUE(std::isfinite(trainer.summary().train_loss));
+    if (c.graphs == CudaGraphs::kOn) {
+      EXPECT_GT(trainer.summary().graph_steps, 15);
+    }
+  }
+}
+
+// data.on_device: the examples on the GPU, each batch one gather there; the same order and the
+// same values as batches copied from the CPU, so the same weights, bitwise.
+TEST(Gpu, DataOnTheDeviceTrainsAsDataCopiedFromTheCpu) {
+  REQUIRE_GPU();
+  Trainer copied(gpu_options().deterministic(true).max_duration("12ba"));
+  copied.fit();
+  TrainerOptions o = gpu_options().deterministic(true).max_duration("12ba");
+  o.train_dataloader(
+      std::make_shared<DataLoader>(quadrants(256, 1)->to(kGpu), DataLoaderOptions().batch_size(32).seed(3)));
+  int on_gpu = 0;
+  o.callbacks({std::make_shared<Probe>([&](Event e, State& s) {
+    if (e == Event::kAfterDataloader && s.batch.input.is_cuda() && s.batch.target.is_cuda()) ++on_gpu;
+  })});
+  Trainer on_device(o);
+  on_device.fit();
+  EXPECT_EQ(on_gpu, 12);
+  EXPECT_TRUE(equal(weights(on_device), weights(copied)));
+}
+
+// fp16 with loss scaling under SAM (two backwards a step), gradient clipping (of unscaled
+// gradients) and 4 microbatches a batch: it trains, and the microbatched run follows the plain one.
+TEST(Gpu, Float16WithSamClippingAndMicrobatchesTrains) {
+  REQUIRE_GPU();
+  auto options = [](std::optional<int64_t> microbatch) {
+    return gpu_options()
+        .precision(Precision::kAmpFp16)
+        .max_duration("3ep")
+        .device_train_microbatch_size(microbatch)
+        .algorithms({make_algorithm("sam", {{"rho", 0.05}}),
+                     make_algorithm("gradient_clipping", {{"clipping_type", "norm"}, {"clipping_threshold", 1.0}})});
+  };
+  Trainer plain(options(std::nullopt));
+  plain.fit();
+  Trainer split(options(8));
+  split.fit();
+  for (Trainer* t : {&plain, &split}) {
+    EXPECT_TRUE(std::isfinite(t->summary().train_loss));
+    for (const auto& p : t->state().model->parameters()) EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+    EXPECT_GT(t->eval().at("eval").at("accuracy"), 0.8);
+  }
+  EXPECT_NEAR(plain.summary().train_loss, split.summary().train_loss, 0.1);
+}
+
+// cuda:N names the Nth GPU; past the last it is refused with how many there are. With two GPUs, a
+// run on the second keeps everything there, graphs included.
+TEST(Gpu, CudaNNamesTheNthGpu) {
+  REQUIRE_GPU();
+  const int gpus = cuda_device_count();
+  EXPECT_EQ(parse_device("cuda:0"), kGpu);
+  EXPECT_EQ(parse_device("cuda:" + std::to_string(gpus - 1)), c10::Device(c10::kCUDA, gpus - 1));
+  EXPECT_THAT([&] { parse_device("cuda:" + std::to_string(gpus)); },
+              ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr(
+                  "this machine has " + std::to_string(gpus) + " CUDA device" + (gpus == 1 ? " (cuda:0)" : "s"))));
+  EXPECT_THROW(Trainer(gpu_options().device("cuda:" + std::to_string(gpus))), std::invalid_argument);
+  if (gpus < 2) GTEST_SKIP() << "one GPU: cuda:1 cannot train here (the refusal above is checked)";
+  const c10::Device second(c10::kCUDA, 1);
+  Trainer trainer(gpu_options().cuda_graphs(CudaGraphs::kOn).device("cuda:1").max_duration("12ba"));
+  trainer.fit();
+  EXPECT_EQ(trainer.device(), second);
+  EXPECT_GT(trainer.summary().graph_steps, 5);
+  for (const auto& p : trainer.state().model->parameters()) EXPECT_EQ(p.device(), second);
   EXPECT_TRUE(std::isfinite(trainer.summary().train_loss));
 }
 
@@ -253,6 +337,19 @@ TEST(Gpu, DataParallelOverNcclOnOneRankMatchesPlainTraining) {
   EXPECT_TRUE(equal(weights(nccl), weights(plain)));
 }
 
+// Data parallelism over MPI with the gradients' buckets on the GPU (copied to the host for the
+// reduction and back): on one rank, the weights of plain training, bitwise.
+TEST(Gpu, DataParallelOverMpiWithGpuBucketsMatchesPlainTraining) {
+  REQUIRE_GPU();
+  if (!mpi::built()) GTEST_SKIP() << "built without MPI";
+  Trainer plain(gpu_options().deterministic(true).max_duration("6ba"));
+  plain.fit();
+  Trainer over_mpi(
+      gpu_options().deterministic(true).max_duration("6ba").distributed(Distributed::kOn).ddp_backend("mpi"));
+  over_mpi.fit();
+  EXPECT_TRUE(equal(weights(over_mpi), weights(plain)));
+}
+
 // ---- CUDA graphs ----
 
 // 200 steps of SGD with Nesterov momentum and weight decay under one_cycle (the learning rate and
@@ -264,8 +361,9 @@ TrainerOptions graph_options(CudaGraphs mode, const std::string& optimizer, Prec
     o.optimizers({make_optimizer(
         OptimizerOptions().name("sgd").lr(0.05).momentum(0.9).nesterov(true).weight_decay(5e-4), params)});
     o.schedulers({make_scheduler(SchedulerOptions().name("one_cycle").max_lr(0.1))});
-  } else {
-    o.optimizers({make_optimizer(OptimizerOptions().name("adamw").lr(1e-3).weight_decay(0.1), params)});
+  } else {  // adam or adamw
+    o.optimizers({make_optimizer(
+        OptimizerOptions().name(optimizer).lr(1e-3).weight_decay(optimizer == "adamw" ? 0.1 : 0.0), params)});
     o.schedulers({make_scheduler(SchedulerOptions().name("cosine_warmup").t_warmup(Time::from_batch(20)))});
   }
   return o;
@@ -290,6 +388,77 @@ TEST(Gpu, GraphsGiveTheWeightsOfEagerTrainingAfter200Steps) {
     EXPECT_LT(max_difference(weights(eager), weights(graphed)), 1e-5);
     EXPECT_NEAR(eager.summary().train_loss, graphed.summary().train_loss, 1e-4);
   }
+}
+
+// Adam and AdamW under bf16 autocast: graphs follow eager training (the forward in bf16 rounds
+// alike; the steps differ by an fma's rounding, which bf16 magnifies).
+TEST(Gpu, GraphsWithAdamUnderBf16FollowEagerTraining) {
+  REQUIRE_GPU();
+  for (const std::string optimizer : {"adam", "adamw"}) {
+    SCOPED_TRACE(optimizer);
+    Trainer eager(graph_options(CudaGraphs::kOff, optimizer, Precision::kAmpBf16));
+    eager.fit();
+    Trainer graphed(graph_options(CudaGraphs::kOn, optimizer, Precision::kAmpBf16));
+    graphed.fit();
+    EXPECT_GT(graphed.summary().graph_steps, 190);
+    EXPECT_LT(max_difference(weights(eager), weights(graphed)), 5e-2);
+    EXPECT_NEAR(eager.summary().train_loss, graphed.summary().train_loss, 5e-2);
+    EXPECT_LT(graphed.summary().train_loss, 0.5);
+  }
+}
+
+// The gpt model from graphs: embeddings' backward (index_put with accumulation), SDPA, dropout. A
+// repeating text is learnt; with dropout each replay draws new masks (the losses of one batch
+// replayed twice differ), and without it graphs learn it as eager training does.
+TEST(Gpu, GraphsTrainTheGptModel) {
+  REQUIRE_GPU();
+  const at::Tensor pattern = torch::tensor({0, 1, 2, 3, 2, 1}, torch::kLong).repeat({40});
+  const at::Tensor starts = torch::arange(0, 192, 1, torch::kLong);
+  const at::Tensor rows = starts.unsqueeze(1) + torch::arange(13, torch::kLong);
+  const at::Tensor windows = pattern.index_select(0, rows.flatten()).view({192, 13});
+  auto data = std::make_shared<TensorDataset>(windows.slice(1, 0, 12).contiguous(), windows.slice(1, 1).contiguous());
+  auto options = [&](CudaGraphs mode, double dropout) {
+    torch::manual_seed(0);
+    auto model = make_model(
+        "gpt", ModelOptions().input_shape({12}).num_classes(4).layers(2).width(32).heads(4).dropout(dropout));
+    return TrainerOptions()
+        .device("cuda")
+        .model(model)
+        .train_dataloader(std::make_shared<DataLoader>(data, DataLoaderOptions().batch_size(32).seed(1)))
+        .optimizers({make_optimizer(OptimizerOptions().name("adamw").lr(1e-2), model->parameters())})
+        .max_duration("150ba")
+        .eval_interval("0ep")
+        .progress_bar(false)
+        .console_log_interval("0ba")
+        .cuda_graphs(mode);  // not deterministic: LibTorch has no deterministic attention backward
+  };
+  Trainer learnt(options(CudaGraphs::kOn, 0.1));
+  learnt.fit();
+  EXPECT_GT(learnt.summary().graph_steps, 140);
+  EXPECT_LT(learnt.summary().train_loss, 0.5);  // after its first token the text is certain
+  // One batch, in one order, weights that do not move (lr 1e-30): only dropout's masks change the
+  // loss from one replay to the next.
+  std::vector<double> losses;
+  TrainerOptions o =
+      options(CudaGraphs::kOn, 0.1).max_duration("30ba").callbacks({std::make_shared<Probe>([&](Event e, State& st) {
+        if (e == Event::kAfterLoss) losses.push_back(st.loss.item<double>());
+      })});
+  const Batch one = data->get_batch(torch::arange(32, torch::kLong));
+  o.train_dataloader(std::make_shared<DataLoader>(std::make_shared<TensorDataset>(one.input, one.target),
+                                                  DataLoaderOptions().batch_size(32).shuffle(false)));
+  o.optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(1e-30), o.model()->parameters())});
+  Trainer masks(o);
+  masks.fit();
+  EXPECT_GT(masks.summary().graph_steps, 20);
+  ASSERT_EQ(losses.size(), 30U);
+  EXPECT_GT(std::set<double>(losses.begin() + 10, losses.end()).size(), 10U);  // the replays
+  Trainer eager(options(CudaGraphs::kOff, 0.0));
+  eager.fit();
+  Trainer graphed(options(CudaGraphs::kOn, 0.0));
+  graphed.fit();
+  EXPECT_GT(graphed.summary().graph_steps, 140);
+  EXPECT_LT(graphed.summary().train_loss, 0.5);
+  EXPECT_NEAR(eager.summary().train_loss, graphed.summary().train_loss, 0.1);
 }
 
 // Under graphs every step takes the capturable step's arithmetic, warm-ups included (which a resumed
@@ -370,7 +539,8 @@ TEST(Gpu, StochasticDepthDrawsAgainAtEveryGraphReplay) {
   TrainerOptions o =
       gpu_options()
           .model(model)
-          .train_dataloader(std::make_shared<DataLoader>(one_batch, DataLoaderOptions().batch_size(32)))
+          // One order: only the dropped blocks change the loss (not the sum's order).
+          .train_dataloader(std::make_shared<DataLoader>(one_batch, DataLoaderOptions().batch_size(32).shuffle(false)))
           .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(1e-30), model->parameters())})
           .algorithms({make_algorithm("stochastic_depth", {{"drop_rate", 0.5}, {"drop_distribution", "uniform"}})})
           .cuda_graphs(CudaGraphs::kOn)
