@@ -34,7 +34,7 @@ say() { echo "gpu_run: $*" | tee -a "$out/summary.txt"; }
 setup() {
   [ -f .device/setup.sh ] || { say ".device/setup.sh is missing (run bench/gpu_prepare.sh here, carry .device)"; exit 2; }
   # shellcheck disable=SC1091
-  source .device/setup.sh >"$out/setup.log" 2>&1
+  source .device/setup.sh >"$out/setup.log" 2>&1 || { say "$(tail -1 "$out/setup.log")"; exit 2; }
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1
   say "$(tail -1 "$out/gpu.txt" 2>/dev/null) | $(tail -1 "$out/setup.log")"
 }
@@ -99,6 +99,7 @@ check() {
   for deb in libsqlite3-dev libsqlite3-0 libssl-dev libssl3; do
     ls .device/debs/"${deb}"_*.deb >/dev/null 2>&1 || { echo "check: .device/debs has no $deb"; fail=1; }
   done
+  cmp -s bench/gpu_setup.sh .device/setup.sh || { echo "check: .device/setup.sh is not bench/gpu_setup.sh (run bench/gpu_prepare.sh)"; fail=1; }
   for gz in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
     [ -s ".device/data/$gz" ] || { echo "check: .device/data/$gz is missing"; fail=1; }
   done

@@ -15,12 +15,18 @@ if [ ! -d /usr/share/games/fortunes ] && [ -d .device/fortunes ]; then
   mkdir -p /usr/share/games/fortunes && cp -u .device/fortunes/* /usr/share/games/fortunes/
 fi
 lib="$SYSROOT/usr/lib/x86_64-linux-gnu"
-BATON_CUDA_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$TORCH_DIR;$SYSROOT/usr"
+# Torch_DIR named: a build folder configured before (say, by a python3 without torch) keeps the
+# LibTorch it found in its cache otherwise (a simulated run here found Debian's that way).
+BATON_CUDA_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$TORCH_DIR;$SYSROOT/usr -DTorch_DIR=$TORCH_DIR/Torch"
 # FindSQLite3 and FindOpenSSL look in the system's folders first: point them at the carried copies
-# where the machine has no headers of its own.
-[ -f /usr/include/sqlite3.h ] ||
+# where the machine has no headers of its own (or always, with GPU_KIT_CARRIED=1: bench/gpu_simulate.sh).
+carried=${GPU_KIT_CARRIED:-}
+[ -f /usr/include/sqlite3.h ] && [ -z "$carried" ] ||
   BATON_CUDA_CMAKE_ARGS+=" -DSQLite3_INCLUDE_DIR=$SYSROOT/usr/include -DSQLite3_LIBRARY=$lib/libsqlite3.so.0"
-[ -f /usr/include/openssl/evp.h ] ||
+[ -f /usr/include/openssl/evp.h ] && [ -z "$carried" ] ||
   BATON_CUDA_CMAKE_ARGS+=" -DOPENSSL_ROOT_DIR=$SYSROOT/usr -DOPENSSL_INCLUDE_DIR=$SYSROOT/usr/include -DOPENSSL_CRYPTO_LIBRARY=$lib/libcrypto.so.3"
 export BATON_CUDA_CMAKE_ARGS
 echo "setup: torch $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())'); nvcc $(nvcc --version 2>/dev/null | tail -1)"
+# The last word: whether python3 has torch (without it nothing can be built).
+[ -n "$TORCH_DIR" ] || echo "setup: python3 ($(command -v python3)) has no torch: nothing to build against"
+[ -n "$TORCH_DIR" ]

@@ -2,7 +2,9 @@
 //
 //   #include <baton/baton.h>
 //
-// brings in every core header; modules above core have their own umbrella headers.
+// brings in every core header: enough to write an algorithm, a callback or a logger. The modules
+// above core are included a header at a time (<baton/train/trainer.h>, <baton/data/dataloader.h>,
+// <baton/models/zoo.h>, ...), as examples/ does.
 #pragma once
 
 #include "baton/core/algorithm.h"

@@ -6,7 +6,7 @@ set -uo pipefail
 baton=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-command -v mpirun >/dev/null || { echo "no mpirun (scripts/install-deps.sh installs openmpi-bin)"; exit 0; }
+command -v mpirun >/dev/null || { echo "skipped: no mpirun (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 printf 'x: {_type: uniform, _value: [0, 1]}\n' >"$tmp/space.yaml"
 cat >"$tmp/trial.sh" <<Y

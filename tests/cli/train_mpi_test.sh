@@ -7,7 +7,7 @@ baton=$1
 src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; pkill -9 -f "$tmp" 2>/dev/null' EXIT
-command -v mpirun >/dev/null || { echo "no mpirun (scripts/install-deps.sh installs openmpi-bin): skipped"; exit 0; }
+command -v mpirun >/dev/null || { echo "skipped: no mpirun (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 recipe=$src/recipes/fashion_mnist.yaml
 common=(--set progress_bar=false --set precision=fp32 --set eval_subset_num_batches=2 --set loggers.tensorboard=false)

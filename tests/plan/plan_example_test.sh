@@ -16,7 +16,7 @@ if [ "$local_line" != "$want" ]; then
 fi
 grep -q "n2 task s3: setup (once, before both instances)" "$tmp/local.err" || { echo "FAIL: no task setup line"; exit 1; }
 if [ "$mode" = mpi ]; then
-  command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 0; }
+  command -v mpirun >/dev/null || { echo "skipped: no mpirun (scripts/install-deps.sh installs openmpi-bin)"; exit 77; }
   "$here/mpirun.sh" 3 "$example" --session mpi >"$tmp/mpi" 2>"$tmp/mpi.err" || { echo "FAIL: mpirun"; cat "$tmp/mpi.err"; exit 1; }
   mpi_line=$(tail -n 1 "$tmp/mpi")
   if [ "$mpi_line" != "$local_line" ]; then

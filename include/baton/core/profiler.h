@@ -1,4 +1,4 @@
-// Profiler: the interface the engine (and later the trainer) reports spans to.
+// Profiler: the interface the engine and the trainer report spans to.
 //
 // The engine opens "event/<canonical name>" on a before-event and closes it on the matching
 // after-event, and wraps each algorithm in "algorithm/<Name>/event/<event>" and each callback

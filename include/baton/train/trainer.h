@@ -2,15 +2,16 @@
 // the order docs/events.md gives, and times training apart from evaluation.
 //
 //   auto [train, test] = baton::load_fashion_mnist();
-//   auto model = baton::make_model("fashion_cnn", baton::ModelOptions().input_shape({1, 28, 28}).num_classes(10));
+//   auto model = baton::make_model("fashion_cnn", baton::ModelOptions().input_shape({1, 28, 28}));
+//   auto sgd = baton::make_optimizer(baton::OptimizerOptions().name("sgd").lr(0.05), model->parameters());
+//   auto train_loader = std::make_shared<baton::DataLoader>(train, baton::DataLoaderOptions().batch_size(128));
+//   auto test_loader = std::make_shared<baton::DataLoader>(test, baton::DataLoaderOptions().shuffle(false));
 //   baton::Trainer trainer(baton::TrainerOptions()
 //                              .model(model)
-//                              .train_dataloader(std::make_shared<baton::DataLoader>(train,
-//                              baton::DataLoaderOptions().batch_size(128))) .eval_dataloader("eval",
-//                              std::make_shared<baton::DataLoader>(test, baton::DataLoaderOptions().shuffle(false)))
+//                              .train_dataloader(train_loader)
+//                              .eval_dataloader("eval", test_loader)
 //                              .max_duration("3ep")
-//                              .optimizers({baton::make_optimizer(baton::OptimizerOptions().name("sgd").lr(0.05),
-//                              model->parameters())}));
+//                              .optimizers({sgd}));
 //   trainer.fit();
 #pragma once
 
@@ -55,7 +56,7 @@ bool data_parallel_active();
 // why, so that the others do not wait for it forever.
 [[noreturn]] void abort_all_ranks(int code);
 
-// The train step in CUDA graphs (docs/training.md, "CUDA graphs"). kAuto: on a GPU, when every
+// The train step in CUDA graphs (docs/devices.md, "CUDA graphs"). kAuto: on a GPU, when every
 // algorithm, callback and option allows it, else eager with one line saying which and why (and on
 // the CPU, eager); kOn: the same, but what stops graphs is an error; kOff: always eager.
 enum class CudaGraphs { kAuto, kOn, kOff };
