@@ -1,12 +1,13 @@
 # What a person types. Everything builds in build/ (Release); programs land in build/bin/.
 #
 #   make demo        install what is missing, build the library and baton, train on Fashion-MNIST
-#   make test        the same set-up, then the fast tests (ctest label: unit)
-#   make test-all    every test label (unit, slow, mpi, postgres, faults, browser, gpu)
+#   make test        the same set-up, then the tests of labels unit and integration, each timed
+#   make test-all    every test label (unit, integration, slow, mpi, postgres, faults, browser, gpu)
 #   make test-asan   the unit tests built with AddressSanitizer + UndefinedBehaviorSanitizer
 #   make build-torch2  the same tree against LibTorch 2.x with CUDA (the pinned PyPI torch wheel in
 #                    .venv-torch2/, scripts/torch2-requirements.txt) in build-torch2/
-#   make test-torch2 its unit tests (on the CPU); make test-gpu: label gpu (skips without a GPU)
+#   make test-torch2 its unit and integration tests (on the CPU); make test-gpu: label gpu (skips
+#                    without a GPU)
 #   make bench       build and run the benchmarks (figures: bench/README.md)
 #   make format      clang-format every C++ file; make tidy runs clang-tidy
 #   make fuzz        build and run the parsers' fuzzers for a short while (clang, libFuzzer)
@@ -32,8 +33,12 @@ configure: deps
 demo:
 	@JOBS=$(JOBS) scripts/demo.sh
 
+# unit (the test programs and the layering check), then integration (the CLI, install, faults,
+# search and valgrind scripts), each timed; both run, and either failing fails make test.
 test: build
-	ctest --preset unit -j $(JOBS)
+	@rc=0; for label in unit integration; do start=$$SECONDS; \
+	  ctest --preset $$label -j $(JOBS) || rc=$$?; \
+	  echo "make test: $$label: $$((SECONDS - start)) s"; done; exit $$rc
 
 test-all: build
 	@scripts/install-deps.sh --browser

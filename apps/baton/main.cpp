@@ -4,15 +4,18 @@
 //   baton eval recipes/fashion_mnist.yaml --load runs/quick/model.pt
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 #include <CLI/CLI.hpp>
 
 #include "baton/core/device.h"
+#include "baton/core/options.h"
 #include "baton/io/file.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/recipe.h"
@@ -71,14 +74,10 @@ int main(int argc, char** argv) {
   baton::cli::add_search(app);
   baton::cli::add_dashboard(app);
   if (argc > 1 && argv[1][0] != '-') {
-    bool known = false;
-    std::string names;
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      known = known || sub->get_name() == argv[1];
-      names += (names.empty() ? "" : ", ") + sub->get_name();
-    }
-    if (!known) {
-      std::fprintf(stderr, "baton: unknown command '%s' (known: %s)\n", argv[1], names.c_str());
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::fprintf(stderr, "baton: %s\n", baton::unknown_name("command", argv[1], names).c_str());
       return baton::cli::kBadInput;
     }
   }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/io/file.h"
+#include "baton/io/run_dir.h"
 #include "baton/loggers/plot.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/recipe_file.h"
@@ -24,12 +25,12 @@ struct PlotArgs {
 
 // The metric's (step, value) pairs from RUN_DIR/metrics.jsonl.
 Series read_series(const std::string& run, const std::string& metric) {
-  const std::filesystem::path file = std::filesystem::path(run) / "metrics.jsonl";
+  const std::filesystem::path file = RunDir(run).metrics_jsonl();
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) {
     throw RecipeError(file.string() + ": no such file (is " + run + " a baton run directory?)");
   }
-  std::istringstream in(read_file(file.string(), {.what = "metrics.jsonl", .max_bytes = 4ull << 30}));
+  std::istringstream in(read_file(file.string(), {.what = RunDir::kMetricsJsonl, .max_bytes = 4ull << 30}));
   Series s{std::filesystem::path(run).filename().string(), {}};
   if (s.name.empty()) s.name = run;
   std::string line;

@@ -28,6 +28,8 @@
 #include "baton/exec/process.h"
 #include "baton/exec/space.h"
 #include "baton/exec/storage.h"
+#include "baton/io/run_dir.h"
+#include "baton/train/trainer.h"
 #include "commands.h"
 
 namespace baton::cli {
@@ -61,16 +63,8 @@ struct SearchArgs {
 // The rank and size of this process when it was started by mpirun or srun (several workers of
 // one search), else nullopt.
 std::optional<std::pair<int, int>> launcher_rank() {
-  const std::pair<const char*, const char*> vars[] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                                                      {"PMIX_RANK", "PMIX_SIZE"},
-                                                      {"PMI_RANK", "PMI_SIZE"},
-                                                      {"SLURM_PROCID", "SLURM_NTASKS"}};
-  for (const auto& [rank, size] : vars) {
-    const char* r = std::getenv(rank);
-    const char* n = std::getenv(size);
-    if (r && n && std::atoi(n) > 1) return std::make_pair(std::atoi(r), std::atoi(n));
-  }
-  return std::nullopt;
+  if (baton::launcher_size() <= 1) return std::nullopt;
+  return std::make_pair(baton::launcher_rank(), baton::launcher_size());
 }
 
 // SIGTERM / SIGINT: the first stops the search (its running trials' process groups are ended and
@@ -451,9 +445,9 @@ int finish_search(const SearchArgs& a, Chain& chain, const std::optional<Trial>&
   if (best) summary["best"] = {{"id", best->id}, {"value", *best->metrics.final}, {"parameters", best->parameters}};
   if (distributed) summary["worker"] = {{"name", w.name}, {"requeued_from_silent_workers", distributed->requeued()}};
   // Written whole then renamed: the workers of a shared search may write it at the same time.
-  const auto tmp = dir / ("summary.json.tmp." + std::to_string(::getpid()));
+  const auto tmp = dir / (std::string(RunDir::kSummary) + ".tmp." + std::to_string(::getpid()));
   std::ofstream(tmp) << summary.dump(2) << "\n";
-  std::filesystem::rename(tmp, dir / "summary.json");
+  std::filesystem::rename(tmp, RunDir(dir).summary());
   for (const auto& t : all) {
     if (t.status == TrialStatus::kFailed)
       std::printf("trial %lld failed: %s\n", static_cast<long long>(t.id), t.error.substr(0, 300).c_str());
@@ -470,7 +464,7 @@ int finish_search(const SearchArgs& a, Chain& chain, const std::optional<Trial>&
   } else {
     std::printf("no trial finished with a value\n");
   }
-  std::printf("summary: %s\n", (dir / "summary.json").string().c_str());
+  std::printf("summary: %s\n", RunDir(dir).summary().string().c_str());
   return best ? 0 : kRunFailed;
 }
 
@@ -491,7 +485,7 @@ int run_search_command(const SearchArgs& a) {
   const std::filesystem::path dir = a.run_dir;
   std::filesystem::create_directories(dir);
   const std::string storage_url =
-      a.storage.empty() ? "sqlite://" + std::filesystem::absolute(dir / "search.db").string() : a.storage;
+      a.storage.empty() ? "sqlite://" + std::filesystem::absolute(RunDir(dir).search_db()).string() : a.storage;
   if (a.new_study) start_new_study(dir, storage_url);
   const std::shared_ptr<TrialStorage> storage = as_bad_input([&] { return open_storage(storage_url); });
   std::vector<Trial> previous = storage->load_trials();

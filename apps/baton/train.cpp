@@ -17,9 +17,10 @@
 #include <CLI/CLI.hpp>
 
 #include "baton/callbacks/trace_profiler.h"
+#include "baton/core/options.h"
 #include "baton/io/file.h"
-#include "baton/loggers/csv_logger.h"
-#include "baton/loggers/jsonl_logger.h"
+#include "baton/io/run_dir.h"
+#include "baton/loggers/registry.h"
 #include "baton/loggers/tensorboard_logger.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_saver.h"
@@ -57,22 +58,12 @@ struct TrainArgs {
 
 namespace fs = std::filesystem;
 
-// What a baton run leaves in its folder.
-const std::vector<std::string> kRunFiles = {"recipe.yaml", "metrics.jsonl", "metrics.csv", "summary.json",
-                                            "model.pt",    "checkpoints",   "tensorboard", "traces"};
-
 std::vector<std::string> present(const fs::path& folder, const std::vector<std::string>& names) {
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& name : names) {
     if (fs::exists(folder / name, ec) || fs::is_symlink(folder / name, ec)) out.push_back(name);
   }
-  return out;
-}
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
 }
 
@@ -91,7 +82,7 @@ fs::path move_aside(const fs::path& folder, const std::vector<std::string>& name
 // A run folder that already holds a run is continued (--autoresume), started over with the old
 // files moved aside (--overwrite), or refused: silently writing over it would lose them.
 void prepare_run_folder(const fs::path& dir, const TrainArgs& args, const TrainingRun& run) {
-  const std::vector<std::string> previous = present(dir, kRunFiles);
+  const std::vector<std::string> previous = present(dir, RunDir::run_files());
   if (previous.empty()) return;
   if (args.overwrite) {
     std::printf("baton train: %s's previous run moved to %s\n", dir.string().c_str(),
@@ -104,7 +95,7 @@ void prepare_run_folder(const fs::path& dir, const TrainArgs& args, const Traini
     return;
   }
   if (args.autoresume) return;
-  throw RecipeError(dir.string() + ": a run is already there (" + joined(previous) +
+  throw RecipeError(dir.string() + ": a run is already there (" + join_names(previous) +
                     "); --autoresume continues it, --overwrite starts over (moving its files aside), or give "
                     "another --run-dir");
 }
@@ -129,7 +120,7 @@ RunDirectory claim_run_dir(const fs::path& dir) {
   out.created = !fs::exists(dir, ec);
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir.string() + ": cannot create the run directory (" + ec.message() + ")");
-  out.lock = std::make_unique<FileLock>((dir / ".lock").string());
+  out.lock = std::make_unique<FileLock>(RunDir(dir).lock().string());
   if (!out.lock->held()) {
     const long pid = out.lock->holder();
     throw RecipeError(dir.string() + ": another baton" + (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "") +
@@ -232,7 +223,7 @@ std::shared_ptr<TrialReporter> add_run_callbacks(TrainingRun& run, const TrainAr
   }
   if (args.profile && writes) {
     // Batches 2..6 of the run (the first is warm-up), one file in RUN_DIR/traces.
-    callbacks.push_back(std::make_shared<TraceProfiler>(TraceProfilerOptions().folder((dir / "traces").string())));
+    callbacks.push_back(std::make_shared<TraceProfiler>(TraceProfilerOptions().folder(RunDir(dir).traces().string())));
   }
   run.options.callbacks(callbacks);
   return reporter;
@@ -244,9 +235,7 @@ void add_run_loggers(TrainingRun& run, const fs::path& dir, bool writes) {
   auto loggers = run.options.loggers();
   const bool resume = run.options.autoresume();
   for (const std::string& name : writes ? run.loggers : std::vector<std::string>{}) {
-    if (name == "jsonl") loggers.push_back(std::make_shared<JsonlLogger>((dir / "metrics.jsonl").string(), resume));
-    if (name == "csv") loggers.push_back(std::make_shared<CsvLogger>((dir / "metrics.csv").string(), resume));
-    if (name == "tensorboard") loggers.push_back(std::make_shared<TensorBoardLogger>((dir / "tensorboard").string()));
+    loggers.push_back(make_run_logger(name, dir.string(), resume));
   }
   run.options.loggers(loggers);
 }
@@ -275,7 +264,7 @@ int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, co
     // inside LibTorch's writer, and never a half-written model.pt.
     std::ostringstream bytes;
     torch::save(std::dynamic_pointer_cast<torch::nn::Module>(run.options.model()), bytes);
-    write_file_atomically((dir / "model.pt").string(), bytes.str());
+    write_file_atomically(RunDir(dir).model().string(), bytes.str());
   }
   nlohmann::json metrics = nlohmann::json::object();
   for (const auto& [label, values] : trainer.state().eval_metrics) {
@@ -286,11 +275,11 @@ int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, co
                                   {"eval_s", s.eval_s},           {"steps", s.steps},
                                   {"samples", s.samples},         {"samples_per_s", s.samples_per_s()},
                                   {"graph_steps", s.graph_steps}, {"stopped_early", s.stopped_early}};
-  write_file_atomically((dir / "summary.json").string(), summary.dump(2) + "\n");
+  write_file_atomically(RunDir(dir).summary().string(), summary.dump(2) + "\n");
   std::printf("done: %lld steps in %.1f s (%.0f samples/s, evaluation %.1f s)", static_cast<long long>(s.steps),
               s.train_s, s.samples_per_s(), s.eval_s);
   if (metrics.contains("eval/accuracy")) std::printf(", test accuracy %.4f", metrics["eval/accuracy"].get<double>());
-  std::printf("\nsummary: %s\n", (dir / "summary.json").string().c_str());
+  std::printf("\nsummary: %s\n", RunDir(dir).summary().string().c_str());
   if (reporter) {
     const std::string& metric = reporter->metric();
     if (!metrics.contains(metric)) {
@@ -316,7 +305,7 @@ int run_train(const TrainArgs& args) {
   // Under mpirun/srun every rank trains one model with data parallelism; only rank 0 writes the
   // run directory and prints.
   const bool writes = run.options.distributed() == Distributed::kOff || launcher_rank() == 0;
-  if (run.options.save_folder().empty() && run.checkpoints) run.options.save_folder((dir / "checkpoints").string());
+  if (run.options.save_folder().empty() && run.checkpoints) run.options.save_folder(RunDir(dir).checkpoints().string());
   RunDirectory claimed;
   if (writes) {
     claimed = claim_run_dir(dir);
@@ -357,7 +346,7 @@ int run_train(const TrainArgs& args) {
     throw;
   }
   Trainer& trainer = *made;
-  if (writes) write_file_atomically((dir / "recipe.yaml").string(), recipe.resolved_yaml());  // the run is accepted
+  if (writes) write_file_atomically(RunDir(dir).recipe().string(), recipe.resolved_yaml());  // the run is accepted
   print_start(trainer, run, writes);
   trainer.fit();
   trainer.close();

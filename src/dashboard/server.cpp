@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "api.h"
+#include "baton/core/options.h"
 #include "baton/dashboard/dashboard.h"
 #include "baton/io/file.h"
 
@@ -128,10 +129,9 @@ bool Api::authorized(const HttpRequest& request) const {
 
 HttpResponse Api::handle(const HttpRequest& request) const {
   if (!host_allowed(request.header("host"))) {
-    std::string served;
-    for (const auto& h : hosts_) served += (served.empty() ? "" : ", ") + h;
-    return error_response(403, "this dashboard answers to the host names " + served + " (not '" +
-                                   request.header("host") + "'); baton dashboard --allow-host NAME adds one");
+    return error_response(403, "this dashboard answers to the host names " +
+                                   join_names({hosts_.begin(), hosts_.end()}) + " (not '" + request.header("host") +
+                                   "'); baton dashboard --allow-host NAME adds one");
   }
   if (request.path.rfind("/api/", 0) == 0 && !authorized(request)) {
     return error_response(401, "this dashboard needs its token: ?token=TOKEN");

@@ -12,6 +12,7 @@
 
 #include "baton/exec/storage.h"
 #include "baton/io/file.h"
+#include "baton/io/run_dir.h"
 
 namespace baton::dashboard {
 namespace fs = std::filesystem;
@@ -58,8 +59,8 @@ nlohmann::json listing(const fs::path& dir, const std::string& extension) {
 // beside its search.db.
 bool is_run_dir(const fs::path& dir) {
   std::error_code ec;
-  return fs::is_regular_file(dir / "metrics.jsonl", ec) ||
-         (fs::is_regular_file(dir / "summary.json", ec) && !fs::exists(dir / "search.db", ec));
+  return fs::is_regular_file(RunDir(dir).metrics_jsonl(), ec) ||
+         (fs::is_regular_file(RunDir(dir).summary(), ec) && !fs::exists(RunDir(dir).search_db(), ec));
 }
 
 bool is_sqlite_file(const fs::path& file) {
@@ -89,21 +90,22 @@ Run::Run(std::string id, fs::path dir, fs::path root)
 void Run::refresh() {
   read_metrics();
   if (summary_.is_null()) {
-    summary_ = nlohmann::json::parse(read_text(dir_ / "summary.json", root_, 1u << 20), nullptr, false);
+    summary_ = nlohmann::json::parse(read_text(RunDir(dir_).summary(), root_, 1u << 20), nullptr, false);
     if (summary_.is_discarded()) summary_ = nullptr;  // missing, or being written: next time
   }
-  if (recipe_.empty()) recipe_ = read_text(dir_ / "recipe.yaml", root_, 1u << 20);
+  if (recipe_.empty()) recipe_ = read_text(RunDir(dir_).recipe(), root_, 1u << 20);
 }
 
 // What was appended to metrics.jsonl since the last call, at most 64 MiB a call (a file that only
 // grows is read in steps); a file that is not a regular file inside the run's folder is not read.
 void Run::read_metrics() {
-  const fs::path file = dir_ / "metrics.jsonl";
+  const fs::path file = RunDir(dir_).metrics_jsonl();
   std::error_code ec;
   if (!fs::exists(file, ec)) return;
   std::optional<ReadableFile> in;
   try {
-    in.emplace(file.string(), ReadOptions{.what = "metrics.jsonl", .max_bytes = UINT64_MAX, .inside = root_.string()});
+    in.emplace(file.string(),
+               ReadOptions{.what = RunDir::kMetricsJsonl, .max_bytes = UINT64_MAX, .inside = root_.string()});
   } catch (const FileError& e) {
     if (problems_.size() < 20 && (problems_.empty() || problems_.back() != e.what())) problems_.push_back(e.what());
     return;
@@ -141,7 +143,7 @@ void Run::take_line(const std::string& line) {
   const auto j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     if (problems_.size() < 20)
-      problems_.push_back((dir_ / "metrics.jsonl").string() + ":" + std::to_string(lines_) + ": not a JSON object");
+      problems_.push_back(RunDir(dir_).metrics_jsonl().string() + ":" + std::to_string(lines_) + ": not a JSON object");
     return;
   }
   if (j.contains("hyperparameters")) {
@@ -163,7 +165,7 @@ void Run::take_line(const std::string& line) {
 // failed: neither (stopped without a summary).
 std::string Run::status() const {
   if (!summary_.is_null()) return "finished";
-  return std::min(age_s(dir_ / "metrics.jsonl"), age_s(dir_ / "checkpoints")) < 60 ? "running" : "failed";
+  return std::min(age_s(RunDir(dir_).metrics_jsonl()), age_s(RunDir(dir_).checkpoints())) < 60 ? "running" : "failed";
 }
 
 nlohmann::json Run::row() const {
@@ -199,8 +201,8 @@ nlohmann::json Run::detail() const {
           {"hyperparameters", hyperparameters_},
           {"summary", summary_},
           {"metrics", keys},
-          {"checkpoints", listing(dir_ / "checkpoints", ".ckpt")},
-          {"traces", listing(dir_ / "traces", ".json")},
+          {"checkpoints", listing(RunDir(dir_).checkpoints(), ".ckpt")},
+          {"traces", listing(RunDir(dir_).traces(), ".json")},
           {"problems", problems_}};
 }
 
@@ -505,7 +507,7 @@ void Catalog::add_path(const std::string& path, const fs::path& root) {
     for (const auto& c : children) {
       const std::size_t before = seen_;
       if (!resolves_inside(c.string(), inside.string())) continue;
-      if (fs::is_regular_file(c, ec) && c.filename() == "search.db")
+      if (fs::is_regular_file(c, ec) && c.filename() == RunDir::kSearchDb)
         add_search("sqlite://" + canonical_name(c), p / "trials", p);
       else if (fs::is_directory(c, ec) && given)
         add_path(c.string(), inside);
@@ -613,10 +615,10 @@ std::optional<std::string> Catalog::read_trace(const std::string& run, const std
   auto it = runs_.find(run);
   if (it == runs_.end()) return std::nullopt;
   const Run& r = *it->second;
-  for (const auto& listed : listing(r.dir() / "traces", ".json")) {
+  for (const auto& listed : listing(RunDir(r.dir()).traces(), ".json")) {
     if (listed["name"] != name) continue;
     try {
-      return read_file((r.dir() / "traces" / name).string(),
+      return read_file((RunDir(r.dir()).traces() / name).string(),
                        {.what = "the trace", .max_bytes = 1ull << 30, .inside = r.root().string()});
     } catch (const FileError&) {
       return std::nullopt;

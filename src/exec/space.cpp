@@ -11,6 +11,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "baton/core/options.h"
 #include "baton/exec/gp.h"
 #include "baton/exec/tpe.h"
 #include "baton/io/file.h"
@@ -24,11 +25,7 @@ constexpr std::uint64_t kMaxSpaceBytes = 16u << 20;
 const std::vector<std::string> kTypes = {"choice",     "randint",     "uniform", "quniform",
                                          "loguniform", "qloguniform", "normal"};
 
-std::string known_types() {
-  std::string s;
-  for (const auto& t : kTypes) s += (s.empty() ? "" : ", ") + t;
-  return s;
-}
+std::string known_types() { return join_names({kTypes.begin(), kTypes.end()}); }
 
 bool is_log(const std::string& type) { return type == "loguniform" || type == "qloguniform"; }
 
@@ -98,7 +95,7 @@ std::vector<Dimension> parse_dims(const nlohmann::json& space, const std::string
     d.name = name;
     d.type = spec["_type"].get<std::string>();
     if (std::find(kTypes.begin(), kTypes.end(), d.type) == kTypes.end()) {
-      fail("unknown _type '" + d.type + "' (known: " + known_types() + ")");
+      fail(unknown_name("_type", d.type, {kTypes.begin(), kTypes.end()}));
     }
     const nlohmann::json& value = spec["_value"];
     if (!value.is_array() || value.empty()) fail("_value must be a non-empty list");
@@ -423,10 +420,7 @@ class Settings {
   // Throws when a setting was not taken; `known`: the strategy's option names.
   void done(const std::vector<std::string>& known) const {
     if (left_.empty()) return;
-    std::string names;
-    for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
-    throw std::invalid_argument("strategy " + strategy_ + ": unknown option '" + left_.begin().key() + "' (" +
-                                (known.empty() ? std::string("it has none") : "known: " + names) + ")");
+    throw std::invalid_argument("strategy " + strategy_ + ": " + unknown_name("option", left_.begin().key(), known));
   }
 
  private:
@@ -495,9 +489,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpa
     s.done({"population", "sample_size"});
     return std::make_unique<EvolutionStrategy>(space, options.seed(), options.maximize(), population, sample_size);
   }
-  std::string known;
-  for (const auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("unknown strategy '" + name + "' (known: " + known + ")");
+  throw std::invalid_argument(unknown_name("strategy", name, strategy_names()));
 }
 
 // ---- the search loop ------------------------------------------------------------------------

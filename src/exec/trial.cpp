@@ -5,6 +5,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "baton/core/options.h"
+
 namespace baton {
 namespace {
 
@@ -26,9 +28,7 @@ TrialStatus trial_status_from_string(const std::string& name) {
   for (std::size_t i = 0; i < kStatusNames.size(); ++i) {
     if (lower == kStatusNames[i]) return static_cast<TrialStatus>(i);
   }
-  std::string known;
-  for (const char* n : kStatusNames) known += (known.empty() ? "" : ", ") + std::string(n);
-  throw std::invalid_argument("unknown trial status '" + name + "' (known: " + known + ")");
+  throw std::invalid_argument(unknown_name("trial status", name, {kStatusNames.begin(), kStatusNames.end()}));
 }
 
 std::string to_string(ModelEventType type) {

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "baton/core/options.h"
 #include "baton/core/state.h"
 
 namespace baton {
@@ -100,7 +101,7 @@ std::unique_ptr<Metric> make_metric(const std::string& name) {
     } catch (const std::exception&) {
     }
   }
-  throw std::invalid_argument("unknown metric '" + name + "' (known: accuracy, top<k>_accuracy, loss)");
+  throw std::invalid_argument(unknown_name("metric", name, {"accuracy", "top<k>_accuracy", "loss"}));
 }
 
 }  // namespace baton

@@ -140,9 +140,7 @@ std::shared_ptr<Model> make_model(const std::string& name, const ModelOptions& s
     return std::make_shared<Classifier>(ResNet20(spec.input_shape()[0], spec.num_classes()).ptr());
   }
   if (name == "gpt") return make_gpt(spec);
-  std::string known;
-  for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("unknown model '" + name + "' (known: " + known + ")");
+  throw std::invalid_argument(unknown_name("model", name, model_names()));
 }
 
 }  // namespace baton

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #ifdef BATON_HAVE_MPI
@@ -22,46 +23,92 @@ bool built() {
 #endif
 }
 
-bool launched() {
-  for (const char* name :
-       {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "MPI_LOCALNRANKS"}) {
-    if (std::getenv(name)) return true;
-  }
-  return false;
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = name != nullptr ? std::getenv(name) : nullptr;
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return *end == '\0' && n >= 0 && n < (1L << 24) ? static_cast<int>(n) : fallback;
 }
 
-int launched_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS", "MPI_LOCALNRANKS"}) {
-    if (const char* v = std::getenv(name)) {
-      if (const int n = std::atoi(v); n > 1) return n;
-    }
-  }
-  return 1;
-}
-
-int launched_rank() {
-  if (launched_size() <= 1) return 0;
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
-    if (const char* v = std::getenv(name)) return std::max(0, std::atoi(v));
+// Slurm's SLURM_STEP_TASKS_PER_NODE ("2(x3),1": two tasks on each of three nodes, then one) at
+// this node's index (SLURM_NODEID).
+int slurm_tasks_on_this_node() {
+  const char* spec = std::getenv("SLURM_STEP_TASKS_PER_NODE");
+  if (spec == nullptr) return 0;
+  int node = env_int("SLURM_NODEID", 0);
+  std::string text(spec);
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string part = text.substr(at, comma - at);
+    const int tasks = std::atoi(part.c_str());
+    const std::size_t x = part.find("(x");
+    const int times = x == std::string::npos ? 1 : std::max(1, std::atoi(part.c_str() + x + 2));
+    if (node < times) return tasks;
+    node -= times;
+    at = comma + 1;
   }
   return 0;
 }
 
-int launched_local_rank() {
-  if (launched_size() <= 1) return 0;
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
-    if (const char* v = std::getenv(name)) return std::max(0, std::atoi(v));
+// One launcher's variables, read together: a rank from one launcher is never paired with another's
+// size. Open MPI's mpirun, MPICH's and Intel MPI's Hydra (PMI), Slurm's srun, and a bare PMIx
+// launcher (prterun), in that order.
+struct LauncherVariables {
+  const char* launcher;
+  const char* size;  // present: this launcher started the process
+  const char* rank;
+  const char* local_rank;
+  const char* local_size;
+};
+constexpr LauncherVariables kLaunchers[] = {
+    {"Open MPI", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"Hydra (PMI)", "PMI_SIZE", "PMI_RANK", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+    {"Slurm srun", "SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "SLURM_LOCALID", nullptr},
+    {"PMIx", "PMIX_RANK", "PMIX_RANK", nullptr, nullptr},
+};
+
+}  // namespace
+
+std::optional<Launch> launch() {
+  for (const LauncherVariables& l : kLaunchers) {
+    if (std::getenv(l.size) == nullptr) continue;
+    Launch out;
+    out.launcher = l.launcher;
+    out.size = l.size == l.rank ? 1 : std::max(1, env_int(l.size, 1));  // PMIx alone says no size
+    out.rank = std::min(env_int(l.rank, 0), out.size - 1);
+    out.local_size = l.local_size != nullptr ? env_int(l.local_size, 0) : slurm_tasks_on_this_node();
+    if (out.local_size < 1) out.local_size = out.size;  // not said: as if all on this machine
+    out.local_rank = std::min(env_int(l.local_rank, out.rank), out.local_size - 1);
+    return out;
   }
-  return launched_rank();
+  return std::nullopt;
+}
+
+bool launched() { return launch().has_value(); }
+
+int launched_size() {
+  const auto l = launch();
+  return l ? l->size : 1;
+}
+
+int launched_rank() {
+  const auto l = launch();
+  return l ? l->rank : 0;
+}
+
+int launched_local_rank() {
+  const auto l = launch();
+  return l ? l->local_rank : 0;
 }
 
 int launched_local_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_STEP_TASKS_PER_NODE"}) {
-    if (const char* v = std::getenv(name)) {
-      if (const int n = std::atoi(v); n > 0) return n;
-    }
-  }
-  return 1;
+  const auto l = launch();
+  return l ? l->local_size : 1;
 }
 
 int cores_per_local_rank() {

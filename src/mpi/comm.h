@@ -17,6 +17,16 @@ bool built();  // compiled against an MPI library
 // starts: whether it started this process, the job's ranks (1 when none), this process's rank
 // (0 when not one of several), its rank among those on this machine (which GPU it takes), the
 // ranks started on this machine, and the machine's cores divided among them.
+struct Launch {
+  std::string launcher;  // "Open MPI", "Hydra (PMI)", "Slurm srun", "PMIx"
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+};
+// The launcher that started this process and what it says, read as that launcher's own set of
+// variables; nullopt when no launcher started it.
+std::optional<Launch> launch();
 bool launched();
 int launched_size();
 int launched_rank();

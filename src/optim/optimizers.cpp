@@ -58,9 +58,7 @@ std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& 
                                                                             .eps(spec.eps())
                                                                             .weight_decay(spec.weight_decay()));
   }
-  std::string known;
-  for (const auto& n : optimizer_names()) known += (known.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("unknown optimizer '" + spec.name() + "' (known: " + known + ")");
+  throw std::invalid_argument(unknown_name("optimizer", spec.name(), optimizer_names()));
 }
 
 std::string optimizer_kind(const torch::optim::Optimizer& optimizer) {

@@ -215,9 +215,7 @@ std::shared_ptr<Scheduler> make_scheduler(const SchedulerOptions& spec) {
       throw OptionError("pct_start", "scheduler 'one_cycle': pct_start must be in (0, 1)");
     return std::make_shared<OneCycle>(spec);
   }
-  std::string known;
-  for (const auto& n : scheduler_names()) known += (known.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("unknown scheduler '" + spec.name() + "' (known: " + known + ")");
+  throw std::invalid_argument(unknown_name("scheduler", spec.name(), scheduler_names()));
 }
 
 }  // namespace baton

@@ -22,6 +22,7 @@
 #include "baton/data/readers.h"
 #include "baton/data/text.h"
 #include "baton/io/file.h"
+#include "baton/loggers/registry.h"
 #include "baton/metrics/metrics.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
@@ -164,7 +165,7 @@ void load_data(const Section& data, uint64_t seed, const c10::Device& device, Tr
   } else if (dataset == "text") {
     load_text_data(data, seed, run);
   } else {
-    data.fail("dataset", "unknown dataset '" + dataset + "' (known: fashion_mnist, files, text)");
+    data.fail("dataset", unknown_name("dataset", dataset, {"fashion_mnist", "files", "text"}));
   }
   if (data.get<bool>("on_device", false) && !device.is_cpu()) {  // gathered there, no copy per batch
     auto on_device = [&](const std::shared_ptr<Dataset>& d) -> std::shared_ptr<Dataset> {
@@ -442,9 +443,9 @@ void build_plugins(const Section& top, TrainingRun& run) {
   // Loggers that write into the run directory: built by whoever knows it (baton train).
   build_named<int>(top, "loggers", "{jsonl: , csv: , tensorboard: }",
                    [&](const std::string& n, const nlohmann::json& j) {
-                     const std::vector<std::string> known = {"csv", "jsonl", "tensorboard"};
+                     const std::vector<std::string> known = run_logger_names();
                      if (std::find(known.begin(), known.end(), n) == known.end()) {
-                       throw std::invalid_argument("unknown logger '" + n + "' (known: csv, jsonl, tensorboard)");
+                       throw std::invalid_argument(unknown_name("logger", n, known));
                      }
                      OptionReader r(n, j);
                      r.finish();

@@ -11,6 +11,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "baton/core/options.h"
 #include "baton/core/time.h"
 #include "baton/train/recipe_file.h"
 
@@ -66,12 +67,6 @@ inline const std::vector<std::string> kSchedulerKeys = {
     "t_max",     "t_warmup",   "step_size",        "milestones",     "decay_period",  "max_lr",
     "pct_start", "div_factor", "final_div_factor", "cycle_momentum", "base_momentum", "max_momentum"};
 
-inline std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 // Reads one section of the recipe: knows its keys, where each value came from, and its types.
 class Section {
  public:
@@ -120,7 +115,7 @@ class Section {
             !set.empty() ? "--set " + set
                          : source_ + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
         throw RecipeError(loc + ": unknown key '" + dotted(key) + "' (known" + (path_.empty() ? "" : " in " + path_) +
-                          ": " + join(known) + ")");
+                          ": " + join_names(known) + ")");
       }
     }
   }

@@ -469,7 +469,14 @@ void Trainer::train_batch() {
 }
 
 void Trainer::eager_step() {
-  for (const auto& optimizer : state_.optimizers) optimizer->zero_grad();
+  // Gradients set to none, as PyTorch's zero_grad does by default (LibTorch 1.13's zeroes them): a
+  // parameter that gets no gradient in a step (a block StochasticDepth dropped) is then left alone
+  // by the optimizer, as it is after a resume, where no gradient is saved; momentum does not move it.
+  for (const auto& optimizer : state_.optimizers) {
+    for (auto& group : optimizer->param_groups()) {
+      for (auto& p : group.params()) p.mutable_grad().reset();
+    }
+  }
 
   const Batch full = state_.batch;
   const int64_t n = full.size();

@@ -12,6 +12,7 @@
 #include "baton/loggers/in_memory_logger.h"
 #include "baton/loggers/jsonl_logger.h"
 #include "baton/loggers/plot.h"
+#include "baton/loggers/registry.h"
 #include "baton/loggers/tensorboard_logger.h"
 #include "common/test_util.h"
 
@@ -288,6 +289,24 @@ bool well_formed(const std::string& xml) {
     }
   }
   return open.empty();
+}
+
+TEST(RunLoggers, EachNameWritesItsFileInTheRunFolderAndAnUnknownNameSaysTheKnownOnes) {
+  EXPECT_EQ(run_logger_names(), (std::vector<std::string>{"csv", "jsonl", "tensorboard"}));
+  TempDir dir;
+  State state;
+  Logger logger(state);
+  for (const auto& name : run_logger_names()) {
+    auto destination = make_run_logger(name, dir.path.string(), /*resume=*/false);
+    destination->log_metrics({{"train/loss", 1.5}}, 1);
+    destination->close(state, logger);
+  }
+  EXPECT_THAT(testing::read_file(dir.path / "metrics.jsonl"), ::testing::HasSubstr("train/loss"));
+  EXPECT_THAT(testing::read_file(dir.path / "metrics.csv"), ::testing::HasSubstr("train/loss"));
+  EXPECT_FALSE(std::filesystem::is_empty(dir.path / "tensorboard"));
+  EXPECT_THAT([&] { make_run_logger("xml", dir.path.string(), false); },
+              ::testing::ThrowsMessage<std::invalid_argument>(
+                  ::testing::StrEq("unknown logger 'xml' (known: csv, jsonl, tensorboard)")));
 }
 
 TEST(Plot, AnSvgWithOnePathPerRunAxesAndALegend) {

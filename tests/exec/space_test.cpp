@@ -341,7 +341,7 @@ TEST(Strategies, BadOptionsSayWhichAndWhatIsKnown) {
             "strategy gp: option 'candidates' needs an integer >= 1, got \"many\"");
   EXPECT_EQ(message("tpe", {{"prior_weight", -1}}), "strategy tpe: option 'prior_weight' needs a number > 0.0, got -1");
   EXPECT_EQ(message("tpe", {{"multivariate", 1}}), "strategy tpe: option 'multivariate' needs true or false, got 1");
-  EXPECT_EQ(message("random", {{"seed", 1}}), "strategy random: unknown option 'seed' (it has none)");
+  EXPECT_EQ(message("random", {{"seed", 1}}), "strategy random: unknown option 'seed' (known: none)");
   EXPECT_EQ(message("gp", {{"local_starts", 0}, {"constant_liar", false}}), "no error");
   EXPECT_NE(message("gpp", {}).find("known: random, grid, tpe, gp, evolution"), std::string::npos);
 }

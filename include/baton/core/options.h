@@ -54,6 +54,19 @@ class OptionError : public std::invalid_argument {
   std::string key_;
 };
 
+// "a, b, c": names as every message lists them.
+inline std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The one message for a name that is not one of `known`: "unknown <kind> 'x' (known: a, b, c)".
+inline std::string unknown_name(const std::string& kind, const std::string& name,
+                                const std::vector<std::string>& known) {
+  return "unknown " + kind + " '" + name + "' (known: " + (known.empty() ? "none" : join_names(known)) + ")";
+}
+
 class OptionReader {
  public:
   OptionReader(std::string owner, const nlohmann::json& json) : owner_(std::move(owner)), json_(json) {
@@ -107,9 +120,8 @@ class OptionReader {
     if (!json_.is_object()) return;
     for (const auto& [key, value] : json_.items()) {
       if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
-      std::string known;
-      for (const auto& k : known_) known += (known.empty() ? "" : ", ") + k;
-      throw OptionError(key, owner_ + "." + key + ": unknown option (known: " + (known.empty() ? "none" : known) + ")");
+      throw OptionError(
+          key, owner_ + "." + key + ": unknown option (known: " + (known_.empty() ? "none" : join_names(known_)) + ")");
     }
   }
 
@@ -153,11 +165,7 @@ template <typename T>
 std::shared_ptr<T> build_named(const Factories<T>& table, const std::string& kind, const std::string& name,
                                const nlohmann::json& options) {
   const auto it = table.find(name);
-  if (it == table.end()) {
-    std::string known;
-    for (const auto& n : names_of(table)) known += (known.empty() ? "" : ", ") + n;
-    throw std::invalid_argument("unknown " + kind + " '" + name + "' (known: " + known + ")");
-  }
+  if (it == table.end()) throw std::invalid_argument(unknown_name(kind, name, names_of(table)));
   OptionReader reader(name, options);
   std::shared_ptr<T> built;
   try {
