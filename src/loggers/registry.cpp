@@ -20,8 +20,10 @@ const std::map<std::string, RunLoggerFactory>& run_loggers() {
   static const std::map<std::string, RunLoggerFactory> table = {
       {"csv", [](const std::filesystem::path& dir,
                  bool resume) { return std::make_shared<CsvLogger>(RunDir(dir).metrics_csv().string(), resume); }},
-      {"jsonl", [](const std::filesystem::path& dir,
-                   bool resume) { return std::make_shared<JsonlLogger>(RunDir(dir).metrics_jsonl().string(), resume); }},
+      {"jsonl",
+       [](const std::filesystem::path& dir, bool resume) {
+         return std::make_shared<JsonlLogger>(RunDir(dir).metrics_jsonl().string(), resume);
+       }},
       {"tensorboard", [](const std::filesystem::path& dir,
                          bool) { return std::make_shared<TensorBoardLogger>(RunDir(dir).tensorboard().string()); }},
   };

@@ -32,11 +32,21 @@ class CleanEnvironment {
   }
 
  private:
-  static constexpr const char* kNames[] = {
-      "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-      "PMI_SIZE",             "PMI_RANK",             "MPI_LOCALRANKID",            "MPI_LOCALNRANKS",
-      "SLURM_STEP_NUM_TASKS", "SLURM_PROCID",         "SLURM_LOCALID",              "SLURM_STEP_TASKS_PER_NODE",
-      "SLURM_NODEID",         "SLURM_NTASKS",         "PMIX_RANK"};
+  static constexpr const char* kNames[] = {"OMPI_COMM_WORLD_SIZE",
+                                           "OMPI_COMM_WORLD_RANK",
+                                           "OMPI_COMM_WORLD_LOCAL_RANK",
+                                           "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                           "PMI_SIZE",
+                                           "PMI_RANK",
+                                           "MPI_LOCALRANKID",
+                                           "MPI_LOCALNRANKS",
+                                           "SLURM_STEP_NUM_TASKS",
+                                           "SLURM_PROCID",
+                                           "SLURM_LOCALID",
+                                           "SLURM_STEP_TASKS_PER_NODE",
+                                           "SLURM_NODEID",
+                                           "SLURM_NTASKS",
+                                           "PMIX_RANK"};
   std::map<std::string, std::string> saved_;
 };
 
@@ -102,7 +112,9 @@ TEST(Launch, ABatchScriptsJobSizeIsNotAStepOfSeveralTasks) {
 TEST(Launch, OneLaunchersRankIsNeverPairedWithAnothersSize) {
   CleanEnvironment env;
   // mpirun inside a Slurm step: Open MPI's own variables say what this process is.
-  env.set({{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "1"}, {"SLURM_STEP_NUM_TASKS", "8"},
+  env.set({{"OMPI_COMM_WORLD_SIZE", "2"},
+           {"OMPI_COMM_WORLD_RANK", "1"},
+           {"SLURM_STEP_NUM_TASKS", "8"},
            {"SLURM_PROCID", "7"}});
   EXPECT_EQ(launched_size(), 2);
   EXPECT_EQ(launched_rank(), 1);

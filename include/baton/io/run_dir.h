@@ -15,7 +15,7 @@ namespace baton {
 
 class RunDir {
  public:
-  static constexpr const char* kRecipe = "recipe.yaml";         // the resolved recipe, once the run is accepted
+  static constexpr const char* kRecipe = "recipe.yaml";          // the resolved recipe, once the run is accepted
   static constexpr const char* kMetricsJsonl = "metrics.jsonl";  // every logged value, a line per step
   static constexpr const char* kMetricsCsv = "metrics.csv";      // the same, a row per step
   static constexpr const char* kSummary = "summary.json";        // what the run (or the search) came to
@@ -43,8 +43,8 @@ class RunDir {
   // What a training run writes here (the lock aside): what makes a folder hold a run, and what
   // `baton train --overwrite` moves aside.
   static const std::vector<std::string>& run_files() {
-    static const std::vector<std::string> files = {kRecipe,      kMetricsJsonl, kMetricsCsv, kSummary,
-                                                   kModel,       kCheckpoints,  kTensorBoard, kTraces};
+    static const std::vector<std::string> files = {kRecipe, kMetricsJsonl, kMetricsCsv,  kSummary,
+                                                   kModel,  kCheckpoints,  kTensorBoard, kTraces};
     return files;
   }
 
