@@ -344,13 +344,13 @@ std::optional<nlohmann::json> GridStrategy::suggest() {
 
 void GridStrategy::observe(const Trial& trial) { done_.insert(trial.parameters.dump()); }
 
-EvolutionStrategy::EvolutionStrategy(SearchSpace space, uint64_t seed, bool maximize, int population, int sample_size)
+EvolutionStrategy::EvolutionStrategy(SearchSpace space, uint64_t seed, bool maximize, EvolutionOptions options)
     : space_(std::move(space)),
       rng_(seed),
       maximize_(maximize),
-      population_(static_cast<std::size_t>(population)),
-      sample_size_(static_cast<std::size_t>(sample_size)) {
-  if (population < 2 || sample_size < 1 || sample_size > population)
+      population_(static_cast<std::size_t>(options.population())),
+      sample_size_(static_cast<std::size_t>(options.sample_size())) {
+  if (options.population() < 2 || options.sample_size() < 1 || options.sample_size() > options.population())
     throw std::invalid_argument("evolution: need population >= 2 and 1 <= sample_size <= population");
 }
 
@@ -483,11 +483,11 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpa
     return std::make_unique<GpStrategy>(space, g);
   }
   if (name == "evolution") {
-    int population = 20, sample_size = 5;
-    s.integer("population", population, 2);
-    s.integer("sample_size", sample_size, 1);
+    EvolutionOptions e;
+    s.integer("population", e.population(), 2);
+    s.integer("sample_size", e.sample_size(), 1);
     s.done({"population", "sample_size"});
-    return std::make_unique<EvolutionStrategy>(space, options.seed(), options.maximize(), population, sample_size);
+    return std::make_unique<EvolutionStrategy>(space, options.seed(), options.maximize(), e);
   }
   throw std::invalid_argument(unknown_name("strategy", name, strategy_names()));
 }

@@ -334,11 +334,10 @@ void read_step_and_checkpoint_keys(const Section& top, TrainerOptions& o) {
 // The training loader (and the evaluation loader, when the data set has test data).
 void build_loaders(const Section& data, uint64_t seed, TrainingRun& run) {
   TrainerOptions& o = run.options;
-  // A recipe's own defaults, larger than a DataLoader's 64: the peer's batch, and the test set in 10.
-  const int64_t batch_size = data.get<int64_t>("batch_size", 128);
-  if (batch_size < 1) data.fail("batch_size", "must be at least 1");
-  DataLoaderOptions loader;
-  loader.batch_size(batch_size).seed(seed);
+  DataLoaderOptions loader;  // its defaults are the recipe's (batch_size 128: the peer's batch)
+  data.read("batch_size", loader.batch_size());
+  if (loader.batch_size() < 1) data.fail("batch_size", "must be at least 1");
+  loader.seed(seed);
   data.read("shuffle", loader.shuffle());
   data.read("drop_last", loader.drop_last());
   data.read("prefetch", loader.prefetch());

@@ -356,9 +356,9 @@ TEST(Strategies, EvolutionIsSeededAndBeatsRandomOnBranin) {
   std::sort(evolution.begin(), evolution.end());
   std::sort(random.begin(), random.end());
   EXPECT_LT(evolution[3], random[3]);
-  EXPECT_THROW(
-      EvolutionStrategy(SearchSpace::from_json({{"x", {{"_type", "uniform"}, {"_value", {0, 1}}}}}), 0, true, 1),
-      std::invalid_argument);
+  EXPECT_THROW(EvolutionStrategy(SearchSpace::from_json({{"x", {{"_type", "uniform"}, {"_value", {0, 1}}}}}), 0, true,
+                                 EvolutionOptions().population(1)),
+               std::invalid_argument);
 }
 
 TEST(Strategies, TpeHandlesChoicesAndMaximizes) {

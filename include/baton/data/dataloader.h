@@ -31,8 +31,8 @@
 namespace baton {
 
 class DataLoaderOptions {
-  // Examples per batch.
-  BATON_ARG(int64_t, batch_size) = 64;
+  // Examples per batch (the recipe's data.batch_size, whose default is this one).
+  BATON_ARG(int64_t, batch_size) = 128;
   // A new order every epoch.
   BATON_ARG(bool, shuffle) = true;
   // Drop the last, short batch of an epoch.

@@ -118,9 +118,14 @@ class GridStrategy : public Strategy {
 // then each suggestion takes `sample_size` of the living population at random, copies the best,
 // and draws one of its parameters anew. The population ages: only the last `population` finished
 // trials live.
+class EvolutionOptions {
+  BATON_ARG(int, population) = 20;  // trials alive at once (the first are random); at least 2
+  BATON_ARG(int, sample_size) = 5;  // how many of them each suggestion compares; 1 to population
+};
+
 class EvolutionStrategy : public Strategy {
  public:
-  EvolutionStrategy(SearchSpace space, uint64_t seed, bool maximize, int population = 20, int sample_size = 5);
+  EvolutionStrategy(SearchSpace space, uint64_t seed, bool maximize, EvolutionOptions options = {});
   std::string name() const override { return "evolution"; }
   std::optional<nlohmann::json> suggest() override;
   void observe(const Trial& trial) override;
