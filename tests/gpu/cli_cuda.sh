@@ -7,11 +7,9 @@
 set -uo pipefail
 baton=$1
 src=$2
-version=$("$baton" --version)
-case "$version" in
-  *"CPU only"*) echo "skipped: this baton's LibTorch has no CUDA ($version); make test-gpu builds against one"; exit 77 ;;
-  *" 0 GPU(s)"*) echo "skipped: no CUDA device on this machine ($version)"; exit 77 ;;
-esac
+# shellcheck source=lib/require_cuda.sh
+source "$(dirname "$0")/lib/require_cuda.sh"
+require_cuda "$baton"
 data=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 [ -d "$data" ] || { echo "skipped: no Fashion-MNIST at $data"; exit 77; }
 tmp=$(mktemp -d)

@@ -5,10 +5,8 @@
 set -uo pipefail
 baton=$1
 src=$2
-version=$("$baton" --version)
-case "$version" in
-  *"CPU only"*) echo "skipped: this baton's LibTorch has no CUDA ($version); make test-gpu builds against one"; exit 77 ;;
-  *" 0 GPU(s)"*) echo "skipped: no CUDA device on this machine ($version)"; exit 77 ;;
-esac
+# shellcheck source=lib/require_cuda.sh
+source "$(dirname "$0")/lib/require_cuda.sh"
+require_cuda "$baton"
 # A GPU trains the default recipe's 600 steps in about a second: more steps, so that kills land mid-run.
 STEPS=${STEPS:-4000} exec "$src/tests/slow/kill_resume.sh" "$baton" "$src" --set device=cuda
