@@ -26,7 +26,7 @@
 #include "baton/exec/distributed.h"
 #include "baton/exec/middleware.h"
 #include "baton/exec/process.h"
-#include "baton/exec/space.h"
+#include "baton/exec/search.h"
 #include "baton/exec/storage.h"
 #include "baton/io/run_dir.h"
 #include "baton/train/trainer.h"

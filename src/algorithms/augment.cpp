@@ -6,7 +6,7 @@
 
 #include <torch/torch.h>
 
-#include "baton/algorithms/algorithms.h"
+#include "baton/algorithms/augment.h"
 #include "baton/core/logger.h"
 #include "common.h"
 

@@ -6,7 +6,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/torch.h>
 
-#include "baton/algorithms/algorithms.h"
+#include "baton/algorithms/surgery.h"
 #include "baton/core/logger.h"
 #include "baton/models/surgery.h"
 #include "baton/models/zoo.h"

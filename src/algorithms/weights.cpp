@@ -6,9 +6,9 @@
 
 #include <torch/torch.h>
 
-#include "baton/algorithms/algorithms.h"
+#include "baton/algorithms/weights.h"
+#include "baton/core/grad_scaler.h"
 #include "baton/core/logger.h"
-#include "baton/optim/grad_scaler.h"
 #include "common.h"
 
 namespace baton {
@@ -276,14 +276,12 @@ void recompute_batch_norm_statistics(State& state, const std::string& algorithm)
     bn->reset_running_stats();
     bn->options.momentum(c10::nullopt);
   }
-  DataLoader pass(state.dataloader->dataset(),
-                  DataLoaderOptions().batch_size(state.dataloader->batch_size()).shuffle(false).prefetch(false));
-  pass.set_device(state.device);
-  pass.start_epoch(0);
+  const auto pass = state.dataloader->in_order(state.device);
+  pass->start_epoch(0);
   Model& model = detail::model_of(state, algorithm);
   const bool was_training = model.is_training();
   model.train();
-  while (auto b = pass.next()) model.forward(*b);
+  while (auto b = pass->next()) model.forward(*b);
   model.train(was_training);
   for (std::size_t i = 0; i < norms.size(); ++i) norms[i]->options.momentum(momenta[i]);
 }

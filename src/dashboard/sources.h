@@ -1,5 +1,6 @@
 // What the dashboard reads: run directories (metrics.jsonl read as it grows) and search storages,
-// found from the paths it was given, and their JSON for the API. Private to src/dashboard.
+// found from the paths it was given, and their JSON for the API (runs.cpp, searches.cpp,
+// importance.cpp, catalog.cpp). Private to src/dashboard.
 #pragma once
 
 #include <condition_variable>
@@ -128,5 +129,11 @@ void downsample(const std::vector<double>& x, const std::vector<double>& y, std:
 // value; a nested parameter's absence its own bin). A main-effect estimate like fANOVA's first-
 // order terms, computed on the trials themselves rather than on a fitted forest.
 nlohmann::json parameter_importance(const nlohmann::json& trials);
+
+// Shared by the files that read runs and searches:
+// A folder's regular files (not links, not FIFOs) with their sizes, by name (checkpoints/, traces/).
+nlohmann::json listing(const std::filesystem::path& dir, const std::string& extension);
+// A trial's final value (its JSON as the storage gives it), when it has a number.
+std::optional<double> final_of(const nlohmann::json& trial);
 
 }  // namespace baton::dashboard

@@ -141,6 +141,13 @@ void DataLoader::set_device(c10::Device device) {
   if (prefetching() && next_batch_ < num_batches()) request(next_batch_);
 }
 
+std::unique_ptr<BatchSource> DataLoader::in_order(c10::Device device) const {
+  auto pass = std::make_unique<DataLoader>(dataset_,
+                                           DataLoaderOptions().batch_size(batch_size()).shuffle(false).prefetch(false));
+  pass->set_device(device);
+  return pass;
+}
+
 DataLoader::Staged DataLoader::make_batch(int64_t index) const {
   const auto [begin, end] = shard_range(index);
   Staged staged{dataset_->get_batch(order_.slice(0, begin, end)), std::nullopt};

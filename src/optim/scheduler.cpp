@@ -141,20 +141,6 @@ class OneCycle : public Scheduler {
 
 }  // namespace
 
-double ScheduleClock::to_batches(const Time& t) const {
-  switch (t.unit()) {
-    case TimeUnit::kBatch: return t.value();
-    case TimeUnit::kEpoch: return t.value() * static_cast<double>(batches_per_epoch);
-    case TimeUnit::kSample:
-      if (batch_size <= 0)
-        throw std::invalid_argument("cannot convert " + t.to_string() + " to batches: no batch size");
-      return t.value() / static_cast<double>(batch_size);
-    case TimeUnit::kDuration: return t.value() * max_batches;
-    default: break;
-  }
-  throw std::invalid_argument("a schedule cannot use " + t.to_string() + ": use ep, ba, sp or dur");
-}
-
 std::vector<std::string> scheduler_names() {
   return {"constant",      "step",          "multistep",  "exponential", "linear",
           "linear_warmup", "cosine_warmup", "polynomial", "one_cycle"};

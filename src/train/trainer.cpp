@@ -10,9 +10,9 @@
 #include <torch/torch.h>
 
 #include "baton/core/device.h"
+#include "baton/core/grad_scaler.h"
 #include "baton/loggers/progress_bar.h"
 #include "baton/metrics/metrics.h"
-#include "baton/optim/grad_scaler.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/checkpoint_saver.h"
 #include "baton/train/threads.h"

@@ -11,7 +11,7 @@
 #include <torch/torch.h>
 
 #include "baton/algorithms/registry.h"
-#include "baton/optim/grad_scaler.h"
+#include "baton/core/grad_scaler.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/trainer.h"

@@ -11,11 +11,11 @@
 #include <torch/torch.h>
 
 #include "baton/algorithms/registry.h"
+#include "baton/core/grad_scaler.h"
 #include "baton/core/logger.h"
 #include "baton/core/state.h"
 #include "baton/models/surgery.h"
 #include "baton/models/zoo.h"
-#include "baton/optim/grad_scaler.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/trainer.h"
 #include "common/fixtures.h"

@@ -10,7 +10,7 @@
 #include <functional>
 #include <random>
 
-#include "baton/exec/space.h"
+#include "baton/exec/strategy.h"
 
 namespace baton {
 namespace {

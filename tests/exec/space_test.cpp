@@ -7,7 +7,7 @@
 
 #include "baton/exec/engine.h"
 #include "baton/exec/gp.h"
-#include "baton/exec/space.h"
+#include "baton/exec/search.h"
 #include "baton/exec/tpe.h"
 #include "common/test_util.h"
 

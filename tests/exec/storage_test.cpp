@@ -14,7 +14,7 @@
 #include "baton/exec/distributed.h"
 #include "baton/exec/engine.h"
 #include "baton/exec/middleware.h"
-#include "baton/exec/space.h"
+#include "baton/exec/search.h"
 #include "baton/exec/storage.h"
 
 namespace baton {

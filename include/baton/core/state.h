@@ -22,9 +22,12 @@
 #include <c10/core/Device.h>
 
 #include "baton/core/algorithm.h"
+#include "baton/core/batch_source.h"
 #include "baton/core/callback.h"
+#include "baton/core/grad_scaler.h"
 #include "baton/core/precision.h"
 #include "baton/core/profiler.h"
+#include "baton/core/schedule.h"
 #include "baton/core/state_dict.h"
 #include "baton/core/time.h"
 
@@ -36,20 +39,6 @@ class Optimizer;
 }  // namespace torch::optim
 
 namespace baton {
-
-class DataLoader;  // baton/data
-class Scheduler;   // baton/optim
-class GradScaler;  // baton/optim
-
-// One batch of examples. Algorithms may replace either tensor (MixUp mixes inputs, label
-// smoothing turns class indices into soft targets).
-struct Batch {
-  at::Tensor input;
-  at::Tensor target;
-
-  // Examples in the batch: input.size(0), or 0 when input is undefined.
-  int64_t size() const;
-};
 
 // Sequence outputs (logits [N, T, classes], a language model's) and their targets ([N, T] class
 // indices or [N, T, classes] probabilities) as one row per position: [N*T, classes] and [N*T] or
@@ -69,7 +58,7 @@ class State {
   std::vector<std::shared_ptr<Scheduler>> schedulers;
 
   // The loader in use now, its label ("train", or an evaluator's name) and its length in batches.
-  std::shared_ptr<DataLoader> dataloader;
+  std::shared_ptr<BatchSource> dataloader;
   std::string dataloader_label;
   std::optional<int64_t> dataloader_len;
 

@@ -59,7 +59,7 @@ struct DataLoaderPosition {
   bool operator==(const DataLoaderPosition&) const = default;
 };
 
-class DataLoader {
+class DataLoader final : public BatchSource {
  public:
   // Throws std::invalid_argument for a null dataset or a batch size below 1.
   DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions options = {});
@@ -68,16 +68,18 @@ class DataLoader {
   DataLoader& operator=(const DataLoader&) = delete;
 
   // Batches in one epoch.
-  int64_t num_batches() const;
+  int64_t num_batches() const override;
   int64_t num_samples() const;
-  int64_t batch_size() const { return options_.batch_size(); }
+  int64_t batch_size() const override { return options_.batch_size(); }
   const std::shared_ptr<Dataset>& dataset() const { return dataset_; }
   const DataLoaderOptions& options() const { return options_; }
 
   // Begins epoch `epoch` at its first batch.
-  void start_epoch(int64_t epoch);
+  void start_epoch(int64_t epoch) override;
   // The next batch of the current epoch, or nullopt at its end.
-  std::optional<Batch> next();
+  std::optional<Batch> next() override;
+  // A loader over the same data set and batch size, unshuffled, unsharded, not prefetched.
+  std::unique_ptr<BatchSource> in_order(c10::Device device) const override;
 
   // Data parallelism: from now on each batch holds only this rank's share of the global batch (a
   // contiguous slice: rank r of w gets examples [len*r/w, len*(r+1)/w) of a batch of len). The

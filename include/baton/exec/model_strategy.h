@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "baton/exec/space.h"
+#include "baton/exec/strategy.h"
 
 namespace baton {
 

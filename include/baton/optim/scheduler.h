@@ -1,4 +1,4 @@
-// Learning-rate schedules in Time units, stepped every batch.
+// Learning-rate schedules in Time units, stepped every batch (the interface: baton/core/schedule.h).
 //
 //   auto schedule = baton::make_scheduler(SchedulerOptions().name("cosine_warmup").t_warmup(Time::parse("1ep")));
 //   double lr = schedule->lr(base_lr, batch, clock);
@@ -14,31 +14,10 @@
 #include <vector>
 
 #include "baton/core/options.h"
+#include "baton/core/schedule.h"
 #include "baton/core/time.h"
 
 namespace baton {
-
-// Converts Time values into batches for one run.
-struct ScheduleClock {
-  int64_t batches_per_epoch = 0;
-  int64_t batch_size = 0;
-  double max_batches = 0;  // max_duration in batches
-
-  // Throws std::invalid_argument for a unit it cannot convert (iterations, seconds).
-  double to_batches(const Time& t) const;
-};
-
-class Scheduler {
- public:
-  virtual ~Scheduler() = default;
-  virtual std::string name() const = 0;
-  // The learning rate at `batch`, for a parameter group whose initial rate is `base_lr`.
-  virtual double lr(double base_lr, double batch, const ScheduleClock& clock) const = 0;
-  // The momentum at `batch`, for schedules that cycle it (one_cycle). Default: none.
-  virtual std::optional<double> momentum(double /*batch*/, const ScheduleClock& /*clock*/) const {
-    return std::nullopt;
-  }
-};
 
 class SchedulerOptions {
   BATON_ARG(std::string, name) = "constant";

@@ -1,4 +1,4 @@
-#include "baton/optim/grad_scaler.h"
+#include "baton/core/grad_scaler.h"
 
 #include <cmath>
 #include <map>

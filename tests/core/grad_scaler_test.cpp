@@ -1,6 +1,6 @@
 // GradScaler on the CPU: scaling, unscaling, a forced overflow that skips the step and shrinks the
 // scale, growth after good steps, and its state across a resume.
-#include "baton/optim/grad_scaler.h"
+#include "baton/core/grad_scaler.h"
 
 #include <limits>
 

@@ -1,0 +1,26 @@
+// The search loop: a strategy's suggestions run on an execution engine until the trials are done.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "baton/exec/engine.h"
+#include "baton/exec/strategy.h"
+
+namespace baton {
+
+struct SearchProgress {
+  int64_t submitted = 0;
+  int64_t completed = 0;
+  std::optional<Trial> best{};
+};
+
+// The strategy loop: submits while a worker is idle and the budget lasts, until `trials` were
+// submitted (counting those already in the engine, e.g. after a resume), and feeds each completed
+// trial back to the strategy. Event-driven: it sleeps in wait_any between completions.
+// `on_progress` runs after every completion. Returns the best Trained trial.
+std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int64_t trials, bool maximize,
+                                const std::function<void(const SearchProgress&)>& on_progress = {});
+
+}  // namespace baton

@@ -1,0 +1,63 @@
+#include "baton/exec/search.h"
+
+#include <thread>
+
+namespace baton {
+
+std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int64_t trials, bool maximize,
+                                const std::function<void(const SearchProgress&)>& on_progress) {
+  SearchProgress progress;
+  auto better = [&](const Trial& t) {
+    if (t.status != TrialStatus::kTrained || !t.metrics.final) return false;
+    if (!progress.best) return true;
+    return maximize ? *t.metrics.final > *progress.best->metrics.final
+                    : *t.metrics.final < *progress.best->metrics.final;
+  };
+  const auto restored = engine.list();  // an earlier run's trials, on resume
+  strategy.restore(restored);
+  for (const auto& t : restored) {
+    ++progress.submitted;
+    if (t.completed()) {
+      ++progress.completed;
+      if (better(t)) progress.best = t;
+    }
+  }
+  auto take = [&](int64_t id) {
+    auto t = engine.get(id);
+    if (!t) return;
+    ++progress.completed;
+    strategy.observe(*t);
+    if (better(*t)) progress.best = *t;
+    if (on_progress) on_progress(progress);
+  };
+  bool exhausted = false;
+  for (;;) {
+    while (!exhausted && progress.submitted < trials && engine.idle_workers() > 0 && engine.budget_available()) {
+      auto parameters = strategy.suggest();
+      if (!parameters) {
+        exhausted = true;
+        break;
+      }
+      try {
+        engine.submit(*parameters);
+      } catch (const BudgetExhausted&) {  // a shared search's other workers used the last trials
+        exhausted = true;
+        break;
+      }
+      ++progress.submitted;
+      // An engine that ran it already (in-process, sequential): the strategy learns before the next.
+      while (auto done = engine.wait_any(0.0)) take(*done);
+    }
+    auto id = engine.wait_any();
+    if (!id) {
+      const bool can_submit = !exhausted && progress.submitted < trials && engine.budget_available();
+      if (!can_submit) break;
+      std::this_thread::yield();  // a worker is between its trial's end and being idle again
+      continue;
+    }
+    take(*id);
+  }
+  return progress.best;
+}
+
+}  // namespace baton
