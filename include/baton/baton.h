@@ -79,6 +79,7 @@
 
 #include "baton/exec/distributed.h"
 #include "baton/exec/engine.h"
+#include "baton/exec/experiment.h"
 #include "baton/exec/gp.h"
 #include "baton/exec/middleware.h"
 #include "baton/exec/model_strategy.h"

@@ -8,7 +8,10 @@
 #include <iterator>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+
+#include <stdlib.h>
 
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
@@ -43,6 +46,29 @@ inline int for_each_corpus_input(const std::string& fuzzer,
   }
   return inputs;
 }
+
+// A new empty folder under the system's temporary folder (baton_<name>_XXXXXX, made by mkdtemp, so
+// tests that run at once never share one), removed with everything in it when the TempDir goes.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name = "test") {
+    std::string pattern = (std::filesystem::temp_directory_path() / ("baton_" + name + "_XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp " + pattern + " failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
 
 // Captures what spdlog prints while alive.
 class CapturedLog {

@@ -1,0 +1,95 @@
+// Experiment: what `baton search` runs, for a C++ program too (NNI's Experiment): a space, trials
+// that run a command or train a recipe, a strategy, a storage that survives a crash (resumed, or
+// shared by workers that join it), the middlewares, a status line and RUN_DIR/summary.json.
+//
+//   baton::Experiment experiment(baton::ExperimentOptions().space("space.yaml").command("./trial.sh")
+//                                    .trials(20).parallel(2).run_dir("runs/s"));
+//   baton::ExperimentResult result = experiment.run();   // result.best: the best trial
+//
+// Each option is the `baton search` flag of the same name (docs/search.md says what each does);
+// errors in them name the flag.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "baton/core/options.h"
+#include "baton/exec/trial.h"
+
+namespace baton {
+
+class ExperimentOptions {
+ public:
+  using Stream = std::FILE*;
+
+ private:
+  BATON_ARG(std::string, space);                     // the search space: NNI's format, a YAML or JSON file
+  BATON_ARG(std::string, command);                   // a trial is this command (sh -c), or
+  BATON_ARG(std::string, recipe);                    // a trial trains this recipe: `TRAINER train RECIPE --set k=v`...
+  BATON_ARG(std::string, trainer) = "baton";         // the program that trains a recipe's trial
+  BATON_ARG(std::string, metric) = "eval/accuracy";  // with a recipe: the metric a trial reports
+  BATON_ARG(std::vector<std::string>, sets);         // with a recipe: overrides for every trial
+  BATON_ARG(int64_t, trials) = 10;                   // in the whole search (a resumed one's count)
+  BATON_ARG(int, parallel) = 1;                      // trials at once (this worker's)
+  BATON_ARG(std::string, strategy) = "tpe";          // make_strategy's names
+  BATON_ARG(std::vector<std::string>, strategy_options);  // KEY=VALUE, as --strategy-option
+  BATON_ARG(std::string, direction) = "maximize";         // or "minimize"
+  BATON_ARG(uint64_t, seed) = 0;
+  BATON_ARG(std::string, storage);  // Default: sqlite://RUN_DIR/search.db
+  BATON_ARG(std::filesystem::path, run_dir) = "runs/search";
+  BATON_ARG(bool, resume) = false;       // continue the search in the storage (unfinished trials again)
+  BATON_ARG(bool, new_study) = false;    // move a SQLite study and its trials' folders aside first
+  BATON_ARG(bool, join) = false;         // one worker of a shared search (implied under mpirun/srun)
+  BATON_ARG(double, heartbeat) = 2.0;    // with join: seconds between heartbeats (silent 10x: requeued)
+  BATON_ARG(double, trial_timeout) = 0;  // seconds before a trial is stopped and failed (0: none)
+  BATON_ARG(int, retries) = 0;           // a failed trial runs again up to this many times
+  BATON_ARG(int, median_stop) = 0;       // median stopping once this many trials completed (0: off)
+  BATON_ARG(int64_t, asha) = 0;          // successive halving's first rung (0: off)
+  BATON_ARG(int, brackets) = 1;          // with asha: Hyperband's brackets
+  BATON_ARG(Stream, out) = stdout;       // the status line and messages; nullptr: none
+};
+
+// Bad options, a space or storage that cannot be read, a search that cannot be resumed as asked:
+// what the user gave (`baton search` exits 2 with the message).
+class ExperimentError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct ExperimentResult {
+  std::optional<Trial> best;      // the best trial with a value (nullopt: none finished with one)
+  int stopped_by = 0;             // the signal stop() was given (0: the search ran to its end)
+  int interrupted = 0;            // trials stopped with it (a resume runs them again)
+  std::filesystem::path summary;  // RUN_DIR/summary.json (not written when stopped)
+};
+
+class Experiment {
+ public:
+  // Checks the options, reads the space, makes the strategy, opens the storage (a new study, a
+  // resumed one, or a shared one to join), the engine and the middlewares. Nothing runs yet.
+  // Throws ExperimentError.
+  explicit Experiment(ExperimentOptions options);
+  ~Experiment();
+  Experiment(const Experiment&) = delete;
+  Experiment& operator=(const Experiment&) = delete;
+
+  // Runs the trials; returns when they are done, or soon after stop(): then the running trials'
+  // process groups are ended and stored as interrupted (resume runs them again).
+  ExperimentResult run();
+  // Ends run() early, as signal `why` would (0: SIGTERM). Async-signal-safe: a SIGTERM or SIGINT
+  // handler may call it.
+  void stop(int why) noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace baton

@@ -1,0 +1,407 @@
+#include "baton/exec/experiment.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <cstdarg>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "baton/exec/distributed.h"
+#include "baton/exec/middleware.h"
+#include "baton/exec/process.h"
+#include "baton/exec/search.h"
+#include "baton/exec/storage.h"
+#include "baton/io/run_dir.h"
+#include "experiment_status.h"
+#include "mpi/comm.h"
+
+namespace baton {
+namespace {
+
+// Why a trial stopped with its search: a resume runs such trials again.
+constexpr const char* kStoppedWithTheSearch = "stopped with the search (signal ";
+
+// Thrown from the progress callback to leave the search loop once stop() was called.
+struct ExperimentStopped {};
+
+// What `body` throws as std::invalid_argument or std::runtime_error (a bad space or strategy option,
+// a storage that cannot be opened) is the user's input: ExperimentError.
+template <typename F>
+auto as_input_error(F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const ExperimentError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw ExperimentError(e.what());
+  } catch (const std::runtime_error& e) {
+    throw ExperimentError(e.what());
+  }
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// What differs between two search spaces' definitions, in a few words ("" when nothing).
+std::string space_difference(const nlohmann::json& stored, const nlohmann::json& given) {
+  std::vector<std::string> parts;
+  for (const auto& [key, value] : stored.items()) {
+    if (!given.contains(key)) {
+      parts.push_back(key + " is gone");
+    } else if (given[key] != value) {
+      parts.push_back(key + " was " + value.dump() + ", now " + given[key].dump());
+    }
+  }
+  for (const auto& [key, value] : given.items()) {
+    if (!stored.contains(key)) parts.push_back(key + " is new");
+  }
+  std::string out;
+  for (std::size_t i = 0; i < parts.size() && i < 3; ++i) out += (i ? "; " : "") + parts[i];
+  if (parts.size() > 3) out += "; and " + std::to_string(parts.size() - 3) + " more";
+  return out;
+}
+
+void check_options(const ExperimentOptions& o) {
+  if (o.command().empty() == o.recipe().empty())
+    throw ExperimentError("give exactly one of --command CMD or --recipe RECIPE.yaml");
+  if (o.direction() != "maximize" && o.direction() != "minimize")
+    throw ExperimentError("--direction must be maximize or minimize, got '" + o.direction() + "'");
+  // Upper bounds too: a number CLI11 saturated (2^63 - 1 for 99999999999999999999) is a typo.
+  if (o.trials() < 1 || o.trials() > 1000000000) throw ExperimentError("--trials must be from 1 to 1,000,000,000");
+  if (o.parallel() < 1 || o.parallel() > 4096) throw ExperimentError("--parallel must be from 1 to 4096");
+  if (!(o.heartbeat() > 0) || !std::isfinite(o.heartbeat()))
+    throw ExperimentError("--heartbeat must be a positive number of seconds");
+  if (o.trial_timeout() < 0 || !std::isfinite(o.trial_timeout()))
+    throw ExperimentError("--trial-timeout must be a positive number of seconds (0: none)");
+  if (o.retries() < 0) throw ExperimentError("--retries must be 0 (none) or more");
+  if (o.median_stop() < 0) throw ExperimentError("--median-stop must be 0 (off) or a number of completed trials");
+  if (o.asha() < 0) throw ExperimentError("--asha must be 0 (off) or the first rung's step");
+  if (o.brackets() < 1 || o.brackets() > 64) throw ExperimentError("--brackets must be from 1 to 64");
+  if (o.brackets() > 1 && o.asha() <= 0)
+    throw ExperimentError("--brackets needs --asha N (the first bracket's first rung)");
+  if (!o.recipe().empty() && !std::filesystem::exists(o.recipe()))
+    throw ExperimentError(o.recipe() + ": no such recipe file");
+}
+
+// How each trial runs: the command, or `TRAINER train RECIPE` with the trial's parameters as overrides.
+ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string& worker) {
+  ProcessEngineOptions options;
+  options.workers(o.parallel());
+  if (o.trial_timeout() > 0) options.timeout_s(o.trial_timeout());
+  options.log_dir(o.run_dir() / "trials");
+  options.env()["BATON_SEARCH_WORKER"] = worker;
+  if (!o.command().empty()) {
+    options.command(o.command());
+    return options;
+  }
+  std::string cmd = shell_quote(o.trainer()) + " train " + shell_quote(std::filesystem::absolute(o.recipe()).string());
+  for (const auto& s : o.sets()) cmd += " --set " + shell_quote(s);
+  // A trial run again (a retry, a resumed search) continues from its own checkpoints.
+  cmd += " --set progress_bar=false --autoresume --run-dir " +
+         shell_quote(std::filesystem::absolute(o.run_dir() / "trials").string()) + "/\"$BATON_TRIAL_ID\"";
+  options.command(cmd);
+  options.env()["BATON_TRIAL_METRIC"] = o.metric();
+  return options;
+}
+
+}  // namespace
+
+struct Experiment::Impl {
+  ExperimentOptions o;
+  bool maximize = true;
+  std::string worker = default_worker_name();
+  std::optional<mpi::Launch> launch = mpi::launch();  // several workers started by mpirun or srun
+  bool join = false;
+  std::string storage_url;
+  nlohmann::json space_definition;
+  nlohmann::json settings = nlohmann::json::object();  // the strategy's options, as stored
+  std::unique_ptr<Strategy> strategy;
+  std::shared_ptr<TrialStorage> storage;
+  std::vector<Trial> previous;  // the storage's trials when the experiment began
+  std::shared_ptr<DistributedEngine> distributed;
+  std::shared_ptr<ExecutionEngine> engine;
+  std::shared_ptr<MedianStop> median;
+  std::shared_ptr<Asha> halving;
+  std::unique_ptr<Chain> chain;
+  std::atomic<int> stop_signal{0};
+
+  void say(const char* format, ...) const __attribute__((format(printf, 2, 3)));
+  void build_strategy();
+  void start_new_study() const;
+  void open_study();
+  void prepare_resume();
+  void join_search(const ProcessEngineOptions& options, const nlohmann::json& meta);
+  void own_search(const ProcessEngineOptions& options, const nlohmann::json& meta);
+  void make_chain();
+  int stop_trials(const std::set<int64_t>& running);
+  ExperimentResult finish(const std::optional<Trial>& best, const detail::StatusLine& status);
+};
+
+void Experiment::Impl::say(const char* format, ...) const {
+  if (o.out() == nullptr) return;
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(o.out(), format, args);
+  va_end(args);
+  std::fflush(o.out());
+}
+
+// The workers of one search suggest different sequences: rank r (or, started by hand, a number from
+// the worker's name) offsets the seed.
+void Experiment::Impl::build_strategy() {
+  const SearchSpace space = as_input_error([&] {
+    space_definition = SearchSpace::read_file(o.space());
+    return SearchSpace::from_json(space_definition, o.space());
+  });
+  uint64_t seed = o.seed();
+  if (join) seed += launch ? static_cast<uint64_t>(launch->rank) : std::hash<std::string>{}(worker) % 1000003;
+  strategy = as_input_error([&] {
+    for (const auto& option : o.strategy_options()) add_strategy_setting(settings, option);
+    return make_strategy(o.strategy(), space, StrategyOptions().seed(seed).maximize(maximize).settings(settings));
+  });
+}
+
+// new_study: the run folder's study (its SQLite file and its trials' folders) moves aside, so the
+// new study's trials do not resume the old ones' checkpoints.
+void Experiment::Impl::start_new_study() const {
+  if (storage_url.rfind("sqlite://", 0) != 0) {
+    throw ExperimentError("--new-study moves a SQLite study aside; for " + redact_storage_url(storage_url) +
+                          ", give another database");
+  }
+  const std::filesystem::path db = storage_url.substr(std::string("sqlite://").size());
+  const std::string suffix = ".replaced-" + std::to_string(::time(nullptr));
+  std::error_code ec;
+  for (const std::filesystem::path& p : {db, std::filesystem::path(db.string() + "-wal"),
+                                         std::filesystem::path(db.string() + "-shm"), o.run_dir() / "trials"}) {
+    if (std::filesystem::exists(p, ec)) std::filesystem::rename(p, p.string() + suffix);
+  }
+  say("the previous study moved aside (*%s)\n", suffix.c_str());
+}
+
+void Experiment::Impl::open_study() {
+  std::filesystem::create_directories(o.run_dir());
+  storage_url = o.storage().empty() ? "sqlite://" + std::filesystem::absolute(RunDir(o.run_dir()).search_db()).string()
+                                    : o.storage();
+  if (o.new_study()) start_new_study();
+  storage = as_input_error([&] { return open_storage(storage_url); });
+  previous = storage->load_trials();
+  if (!previous.empty() && !o.resume() && !join) {
+    throw ExperimentError(redact_storage_url(storage_url) + " already holds " + std::to_string(previous.size()) +
+                          " trials; add --resume to continue that search, --join to work on it alongside its other "
+                          "workers, or use another --run-dir/--storage");
+  }
+}
+
+// A resume of a search this process ran before: the stored search must be of the same space; the
+// trials a signal stopped with it run again; the trial commands a killed search left running (in
+// their own process groups) are stopped, so that running them again is the only run.
+void Experiment::Impl::prepare_resume() {
+  if (auto stored = storage->meta("search"); stored && stored->contains("space_definition")) {
+    const std::string difference = space_difference((*stored)["space_definition"], space_definition);
+    if (!difference.empty()) {
+      throw ExperimentError(o.space() + " is not the space of the search in " + redact_storage_url(storage_url) + " (" +
+                            difference +
+                            "); resume with that space, or add --new-study to start another study (the old one is "
+                            "moved aside)");
+    }
+  }
+  for (auto& t : previous) {
+    if (t.status == TrialStatus::kInterrupted && t.error.rfind(kStoppedWithTheSearch, 0) == 0) {
+      t.status = TrialStatus::kWaiting;
+      t.error.clear();
+    }
+  }
+  if (auto before = storage->meta("worker"); before && before->is_string()) {
+    const std::string old = before->get<std::string>();
+    if (old != worker && !local_worker_gone(old) &&
+        old.substr(0, old.rfind(':')) == worker.substr(0, worker.rfind(':')))
+      throw ExperimentError("the search " + old + " (host:pid) is still running on " + redact_storage_url(storage_url) +
+                            "; stop it first, or add --join to work on it alongside");
+    if (const int n = kill_worker_processes(old); n > 0)
+      say("stopped %d process(es) left running by the killed search %s\n", n, old.c_str());
+  }
+}
+
+// join: this worker takes trials from the queue it shares with the search's other workers.
+void Experiment::Impl::join_search(const ProcessEngineOptions& options, const nlohmann::json& meta) {
+  DistributedOptions d;
+  d.worker(worker);
+  d.limit(o.trials());
+  d.heartbeat_s(o.heartbeat());
+  d.stale_after_s(10 * o.heartbeat());
+  std::FILE* out = o.out();
+  d.on_dead_worker([out](const std::string& dead) {
+    const int n = kill_worker_processes(dead);
+    if (out == nullptr) return;
+    std::fprintf(out, "worker %s ended while running trials: they go back to the queue%s\n", dead.c_str(),
+                 n > 0 ? (", its " + std::to_string(n) + " trial process(es) stopped").c_str() : "");
+    std::fflush(out);
+  });
+  if (!storage->meta("search")) storage->set_meta("search", meta);
+  engine = distributed = std::make_shared<DistributedEngine>(storage, std::make_shared<ProcessEngine>(options), d);
+  const std::string rank =
+      launch ? " (rank " + std::to_string(launch->rank) + " of " + std::to_string(launch->size) + ")" : "";
+  say("worker %s%s joins the search in %s (%zu trials there)\n", worker.c_str(), rank.c_str(),
+      redact_storage_url(storage_url).c_str(), previous.size());
+}
+
+// A search of its own: every change of a trial is stored; a resumed search's trials are loaded
+// (the unfinished ones run again).
+void Experiment::Impl::own_search(const ProcessEngineOptions& options, const nlohmann::json& meta) {
+  auto process = std::make_shared<ProcessEngine>(options);
+  process->set_observer([s = storage](const Trial& t) { s->save_trial(t); });
+  storage->set_meta("search", meta);
+  storage->set_meta("worker", worker);
+  engine = process;
+  if (previous.empty()) return;
+  nlohmann::json state = {{"trials", nlohmann::json::array()}};
+  int unfinished = 0;
+  for (const auto& t : previous) {
+    state["trials"].push_back(t.to_json());
+    unfinished += t.completed() ? 0 : 1;
+  }
+  say("resuming: %zu trials in %s, %d unfinished (run again)\n", previous.size(),
+      redact_storage_url(storage_url).c_str(), unfinished);
+  process->load_state_dict(state);
+}
+
+// The middlewares between the strategy and the engine: replays of repeated parameters, retries,
+// median stopping, successive halving.
+void Experiment::Impl::make_chain() {
+  std::vector<std::shared_ptr<Middleware>> stack = {std::make_shared<Deduplication>("replay")};
+  if (o.retries() > 0) stack.push_back(std::make_shared<FailureHandler>(o.retries()));
+  if (o.median_stop() > 0) stack.push_back(median = std::make_shared<MedianStop>(maximize, o.median_stop()));
+  if (o.asha() > 0) stack.push_back(halving = std::make_shared<Asha>(maximize, o.asha(), 3, o.brackets()));
+  chain = std::make_unique<Chain>(stack);
+  chain->set_engine(engine);
+}
+
+Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.o = std::move(options);
+  check_options(m.o);
+  m.maximize = m.o.direction() == "maximize";
+  if (m.launch && m.launch->size <= 1) m.launch.reset();
+  m.join = m.o.join() || m.launch.has_value();
+  m.build_strategy();
+  m.open_study();
+  if (!m.join && m.o.resume()) m.prepare_resume();
+  const ProcessEngineOptions trials = trial_options(m.o, m.worker);
+  const nlohmann::json meta = {
+      {"space", m.o.space()},       {"space_definition", m.space_definition}, {"command", trials.command()},
+      {"strategy", m.o.strategy()}, {"strategy_options", m.settings},         {"direction", m.o.direction()},
+      {"seed", m.o.seed()}};
+  if (m.join) {
+    m.join_search(trials, meta);
+  } else {
+    m.own_search(trials, meta);
+  }
+  m.make_chain();
+}
+
+Experiment::~Experiment() = default;
+
+void Experiment::stop(int why) noexcept { impl_->stop_signal.store(why == 0 ? SIGTERM : why); }
+
+// After stop(): ends what still runs, stores the trials it stopped as interrupted by it, says how
+// to continue; returns how many were interrupted.
+int Experiment::Impl::stop_trials(const std::set<int64_t>& running) {
+  std::set<int64_t> stopped = running;
+  for (const auto& t : chain->list()) {
+    if (t.status != TrialStatus::kRunning) continue;
+    stopped.insert(t.id);  // ended by the stop too: run again on resume
+    chain->kill(t.id);
+  }
+  chain->shutdown();  // waits for the trials' processes to end
+  int interrupted = 0;
+  for (Trial t : chain->list()) {
+    if (t.status != TrialStatus::kInterrupted) continue;
+    // Killed by the stop, or never started because of it (the engine's shutdown says "before the
+    // trial started", "before the trial could run" or "killed before it started").
+    const bool never_ran =
+        t.error.find("before the trial") != std::string::npos || t.error.find("before it started") != std::string::npos;
+    if (!stopped.count(t.id) && !never_ran) continue;
+    t.error = std::string(kStoppedWithTheSearch) + std::to_string(stop_signal.load()) + "); --resume runs it again";
+    if (!join) storage->save_trial(t);
+    ++interrupted;
+  }
+  say("\nstopped by signal %d: %d trial(s) interrupted; run the same command with --resume to continue\n",
+      stop_signal.load(), interrupted);
+  return interrupted;
+}
+
+// RUN_DIR/summary.json and the closing lines.
+ExperimentResult Experiment::Impl::finish(const std::optional<Trial>& best, const detail::StatusLine& status) {
+  std::map<std::string, int> by_status;
+  const auto all = chain->list();
+  for (const auto& t : all) ++by_status[to_string(t.status)];
+  nlohmann::json summary = {{"best", nullptr},
+                            {"trials", {{"total", all.size()}, {"by_status", by_status}}},
+                            {"wall_s", status.elapsed()},
+                            {"direction", o.direction()},
+                            {"storage", redact_storage_url(storage_url)}};
+  if (best) summary["best"] = {{"id", best->id}, {"value", *best->metrics.final}, {"parameters", best->parameters}};
+  if (distributed) summary["worker"] = {{"name", worker}, {"requeued_from_silent_workers", distributed->requeued()}};
+  // Written whole then renamed: the workers of a shared search may write it at the same time.
+  const RunDir dir(o.run_dir());
+  const auto tmp = o.run_dir() / (std::string(RunDir::kSummary) + ".tmp." + std::to_string(::getpid()));
+  std::ofstream(tmp) << summary.dump(2) << "\n";
+  std::filesystem::rename(tmp, dir.summary());
+  for (const auto& t : all) {
+    if (t.status == TrialStatus::kFailed)
+      say("trial %lld failed: %s\n", static_cast<long long>(t.id), t.error.substr(0, 300).c_str());
+  }
+  if (distributed && distributed->requeued() > 0)
+    say("this worker put %lld trial(s) of silent workers back in the queue\n",
+        static_cast<long long>(distributed->requeued()));
+  if (halving) say("successive halving ended %lld trials early\n", static_cast<long long>(halving->kills()));
+  if (median) say("median stopping ended %lld trials early\n", static_cast<long long>(median->kills()));
+  if (best) {
+    say("best: trial %lld, %s = %.6g, parameters %s\n", static_cast<long long>(best->id),
+        o.recipe().empty() ? "value" : o.metric().c_str(), *best->metrics.final, best->parameters.dump().c_str());
+  } else {
+    say("no trial finished with a value\n");
+  }
+  say("summary: %s\n", dir.summary().string().c_str());
+  return {best, 0, 0, dir.summary()};
+}
+
+ExperimentResult Experiment::run() {
+  Impl& m = *impl_;
+  detail::StatusLine status(*m.chain, m.o.trials(), m.o.out());
+  m.say("baton search: %s, %lld trials, %d at once, strategy %s (%s), storage %s\n", m.o.space().c_str(),
+        static_cast<long long>(m.o.trials()), m.o.parallel(), m.o.strategy().c_str(), m.o.direction().c_str(),
+        redact_storage_url(m.storage_url).c_str());
+  std::optional<Trial> best;
+  bool stopped = false;
+  detail::Ticker ticker(*m.chain, status, m.stop_signal);  // stopped by its destructor when run_search throws
+  try {
+    best = run_search(*m.strategy, *m.chain, m.o.trials(), m.maximize, [&](const SearchProgress& p) {
+      ticker.progress(p);
+      if (m.stop_signal.load() != 0) throw ExperimentStopped{};
+    });
+  } catch (const ExperimentStopped&) {
+    stopped = true;
+  }
+  ticker.stop();
+  if (stopped || m.stop_signal.load() != 0) {
+    const int interrupted = m.stop_trials(ticker.stopped());
+    return {best, m.stop_signal.load(), interrupted, {}};
+  }
+  status.print(ticker.last(), true);
+  if (status.tty()) m.say("\n");
+  m.chain->shutdown();
+  return m.finish(best, status);
+}
+
+}  // namespace baton
