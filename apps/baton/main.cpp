@@ -18,6 +18,7 @@
 #include "baton/core/options.h"
 #include "baton/io/file.h"
 #include "baton/train/checkpoint.h"
+#include "baton/train/ranks.h"
 #include "baton/train/recipe.h"
 #include "baton/train/trainer.h"
 #include "baton/version.h"

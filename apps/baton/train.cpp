@@ -24,6 +24,7 @@
 #include "baton/loggers/tensorboard_logger.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_saver.h"
+#include "baton/train/ranks.h"
 #include "baton/train/recipe.h"
 #include "baton/version.h"
 #include "commands.h"

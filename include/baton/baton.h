@@ -67,6 +67,7 @@
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_error.h"
 #include "baton/train/checkpoint_saver.h"
+#include "baton/train/ranks.h"
 #include "baton/train/recipe.h"
 #include "baton/train/recipe_file.h"
 #include "baton/train/threads.h"

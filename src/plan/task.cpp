@@ -253,59 +253,65 @@ void TaskGroup::report_step(std::shared_ptr<ExecutionStep> step, const std::stri
   report_steps_.emplace_back(node, std::move(step));
 }
 
+std::map<std::string, std::string> TaskGroup::node_map(
+    const std::function<std::string(const std::string&)>& remap) const {
+  std::map<std::string, std::string> map;
+  for (const auto& n : used_nodes()) map[n] = remap ? remap(n) : n;
+  for (const auto& [n, step] : report_steps_) map.emplace(n, remap ? remap(n) : n);
+  return map;
+}
+
+// One task for the mapped node `node`: its report steps and its tasks (each with its own setup) as
+// concurrent substeps, under the node-level setups of all of them; outputs kept; Global wins.
+Task TaskGroup::node_task(const std::string& node, const std::map<std::string, std::string>& map) const {
+  std::vector<std::shared_ptr<ExecutionStep>> steps;
+  std::vector<std::shared_ptr<ExecutionStep>> originals;
+  for (const auto& [n, step] : report_steps_) {
+    if (map.at(n) != node) continue;
+    steps.push_back(step);
+    originals.push_back(step);
+  }
+  std::vector<std::shared_ptr<TaskOutput>> outputs;
+  WorkspaceType type = WorkspaceType::kPrivate;
+  for (const auto& t : tasks_) {
+    if (map.at(t.node_) != node) continue;
+    steps.push_back(t.step_with_setup());
+    if (t.step_) originals.push_back(t.step_);
+    outputs.insert(outputs.end(), t.outputs_.begin(), t.outputs_.end());
+    if (t.workspace_type() == WorkspaceType::kGlobal) type = WorkspaceType::kGlobal;
+  }
+  auto body = ExecutionStep::make(node + ":body", steps);
+  body->concurrent_substeps(true);
+  std::vector<std::shared_ptr<StepSetup>> node_setups;
+  std::set<const StepSetup*> seen;
+  for (const auto& s : originals) {
+    for (const auto& setup : s->setups(SetupScope::kNode)) {
+      if (seen.insert(setup.get()).second) node_setups.push_back(setup);
+    }
+  }
+  Task combined(ExecutionStep::guarded(node, node_setups, body),
+                TaskOptions().name("grouped_by_node").workspace_type(type).node(node));
+  combined.outputs_ = outputs;
+  combined.name_ = node + "/grouped_by_node";
+  return combined;
+}
+
 const TaskGroup& TaskGroup::tasks_by_node(const std::function<std::string(const std::string&)>& remap) {
-  std::map<std::string, std::string> node_map;
-  for (const auto& n : used_nodes()) node_map[n] = remap ? remap(n) : n;
-  for (const auto& [n, step] : report_steps_) node_map.emplace(n, remap ? remap(n) : n);
+  const auto map = node_map(remap);
   if (by_node_) {
-    if (node_map != by_node_map_) throw std::logic_error("TaskGroup::tasks_by_node: called again with another mapping");
+    if (map != by_node_map_) throw std::logic_error("TaskGroup::tasks_by_node: called again with another mapping");
     return *by_node_;
   }
+  std::vector<std::string> order;  // mapped nodes in first-use order: the tasks', then the report steps'
+  auto add = [&](const std::string& n) {
+    if (std::find(order.begin(), order.end(), map.at(n)) == order.end()) order.push_back(map.at(n));
+  };
+  for (const auto& t : tasks_) add(t.node_);
+  for (const auto& [n, step] : report_steps_) add(n);
   auto grouped = std::make_shared<TaskGroup>();
-  std::vector<std::string> order;  // mapped nodes in first-use order
-  for (const auto& t : tasks_) {
-    const auto& m = node_map[t.node_];
-    if (std::find(order.begin(), order.end(), m) == order.end()) order.push_back(m);
-  }
-  for (const auto& [n, step] : report_steps_) {
-    const auto& m = node_map[n];
-    if (std::find(order.begin(), order.end(), m) == order.end()) order.push_back(m);
-  }
-  for (const auto& node : order) {
-    std::vector<std::shared_ptr<ExecutionStep>> steps;
-    std::vector<std::shared_ptr<ExecutionStep>> originals;
-    for (const auto& [n, step] : report_steps_) {
-      if (node_map[n] == node) {
-        steps.push_back(step);
-        originals.push_back(step);
-      }
-    }
-    std::vector<std::shared_ptr<TaskOutput>> outputs;
-    WorkspaceType type = WorkspaceType::kPrivate;
-    for (const auto& t : tasks_) {
-      if (node_map[t.node_] != node) continue;
-      steps.push_back(t.step_with_setup());
-      if (t.step_) originals.push_back(t.step_);
-      outputs.insert(outputs.end(), t.outputs_.begin(), t.outputs_.end());
-      if (t.workspace_type() == WorkspaceType::kGlobal) type = WorkspaceType::kGlobal;  // Global wins
-    }
-    auto body = ExecutionStep::make(node + ":body", steps);
-    body->concurrent_substeps(true);
-    std::vector<std::shared_ptr<StepSetup>> node_setups;
-    std::set<const StepSetup*> seen;
-    for (const auto& s : originals) {
-      for (const auto& setup : s->setups(SetupScope::kNode)) {
-        if (seen.insert(setup.get()).second) node_setups.push_back(setup);
-      }
-    }
-    Task combined(ExecutionStep::guarded(node, node_setups, body),
-                  TaskOptions().name("grouped_by_node").workspace_type(type).node(node));
-    combined.outputs_ = outputs;
-    combined.name_ = node + "/grouped_by_node";
-    grouped->tasks_.push_back(std::move(combined));
-  }
+  for (const auto& node : order) grouped->tasks_.push_back(node_task(node, map));
   by_node_ = grouped;
-  by_node_map_ = node_map;
+  by_node_map_ = map;
   return *by_node_;
 }
 

@@ -1,5 +1,6 @@
 #include "train/data_parallel.h"
 
+#include "baton/train/ranks.h"
 #include "baton/train/trainer.h"
 
 #include <chrono>
@@ -57,29 +58,44 @@ void DataParallel::broadcast_model(torch::nn::Module& model) {
   for (auto& b : model.buffers()) send(b);
 }
 
-void DataParallel::prepare(torch::nn::Module& model) {
+namespace {
+
+// The trainable parameters, in order; throws std::invalid_argument for one that cannot be averaged.
+std::vector<at::Tensor> trainable_parameters(torch::nn::Module& model) {
   std::vector<at::Tensor> params;
   for (const auto& item : model.named_parameters()) {
-    if (item.value().requires_grad()) params.push_back(item.value());
+    if (!item.value().requires_grad()) continue;
+    const auto type = item.value().scalar_type();
+    if (type != at::kFloat && type != at::kDouble) {
+      throw std::invalid_argument("data parallelism: parameter '" + item.key() + "' is " + c10::toString(type) +
+                                  "; only float32 and float64 parameters can be averaged");
+    }
+    params.push_back(item.value());
   }
+  return params;
+}
+
+}  // namespace
+
+void DataParallel::prepare(torch::nn::Module& model) {
+  std::vector<at::Tensor> params = trainable_parameters(model);
   bool same = params.size() == params_.size();
   for (std::size_t i = 0; same && i < params.size(); ++i)
     same = params[i].unsafeGetTensorImpl() == params_[i].unsafeGetTensorImpl();
   if (same && !buckets_.empty()) return;
-  for (const auto& item : model.named_parameters()) {
-    const auto type = item.value().scalar_type();
-    if (item.value().requires_grad() && type != at::kFloat && type != at::kDouble) {
-      throw std::invalid_argument("data parallelism: parameter '" + item.key() + "' is " + c10::toString(type) +
-                                  "; only float32 and float64 parameters can be averaged");
-    }
-  }
   if (hooks_) hooks_->owner = nullptr;
   params_ = std::move(params);
+  make_buckets();
+  add_hooks();
+}
+
+// Gradients come roughly in the reverse order of the parameters: so are the buckets filled, each
+// up to bucket_bytes_ of one type.
+void DataParallel::make_buckets() {
   buckets_.clear();
   bucket_of_.assign(params_.size(), 0);
   slot_of_.assign(params_.size(), 0);
   filled_.assign(params_.size(), false);
-  // Gradients come roughly in the reverse order of the parameters: so are the buckets filled.
   int64_t bytes = 0;
   for (std::size_t k = params_.size(); k-- > 0;) {
     const auto& p = params_[k];
@@ -101,6 +117,11 @@ void DataParallel::prepare(torch::nn::Module& model) {
     const int64_t n = b.offsets.back() + params_[b.params.back()].numel();
     b.flat = torch::zeros({n}, b.flat.options());
   }
+}
+
+// A hook on each parameter's gradient accumulator tells this object when its gradient is ready
+// (through a weak pointer: the hooks outlive a DataParallel that rebuilt them).
+void DataParallel::add_hooks() {
   hooks_ = std::make_shared<Hooks>();
   hooks_->owner = this;
   std::weak_ptr<Hooks> weak = hooks_;

@@ -62,6 +62,8 @@ class DataParallel {
     bool started = false;
   };
   struct Hooks;
+  void make_buckets();  // prepare(), step by step
+  void add_hooks();
   void on_gradient(std::size_t param);
   void fill(std::size_t param);
   void start_ready();

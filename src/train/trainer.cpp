@@ -1,4 +1,5 @@
 #include "baton/train/trainer.h"
+#include "train/trainer_impl.h"
 
 #include <algorithm>
 #include <chrono>
@@ -122,7 +123,7 @@ void check_options(TrainerOptions& o) {
 
 }  // namespace
 
-Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
+Trainer::Impl::Impl(TrainerOptions options) : options_(std::move(options)) {
   check_options(options_);
   setup_distributed();
   torch::manual_seed(options_.seed());
@@ -141,7 +142,7 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
 
 // Data parallelism when asked for, or in auto when launched by mpirun with more than one rank; the
 // threads (ranks on one machine share its cores).
-void Trainer::setup_distributed() {
+void Trainer::Impl::setup_distributed() {
   const bool distributed = options_.distributed() == Distributed::kOn ||
                            (options_.distributed() == Distributed::kAuto && mpi::launched_size() > 1);
   state_.device = resolve_device(options_, distributed);
@@ -165,7 +166,7 @@ void Trainer::setup_distributed() {
 
 // The state the loop works on, from the options (SGDW when no optimizer is given), and each
 // parameter group's initial learning rate, which the schedulers scale.
-void Trainer::setup_state() {
+void Trainer::Impl::setup_state() {
   if (options_.optimizers().empty()) {
     options_.optimizers(
         {make_optimizer(OptimizerOptions().name("decoupled_sgdw").lr(0.1), options_.model()->parameters())});
@@ -190,7 +191,7 @@ void Trainer::setup_state() {
 }
 
 // Rank 0's loggers (the options', the progress bar, the console); the other ranks log nothing.
-void Trainer::setup_loggers(bool writes) {
+void Trainer::Impl::setup_loggers(bool writes) {
   std::vector<std::shared_ptr<LoggerDestination>> loggers;
   if (writes) loggers = options_.loggers();
   std::shared_ptr<ProgressBar> bar;
@@ -209,7 +210,7 @@ void Trainer::setup_loggers(bool writes) {
 }
 
 // The trainer's own checkpoint saver (the save_* options), a callback like the others.
-void Trainer::setup_saver() {
+void Trainer::Impl::setup_saver() {
   const TimeUnit save_unit = options_.save_interval().unit();
   require(save_unit == TimeUnit::kEpoch || save_unit == TimeUnit::kBatch || save_unit == TimeUnit::kSample,
           "TrainerOptions: save_interval " + options_.save_interval().to_string() + " must be in ep, ba or sp");
@@ -229,7 +230,7 @@ void Trainer::setup_saver() {
 
 // Where the run starts: the newest good checkpoint (autoresume; every rank takes what rank 0
 // found), else load_path. Under data parallelism each rank takes its share of every batch.
-void Trainer::load_initial_state(bool writes) {
+void Trainer::Impl::load_initial_state(bool writes) {
   std::string resume = options_.autoresume() && writes
                            ? find_resumable_checkpoint(options_.save_folder(), options_.save_filename())
                            : "";
@@ -249,7 +250,7 @@ void Trainer::load_initial_state(bool writes) {
 
 // Where the run computes: determinism and TF32 for its kernels, the model and batches moved there,
 // the loss scaler of amp_fp16.
-void Trainer::setup_device() {
+void Trainer::Impl::setup_device() {
   const c10::Device device = state_.device;
   const bool deterministic = options_.deterministic();
   if (deterministic && device.is_cuda()) {
@@ -276,11 +277,11 @@ void Trainer::setup_device() {
   if (device.is_cuda()) spdlog::info("training on {} ({})", describe(device), to_string(options_.precision()));
 }
 
-Trainer::~Trainer() { close(); }
+Trainer::Impl::~Impl() { close(); }
 
-int Trainer::rank() const { return ddp_ ? ddp_->rank() : 0; }
-int Trainer::world_size() const { return ddp_ ? ddp_->size() : 1; }
-double Trainer::ddp_wait_seconds() const { return ddp_ ? ddp_->wait_seconds() : 0.0; }
+int Trainer::Impl::rank() const { return ddp_ ? ddp_->rank() : 0; }
+int Trainer::Impl::world_size() const { return ddp_ ? ddp_->size() : 1; }
+double Trainer::Impl::ddp_wait_seconds() const { return ddp_ ? ddp_->wait_seconds() : 0.0; }
 
 Distributed parse_distributed(std::string_view text) {
   if (text == "auto") return Distributed::kAuto;
@@ -296,27 +297,27 @@ CudaGraphs parse_cuda_graphs(std::string_view text) {
   throw std::invalid_argument("cuda_graphs: '" + std::string(text) + "' (expected auto, on or off)");
 }
 
-void Trainer::close() {
+void Trainer::Impl::close() {
   if (engine_) engine_->close();
 }
 
-Model& Trainer::current_model() {
+Model& Trainer::Impl::current_model() {
   // An algorithm may have replaced the model: use what the state holds.
   auto* model = dynamic_cast<Model*>(state_.model.get());
   if (model == nullptr) throw std::logic_error("State::model is not a baton::Model (an algorithm replaced it?)");
   return *model;
 }
 
-int64_t Trainer::microbatch_size() const {
+int64_t Trainer::Impl::microbatch_size() const {
   return options_.device_train_microbatch_size().value_or(std::numeric_limits<int64_t>::max());
 }
 
-bool Trainer::done() const {
+bool Trainer::Impl::done() const {
   const Time& max = *state_.max_duration;
   return state_.timestamp.get(max.unit()) >= max;
 }
 
-bool Trainer::should_eval(Event event) const {
+bool Trainer::Impl::should_eval(Event event) const {
   const Time& every = options_.eval_interval();
   if (is_zero(every) || options_.eval_dataloaders().empty()) return false;
   const Timestamp& ts = state_.timestamp;
@@ -335,7 +336,7 @@ bool Trainer::should_eval(Event event) const {
   }
 }
 
-void Trainer::set_learning_rates() {
+void Trainer::Impl::set_learning_rates() {
   if (state_.schedulers.empty()) return;
   const double batch = static_cast<double>(state_.timestamp.batch());
   for (std::size_t o = 0; o < state_.optimizers.size(); ++o) {
@@ -353,13 +354,13 @@ void Trainer::set_learning_rates() {
   }
 }
 
-void Trainer::fit(const Time& max_duration) {
+void Trainer::Impl::fit(const Time& max_duration) {
   options_.max_duration(max_duration);
   state_.max_duration = max_duration;
   fit();
 }
 
-void Trainer::fit() {
+void Trainer::Impl::fit() {
   require(options_.train_dataloader() != nullptr, "Trainer::fit: TrainerOptions::train_dataloader is required");
   DataLoader& loader = *options_.train_dataloader();
   if (!start_fit(loader)) return;
@@ -391,7 +392,7 @@ void Trainer::fit() {
 
 // The clock and the state of a fit over `loader`; false (and a warning) when the run is already
 // at max_duration.
-bool Trainer::start_fit(DataLoader& loader) {
+bool Trainer::Impl::start_fit(DataLoader& loader) {
   require(loader.num_batches() > 0, "Trainer::fit: the training data has no complete batch");
   state_.clear_stop_request();
   summary_.stopped_early = false;
@@ -415,7 +416,7 @@ bool Trainer::start_fit(DataLoader& loader) {
 
 // The next batch into state().batch; returns how many samples the loader gave (every rank's share
 // of the global batch), before algorithms select or resize.
-int64_t Trainer::next_batch(DataLoader& loader) {
+int64_t Trainer::Impl::next_batch(DataLoader& loader) {
   engine_->run_event(Event::kBeforeDataloader);
   const int64_t index = loader.position().batch;
   {
@@ -432,7 +433,7 @@ int64_t Trainer::next_batch(DataLoader& loader) {
   return samples;
 }
 
-void Trainer::end_epoch() {
+void Trainer::Impl::end_epoch() {
   flush_losses();  // one wait per epoch: the epoch's figures (time, progress) are the device's
   state_.timestamp = state_.timestamp.to_next_epoch();
   engine_->run_event(Event::kEpochEnd);
@@ -446,7 +447,7 @@ void Trainer::end_epoch() {
 }
 
 // The last evaluation (unless the run just had one), fit_end, and the summary's figures.
-void Trainer::end_fit() {
+void Trainer::Impl::end_fit() {
   graphs_.reset();
   flush_losses();
   summary_.stopped_early = state_.stop_requested() && !done();
@@ -461,14 +462,14 @@ void Trainer::end_fit() {
   summary_.samples = state_.timestamp.sample();
 }
 
-void Trainer::train_batch() {
+void Trainer::Impl::train_batch() {
   set_learning_rates();
   engine_->run_event(Event::kBeforeTrainBatch);
   if (graphs_ && graph_step()) return;
   eager_step();
 }
 
-void Trainer::eager_step() {
+void Trainer::Impl::eager_step() {
   // Gradients set to none, as PyTorch's zero_grad does by default (LibTorch 1.13's zeroes them): a
   // parameter that gets no gradient in a step (a block StochasticDepth dropped) is then left alone
   // by the optimizer, as it is after a resume, where no gradient is saved; momentum does not move it.
@@ -537,18 +538,18 @@ void Trainer::eager_step() {
 
 // The batch's loss (on the device) joins those to log; read now when due (before the optimizer
 // step of an eager batch: a NaN loss then never reaches the weights).
-void Trainer::push_loss(const at::Tensor& batch_loss) {
+void Trainer::Impl::push_loss(const at::Tensor& batch_loss) {
   pending_losses_.push_back({state_.timestamp.batch() + 1, state_.timestamp.epoch(), batch_loss});
   if (static_cast<int64_t>(pending_losses_.size()) >= log_interval_) flush_losses();
 }
 
-void Trainer::fire(Event event) {
+void Trainer::Impl::fire(Event event) {
   if (!capturing_) engine_->run_event(event);
 }
 
 // Forward, loss and backward of state().batch (one microbatch), with their events; under data
 // parallelism the last microbatch's backward reduces the gradients as it fills the buckets.
-void Trainer::train_microbatch(Model& model, const Backward& how) {
+void Trainer::Impl::train_microbatch(Model& model, const Backward& how) {
   fire(Event::kBeforeForward);
   {
     ScopedMarker marker(state_.profiler.get(), "forward");
@@ -580,7 +581,7 @@ void Trainer::train_microbatch(Model& model, const Backward& how) {
   fire(Event::kAfterBackward);
 }
 
-void Trainer::backward(const at::Tensor& loss, double share, bool create_graph) {
+void Trainer::Impl::backward(const at::Tensor& loss, double share, bool create_graph) {
   torch_call([] { return "backward failed"; },
              [&] {
                at::Tensor scaled = share == 1.0 ? loss : loss * share;  // one microbatch: no multiply by 1
@@ -590,7 +591,7 @@ void Trainer::backward(const at::Tensor& loss, double share, bool create_graph) 
              });
 }
 
-void Trainer::optimizer_step() {
+void Trainer::Impl::optimizer_step() {
   if (!state_.grad_scaler) {
     for (const auto& optimizer : state_.optimizers) {
       if (graphs_ && capturable_step(optimizer)) continue;  // the replays' arithmetic (trainer_graphs.cpp)
@@ -603,7 +604,7 @@ void Trainer::optimizer_step() {
   state_.grad_scaler->update();
 }
 
-void Trainer::flush_losses() {
+void Trainer::Impl::flush_losses() {
   if (pending_losses_.empty()) return;
   const std::vector<PendingLoss> pending = std::move(pending_losses_);
   pending_losses_.clear();
@@ -631,13 +632,13 @@ void Trainer::flush_losses() {
   }
 }
 
-at::Tensor Trainer::eval_forward(Model& model) {
+at::Tensor Trainer::Impl::eval_forward(Model& model) {
   AutocastGuard autocast(state_.precision, state_.device.type());
   return torch_call([&] { return "the model cannot take inputs of shape " + shape_of(state_.batch.input); },
                     [&] { return model.eval_forward(state_.batch); });
 }
 
-void Trainer::run_evaluators() {
+void Trainer::Impl::run_evaluators() {
   flush_losses();  // the training losses so far come before the evaluation's metrics
   const auto start = Clock::now();
   engine_->run_event(Event::kEvalBeforeAll);
@@ -647,51 +648,54 @@ void Trainer::run_evaluators() {
   summary_.eval_s += seconds_since(start);
 }
 
-void Trainer::evaluate(const std::string& label, DataLoader& loader) {
-  const auto saved_loader = state_.dataloader;
-  const auto saved_label = state_.dataloader_label;
-  const auto saved_len = state_.dataloader_len;
-  const Batch saved_batch = state_.batch;
-  state_.dataloader_label = label;
-  state_.dataloader_len = loader.num_batches();
+namespace {
 
+// While an evaluation runs: the training loader's place in State (its label and length), the
+// training batch and the model's mode, restored when it ends, also when something throws.
+class EvalScope {
+ public:
+  EvalScope(State& state, Model& model, const std::string& label, int64_t batches)
+      : state_(state),
+        model_(model),
+        loader_(state.dataloader),
+        label_(state.dataloader_label),
+        len_(state.dataloader_len),
+        batch_(state.batch),
+        was_training_(model.is_training()) {
+    state.dataloader_label = label;
+    state.dataloader_len = batches;
+    model.eval();
+  }
+  ~EvalScope() {
+    if (was_training_) model_.train();
+    state_.dataloader = loader_;
+    state_.dataloader_label = label_;
+    state_.dataloader_len = len_;
+    state_.batch = batch_;
+  }
+  EvalScope(const EvalScope&) = delete;
+  EvalScope& operator=(const EvalScope&) = delete;
+
+ private:
+  State& state_;
+  Model& model_;
+  std::shared_ptr<BatchSource> loader_;
+  std::string label_;
+  std::optional<int64_t> len_;
+  Batch batch_;
+  bool was_training_;
+};
+
+}  // namespace
+
+void Trainer::Impl::evaluate(const std::string& label, DataLoader& loader) {
+  Model& model = current_model();
+  const EvalScope scope(state_, model, label, loader.num_batches());
   std::vector<std::unique_ptr<Metric>> metrics;
   for (const auto& name : options_.eval_metrics()) metrics.push_back(make_metric(name));
-  Model& model = current_model();
-  const bool was_training = model.is_training();
-  model.eval();
   engine_->run_event(Event::kEvalStart);
-  {
-    torch::NoGradGuard no_grad;
-    loader.start_epoch(0);
-    int64_t seen = 0;
-    while (auto batch = loader.next()) {
-      if (options_.eval_subset_num_batches() >= 0 && seen++ >= options_.eval_subset_num_batches()) break;
-      state_.batch = std::move(*batch);
-      if (state_.batch.size() == 0) continue;  // this rank's share of a short batch
-      engine_->run_event(Event::kEvalBatchStart);
-      engine_->run_event(Event::kEvalBeforeForward);
-      state_.outputs = eval_forward(model);
-      engine_->run_event(Event::kEvalAfterForward);
-      for (auto& metric : metrics) metric->update(state_.outputs.to(torch::kFloat), state_.batch.target);
-      engine_->run_event(Event::kEvalBatchEnd);
-    }
-  }
-  if (ddp_) {  // over the whole evaluation set, not this rank's share
-    std::vector<double> sums;
-    for (const auto& metric : metrics) {
-      const auto m = metric->sums();
-      sums.insert(sums.end(), m.begin(), m.end());
-    }
-    sums = ddp_->allreduce(std::move(sums));
-    std::size_t at = 0;
-    for (auto& metric : metrics) {
-      const std::size_t k = metric->sums().size();
-      metric->set_sums(std::vector<double>(sums.begin() + static_cast<std::ptrdiff_t>(at),
-                                           sums.begin() + static_cast<std::ptrdiff_t>(at + k)));
-      at += k;
-    }
-  }
+  eval_batches(loader, model, metrics);
+  if (ddp_) reduce_over_ranks(metrics);
   Metrics values;
   auto& stored = state_.eval_metrics[label];
   for (auto& metric : metrics) {
@@ -701,14 +705,43 @@ void Trainer::evaluate(const std::string& label, DataLoader& loader) {
   }
   logger_->log_metrics(values);
   engine_->run_event(Event::kEvalEnd);
-  if (was_training) model.train();
-  state_.dataloader = saved_loader;
-  state_.dataloader_label = saved_label;
-  state_.dataloader_len = saved_len;
-  state_.batch = saved_batch;
 }
 
-std::map<std::string, Metrics> Trainer::eval() {
+void Trainer::Impl::eval_batches(DataLoader& loader, Model& model, std::vector<std::unique_ptr<Metric>>& metrics) {
+  torch::NoGradGuard no_grad;
+  loader.start_epoch(0);
+  int64_t seen = 0;
+  while (auto batch = loader.next()) {
+    if (options_.eval_subset_num_batches() >= 0 && seen++ >= options_.eval_subset_num_batches()) break;
+    state_.batch = std::move(*batch);
+    if (state_.batch.size() == 0) continue;  // this rank's share of a short batch
+    engine_->run_event(Event::kEvalBatchStart);
+    engine_->run_event(Event::kEvalBeforeForward);
+    state_.outputs = eval_forward(model);
+    engine_->run_event(Event::kEvalAfterForward);
+    for (auto& metric : metrics) metric->update(state_.outputs.to(torch::kFloat), state_.batch.target);
+    engine_->run_event(Event::kEvalBatchEnd);
+  }
+}
+
+// The metrics over the whole evaluation set, not this rank's share: their sums added over the ranks.
+void Trainer::Impl::reduce_over_ranks(std::vector<std::unique_ptr<Metric>>& metrics) {
+  std::vector<double> sums;
+  for (const auto& metric : metrics) {
+    const auto m = metric->sums();
+    sums.insert(sums.end(), m.begin(), m.end());
+  }
+  sums = ddp_->allreduce(std::move(sums));
+  std::size_t at = 0;
+  for (auto& metric : metrics) {
+    const std::size_t k = metric->sums().size();
+    metric->set_sums(std::vector<double>(sums.begin() + static_cast<std::ptrdiff_t>(at),
+                                         sums.begin() + static_cast<std::ptrdiff_t>(at + k)));
+    at += k;
+  }
+}
+
+std::map<std::string, Metrics> Trainer::Impl::eval() {
   require(!options_.eval_dataloaders().empty(), "Trainer::eval: no eval_dataloaders");
   const auto start = Clock::now();
   engine_->run_event(Event::kEvalStandaloneStart);
@@ -722,7 +755,7 @@ std::map<std::string, Metrics> Trainer::eval() {
   return out;
 }
 
-std::vector<at::Tensor> Trainer::predict(DataLoader& loader) {
+std::vector<at::Tensor> Trainer::Impl::predict(DataLoader& loader) {
   std::vector<at::Tensor> outputs;
   Model& model = current_model();
   const bool was_training = model.is_training();
@@ -746,5 +779,35 @@ std::vector<at::Tensor> Trainer::predict(DataLoader& loader) {
   if (was_training) model.train();
   return outputs;
 }
+
+// ---- the public calls (trainer.h) --------------------------------------------------------------
+
+Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Trainer::~Trainer() = default;
+void Trainer::fit() { impl_->fit(); }
+void Trainer::fit(const Time& max_duration) { impl_->fit(max_duration); }
+std::map<std::string, Metrics> Trainer::eval() { return impl_->eval(); }
+std::vector<at::Tensor> Trainer::predict(DataLoader& loader) { return impl_->predict(loader); }
+void Trainer::close() { impl_->close(); }
+State& Trainer::state() { return impl_->state_; }
+Logger& Trainer::logger() { return *impl_->logger_; }
+Engine& Trainer::engine() { return *impl_->engine_; }
+const TrainerOptions& Trainer::options() const { return impl_->options_; }
+const RunSummary& Trainer::summary() const { return impl_->summary_; }
+int64_t Trainer::microbatch_size() const { return impl_->microbatch_size(); }
+StateDict Trainer::snapshot(bool weights_only) const { return impl_->snapshot(weights_only); }
+void Trainer::save_checkpoint(const std::string& path, bool weights_only) {
+  impl_->save_checkpoint(path, weights_only);
+}
+void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool strict,
+                              const std::vector<std::string>& ignore_keys) {
+  impl_->load_checkpoint(path, weights_only, strict, ignore_keys);
+}
+const std::string& Trainer::loaded_from() const { return impl_->loaded_from_; }
+c10::Device Trainer::device() const { return impl_->state_.device; }
+void Trainer::flush_losses() { impl_->flush_losses(); }
+int Trainer::rank() const { return impl_->rank(); }
+int Trainer::world_size() const { return impl_->world_size(); }
+double Trainer::ddp_wait_seconds() const { return impl_->ddp_wait_seconds(); }
 
 }  // namespace baton

@@ -15,6 +15,7 @@
 #include "baton/optim/optimizers.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/trainer.h"
+#include "train/trainer_impl.h"
 #include "train/trainer_internal.h"
 
 namespace baton {
@@ -153,7 +154,7 @@ void load_generators(const StateDict& sd, c10::Device device) {
 
 // Algorithms that changed the model's structure (required_on_load) and that this run lacks are
 // built from the checkpoint's record and applied before the weights load, so the weights fit.
-void Trainer::reapply_surgery(const std::string& path, const StateDict& sd) {
+void Trainer::Impl::reapply_surgery(const std::string& path, const StateDict& sd) {
   const auto it = sd.values.find("required_on_load");
   if (it == sd.values.end() || !it->is_array()) return;
   for (const auto& spec : *it) {
@@ -174,7 +175,7 @@ void Trainer::reapply_surgery(const std::string& path, const StateDict& sd) {
   }
 }
 
-StateDict Trainer::snapshot(bool weights_only) const {
+StateDict Trainer::Impl::snapshot(bool weights_only) const {
   StateDict full = state_.state_dict();
   StateDict out;
   for (const auto& [name, tensor] : full.tensors) {
@@ -219,13 +220,13 @@ StateDict Trainer::snapshot(bool weights_only) const {
   return out;
 }
 
-void Trainer::save_checkpoint(const std::string& path, bool weights_only) {
+void Trainer::Impl::save_checkpoint(const std::string& path, bool weights_only) {
   flush_losses();
   write_checkpoint(path, snapshot(weights_only), options_.checkpoint_meta());
 }
 
-void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool strict,
-                              const std::vector<std::string>& ignore_keys) {
+void Trainer::Impl::load_checkpoint(const std::string& path, bool weights_only, bool strict,
+                                    const std::vector<std::string>& ignore_keys) {
   try {
     load_checkpoint_file(path, weights_only, strict, ignore_keys);
   } catch (const nlohmann::json::exception&) {  // a well-formed file whose values have other types
@@ -235,8 +236,8 @@ void Trainer::load_checkpoint(const std::string& path, bool weights_only, bool s
   }
 }
 
-void Trainer::load_checkpoint_file(const std::string& path, bool weights_only, bool strict,
-                                   const std::vector<std::string>& ignore_keys) {
+void Trainer::Impl::load_checkpoint_file(const std::string& path, bool weights_only, bool strict,
+                                         const std::vector<std::string>& ignore_keys) {
   const CheckpointFile ckpt = read_checkpoint(path);
   const StateDict& sd = ckpt.state;
   reapply_surgery(path, sd);

@@ -12,6 +12,7 @@
 
 #include "baton/train/trainer.h"
 #include "train/trainer_graphs.h"
+#include "train/trainer_impl.h"
 #include "train/trainer_internal.h"
 
 namespace baton {
@@ -45,7 +46,7 @@ std::pair<std::vector<const void*>, std::vector<bool>> weights_of(torch::nn::Mod
 }  // namespace
 
 // Why this run cannot train from graphs (every reason, "; "-separated), or "" when it can.
-std::string Trainer::graph_blockers() {
+std::string Trainer::Impl::graph_blockers() {
   std::vector<std::string> why;
   if (ddp_) why.push_back("data parallelism reduces the gradients through the host");
   if (state_.grad_scaler) why.push_back("amp_fp16's loss scaling checks the gradients on the host");
@@ -65,7 +66,7 @@ std::string Trainer::graph_blockers() {
 }
 
 // At fit start: graphs when the options, the device and every algorithm and callback allow them.
-void Trainer::setup_graphs() {
+void Trainer::Impl::setup_graphs() {
   graphs_.reset();
   const CudaGraphs mode = options_.cuda_graphs();
   if (mode == CudaGraphs::kOff || !state_.device.is_cuda()) return;
@@ -93,7 +94,7 @@ void give_up(std::unique_ptr<TrainGraphs>& graphs, const std::string& why) {
 }
 }  // namespace
 
-bool Trainer::graph_step() {
+bool Trainer::Impl::graph_step() {
   TrainGraphs& g = *graphs_;
   if (state_.batch.size() > microbatch_size()) {
     give_up(graphs_, "device_train_microbatch_size splits the batch into microbatches");
@@ -148,7 +149,7 @@ bool Trainer::graph_step() {
 // then ends bitwise the same however it was interrupted and resumed (LibTorch's eager steps round
 // differently: an fma where the capturable step multiplies by a device scalar). Only an optimizer
 // with no state yet (the run's first step: momentum buffers, moments to make) takes LibTorch's step.
-bool Trainer::capturable_step(const std::shared_ptr<torch::optim::Optimizer>& optimizer) {
+bool Trainer::Impl::capturable_step(const std::shared_ptr<torch::optim::Optimizer>& optimizer) {
   std::optional<CapturableStep> step;
   try {
     step.emplace(optimizer);
@@ -161,7 +162,7 @@ bool Trainer::capturable_step(const std::shared_ptr<torch::optim::Optimizer>& op
 }
 
 // Records the step into shape.graph; the state's batch becomes the graph's input.
-void Trainer::capture(ShapeGraph& shape, Model& model) {
+void Trainer::Impl::capture(ShapeGraph& shape, Model& model) {
   shape.steps.clear();
   for (const auto& optimizer : state_.optimizers) shape.steps.push_back(std::make_unique<CapturableStep>(optimizer));
   shape.input = {state_.batch.input.clone(), state_.batch.target.clone()};
@@ -183,7 +184,7 @@ void Trainer::capture(ShapeGraph& shape, Model& model) {
 }
 
 // One step from the graph, then the events inside the step with its outputs, loss and gradients.
-void Trainer::replay(ShapeGraph& shape, Model& model) {
+void Trainer::Impl::replay(ShapeGraph& shape, Model& model) {
   const Batch batch = state_.batch;
   shape.input.input.copy_(batch.input, /*non_blocking=*/true);
   shape.input.target.copy_(batch.target, /*non_blocking=*/true);

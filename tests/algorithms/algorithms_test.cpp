@@ -327,7 +327,8 @@ TEST(Ema, UpdatesPerEpochToo) {
 }
 
 TEST(Ema, CheckpointsHoldTheAverageAndResumeBitwise) {
-  const auto dir = std::filesystem::temp_directory_path() / ("baton-ema-" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("ema");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::remove_all(dir);
   auto run = [&](const std::string& duration, bool autoresume) {
     TrainerOptions o = image_options()
@@ -526,7 +527,8 @@ TEST(ChannelsLast, EveryZooModelWithConvolutionsGivesTheSameOutputsAndGradients)
 void check_surgery(const std::string& model_name, const std::string& algorithm, const nlohmann::json& options,
                    const std::string& replaced_type, int want_replaced) {
   SCOPED_TRACE(algorithm);
-  const auto dir = std::filesystem::temp_directory_path() / ("baton-surgery-" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("surgery");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::remove_all(dir);
   TrainerOptions o = image_options(model_name).max_duration("3ba").algorithms({make_algorithm(algorithm, options)});
   const auto before = o.model()->parameters().size();

@@ -19,13 +19,7 @@
 namespace baton {
 namespace {
 
-struct TempDir {
-  TempDir() : path(std::filesystem::temp_directory_path() / ("baton-loggers-" + std::to_string(::getpid()))) {
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::filesystem::path path;
-};
+using testing::TempDir;
 
 TEST(Crc32c, KnownVectors) {
   EXPECT_EQ(tensorboard::crc32c("123456789"), 0xE3069283U);
@@ -76,10 +70,10 @@ const Field* find(const std::vector<Field>& fields, int number) {
 }
 
 TEST(TensorBoardLogger, WritesTFRecordsThatReadBack) {
-  TempDir dir;
+  const TempDir dir("loggers");
   std::string path;
   {
-    TensorBoardLogger tb((dir.path / "tensorboard").string());
+    TensorBoardLogger tb((dir.path() / "tensorboard").string());
     path = tb.path();
     tb.log_metrics({{"train/loss", 0.5}, {"eval/accuracy", 0.875}}, 3);
     tb.log_hyperparameters({{"lr", 0.1}});
@@ -124,17 +118,17 @@ TEST(TensorBoardLogger, WritesTFRecordsThatReadBack) {
 }
 
 TEST(TensorBoardLogger, TwoLoggersInOneSecondWriteTwoFiles) {
-  TempDir dir;
-  TensorBoardLogger a((dir.path / "tb").string());
-  TensorBoardLogger b((dir.path / "tb").string());
+  const TempDir dir("loggers");
+  TensorBoardLogger a((dir.path() / "tb").string());
+  TensorBoardLogger b((dir.path() / "tb").string());
   EXPECT_NE(a.path(), b.path());
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path / "tb"), std::filesystem::directory_iterator()),
-            2);
+  EXPECT_EQ(
+      std::distance(std::filesystem::directory_iterator(dir.path() / "tb"), std::filesystem::directory_iterator()), 2);
 }
 
 TEST(CsvLogger, OneRowPerStepColumnsGrowAsMetricsAppear) {
-  TempDir dir;
-  const auto path = dir.path / "metrics.csv";
+  const TempDir dir("loggers");
+  const auto path = dir.path() / "metrics.csv";
   CsvLogger csv(path.string());
   State state;
   Logger logger(state);
@@ -180,8 +174,8 @@ std::vector<int64_t> loss_steps(const std::filesystem::path& path) {
 }
 
 TEST(JsonlLogger, AResumedRunKeepsTheLinesUpToItsBatchAndAppendsAfterThem) {
-  TempDir dir;
-  const auto path = dir.path / "metrics.jsonl";
+  const TempDir dir("loggers");
+  const auto path = dir.path() / "metrics.jsonl";
   State state;
   Logger logger(state);
   {
@@ -217,8 +211,8 @@ TEST(JsonlLogger, WritesHowOftenEachAlgorithmRanAtEachEpochEnd) {
     bool match(Event e, const State&) override { return e == Event::kBeforeLoss; }
     std::optional<int> apply(Event, State&, Logger&) override { return std::nullopt; }
   };
-  TempDir dir;
-  const auto path = dir.path / "traces.jsonl";
+  const TempDir dir("loggers");
+  const auto path = dir.path() / "traces.jsonl";
   State state;
   state.algorithms.push_back(std::make_shared<OnBeforeLoss>());
   auto jsonl = std::make_shared<JsonlLogger>(path.string());
@@ -245,8 +239,8 @@ TEST(JsonlLogger, WritesHowOftenEachAlgorithmRanAtEachEpochEnd) {
 }
 
 TEST(CsvLogger, AResumedRunKeepsTheRowsUpToItsBatch) {
-  TempDir dir;
-  const auto path = dir.path / "metrics.csv";
+  const TempDir dir("loggers");
+  const auto path = dir.path() / "metrics.csv";
   State state;
   Logger logger(state);
   {
@@ -293,18 +287,18 @@ bool well_formed(const std::string& xml) {
 
 TEST(RunLoggers, EachNameWritesItsFileInTheRunFolderAndAnUnknownNameSaysTheKnownOnes) {
   EXPECT_EQ(run_logger_names(), (std::vector<std::string>{"csv", "jsonl", "tensorboard"}));
-  TempDir dir;
+  const TempDir dir("loggers");
   State state;
   Logger logger(state);
   for (const auto& name : run_logger_names()) {
-    auto destination = make_run_logger(name, dir.path.string(), /*resume=*/false);
+    auto destination = make_run_logger(name, dir.path().string(), /*resume=*/false);
     destination->log_metrics({{"train/loss", 1.5}}, 1);
     destination->close(state, logger);
   }
-  EXPECT_THAT(testing::read_file(dir.path / "metrics.jsonl"), ::testing::HasSubstr("train/loss"));
-  EXPECT_THAT(testing::read_file(dir.path / "metrics.csv"), ::testing::HasSubstr("train/loss"));
-  EXPECT_FALSE(std::filesystem::is_empty(dir.path / "tensorboard"));
-  EXPECT_THAT([&] { make_run_logger("xml", dir.path.string(), false); },
+  EXPECT_THAT(testing::read_file(dir.path() / "metrics.jsonl"), ::testing::HasSubstr("train/loss"));
+  EXPECT_THAT(testing::read_file(dir.path() / "metrics.csv"), ::testing::HasSubstr("train/loss"));
+  EXPECT_FALSE(std::filesystem::is_empty(dir.path() / "tensorboard"));
+  EXPECT_THAT([&] { make_run_logger("xml", dir.path().string(), false); },
               ::testing::ThrowsMessage<std::invalid_argument>(
                   ::testing::StrEq("unknown logger 'xml' (known: csv, jsonl, tensorboard)")));
 }

@@ -122,7 +122,8 @@ TEST(Callbacks, ThoseThatMustRunInsideTheStepKeepCudaGraphsOff) {
 }
 
 TEST(NanMonitor, StopsAtTheFirstNanLossNamingTheStepAndKeepsCheckpoints) {
-  const auto dir = std::filesystem::temp_directory_path() / ("baton-nan-" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("nan");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::remove_all(dir);
   // A loss that turns NaN at the 4th batch.
   auto poison = std::make_shared<LambdaCallback>(

@@ -12,6 +12,7 @@
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/trainer.h"
+#include "common/test_util.h"
 
 namespace baton {
 namespace {
@@ -24,7 +25,8 @@ TEST(TraceProfiler, ScheduleSkipsWaitsWarmsUpAndRecords) {
 }
 
 TEST(TraceProfiler, WritesChromeTracesWithBalancedNestedSpans) {
-  const auto dir = std::filesystem::temp_directory_path() / ("baton-traces-" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("traces");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::remove_all(dir);
   torch::manual_seed(0);
   auto model = make_model("fashion_cnn", ModelOptions().input_shape({1, 16, 16}).num_classes(4));

@@ -20,18 +20,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    char templ[] = "/tmp/baton_test_XXXXXX";
-    path_ = mkdtemp(templ);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 void write_bytes(const std::string& path, const std::vector<unsigned char>& bytes, bool gzip) {
   if (gzip) {
@@ -152,8 +141,8 @@ namespace baton {
 namespace {
 
 TEST(WriteNpy, RoundTripsThroughReadNpy) {
-  char templ[] = "/tmp/baton_npy_XXXXXX";
-  const std::string dir = mkdtemp(templ);
+  const TempDir dir_tmp("readers");
+  const std::string dir = dir_tmp.str();
   for (const at::Tensor& t :
        {torch::randn({3, 5}), torch::arange(7, torch::kLong), torch::tensor({1, 2}, torch::kByte)}) {
     write_npy(dir + "/t.npy", t);
@@ -165,8 +154,8 @@ TEST(WriteNpy, RoundTripsThroughReadNpy) {
 // The fuzzers' corpora through the real readers (from files): each input is read or refused with
 // a runtime_error naming the file; what is read has the shape its header declares.
 void read_corpus(const std::string& fuzzer, at::Tensor (*read)(const std::string&), const std::string& suffix) {
-  char templ[] = "/tmp/baton_corpus_XXXXXX";
-  const std::string dir = mkdtemp(templ);
+  const TempDir dir_tmp("readers");
+  const std::string dir = dir_tmp.str();
   int read_whole = 0;
   const int inputs = testing::for_each_corpus_input(fuzzer, [&](const std::string& name, const std::string& bytes) {
     const std::string path = dir + "/" + name + suffix;

@@ -19,13 +19,6 @@ namespace fs = std::filesystem;
 using testing::error_of;
 using ::testing::HasSubstr;
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("baton_text_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 std::string decode(const at::Tensor& ids, const std::string& alphabet) {
@@ -35,7 +28,8 @@ std::string decode(const at::Tensor& ids, const std::string& alphabet) {
 }
 
 TEST(Text, WindowsAreTheTextAndTheirTargetsTheNextCharacters) {
-  const fs::path dir = fresh_dir("windows");
+  const testing::TempDir tmp("text_windows");
+  const fs::path dir = tmp.path();
   std::string text;
   for (int i = 0; i < 50; ++i) text += "the quick brown fox. ";
   write(dir / "t.txt", text);
@@ -62,7 +56,8 @@ TEST(Text, WindowsAreTheTextAndTheirTargetsTheNextCharacters) {
 }
 
 TEST(Text, BytesAFolderAndBadInput) {
-  const fs::path dir = fresh_dir("folder");
+  const testing::TempDir tmp("text_folder");
+  const fs::path dir = tmp.path();
   write(dir / "b", std::string(300, 'b'));
   write(dir / "a", std::string(300, 'a'));
   write(dir / "a.dat", std::string(300, 'z'));  // fortune's index: skipped

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "baton/exec/process.h"
+#include "common/test_util.h"
 
 namespace baton {
 namespace {
@@ -78,7 +79,8 @@ TEST(ProcessEngine, AListenerThatFailsDoesNotFailAFinishedTrial) {
 }
 
 TEST(ProcessEngine, ACommandGetsItsParametersAndReportsMetrics) {
-  const auto logs = std::filesystem::temp_directory_path() / ("baton_process_" + std::to_string(::getpid()));
+  const baton::testing::TempDir logs_tmp("process");
+  const std::filesystem::path logs = logs_tmp.path();
   auto o = with(R"(echo "got $BATON_TRIAL_PARAMETERS"
                    echo 'baton: {"intermediate": 0.5, "step": 1}'
                    echo 'baton: {"intermediate": 0.75}'

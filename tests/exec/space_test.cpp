@@ -87,7 +87,8 @@ TEST(SearchSpace, MalformedSpacesSayWhatAndWhere) {
 }
 
 TEST(SearchSpace, ReadsYamlAndJsonFiles) {
-  const auto dir = std::filesystem::temp_directory_path() / ("baton_space_" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("space");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "s.yaml")
       << "lr: {_type: loguniform, _value: [0.001, 0.1]}\nbs: {_type: choice, _value: [64, 128]}\n";

@@ -16,19 +16,14 @@
 #include "baton/exec/middleware.h"
 #include "baton/exec/search.h"
 #include "baton/exec/storage.h"
+#include "common/test_util.h"
 
 namespace baton {
 namespace {
 
-std::filesystem::path temp_dir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / ("baton_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
-}
-
 TEST(SqliteStorage, AnEngineWritesEveryChangeAndAFreshOneResumesFromIt) {
-  const auto dir = temp_dir("storage");
+  const testing::TempDir dir_tmp("storage");
+  const auto dir = dir_tmp.path();
   const std::string url = "sqlite:///" + (dir / "search.db").string();
   {
     auto storage = open_storage(url);
@@ -53,7 +48,8 @@ TEST(SqliteStorage, AnEngineWritesEveryChangeAndAFreshOneResumesFromIt) {
 }
 
 TEST(SqliteStorage, ManyProcessesWriteOneFileWithoutDatabaseIsLocked) {
-  const auto dir = temp_dir("storage_mp");
+  const testing::TempDir dir_tmp("storage_mp");
+  const auto dir = dir_tmp.path();
   const auto path = (dir / "shared.db").string();
   open_storage(path);  // created once, WAL on
   std::vector<pid_t> children;
@@ -88,7 +84,8 @@ TEST(SqliteStorage, ManyProcessesWriteOneFileWithoutDatabaseIsLocked) {
 }
 
 TEST(SqliteStorage, BadUrlsAndDamagedFilesSayWhat) {
-  const auto dir = temp_dir("storage_bad");
+  const testing::TempDir dir_tmp("storage_bad");
+  const auto dir = dir_tmp.path();
   EXPECT_THROW(open_storage("mysql://x"), std::invalid_argument);
   std::ofstream(dir / "junk.db") << "this is not a database, just some text that is long enough to be read";
   try {
@@ -101,7 +98,8 @@ TEST(SqliteStorage, BadUrlsAndDamagedFilesSayWhat) {
 }
 
 TEST(SqliteStorage, IsAWorkQueueWithClaimsHeartbeatsAndRequeues) {
-  const auto dir = temp_dir("storage_queue");
+  const testing::TempDir dir_tmp("storage_queue");
+  const auto dir = dir_tmp.path();
   SqliteStorage storage((dir / "queue.db").string());
   testing::check_work_queue(storage);
   std::filesystem::remove_all(dir);
@@ -122,7 +120,8 @@ class CountingStrategy : public Strategy {
 };
 
 TEST(DistributedEngine, TwoWorkersShareOneSearchEachTrialOnceAndLearnFromEachOther) {
-  const auto dir = temp_dir("distributed");
+  const testing::TempDir dir_tmp("distributed");
+  const auto dir = dir_tmp.path();
   const auto path = (dir / "shared.db").string();
   std::mutex mutex;
   std::map<int64_t, int> runs;  // trial id -> runs started, across both workers

@@ -19,6 +19,7 @@
 #include "baton/train/checkpoint.h"
 #include "baton/train/trainer.h"
 #include "common/fixtures.h"
+#include "common/test_util.h"
 #include "cuda/cuda.h"
 #include "mpi/comm.h"
 
@@ -176,7 +177,8 @@ TEST(Gpu, TheFusedUnscaleMatchesTheOneByOneUnscale) {
 
 TEST(Gpu, ACheckpointGoesGpuToCpuToGpu) {
   REQUIRE_GPU();
-  const auto dir = std::filesystem::temp_directory_path() / ("baton-gpu-" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("gpu");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::remove_all(dir);
   Trainer gpu(gpu_options().max_duration("3ba").save_folder((dir / "gpu").string()).save_interval("3ba"));
   gpu.fit();
@@ -196,7 +198,8 @@ TEST(Gpu, ACheckpointGoesGpuToCpuToGpu) {
 
 TEST(Gpu, DeterministicResumeOnTheDeviceIsBitwise) {
   REQUIRE_GPU();
-  const auto dir = std::filesystem::temp_directory_path() / ("baton-gpu-resume-" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("gpu-resume");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::remove_all(dir);
   auto options = [&](const std::string& folder) {
     return gpu_options().deterministic(true).algorithms({make_algorithm("mixup")}).save_folder((dir / folder).string());
@@ -465,7 +468,8 @@ TEST(Gpu, GraphsTrainTheGptModel) {
 // run takes again): stopped and resumed, a run ends bitwise as one never stopped.
 TEST(Gpu, UnderGraphsAResumedRunEndsBitwiseAsOneNeverStopped) {
   REQUIRE_GPU();
-  const auto dir = std::filesystem::temp_directory_path() / ("baton_gpu_resume_" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("gpu_resume");
+  const std::filesystem::path dir = dir_tmp.path();
   for (const std::string optimizer : {"sgd", "adamw"}) {
     SCOPED_TRACE(optimizer);
     std::filesystem::remove_all(dir);

@@ -16,13 +16,7 @@
 namespace baton {
 namespace {
 
-struct TempDir {
-  TempDir() : path(std::filesystem::temp_directory_path() / ("baton-export-" + std::to_string(::getpid()))) {
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::filesystem::path path;
-};
+using testing::TempDir;
 
 void write(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -86,13 +80,13 @@ TEST(Export, PythonTorchJitLoadGivesTheSameOutputs) {
   torch::manual_seed(2);
   auto model = make_model("fashion_cnn", ModelOptions().input_shape({1, 28, 28}).num_classes(10));
   train_a_step(*model, {1, 28, 28});
-  TempDir dir;
-  write(dir.path / "model.pt", export_torchscript(*model, torch::randn({2, 1, 28, 28})));
+  const TempDir dir("export");
+  write(dir.path() / "model.pt", export_torchscript(*model, torch::randn({2, 1, 28, 28})));
   const at::Tensor x = torch::randn({7, 1, 28, 28});
   model->eval();
   torch::NoGradGuard no_grad;
-  write_npy((dir.path / "x.npy").string(), x);
-  write_npy((dir.path / "want.npy").string(), model->eval_forward(Batch{x, at::Tensor()}));
+  write_npy((dir.path() / "x.npy").string(), x);
+  write_npy((dir.path() / "want.npy").string(), model->eval_forward(Batch{x, at::Tensor()}));
   const std::string script =
       "import numpy, torch, sys\n"
       "d = sys.argv[1]\n"
@@ -104,8 +98,9 @@ TEST(Export, PythonTorchJitLoadGivesTheSameOutputs) {
       "err = abs(got - want).max()\n"
       "print('max difference', err)\n"
       "sys.exit(0 if err < 1e-5 else 1)\n";
-  write(dir.path / "check.py", script);
-  const std::string command = "/usr/bin/python3 " + (dir.path / "check.py").string() + " " + dir.path.string() + " >&2";
+  write(dir.path() / "check.py", script);
+  const std::string command =
+      "/usr/bin/python3 " + (dir.path() / "check.py").string() + " " + dir.path().string() + " >&2";
   EXPECT_EQ(std::system(command.c_str()), 0);
 }
 

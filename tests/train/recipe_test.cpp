@@ -36,7 +36,8 @@ TEST(Recipe, MalformedYamlNamesTheLine) {
 }
 
 TEST(Recipe, AFolderADuplicateKeyAndADeepSetAreErrorsThatSayWhere) {
-  const auto dir = std::filesystem::temp_directory_path() / ("baton_recipe_dir_" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("recipe_dir");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::create_directories(dir);
   EXPECT_THAT(error_of([&] { Recipe::load(dir.string()); }), HasSubstr(": a folder, not a recipe file"));
   std::filesystem::remove_all(dir);
@@ -50,7 +51,8 @@ TEST(Recipe, AFolderADuplicateKeyAndADeepSetAreErrorsThatSayWhere) {
 
 TEST(Recipe, AnErrorInASectionTheRecipeLacksNamesTheKey) {
   // No model: section, and the default model does not fit this data: the key, not yaml-cpp's text.
-  const auto dir = std::filesystem::temp_directory_path() / ("baton_recipe_nomodel_" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("recipe_nomodel");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::create_directories(dir);
   write_npy((dir / "x.npy").string(), torch::randn({8, 4}));
   write_npy((dir / "y.npy").string(), torch::arange(8) % 2);
@@ -61,7 +63,8 @@ TEST(Recipe, AnErrorInASectionTheRecipeLacksNamesTheKey) {
 }
 
 TEST(Recipe, LabelsAndEmptyFilesAreErrorsThatNameTheKey) {
-  const auto dir = std::filesystem::temp_directory_path() / ("baton_recipe_labels_" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("recipe_labels");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::create_directories(dir);
   const auto npy = [&](const std::string& name, const at::Tensor& t) {
     write_npy((dir / name).string(), t);
@@ -134,7 +137,8 @@ TEST(Recipe, DeviceKeys) {
   EXPECT_THAT(build("device: cpu\ncuda_graphs: on\n"),
               StartsWith("r.yaml:2:14: cuda_graphs: on needs a CUDA device (device is cpu); use auto or off"));
   // Fashion-MNIST is not needed to read these: a tiny data set of files.
-  const auto dir = std::filesystem::temp_directory_path() / ("baton_device_recipe_" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("device_recipe");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::create_directories(dir);
   const auto npy = [&](const std::string& name, const at::Tensor& t) {
     const std::string path = (dir / name).string();
@@ -168,7 +172,8 @@ TEST(Recipe, TheExampleSearchTunesTheLearningRateTheRecipeUses) {
   const std::string space((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_THAT(space, HasSubstr("\nscheduler.max_lr: {_type: loguniform"));
   // The recipe's schedule at its peak (30% of the run), built with one key set.
-  const auto dir = std::filesystem::temp_directory_path() / ("baton_search_lr_" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("search_lr");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::create_directories(dir);
   write_npy((dir / "x.npy").string(), torch::rand({64, 28, 28}));
   write_npy((dir / "y.npy").string(), torch::arange(64) % 10);
@@ -384,7 +389,8 @@ TEST(FuzzCorpus, RecipeParserRefusesOrReadsEveryInput) {
 }
 
 TEST(Recipe, TextDataAndTheGptModel) {
-  const auto dir = std::filesystem::temp_directory_path() / ("baton_recipe_text_" + std::to_string(::getpid()));
+  const baton::testing::TempDir dir_tmp("recipe_text");
+  const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::create_directories(dir);
   std::string text;
   for (int i = 0; i < 40; ++i) text += "to be or not to be, that is the question. ";

@@ -279,8 +279,8 @@ namespace {
 using testing::small_options;
 
 TEST(TorchScript, AScriptedModuleTrainsInCpp) {
-  char templ[] = "/tmp/baton_ts_XXXXXX";
-  const std::string dir = mkdtemp(templ);
+  const testing::TempDir dir_tmp("ts");
+  const std::string dir = dir_tmp.str();
   const std::string path = dir + "/net.pt";
   {
     torch::jit::Module m("Net");

@@ -261,6 +261,10 @@ class TaskGroup {
   Task to_task(const std::string& node = Node::current());
 
  private:
+  // tasks_by_node, step by step: each node used (tasks, report steps) and where `remap` puts it; the
+  // one task of a mapped node.
+  std::map<std::string, std::string> node_map(const std::function<std::string(const std::string&)>& remap) const;
+  Task node_task(const std::string& node, const std::map<std::string, std::string>& map) const;
   std::optional<WorkspaceType> workspace_type_;
   std::vector<Task> tasks_;
   std::set<std::string> names_;             // of the tasks, for unique names in O(log n)

@@ -15,7 +15,6 @@
 //   trainer.fit();
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -45,28 +44,12 @@ using Evaluators = std::vector<std::pair<std::string, std::shared_ptr<DataLoader
 // mpirun/mpiexec or srun; kOn: always (a job of one rank without a launcher); kOff: never.
 enum class Distributed { kAuto, kOn, kOff };
 Distributed parse_distributed(std::string_view text);  // auto, on, off; std::invalid_argument otherwise
-// This process's rank as mpirun/mpiexec/srun's environment gives it (0 when not started by one),
-// known before MPI starts: e.g. to create files on rank 0 only.
-int launcher_rank();
-// The ranks of the job mpirun/mpiexec/srun started this process in (1 when none).
-int launcher_size();
-// Data parallelism is running: MPI was started with more than one rank.
-bool data_parallel_active();
-// Ends every rank of the job with `code` (MPI_Abort). A rank that fails calls this, after saying
-// why, so that the others do not wait for it forever.
-[[noreturn]] void abort_all_ranks(int code);
 
 // The train step in CUDA graphs (docs/devices.md, "CUDA graphs"). kAuto: on a GPU, when every
 // algorithm, callback and option allows it, else eager with one line saying which and why (and on
 // the CPU, eager); kOn: the same, but what stops graphs is an error; kOff: always eager.
 enum class CudaGraphs { kAuto, kOn, kOff };
 CudaGraphs parse_cuda_graphs(std::string_view text);  // auto, on, off; std::invalid_argument otherwise
-
-namespace detail {
-class DataParallel;
-struct TrainGraphs;
-struct ShapeGraph;
-}  // namespace detail
 
 class TrainerOptions {
   // What is trained. Required.
@@ -221,11 +204,11 @@ class Trainer {
   // Closes the engine: every callback's close() and post_close(). Idempotent.
   void close();
 
-  State& state() { return state_; }
-  Logger& logger() { return *logger_; }
-  Engine& engine() { return *engine_; }
-  const TrainerOptions& options() const { return options_; }
-  const RunSummary& summary() const { return summary_; }
+  State& state();
+  Logger& logger();
+  Engine& engine();
+  const TrainerOptions& options() const;
+  const RunSummary& summary() const;
   // The batch size the train loop splits into microbatches of this many examples.
   int64_t microbatch_size() const;
 
@@ -240,10 +223,10 @@ class Trainer {
   void load_checkpoint(const std::string& path, bool weights_only, bool strict,
                        const std::vector<std::string>& ignore_keys = {});
   // The checkpoint the trainer started from, or "" when none.
-  const std::string& loaded_from() const { return loaded_from_; }
+  const std::string& loaded_from() const;
 
   // The device the run trains on (TrainerOptions::device resolved).
-  c10::Device device() const { return state_.device; }
+  c10::Device device() const;
   // Reads the training losses still on the device and logs them (what log_interval defers).
   // Throws std::runtime_error naming the batch whose loss is NaN or infinite.
   void flush_losses();
@@ -255,80 +238,8 @@ class Trainer {
   double ddp_wait_seconds() const;
 
  private:
-  Model& current_model();
-  // The model's outputs for state().batch under the run's precision (gradients as the caller set).
-  at::Tensor eval_forward(Model& model);
-  // Construction, step by step.
-  void setup_distributed();
-  void setup_state();
-  void setup_loggers(bool writes);
-  void setup_saver();
-  void load_initial_state(bool writes);
-  // fit(), step by step.
-  bool start_fit(DataLoader& loader);
-  int64_t next_batch(DataLoader& loader);
-  void end_epoch();
-  void end_fit();
-  void train_batch();
-  // train_batch() after before_train_batch: eager, and from a CUDA graph (trainer_graphs.cpp);
-  // graph_step() returns false when this batch runs eager.
-  void eager_step();
-  void setup_graphs();
-  bool graph_step();
-  void capture(detail::ShapeGraph& shape, Model& model);
-  void replay(detail::ShapeGraph& shape, Model& model);
-  std::string graph_blockers();
-  // Fires `event` unless the step is being captured (events fire after each replay instead).
-  void fire(Event event);
-  // How a microbatch's backward runs: its share of the batch, whether it is the batch's last, and
-  // what the algorithms ask of autograd and of data parallelism.
-  struct Backward {
-    double share = 1.0;
-    bool last = true;
-    bool create_graph = false;
-    bool find_unused = false;
-  };
-  void train_microbatch(Model& model, const Backward& how);
-  void run_evaluators();
-  void evaluate(const std::string& label, DataLoader& loader);
-  bool should_eval(Event event) const;
-  bool done() const;
-  void set_learning_rates();
-  void reapply_surgery(const std::string& path, const StateDict& sd);
-  void load_checkpoint_file(const std::string& path, bool weights_only, bool strict,
-                            const std::vector<std::string>& ignore_keys);
-  void setup_device();
-  void backward(const at::Tensor& loss, double share, bool create_graph);
-  void optimizer_step();
-  bool capturable_step(const std::shared_ptr<torch::optim::Optimizer>& optimizer);
-
-  TrainerOptions options_;
-  State state_;
-  std::unique_ptr<Logger> logger_;
-  std::unique_ptr<Engine> engine_;
-  RunSummary summary_;
-  ScheduleClock clock_;
-  std::vector<std::vector<double>> initial_lrs_;  // per optimizer, per param group
-  int64_t last_eval_batch_ = -1;
-  std::string loaded_from_;
-  struct FitClock {
-    std::chrono::steady_clock::time_point start;
-    double eval_before;
-  };
-  std::optional<FitClock> fit_clock_;  // set while fit() runs
-  std::shared_ptr<class CheckpointSaver> saver_;
-  std::unique_ptr<detail::DataParallel> ddp_;
-  double ddp_weight_ = 1.0;  // this rank's share of the current global batch
-  struct PendingLoss {
-    int64_t step;
-    int64_t epoch;
-    at::Tensor loss;  // on the device
-  };
-  std::vector<PendingLoss> pending_losses_;  // not yet read from the device
-  void push_loss(const at::Tensor& batch_loss);
-  std::unique_ptr<detail::TrainGraphs> graphs_;  // while fit() trains from CUDA graphs
-  bool capturing_ = false;
-  int64_t log_interval_ = 1;
+  struct Impl;  // src/train/trainer_impl.h: the loop's state and steps
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

@@ -1,0 +1,123 @@
+// The Trainer's state and the steps of its loop (private to src/train): trainer.cpp (construction,
+// fit, evaluation, prediction), trainer_checkpoint.cpp (snapshots and checkpoints),
+// trainer_graphs.cpp (the train step in CUDA graphs), data_parallel.cpp (the ranks).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "baton/train/trainer.h"
+
+namespace baton {
+
+class CheckpointSaver;
+class Metric;
+namespace detail {
+class DataParallel;
+struct TrainGraphs;
+struct ShapeGraph;
+}  // namespace detail
+
+struct Trainer::Impl {
+  // The Trainer's public calls, as trainer.h says.
+  explicit Impl(TrainerOptions options);
+  ~Impl();
+  void fit();
+  void fit(const Time& max_duration);
+  std::map<std::string, Metrics> eval();
+  std::vector<at::Tensor> predict(DataLoader& loader);
+  void close();
+  int64_t microbatch_size() const;
+  StateDict snapshot(bool weights_only) const;
+  void save_checkpoint(const std::string& path, bool weights_only = false);
+  void load_checkpoint(const std::string& path, bool weights_only, bool strict,
+                       const std::vector<std::string>& ignore_keys = {});
+  void flush_losses();
+  int rank() const;
+  int world_size() const;
+  double ddp_wait_seconds() const;
+
+  Model& current_model();
+  // The model's outputs for state().batch under the run's precision (gradients as the caller set).
+  at::Tensor eval_forward(Model& model);
+  // Construction, step by step.
+  void setup_distributed();
+  void setup_state();
+  void setup_loggers(bool writes);
+  void setup_saver();
+  void load_initial_state(bool writes);
+  // fit(), step by step.
+  bool start_fit(DataLoader& loader);
+  int64_t next_batch(DataLoader& loader);
+  void end_epoch();
+  void end_fit();
+  void train_batch();
+  // train_batch() after before_train_batch: eager, and from a CUDA graph (trainer_graphs.cpp);
+  // graph_step() returns false when this batch runs eager.
+  void eager_step();
+  void setup_graphs();
+  bool graph_step();
+  void capture(detail::ShapeGraph& shape, Model& model);
+  void replay(detail::ShapeGraph& shape, Model& model);
+  std::string graph_blockers();
+  // Fires `event` unless the step is being captured (events fire after each replay instead).
+  void fire(Event event);
+  // How a microbatch's backward runs: its share of the batch, whether it is the batch's last, and
+  // what the algorithms ask of autograd and of data parallelism.
+  struct Backward {
+    double share = 1.0;
+    bool last = true;
+    bool create_graph = false;
+    bool find_unused = false;
+  };
+  void train_microbatch(Model& model, const Backward& how);
+  void run_evaluators();
+  void evaluate(const std::string& label, DataLoader& loader);
+  void eval_batches(DataLoader& loader, Model& model, std::vector<std::unique_ptr<Metric>>& metrics);
+  void reduce_over_ranks(std::vector<std::unique_ptr<Metric>>& metrics);
+  bool should_eval(Event event) const;
+  bool done() const;
+  void set_learning_rates();
+  void reapply_surgery(const std::string& path, const StateDict& sd);
+  void load_checkpoint_file(const std::string& path, bool weights_only, bool strict,
+                            const std::vector<std::string>& ignore_keys);
+  void setup_device();
+  void backward(const at::Tensor& loss, double share, bool create_graph);
+  void optimizer_step();
+  bool capturable_step(const std::shared_ptr<torch::optim::Optimizer>& optimizer);
+
+  TrainerOptions options_;
+  State state_;
+  std::unique_ptr<Logger> logger_;
+  std::unique_ptr<Engine> engine_;
+  RunSummary summary_;
+  ScheduleClock clock_;
+  std::vector<std::vector<double>> initial_lrs_;  // per optimizer, per param group
+  int64_t last_eval_batch_ = -1;
+  std::string loaded_from_;
+  struct FitClock {
+    std::chrono::steady_clock::time_point start;
+    double eval_before;
+  };
+  std::optional<FitClock> fit_clock_;  // set while fit() runs
+  std::shared_ptr<CheckpointSaver> saver_;
+  std::unique_ptr<detail::DataParallel> ddp_;
+  double ddp_weight_ = 1.0;  // this rank's share of the current global batch
+  struct PendingLoss {
+    int64_t step;
+    int64_t epoch;
+    at::Tensor loss;  // on the device
+  };
+  std::vector<PendingLoss> pending_losses_;  // not yet read from the device
+  void push_loss(const at::Tensor& batch_loss);
+  std::unique_ptr<detail::TrainGraphs> graphs_;  // while fit() trains from CUDA graphs
+  bool capturing_ = false;
+  int64_t log_interval_ = 1;
+};
+
+}  // namespace baton
