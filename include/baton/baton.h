@@ -19,6 +19,7 @@
 #include "baton/core/passes.h"
 #include "baton/core/precision.h"
 #include "baton/core/profiler.h"
+#include "baton/core/registry.h"
 #include "baton/core/schedule.h"
 #include "baton/core/state.h"
 #include "baton/core/state_dict.h"

@@ -1,9 +1,11 @@
 #include "baton/exec/strategy.h"
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "baton/core/options.h"
+#include "baton/core/registry.h"
 #include "baton/exec/gp.h"
 #include "baton/exec/tpe.h"
 
@@ -66,61 +68,6 @@ void EvolutionStrategy::observe(const Trial& trial) {
   while (living_.size() > population_) living_.pop_front();  // the oldest dies
 }
 
-std::vector<std::string> strategy_names() { return {"random", "grid", "tpe", "gp", "evolution"}; }
-
-namespace {
-
-// A strategy's settings, each taken once; what is left over is an unknown option.
-class Settings {
- public:
-  Settings(std::string strategy, nlohmann::json settings) : strategy_(std::move(strategy)), left_(std::move(settings)) {
-    if (left_.is_null()) left_ = nlohmann::json::object();
-    if (!left_.is_object()) throw std::invalid_argument("strategy " + strategy_ + ": options must be a mapping");
-  }
-  void integer(const char* key, int& out, int least) {
-    if (!left_.contains(key)) return;
-    const auto& v = left_[key];
-    if (!v.is_number_integer() || v.get<int64_t>() < least || v.get<int64_t>() > 1000000) {
-      fail(key, v, "an integer >= " + std::to_string(least));
-    }
-    out = v.get<int>();
-    left_.erase(key);
-  }
-  void number(const char* key, double& out, double above, double at_most = INFINITY) {
-    if (!left_.contains(key)) return;
-    const auto& v = left_[key];
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > above) ||
-        !(v.get<double>() <= at_most)) {
-      fail(key, v,
-           "a number > " + nlohmann::json(above).dump() +
-               (std::isfinite(at_most) ? " and <= " + nlohmann::json(at_most).dump() : std::string()));
-    }
-    out = v.get<double>();
-    left_.erase(key);
-  }
-  void boolean(const char* key, bool& out) {
-    if (!left_.contains(key)) return;
-    const auto& v = left_[key];
-    if (!v.is_boolean()) fail(key, v, "true or false");
-    out = v.get<bool>();
-    left_.erase(key);
-  }
-  // Throws when a setting was not taken; `known`: the strategy's option names.
-  void done(const std::vector<std::string>& known) const {
-    if (left_.empty()) return;
-    throw std::invalid_argument("strategy " + strategy_ + ": " + unknown_name("option", left_.begin().key(), known));
-  }
-
- private:
-  [[noreturn]] void fail(const char* key, const nlohmann::json& v, const std::string& want) const {
-    throw std::invalid_argument("strategy " + strategy_ + ": option '" + key + "' needs " + want + ", got " + v.dump());
-  }
-  std::string strategy_;
-  nlohmann::json left_;
-};
-
-}  // namespace
-
 void add_strategy_setting(nlohmann::json& settings, const std::string& key_value) {
   const auto eq = key_value.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -134,50 +81,69 @@ void add_strategy_setting(nlohmann::json& settings, const std::string& key_value
   settings[key_value.substr(0, eq)] = parsed.is_discarded() ? nlohmann::json(value) : parsed;
 }
 
+namespace {
+
+using Strategies = Registry<std::unique_ptr<Strategy>, const SearchSpace&, const StrategyOptions&, OptionReader&>;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int64_t kMaxCount = 1000000;  // more candidates or trials than this is a typo
+
+// Each strategy reads its own options (docs/search.md has the table) into its XxxOptions, whose
+// fields hold the defaults.
+const Strategies& strategy_registry() {
+  static const Strategies strategies(
+      "strategy", Strategies::Order::kRegistration,
+      {{"random",
+        [](const SearchSpace& space, const StrategyOptions& o, OptionReader&) {
+          return std::unique_ptr<Strategy>(std::make_unique<RandomStrategy>(space, o.seed()));
+        }},
+       {"grid",
+        [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          int points = o.grid_points();
+          r.read("points", points, 2, kMaxCount);
+          return std::unique_ptr<Strategy>(std::make_unique<GridStrategy>(space, points));
+        }},
+       {"tpe",
+        [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          TpeOptions t = TpeOptions().seed(o.seed()).maximize(o.maximize());
+          r.read("startup_trials", t.startup_trials(), 0, kMaxCount);
+          r.read("candidates", t.candidates(), 1, kMaxCount);
+          r.read("multivariate", t.multivariate());
+          r.read("prior_weight", t.prior_weight(), 0.0, kInf);
+          r.read("max_rest", t.max_rest(), 1, kMaxCount);
+          r.read("constant_liar", t.constant_liar());
+          r.read("gamma", t.gamma(), 0.0, 1.0);
+          r.read("ei_weights", t.ei_weights());
+          r.read("clip_exponent", t.clip_exponent(), 0.0, kInf);
+          r.read("min_bandwidth", t.min_bandwidth(), 0.0, 0.1);
+          return std::unique_ptr<Strategy>(std::make_unique<TpeStrategy>(space, t));
+        }},
+       {"gp",
+        [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          GpOptions g = GpOptions().seed(o.seed()).maximize(o.maximize());
+          r.read("startup_trials", g.startup_trials(), 0, kMaxCount);
+          r.read("candidates", g.candidates(), 1, kMaxCount);
+          r.read("local_starts", g.local_starts(), 0, kMaxCount);
+          r.read("constant_liar", g.constant_liar());
+          return std::unique_ptr<Strategy>(std::make_unique<GpStrategy>(space, g));
+        }},
+       {"evolution", [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          EvolutionOptions e;
+          r.read("population", e.population(), 2, kMaxCount);
+          r.read("sample_size", e.sample_size(), 1, kMaxCount);
+          return std::unique_ptr<Strategy>(std::make_unique<EvolutionStrategy>(space, o.seed(), o.maximize(), e));
+        }}});
+  return strategies;
+}
+
+}  // namespace
+
+std::vector<std::string> strategy_names() { return strategy_registry().names(); }
+
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options) {
-  Settings s(name, options.settings());
-  if (name == "random") {
-    s.done({});
-    return std::make_unique<RandomStrategy>(space, options.seed());
-  }
-  if (name == "grid") {
-    s.integer("points", options.grid_points(), 2);
-    s.done({"points"});
-    return std::make_unique<GridStrategy>(space, options.grid_points());
-  }
-  if (name == "tpe") {
-    TpeOptions t = TpeOptions().seed(options.seed()).maximize(options.maximize());
-    s.integer("startup_trials", t.startup_trials(), 0);
-    s.integer("candidates", t.candidates(), 1);
-    s.boolean("multivariate", t.multivariate());
-    s.number("prior_weight", t.prior_weight(), 0.0);
-    s.integer("max_rest", t.max_rest(), 1);
-    s.boolean("constant_liar", t.constant_liar());
-    s.number("gamma", t.gamma(), 0.0, 1.0);
-    s.boolean("ei_weights", t.ei_weights());
-    s.number("clip_exponent", t.clip_exponent(), 0.0);
-    s.number("min_bandwidth", t.min_bandwidth(), 0.0, 0.1);
-    s.done({"startup_trials", "candidates", "multivariate", "prior_weight", "max_rest", "constant_liar", "gamma",
-            "ei_weights", "clip_exponent", "min_bandwidth"});
-    return std::make_unique<TpeStrategy>(space, t);
-  }
-  if (name == "gp") {
-    GpOptions g = GpOptions().seed(options.seed()).maximize(options.maximize());
-    s.integer("startup_trials", g.startup_trials(), 0);
-    s.integer("candidates", g.candidates(), 1);
-    s.integer("local_starts", g.local_starts(), 0);
-    s.boolean("constant_liar", g.constant_liar());
-    s.done({"startup_trials", "candidates", "local_starts", "constant_liar"});
-    return std::make_unique<GpStrategy>(space, g);
-  }
-  if (name == "evolution") {
-    EvolutionOptions e;
-    s.integer("population", e.population(), 2);
-    s.integer("sample_size", e.sample_size(), 1);
-    s.done({"population", "sample_size"});
-    return std::make_unique<EvolutionStrategy>(space, options.seed(), options.maximize(), e);
-  }
-  throw std::invalid_argument(unknown_name("strategy", name, strategy_names()));
+  OptionReader reader("strategy " + name, options.settings());
+  auto strategy = strategy_registry().make(name, space, options, reader);
+  reader.finish();
+  return strategy;
 }
 
 }  // namespace baton

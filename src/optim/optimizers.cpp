@@ -1,5 +1,7 @@
 #include "baton/optim/optimizers.h"
 
+#include "baton/core/registry.h"
+
 #include <cmath>
 #include <stdexcept>
 #include <typeinfo>
@@ -17,48 +19,75 @@ void require_option(bool ok, const std::string& key, const std::string& what) {
   if (!ok) throw OptionError(key, what);
 }
 
+using Optimizers = Registry<std::shared_ptr<torch::optim::Optimizer>, const OptimizerOptions&, std::vector<at::Tensor>>;
+
+torch::optim::SGDOptions sgd_options(const OptimizerOptions& spec) {
+  const std::string who = "optimizer '" + spec.name() + "': ";
+  require_option(std::isfinite(spec.momentum()) && spec.momentum() >= 0, "momentum",
+                 who + "momentum must not be negative");
+  require_option(spec.dampening() >= 0 && spec.dampening() <= 1, "dampening", who + "dampening must be in [0, 1]");
+  require_option(!spec.nesterov() || (spec.momentum() > 0 && spec.dampening() == 0), "nesterov",
+                 who + "nesterov needs momentum > 0 and dampening 0");
+  return torch::optim::SGDOptions(spec.lr())
+      .momentum(spec.momentum())
+      .dampening(spec.dampening())
+      .nesterov(spec.nesterov());
+}
+
+void check_adam(const OptimizerOptions& spec) {
+  const std::string who = "optimizer '" + spec.name() + "': ";
+  require_option(spec.beta1() >= 0 && spec.beta1() < 1, "beta1", who + "beta1 must be in [0, 1)");
+  require_option(spec.beta2() >= 0 && spec.beta2() < 1, "beta2", who + "beta2 must be in [0, 1)");
+  require_option(std::isfinite(spec.eps()) && spec.eps() > 0, "eps", who + "eps must be a positive number");
+}
+
+const Optimizers& optimizer_registry() {
+  static const Optimizers optimizers(
+      "optimizer", Optimizers::Order::kRegistration,
+      {{"sgd",
+        [](const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
+          return std::shared_ptr<torch::optim::Optimizer>(std::make_shared<torch::optim::SGD>(
+              std::move(parameters), sgd_options(spec).weight_decay(spec.weight_decay())));
+        }},
+       {"adam",
+        [](const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
+          check_adam(spec);
+          return std::shared_ptr<torch::optim::Optimizer>(
+              std::make_shared<torch::optim::Adam>(std::move(parameters), torch::optim::AdamOptions(spec.lr())
+                                                                              .betas({spec.beta1(), spec.beta2()})
+                                                                              .eps(spec.eps())
+                                                                              .weight_decay(spec.weight_decay())));
+        }},
+       {"adamw",
+        [](const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
+          check_adam(spec);
+          return std::shared_ptr<torch::optim::Optimizer>(
+              std::make_shared<torch::optim::AdamW>(std::move(parameters), torch::optim::AdamWOptions(spec.lr())
+                                                                               .betas({spec.beta1(), spec.beta2()})
+                                                                               .eps(spec.eps())
+                                                                               .weight_decay(spec.weight_decay())));
+        }},
+       {"decoupled_sgdw", [](const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
+          return std::shared_ptr<torch::optim::Optimizer>(
+              std::make_shared<detail::DecoupledSGDW>(std::move(parameters), sgd_options(spec), spec.weight_decay()));
+        }}});
+  return optimizers;
+}
+
 }  // namespace
 
-std::vector<std::string> optimizer_names() { return {"sgd", "adam", "adamw", "decoupled_sgdw"}; }
+std::vector<std::string> optimizer_names() { return optimizer_registry().names(); }
 
 std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& spec,
                                                         std::vector<at::Tensor> parameters) {
+  if (!optimizer_registry().contains(spec.name()))
+    throw std::invalid_argument(unknown_name("optimizer", spec.name(), optimizer_names()));
   const std::string who = "optimizer '" + spec.name() + "': ";
   require_option(std::isfinite(spec.lr()) && spec.lr() > 0, "lr",
                  who + "lr must be a positive number, got " + std::to_string(spec.lr()));
   require_option(std::isfinite(spec.weight_decay()) && spec.weight_decay() >= 0, "weight_decay",
                  who + "weight_decay must not be negative");
-  if (spec.name() == "sgd" || spec.name() == "decoupled_sgdw") {
-    require_option(std::isfinite(spec.momentum()) && spec.momentum() >= 0, "momentum",
-                   who + "momentum must not be negative");
-    require_option(spec.dampening() >= 0 && spec.dampening() <= 1, "dampening", who + "dampening must be in [0, 1]");
-    require_option(!spec.nesterov() || (spec.momentum() > 0 && spec.dampening() == 0), "nesterov",
-                   who + "nesterov needs momentum > 0 and dampening 0");
-    auto options = torch::optim::SGDOptions(spec.lr())
-                       .momentum(spec.momentum())
-                       .dampening(spec.dampening())
-                       .nesterov(spec.nesterov());
-    if (spec.name() == "sgd") {
-      return std::make_shared<torch::optim::SGD>(std::move(parameters), options.weight_decay(spec.weight_decay()));
-    }
-    return std::make_shared<detail::DecoupledSGDW>(std::move(parameters), options, spec.weight_decay());
-  }
-  if (spec.name() == "adam" || spec.name() == "adamw") {
-    require_option(spec.beta1() >= 0 && spec.beta1() < 1, "beta1", who + "beta1 must be in [0, 1)");
-    require_option(spec.beta2() >= 0 && spec.beta2() < 1, "beta2", who + "beta2 must be in [0, 1)");
-    require_option(std::isfinite(spec.eps()) && spec.eps() > 0, "eps", who + "eps must be a positive number");
-    if (spec.name() == "adam") {
-      return std::make_shared<torch::optim::Adam>(std::move(parameters), torch::optim::AdamOptions(spec.lr())
-                                                                             .betas({spec.beta1(), spec.beta2()})
-                                                                             .eps(spec.eps())
-                                                                             .weight_decay(spec.weight_decay()));
-    }
-    return std::make_shared<torch::optim::AdamW>(std::move(parameters), torch::optim::AdamWOptions(spec.lr())
-                                                                            .betas({spec.beta1(), spec.beta2()})
-                                                                            .eps(spec.eps())
-                                                                            .weight_decay(spec.weight_decay()));
-  }
-  throw std::invalid_argument(unknown_name("optimizer", spec.name(), optimizer_names()));
+  return optimizer_registry().make(spec.name(), spec, std::move(parameters));
 }
 
 std::string optimizer_kind(const torch::optim::Optimizer& optimizer) {

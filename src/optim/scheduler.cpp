@@ -1,5 +1,7 @@
 #include "baton/optim/scheduler.h"
 
+#include "baton/core/registry.h"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -141,11 +143,6 @@ class OneCycle : public Scheduler {
 
 }  // namespace
 
-std::vector<std::string> scheduler_names() {
-  return {"constant",      "step",          "multistep",  "exponential", "linear",
-          "linear_warmup", "cosine_warmup", "polynomial", "one_cycle"};
-}
-
 namespace {
 
 // The options a schedule uses, checked when it is made (not at its first step, after a run has
@@ -187,21 +184,43 @@ void check_schedule(const SchedulerOptions& spec) {
 
 }  // namespace
 
+namespace {
+
+using Schedulers = Registry<std::shared_ptr<Scheduler>, const SchedulerOptions&>;
+
+template <typename S>
+std::shared_ptr<Scheduler> make_schedule(const SchedulerOptions& spec) {
+  return std::make_shared<S>(spec);
+}
+
+const Schedulers& scheduler_registry() {
+  static const Schedulers schedulers("scheduler", Schedulers::Order::kRegistration,
+                                     {{"constant", make_schedule<Constant>},
+                                      {"step", make_schedule<Step>},
+                                      {"multistep", make_schedule<MultiStep>},
+                                      {"exponential", make_schedule<Exponential>},
+                                      {"linear", make_schedule<Linear>},
+                                      {"linear_warmup", make_schedule<Linear>},
+                                      {"cosine_warmup", make_schedule<CosineWarmup>},
+                                      {"polynomial", make_schedule<Polynomial>},
+                                      {"one_cycle", [](const SchedulerOptions& spec) {
+                                         if (!(spec.pct_start() > 0 && spec.pct_start() < 1))
+                                           throw OptionError("pct_start",
+                                                             "scheduler 'one_cycle': pct_start must be in (0, 1)");
+                                         return make_schedule<OneCycle>(spec);
+                                       }}});
+  return schedulers;
+}
+
+}  // namespace
+
+std::vector<std::string> scheduler_names() { return scheduler_registry().names(); }
+
 std::shared_ptr<Scheduler> make_scheduler(const SchedulerOptions& spec) {
+  if (!scheduler_registry().contains(spec.name()))
+    throw std::invalid_argument(unknown_name("scheduler", spec.name(), scheduler_names()));
   check_schedule(spec);
-  if (spec.name() == "constant") return std::make_shared<Constant>(spec);
-  if (spec.name() == "step") return std::make_shared<Step>(spec);
-  if (spec.name() == "multistep") return std::make_shared<MultiStep>(spec);
-  if (spec.name() == "exponential") return std::make_shared<Exponential>(spec);
-  if (spec.name() == "linear" || spec.name() == "linear_warmup") return std::make_shared<Linear>(spec);
-  if (spec.name() == "cosine_warmup") return std::make_shared<CosineWarmup>(spec);
-  if (spec.name() == "polynomial") return std::make_shared<Polynomial>(spec);
-  if (spec.name() == "one_cycle") {
-    if (!(spec.pct_start() > 0 && spec.pct_start() < 1))
-      throw OptionError("pct_start", "scheduler 'one_cycle': pct_start must be in (0, 1)");
-    return std::make_shared<OneCycle>(spec);
-  }
-  throw std::invalid_argument(unknown_name("scheduler", spec.name(), scheduler_names()));
+  return scheduler_registry().make(spec.name(), spec);
 }
 
 }  // namespace baton

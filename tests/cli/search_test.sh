@@ -107,7 +107,7 @@ resumed, never = (json.load(open(p)) for p in sys.argv[1:3])
 assert [r["status"] for r in resumed] == ["trained"] * 14, resumed
 assert [r["parameters"] for r in resumed] == [r["parameters"] for r in never]
 P
-expect_error 2 "strategy gp: unknown option 'candidate' (known: startup_trials, candidates" -- \
+expect_error 2 "strategy gp.candidate: unknown option (known: startup_trials, candidates" -- \
   "$baton" search "$tmp/space.yaml" --command true --strategy gp --strategy-option candidate=5 --run-dir "$tmp/x"
 expect_error 2 "needs KEY=VALUE" -- "$baton" search "$tmp/space.yaml" --command true --strategy-option 5 --run-dir "$tmp/x"
 

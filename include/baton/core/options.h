@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -114,6 +115,30 @@ class OptionReader {
   void read(const std::string& key, std::optional<double>& field) {
     if (auto v = optional_number(key)) field = v;
   }
+  // With bounds: a whole number from `least` to `most`; a finite number above `above` and at most
+  // `at_most`.
+  void read(const std::string& key, int& field, int64_t least, int64_t most) {
+    known_.push_back(key);
+    if (!present(key)) return;
+    const nlohmann::json& v = json_[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < least || v.get<int64_t>() > most) {
+      fail(key, "expected a whole number from " + std::to_string(least) + " to " + std::to_string(most) + ", got " +
+                    v.dump());
+    }
+    field = static_cast<int>(v.get<int64_t>());
+  }
+  void read(const std::string& key, double& field, double above, double at_most) {
+    known_.push_back(key);
+    if (!present(key)) return;
+    const nlohmann::json& v = json_[key];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > above) ||
+        !(v.get<double>() <= at_most)) {
+      fail(key, "expected a number > " + nlohmann::json(above).dump() +
+                    (std::isfinite(at_most) ? " and <= " + nlohmann::json(at_most).dump() : std::string()) + ", got " +
+                    v.dump());
+    }
+    field = v.get<double>();
+  }
 
   // Throws for a key no getter asked for.
   void finish() const {
@@ -145,40 +170,5 @@ class OptionReader {
   nlohmann::json json_;
   std::vector<std::string> known_;
 };
-
-// Named components (algorithms, callbacks) and how to build each from its options.
-template <typename T>
-using Factories = std::map<std::string, std::function<std::shared_ptr<T>(OptionReader&)>>;
-
-// The names in `table`, sorted.
-template <typename T>
-std::vector<std::string> names_of(const Factories<T>& table) {
-  std::vector<std::string> names;
-  for (const auto& entry : table) names.push_back(entry.first);
-  return names;
-}
-
-// Builds `name` from `table` with `options`. Throws std::invalid_argument for an unknown name
-// ("unknown <kind> 'x' (known: ...)"), and OptionError for an unknown key or a value the component
-// refused (naming the key when the refusal's message starts with it).
-template <typename T>
-std::shared_ptr<T> build_named(const Factories<T>& table, const std::string& kind, const std::string& name,
-                               const nlohmann::json& options) {
-  const auto it = table.find(name);
-  if (it == table.end()) throw std::invalid_argument(unknown_name(kind, name, names_of(table)));
-  OptionReader reader(name, options);
-  std::shared_ptr<T> built;
-  try {
-    built = it->second(reader);
-  } catch (const OptionError&) {
-    throw;
-  } catch (const std::invalid_argument& e) {
-    const std::string what = e.what();
-    const std::string key = what.substr(0, what.find(' '));
-    throw OptionError(options.is_object() && options.contains(key) ? key : "", name + ": " + what);
-  }
-  reader.finish();
-  return built;
-}
 
 }  // namespace baton
