@@ -37,7 +37,7 @@ double status_mb(const std::string& field) {
 
 // ---- SpeedMonitor ---------------------------------------------------------------------------
 
-SpeedMonitor::SpeedMonitor(int64_t window_size) : window_size_(window_size) {
+SpeedMonitor::SpeedMonitor(SpeedMonitorOptions options) : window_size_(options.window_size()) {
   if (window_size_ < 1) throw std::invalid_argument("window_size must be at least 1");
 }
 

@@ -34,7 +34,9 @@ const ConfiguredRegistry<Callback>& callback_registry() {
            }},
           {"speed_monitor",
            [](OptionReader& o) {
-             return std::make_shared<SpeedMonitor>(o.integer("window_size", SpeedMonitor::kDefaultWindowSize));
+             SpeedMonitorOptions s;
+             o.read("window_size", s.window_size());
+             return std::make_shared<SpeedMonitor>(s);
            }},
           {"lr_monitor", [](OptionReader&) { return std::make_shared<LrMonitor>(); }},
           {"optimizer_monitor",

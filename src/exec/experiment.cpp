@@ -278,10 +278,17 @@ void Experiment::Impl::own_search(const ProcessEngineOptions& options, const nlo
 // The middlewares between the strategy and the engine: replays of repeated parameters, retries,
 // median stopping, successive halving.
 void Experiment::Impl::make_chain() {
-  std::vector<std::shared_ptr<Middleware>> stack = {std::make_shared<Deduplication>("replay")};
-  if (o.retries() > 0) stack.push_back(std::make_shared<FailureHandler>(o.retries()));
-  if (o.median_stop() > 0) stack.push_back(median = std::make_shared<MedianStop>(maximize, o.median_stop()));
-  if (o.asha() > 0) stack.push_back(halving = std::make_shared<Asha>(maximize, o.asha(), 3, o.brackets()));
+  std::vector<std::shared_ptr<Middleware>> stack = {
+      std::make_shared<Deduplication>(DeduplicationOptions().action("replay"))};
+  if (o.retries() > 0) stack.push_back(std::make_shared<FailureHandler>(FailureHandlerOptions().retries(o.retries())));
+  if (o.median_stop() > 0) {
+    median = std::make_shared<MedianStop>(MedianStopOptions().maximize(maximize).warmup_trials(o.median_stop()));
+    stack.push_back(median);
+  }
+  if (o.asha() > 0) {
+    halving = std::make_shared<Asha>(AshaOptions().maximize(maximize).min_step(o.asha()).brackets(o.brackets()));
+    stack.push_back(halving);
+  }
   chain = std::make_unique<Chain>(stack);
   chain->set_engine(engine);
 }

@@ -46,7 +46,7 @@ void Chain::set_engine(std::shared_ptr<ExecutionEngine> engine) {
 
 // ---- Deduplication --------------------------------------------------------------------------
 
-Deduplication::Deduplication(std::string action) : action_(std::move(action)) {
+Deduplication::Deduplication(DeduplicationOptions options) : action_(options.action()) {
   if (action_ != "invalid" && action_ != "replay")
     throw std::invalid_argument("Deduplication: action must be 'invalid' or 'replay', got '" + action_ + "'");
 }
@@ -103,9 +103,9 @@ int64_t Filter::submit(const nlohmann::json& parameters) {
 
 // ---- FailureHandler -------------------------------------------------------------------------
 
-FailureHandler::FailureHandler(int retries, std::optional<double> failure_metric)
-    : retries_(retries), failure_metric_(failure_metric) {
-  if (retries < 0) throw std::invalid_argument("FailureHandler: retries must be >= 0");
+FailureHandler::FailureHandler(FailureHandlerOptions options)
+    : retries_(options.retries()), failure_metric_(options.failure_metric()) {
+  if (retries_ < 0) throw std::invalid_argument("FailureHandler: retries must be >= 0");
 }
 
 void FailureHandler::on_engine_set() {
@@ -126,8 +126,8 @@ void FailureHandler::on_engine_set() {
 
 // ---- MedianStop -----------------------------------------------------------------------------
 
-MedianStop::MedianStop(bool maximize, int warmup_trials, int64_t warmup_steps)
-    : maximize_(maximize), warmup_trials_(warmup_trials), warmup_steps_(warmup_steps) {}
+MedianStop::MedianStop(MedianStopOptions options)
+    : maximize_(options.maximize()), warmup_trials_(options.warmup_trials()), warmup_steps_(options.warmup_steps()) {}
 
 void MedianStop::on_engine_set() {
   engine().register_callback(ModelEventType::kIntermediateMetric, [this](ModelEvent& event) {
@@ -154,9 +154,12 @@ void MedianStop::on_engine_set() {
 
 // ---- Asha -----------------------------------------------------------------------------------
 
-Asha::Asha(bool maximize, int64_t min_step, int reduction_factor, int brackets)
-    : maximize_(maximize), min_step_(min_step), eta_(reduction_factor), brackets_(brackets) {
-  if (min_step < 1 || reduction_factor < 2 || brackets < 1)
+Asha::Asha(AshaOptions options)
+    : maximize_(options.maximize()),
+      min_step_(options.min_step()),
+      eta_(options.reduction_factor()),
+      brackets_(options.brackets()) {
+  if (min_step_ < 1 || eta_ < 2 || brackets_ < 1)
     throw std::invalid_argument("Asha: min_step >= 1, reduction_factor >= 2 and brackets >= 1");
 }
 

@@ -174,9 +174,10 @@ class Runner {
 
 }  // namespace
 
-LocalSession::LocalSession(int threads)
+LocalSession::LocalSession(LocalSessionOptions options)
     : executor_(std::make_unique<detail::Executor>(
-          threads > 0 ? threads : static_cast<int>(std::max(1U, std::thread::hardware_concurrency())))),
+          options.threads() > 0 ? options.threads()
+                                : static_cast<int>(std::max(1U, std::thread::hardware_concurrency())))),
       ticker_(std::make_unique<detail::Ticker>()) {}
 
 LocalSession::~LocalSession() = default;

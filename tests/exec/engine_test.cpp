@@ -197,7 +197,7 @@ TEST(Middleware, SetEngineOnceAndChainOrder) {
 
 TEST(Deduplication, ReplayCopiesTheEarlierTrialsMetricsWithoutRunning) {
   int runs = 0;
-  Deduplication dedup("replay");
+  Deduplication dedup(DeduplicationOptions().action("replay"));
   dedup.set_engine(std::make_shared<SequentialEngine>([&](TrialContext& t) {
     ++runs;
     t.report_intermediate(0.4, 1);
@@ -209,13 +209,13 @@ TEST(Deduplication, ReplayCopiesTheEarlierTrialsMetricsWithoutRunning) {
   EXPECT_EQ(dedup.get(replay)->status, TrialStatus::kTrained);
   EXPECT_EQ(*dedup.get(replay)->metrics.final, 0.8);
   EXPECT_EQ(dedup.get(replay)->metrics.intermediate.size(), 1U);
-  EXPECT_THROW(Deduplication("skip"), std::invalid_argument);
+  EXPECT_THROW(Deduplication(DeduplicationOptions().action("skip")), std::invalid_argument);
 }
 
 TEST(FailureHandler, RetriesUpToKTimesThenFails) {
   std::mutex mutex;
   std::map<int64_t, int> runs;
-  FailureHandler handler(2);
+  FailureHandler handler(FailureHandlerOptions().retries(2));
   handler.set_engine(std::make_shared<ThreadPoolEngine>(
       [&](TrialContext& t) {
         const int n = [&] {
@@ -238,7 +238,7 @@ TEST(FailureHandler, RetriesUpToKTimesThenFails) {
 }
 
 TEST(FailureHandler, OrReportsAFixedMetric) {
-  FailureHandler handler(0, -1.0);
+  FailureHandler handler(FailureHandlerOptions().retries(0).failure_metric(-1.0));
   handler.set_engine(std::make_shared<SequentialEngine>([](TrialContext&) { throw std::runtime_error("diverged"); }));
   const auto id = handler.submit({});
   EXPECT_EQ(handler.get(id)->status, TrialStatus::kTrained);
@@ -247,7 +247,7 @@ TEST(FailureHandler, OrReportsAFixedMetric) {
 }
 
 TEST(MedianStop, KillsATrialBelowTheMedianOfCompletedOnesAtTheSameStep) {
-  auto median = std::make_shared<MedianStop>(/*maximize=*/true, /*warmup_trials=*/3, /*warmup_steps=*/2);
+  auto median = std::make_shared<MedianStop>(MedianStopOptions().maximize(true).warmup_trials(3).warmup_steps(2));
   median->set_engine(std::make_shared<SequentialEngine>([](TrialContext& t) {
     const double slope = t.parameters().at("slope").get<double>();
     for (int step = 1; step <= 10 && !t.should_stop(); ++step) t.report_intermediate(slope * step, step);
@@ -264,7 +264,7 @@ TEST(MedianStop, KillsATrialBelowTheMedianOfCompletedOnesAtTheSameStep) {
 }
 
 TEST(Asha, KeepsTheBestThirdAtEachRungAndKillsTheRest) {
-  auto asha = std::make_shared<Asha>(/*maximize=*/true, /*min_step=*/1, /*reduction_factor=*/3);
+  auto asha = std::make_shared<Asha>(AshaOptions().maximize(true).min_step(1).reduction_factor(3));
   asha->set_engine(std::make_shared<SequentialEngine>([](TrialContext& t) {
     const double slope = t.parameters().at("slope").get<double>();
     for (int step = 1; step <= 9 && !t.should_stop(); ++step) t.report_intermediate(slope * step, step);
@@ -288,7 +288,7 @@ TEST(Asha, KeepsTheBestThirdAtEachRungAndKillsTheRest) {
 }
 
 TEST(Asha, HyperbandBracketsHalveFromLaterStepsWithRungsOfTheirOwn) {
-  auto hyperband = std::make_shared<Asha>(/*maximize=*/true, /*min_step=*/1, /*reduction_factor=*/3, /*brackets=*/2);
+  auto hyperband = std::make_shared<Asha>(AshaOptions().maximize(true).min_step(1).reduction_factor(3).brackets(2));
   std::vector<int64_t> steps_reported;
   hyperband->set_engine(std::make_shared<SequentialEngine>([&](TrialContext& t) {
     const double slope = t.parameters().at("slope").get<double>();
@@ -306,7 +306,8 @@ TEST(Asha, HyperbandBracketsHalveFromLaterStepsWithRungsOfTheirOwn) {
   EXPECT_EQ(hyperband->get(ids[3])->status, TrialStatus::kInterrupted);
   EXPECT_EQ(hyperband->get(ids[3])->metrics.intermediate.size(), 3U);
   EXPECT_EQ(hyperband->kills(), 2);
-  EXPECT_THROW(Asha(true, 1, 3, 0), std::invalid_argument);
+  EXPECT_THROW(Asha(AshaOptions().brackets(0)), std::invalid_argument);
+  EXPECT_THROW(Asha(AshaOptions().reduction_factor(1)), std::invalid_argument);
 }
 
 TEST(Budget, TrialSecondsAndWallTime) {

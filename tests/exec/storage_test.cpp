@@ -140,7 +140,7 @@ TEST(DistributedEngine, TwoWorkersShareOneSearchEachTrialOnceAndLearnFromEachOth
     auto local = std::make_shared<ThreadPoolEngine>(function, 2);
     auto engine = std::make_shared<DistributedEngine>(
         storage, local, DistributedOptions().worker(name).limit(40).heartbeat_s(0.1).stale_after_s(5).poll_s(0.02));
-    Chain chain({std::make_shared<FailureHandler>(1)});
+    Chain chain({std::make_shared<FailureHandler>(FailureHandlerOptions().retries(1))});
     chain.set_engine(engine);
     run_search(strategy, chain, 40, true);
     chain.shutdown();

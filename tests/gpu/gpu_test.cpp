@@ -318,7 +318,7 @@ TEST(Gpu, MonitorsReportTheDevicesSpeedAndMemory) {
   REQUIRE_GPU();
   auto metrics = std::make_shared<InMemoryLogger>();
   Trainer trainer(gpu_options().max_duration("2ep").loggers({metrics}).callbacks(
-      {std::make_shared<SpeedMonitor>(4), std::make_shared<MemoryMonitor>()}));
+      {std::make_shared<SpeedMonitor>(SpeedMonitorOptions().window_size(4)), std::make_shared<MemoryMonitor>()}));
   trainer.fit();
   EXPECT_EQ(metrics->series("memory/cuda_peak_mb").size(), 2U);  // per epoch
   EXPECT_GT(metrics->latest("memory/cuda_allocated_mb").value_or(0.0), 0.0);

@@ -14,6 +14,7 @@
 
 #include "baton/core/callback.h"
 #include "baton/core/device.h"
+#include "baton/core/options.h"
 
 namespace baton {
 
@@ -26,10 +27,13 @@ namespace baton {
 // batch's start to when it finished its work, asked without waiting, so the figures come a few
 // batches late (each logged at the step of the batch it measures) and stay true while the host
 // queues ahead.
+class SpeedMonitorOptions {
+  BATON_ARG(int64_t, window_size) = 100;  // batches the rolling figures average over; at least 1
+};
+
 class SpeedMonitor : public Callback {
  public:
-  static constexpr int64_t kDefaultWindowSize = 100;  // batches the rolling figures average over
-  explicit SpeedMonitor(int64_t window_size = kDefaultWindowSize);
+  explicit SpeedMonitor(SpeedMonitorOptions options = {});
   void fit_start(State& state, Logger& logger) override;
   void epoch_start(State& state, Logger& logger) override;
   void batch_start(State& state, Logger& logger) override;

@@ -71,9 +71,14 @@ class Chain : public Middleware {
 // Submitting parameters that were submitted before: "invalid" adds an Invalid trial, "replay"
 // adds a trial that replays the earlier one's metrics and status without running it (once the
 // earlier one has completed; before that, it is Invalid with the reason).
+class DeduplicationOptions {
+  BATON_ARG(std::string, action) = "invalid";  // or "replay"
+};
+
 class Deduplication : public Middleware {
  public:
-  explicit Deduplication(std::string action = "invalid");
+  // Throws std::invalid_argument for another action.
+  explicit Deduplication(DeduplicationOptions options = {});
   int64_t submit(const nlohmann::json& parameters) override;
 
  protected:
@@ -98,9 +103,14 @@ class Filter : public Middleware {
 
 // A failed trial runs again, up to `retries` times; or, with `failure_metric`, it is reported
 // with that final value and counts as Trained.
+class FailureHandlerOptions {
+  BATON_ARG(int, retries) = 1;                       // at least 0
+  BATON_ARG(std::optional<double>, failure_metric);  // Default: none (retries instead)
+};
+
 class FailureHandler : public Middleware {
  public:
-  explicit FailureHandler(int retries = 1, std::optional<double> failure_metric = std::nullopt);
+  explicit FailureHandler(FailureHandlerOptions options = {});
 
  protected:
   void on_engine_set() override;
@@ -113,9 +123,15 @@ class FailureHandler : public Middleware {
 // Kills a running trial whose best intermediate value up to a step is worse than the median of
 // the completed trials' best values up to the same step, once `warmup_trials` have completed and
 // the trial reached `warmup_steps`.
+class MedianStopOptions {
+  BATON_ARG(bool, maximize) = true;  // the trials' values: higher is better
+  BATON_ARG(int, warmup_trials) = 5;
+  BATON_ARG(int64_t, warmup_steps) = 0;
+};
+
 class MedianStop : public Middleware {
  public:
-  MedianStop(bool maximize, int warmup_trials = 5, int64_t warmup_steps = 0);
+  explicit MedianStop(MedianStopOptions options = {});
   int64_t kills() const { return kills_; }
 
  protected:
@@ -137,9 +153,17 @@ class MedianStop : public Middleware {
 // trials take brackets in turn (trial id modulo brackets), bracket b halves from step
 // min_step * eta^b with rungs of its own, so that later brackets give every trial a longer start
 // (hedging against metrics that rank trials badly early).
+class AshaOptions {
+  BATON_ARG(bool, maximize) = true;      // the trials' values: higher is better
+  BATON_ARG(int64_t, min_step) = 1;      // the first rung; at least 1
+  BATON_ARG(int, reduction_factor) = 3;  // eta: rungs eta times apart, the best 1/eta go on; at least 2
+  BATON_ARG(int, brackets) = 1;          // Hyperband's brackets; 1: plain ASHA
+};
+
 class Asha : public Middleware {
  public:
-  Asha(bool maximize, int64_t min_step = 1, int reduction_factor = 3, int brackets = 1);
+  // Throws std::invalid_argument for min_step < 1, reduction_factor < 2 or brackets < 1.
+  explicit Asha(AshaOptions options = {});
   int64_t kills() const { return kills_; }
 
  protected:

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "baton/core/options.h"
 #include "baton/plan/task.h"
 
 namespace baton {
@@ -36,12 +37,18 @@ class Ticker;
 struct Run;
 }  // namespace detail
 
+class LocalSessionOptions {
+  BATON_ARG(int, threads) = 0;  // the pool's workers; 0: one per core
+};
+
 class LocalSession {
  public:
-  // `threads` workers (0: the machine's cores). Steps never get a thread of their own: concurrent
-  // substeps and instances are jobs on this pool (a thread that waits for its substeps runs queued
-  // jobs meanwhile), and every report step runs on the session's one timer thread.
-  explicit LocalSession(int threads = 0);
+  // A pool of `threads` workers. Steps never get a thread of their own: concurrent substeps and
+  // instances are jobs on this pool (a thread that waits for its substeps runs queued jobs
+  // meanwhile), and every report step runs on the session's one timer thread.
+  explicit LocalSession(LocalSessionOptions options = {});
+  // LocalSession(LocalSessionOptions().threads(threads)), as Caffe2's spelling has it.
+  explicit LocalSession(int threads) : LocalSession(LocalSessionOptions().threads(threads)) {}
   ~LocalSession();
   LocalSession(const LocalSession&) = delete;
   LocalSession& operator=(const LocalSession&) = delete;
