@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "exec/queue_checks.h"
+#include "common/storage_contract.h"
 
 #include "baton/exec/distributed.h"
 #include "baton/exec/engine.h"
@@ -97,12 +97,16 @@ TEST(SqliteStorage, BadUrlsAndDamagedFilesSayWhat) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(SqliteStorage, IsAWorkQueueWithClaimsHeartbeatsAndRequeues) {
-  const testing::TempDir dir_tmp("storage_queue");
-  const auto dir = dir_tmp.path();
-  SqliteStorage storage((dir / "queue.db").string());
-  testing::check_work_queue(storage);
-  std::filesystem::remove_all(dir);
+// The storage contract (tests/common/storage_contract.h), each part on a new database; the
+// PostgreSQL tests run the same checks.
+TEST(SqliteStorage, KeepsTheStorageContract) {
+  const testing::TempDir dir("storage_contract");
+  SqliteStorage trials(dir.file("trials.db"));
+  testing::check_trials_round_trip(trials);
+  SqliteStorage meta(dir.file("meta.db"));
+  testing::check_meta(meta);
+  SqliteStorage queue(dir.file("queue.db"));
+  testing::check_work_queue(queue);
 }
 
 // A strategy that counts what it learns.

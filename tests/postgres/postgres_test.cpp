@@ -18,8 +18,8 @@
 #include <gtest/gtest.h>
 
 #include "baton/exec/storage.h"
+#include "common/storage_contract.h"
 #include "dashboard/sources.h"
-#include "exec/queue_checks.h"
 
 namespace baton {
 namespace {
@@ -132,11 +132,21 @@ class Postgres : public ::testing::Test {
   Server server_;
 };
 
-TEST_F(Postgres, IsAWorkQueueWithClaimsHeartbeatsAndRequeues) {
+// The storage contract (tests/common/storage_contract.h), as SQLite keeps it: each part on a new
+// server (the fixture starts one per test).
+TEST_F(Postgres, KeepsTheStorageContractForTrials) {
+  PostgresStorage storage(server_.url());
+  testing::check_trials_round_trip(storage);
+}
+
+TEST_F(Postgres, KeepsTheStorageContractForMeta) {
+  PostgresStorage storage(server_.url());
+  testing::check_meta(storage);
+}
+
+TEST_F(Postgres, KeepsTheStorageContractForTheWorkQueue) {
   PostgresStorage storage(server_.url());
   testing::check_work_queue(storage);
-  storage.set_meta("search", {{"direction", "maximize"}});
-  EXPECT_EQ((*storage.meta("search"))["direction"], "maximize");
 }
 
 // 4 worker processes each create 25 trials and claim waiting ones until none is left: exactly

@@ -1,4 +1,6 @@
-// Checks of a TrialStorage's work queue, shared by the SQLite (unit) and PostgreSQL tests.
+// The contract every TrialStorage keeps, checked against SQLite (tests/exec/storage_test.cpp, label
+// unit) and PostgreSQL (tests/postgres/postgres_test.cpp, label postgres) by the same code: trials
+// saved and loaded whole, meta values, and the shared work queue.
 #pragma once
 
 #include <chrono>
@@ -9,6 +11,65 @@
 #include "baton/exec/storage.h"
 
 namespace baton::testing {
+
+// A trial is saved whole and loaded as it was; saving it again replaces it; trials load by id.
+inline void check_trials_round_trip(TrialStorage& s) {
+  EXPECT_TRUE(s.load_trials().empty());
+  EXPECT_FALSE(s.load_trial(7).has_value());
+  Trial t;
+  t.id = 7;
+  t.parameters = {{"lr", 0.01}, {"optimizer", {{"_name", "sgd"}, {"momentum", 0.9}}}, {"name", "a \"quoted\" é"}};
+  t.status = TrialStatus::kRunning;
+  t.metrics.intermediate = {{1, 0.25}, {2, -1.5e-300}, {10, 1e300}};
+  t.submitted_at = 1700000000.25;
+  t.started_at = 1700000001.5;
+  t.attempts = 2;
+  t.error = "line one\nline two";
+  s.save_trial(t);
+  Trial first;
+  first.id = 3;
+  s.save_trial(first);
+  const auto loaded = s.load_trial(7);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->parameters, t.parameters);
+  EXPECT_EQ(loaded->status, TrialStatus::kRunning);
+  ASSERT_EQ(loaded->metrics.intermediate.size(), 3U);
+  EXPECT_EQ(loaded->metrics.intermediate[1].step, 2);
+  EXPECT_EQ(loaded->metrics.intermediate[1].value, -1.5e-300);
+  EXPECT_EQ(loaded->metrics.intermediate[2].value, 1e300);
+  EXPECT_FALSE(loaded->metrics.final.has_value());
+  EXPECT_DOUBLE_EQ(loaded->submitted_at, t.submitted_at);
+  EXPECT_DOUBLE_EQ(loaded->started_at, t.started_at);
+  EXPECT_EQ(loaded->attempts, 2);
+  EXPECT_EQ(loaded->error, t.error);
+
+  t.status = TrialStatus::kTrained;
+  t.metrics.final = 0.875;
+  t.ended_at = 1700000002.0;
+  s.save_trial(t);
+  const auto all = s.load_trials();
+  ASSERT_EQ(all.size(), 2U) << "saving again replaces";
+  EXPECT_EQ(all[0].id, 3);
+  EXPECT_EQ(all[1].id, 7);
+  EXPECT_EQ(all[1].status, TrialStatus::kTrained);
+  EXPECT_EQ(all[1].metrics.final, std::optional<double>(0.875));
+  const auto states = s.states();
+  ASSERT_EQ(states.size(), 2U);
+  EXPECT_EQ(states[1].id, 7);
+  EXPECT_EQ(states[1].status, TrialStatus::kTrained);
+}
+
+// Meta values: any JSON, kept as given, replaced by a later set; a key never set is nullopt.
+inline void check_meta(TrialStorage& s) {
+  EXPECT_FALSE(s.meta("search").has_value());
+  const nlohmann::json search = {{"space", {{"x", {{"_type", "uniform"}, {"_value", {0, 1}}}}}}, {"seed", 3}};
+  s.set_meta("search", search);
+  s.set_meta("worker", "host:12");
+  EXPECT_EQ(s.meta("search"), std::optional<nlohmann::json>(search));
+  EXPECT_EQ(s.meta("worker"), std::optional<nlohmann::json>("host:12"));
+  s.set_meta("worker", "host:13");
+  EXPECT_EQ(s.meta("worker"), std::optional<nlohmann::json>("host:13"));
+}
 
 // Create within a limit, claim exclusively, heartbeat, requeue a silent worker's trial, take it
 // back (re-attach) or lose it to another worker.
