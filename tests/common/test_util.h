@@ -1,6 +1,7 @@
 // Helpers shared by baton's tests.
 #pragma once
 
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -10,8 +11,11 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
@@ -70,6 +74,35 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// Runs `body(i)` for i = 0..n-1, each in a forked process of its own, all at once; returns each
+// one's exit code in order (0: body returned; 1: it threw, and said what on stderr; 128+N: killed by
+// signal N). For tests of what several processes do to one file, database or queue.
+inline std::vector<int> run_in_processes(int n, const std::function<void(int)>& body) {
+  std::vector<pid_t> children;
+  for (int i = 0; i < n; ++i) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int code = 0;
+      try {
+        body(i);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "process %d: %s\n", i, e.what());
+        code = 1;
+      }
+      std::fflush(nullptr);
+      ::_exit(code);
+    }
+    children.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  return codes;
+}
 
 // Captures what spdlog prints while alive.
 class CapturedLog {

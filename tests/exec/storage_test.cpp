@@ -52,33 +52,17 @@ TEST(SqliteStorage, ManyProcessesWriteOneFileWithoutDatabaseIsLocked) {
   const auto dir = dir_tmp.path();
   const auto path = (dir / "shared.db").string();
   open_storage(path);  // created once, WAL on
-  std::vector<pid_t> children;
-  for (int w = 0; w < 4; ++w) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      int code = 0;
-      try {
-        SqliteStorage storage(path);
-        for (int i = 0; i < 50; ++i) {
-          Trial t;
-          t.id = w * 1000 + i;
-          t.status = TrialStatus::kTrained;
-          t.metrics.final = i;
-          storage.save_trial(t);
-        }
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "worker %d: %s\n", w, e.what());
-        code = 1;
-      }
-      ::_exit(code);
+  const auto codes = testing::run_in_processes(4, [&](int w) {
+    SqliteStorage storage(path);
+    for (int i = 0; i < 50; ++i) {
+      Trial t;
+      t.id = w * 1000 + i;
+      t.status = TrialStatus::kTrained;
+      t.metrics.final = i;
+      storage.save_trial(t);
     }
-    children.push_back(pid);
-  }
-  for (pid_t pid : children) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  });
+  EXPECT_EQ(codes, std::vector<int>(4, 0));
   EXPECT_EQ(SqliteStorage(path).load_trials().size(), 200U);
   std::filesystem::remove_all(dir);
 }

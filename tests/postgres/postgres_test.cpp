@@ -19,6 +19,7 @@
 
 #include "baton/exec/storage.h"
 #include "common/storage_contract.h"
+#include "common/test_util.h"
 #include "dashboard/sources.h"
 
 namespace baton {
@@ -152,54 +153,37 @@ TEST_F(Postgres, KeepsTheStorageContractForTheWorkQueue) {
 // 4 worker processes each create 25 trials and claim waiting ones until none is left: exactly
 // 100 distinct trials, each claimed and run once.
 TEST_F(Postgres, FourWorkerProcessesTimesTwentyFiveTrialsRunEachExactlyOnce) {
-  const fs::path dir = fs::temp_directory_path() / ("baton_pg_workers_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const testing::TempDir tmp("pg_workers");
+  const fs::path dir = tmp.path();
   PostgresStorage(server_.url());  // the schema, once
-  std::vector<pid_t> children;
-  for (int w = 0; w < 4; ++w) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      int code = 0;
-      try {
-        PostgresStorage storage(server_.url());
-        const std::string me = "w" + std::to_string(w) + ":" + std::to_string(::getpid());
-        std::ofstream ran(dir / ("ran" + std::to_string(w) + ".txt"));
-        for (int i = 0; i < 25; ++i) {
-          if (!storage.create_trial({{"worker", w}, {"i", i}}, 1000)) throw std::runtime_error("limit?");
-          // Claim as we go, as a worker does: the claims interleave with the other processes' creates.
-          if (auto t = storage.claim_trial(me)) {
-            ran << t->id << "\n";
-            t->status = TrialStatus::kTrained;
-            t->metrics.final = static_cast<double>(t->id);
-            if (!storage.save_owned(*t, me)) throw std::runtime_error("lost a trial it claimed");
-          }
-        }
-        for (;;) {
-          auto t = storage.claim_trial(me);
-          if (!t) {
-            if (storage.states().size() == 100) break;
-            ::usleep(2000);
-            continue;
-          }
-          ran << t->id << "\n";
-          t->status = TrialStatus::kTrained;
-          t->metrics.final = static_cast<double>(t->id);
-          if (!storage.save_owned(*t, me)) throw std::runtime_error("lost a trial it claimed");
-        }
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "worker %d: %s\n", w, e.what());
-        code = 1;
+  const auto codes = testing::run_in_processes(4, [&](int w) {
+    PostgresStorage storage(server_.url());
+    const std::string me = "w" + std::to_string(w) + ":" + std::to_string(::getpid());
+    std::ofstream ran(dir / ("ran" + std::to_string(w) + ".txt"));
+    for (int i = 0; i < 25; ++i) {
+      if (!storage.create_trial({{"worker", w}, {"i", i}}, 1000)) throw std::runtime_error("limit?");
+      // Claim as we go, as a worker does: the claims interleave with the other processes' creates.
+      if (auto t = storage.claim_trial(me)) {
+        ran << t->id << "\n";
+        t->status = TrialStatus::kTrained;
+        t->metrics.final = static_cast<double>(t->id);
+        if (!storage.save_owned(*t, me)) throw std::runtime_error("lost a trial it claimed");
       }
-      ::_exit(code);
     }
-    children.push_back(pid);
-  }
-  for (pid_t pid : children) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+    for (;;) {
+      auto t = storage.claim_trial(me);
+      if (!t) {
+        if (storage.states().size() == 100) break;
+        ::usleep(2000);
+        continue;
+      }
+      ran << t->id << "\n";
+      t->status = TrialStatus::kTrained;
+      t->metrics.final = static_cast<double>(t->id);
+      if (!storage.save_owned(*t, me)) throw std::runtime_error("lost a trial it claimed");
+    }
+  });
+  EXPECT_EQ(codes, std::vector<int>(4, 0));
   std::map<int64_t, int> runs;
   for (int w = 0; w < 4; ++w) {
     std::ifstream in(dir / ("ran" + std::to_string(w) + ".txt"));
@@ -243,7 +227,8 @@ std::string log_of(const fs::path& dir, int w) {
 
 // The same through the command line: 4 `baton search --join` workers, 100 trials in all.
 TEST_F(Postgres, FourBatonSearchWorkersShareOneSearch) {
-  const fs::path dir = fs::temp_directory_path() / ("baton_pg_cli_" + std::to_string(::getpid()));
+  const testing::TempDir dir_tmp("pg_cli");
+  const fs::path dir = dir_tmp.path();
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "space.yaml") << "x: {_type: uniform, _value: [0, 1]}\n";
@@ -270,7 +255,8 @@ TEST_F(Postgres, FourBatonSearchWorkersShareOneSearch) {
 // The model strategies over PostgreSQL: two workers share one search, each learning from the
 // other's trials. A quadratic bowl in 2-D, where 30 random trials get to ~1e-2 of the minimum.
 void two_model_workers(const std::string& url, const std::string& strategy, int trials, double goal) {
-  const fs::path dir = fs::temp_directory_path() / ("baton_pg_" + strategy + std::to_string(::getpid()));
+  const testing::TempDir dir_tmp("pg_" + strategy);
+  const fs::path dir = dir_tmp.path();
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "space.yaml") << "x: {_type: uniform, _value: [0, 1]}\ny: {_type: uniform, _value: [0, 1]}\n";
