@@ -1,5 +1,5 @@
 # A library per module: baton_<module> (libbaton_<module>.so) from src/<module>/*.cpp, linked to the
-# modules its row of docs/architecture.md's table of layers names ("may include") and to nothing
+# modules its row of docs/architecture.md's table of layers names ("includes") and to nothing
 # else of baton's, with no undefined symbol allowed (-z defs). A call into a module the row does not
 # name then fails to link, as an include of one fails scripts/check-layering.sh: the table is the
 # one place the layers are written, and both read it.
@@ -38,20 +38,33 @@ foreach(_line IN LISTS _lines)
     message(FATAL_ERROR "${_table}: module '${_module}' has no sources in src/${_module}/")
   endif()
   set(_target baton_${_module})
-  add_library(${_target} SHARED ${_sources})
-  # No baton_<module>_EXPORTS define: it would make the precompiled header unusable for the target.
+  # The module's code compiles as an object library of its own, which depends on no other module's
+  # target: every module compiles at once (a shared library's dependents would otherwise wait for
+  # its link), and only the link of each library follows the layers.
+  add_library(${_target}_objects OBJECT ${_sources})
+  set_target_properties(${_target}_objects PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_include_directories(${_target}_objects
+    PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_BINARY_DIR}/include PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_compile_features(${_target}_objects PUBLIC cxx_std_20)
+  target_link_libraries(${_target}_objects PRIVATE torch nlohmann_json::nlohmann_json Threads::Threads
+                                                   ${BATON_LIBS_${_module}} baton_warnings)
+  baton_use_pch(${_target}_objects)
+  if(BATON_UNITY_BUILD)
+    set_target_properties(${_target}_objects PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)
+  endif()
+
+  add_library(${_target} SHARED $<TARGET_OBJECTS:${_target}_objects>)
   # Installed, a library finds the modules beside it ($ORIGIN: a program's RUNPATH does not reach a
   # library's own dependencies) and a LibTorch outside the system's folders (a PyTorch wheel's, CUDA's).
-  set_target_properties(${_target} PROPERTIES DEFINE_SYMBOL "" VERSION ${PROJECT_VERSION}
-                                              SOVERSION ${PROJECT_VERSION_MAJOR} INSTALL_RPATH "$ORIGIN"
-                                              INSTALL_RPATH_USE_LINK_PATH ON)
+  set_target_properties(${_target} PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
+                                              INSTALL_RPATH "$ORIGIN" INSTALL_RPATH_USE_LINK_PATH ON
+                                              LINKER_LANGUAGE CXX)
   if(BATON_TORCH_WHEEL)
     set_property(TARGET ${_target} APPEND PROPERTY INSTALL_RPATH "${TORCH_INSTALL_PREFIX}/lib")
   endif()
   target_include_directories(${_target}
     PUBLIC $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include> $<BUILD_INTERFACE:${CMAKE_BINARY_DIR}/include>
-           $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
-    PRIVATE ${CMAKE_SOURCE_DIR}/src)
+           $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_compile_features(${_target} PUBLIC cxx_std_20)
   list(TRANSFORM _below PREPEND baton_)
   target_link_libraries(${_target} PUBLIC ${_below} torch nlohmann_json::nlohmann_json Threads::Threads
@@ -61,9 +74,9 @@ foreach(_line IN LISTS _lines)
   if(NOT BATON_SANITIZE)
     target_link_options(${_target} PRIVATE -Wl,-z,defs)
   endif()
-  baton_use_pch(${_target})
-  if(BATON_UNITY_BUILD)
-    set_target_properties(${_target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  if(BATON_PCH)
+    # The precompiled header inlines spdlog/fmt calls: the library links them.
+    target_link_libraries(${_target} PRIVATE spdlog::spdlog)
   endif()
   list(APPEND BATON_MODULES ${_module})
   list(APPEND BATON_MODULE_TARGETS ${_target})

@@ -39,7 +39,7 @@ else
   step "install what is missing (apt)" install.log scripts/install-deps.sh
   step "configure ($dir/)" configure.log cmake --preset default
 fi
-step "build baton's libraries and the baton program ($jobs jobs)" build.log cmake --build --preset "$preset" -j "$jobs" --target baton_cli
+step "build libbaton_* and baton ($jobs jobs)" build.log cmake --build --preset "$preset" -j "$jobs" --target baton_cli
 
 run=runs/fashion_mnist
 echo "demo: train recipes/fashion_mnist.yaml on the $device (output below; also in $run/)"
