@@ -6,20 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <cmath>
-#include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <set>
-#include <sstream>
-#include <thread>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -30,31 +21,6 @@
 
 namespace baton::cli {
 namespace {
-
-struct SearchArgs {
-  std::string space;
-  std::string command;
-  std::string recipe;
-  std::string metric = "eval/accuracy";
-  int64_t trials = 10;
-  int parallel = 1;
-  std::string strategy = "tpe";
-  std::vector<std::string> strategy_options;  // KEY=VALUE
-  std::string direction = "maximize";
-  uint64_t seed = 0;
-  std::string storage;
-  std::string run_dir = "runs/search";
-  bool resume = false;
-  bool new_study = false;
-  double trial_timeout = 0;
-  int retries = 0;
-  int median_stop = 0;
-  int64_t asha = 0;
-  int brackets = 1;
-  bool join = false;
-  double heartbeat = 2.0;
-  std::vector<std::string> sets;
-};
 
 // SIGTERM / SIGINT: the first stops the search (its running trials' process groups are ended and
 // stored as interrupted, for --resume to run again); a second one exits at once.
@@ -77,38 +43,12 @@ std::string self_exe() {
   return ec ? std::string("baton") : p.string();
 }
 
-ExperimentOptions experiment_options(const SearchArgs& a) {
-  return ExperimentOptions()
-      .space(a.space)
-      .command(a.command)
-      .recipe(a.recipe)
-      .trainer(self_exe())
-      .metric(a.metric)
-      .sets(a.sets)
-      .trials(a.trials)
-      .parallel(a.parallel)
-      .strategy(a.strategy)
-      .strategy_options(a.strategy_options)
-      .direction(a.direction)
-      .seed(a.seed)
-      .storage(a.storage)
-      .run_dir(a.run_dir)
-      .resume(a.resume)
-      .new_study(a.new_study)
-      .join(a.join)
-      .heartbeat(a.heartbeat)
-      .trial_timeout(a.trial_timeout)
-      .retries(a.retries)
-      .median_stop(a.median_stop)
-      .asha(a.asha)
-      .brackets(a.brackets);
-}
-
 // The flags become an Experiment (src/exec/experiment.cpp: what the search does); a signal stops it.
-int run_search_command(const SearchArgs& a) {
+int run_search_command(ExperimentOptions options) {
+  options.trainer(self_exe());
   std::unique_ptr<Experiment> experiment;
   try {
-    experiment = std::make_unique<Experiment>(experiment_options(a));
+    experiment = std::make_unique<Experiment>(std::move(options));
   } catch (const ExperimentError& e) {
     throw BadInput(e.what());
   }
@@ -198,44 +138,44 @@ void guarded(F f) {
 }  // namespace
 
 void add_search(CLI::App& app) {
-  auto a = std::make_shared<SearchArgs>();
+  auto a = std::make_shared<ExperimentOptions>();  // the flags are its options, by the same names
   CLI::App* cmd = app.add_subcommand("search", "run a hyperparameter search: trials of a command or a recipe");
-  cmd->add_option("space", a->space, "search space (NNI's format, YAML or JSON)")->required();
+  cmd->add_option("space", a->space(), "search space (NNI's format, YAML or JSON)")->required();
   cmd->add_option(
-      "--command", a->command,
+      "--command", a->command(),
       "trial command (sh -c): parameters in $BATON_TRIAL_PARAMETERS, reports 'baton: {\"final\": v}' lines");
-  cmd->add_option("--recipe", a->recipe, "each trial is `baton train RECIPE` with the parameters as --set overrides");
-  cmd->add_option("--metric", a->metric, "with --recipe: the evaluation metric to optimise (default eval/accuracy)");
-  cmd->add_option("--set", a->sets, "with --recipe: a fixed override for every trial (repeatable)");
-  cmd->add_option("--trials", a->trials, "number of trials (default 10)");
-  cmd->add_option("--parallel", a->parallel, "trials at once (default 1)");
-  cmd->add_option("--strategy", a->strategy, "tpe (default), gp, random, grid or evolution");
-  cmd->add_option("--strategy-option", a->strategy_options,
+  cmd->add_option("--recipe", a->recipe(), "each trial is `baton train RECIPE` with the parameters as --set overrides");
+  cmd->add_option("--metric", a->metric(), "with --recipe: the evaluation metric to optimise (default eval/accuracy)");
+  cmd->add_option("--set", a->sets(), "with --recipe: a fixed override for every trial (repeatable)");
+  cmd->add_option("--trials", a->trials(), "number of trials (default 10)");
+  cmd->add_option("--parallel", a->parallel(), "trials at once (default 1)");
+  cmd->add_option("--strategy", a->strategy(), "tpe (default), gp, random, grid or evolution");
+  cmd->add_option("--strategy-option", a->strategy_options(),
                   "KEY=VALUE: one of the strategy's options (repeatable; docs/search.md), e.g. candidates=48");
-  cmd->add_option("--direction", a->direction, "maximize (default) or minimize");
-  cmd->add_option("--seed", a->seed, "strategy seed (default 0)");
-  cmd->add_option("--storage", a->storage,
+  cmd->add_option("--direction", a->direction(), "maximize (default) or minimize");
+  cmd->add_option("--seed", a->seed(), "strategy seed (default 0)");
+  cmd->add_option("--storage", a->storage(),
                   "sqlite:///PATH.db (default RUN_DIR/search.db) or postgresql://USER@HOST:PORT/DATABASE");
-  cmd->add_option("--run-dir", a->run_dir, "where trials' logs and summary.json go (default runs/search)");
-  cmd->add_flag("--resume", a->resume,
+  cmd->add_option("--run-dir", a->run_dir(), "where trials' logs and summary.json go (default runs/search)");
+  cmd->add_flag("--resume", a->resume(),
                 "continue the search in the storage: finished trials kept, unfinished run again");
-  cmd->add_flag("--new-study", a->new_study,
+  cmd->add_flag("--new-study", a->new_study(),
                 "start a new study where one is (a SQLite storage and its trials' folders are moved aside first)");
-  cmd->add_flag("--join", a->join,
+  cmd->add_flag("--join", a->join(),
                 "be one worker of a search shared through --storage (several processes or machines; implied under "
                 "mpirun/srun): --trials counts the whole search");
-  cmd->add_option("--heartbeat", a->heartbeat,
+  cmd->add_option("--heartbeat", a->heartbeat(),
                   "with --join: seconds between a worker's heartbeats; a trial whose worker is silent 10 times that "
                   "long goes back to the queue (default 2)");
-  cmd->add_option("--trial-timeout", a->trial_timeout, "seconds before a trial is stopped and counted failed");
-  cmd->add_option("--retries", a->retries, "run a failed trial again up to N times (default 0)");
-  cmd->add_option("--asha", a->asha,
+  cmd->add_option("--trial-timeout", a->trial_timeout(), "seconds before a trial is stopped and counted failed");
+  cmd->add_option("--retries", a->retries(), "run a failed trial again up to N times (default 0)");
+  cmd->add_option("--asha", a->asha(),
                   "asynchronous successive halving: rungs at steps N, 3N, 9N...; a trial not in the best third of "
                   "the values at a rung is stopped (default 0: off)");
-  cmd->add_option("--brackets", a->brackets,
+  cmd->add_option("--brackets", a->brackets(),
                   "with --asha: asynchronous Hyperband, K brackets; bracket b has its rungs at N*3^b, 3N*3^b... "
                   "(trials take brackets in turn; default 1: plain ASHA)");
-  cmd->add_option("--median-stop", a->median_stop,
+  cmd->add_option("--median-stop", a->median_stop(),
                   "stop a trial whose best intermediate value is worse than the median of completed trials at the "
                   "same step, once N trials completed (default 0: off)");
   cmd->callback([a] { guarded([&] { return run_search_command(*a); }); });
