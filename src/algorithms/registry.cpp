@@ -168,10 +168,16 @@ const ConfiguredRegistry<Algorithm>& algorithm_registry() {
 
 }  // namespace
 
-std::shared_ptr<Algorithm> make_algorithm(const std::string& name, const nlohmann::json& options) {
+std::shared_ptr<Algorithm> make_algorithm(const std::string& name, OptionReader& options) {
   std::shared_ptr<Algorithm> algorithm = make_configured(algorithm_registry(), name, options);
-  algorithm->set_recipe_spec({{"name", name}, {"options", options.is_null() ? nlohmann::json::object() : options}});
+  const nlohmann::json& json = options.json();
+  algorithm->set_recipe_spec({{"name", name}, {"options", json.is_null() ? nlohmann::json::object() : json}});
   return algorithm;
+}
+
+std::shared_ptr<Algorithm> make_algorithm(const std::string& name, const nlohmann::json& options) {
+  OptionReader reader(name, options);
+  return make_algorithm(name, reader);
 }
 
 std::vector<std::string> algorithm_names() { return algorithm_registry().names(); }

@@ -71,6 +71,10 @@ std::shared_ptr<Callback> make_callback(const std::string& name, const nlohmann:
   return make_configured(callback_registry(), name, options);
 }
 
+std::shared_ptr<Callback> make_callback(const std::string& name, OptionReader& options) {
+  return make_configured(callback_registry(), name, options);
+}
+
 std::vector<std::string> callback_names() { return callback_registry().names(); }
 
 }  // namespace baton

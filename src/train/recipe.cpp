@@ -34,7 +34,7 @@
 
 namespace baton {
 
-using recipe_detail::Section;
+using recipe_detail::recipe_reader;
 
 namespace {
 
@@ -42,28 +42,21 @@ namespace {
 constexpr int64_t kMaxClasses = 1000000;
 
 // A recipe section of named components with options ({mixup: {alpha: 0.2}, channels_last: }),
-// each built by `make`; errors point at the component or option.
+// each built by `make` from its options' reader, in the recipe's order; errors point at the
+// component or option.
 template <typename T, typename Make>
-std::vector<std::shared_ptr<T>> build_named(const Section& top, const std::string& key, const std::string& example,
+std::vector<std::shared_ptr<T>> build_named(OptionReader& top, const std::string& key, const std::string& example,
                                             Make make) {
   std::vector<std::shared_ptr<T>> out;
   if (!top.has(key)) return out;
-  const Section section = top.child(key);
-  if (!section.node().IsMap()) top.fail(key, "expected a mapping of names to their options, e.g. " + example);
-  for (auto it = section.node().begin(); it != section.node().end(); ++it) {
-    const std::string name = it->first.as<std::string>();
-    if (it->second.IsScalar() && it->second.Scalar() == "false") continue;  // switched off: name: false
+  if (!top.json()[key].is_object()) top.fail(key, "expected a mapping of names to their options, e.g. " + example);
+  const OptionReader section = top.child(key);
+  for (const std::string& name : section.keys()) {
+    if (section.json()[name] == false) continue;  // switched off: name: false
+    OptionReader options = section.child(name);
     try {
-      out.push_back(make(name, yaml_to_json(it->second)));
-    } catch (const OptionError& e) {
-      const Section options = section.child(name);
-      const std::string prefix = name + "." + e.key() + ": ";
-      std::string why = e.what();
-      if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
-      if (e.key().empty() || !options.node().IsMap()) section.fail_at_key(name, why);
-      if (why.rfind("unknown option", 0) == 0) options.fail_at_key(e.key(), why);
-      options.fail(e.key(), why);  // a bad value: point at it
-    } catch (const std::invalid_argument& e) {
+      out.push_back(make(name, options));
+    } catch (const std::invalid_argument& e) {  // an unknown name
       section.fail_at_key(name, e.what());
     }
   }
@@ -71,7 +64,7 @@ std::vector<std::shared_ptr<T>> build_named(const Section& top, const std::strin
 }
 
 // data.dataset: files — arrays of inputs and labels (.npy, .csv, ...), standardised unless told not.
-void load_files(const Section& data, TrainingRun& run) {
+void load_files(OptionReader& data, TrainingRun& run) {
   for (const char* key : {"train_inputs", "train_labels"}) {
     if (!data.has(key)) data.fail(key, "required when data.dataset is files");
   }
@@ -136,7 +129,7 @@ void load_files(const Section& data, TrainingRun& run) {
 }
 
 // data.dataset: text — next-token windows over a text file or folder.
-void load_text_data(const Section& data, uint64_t seed, TrainingRun& run) {
+void load_text_data(OptionReader& data, uint64_t seed, TrainingRun& run) {
   TextOptions t;
   data.read("context", t.context());
   data.read("tokens", t.tokens());
@@ -152,7 +145,7 @@ void load_text_data(const Section& data, uint64_t seed, TrainingRun& run) {
 }
 
 // The data section: the data sets (on `device` when data.on_device says so).
-void load_data(const Section& data, uint64_t seed, const c10::Device& device, TrainingRun& run) {
+void load_data(OptionReader& data, uint64_t seed, const c10::Device& device, TrainingRun& run) {
   const std::string dataset = data.get<std::string>("dataset", "fashion_mnist");
   if (dataset == "fashion_mnist") {
     try {
@@ -186,7 +179,7 @@ void load_data(const Section& data, uint64_t seed, const c10::Device& device, Tr
 }
 
 // The loop's keys: how long, how often to evaluate and log, threads, data parallelism, the console.
-void read_loop_keys(const Section& top, TrainerOptions& o) {
+void read_loop_keys(OptionReader& top, TrainerOptions& o) {
   top.read("run_name", o.run_name());
   if (top.has("run_name") && !is_plain_name(o.run_name())) {
     top.fail("run_name", "'" + o.run_name() +
@@ -252,7 +245,7 @@ void read_loop_keys(const Section& top, TrainerOptions& o) {
 }
 
 // The device, the precision (auto: bfloat16 where the device has it) and CUDA graphs.
-c10::Device read_device_and_precision(const Section& top, TrainerOptions& o) {
+c10::Device read_device_and_precision(OptionReader& top, TrainerOptions& o) {
   top.read("device", o.device());
   c10::Device device(c10::kCPU);
   try {
@@ -289,7 +282,7 @@ c10::Device read_device_and_precision(const Section& top, TrainerOptions& o) {
 }
 
 // tf32, log_interval, the save_* and load_* keys, device_train_microbatch_size.
-void read_step_and_checkpoint_keys(const Section& top, TrainerOptions& o) {
+void read_step_and_checkpoint_keys(OptionReader& top, TrainerOptions& o) {
   const std::string tf32 = top.get<std::string>("tf32", "auto");
   if (tf32 == "true" || tf32 == "false") {
     o.tf32(tf32 == "true");
@@ -332,7 +325,7 @@ void read_step_and_checkpoint_keys(const Section& top, TrainerOptions& o) {
 }
 
 // The training loader (and the evaluation loader, when the data set has test data).
-void build_loaders(const Section& data, uint64_t seed, TrainingRun& run) {
+void build_loaders(OptionReader& data, uint64_t seed, TrainingRun& run) {
   TrainerOptions& o = run.options;
   DataLoaderOptions loader;  // its defaults are the recipe's (batch_size 128: the peer's batch)
   data.read("batch_size", loader.batch_size());
@@ -350,7 +343,7 @@ void build_loaders(const Section& data, uint64_t seed, TrainingRun& run) {
   }
 }
 
-void build_model(const Section& model, TrainingRun& run) {
+void build_model(OptionReader& model, TrainingRun& run) {
   TrainerOptions& o = run.options;
   run.model_name = model.get<std::string>("name", "fashion_cnn");
   ModelOptions spec =
@@ -385,7 +378,7 @@ void build_model(const Section& model, TrainingRun& run) {
   }
 }
 
-void build_optimizer(const Section& opt, TrainerOptions& o) {
+void build_optimizer(OptionReader& opt, TrainerOptions& o) {
   OptimizerOptions os;
   opt.read("name", os.name());
   opt.read("lr", os.lr());
@@ -407,17 +400,15 @@ void build_optimizer(const Section& opt, TrainerOptions& o) {
 
 // Algorithms, callbacks (the trainer's own checkpoint saver takes its options) and the names of the
 // loggers that write into the run folder.
-void build_plugins(const Section& top, TrainingRun& run) {
+void build_plugins(OptionReader& top, TrainingRun& run) {
   TrainerOptions& o = run.options;
   // Algorithms and callbacks, in the recipe's order.
-  o.algorithms(
-      build_named<Algorithm>(top, "algorithms", "{label_smoothing: {smoothing: 0.1}, channels_last: }",
-                             [](const std::string& n, const nlohmann::json& j) { return make_algorithm(n, j); }));
+  o.algorithms(build_named<Algorithm>(top, "algorithms", "{label_smoothing: {smoothing: 0.1}, channels_last: }",
+                                      [](const std::string& n, OptionReader& r) { return make_algorithm(n, r); }));
   o.callbacks(build_named<Callback>(top, "callbacks", "{threshold_stopper: {monitor: eval/accuracy, threshold: 0.91}}",
-                                    [&](const std::string& n, const nlohmann::json& j) -> std::shared_ptr<Callback> {
-                                      if (n != "checkpoint_saver") return make_callback(n, j);
+                                    [&](const std::string& n, OptionReader& r) -> std::shared_ptr<Callback> {
+                                      if (n != "checkpoint_saver") return make_callback(n, r);
                                       // The trainer's own saver: its options are the save_* keys.
-                                      OptionReader r(n, j);
                                       o.save_interval(r.time("interval", o.save_interval()));
                                       o.save_filename(r.text("filename", o.save_filename()));
                                       o.save_num_checkpoints_to_keep(static_cast<int>(
@@ -436,25 +427,22 @@ void build_plugins(const Section& top, TrainingRun& run) {
   } catch (const std::invalid_argument& e) {
     top.fail("save_filename", e.what());
   }
-  run.checkpoints = !(top.has("callbacks") && top.child("callbacks").has("checkpoint_saver") &&
-                      top.child("callbacks").node()["checkpoint_saver"].IsScalar() &&
-                      top.child("callbacks").node()["checkpoint_saver"].Scalar() == "false");
+  run.checkpoints = !(top.has("callbacks") && top.json()["callbacks"].is_object() &&
+                      top.json()["callbacks"].value("checkpoint_saver", nlohmann::json()) == false);
   // Loggers that write into the run directory: built by whoever knows it (baton train).
-  build_named<int>(top, "loggers", "{jsonl: , csv: , tensorboard: }",
-                   [&](const std::string& n, const nlohmann::json& j) {
-                     const std::vector<std::string> known = run_logger_names();
-                     if (std::find(known.begin(), known.end(), n) == known.end()) {
-                       throw std::invalid_argument(unknown_name("logger", n, known));
-                     }
-                     OptionReader r(n, j);
-                     r.finish();
-                     run.loggers.push_back(n);
-                     return std::shared_ptr<int>();
-                   });
+  build_named<int>(top, "loggers", "{jsonl: , csv: , tensorboard: }", [&](const std::string& n, OptionReader& r) {
+    const std::vector<std::string> known = run_logger_names();
+    if (std::find(known.begin(), known.end(), n) == known.end()) {
+      throw std::invalid_argument(unknown_name("logger", n, known));
+    }
+    r.finish();
+    run.loggers.push_back(n);
+    return std::shared_ptr<int>();
+  });
   if (!top.has("loggers")) run.loggers = {"jsonl"};  // a recipe that says nothing still gets metrics.jsonl
 }
 
-void build_scheduler(const Section& sch, TrainerOptions& o) {
+void build_scheduler(OptionReader& sch, TrainerOptions& o) {
   SchedulerOptions ss;
   sch.read("name", ss.name());
   sch.read("alpha", ss.alpha());
@@ -465,7 +453,7 @@ void build_scheduler(const Section& sch, TrainerOptions& o) {
   sch.read("t_max", ss.t_max());
   sch.read("t_warmup", ss.t_warmup());
   sch.read("step_size", ss.step_size());
-  ss.milestones(sch.times("milestones"));
+  sch.read("milestones", ss.milestones());
   sch.read("decay_period", ss.decay_period());
   if (sch.has("max_lr")) ss.max_lr(sch.get<double>("max_lr", 0.0));
   sch.read("pct_start", ss.pct_start());
@@ -487,7 +475,7 @@ void build_scheduler(const Section& sch, TrainerOptions& o) {
 // convolutions and max pooling run faster in NHWC), channels_last (the channels_last algorithm,
 // added unless listed) or contiguous. Not auto for a TorchScript model, whose forward may view
 // its activations as NCHW.
-void read_memory_format(const Section& top, const c10::Device& device, TrainingRun& run) {
+void read_memory_format(OptionReader& top, const c10::Device& device, TrainingRun& run) {
   TrainerOptions& o = run.options;
   const std::string format = top.get<std::string>("memory_format", "auto");
   if (format != "auto" && format != "channels_last" && format != "contiguous") {
@@ -513,7 +501,7 @@ void read_memory_format(const Section& top, const c10::Device& device, TrainingR
 }  // namespace
 
 TrainingRun build_run(const Recipe& recipe) {
-  const Section top(recipe.root(), "", recipe.source(), recipe.set_keys());
+  OptionReader top = recipe_reader(recipe.root(), recipe.source(), recipe.set_keys());
   TrainingRun run;
   TrainerOptions& o = run.options;
   const uint64_t seed = top.get<uint64_t>("seed", o.seed());
@@ -525,15 +513,20 @@ TrainingRun build_run(const Recipe& recipe) {
   // The device first: what auto precision picks and where data.on_device puts the data set.
   const c10::Device device = read_device_and_precision(top, o);
   read_step_and_checkpoint_keys(top, o);
-  const Section data = top.child("data");
+  OptionReader data = top.child("data");
   load_data(data, seed, device, run);
   build_loaders(data, seed, run);
-  build_model(top.child("model"), run);
-  build_optimizer(top.child("optimizer"), o);
+  OptionReader model = top.child("model");
+  build_model(model, run);
+  OptionReader optimizer = top.child("optimizer");
+  build_optimizer(optimizer, o);
   o.hyperparameters(yaml_to_json(recipe.root()));
   build_plugins(top, run);
   read_memory_format(top, device, run);
-  if (top.has("scheduler")) build_scheduler(top.child("scheduler"), o);
+  if (top.has("scheduler")) {
+    OptionReader scheduler = top.child("scheduler");
+    build_scheduler(scheduler, o);
+  }
   return run;
 }
 

@@ -18,7 +18,7 @@ using recipe_detail::kModelKeys;
 using recipe_detail::kOptimizerKeys;
 using recipe_detail::kSchedulerKeys;
 using recipe_detail::kTopKeys;
-using recipe_detail::Section;
+using recipe_detail::recipe_reader;
 
 Recipe::Recipe() : root_(std::make_unique<YAML::Node>()) {}
 Recipe::Recipe(const Recipe& other)
@@ -123,7 +123,7 @@ Recipe Recipe::parse(const std::string& yaml, const std::string& source, const s
   }
   // Check every key now, so that a typo fails before any data is read.
   try {
-    Section top(root, "", recipe.source_, recipe.set_keys_);
+    const OptionReader top = recipe_reader(root, recipe.source_, recipe.set_keys_);
     top.check_keys(kTopKeys);
     top.child("data").check_keys(kDataKeys);
     top.child("model").check_keys(kModelKeys);

@@ -335,15 +335,15 @@ TEST(Strategies, BadOptionsSayWhichAndWhatIsKnown) {
   EXPECT_EQ(message("tpe", {{"candidate", 4}}),
             "strategy tpe.candidate: unknown option (known: startup_trials, candidates, multivariate, prior_weight, "
             "max_rest, constant_liar, gamma, ei_weights, clip_exponent, min_bandwidth)");
-  EXPECT_EQ(message("tpe", {{"gamma", 1.5}}), "strategy tpe.gamma: expected a number > 0.0 and <= 1.0, got 1.5");
+  EXPECT_EQ(message("tpe", {{"gamma", 1.5}}), "strategy tpe.gamma: expected a number > 0.0 and <= 1.0, got '1.5'");
   EXPECT_EQ(message("tpe", {{"min_bandwidth", 0.5}}),
-            "strategy tpe.min_bandwidth: expected a number > 0.0 and <= 0.1, got 0.5");
+            "strategy tpe.min_bandwidth: expected a number > 0.0 and <= 0.1, got '0.5'");
   EXPECT_EQ(message("gp", {{"candidates", "many"}}),
-            "strategy gp.candidates: expected a whole number from 1 to 1000000, got \"many\"");
-  EXPECT_EQ(message("tpe", {{"prior_weight", -1}}), "strategy tpe.prior_weight: expected a number > 0.0, got -1");
-  EXPECT_EQ(message("tpe", {{"multivariate", 1}}), "strategy tpe.multivariate: expected true or false, got 1");
+            "strategy gp.candidates: expected a whole number from 1 to 1000000, got 'many'");
+  EXPECT_EQ(message("tpe", {{"prior_weight", -1}}), "strategy tpe.prior_weight: expected a number > 0.0, got '-1'");
+  EXPECT_EQ(message("tpe", {{"multivariate", 1}}), "strategy tpe.multivariate: expected true or false, got '1'");
   EXPECT_EQ(message("random", {{"seed", 1}}), "strategy random.seed: unknown option (known: none)");
-  EXPECT_EQ(message("tpe", 5), "strategy tpe: expected a mapping of options, got 5");
+  EXPECT_EQ(message("tpe", 5), "strategy tpe: expected a mapping of keys to values, got '5'");
   EXPECT_EQ(message("gp", {{"local_starts", 0}, {"constant_liar", false}}), "no error");
   EXPECT_NE(message("gpp", {}).find("known: random, grid, tpe, gp, evolution"), std::string::npos);
 }

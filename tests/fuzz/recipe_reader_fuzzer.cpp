@@ -1,6 +1,6 @@
 // The recipe reader as `baton train` uses it: a recipe file on disk (the bounded, regular-file read)
 // with --set overrides (input lines starting "--set "), then every known key read as each type a
-// recipe section asks for. Only RecipeError may come out.
+// recipe section asks for, with the one OptionReader. Only RecipeError may come out.
 #include <unistd.h>
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 namespace {
 
 // Every typed getter on every key of `section`: errors are RecipeError or nothing.
-void read_every_key(const baton::recipe_detail::Section& section, const std::vector<std::string>& keys) {
+void read_every_key(baton::OptionReader section, const std::vector<std::string>& keys) {
   for (const auto& key : keys) {
     try {
       (void)section.get<std::string>(key, "");
@@ -49,7 +49,7 @@ void read_every_key(const baton::recipe_detail::Section& section, const std::vec
     } catch (const baton::RecipeError&) {
     }
     try {
-      (void)section.times(key);
+      (void)section.get<std::vector<baton::Time>>(key, {});
     } catch (const baton::RecipeError&) {
     }
   }
@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace r = baton::recipe_detail;
   try {
     const baton::Recipe recipe = baton::Recipe::load(path, sets);
-    const r::Section top(recipe.root(), "", recipe.source(), recipe.set_keys());
+    const baton::OptionReader top = r::recipe_reader(recipe.root(), recipe.source(), recipe.set_keys());
     read_every_key(top, r::kTopKeys);
     read_every_key(top.child("data"), r::kDataKeys);
     read_every_key(top.child("model"), r::kModelKeys);

@@ -328,9 +328,9 @@ TEST_F(Files, AlgorithmsAndCallbacksByNameInTheRecipesOrder) {
   EXPECT_THAT(error_of([&] { build("algorithms: [mixup]\n"); }),
               HasSubstr("algorithms: expected a mapping of names to their options"));
   EXPECT_THAT(error_of([&] { build("callbacks:\n  threshold_stopper: {threshold: high}\n"); }),
-              HasSubstr("callbacks.threshold_stopper.threshold: expected a number, got \"high\""));
+              HasSubstr("callbacks.threshold_stopper.threshold: expected a number, got 'high'"));
   EXPECT_THAT(error_of([&] { build_run(Recipe::parse(data, "a.yaml", {"algorithms.cutout.length=-1"})); }),
-              StartsWith("--set algorithms.cutout.length: cutout: length must be positive"));
+              StartsWith("--set algorithms.cutout.length: algorithms.cutout: length must be positive"));
 }
 
 // memory_format: auto is channels-last for a convolutional model on the CPU (the channels_last

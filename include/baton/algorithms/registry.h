@@ -23,6 +23,8 @@ namespace baton {
 // (listing the known ones) and OptionError (baton/core/options.h) for an unknown key or a bad value.
 std::shared_ptr<Algorithm> make_algorithm(const std::string& name,
                                           const nlohmann::json& options = nlohmann::json::object());
+// As above, with the options an OptionReader reads (a recipe's section, whose errors name its lines).
+std::shared_ptr<Algorithm> make_algorithm(const std::string& name, OptionReader& options);
 
 // The names make_algorithm knows, sorted.
 std::vector<std::string> algorithm_names();

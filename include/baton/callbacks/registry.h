@@ -18,6 +18,8 @@ namespace baton {
 // an unknown key or a bad value.
 std::shared_ptr<Callback> make_callback(const std::string& name,
                                         const nlohmann::json& options = nlohmann::json::object());
+// As above, with the options an OptionReader reads (a recipe's section, whose errors name its lines).
+std::shared_ptr<Callback> make_callback(const std::string& name, OptionReader& options);
 
 // The names make_callback knows, sorted.
 std::vector<std::string> callback_names();

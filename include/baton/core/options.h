@@ -4,8 +4,9 @@
 //   baton::DataLoaderOptions().batch_size(128).seed(17)
 //   baton::MixOptions().alpha(0.4)
 //
-// OptionReader reads the options of a named component (an algorithm, a callback) given as JSON, as a
-// recipe gives them, into such options: typed, their defaults kept, every key accounted for.
+// OptionReader reads a mapping of options into such options: typed, their defaults kept, every key
+// accounted for. It is the one reader of options: a named component's (an algorithm, a callback, a
+// strategy) given as JSON, and a recipe's sections (whose OptionOrigin names file, line and column).
 //
 //   baton::OptionReader o("mixup", json);
 //   baton::MixOptions mix;         // the defaults
@@ -17,11 +18,13 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -68,106 +71,144 @@ inline std::string unknown_name(const std::string& kind, const std::string& name
   return "unknown " + kind + " '" + name + "' (known: " + (known.empty() ? "none" : join_names(known)) + ")";
 }
 
+// Where the values an OptionReader reads were written, for its messages (a recipe file's line and
+// column, a --set flag), and the error its refusals throw. Without one, a message names the value's
+// dotted path ("mixup.alpha: ...") and the error is an OptionError.
+class OptionOrigin {
+ public:
+  virtual ~OptionOrigin() = default;
+  // "FILE:LINE:COL" or "--set a.b" for the value at `path` (its key, when `at_key`), or "" when the
+  // path is all there is to say.
+  virtual std::string where(const std::vector<std::string>& path, bool at_key) const = 0;
+  // The keys of the mapping at `path` in the order they were written, or {} to take the JSON
+  // object's (sorted) order.
+  virtual std::vector<std::string> order(const std::vector<std::string>& path) const {
+    (void)path;
+    return {};
+  }
+  // Throws the error of these options; `key` is the refused key (empty for the options themselves).
+  [[noreturn]] virtual void raise(const std::string& key, const std::string& message) const {
+    throw OptionError(key, message);
+  }
+};
+
+// Reads a mapping of options (a component's, or a recipe's section) into typed values: the defaults
+// kept, every value checked (a number finite, a whole number whole), and every key accounted for,
+// either against a list (check_keys) or by the keys read (finish). Messages say where the value is,
+// its dotted path, and why: "r.yaml:3:7: optimizer.lr: expected a finite number, got '.nan'".
 class OptionReader {
  public:
-  OptionReader(std::string owner, const nlohmann::json& json) : owner_(std::move(owner)), json_(json) {
-    if (!json_.is_null() && !json_.is_object()) {
-      throw OptionError("", owner_ + ": expected a mapping of options, got " + json_.dump());
-    }
-  }
+  // A component's options: `owner` names them in messages ("mixup.alpha: ...").
+  OptionReader(std::string owner, const nlohmann::json& json);
+  // A document's options, rooted at its top, with where its values were written.
+  OptionReader(const nlohmann::json& json, std::shared_ptr<const OptionOrigin> origin);
 
-  double number(const std::string& key, double fallback) {
-    return get(key, fallback, "a number", &nlohmann::json::is_number);
-  }
-  int64_t integer(const std::string& key, int64_t fallback) {
-    return get(key, fallback, "a whole number", &nlohmann::json::is_number_integer);
-  }
-  bool boolean(const std::string& key, bool fallback) {
-    return get(key, fallback, "true or false", &nlohmann::json::is_boolean);
-  }
-  std::string text(const std::string& key, const std::string& fallback) {
-    return get(key, fallback, "a string", &nlohmann::json::is_string);
-  }
-  std::optional<double> optional_number(const std::string& key) {
-    known_.push_back(key);
-    if (!present(key)) return std::nullopt;
-    return number(key, 0.0);
-  }
-  Time time(const std::string& key, Time fallback) {
-    known_.push_back(key);
-    if (!present(key)) return fallback;
-    const nlohmann::json& v = json_[key];
-    if (!v.is_string()) fail(key, "expected a time such as 50ba, 1ep or 0.5dur, got " + v.dump());
-    try {
-      return Time::parse(v.get<std::string>());
-    } catch (const std::invalid_argument& e) {
-      fail(key, e.what());
-    }
-  }
+  // The mapping under `key` (null when absent), read with the same origin.
+  OptionReader child(const std::string& key) const;
 
+  bool has(const std::string& key) const;
+  const nlohmann::json& json() const { return json_; }
+  // The keys, in the order they were written (the JSON object's sorted order without an origin).
+  std::vector<std::string> keys() const;
+  // The dotted path of `key` ("data.batch_size"), or of these options with no key.
+  std::string dotted(const std::string& key = "") const;
+
+  // `fallback` when the key is absent; otherwise the value, checked for its type T: bool, a whole
+  // number (that fits T), a floating-point number (finite), std::string (any single value, as
+  // written), Time, or a std::vector of those.
+  template <typename T>
+  T get(const std::string& key, T fallback) {
+    known_.push_back(key);
+    if (!has(key)) return fallback;
+    return convert<T>(key, json_[key]);
+  }
   // Reads `key` into `field`, which keeps its value when the key is absent: the defaults are the
   // options struct's, written once where they are documented.
-  void read(const std::string& key, double& field) { field = number(key, field); }
-  void read(const std::string& key, int64_t& field) { field = integer(key, field); }
-  void read(const std::string& key, bool& field) { field = boolean(key, field); }
-  void read(const std::string& key, std::string& field) { field = text(key, field); }
-  void read(const std::string& key, Time& field) { field = time(key, field); }
+  template <typename T>
+  void read(const std::string& key, T& field) {
+    field = get<T>(key, field);
+  }
+  double number(const std::string& key, double fallback) { return get<double>(key, fallback); }
+  int64_t integer(const std::string& key, int64_t fallback) { return get<int64_t>(key, fallback); }
+  bool boolean(const std::string& key, bool fallback) { return get<bool>(key, fallback); }
+  std::string text(const std::string& key, const std::string& fallback) { return get<std::string>(key, fallback); }
+  std::optional<double> optional_number(const std::string& key) {
+    known_.push_back(key);
+    if (!has(key)) return std::nullopt;
+    return convert<double>(key, json_[key]);
+  }
   void read(const std::string& key, std::optional<double>& field) {
     if (auto v = optional_number(key)) field = v;
   }
+  // A time such as 50ba, 1ep or 0.5dur; with `zero_means_none`, 0 is 0ep (never).
+  Time time(const std::string& key, Time fallback, bool zero_means_none = false);
   // With bounds: a whole number from `least` to `most`; a finite number above `above` and at most
   // `at_most`.
-  void read(const std::string& key, int& field, int64_t least, int64_t most) {
-    known_.push_back(key);
-    if (!present(key)) return;
-    const nlohmann::json& v = json_[key];
-    if (!v.is_number_integer() || v.get<int64_t>() < least || v.get<int64_t>() > most) {
-      fail(key, "expected a whole number from " + std::to_string(least) + " to " + std::to_string(most) + ", got " +
-                    v.dump());
-    }
-    field = static_cast<int>(v.get<int64_t>());
-  }
-  void read(const std::string& key, double& field, double above, double at_most) {
-    known_.push_back(key);
-    if (!present(key)) return;
-    const nlohmann::json& v = json_[key];
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > above) ||
-        !(v.get<double>() <= at_most)) {
-      fail(key, "expected a number > " + nlohmann::json(above).dump() +
-                    (std::isfinite(at_most) ? " and <= " + nlohmann::json(at_most).dump() : std::string()) + ", got " +
-                    v.dump());
-    }
-    field = v.get<double>();
-  }
+  void read(const std::string& key, int& field, int64_t least, int64_t most);
+  void read(const std::string& key, double& field, double above, double at_most);
 
+  // Throws, naming where `key`'s value is (or these options', when it is absent) and its path.
+  [[noreturn]] void fail(const std::string& key, const std::string& why) const;
+  // As fail(), pointing at the key itself (a name that is wrong, whatever its value).
+  [[noreturn]] void fail_at_key(const std::string& key, const std::string& why) const;
+  // A refusal of these options as a whole ("mixup: alpha must be positive"), pointing at `key`'s
+  // value when it is given.
+  [[noreturn]] void fail_self(const std::string& why, const std::string& key = "") const;
+
+  // Throws for a key that is not one of `known` (before any is read: a typo fails first).
+  void check_keys(const std::vector<std::string>& known) const;
   // Throws for a key no getter asked for.
-  void finish() const {
-    if (!json_.is_object()) return;
-    for (const auto& [key, value] : json_.items()) {
-      if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
-      throw OptionError(
-          key, owner_ + "." + key + ": unknown option (known: " + (known_.empty() ? "none" : join_names(known_)) + ")");
-    }
-  }
+  void finish() const;
+
+  // A value as a message shows it: one line, at most 80 characters; a string as written, unquoted.
+  static std::string shown(const nlohmann::json& value);
 
  private:
-  bool present(const std::string& key) const {
-    return json_.is_object() && json_.contains(key) && !json_[key].is_null();
-  }
-  template <typename T>
-  T get(const std::string& key, T fallback, const char* what, bool (nlohmann::json::*check)() const noexcept) {
-    known_.push_back(key);
-    if (!present(key)) return fallback;
-    const nlohmann::json& v = json_[key];
-    if (!(v.*check)()) fail(key, std::string("expected ") + what + ", got " + v.dump());
-    return v.get<T>();
-  }
-  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
-    throw OptionError(key, owner_ + "." + key + ": " + why);
+  OptionReader(std::vector<std::string> path, const nlohmann::json& json, std::shared_ptr<const OptionOrigin> origin);
+  std::vector<std::string> path_to(const std::string& key) const;
+  [[noreturn]] void raise(const std::string& key, bool at_key, const std::string& subject,
+                          const std::string& why) const;
+  [[noreturn]] void wrong_type(const std::string& key, const char* expected, const nlohmann::json& v) const {
+    fail(key, std::string("expected ") + expected + ", got '" + shown(v) + "'");
   }
 
-  std::string owner_;
+  template <typename T>
+  T convert(const std::string& key, const nlohmann::json& v) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      if (!v.is_boolean()) wrong_type(key, "true or false", v);
+      return v.get<bool>();
+    } else if constexpr (std::is_integral_v<T>) {
+      if (!v.is_number_integer()) wrong_type(key, "a whole number", v);
+      const auto n = v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
+                                            : v.get<int64_t>();
+      if (n < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+          static_cast<uint64_t>(std::max<int64_t>(n, 0)) > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+        wrong_type(key, "a whole number that fits", v);
+      }
+      return static_cast<T>(n);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (!v.is_number()) wrong_type(key, "a number", v);
+      if (!std::isfinite(v.get<double>())) wrong_type(key, "a finite number", v);  // no setting is NaN
+      return static_cast<T>(v.get<double>());
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      if (v.is_string()) return v.get<std::string>();
+      if (v.is_structured() || v.is_null()) wrong_type(key, "a string", v);
+      return shown(v);  // a number or true/false where text is wanted: as written
+    } else if constexpr (std::is_same_v<T, Time>) {
+      return parse_time(key, v);
+    } else {
+      static_assert(std::is_same_v<T, std::vector<typename T::value_type>>, "an option is a value or a list");
+      if (!v.is_array()) wrong_type(key, "a list", v);
+      T out;
+      for (const auto& item : v) out.push_back(convert<typename T::value_type>(key, item));
+      return out;
+    }
+  }
+  Time parse_time(const std::string& key, const nlohmann::json& v) const;
+
+  std::vector<std::string> path_;
   nlohmann::json json_;
+  std::shared_ptr<const OptionOrigin> origin_;
   std::vector<std::string> known_;
 };
 

@@ -71,14 +71,14 @@ class Registry {
 template <typename T>
 using ConfiguredRegistry = Registry<std::shared_ptr<T>, OptionReader&>;
 
-// Builds `name` with `options` (a JSON object; a missing key takes its default). Throws
-// std::invalid_argument for an unknown name, and OptionError for an unknown key or a value the
-// component refused (naming the key when the refusal's message starts with it).
+// Builds `name` with the options `reader` reads (a missing key takes its default). Throws
+// std::invalid_argument for an unknown name; the reader's error (OptionError, or its origin's) for an
+// unknown key, a bad value, or a value the component refused (pointing at the key when the refusal's
+// message starts with it: "alpha must be positive").
 template <typename T>
 std::shared_ptr<T> make_configured(const ConfiguredRegistry<T>& registry, const std::string& name,
-                                   const nlohmann::json& options) {
+                                   OptionReader& reader) {
   if (!registry.contains(name)) throw std::invalid_argument(unknown_name(registry.kind(), name, registry.names()));
-  OptionReader reader(name, options);
   std::shared_ptr<T> built;
   try {
     built = registry.make(name, reader);
@@ -86,11 +86,19 @@ std::shared_ptr<T> make_configured(const ConfiguredRegistry<T>& registry, const 
     throw;
   } catch (const std::invalid_argument& e) {
     const std::string what = e.what();
-    const std::string key = what.substr(0, what.find(' '));
-    throw OptionError(options.is_object() && options.contains(key) ? key : "", name + ": " + what);
+    reader.fail_self(what, what.substr(0, what.find(' ')));
   }
   reader.finish();
   return built;
+}
+
+// As above, with the options of a JSON object named by `name` in messages ("mixup.alpha: ...").
+template <typename T>
+std::shared_ptr<T> make_configured(const ConfiguredRegistry<T>& registry, const std::string& name,
+                                   const nlohmann::json& options) {
+  if (!registry.contains(name)) throw std::invalid_argument(unknown_name(registry.kind(), name, registry.names()));
+  OptionReader reader(name, options);
+  return make_configured(registry, name, reader);
 }
 
 }  // namespace baton

@@ -1,0 +1,152 @@
+#include "baton/core/options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace baton {
+
+OptionReader::OptionReader(std::string owner, const nlohmann::json& json)
+    : OptionReader(std::vector<std::string>{std::move(owner)}, json, nullptr) {}
+
+OptionReader::OptionReader(const nlohmann::json& json, std::shared_ptr<const OptionOrigin> origin)
+    : OptionReader(std::vector<std::string>{}, json, std::move(origin)) {}
+
+OptionReader::OptionReader(std::vector<std::string> path, const nlohmann::json& json,
+                           std::shared_ptr<const OptionOrigin> origin)
+    : path_(std::move(path)), json_(json), origin_(std::move(origin)) {
+  if (!json_.is_null() && !json_.is_object()) {
+    raise("", false, dotted(), "expected a mapping of keys to values, got '" + shown(json_) + "'");
+  }
+}
+
+OptionReader OptionReader::child(const std::string& key) const {
+  return OptionReader(path_to(key), has(key) ? json_[key] : nlohmann::json(), origin_);
+}
+
+bool OptionReader::has(const std::string& key) const {
+  return json_.is_object() && json_.contains(key) && !json_[key].is_null();
+}
+
+std::vector<std::string> OptionReader::keys() const {
+  std::vector<std::string> out = origin_ ? origin_->order(path_) : std::vector<std::string>{};
+  if (!out.empty() || !json_.is_object()) return out;
+  for (const auto& item : json_.items()) out.push_back(item.key());
+  return out;
+}
+
+std::string OptionReader::dotted(const std::string& key) const {
+  std::string out;
+  for (const auto& part : path_) out += (out.empty() ? "" : ".") + part;
+  if (!key.empty()) out += (out.empty() ? "" : ".") + key;
+  return out;
+}
+
+std::vector<std::string> OptionReader::path_to(const std::string& key) const {
+  std::vector<std::string> path = path_;
+  path.push_back(key);
+  return path;
+}
+
+void OptionReader::raise(const std::string& key, bool at_key, const std::string& subject,
+                         const std::string& why) const {
+  const std::string where = origin_ ? origin_->where(key.empty() ? path_ : path_to(key), at_key) : "";
+  // A place that names the value already ("--set a.b") is not followed by its path again.
+  const bool named = !subject.empty() && where.size() > subject.size() &&
+                     where.compare(where.size() - subject.size() - 1, std::string::npos, " " + subject) == 0;
+  std::string message = where;
+  for (const std::string* part : {&subject, &why}) {
+    if (!part->empty() && !(named && part == &subject)) message += (message.empty() ? "" : ": ") + *part;
+  }
+  if (origin_) origin_->raise(key, message);
+  throw OptionError(key, message);
+}
+
+void OptionReader::fail(const std::string& key, const std::string& why) const { raise(key, false, dotted(key), why); }
+
+void OptionReader::fail_at_key(const std::string& key, const std::string& why) const {
+  raise(key, true, dotted(key), why);
+}
+
+void OptionReader::fail_self(const std::string& why, const std::string& key) const {
+  raise(has(key) ? key : "", false, dotted(), why);
+}
+
+Time OptionReader::time(const std::string& key, Time fallback, bool zero_means_none) {
+  known_.push_back(key);
+  if (!has(key)) return fallback;
+  const nlohmann::json& v = json_[key];
+  if (zero_means_none && ((v.is_number() && v.get<double>() == 0) || v == "0" || v == "0.0")) {
+    return Time::from_epoch(0);
+  }
+  return parse_time(key, v);
+}
+
+Time OptionReader::parse_time(const std::string& key, const nlohmann::json& v) const {
+  if (!v.is_string()) wrong_type(key, "a time such as 50ba, 1ep or 0.5dur", v);
+  try {
+    return Time::parse(v.get<std::string>());
+  } catch (const std::invalid_argument& e) {
+    fail(key, e.what());
+  }
+}
+
+void OptionReader::read(const std::string& key, int& field, int64_t least, int64_t most) {
+  known_.push_back(key);
+  if (!has(key)) return;
+  const nlohmann::json& v = json_[key];
+  if (!v.is_number_integer() || v.get<int64_t>() < least || v.get<int64_t>() > most) {
+    wrong_type(key, ("a whole number from " + std::to_string(least) + " to " + std::to_string(most)).c_str(), v);
+  }
+  field = static_cast<int>(v.get<int64_t>());
+}
+
+void OptionReader::read(const std::string& key, double& field, double above, double at_most) {
+  known_.push_back(key);
+  if (!has(key)) return;
+  const nlohmann::json& v = json_[key];
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > above) ||
+      !(v.get<double>() <= at_most)) {
+    const std::string range = "a number > " + nlohmann::json(above).dump() +
+                              (std::isfinite(at_most) ? " and <= " + nlohmann::json(at_most).dump() : "");
+    wrong_type(key, range.c_str(), v);
+  }
+  field = v.get<double>();
+}
+
+void OptionReader::check_keys(const std::vector<std::string>& known) const {
+  for (const std::string& key : keys()) {  // in written order: the first typo is the one reported
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    const std::string in = path_.empty() ? "" : " in " + dotted();
+    raise(key, true, "", "unknown key '" + dotted(key) + "' (known" + in + ": " + join_names(known) + ")");
+  }
+}
+
+void OptionReader::finish() const {
+  if (!json_.is_object()) return;
+  for (const auto& item : json_.items()) {
+    if (std::find(known_.begin(), known_.end(), item.key()) != known_.end()) continue;
+    fail_at_key(item.key(), "unknown option (known: " + (known_.empty() ? "none" : join_names(known_)) + ")");
+  }
+}
+
+std::string OptionReader::shown(const nlohmann::json& value) {
+  std::string out;
+  if (value.is_string()) {
+    out = value.get<std::string>();
+  } else if (value.is_number_float() && !std::isfinite(value.get<double>())) {
+    const double d = value.get<double>();
+    out = std::isnan(d) ? ".nan" : d > 0 ? ".inf" : "-.inf";  // as YAML writes them (JSON cannot)
+  } else {
+    out = value.dump();
+  }
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  if (out.size() > 80) out = out.substr(0, 77) + "...";
+  return out;
+}
+
+}  // namespace baton
