@@ -152,7 +152,15 @@ void add_search(CLI::App& app) {
   cmd->add_option("--strategy", a->strategy(), "tpe (default), gp, random, grid or evolution");
   cmd->add_option("--strategy-option", a->strategy_options(),
                   "KEY=VALUE: one of the strategy's options (repeatable; docs/search.md), e.g. candidates=48");
-  cmd->add_option("--direction", a->direction(), "maximize (default) or minimize");
+  cmd->add_option_function<std::string>(
+      "--direction",
+      [a](const std::string& d) {
+        if (d != "maximize" && d != "minimize") {
+          throw CLI::ValidationError("--direction must be maximize or minimize, got '" + d + "'");
+        }
+        a->maximize(d == "maximize");
+      },
+      "maximize (default) or minimize");
   cmd->add_option("--seed", a->seed(), "strategy seed (default 0)");
   cmd->add_option("--storage", a->storage(),
                   "sqlite:///PATH.db (default RUN_DIR/search.db) or postgresql://USER@HOST:PORT/DATABASE");

@@ -368,6 +368,7 @@ std::optional<int> GradientClipping::apply(Event /*event*/, State& state, Logger
   if (options_.clipping_type() == "norm") {
     // LibTorch's clip_grad_norm_ reads the norm on the host; this keeps it on the device.
     std::vector<at::Tensor> norms;
+    norms.reserve(params.size());
     for (const auto& p : params) norms.push_back(p.grad().detach().norm(2).to(torch::kFloat));
     if (norms.empty()) return std::nullopt;
     const at::Tensor total = torch::stack(norms).norm(2);

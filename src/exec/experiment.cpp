@@ -16,6 +16,7 @@
 #include "baton/exec/distributed.h"
 #include "baton/exec/middleware.h"
 #include "baton/exec/process.h"
+#include "baton/exec/registry.h"
 #include "baton/exec/search.h"
 #include "baton/exec/storage.h"
 #include "baton/io/run_dir.h"
@@ -74,8 +75,6 @@ std::string space_difference(const nlohmann::json& stored, const nlohmann::json&
 void check_options(const ExperimentOptions& o) {
   if (o.command().empty() == o.recipe().empty())
     throw ExperimentError("give exactly one of --command CMD or --recipe RECIPE.yaml");
-  if (o.direction() != "maximize" && o.direction() != "minimize")
-    throw ExperimentError("--direction must be maximize or minimize, got '" + o.direction() + "'");
   // Upper bounds too: a number CLI11 saturated (2^63 - 1 for 99999999999999999999) is a typo.
   if (o.trials() < 1 || o.trials() > 1000000000) throw ExperimentError("--trials must be from 1 to 1,000,000,000");
   if (o.parallel() < 1 || o.parallel() > 4096) throw ExperimentError("--parallel must be from 1 to 4096");
@@ -91,6 +90,21 @@ void check_options(const ExperimentOptions& o) {
     throw ExperimentError("--brackets needs --asha N (the first bracket's first rung)");
   if (!o.recipe().empty() && !std::filesystem::exists(o.recipe()))
     throw ExperimentError(o.recipe() + ": no such recipe file");
+}
+
+const char* direction(bool maximize) { return maximize ? "maximize" : "minimize"; }
+
+// ExperimentOptions::middlewares, made.
+std::vector<std::shared_ptr<Middleware>> extra_middlewares(const ExperimentOptions& o) {
+  std::vector<std::shared_ptr<Middleware>> out;
+  for (const auto& [name, options] : o.middlewares()) {
+    try {
+      out.push_back(make_middleware(name, options));
+    } catch (const std::invalid_argument& e) {
+      throw ExperimentError(std::string("middleware: ") + e.what());
+    }
+  }
+  return out;
 }
 
 // How each trial runs: the command, or `TRAINER train RECIPE` with the trial's parameters as overrides.
@@ -132,6 +146,7 @@ struct Experiment::Impl {
   std::shared_ptr<ExecutionEngine> engine;
   std::shared_ptr<MedianStop> median;
   std::shared_ptr<Asha> halving;
+  std::vector<std::shared_ptr<Middleware>> extra;  // ExperimentOptions::middlewares
   std::unique_ptr<Chain> chain;
   std::atomic<int> stop_signal{0};
 
@@ -289,6 +304,7 @@ void Experiment::Impl::make_chain() {
     halving = std::make_shared<Asha>(AshaOptions().maximize(maximize).min_step(o.asha()).brackets(o.brackets()));
     stack.push_back(halving);
   }
+  stack.insert(stack.end(), extra.begin(), extra.end());
   chain = std::make_unique<Chain>(stack);
   chain->set_engine(engine);
 }
@@ -297,7 +313,8 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   Impl& m = *impl_;
   m.o = std::move(options);
   check_options(m.o);
-  m.maximize = m.o.direction() == "maximize";
+  m.maximize = m.o.maximize();
+  m.extra = extra_middlewares(m.o);  // before anything is written: a bad name or option is the user's
   if (m.launch && m.launch->size <= 1) m.launch.reset();
   m.join = m.o.join() || m.launch.has_value();
   m.build_strategy();
@@ -306,7 +323,7 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   const ProcessEngineOptions trials = trial_options(m.o, m.worker);
   const nlohmann::json meta = {
       {"space", m.o.space()},       {"space_definition", m.space_definition}, {"command", trials.command()},
-      {"strategy", m.o.strategy()}, {"strategy_options", m.settings},         {"direction", m.o.direction()},
+      {"strategy", m.o.strategy()}, {"strategy_options", m.settings},         {"direction", direction(m.maximize)},
       {"seed", m.o.seed()}};
   if (m.join) {
     m.join_search(trials, meta);
@@ -355,7 +372,7 @@ ExperimentResult Experiment::Impl::finish(const std::optional<Trial>& best, cons
   nlohmann::json summary = {{"best", nullptr},
                             {"trials", {{"total", all.size()}, {"by_status", by_status}}},
                             {"wall_s", status.elapsed()},
-                            {"direction", o.direction()},
+                            {"direction", direction(maximize)},
                             {"storage", redact_storage_url(storage_url)}};
   if (best) summary["best"] = {{"id", best->id}, {"value", *best->metrics.final}, {"parameters", best->parameters}};
   if (distributed) summary["worker"] = {{"name", worker}, {"requeued_from_silent_workers", distributed->requeued()}};
@@ -387,7 +404,7 @@ ExperimentResult Experiment::run() {
   Impl& m = *impl_;
   detail::StatusLine status(*m.chain, m.o.trials(), m.o.out());
   m.say("baton search: %s, %lld trials, %d at once, strategy %s (%s), storage %s\n", m.o.space().c_str(),
-        static_cast<long long>(m.o.trials()), m.o.parallel(), m.o.strategy().c_str(), m.o.direction().c_str(),
+        static_cast<long long>(m.o.trials()), m.o.parallel(), m.o.strategy().c_str(), direction(m.maximize),
         redact_storage_url(m.storage_url).c_str());
   std::optional<Trial> best;
   bool stopped = false;

@@ -48,6 +48,15 @@ TEST(Experiment, RunsTheTrialsStoresThemAndWritesTheSummary) {
   for (const auto& t : stored) EXPECT_EQ(t.status, TrialStatus::kTrained);
 }
 
+TEST(Experiment, MiddlewaresByNameJoinTheStack) {
+  TempDir dir("experiment");
+  Experiment experiment(quadratic(dir, 0).trials(6).maximize(false).middlewares({{"budget", {{"max_trials", 2}}}}));
+  const ExperimentResult result = experiment.run();
+  const auto summary = nlohmann::json::parse(testing::read_file(result.summary));
+  EXPECT_EQ(summary["trials"]["total"], 2);  // the budget's, not --trials'
+  EXPECT_EQ(summary["direction"], "minimize");
+}
+
 TEST(Experiment, StopEndsTheRunningTrialsAndAResumeRunsThemAgain) {
   TempDir dir("experiment");
   {
@@ -80,7 +89,9 @@ TEST(Experiment, BadOptionsAreRefusedBeforeAnythingIsWritten) {
   };
   refused(quadratic(dir, 0).trials(0), "--trials must be from 1");
   refused(quadratic(dir, 0).recipe("r.yaml"), "give exactly one of --command CMD or --recipe");
-  refused(quadratic(dir, 0).direction("up"), "--direction must be maximize or minimize");
+  refused(quadratic(dir, 0).middlewares({{"bugdet", {}}}), "middleware: unknown middleware 'bugdet' (known: ");
+  refused(quadratic(dir, 0).middlewares({{"budget", {{"max_trials", "ten"}}}}),
+          "middleware: budget.max_trials: expected a whole number, got 'ten'");
   refused(quadratic(dir, 0).brackets(3), "--brackets needs --asha");
   refused(quadratic(dir, 0).strategy("annealing"), "annealing");
   refused(quadratic(dir, 0).space((dir / "missing.yaml").string()), "missing.yaml");

@@ -137,8 +137,11 @@ class OptionReader {
     if (!has(key)) return std::nullopt;
     return convert<double>(key, json_[key]);
   }
-  void read(const std::string& key, std::optional<double>& field) {
-    if (auto v = optional_number(key)) field = v;
+  // An optional option: set when the key is given, kept (often unset) when not.
+  template <typename T>
+  void read(const std::string& key, std::optional<T>& field) {
+    known_.push_back(key);
+    if (has(key)) field = convert<T>(key, json_[key]);
   }
   // A time such as 50ba, 1ep or 0.5dur; with `zero_means_none`, 0 is 0ep (never).
   Time time(const std::string& key, Time fallback, bool zero_means_none = false);

@@ -63,7 +63,7 @@ class DataLoader final : public BatchSource {
  public:
   // Throws std::invalid_argument for a null dataset or a batch size below 1.
   DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions options = {});
-  ~DataLoader();
+  ~DataLoader() override;
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 

@@ -18,7 +18,10 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "baton/core/options.h"
 #include "baton/exec/trial.h"
@@ -28,6 +31,7 @@ namespace baton {
 class ExperimentOptions {
  public:
   using Stream = std::FILE*;
+  using NamedOptions = std::vector<std::pair<std::string, nlohmann::json>>;
 
  private:
   BATON_ARG(std::string, space);                     // the search space: NNI's format, a YAML or JSON file
@@ -40,7 +44,7 @@ class ExperimentOptions {
   BATON_ARG(int, parallel) = 1;                      // trials at once (this worker's)
   BATON_ARG(std::string, strategy) = "tpe";          // make_strategy's names
   BATON_ARG(std::vector<std::string>, strategy_options);  // KEY=VALUE, as --strategy-option
-  BATON_ARG(std::string, direction) = "maximize";         // or "minimize"
+  BATON_ARG(bool, maximize) = true;                       // --direction maximize; false: minimize
   BATON_ARG(uint64_t, seed) = 0;
   BATON_ARG(std::string, storage);  // Default: sqlite://RUN_DIR/search.db
   BATON_ARG(std::filesystem::path, run_dir) = "runs/search";
@@ -54,6 +58,9 @@ class ExperimentOptions {
   BATON_ARG(int64_t, asha) = 0;          // successive halving's first rung (0: off)
   BATON_ARG(int, brackets) = 1;          // with asha: Hyperband's brackets
   BATON_ARG(Stream, out) = stdout;       // the status line and messages; nullptr: none
+  // More middlewares by name (make_middleware, baton/exec/registry.h) with their options, outermost
+  // last: {{"budget", {{"max_wall_s", 3600}}}}.
+  BATON_ARG(NamedOptions, middlewares);
 };
 
 // Bad options, a space or storage that cannot be read, a search that cannot be resumed as asked:
