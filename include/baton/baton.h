@@ -86,6 +86,7 @@
 #include "baton/exec/middleware.h"
 #include "baton/exec/model_strategy.h"
 #include "baton/exec/process.h"
+#include "baton/exec/registry.h"
 #include "baton/exec/search.h"
 #include "baton/exec/space.h"
 #include "baton/exec/storage.h"

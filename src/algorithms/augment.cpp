@@ -275,15 +275,14 @@ bool is_geometric(int op) { return op >= kRotate; }
 RandAugment::RandAugment(RandAugmentOptions options) : options_(std::move(options)) {
   if (options_.severity() < 0 || options_.severity() > 10) throw std::invalid_argument("severity must be in 0..10");
   if (options_.depth() < 1) throw std::invalid_argument("depth must be at least 1");
-  const std::string& set = options_.augmentation_set();
-  if (set == "all") {
-    for (int op = kIdentity; op <= kTranslateY; ++op) ops_.push_back(op);
-  } else if (set == "geometric") {
-    ops_ = {kIdentity, kRotate, kShearX, kShearY, kTranslateX, kTranslateY};
-  } else if (set == "intensity") {
-    ops_ = {kIdentity, kAutoContrast, kEqualize, kSolarize, kPosterize, kContrast, kBrightness, kSharpness};
-  } else {
-    throw std::invalid_argument("augmentation_set must be all, geometric or intensity, got '" + set + "'");
+  switch (options_.augmentation_set()) {
+    case AugmentationSet::kAll:
+      for (int op = kIdentity; op <= kTranslateY; ++op) ops_.push_back(op);
+      break;
+    case AugmentationSet::kGeometric: ops_ = {kIdentity, kRotate, kShearX, kShearY, kTranslateX, kTranslateY}; break;
+    case AugmentationSet::kIntensity:
+      ops_ = {kIdentity, kAutoContrast, kEqualize, kSolarize, kPosterize, kContrast, kBrightness, kSharpness};
+      break;
   }
 }
 
@@ -331,9 +330,6 @@ std::optional<int> RandAugment::apply(Event /*event*/, State& state, Logger& /*l
 // ---- ProgressiveResizing --------------------------------------------------------------------
 
 ProgressiveResizing::ProgressiveResizing(ProgressiveResizingOptions options) : options_(std::move(options)) {
-  if (options_.mode() != "resize" && options_.mode() != "crop") {
-    throw std::invalid_argument("mode must be resize or crop, got '" + options_.mode() + "'");
-  }
   if (!(options_.initial_scale() > 0.0 && options_.initial_scale() <= 1.0))
     throw std::invalid_argument("initial_scale must be in (0, 1]");
   if (options_.delay_fraction() < 0.0 || options_.finetune_fraction() < 0.0 ||
@@ -365,7 +361,7 @@ std::optional<int> ProgressiveResizing::apply(Event /*event*/, State& state, Log
   const int64_t h = side_of(x.size(2));
   const int64_t w = side_of(x.size(3));
   if (h != x.size(2) || w != x.size(3)) {
-    if (options_.mode() == "resize") {
+    if (options_.mode() == ResizeMode::kResize) {
       x = F::interpolate(
           x, F::InterpolateFuncOptions().size(std::vector<int64_t>{h, w}).mode(torch::kBilinear).align_corners(false));
     } else {

@@ -279,10 +279,6 @@ std::optional<int> SqueezeExcite::apply(Event /*event*/, State& state, Logger& l
 StochasticDepth::StochasticDepth(StochasticDepthOptions options) : options_(std::move(options)) {
   if (!(options_.drop_rate() >= 0.0 && options_.drop_rate() < 1.0))
     throw std::invalid_argument("drop_rate must be in [0, 1)");
-  if (options_.drop_distribution() != "linear" && options_.drop_distribution() != "uniform") {
-    throw std::invalid_argument("drop_distribution must be linear or uniform, got '" + options_.drop_distribution() +
-                                "'");
-  }
 }
 
 bool StochasticDepth::match(Event event, const State& /*state*/) { return event == Event::kInit; }
@@ -296,7 +292,7 @@ std::optional<int> StochasticDepth::apply(Event /*event*/, State& state, Logger&
         auto block = as<BasicBlockImpl>(child);
         if (!block) return std::nullopt;
         ++seen;
-        const double rate = options_.drop_distribution() == "linear"
+        const double rate = options_.drop_distribution() == DropDistribution::kLinear
                                 ? options_.drop_rate() * static_cast<double>(seen) / static_cast<double>(blocks)
                                 : options_.drop_rate();
         return nn::AnyModule(StochasticBlock(BasicBlock(block), rate));

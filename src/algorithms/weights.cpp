@@ -230,9 +230,6 @@ void Ema::load_state_dict(const StateDict& state) {
 // ---- SWA ------------------------------------------------------------------------------------
 
 Swa::Swa(SwaOptions options) : options_(std::move(options)) {
-  if (options_.anneal_strategy() != "cos" && options_.anneal_strategy() != "linear") {
-    throw std::invalid_argument("anneal_strategy must be cos or linear, got '" + options_.anneal_strategy() + "'");
-  }
   if (options_.anneal_steps() < 1) throw std::invalid_argument("anneal_steps must be at least 1");
   const TimeUnit u = options_.update_interval().unit();
   if (u != TimeUnit::kBatch && u != TimeUnit::kEpoch)
@@ -252,7 +249,7 @@ namespace {
 void anneal_lrs(State& state, const SwaOptions& options, int64_t start_batch, const std::vector<double>& base_lrs) {
   const double done = static_cast<double>(state.timestamp.batch() - start_batch);
   const double t = std::min(1.0, done / static_cast<double>(options.anneal_steps()));
-  const double f = options.anneal_strategy() == "cos" ? (1.0 - std::cos(M_PI * t)) / 2.0 : t;
+  const double f = options.anneal_strategy() == AnnealStrategy::kCos ? (1.0 - std::cos(M_PI * t)) / 2.0 : t;
   std::size_t i = 0;
   for (const auto& o : state.optimizers) {
     for (auto& g : o->param_groups()) {
@@ -349,10 +346,6 @@ void Swa::load_state_dict(const StateDict& state) {
 // ---- GradientClipping -----------------------------------------------------------------------
 
 GradientClipping::GradientClipping(GradientClippingOptions options) : options_(std::move(options)) {
-  const std::string& t = options_.clipping_type();
-  if (t != "norm" && t != "value" && t != "adaptive") {
-    throw std::invalid_argument("clipping_type must be norm, value or adaptive, got '" + t + "'");
-  }
   if (!(options_.clipping_threshold() > 0.0)) throw std::invalid_argument("clipping_threshold must be positive");
 }
 
@@ -365,7 +358,7 @@ std::optional<int> GradientClipping::apply(Event /*event*/, State& state, Logger
     if (p.grad().defined()) params.push_back(p);
   }
   const double threshold = options_.clipping_threshold();
-  if (options_.clipping_type() == "norm") {
+  if (options_.clipping_type() == ClippingType::kNorm) {
     // LibTorch's clip_grad_norm_ reads the norm on the host; this keeps it on the device.
     std::vector<at::Tensor> norms;
     norms.reserve(params.size());
@@ -374,7 +367,7 @@ std::optional<int> GradientClipping::apply(Event /*event*/, State& state, Logger
     const at::Tensor total = torch::stack(norms).norm(2);
     const at::Tensor factor = (threshold / (total + 1e-6)).clamp_max(1.0);
     for (auto& p : params) p.mutable_grad().mul_(factor.to(p.grad().scalar_type()));
-  } else if (options_.clipping_type() == "value") {
+  } else if (options_.clipping_type() == ClippingType::kValue) {
     torch::nn::utils::clip_grad_value_(params, threshold);
   } else {
     // Unit-wise: rows of a weight (output units), the whole tensor for vectors.
@@ -468,9 +461,6 @@ SelectiveBackprop::SelectiveBackprop(SelectiveBackpropOptions options) : options
   if (!(options_.scale_factor() > 0.0 && options_.scale_factor() <= 1.0))
     throw std::invalid_argument("scale_factor must be in (0, 1]");
   if (options_.interval() < 1) throw std::invalid_argument("interval must be at least 1");
-  if (options_.method() != "top_k" && options_.method() != "sample") {
-    throw std::invalid_argument("method must be top_k or sample, got '" + options_.method() + "'");
-  }
 }
 
 bool SelectiveBackprop::match(Event event, const State& state) {
@@ -500,7 +490,7 @@ std::optional<int> SelectiveBackprop::apply(Event /*event*/, State& state, Logge
     losses = model.loss_per_example(model.forward(probe), probe).to(torch::kFloat);
   }
   at::Tensor chosen;
-  if (options_.method() == "top_k") {
+  if (options_.method() == SelectionMethod::kTopK) {
     chosen = std::get<1>(losses.topk(kept));
   } else {
     // Composer's: examples drawn without replacement, weighted by their loss rank's percentile^(1/keep - 1).

@@ -20,10 +20,9 @@ std::pair<std::string, std::string> split_monitor(const std::string& monitor) {
   return {monitor.substr(0, slash), monitor.substr(slash + 1)};
 }
 
-bool greater_is_better(const std::string& comparison, const std::string& metric) {
-  if (comparison == "ge") return true;
-  if (comparison == "le") return false;
-  if (!comparison.empty()) throw std::invalid_argument("comparison must be ge or le, got '" + comparison + "'");
+bool greater_is_better(Comparison comparison, const std::string& metric) {
+  if (comparison == Comparison::kGe) return true;
+  if (comparison == Comparison::kLe) return false;
   return metric.find("loss") == std::string::npos && metric.find("error") == std::string::npos;
 }
 

@@ -125,7 +125,7 @@ nlohmann::json yaml_to_json(const YAML::Node& node) {
     for (auto it = node.begin(); it != node.end(); ++it) out[it->first.as<std::string>()] = yaml_to_json(it->second);
     return out;
   }
-  const std::string text = node.Scalar();
+  const std::string& text = node.Scalar();
   if (node.Tag() == "!") return text;  // quoted
   if (text == "true" || text == "false") return text == "true";
   int64_t i = 0;

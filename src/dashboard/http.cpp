@@ -206,7 +206,7 @@ std::string serialize(const HttpResponse& response, bool keep_alive, bool head_o
   out += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
   out += "X-Content-Type-Options: nosniff\r\n";
   out += std::string("Connection: ") + (keep_alive ? "keep-alive" : "close") + "\r\n";
-  for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
+  for (const auto& [name, value] : response.headers) out.append(name).append(": ").append(value).append("\r\n");
   out += "\r\n";
   if (!head_only) out += response.body;
   return out;

@@ -39,7 +39,7 @@ std::vector<std::string> bins_of(const std::vector<nlohmann::json>& values) {
     }
     const auto rank =
         static_cast<double>(std::lower_bound(numbers.begin(), numbers.end(), v.get<double>()) - numbers.begin());
-    const double bins = std::clamp(static_cast<double>(numbers.size() / 5), 2.0, 10.0);
+    const double bins = std::clamp(std::floor(static_cast<double>(numbers.size()) / 5.0), 2.0, 10.0);
     out.push_back("#" + std::to_string(static_cast<int>(bins * rank / static_cast<double>(numbers.size()))));
   }
   return out;
@@ -69,6 +69,7 @@ nlohmann::json parameter_importance(const nlohmann::json& trials) {
   if (total <= 0) return out;
   for (const auto& name : names) {
     std::vector<nlohmann::json> values;
+    values.reserve(rows.size());
     for (const auto& r : rows) values.push_back(r.count(name) ? r.at(name) : nlohmann::json());
     const auto bins = bins_of(values);
     std::map<std::string, std::pair<double, int>> groups;

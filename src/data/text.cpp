@@ -50,11 +50,11 @@ std::string read_text(const std::string& path) {
 }
 
 // Token ids of the text and the vocabulary's size.
-std::pair<at::Tensor, int64_t> tokenize(const std::string& text, const std::string& kind) {
+std::pair<at::Tensor, int64_t> tokenize(const std::string& text, TextTokens kind) {
   at::Tensor bytes =
       torch::from_blob(const_cast<char*>(text.data()), {static_cast<int64_t>(text.size())}, torch::kUInt8)
           .to(torch::kLong);
-  if (kind == "bytes") return {bytes, 256};
+  if (kind == TextTokens::kBytes) return {bytes, 256};
   std::array<int64_t, 256> id{};
   for (unsigned char c : text) id[c] = 1;
   int64_t vocab = 0;
@@ -111,9 +111,6 @@ Batch TextDataset::get_batch(const at::Tensor& indices) const {
 
 std::pair<std::shared_ptr<TextDataset>, std::shared_ptr<TextDataset>> load_text(const std::string& path,
                                                                                 const TextOptions& options) {
-  if (options.tokens() != "chars" && options.tokens() != "bytes") {
-    throw OptionError("tokens", "expected chars or bytes, got '" + options.tokens() + "'");
-  }
   if (!(options.validation_fraction() > 0 && options.validation_fraction() < 1)) {
     throw OptionError("validation_fraction",
                       "expected a number between 0 and 1, got " + std::to_string(options.validation_fraction()));

@@ -294,7 +294,7 @@ void Experiment::Impl::own_search(const ProcessEngineOptions& options, const nlo
 // median stopping, successive halving.
 void Experiment::Impl::make_chain() {
   std::vector<std::shared_ptr<Middleware>> stack = {
-      std::make_shared<Deduplication>(DeduplicationOptions().action("replay"))};
+      std::make_shared<Deduplication>(DeduplicationOptions().action(DuplicateAction::kReplay))};
   if (o.retries() > 0) stack.push_back(std::make_shared<FailureHandler>(FailureHandlerOptions().retries(o.retries())));
   if (o.median_stop() > 0) {
     median = std::make_shared<MedianStop>(MedianStopOptions().maximize(maximize).warmup_trials(o.median_stop()));

@@ -46,10 +46,7 @@ void Chain::set_engine(std::shared_ptr<ExecutionEngine> engine) {
 
 // ---- Deduplication --------------------------------------------------------------------------
 
-Deduplication::Deduplication(DeduplicationOptions options) : action_(options.action()) {
-  if (action_ != "invalid" && action_ != "replay")
-    throw std::invalid_argument("Deduplication: action must be 'invalid' or 'replay', got '" + action_ + "'");
-}
+Deduplication::Deduplication(DeduplicationOptions options) : action_(options.action()) {}
 
 void Deduplication::on_engine_set() {
   std::lock_guard lock(mutex_);
@@ -70,7 +67,7 @@ int64_t Deduplication::submit(const nlohmann::json& parameters) {
     return id;
   }
   const auto earlier = engine().get(*first);
-  if (action_ == "invalid" || !earlier || !earlier->completed()) {
+  if (action_ == DuplicateAction::kInvalid || !earlier || !earlier->completed()) {
     return submit_invalid(parameters, "duplicate of trial " + std::to_string(*first));
   }
   const int64_t id = engine().add_unscheduled(parameters);

@@ -229,9 +229,6 @@ void read_loop_keys(OptionReader& top, TrainerOptions& o) {
   }
   top.read("ddp_overlap", o.ddp_overlap());
   top.read("ddp_backend", o.ddp_backend());
-  if (o.ddp_backend() != "auto" && o.ddp_backend() != "nccl" && o.ddp_backend() != "mpi") {
-    top.fail("ddp_backend", "expected auto, nccl or mpi, got '" + o.ddp_backend() + "'");
-  }
   top.read("progress_bar", o.progress_bar());
   top.read("console_log_interval", o.console_log_interval());
   if (top.has("eval_metrics")) o.eval_metrics(top.get<std::vector<std::string>>("eval_metrics", {}));

@@ -67,11 +67,9 @@ void check_precision(Precision precision, c10::Device device) {
 
 // ddp_backend resolved: NCCL for ranks on GPUs of their own when baton has it (NCCL refuses two
 // ranks on one GPU).
-bool use_nccl(const std::string& backend, c10::Device device) {
-  require(backend == "auto" || backend == "nccl" || backend == "mpi",
-          "TrainerOptions: ddp_backend '" + backend + "' (expected auto, nccl or mpi)");
-  if (backend == "mpi") return false;
-  if (backend == "auto") {
+bool use_nccl(DdpBackend backend, c10::Device device) {
+  if (backend == DdpBackend::kMpi) return false;
+  if (backend == DdpBackend::kAuto) {
     return device.is_cuda() && cuda::nccl_built() && mpi::launched_local_size() <= cuda_device_count();
   }
   require(device.is_cuda(),

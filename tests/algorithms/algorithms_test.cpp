@@ -206,8 +206,10 @@ TEST(RandAugment, ChangesImagesKeepsShapesAndIsSeeded) {
   torch::manual_seed(11);
   ra.apply(Event::kAfterDataloader, b.state, b.logger);
   EXPECT_TRUE(b.state.batch.input.equal(once));
-  EXPECT_THAT(testing::error_of([] { RandAugment(RandAugmentOptions().augmentation_set("colour")); }),
-              HasSubstr("augmentation_set"));
+  EXPECT_THAT(testing::error_of([] {
+                make_algorithm("randaugment", {{"augmentation_set", "colour"}});
+              }),
+              HasSubstr("randaugment.augmentation_set: expected all, geometric or intensity, got 'colour'"));
 }
 
 TEST(ProgressiveResizing, ChangesTheInputSizeOnSchedule) {
@@ -380,15 +382,15 @@ TEST(GradientClipping, NormValueAndAdaptive) {
     return std::sqrt(sq);
   };
   grads(10.0);
-  GradientClipping(GradientClippingOptions().clipping_type("norm").clipping_threshold(1.0))
+  GradientClipping(GradientClippingOptions().clipping_type(ClippingType::kNorm).clipping_threshold(1.0))
       .apply(Event::kAfterTrainBatch, b.state, b.logger);
   EXPECT_NEAR(total_norm(), 1.0, 1e-3);
   grads(10.0);
-  GradientClipping(GradientClippingOptions().clipping_type("value").clipping_threshold(0.5))
+  GradientClipping(GradientClippingOptions().clipping_type(ClippingType::kValue).clipping_threshold(0.5))
       .apply(Event::kAfterTrainBatch, b.state, b.logger);
   for (auto& p : b.model->parameters()) EXPECT_LE(p.grad().abs().max().item<double>(), 0.5 + 1e-7);
   grads(10.0);
-  GradientClipping(GradientClippingOptions().clipping_type("adaptive").clipping_threshold(0.01))
+  GradientClipping(GradientClippingOptions().clipping_type(ClippingType::kAdaptive).clipping_threshold(0.01))
       .apply(Event::kAfterTrainBatch, b.state, b.logger);
   for (auto& p : b.model->parameters()) {
     if (p.dim() < 2) continue;

@@ -63,7 +63,10 @@ TEST(ExecRegistry, EveryMiddlewareByNameTakesItsOptions) {
   EXPECT_FALSE(budget->budget_available());
 
   EXPECT_THAT(error_of([] { make_middleware("asha", {{"reduction_factor", 1}}); }), HasSubstr("asha.reduction_factor"));
-  EXPECT_THAT(error_of([] { make_middleware("deduplication", {{"action", "drop"}}); }), HasSubstr("deduplication"));
+  EXPECT_THAT(error_of([] {
+                make_middleware("deduplication", {{"action", "drop"}});
+              }),
+              HasSubstr("deduplication.action: expected invalid or replay, got 'drop'"));
   EXPECT_THAT(error_of([] {
                 make_middleware("median_stop", {{"warmup", 3}});
               }),

@@ -335,7 +335,11 @@ TEST(Gpu, DataParallelOverNcclOnOneRankMatchesPlainTraining) {
   if (!cuda::nccl_built()) GTEST_SKIP() << "built without NCCL";
   Trainer plain(gpu_options().deterministic(true).max_duration("6ba"));
   plain.fit();
-  Trainer nccl(gpu_options().deterministic(true).max_duration("6ba").distributed(Distributed::kOn).ddp_backend("nccl"));
+  Trainer nccl(gpu_options()
+                   .deterministic(true)
+                   .max_duration("6ba")
+                   .distributed(Distributed::kOn)
+                   .ddp_backend(DdpBackend::kNccl));
   nccl.fit();
   EXPECT_TRUE(equal(weights(nccl), weights(plain)));
 }
@@ -347,8 +351,11 @@ TEST(Gpu, DataParallelOverMpiWithGpuBucketsMatchesPlainTraining) {
   if (!mpi::built()) GTEST_SKIP() << "built without MPI";
   Trainer plain(gpu_options().deterministic(true).max_duration("6ba"));
   plain.fit();
-  Trainer over_mpi(
-      gpu_options().deterministic(true).max_duration("6ba").distributed(Distributed::kOn).ddp_backend("mpi"));
+  Trainer over_mpi(gpu_options()
+                       .deterministic(true)
+                       .max_duration("6ba")
+                       .distributed(Distributed::kOn)
+                       .ddp_backend(DdpBackend::kMpi));
   over_mpi.fit();
   EXPECT_TRUE(equal(weights(over_mpi), weights(plain)));
 }

@@ -153,7 +153,7 @@ TEST(Recipe, DeviceKeys) {
   EXPECT_EQ(run.options.device(), "cpu");
   EXPECT_EQ(run.options.tf32(), std::optional<bool>(true));
   EXPECT_EQ(run.options.log_interval(), 10);
-  EXPECT_EQ(run.options.ddp_backend(), "mpi");
+  EXPECT_EQ(run.options.ddp_backend(), DdpBackend::kMpi);
   EXPECT_EQ(run.options.cuda_graphs(), CudaGraphs::kOff);
   EXPECT_TRUE(run.train_data->device().is_cpu());  // on_device on the CPU: where it was
   const auto automatic = build_run(Recipe::parse(data, "r.yaml"));

@@ -100,11 +100,15 @@ class ColOut : public Algorithm {
   ColOutOptions options_;
 };
 
+// RandAugment's operations to draw from: all, geometric (rotate, shear, translate) or intensity.
+enum class AugmentationSet { kAll, kGeometric, kIntensity };
+BATON_ENUM_NAMES(AugmentationSet, {AugmentationSet::kAll, "all"}, {AugmentationSet::kGeometric, "geometric"},
+                 {AugmentationSet::kIntensity, "intensity"})
+
 class RandAugmentOptions {
   BATON_ARG(int64_t, severity) = 9;  // 0..10: how strong each operation is
   BATON_ARG(int64_t, depth) = 2;     // operations per image
-  // Operations to draw from: "all", "geometric" (rotate, shear, translate) or "intensity".
-  BATON_ARG(std::string, augmentation_set) = "all";
+  BATON_ARG(AugmentationSet, augmentation_set) = AugmentationSet::kAll;
 };
 // RandAugment (Cubuk et al. 2020) on tensors: after_dataloader, `depth` operations per image drawn
 // uniformly from the set (identity, autocontrast, equalize-like contrast stretch, rotate, solarize,
@@ -121,8 +125,12 @@ class RandAugment : public Algorithm {
   std::vector<int> ops_;
 };
 
+// How progressive resizing makes a smaller image: resize (bilinear) or crop (a random crop).
+enum class ResizeMode { kResize, kCrop };
+BATON_ENUM_NAMES(ResizeMode, {ResizeMode::kResize, "resize"}, {ResizeMode::kCrop, "crop"})
+
 class ProgressiveResizingOptions {
-  BATON_ARG(std::string, mode) = "resize";     // resize (bilinear) or crop (a random crop)
+  BATON_ARG(ResizeMode, mode) = ResizeMode::kResize;
   BATON_ARG(double, initial_scale) = 0.5;      // the side's scale at the start
   BATON_ARG(double, finetune_fraction) = 0.2;  // the last part of training at full size
   BATON_ARG(double, delay_fraction) = 0.5;     // the first part of training at initial_scale

@@ -66,9 +66,13 @@ class SqueezeExcite : public Algorithm {
   int replaced_ = 0;
 };
 
+// linear: block l of L drops with drop_rate * l / L; uniform: every block with drop_rate.
+enum class DropDistribution { kLinear, kUniform };
+BATON_ENUM_NAMES(DropDistribution, {DropDistribution::kLinear, "linear"}, {DropDistribution::kUniform, "uniform"})
+
 class StochasticDepthOptions {
-  BATON_ARG(double, drop_rate) = 0.2;                    // the last block's drop probability
-  BATON_ARG(std::string, drop_distribution) = "linear";  // linear: block l of L drops with drop_rate * l / L; uniform
+  BATON_ARG(double, drop_rate) = 0.2;  // the last block's drop probability
+  BATON_ARG(DropDistribution, drop_distribution) = DropDistribution::kLinear;
 };
 // Stochastic depth (Huang et al. 2016) on ResNet basic blocks. init: each block is wrapped; in
 // training its residual branch is skipped with its drop probability, at evaluation it is scaled by

@@ -73,6 +73,10 @@ class Ema : public Algorithm {
   bool swapped_for_eval_ = false;
 };
 
+// How SWA's learning rate goes to swa_lr: cos or linear.
+enum class AnnealStrategy { kCos, kLinear };
+BATON_ENUM_NAMES(AnnealStrategy, {AnnealStrategy::kCos, "cos"}, {AnnealStrategy::kLinear, "linear"})
+
 class SwaOptions {
   BATON_ARG(Time, swa_start) = Time::from_duration(0.7);
   BATON_ARG(Time, swa_end) = Time::from_duration(0.97);
@@ -80,7 +84,7 @@ class SwaOptions {
   BATON_ARG(bool, schedule_swa_lr) = false;
   BATON_ARG(double, swa_lr) = -1.0;       // with schedule_swa_lr: the rate annealed to (default: the current one)
   BATON_ARG(int64_t, anneal_steps) = 10;  // batches of annealing
-  BATON_ARG(std::string, anneal_strategy) = "cos";  // cos or linear
+  BATON_ARG(AnnealStrategy, anneal_strategy) = AnnealStrategy::kCos;
 };
 // Stochastic Weight Averaging (Izmailov et al. 2018). Every update_interval between swa_start and
 // swa_end the weights are added to a running average; at swa_end the model takes the average and
@@ -105,9 +109,14 @@ class Swa : public Algorithm {
   std::vector<double> base_lrs_;
 };
 
+// norm: the global L2 norm; value: each element; adaptive: AGC.
+enum class ClippingType { kNorm, kValue, kAdaptive };
+BATON_ENUM_NAMES(ClippingType, {ClippingType::kNorm, "norm"}, {ClippingType::kValue, "value"},
+                 {ClippingType::kAdaptive, "adaptive"})
+
 class GradientClippingOptions {
-  BATON_ARG(std::string, clipping_type) = "norm";  // norm (global L2 norm), value (each element), adaptive (AGC)
-  BATON_ARG(double, clipping_threshold) = 1.0;     // the norm, the value, or AGC's ratio of gradient to weight norm
+  BATON_ARG(ClippingType, clipping_type) = ClippingType::kNorm;
+  BATON_ARG(double, clipping_threshold) = 1.0;  // the norm, the value, or AGC's ratio of gradient to weight norm
 };
 // Gradient clipping. after_train_batch (after the last microbatch's backward, before the step).
 // adaptive: Brock et al. 2021, unit-wise: a row's gradient norm is kept below
@@ -145,13 +154,17 @@ class Sam : public Algorithm {
   SamOptions options_;
 };
 
+// top_k: the hardest examples; sample: drawn by loss rank (Composer's).
+enum class SelectionMethod { kTopK, kSample };
+BATON_ENUM_NAMES(SelectionMethod, {SelectionMethod::kTopK, "top_k"}, {SelectionMethod::kSample, "sample"})
+
 class SelectiveBackpropOptions {
-  BATON_ARG(double, start) = 0.5;            // fraction of the run where it begins
-  BATON_ARG(double, end) = 0.9;              // ... and ends
-  BATON_ARG(double, keep) = 0.5;             // fraction of each batch kept
-  BATON_ARG(double, scale_factor) = 1.0;     // inputs scaled by this for the selection forward (cheaper)
-  BATON_ARG(int64_t, interval) = 2;          // every this many batches
-  BATON_ARG(std::string, method) = "top_k";  // top_k: the hardest examples; sample: drawn by loss rank (Composer)
+  BATON_ARG(double, start) = 0.5;         // fraction of the run where it begins
+  BATON_ARG(double, end) = 0.9;           // ... and ends
+  BATON_ARG(double, keep) = 0.5;          // fraction of each batch kept
+  BATON_ARG(double, scale_factor) = 1.0;  // inputs scaled by this for the selection forward (cheaper)
+  BATON_ARG(int64_t, interval) = 2;       // every this many batches
+  BATON_ARG(SelectionMethod, method) = SelectionMethod::kTopK;
 };
 // Selective backprop (Jiang et al. 2019). after_dataloader: a forward without gradients ranks the
 // batch's examples by loss and only the hardest `keep` fraction is trained on. The engine runs it

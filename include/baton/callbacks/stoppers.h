@@ -14,12 +14,16 @@
 
 namespace baton {
 
+// Which way a monitored metric improves: ge (higher is better), le (lower), or auto: le for names
+// with "loss" or "error" in them, else ge.
+enum class Comparison { kAuto, kGe, kLe };
+BATON_ENUM_NAMES(Comparison, {Comparison::kAuto, "auto"}, {Comparison::kGe, "ge"}, {Comparison::kLe, "le"})
+
 class ThresholdStopperOptions {
   BATON_ARG(std::string, monitor) = "eval/accuracy";  // "<evaluator label>/<metric>", or train/loss
   BATON_ARG(double, threshold) = 0.0;
-  // "ge": stop when the metric >= threshold, "le": when <=. Default: le for names with "loss" or
-  // "error" in them, else ge.
-  BATON_ARG(std::string, comparison);
+  // ge: stop when the metric >= threshold, le: when <=.
+  BATON_ARG(Comparison, comparison) = Comparison::kAuto;
 };
 // Checks after each evaluation (eval_end of the monitored evaluator), or after each batch for
 // train/loss, and asks the trainer to stop: fit() returns after the current batch, with
@@ -47,7 +51,7 @@ class EarlyStopperOptions {
   // counted in that unit ("3ep": three epochs without improvement).
   BATON_ARG(Time, patience) = Time::from_epoch(1);
   BATON_ARG(double, min_delta) = 0.0;  // a change smaller than this is no improvement
-  BATON_ARG(std::string, comparison);  // as ThresholdStopper: "ge" (higher is better) or "le"
+  BATON_ARG(Comparison, comparison) = Comparison::kAuto;
 };
 // Stops when the monitored metric has not improved by min_delta for `patience`.
 class EarlyStopper : public Callback {

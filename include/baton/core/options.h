@@ -71,6 +71,55 @@ inline std::string unknown_name(const std::string& kind, const std::string& name
   return "unknown " + kind + " '" + name + "' (known: " + (known.empty() ? "none" : join_names(known)) + ")";
 }
 
+// "a, b or c": the choices of a closed set, as a message lists them.
+inline std::string either_of(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  }
+  return out;
+}
+
+// A closed set of names is an enum class in C++, and the names a recipe writes for its values are
+// declared once, next to it; OptionReader reads such an enum by name, and to_name() writes it:
+//
+//   enum class ClippingType { kNorm, kValue, kAdaptive };
+//   BATON_ENUM_NAMES(ClippingType, {ClippingType::kNorm, "norm"}, {ClippingType::kValue, "value"},
+//                    {ClippingType::kAdaptive, "adaptive"})
+template <typename E>
+using EnumNames = std::vector<std::pair<E, std::string>>;
+
+#define BATON_ENUM_NAMES(E, ...)                              \
+  inline const ::baton::EnumNames<E>& enum_names(E) {         \
+    static const ::baton::EnumNames<E> names = {__VA_ARGS__}; \
+    return names;                                             \
+  }
+
+template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
+std::vector<std::string> names_of() {
+  std::vector<std::string> out;
+  for (const auto& entry : enum_names(E{})) out.push_back(entry.second);
+  return out;
+}
+
+// The name of `value` (as a recipe writes it).
+template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
+const std::string& to_name(E value) {
+  for (const auto& [e, name] : enum_names(value)) {
+    if (e == value) return name;
+  }
+  throw std::logic_error("an enum value without a name");
+}
+
+// The value named `name`, or nullopt.
+template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
+std::optional<E> from_name(const std::string& name) {
+  for (const auto& [e, n] : enum_names(E{})) {
+    if (n == name) return e;
+  }
+  return std::nullopt;
+}
+
 // Where the values an OptionReader reads were written, for its messages (a recipe file's line and
 // column, a --set flag), and the error its refusals throw. Without one, a message names the value's
 // dotted path ("mixup.alpha: ...") and the error is an OptionError.
@@ -199,6 +248,10 @@ class OptionReader {
       return shown(v);  // a number or true/false where text is wanted: as written
     } else if constexpr (std::is_same_v<T, Time>) {
       return parse_time(key, v);
+    } else if constexpr (std::is_enum_v<T>) {
+      const auto value = v.is_string() ? from_name<T>(v.get<std::string>()) : std::nullopt;
+      if (!value) wrong_type(key, either_of(names_of<T>()).c_str(), v);
+      return *value;
     } else {
       static_assert(std::is_same_v<T, std::vector<typename T::value_type>>, "an option is a value or a list");
       if (!v.is_array()) wrong_type(key, "a list", v);

@@ -16,12 +16,15 @@
 
 namespace baton {
 
+// chars: each distinct byte of the text is a token (the vocabulary is the bytes that occur,
+// sorted); bytes: all 256 byte values are tokens.
+enum class TextTokens { kChars, kBytes };
+BATON_ENUM_NAMES(TextTokens, {TextTokens::kChars, "chars"}, {TextTokens::kBytes, "bytes"})
+
 class TextOptions {
   // Tokens per window (the model's context).
   BATON_ARG(int64_t, context) = 256;
-  // "chars": each distinct byte of the text is a token (the vocabulary is the bytes that occur,
-  // sorted); "bytes": all 256 byte values are tokens.
-  BATON_ARG(std::string, tokens) = "chars";
+  BATON_ARG(TextTokens, tokens) = TextTokens::kChars;
   // The last part of the text held out for validation.
   BATON_ARG(double, validation_fraction) = 0.1;
   // Training windows start at a random offset each time they are drawn; validation windows are fixed.

@@ -71,13 +71,15 @@ class Chain : public Middleware {
 // Submitting parameters that were submitted before: "invalid" adds an Invalid trial, "replay"
 // adds a trial that replays the earlier one's metrics and status without running it (once the
 // earlier one has completed; before that, it is Invalid with the reason).
+enum class DuplicateAction { kInvalid, kReplay };
+BATON_ENUM_NAMES(DuplicateAction, {DuplicateAction::kInvalid, "invalid"}, {DuplicateAction::kReplay, "replay"})
+
 class DeduplicationOptions {
-  BATON_ARG(std::string, action) = "invalid";  // or "replay"
+  BATON_ARG(DuplicateAction, action) = DuplicateAction::kInvalid;
 };
 
 class Deduplication : public Middleware {
  public:
-  // Throws std::invalid_argument for another action.
   explicit Deduplication(DeduplicationOptions options = {});
   int64_t submit(const nlohmann::json& parameters) override;
 
@@ -85,7 +87,7 @@ class Deduplication : public Middleware {
   void on_engine_set() override;  // the engine's trials so far (a resumed search) count as seen
 
  private:
-  std::string action_;
+  DuplicateAction action_;
   std::mutex mutex_;
   std::map<std::string, int64_t> seen_;  // canonical parameters -> first trial
 };

@@ -45,6 +45,12 @@ using Evaluators = std::vector<std::pair<std::string, std::shared_ptr<DataLoader
 enum class Distributed { kAuto, kOn, kOff };
 Distributed parse_distributed(std::string_view text);  // auto, on, off; std::invalid_argument otherwise
 
+// How data-parallel gradients are averaged: nccl (on the GPUs, no host wait), mpi (on the host;
+// GPU gradients go through host memory) or auto: nccl when the ranks train on GPUs, one each, and
+// baton was built with NCCL, else mpi.
+enum class DdpBackend { kAuto, kNccl, kMpi };
+BATON_ENUM_NAMES(DdpBackend, {DdpBackend::kAuto, "auto"}, {DdpBackend::kNccl, "nccl"}, {DdpBackend::kMpi, "mpi"})
+
 // The train step in CUDA graphs (docs/devices.md, "CUDA graphs"). kAuto: on a GPU, when every
 // algorithm, callback and option allows it, else eager with one line saying which and why (and on
 // the CPU, eager); kOn: the same, but what stops graphs is an error; kOff: always eager.
@@ -154,10 +160,7 @@ class TrainerOptions {
   BATON_ARG(Distributed, distributed) = Distributed::kAuto;
   BATON_ARG(double, ddp_bucket_mb) = 1.0;
   BATON_ARG(bool, ddp_overlap) = true;
-  // How gradients are averaged: "nccl" (on the GPUs, no host wait), "mpi" (on the host; GPU
-  // gradients go through host memory) or "auto": nccl when the ranks train on GPUs, one each, and
-  // baton was built with NCCL, else mpi. Default: "auto".
-  BATON_ARG(std::string, ddp_backend) = std::string("auto");
+  BATON_ARG(DdpBackend, ddp_backend) = DdpBackend::kAuto;
 
  public:
   TrainerOptions& device(c10::Device device) { return this->device(device.str()); }
