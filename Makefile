@@ -2,14 +2,16 @@
 #
 #   make demo        install what is missing, build the library and baton, train on Fashion-MNIST
 #   make test        the same set-up, then the tests of labels unit and integration, each timed
-#   make test-all    every test label (unit, integration, slow, mpi, postgres, faults, browser, gpu)
+#   make test-all    every test label (unit, integration, slow, mpi, postgres, faults, browser, gpu),
+#                    then make test-asan and make tidy
 #   make test-asan   the unit tests built with AddressSanitizer + UndefinedBehaviorSanitizer
 #   make build-torch2  the same tree against LibTorch 2.x with CUDA (the pinned PyPI torch wheel in
 #                    .venv-torch2/, scripts/torch2-requirements.txt) in build-torch2/
 #   make test-torch2 its unit and integration tests (on the CPU); make test-gpu: label gpu (skips
 #                    without a GPU)
 #   make bench       build and run the benchmarks (figures: bench/README.md)
-#   make format      clang-format every C++ file; make tidy runs clang-tidy
+#   make format      clang-format every C++ file; make tidy runs clang-tidy (make tidy-changed: on
+#                    what changed since the last landed commit, as CI does)
 #   make fuzz        build and run the parsers' fuzzers for a short while (clang, libFuzzer)
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
@@ -17,7 +19,7 @@ PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 120
 CXX_FILES = $(shell git ls-files '*.h' '*.cpp')
 
-.PHONY: build deps configure demo test test-all test-asan build-torch2 test-torch2 test-gpu bench format format-check tidy fuzz install clean
+.PHONY: build deps configure demo test test-all test-asan build-torch2 test-torch2 test-gpu bench format format-check tidy tidy-changed fuzz install clean
 
 build: configure
 	cmake --build --preset default -j $(JOBS)
@@ -40,9 +42,13 @@ test: build
 	  ctest --preset $$label -j $(JOBS) || rc=$$?; \
 	  echo "make test: $$label: $$((SECONDS - start)) s"; done; exit $$rc
 
+# Every label, then the sanitizers' unit suite and clang-tidy over every source, each timed; all
+# run, and any failing fails make test-all.
 test-all: build
 	@scripts/install-deps.sh --browser
-	ctest --preset all -j $(JOBS)
+	@rc=0; for part in "ctest --preset all -j $(JOBS)" "$(MAKE) --no-print-directory test-asan" \
+	  "$(MAKE) --no-print-directory tidy"; do start=$$SECONDS; $$part || rc=$$?; \
+	  echo "make test-all: $$part: $$((SECONDS - start)) s"; done; exit $$rc
 
 build-torch2:
 	@scripts/install-deps.sh --torch2
@@ -76,6 +82,10 @@ format-check:
 
 tidy: deps
 	scripts/tidy.sh
+
+# clang-tidy on the sources changed since the last landed commit (.ci/landed), as CI runs it.
+tidy-changed: deps
+	scripts/tidy.sh --since "$$(cat .ci/landed)"
 
 fuzz:
 	@scripts/install-deps.sh --fuzz

@@ -17,6 +17,8 @@ if [ "${1:-}" = "--since" ]; then
   [ -n "${2:-}" ] || { echo "tidy: --since needs a git revision" >&2; exit 2; }
   since=$2
   git rev-parse --verify --quiet "$since^{commit}" >/dev/null || { echo "tidy: $since: no such revision" >&2; exit 2; }
+  git merge-base --is-ancestor "$since" HEAD ||
+    { echo "tidy: $since is not an ancestor of HEAD (.ci/landed names the last landed commit of main)" >&2; exit 2; }
 fi
 tidy=$(command -v clang-tidy-14 || command -v clang-tidy || true)
 [ -n "$tidy" ] || { echo "tidy: clang-tidy not found (scripts/install-deps.sh installs clang-tidy)" >&2; exit 2; }

@@ -11,7 +11,7 @@ namespace baton {
 
 std::pair<std::shared_ptr<TensorDataset>, std::shared_ptr<TensorDataset>> load_fashion_mnist(const std::string& dir) {
   auto file = [&](const char* name) {
-    const std::string path = dir + "/" + name;
+    std::string path = dir + "/" + name;
     if (!std::filesystem::exists(path)) {
       throw std::runtime_error(path + ": not found; install Debian's dataset-fashion-mnist (scripts/install-deps.sh)");
     }

@@ -196,7 +196,8 @@ void leave_pinned_faces(std::vector<double>& u, const Gp& gp, const std::vector<
       continue;
     double best = -std::numeric_limits<double>::infinity();
     std::vector<double> inside, trial;
-    for (double step = kFaceStep; step < 0.5; step *= 2) {
+    for (int doubling = 0; std::ldexp(kFaceStep, doubling) < 0.5; ++doubling) {  // kFaceStep, twice that, ...
+      const double step = std::ldexp(kFaceStep, doubling);
       trial = u;
       trial[k] = u[k] == 0.0 ? step : 1.0 - step;
       scaling.snap(trial.data());  // an integer's next value may be further in, or (rounded back) the face

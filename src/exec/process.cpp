@@ -41,7 +41,7 @@ std::vector<std::string> trial_environment(int64_t id, const nlohmann::json& par
     const std::string s = *e;
     if (s.rfind("BATON_TRIAL_", 0) != 0 && !launchers(s)) env.push_back(s);
   }
-  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
+  for (const auto& [k, v] : extra) env.push_back(std::string(k).append("=").append(v));
   env.push_back("BATON_TRIAL_PARAMETERS=" + parameters.dump());
   env.push_back("BATON_TRIAL_ID=" + std::to_string(id));
   return env;
@@ -51,6 +51,7 @@ std::vector<std::string> trial_environment(int64_t id, const nlohmann::json& par
 // stdout and stderr on `out` and `err`. posix_spawn's result: 0 or an errno.
 int spawn_shell(std::string command, std::vector<std::string> env, int out, int err, pid_t& pid) {
   std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
   posix_spawn_file_actions_t actions;

@@ -1,14 +1,70 @@
 #include "baton/exec/registry.h"
 
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 
 #include "baton/core/registry.h"
+#include "baton/exec/gp.h"
 #include "baton/exec/process.h"
+#include "baton/exec/strategy.h"
+#include "baton/exec/tpe.h"
 
 namespace baton {
 namespace {
+
+using Strategies = Registry<std::unique_ptr<Strategy>, const SearchSpace&, const StrategyOptions&, OptionReader&>;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int64_t kMaxCount = 1000000;  // more candidates or trials than this is a typo
+
+// Each strategy reads its own options (docs/search.md has the table) into its XxxOptions, whose
+// fields hold the defaults.
+const Strategies& strategy_registry() {
+  static const Strategies strategies(
+      "strategy", Strategies::Order::kRegistration,
+      {{"random",
+        [](const SearchSpace& space, const StrategyOptions& o, OptionReader&) {
+          return std::unique_ptr<Strategy>(std::make_unique<RandomStrategy>(space, o.seed()));
+        }},
+       {"grid",
+        [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          int points = o.grid_points();
+          r.read("points", points, 2, kMaxCount);
+          return std::unique_ptr<Strategy>(std::make_unique<GridStrategy>(space, points));
+        }},
+       {"tpe",
+        [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          TpeOptions t = TpeOptions().seed(o.seed()).maximize(o.maximize());
+          r.read("startup_trials", t.startup_trials(), 0, kMaxCount);
+          r.read("candidates", t.candidates(), 1, kMaxCount);
+          r.read("multivariate", t.multivariate());
+          r.read("prior_weight", t.prior_weight(), 0.0, kInf);
+          r.read("max_rest", t.max_rest(), 1, kMaxCount);
+          r.read("constant_liar", t.constant_liar());
+          r.read("gamma", t.gamma(), 0.0, 1.0);
+          r.read("ei_weights", t.ei_weights());
+          r.read("clip_exponent", t.clip_exponent(), 0.0, kInf);
+          r.read("min_bandwidth", t.min_bandwidth(), 0.0, 0.1);
+          return std::unique_ptr<Strategy>(std::make_unique<TpeStrategy>(space, t));
+        }},
+       {"gp",
+        [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          GpOptions g = GpOptions().seed(o.seed()).maximize(o.maximize());
+          r.read("startup_trials", g.startup_trials(), 0, kMaxCount);
+          r.read("candidates", g.candidates(), 1, kMaxCount);
+          r.read("local_starts", g.local_starts(), 0, kMaxCount);
+          r.read("constant_liar", g.constant_liar());
+          return std::unique_ptr<Strategy>(std::make_unique<GpStrategy>(space, g));
+        }},
+       {"evolution", [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          EvolutionOptions e;
+          r.read("population", e.population(), 2, kMaxCount);
+          r.read("sample_size", e.sample_size(), 1, kMaxCount);
+          return std::unique_ptr<Strategy>(std::make_unique<EvolutionStrategy>(space, o.seed(), o.maximize(), e));
+        }}});
+  return strategies;
+}
 
 using Engines = Registry<std::shared_ptr<TrialTable>, const EngineTrial&, OptionReader&>;
 
@@ -95,6 +151,15 @@ const ConfiguredRegistry<Middleware>& middleware_registry() {
 }
 
 }  // namespace
+
+std::vector<std::string> strategy_names() { return strategy_registry().names(); }
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options) {
+  OptionReader reader("strategy " + name, options.settings());
+  auto strategy = strategy_registry().make(name, space, options, reader);
+  reader.finish();
+  return strategy;
+}
 
 std::shared_ptr<TrialTable> make_engine(const std::string& name, const EngineTrial& trial,
                                         const nlohmann::json& options) {

@@ -82,8 +82,10 @@ std::vector<Dimension> parse_dims(const nlohmann::json& space, const std::string
   std::vector<Dimension> dims;
   for (const auto& [name, spec] : space.items()) {
     if (name == "_name") continue;
-    const std::string path = prefix.empty() ? name : prefix + "." + name;
-    auto fail = [&](const std::string& what) { throw std::invalid_argument(where + ": '" + path + "': " + what); };
+    const std::string path = prefix.empty() ? name : std::string(prefix).append(".").append(name);
+    auto fail = [&](const std::string& what) {
+      throw std::invalid_argument(std::string(where).append(": '").append(path).append("': ").append(what));
+    };
     if (!spec.is_object() || !spec.contains("_type") || !spec.contains("_value")) {
       fail("expected {_type: ..., _value: [...]}, e.g. {_type: uniform, _value: [0.001, 0.1]}");
     }
@@ -190,8 +192,8 @@ std::vector<nlohmann::json> values_of(const Dimension& d, int points, std::size_
     return out;
   }
   if (d.type == "quniform") {
-    for (double v = d.bounds[0]; v <= d.bounds[1] + 1e-12; v += d.bounds[2]) {
-      out.push_back(quantize(v, d.bounds[2]));
+    for (int64_t k = 0; d.bounds[0] + static_cast<double>(k) * d.bounds[2] <= d.bounds[1] + 1e-12; ++k) {
+      out.push_back(quantize(d.bounds[0] + static_cast<double>(k) * d.bounds[2], d.bounds[2]));
       if (out.size() > limit) break;
     }
     return out;

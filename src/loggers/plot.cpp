@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <sstream>
@@ -127,7 +128,9 @@ std::vector<double> nice_ticks(double lo, double hi, int count) {
     if (step >= raw) break;
   }
   std::vector<double> ticks;
-  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push_back(t);
+  for (auto k = static_cast<int64_t>(std::ceil(lo / step)); static_cast<double>(k) * step <= hi + step * 1e-9; ++k) {
+    ticks.push_back(static_cast<double>(k) * step);
+  }
   return ticks;
 }
 

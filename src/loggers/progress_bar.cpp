@@ -57,7 +57,7 @@ void ProgressBar::log_metrics(const Metrics& metrics, int64_t) {
   for (const auto& [name, value] : metrics) {
     if (name == "train/loss")
       loss_ = value;
-    else if (name.find("/") != std::string::npos && name.rfind("train/", 0) != 0)
+    else if (name.find('/') != std::string::npos && name.rfind("train/", 0) != 0)
       last_eval_[name] = value;
   }
 }

@@ -10,6 +10,7 @@
 
 #include "baton/dashboard/dashboard.h"
 #include "baton/exec/storage.h"
+#include "common/test_util.h"
 #include "dashboard/sources.h"
 
 #ifdef BATON_HAVE_HTTPLIB
@@ -26,8 +27,6 @@ class DashboardApi : public ::testing::Test {
 #ifndef BATON_HAVE_HTTPLIB
     GTEST_SKIP() << "built without cpp-httplib (libcpp-httplib-dev)";
 #endif
-    root_ = fs::temp_directory_path() / ("baton_dashboard_" + std::to_string(::getpid()));
-    fs::remove_all(root_);
     write_run("finished", 200, true);
     write_run("half", 50, false);
     std::ofstream(root_ / "runs" / "half" / "metrics.jsonl", std::ios::app) << R"({"step": 51, "train/lo)";
@@ -39,10 +38,7 @@ class DashboardApi : public ::testing::Test {
     storage_->set_meta("search", {{"direction", "minimize"}});
     for (int i = 1; i <= 5; ++i) save_trial(i, i <= 4 ? TrialStatus::kTrained : TrialStatus::kRunning, 1.0 / i);
   }
-  void TearDown() override {
-    storage_.reset();
-    fs::remove_all(root_);
-  }
+  void TearDown() override { storage_.reset(); }
 
   void write_run(const std::string& name, int steps, bool finished) {
     const fs::path dir = root_ / "runs" / name;
@@ -71,7 +67,8 @@ class DashboardApi : public ::testing::Test {
     storage_->save_trial(t);
   }
 
-  fs::path root_;
+  testing::TempDir tmp_{"dashboard"};
+  fs::path root_ = tmp_.path();
   std::unique_ptr<TrialStorage> storage_;
 };
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "baton/dashboard/dashboard.h"
+#include "common/test_util.h"
 #include "dashboard/raw_http.h"
 
 namespace baton::dashboard {
@@ -25,8 +26,6 @@ constexpr const char* kSecret = "TOP-SECRET-4711";
 class DashboardSecurity : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("baton_security_" + std::to_string(::getpid()));
-    fs::remove_all(root_);
     // Outside the runs: what must never be served.
     fs::create_directories(root_ / "private" / "run");
     std::ofstream(root_ / "private" / "secret.txt") << kSecret << "\n";
@@ -55,7 +54,6 @@ class DashboardSecurity : public ::testing::Test {
     ::mkfifo((root_ / "runs" / "fifo" / "recipe.yaml").c_str(), 0644);
     ::mkfifo((root_ / "runs" / "fifo" / "summary.json").c_str(), 0644);
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   std::unique_ptr<Dashboard> start(DashboardOptions options) {
     options.port(0).refresh_s(0.2);
@@ -66,7 +64,8 @@ class DashboardSecurity : public ::testing::Test {
     return ask(port, "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n");
   }
 
-  fs::path root_;
+  testing::TempDir tmp_{"security"};
+  fs::path root_ = tmp_.path();
 };
 
 TEST_F(DashboardSecurity, NoFileOutsideTheGivenFoldersIsServed) {

@@ -21,15 +21,13 @@ using testing::error_of;
 class Files : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("baton_io_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
     fs::create_directories(dir_ / "inside");
     std::ofstream(dir_ / "inside" / "a.txt") << "hello";
     std::ofstream(dir_ / "outside.txt") << "secret";
   }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string at(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
+  testing::TempDir tmp_{"io"};
+  fs::path dir_ = tmp_.path();
 };
 
 TEST_F(Files, ReadsARegularFileWhole) { EXPECT_EQ(read_file(at("inside/a.txt")), "hello"); }

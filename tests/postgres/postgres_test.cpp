@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -62,9 +63,8 @@ class Server {
       error = "skip";
       return false;
     }
-    dir_ = fs::temp_directory_path() / ("baton_pg_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    tmp_.emplace("pg");
+    dir_ = tmp_->path();
     std::string as;
     if (::geteuid() == 0) {
       const passwd* user = ::getpwnam("postgres");
@@ -101,8 +101,6 @@ class Server {
   }
   ~Server() {
     if (started_) std::system((ctl_ + " -m immediate stop >/dev/null 2>&1").c_str());
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
   std::string url() const { return "postgresql://baton@127.0.0.1:" + std::to_string(port_) + "/postgres"; }
 
@@ -113,6 +111,7 @@ class Server {
     s << in.rdbuf();
     return s.str().substr(0, 2000);
   }
+  std::optional<testing::TempDir> tmp_;  // removed, with the server's files, after the server stops
   fs::path dir_;
   std::string ctl_;
   int port_ = 0;

@@ -20,11 +20,7 @@ using ::testing::HasSubstr;
 
 class CheckpointFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char templ[] = "/tmp/baton_ckpt_XXXXXX";
-    dir_ = mkdtemp(templ);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  testing::TempDir tmp_{"ckpt"};
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
   static StateDict sample() {
@@ -38,7 +34,7 @@ class CheckpointFiles : public ::testing::Test {
     return sd;
   }
 
-  std::string dir_;
+  std::string dir_ = tmp_.str();
 };
 
 TEST_F(CheckpointFiles, RoundTripsValuesTensorsAndMetadata) {

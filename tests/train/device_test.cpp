@@ -107,12 +107,8 @@ TEST(TrainerDevice, ALossReadLaterStillNamesTheBatchThatWasNaN) {
 
 class CheckpointDevice : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char templ[] = "/tmp/baton_device_XXXXXX";
-    dir_ = mkdtemp(templ);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
+  testing::TempDir tmp_{"device"};
+  std::string dir_ = tmp_.str();
 };
 
 // An OutputArchive's bytes as a GPU would have written them: each storage's location is cuda:0.

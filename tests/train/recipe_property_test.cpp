@@ -101,18 +101,13 @@ std::string alias_bomb(int levels) {
 class RecipeProperty : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("baton_recipe_property_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
     write_npy((dir_ / "x.npy").string(), torch::randn({16, 4}));
     write_npy((dir_ / "y.npy").string(), torch::arange(16) % 2);
     // Whatever a case would write lands here, not where the tests run.
     previous_ = fs::current_path();
     fs::current_path(dir_);
   }
-  void TearDown() override {
-    fs::current_path(previous_);
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { fs::current_path(previous_); }
 
   // The good recipe as a map of dotted keys to YAML values, before mutation.
   std::map<std::string, std::string> base() const {
@@ -149,7 +144,8 @@ class RecipeProperty : public ::testing::Test {
     return top;
   }
 
-  fs::path dir_, previous_;
+  testing::TempDir tmp_{"recipe_property"};
+  fs::path dir_ = tmp_.path(), previous_;
 };
 
 // What the CLI answers with exit 2; anything else (c10::Error, runtime_error) is exit 1 or worse.

@@ -202,11 +202,7 @@ TEST(Recipe, DistributedKeys) {
 
 class Files : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char templ[] = "/tmp/baton_recipe_XXXXXX";
-    dir_ = mkdtemp(templ);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  testing::TempDir tmp_{"recipe"};
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
   // Four classes of 6x6 single-channel images: a bright square in one quadrant.
@@ -278,7 +274,7 @@ class Files : public ::testing::Test {
     return trainer.state().eval_metrics["eval"]["accuracy"];
   }
 
-  std::string dir_;
+  std::string dir_ = tmp_.str();
 };
 
 TEST_F(Files, TrainsOnIdxFilesGzipOrNot) {

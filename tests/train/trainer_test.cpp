@@ -323,11 +323,7 @@ using testing::small_options;
 
 class Resume : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char templ[] = "/tmp/baton_resume_XXXXXX";
-    dir_ = mkdtemp(templ);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  testing::TempDir tmp_{"resume"};
 
   TrainerOptions options(const std::string& folder) {
     torch::manual_seed(0);
@@ -345,7 +341,7 @@ class Resume : public ::testing::Test {
     }
     return true;
   }
-  std::string dir_;
+  std::string dir_ = tmp_.str();
 };
 
 // Composer's test over every algorithm: a run resumed from its checkpoint at batch 3 ends with the

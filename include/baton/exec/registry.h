@@ -1,5 +1,6 @@
 // The execution engines and the middlewares by name, configured by a mapping of options as every
-// named component is (core/registry.h): what a C++ caller or a search's options name.
+// named component is (core/registry.h): what a C++ caller or a search's options name. The
+// strategies' registry (make_strategy, baton/exec/strategy.h) is beside them in src/exec/registry.cpp.
 //
 //   auto engine = baton::make_engine("thread_pool", {.function = train_one}, {{"workers", 4}});
 //   auto asha = baton::make_middleware("asha", {{"min_step", 2}, {"maximize", false}});
