@@ -70,7 +70,8 @@ at::Tensor read_array_with(const std::string& path, ArrayLayout (*parse)(const u
   }
   at::Tensor out = torch::empty(layout.shape, torch::TensorOptions().dtype(scalar_type(layout.dtype)));
   auto* dst = static_cast<unsigned char*>(out.data_ptr());
-  std::memcpy(dst, data.data() + layout.offset, layout.count * layout.element);
+  if (layout.count > 0)
+    std::memcpy(dst, data.data() + layout.offset, layout.count * layout.element);  // an empty array has no data
   if (layout.big_endian && layout.element > 1) {
     for (std::size_t i = 0; i < layout.count; ++i)
       std::reverse(dst + i * layout.element, dst + (i + 1) * layout.element);

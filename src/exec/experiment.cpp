@@ -408,7 +408,7 @@ ExperimentResult Experiment::run() {
         redact_storage_url(m.storage_url).c_str());
   std::optional<Trial> best;
   bool stopped = false;
-  detail::Ticker ticker(*m.chain, status, m.stop_signal);  // stopped by its destructor when run_search throws
+  detail::StatusTicker ticker(*m.chain, status, m.stop_signal);  // stopped by its destructor when run_search throws
   try {
     best = run_search(*m.strategy, *m.chain, m.o.trials(), m.maximize, [&](const SearchProgress& p) {
       ticker.progress(p);

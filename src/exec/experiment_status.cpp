@@ -43,10 +43,10 @@ void StatusLine::print(const SearchProgress& p, bool force) {
   std::fflush(out_);
 }
 
-Ticker::Ticker(Chain& chain, StatusLine& status, const std::atomic<int>& stop)
+StatusTicker::StatusTicker(Chain& chain, StatusLine& status, const std::atomic<int>& stop)
     : chain_(chain), status_(status), stop_(stop), thread_([this] { loop(); }) {}
 
-void Ticker::stop() {
+void StatusTicker::stop() {
   if (!thread_.joinable()) return;
   {
     std::lock_guard lock(mutex_);
@@ -56,13 +56,13 @@ void Ticker::stop() {
   thread_.join();
 }
 
-void Ticker::progress(const SearchProgress& p) {
+void StatusTicker::progress(const SearchProgress& p) {
   std::lock_guard lock(mutex_);
   last_ = p;
   status_.print(p, false);
 }
 
-void Ticker::loop() {
+void StatusTicker::loop() {
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, std::chrono::seconds(1), [&] { return finished_; })) {
     if (stop_.load() != 0) {

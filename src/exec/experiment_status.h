@@ -41,12 +41,12 @@ class StatusLine {
 // While the search runs: the status line is redrawn at each completion and once a second (so that
 // elapsed time and the running count move while long trials run); once `stop` is not 0, each tick
 // ends what runs (its whole process group: SIGTERM, then SIGKILL). stop() (or the destructor) joins it.
-class Ticker {
+class StatusTicker {
  public:
-  Ticker(Chain& chain, StatusLine& status, const std::atomic<int>& stop);
-  ~Ticker() { stop(); }
-  Ticker(const Ticker&) = delete;
-  Ticker& operator=(const Ticker&) = delete;
+  StatusTicker(Chain& chain, StatusLine& status, const std::atomic<int>& stop);
+  ~StatusTicker() { stop(); }
+  StatusTicker(const StatusTicker&) = delete;
+  StatusTicker& operator=(const StatusTicker&) = delete;
   void stop();
   void progress(const SearchProgress& p);
   // Read after stop().

@@ -49,7 +49,8 @@ int replace_modules(torch::nn::Module& root, const SurgeryPolicy& policy) {
   for (const auto& [path, owner] : owners) {
     for (const std::string& name : owner->slot_names()) {
       torch::nn::AnyModule& current = owner->slot(name);
-      std::optional<torch::nn::AnyModule> next = policy(path.empty() ? name : path + "." + name, *current.ptr());
+      const std::string dotted = path.empty() ? name : std::string(path).append(".").append(name);
+      std::optional<torch::nn::AnyModule> next = policy(dotted, *current.ptr());
       if (!next) continue;
       owner->replace(name, std::move(*next));
       ++replaced;

@@ -149,7 +149,7 @@ void CapturableStep::run() {
     const at::Tensor decay = scalars_[static_cast<int64_t>(gi)][2];
     for (std::size_t i = 0; i < g.params.size(); ++i) {
       at::Tensor p = g.params[i];
-      const at::Tensor grad = p.grad();
+      const at::Tensor& grad = p.grad();
       if (g.kind == Kind::kSgd) {
         const auto& o = static_cast<torch::optim::SGDOptions&>(options);
         if (g.decoupled_decay != 0.0) p.mul_(decay);
