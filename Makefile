@@ -83,9 +83,11 @@ format-check:
 tidy: deps
 	scripts/tidy.sh
 
-# clang-tidy on the sources changed since the last landed commit (.ci/landed), as CI runs it.
+# clang-tidy on the sources changed since the last landed commit (.ci/landed), as CI runs it; every
+# source when that commit is not in this clone's history (a shallow clone).
 tidy-changed: deps
-	scripts/tidy.sh --since "$$(cat .ci/landed)"
+	@base=$$(cat .ci/landed); if git cat-file -e "$$base^{commit}" 2>/dev/null; then scripts/tidy.sh --since "$$base"; \
+	  else echo "tidy-changed: $$base (.ci/landed) is not in this clone: every source"; scripts/tidy.sh; fi
 
 fuzz:
 	@scripts/install-deps.sh --fuzz

@@ -269,7 +269,7 @@ int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, co
   }
   nlohmann::json metrics = nlohmann::json::object();
   for (const auto& [label, values] : trainer.state().eval_metrics) {
-    for (const auto& [name, value] : values) metrics[label + '/' + name] = value;
+    for (const auto& [name, value] : values) metrics[std::string(label).append("/").append(name)] = value;
   }
   if (s.steps > 0) metrics["train/loss"] = s.train_loss;
   const nlohmann::json summary = {{"metrics", metrics},           {"train_s", s.train_s},

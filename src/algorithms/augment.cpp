@@ -272,7 +272,7 @@ bool is_geometric(int op) { return op >= kRotate; }
 
 }  // namespace
 
-RandAugment::RandAugment(RandAugmentOptions options) : options_(std::move(options)) {
+RandAugment::RandAugment(RandAugmentOptions options) : options_(options) {
   if (options_.severity() < 0 || options_.severity() > 10) throw std::invalid_argument("severity must be in 0..10");
   if (options_.depth() < 1) throw std::invalid_argument("depth must be at least 1");
   switch (options_.augmentation_set()) {
@@ -329,7 +329,7 @@ std::optional<int> RandAugment::apply(Event /*event*/, State& state, Logger& /*l
 
 // ---- ProgressiveResizing --------------------------------------------------------------------
 
-ProgressiveResizing::ProgressiveResizing(ProgressiveResizingOptions options) : options_(std::move(options)) {
+ProgressiveResizing::ProgressiveResizing(ProgressiveResizingOptions options) : options_(options) {
   if (!(options_.initial_scale() > 0.0 && options_.initial_scale() <= 1.0))
     throw std::invalid_argument("initial_scale must be in (0, 1]");
   if (options_.delay_fraction() < 0.0 || options_.finetune_fraction() < 0.0 ||

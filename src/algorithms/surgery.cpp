@@ -276,7 +276,7 @@ std::optional<int> SqueezeExcite::apply(Event /*event*/, State& state, Logger& l
 
 // ---- StochasticDepth ------------------------------------------------------------------------
 
-StochasticDepth::StochasticDepth(StochasticDepthOptions options) : options_(std::move(options)) {
+StochasticDepth::StochasticDepth(StochasticDepthOptions options) : options_(options) {
   if (!(options_.drop_rate() >= 0.0 && options_.drop_rate() < 1.0))
     throw std::invalid_argument("drop_rate must be in [0, 1)");
 }

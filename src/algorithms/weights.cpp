@@ -229,7 +229,7 @@ void Ema::load_state_dict(const StateDict& state) {
 
 // ---- SWA ------------------------------------------------------------------------------------
 
-Swa::Swa(SwaOptions options) : options_(std::move(options)) {
+Swa::Swa(SwaOptions options) : options_(options) {
   if (options_.anneal_steps() < 1) throw std::invalid_argument("anneal_steps must be at least 1");
   const TimeUnit u = options_.update_interval().unit();
   if (u != TimeUnit::kBatch && u != TimeUnit::kEpoch)
@@ -345,7 +345,7 @@ void Swa::load_state_dict(const StateDict& state) {
 
 // ---- GradientClipping -----------------------------------------------------------------------
 
-GradientClipping::GradientClipping(GradientClippingOptions options) : options_(std::move(options)) {
+GradientClipping::GradientClipping(GradientClippingOptions options) : options_(options) {
   if (!(options_.clipping_threshold() > 0.0)) throw std::invalid_argument("clipping_threshold must be positive");
 }
 
@@ -453,7 +453,7 @@ std::optional<int> Sam::apply(Event /*event*/, State& state, Logger& /*logger*/)
 
 // ---- SelectiveBackprop ----------------------------------------------------------------------
 
-SelectiveBackprop::SelectiveBackprop(SelectiveBackpropOptions options) : options_(std::move(options)) {
+SelectiveBackprop::SelectiveBackprop(SelectiveBackpropOptions options) : options_(options) {
   if (!(options_.start() >= 0.0 && options_.start() <= options_.end() && options_.end() <= 1.0)) {
     throw std::invalid_argument("start and end must satisfy 0 <= start <= end <= 1");
   }
