@@ -51,7 +51,7 @@ void refuse_duplicate_keys(const YAML::Node& node, const std::string& source, co
   for (auto it = node.begin(); it != node.end(); ++it) {
     if (!it->first.IsScalar()) continue;
     const std::string key = it->first.Scalar();
-    const std::string full = path.empty() ? key : path + "." + key;
+    const std::string full = path.empty() ? key : std::string(path).append(".").append(key);
     const auto [first, fresh] = seen.emplace(key, it->first.Mark());
     if (!fresh) {
       throw RecipeError(position(source, it->first.Mark()) + ": key '" + full + "' is given twice (first at line " +

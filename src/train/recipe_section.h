@@ -71,8 +71,8 @@ inline const std::vector<std::string> kSchedulerKeys = {
 // "--set KEY" for a value a flag set. Its refusals are RecipeErrors.
 class RecipeOrigin : public OptionOrigin {
  public:
-  RecipeOrigin(YAML::Node root, std::string source, std::set<std::string> set_keys)
-      : root_(std::move(root)), source_(std::move(source)), set_keys_(std::move(set_keys)) {}
+  RecipeOrigin(const YAML::Node& root, std::string source, std::set<std::string> set_keys)
+      : root_(root), source_(std::move(source)), set_keys_(std::move(set_keys)) {}  // a Node is a shared handle
 
   std::string where(const std::vector<std::string>& path, bool at_key) const override {
     std::string dotted;

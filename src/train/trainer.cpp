@@ -607,6 +607,7 @@ void Trainer::Impl::flush_losses() {
   const std::vector<PendingLoss> pending = std::move(pending_losses_);
   pending_losses_.clear();
   std::vector<at::Tensor> parts;
+  parts.reserve(pending.size());
   // Losses of one type are joined as they are; of several (a model changed its loss's), in float64.
   const bool one_type = std::all_of(pending.begin(), pending.end(), [&](const PendingLoss& p) {
     return p.loss.scalar_type() == pending[0].loss.scalar_type();
