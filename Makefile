@@ -4,7 +4,8 @@
 #   make test        the same set-up, then the tests of labels unit and integration, each timed
 #   make test-all    every test label (unit, integration, slow, mpi, postgres, faults, browser, gpu),
 #                    then make test-asan and make tidy
-#   make test-asan   the unit tests built with AddressSanitizer + UndefinedBehaviorSanitizer
+#   make test-asan   the unit and integration tests built with AddressSanitizer +
+#                    UndefinedBehaviorSanitizer against LibTorch 2.x with CUDA (run on the CPU)
 #   make build-torch2  the same tree against LibTorch 2.x with CUDA (the pinned PyPI torch wheel in
 #                    .venv-torch2/, scripts/torch2-requirements.txt) in build-torch2/
 #   make test-torch2 its unit and integration tests (on the CPU); make test-gpu: label gpu (skips
@@ -62,8 +63,12 @@ test-torch2: build-torch2
 test-gpu: build-torch2
 	ctest --test-dir build-torch2 -L gpu --output-on-failure
 
-test-asan: deps
-	cmake --preset asan >/dev/null
+# The sanitizers' build is against LibTorch 2.x with CUDA, so that it also proves the CUDA files
+# compile and link (CI runs it in place of make test-torch2: one build, not two).
+test-asan:
+	@scripts/install-deps.sh --torch2
+	@BATON_TORCH2_PREFIX="$$(scripts/torch2-env.sh | tail -n1)" && [ -n "$$BATON_TORCH2_PREFIX" ] && \
+	  BATON_TORCH2_PREFIX="$$BATON_TORCH2_PREFIX" cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)
 	ctest --preset asan -j $(JOBS)
 

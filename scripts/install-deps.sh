@@ -18,6 +18,7 @@ core=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libsqlite3-dev libpq-dev postgresql libcpp-httplib-dev libjs-chart.js libssl-dev
   libopenmpi-dev openmpi-bin
+  libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev  # image folders: JPEG (libjpeg-turbo), PNG
   dataset-fashion-mnist fortunes ccache  # fortunes: the text of recipes/gpt_char.yaml
 )
 bench=(python3-torch python3-optuna libtbb-dev)

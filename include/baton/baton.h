@@ -32,6 +32,8 @@
 #include "baton/data/dataloader.h"
 #include "baton/data/dataset.h"
 #include "baton/data/fashion_mnist.h"
+#include "baton/data/image_folder.h"
+#include "baton/data/images.h"
 #include "baton/data/readers.h"
 #include "baton/data/text.h"
 

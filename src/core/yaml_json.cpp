@@ -131,6 +131,8 @@ nlohmann::json yaml_to_json(const YAML::Node& node) {
   int64_t i = 0;
   double d = 0;
   if (YAML::convert<int64_t>::decode(node, i)) return i;
+  uint64_t u = 0;  // 2^63 to 2^64 - 1 (a seed, say), exactly
+  if (!text.empty() && text[0] != '-' && YAML::convert<uint64_t>::decode(node, u)) return u;
   if (YAML::convert<double>::decode(node, d)) return d;
   return text;
 }

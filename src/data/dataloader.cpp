@@ -150,7 +150,7 @@ std::unique_ptr<BatchSource> DataLoader::in_order(c10::Device device) const {
 
 DataLoader::Staged DataLoader::make_batch(int64_t index) const {
   const auto [begin, end] = shard_range(index);
-  Staged staged{dataset_->get_batch(order_.slice(0, begin, end)), std::nullopt};
+  Staged staged{dataset_->get_epoch_batch(order_.slice(0, begin, end), epoch_), std::nullopt};
   Batch& b = staged.batch;
   if (b.input.device() == device_) return staged;
   if (device_.is_cuda()) {
@@ -215,6 +215,7 @@ std::optional<Batch> DataLoader::next() {
   const int64_t index = next_batch_++;
   Batch batch = prefetching() ? take(index) : make_batch(index).finish();
   if (prefetching() && next_batch_ < num_batches()) request(next_batch_);
+  if (batch.input.defined()) batch.input = dataset_->finish_inputs(batch.input);
   return batch;
 }
 

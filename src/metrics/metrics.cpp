@@ -1,7 +1,5 @@
 #include "baton/metrics/metrics.h"
 
-#include "baton/core/registry.h"
-
 #include <cmath>
 #include <stdexcept>
 
@@ -91,33 +89,6 @@ void CrossEntropy::set_sums(const std::vector<double>& sums) {
   if (sums.size() != 2) throw std::invalid_argument(name() + ": set_sums wants 2 values");
   sum_ = torch::full({}, sums[0], torch::kDouble);
   seen_ = std::llround(sums[1]);
-}
-
-namespace {
-
-using MetricRegistry = Registry<std::unique_ptr<Metric>>;
-
-// The metrics by name; top<k>_accuracy, a family, is read from its name by make_metric.
-const MetricRegistry& metric_registry() {
-  static const MetricRegistry metrics(
-      "metric", MetricRegistry::Order::kRegistration,
-      {{"accuracy", [] { return std::unique_ptr<Metric>(std::make_unique<Accuracy>()); }},
-       {"loss", [] { return std::unique_ptr<Metric>(std::make_unique<CrossEntropy>()); }}});
-  return metrics;
-}
-
-}  // namespace
-
-std::unique_ptr<Metric> make_metric(const std::string& name) {
-  if (metric_registry().contains(name)) return metric_registry().make(name);
-  if (name.rfind("top", 0) == 0 && name.size() > 12 && name.substr(name.size() - 9) == "_accuracy") {
-    try {
-      const int k = std::stoi(name.substr(3, name.size() - 12));
-      if (k >= 1) return std::make_unique<TopKAccuracy>(k);
-    } catch (const std::exception&) {
-    }
-  }
-  throw std::invalid_argument(unknown_name("metric", name, {"accuracy", "top<k>_accuracy", "loss"}));
 }
 
 }  // namespace baton

@@ -6,7 +6,7 @@
 #include <torch/version.h>
 
 #include "baton/core/options.h"
-#include "gpt.h"
+#include "models/nets.h"
 
 namespace baton {
 namespace {

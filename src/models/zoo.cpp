@@ -1,13 +1,11 @@
 #include "baton/models/zoo.h"
 
-#include "baton/core/registry.h"
-
 #include <stdexcept>
 
 #include <torch/torch.h>
 
 #include "baton/core/options.h"
-#include "gpt.h"
+#include "models/nets.h"
 
 namespace baton {
 namespace {
@@ -111,53 +109,30 @@ void require_image(const std::string& name, const ModelOptions& spec, int64_t mi
   }
 }
 
-using Models = Registry<std::shared_ptr<Model>, const ModelOptions&>;
-
-const Models& model_registry() {
-  static const Models models(
-      "model", Models::Order::kRegistration,
-      {
-          {"fashion_cnn",
-           [](const ModelOptions& spec) {
-             require_image("fashion_cnn", spec, 4);
-             return std::make_shared<Classifier>(
-                 FashionCnn(spec.input_shape()[0], spec.input_shape()[1], spec.input_shape()[2], spec.num_classes())
-                     .ptr());
-           }},
-          {"mlp",
-           [](const ModelOptions& spec) {
-             if (spec.input_shape().empty()) throw std::invalid_argument("model 'mlp' needs the input shape");
-             for (int64_t width : spec.hidden()) {
-               if (width < 1 || width > kMaxWidth) {
-                 throw OptionError("hidden", "model 'mlp': every hidden width must be from 1 to " +
-                                                 std::to_string(kMaxWidth) + ", got " + std::to_string(width));
-               }
-             }
-             int64_t features = 1;
-             for (int64_t d : spec.input_shape()) features *= d;
-             return std::make_shared<Classifier>(Mlp(features, spec.hidden(), spec.num_classes()).ptr());
-           }},
-          {"resnet20",
-           [](const ModelOptions& spec) {
-             require_image("resnet20", spec, 4);
-             return std::make_shared<Classifier>(ResNet20(spec.input_shape()[0], spec.num_classes()).ptr());
-           }},
-          {"gpt", [](const ModelOptions& spec) { return make_gpt(spec); }},
-      });
-  return models;
-}
-
 }  // namespace
 
-std::vector<std::string> model_names() { return model_registry().names(); }
+std::shared_ptr<Model> make_fashion_cnn(const ModelOptions& spec) {
+  require_image("fashion_cnn", spec, 4);
+  return std::make_shared<Classifier>(
+      FashionCnn(spec.input_shape()[0], spec.input_shape()[1], spec.input_shape()[2], spec.num_classes()).ptr());
+}
 
-std::shared_ptr<Model> make_model(const std::string& name, const ModelOptions& spec) {
-  if (!model_registry().contains(name)) throw std::invalid_argument(unknown_name("model", name, model_names()));
-  if (spec.num_classes() < 2) {
-    throw std::invalid_argument("model '" + name + "': num_classes must be at least 2, got " +
-                                std::to_string(spec.num_classes()));
+std::shared_ptr<Model> make_mlp(const ModelOptions& spec) {
+  if (spec.input_shape().empty()) throw std::invalid_argument("model 'mlp' needs the input shape");
+  for (int64_t width : spec.hidden()) {
+    if (width < 1 || width > kMaxWidth) {
+      throw OptionError("hidden", "model 'mlp': every hidden width must be from 1 to " + std::to_string(kMaxWidth) +
+                                      ", got " + std::to_string(width));
+    }
   }
-  return model_registry().make(name, spec);
+  int64_t features = 1;
+  for (int64_t d : spec.input_shape()) features *= d;
+  return std::make_shared<Classifier>(Mlp(features, spec.hidden(), spec.num_classes()).ptr());
+}
+
+std::shared_ptr<Model> make_resnet20(const ModelOptions& spec) {
+  require_image("resnet20", spec, 4);
+  return std::make_shared<Classifier>(ResNet20(spec.input_shape()[0], spec.num_classes()).ptr());
 }
 
 }  // namespace baton

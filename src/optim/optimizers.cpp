@@ -1,7 +1,5 @@
 #include "baton/optim/optimizers.h"
 
-#include "baton/core/registry.h"
-
 #include <cmath>
 #include <stdexcept>
 #include <typeinfo>
@@ -9,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "baton/core/options.h"
+#include "optim/builders.h"
 #include "optim/decoupled_sgdw.h"
 
 namespace baton {
@@ -18,8 +17,6 @@ namespace {
 void require_option(bool ok, const std::string& key, const std::string& what) {
   if (!ok) throw OptionError(key, what);
 }
-
-using Optimizers = Registry<std::shared_ptr<torch::optim::Optimizer>, const OptimizerOptions&, std::vector<at::Tensor>>;
 
 torch::optim::SGDOptions sgd_options(const OptimizerOptions& spec) {
   const std::string who = "optimizer '" + spec.name() + "': ";
@@ -41,53 +38,40 @@ void check_adam(const OptimizerOptions& spec) {
   require_option(std::isfinite(spec.eps()) && spec.eps() > 0, "eps", who + "eps must be a positive number");
 }
 
-const Optimizers& optimizer_registry() {
-  static const Optimizers optimizers(
-      "optimizer", Optimizers::Order::kRegistration,
-      {{"sgd",
-        [](const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
-          return std::shared_ptr<torch::optim::Optimizer>(std::make_shared<torch::optim::SGD>(
-              std::move(parameters), sgd_options(spec).weight_decay(spec.weight_decay())));
-        }},
-       {"adam",
-        [](const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
-          check_adam(spec);
-          return std::shared_ptr<torch::optim::Optimizer>(
-              std::make_shared<torch::optim::Adam>(std::move(parameters), torch::optim::AdamOptions(spec.lr())
-                                                                              .betas({spec.beta1(), spec.beta2()})
-                                                                              .eps(spec.eps())
-                                                                              .weight_decay(spec.weight_decay())));
-        }},
-       {"adamw",
-        [](const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
-          check_adam(spec);
-          return std::shared_ptr<torch::optim::Optimizer>(
-              std::make_shared<torch::optim::AdamW>(std::move(parameters), torch::optim::AdamWOptions(spec.lr())
-                                                                               .betas({spec.beta1(), spec.beta2()})
-                                                                               .eps(spec.eps())
-                                                                               .weight_decay(spec.weight_decay())));
-        }},
-       {"decoupled_sgdw", [](const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
-          return std::shared_ptr<torch::optim::Optimizer>(
-              std::make_shared<detail::DecoupledSGDW>(std::move(parameters), sgd_options(spec), spec.weight_decay()));
-        }}});
-  return optimizers;
-}
-
 }  // namespace
 
-std::vector<std::string> optimizer_names() { return optimizer_registry().names(); }
-
-std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& spec,
-                                                        std::vector<at::Tensor> parameters) {
-  if (!optimizer_registry().contains(spec.name()))
-    throw std::invalid_argument(unknown_name("optimizer", spec.name(), optimizer_names()));
+void check_optimizer(const OptimizerOptions& spec) {
   const std::string who = "optimizer '" + spec.name() + "': ";
   require_option(std::isfinite(spec.lr()) && spec.lr() > 0, "lr",
                  who + "lr must be a positive number, got " + std::to_string(spec.lr()));
   require_option(std::isfinite(spec.weight_decay()) && spec.weight_decay() >= 0, "weight_decay",
                  who + "weight_decay must not be negative");
-  return optimizer_registry().make(spec.name(), spec, std::move(parameters));
+}
+
+std::shared_ptr<torch::optim::Optimizer> make_sgd(const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
+  return std::make_shared<torch::optim::SGD>(std::move(parameters),
+                                             sgd_options(spec).weight_decay(spec.weight_decay()));
+}
+
+std::shared_ptr<torch::optim::Optimizer> make_adam(const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
+  check_adam(spec);
+  return std::make_shared<torch::optim::Adam>(std::move(parameters), torch::optim::AdamOptions(spec.lr())
+                                                                         .betas({spec.beta1(), spec.beta2()})
+                                                                         .eps(spec.eps())
+                                                                         .weight_decay(spec.weight_decay()));
+}
+
+std::shared_ptr<torch::optim::Optimizer> make_adamw(const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
+  check_adam(spec);
+  return std::make_shared<torch::optim::AdamW>(std::move(parameters), torch::optim::AdamWOptions(spec.lr())
+                                                                          .betas({spec.beta1(), spec.beta2()})
+                                                                          .eps(spec.eps())
+                                                                          .weight_decay(spec.weight_decay()));
+}
+
+std::shared_ptr<torch::optim::Optimizer> make_decoupled_sgdw(const OptimizerOptions& spec,
+                                                             std::vector<at::Tensor> parameters) {
+  return std::make_shared<detail::DecoupledSGDW>(std::move(parameters), sgd_options(spec), spec.weight_decay());
 }
 
 std::string optimizer_kind(const torch::optim::Optimizer& optimizer) {

@@ -1,13 +1,12 @@
 #include "baton/optim/scheduler.h"
 
-#include "baton/core/registry.h"
-
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <utility>
 
 #include "baton/core/options.h"
+#include "optim/builders.h"
 
 namespace baton {
 namespace {
@@ -141,9 +140,12 @@ class OneCycle : public Scheduler {
   SchedulerOptions spec_;
 };
 
-}  // namespace
+template <typename S>
+std::shared_ptr<Scheduler> make_schedule(const SchedulerOptions& spec) {
+  return std::make_shared<S>(spec);
+}
 
-namespace {
+}  // namespace
 
 // The options a schedule uses, checked when it is made (not at its first step, after a run has
 // started): times a schedule can count, positive periods, finite numbers. OptionError names the key.
@@ -182,45 +184,27 @@ void check_schedule(const SchedulerOptions& spec) {
   }
 }
 
-}  // namespace
-
-namespace {
-
-using Schedulers = Registry<std::shared_ptr<Scheduler>, const SchedulerOptions&>;
-
-template <typename S>
-std::shared_ptr<Scheduler> make_schedule(const SchedulerOptions& spec) {
-  return std::make_shared<S>(spec);
+std::shared_ptr<Scheduler> make_constant_schedule(const SchedulerOptions& spec) {
+  return make_schedule<Constant>(spec);
 }
-
-const Schedulers& scheduler_registry() {
-  static const Schedulers schedulers("scheduler", Schedulers::Order::kRegistration,
-                                     {{"constant", make_schedule<Constant>},
-                                      {"step", make_schedule<Step>},
-                                      {"multistep", make_schedule<MultiStep>},
-                                      {"exponential", make_schedule<Exponential>},
-                                      {"linear", make_schedule<Linear>},
-                                      {"linear_warmup", make_schedule<Linear>},
-                                      {"cosine_warmup", make_schedule<CosineWarmup>},
-                                      {"polynomial", make_schedule<Polynomial>},
-                                      {"one_cycle", [](const SchedulerOptions& spec) {
-                                         if (!(spec.pct_start() > 0 && spec.pct_start() < 1))
-                                           throw OptionError("pct_start",
-                                                             "scheduler 'one_cycle': pct_start must be in (0, 1)");
-                                         return make_schedule<OneCycle>(spec);
-                                       }}});
-  return schedulers;
+std::shared_ptr<Scheduler> make_step_schedule(const SchedulerOptions& spec) { return make_schedule<Step>(spec); }
+std::shared_ptr<Scheduler> make_multistep_schedule(const SchedulerOptions& spec) {
+  return make_schedule<MultiStep>(spec);
 }
-
-}  // namespace
-
-std::vector<std::string> scheduler_names() { return scheduler_registry().names(); }
-
-std::shared_ptr<Scheduler> make_scheduler(const SchedulerOptions& spec) {
-  if (!scheduler_registry().contains(spec.name()))
-    throw std::invalid_argument(unknown_name("scheduler", spec.name(), scheduler_names()));
-  check_schedule(spec);
-  return scheduler_registry().make(spec.name(), spec);
+std::shared_ptr<Scheduler> make_exponential_schedule(const SchedulerOptions& spec) {
+  return make_schedule<Exponential>(spec);
+}
+std::shared_ptr<Scheduler> make_linear_schedule(const SchedulerOptions& spec) { return make_schedule<Linear>(spec); }
+std::shared_ptr<Scheduler> make_cosine_warmup_schedule(const SchedulerOptions& spec) {
+  return make_schedule<CosineWarmup>(spec);
+}
+std::shared_ptr<Scheduler> make_polynomial_schedule(const SchedulerOptions& spec) {
+  return make_schedule<Polynomial>(spec);
+}
+std::shared_ptr<Scheduler> make_one_cycle_schedule(const SchedulerOptions& spec) {
+  if (!(spec.pct_start() > 0 && spec.pct_start() < 1))
+    throw OptionError("pct_start", "scheduler 'one_cycle': pct_start must be in (0, 1)");
+  return make_schedule<OneCycle>(spec);
 }
 
 }  // namespace baton

@@ -12,14 +12,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include "recipe_section.h"
+#include "train/data_sets.h"
 
 #include "baton/algorithms/algorithms.h"
 #include "baton/algorithms/registry.h"
 #include "baton/callbacks/registry.h"
 #include "baton/core/device.h"
 #include "baton/core/options.h"
-#include "baton/data/fashion_mnist.h"
-#include "baton/data/readers.h"
 #include "baton/data/text.h"
 #include "baton/io/file.h"
 #include "baton/loggers/registry.h"
@@ -37,9 +36,6 @@ namespace baton {
 using recipe_detail::recipe_reader;
 
 namespace {
-
-// More classes than this is a label written wrong (a model would need that many outputs).
-constexpr int64_t kMaxClasses = 1000000;
 
 // A recipe section of named components with options ({mixup: {alpha: 0.2}, channels_last: }),
 // each built by `make` from its options' reader, in the recipe's order; errors point at the
@@ -63,103 +59,11 @@ std::vector<std::shared_ptr<T>> build_named(OptionReader& top, const std::string
   return out;
 }
 
-// data.dataset: files — arrays of inputs and labels (.npy, .csv, ...), standardised unless told not.
-void load_files(OptionReader& data, TrainingRun& run) {
-  for (const char* key : {"train_inputs", "train_labels"}) {
-    if (!data.has(key)) data.fail(key, "required when data.dataset is files");
-  }
-  if (data.has("eval_inputs") != data.has("eval_labels")) {
-    data.fail(data.has("eval_inputs") ? "eval_labels" : "eval_inputs", "eval_inputs and eval_labels go together");
-  }
-  auto read = [&](const std::string& key) {
-    try {
-      return read_array(data.get<std::string>(key, ""));
-    } catch (const std::runtime_error& e) {  // missing, not a regular file, corrupt: the key and the file
-      data.fail(key, e.what());
-    }
-  };
-  // Class indices, one per example: [N] (or [N, 1]), from 0 to a class count a model can have.
-  auto labels = [&](const std::string& key) {
-    at::Tensor y = read(key);
-    if (y.dim() == 2 && y.size(1) == 1) y = y.flatten();
-    if (y.dim() != 1) {
-      data.fail(key, "labels of shape " + c10::str(y.sizes()) + ": expected one class index per example ([N])");
-    }
-    y = y.to(torch::kLong);
-    if (y.numel() > 0 && (y.min().item<int64_t>() < 0 || y.max().item<int64_t>() >= kMaxClasses)) {
-      const int64_t bad = y.min().item<int64_t>() < 0 ? y.min().item<int64_t>() : y.max().item<int64_t>();
-      data.fail(key, "label " + std::to_string(bad) + ": class indices run from 0 to the number of classes - 1 (" +
-                         "at most " + std::to_string(kMaxClasses) + ")");
-    }
-    return y;
-  };
-  auto inputs = [&](const std::string& key) {
-    at::Tensor x = as_float_inputs(read(key));
-    if (x.size(0) == 0) data.fail(key, "holds 0 examples");
-    return x;
-  };
-  at::Tensor train_x = inputs("train_inputs");
-  at::Tensor train_y = labels("train_labels");
-  at::Tensor eval_x;
-  at::Tensor eval_y;
-  if (data.has("eval_inputs")) {
-    eval_x = inputs("eval_inputs");
-    eval_y = labels("eval_labels");
-    if (eval_x.sizes().slice(1) != train_x.sizes().slice(1)) {
-      data.fail("eval_inputs", "examples of shape " + c10::str(eval_x.sizes().slice(1)) +
-                                   " but the training examples are " + c10::str(train_x.sizes().slice(1)));
-    }
-  }
-  std::optional<Standardization> standardization;
-  if (data.get<bool>("standardize", true)) {
-    const at::Tensor mean = train_x.mean();
-    const at::Tensor std = train_x.std().clamp_min(1e-12);
-    train_x = (train_x - mean) / std;
-    if (eval_x.defined()) eval_x = (eval_x - mean) / std;
-    standardization = Standardization{mean.item<double>(), std.item<double>()};
-  }
-  try {
-    auto train = std::make_shared<TensorDataset>(train_x, train_y);
-    if (standardization) train->set_standardization(*standardization);
-    run.train_data = train;
-    if (eval_x.defined()) run.eval_data = std::make_shared<TensorDataset>(eval_x, eval_y);
-  } catch (const std::invalid_argument& e) {
-    data.fail("train_labels", e.what());
-  }
-}
-
-// data.dataset: text — next-token windows over a text file or folder.
-void load_text_data(OptionReader& data, uint64_t seed, TrainingRun& run) {
-  TextOptions t;
-  data.read("context", t.context());
-  data.read("tokens", t.tokens());
-  data.read("validation_fraction", t.validation_fraction());
-  t.seed(seed);
-  try {
-    std::tie(run.train_data, run.eval_data) = load_text(data.get<std::string>("path", kDefaultTextPath), t);
-  } catch (const OptionError& e) {
-    data.fail(e.key(), e.what());
-  } catch (const std::exception& e) {
-    data.fail("path", e.what());
-  }
-}
-
 // The data section: the data sets (on `device` when data.on_device says so).
 void load_data(OptionReader& data, uint64_t seed, const c10::Device& device, TrainingRun& run) {
-  const std::string dataset = data.get<std::string>("dataset", "fashion_mnist");
-  if (dataset == "fashion_mnist") {
-    try {
-      std::tie(run.train_data, run.eval_data) = load_fashion_mnist(data.get<std::string>("dir", kFashionMnistDir));
-    } catch (const std::runtime_error& e) {
-      data.fail("dir", e.what());
-    }
-  } else if (dataset == "files") {
-    load_files(data, run);
-  } else if (dataset == "text") {
-    load_text_data(data, seed, run);
-  } else {
-    data.fail("dataset", unknown_name("dataset", dataset, {"fashion_mnist", "files", "text"}));
-  }
+  DataSplit split = load_data_sets(data, DataSetContext{seed});
+  run.train_data = std::move(split.train);
+  run.eval_data = std::move(split.eval);
   if (data.get<bool>("on_device", false) && !device.is_cpu()) {  // gathered there, no copy per batch
     auto on_device = [&](const std::shared_ptr<Dataset>& d) -> std::shared_ptr<Dataset> {
       auto tensors = std::dynamic_pointer_cast<TensorDataset>(d);

@@ -88,6 +88,25 @@ TEST(OptionReader, NamesTheKeyAndTheValueItRefuses) {
   EXPECT_EQ(OptionReader::shown(std::string(200, 'x')).size(), 80U);
 }
 
+TEST(OptionReader, ReadsEveryWholeNumberItsTypeHoldsExactly) {
+  const nlohmann::json json = {{"top", std::numeric_limits<uint64_t>::max()},
+                               {"above", uint64_t{1} << 63},
+                               {"least", std::numeric_limits<int64_t>::min()},
+                               {"byte", 255},
+                               {"small", -128}};
+  OptionReader r("run", json);
+  EXPECT_EQ(r.get<uint64_t>("top", 0), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(r.get<uint64_t>("above", 0), uint64_t{1} << 63);
+  EXPECT_EQ(r.get<int64_t>("least", 0), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(r.get<uint8_t>("byte", 0), 255);
+  EXPECT_EQ(r.get<int8_t>("small", 0), -128);
+  EXPECT_EQ(error_of([&] { r.get<int64_t>("above", 0); }),
+            "run.above: expected a whole number that fits, got '9223372036854775808'");
+  EXPECT_EQ(error_of([&] { r.get<int8_t>("byte", 0); }), "run.byte: expected a whole number that fits, got '255'");
+  EXPECT_EQ(error_of([&] { r.get<uint64_t>("least", 0); }).rfind("run.least: expected a whole number that fits", 0),
+            0U);
+}
+
 TEST(OptionReader, AccountsForEveryKey) {
   OptionReader r("mixup", {{"alpha", 0.4}, {"alpah", 0.2}});
   r.number("alpha", 0);

@@ -195,3 +195,22 @@ TEST_F(RecipeProperty, AliasBombsAndDeepNestingAreRefusedNamingTheFile) {
 
 }  // namespace
 }  // namespace baton
+
+namespace baton {
+namespace {
+
+// A recipe's YAML gives the numbers JSON would: the largest seed is read whole, not as a float.
+TEST(RecipeNumbers, EveryWholeNumberOfSixtyFourBitsIsReadExactly) {
+  const Recipe recipe =
+      Recipe::parse("seed: 18446744073709551615\nrun_name: -9223372036854775808\nlog_interval: 1e300\n", "r.yaml");
+  OptionReader top = recipe_detail::recipe_reader(recipe.root(), recipe.source(), recipe.set_keys());
+  EXPECT_EQ(top.get<uint64_t>("seed", 0), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(top.get<int64_t>("run_name", 0), std::numeric_limits<int64_t>::min());
+  EXPECT_THAT(testing::error_of([&] { top.get<int64_t>("seed", 0); }),
+              ::testing::HasSubstr("seed: expected a whole number that fits, got '18446744073709551615'"));
+  EXPECT_THAT(testing::error_of([&] { top.get<uint64_t>("log_interval", 0); }),
+              ::testing::HasSubstr("log_interval: expected a whole number, got '1e+300'"));
+}
+
+}  // namespace
+}  // namespace baton

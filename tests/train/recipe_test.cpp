@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "baton/data/images.h"
 #include "baton/data/readers.h"
 #include "common/test_util.h"
 
@@ -409,6 +410,53 @@ TEST(Recipe, TextDataAndTheGptModel) {
               HasSubstr("model.width: model 'gpt': width 30 must be a multiple of heads 4"));
   EXPECT_THAT(build("model: {name: gpt}\n"), HasSubstr("needs windows of tokens (data.dataset: text)"));
   std::filesystem::remove_all(dir);
+}
+
+// Two classes of 20x20 gray PNGs (bright left half or bright right half, with noise), in ImageNet's
+// layout; a CNN learns them through the images data set, errors name the key.
+TEST(Recipe, ImageFoldersTrainAndBadKeysAreNamed) {
+  const baton::testing::TempDir dir("recipe_images");
+  torch::manual_seed(5);
+  for (const char* split : {"train", "val"}) {
+    for (int label = 0; label < 2; ++label) {
+      const auto folder = dir.path() / split / (label == 0 ? "left" : "right");
+      std::filesystem::create_directories(folder);
+      for (int i = 0; i < (std::string(split) == "train" ? 48 : 16); ++i) {
+        at::Tensor p = torch::randint(0, 60, {20, 20, 1}).to(torch::kByte);
+        p.slice(1, label * 10, label * 10 + 10).add_(150);
+        write_png((folder / (std::to_string(i) + ".png")).string(), p);
+      }
+    }
+  }
+  const std::string data = "data: {dataset: images, train_dir: " + (dir / "train").string() +
+                           ", eval_dir: " + (dir / "val").string() +
+                           ", channels: 1, image_size: 16, workers: 2, batch_size: 16,"
+                           " train_transforms: [{random_resized_crop: {scale: [0.7, 1.0]}}],"
+                           " eval_transforms: [{resize: 16}, {center_crop: 16}]}\n";
+  TrainingRun run = build_run(
+      Recipe::parse(data + "max_duration: 6ep\neval_interval: 6ep\nprogress_bar: false\nmodel: {name: fashion_cnn}\n"
+                           "optimizer: {name: adam, lr: 0.003}\n",
+                    "r.yaml"));
+  EXPECT_EQ(run.train_data->input_shape(), (std::vector<int64_t>{1, 16, 16}));
+  EXPECT_EQ(run.train_data->num_classes(), 2);
+  Trainer trainer(run.options.console_log_interval("0ep"));
+  trainer.fit();
+  EXPECT_GT(trainer.state().eval_metrics["eval"]["accuracy"], 0.9);
+  const auto build = [&](const std::string& yaml) {
+    return error_of([&] { build_run(Recipe::parse(yaml, "r.yaml")); });
+  };
+  EXPECT_THAT(build("data: {dataset: images}\n"), HasSubstr("data.train_dir: give one of train_dir"));
+  EXPECT_THAT(build("data: {dataset: images, train_dir: " + (dir / "nope").string() + "}\n"),
+              HasSubstr("data.train_dir: " + (dir / "nope").string() + ": nothing, not a folder of class folders"));
+  EXPECT_THAT(build("data: {dataset: images, train_dir: " + (dir / "train").string() + ", channels: 2}\n"),
+              HasSubstr("data.channels: expected 1 (gray) or 3 (RGB)"));
+  EXPECT_THAT(
+      build("data: {dataset: images, train_dir: " + (dir / "train").string() + ", train_transforms: [{rotate: 5}]}\n"),
+      HasSubstr("data.train_transforms: [0]: unknown transform 'rotate'"));
+  EXPECT_THAT(build("data: {dataset: images, train_dir: " + (dir / "train").string() + ", bad_files: maybe}\n"),
+              HasSubstr("data.bad_files: expected error or skip, got 'maybe'"));
+  EXPECT_THAT(build("data: {dataset: imagez}\n"),
+              HasSubstr("data.dataset: unknown dataset 'imagez' (known: fashion_mnist, files, text, images)"));
 }
 
 }  // namespace

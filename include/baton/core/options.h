@@ -231,12 +231,14 @@ class OptionReader {
       return v.get<bool>();
     } else if constexpr (std::is_integral_v<T>) {
       if (!v.is_number_integer()) wrong_type(key, "a whole number", v);
-      const auto n = v.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX))
-                                            : v.get<int64_t>();
-      if (n < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-          static_cast<uint64_t>(std::max<int64_t>(n, 0)) > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
-        wrong_type(key, "a whole number that fits", v);
+      constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<T>::max());
+      constexpr auto kMin = static_cast<int64_t>(std::numeric_limits<T>::min());
+      if (v.is_number_unsigned()) {  // 0 to 2^64 - 1, read exactly
+        if (v.get<uint64_t>() > kMax) wrong_type(key, "a whole number that fits", v);
+        return static_cast<T>(v.get<uint64_t>());
       }
+      const auto n = v.get<int64_t>();
+      if (n < kMin || (n > 0 && static_cast<uint64_t>(n) > kMax)) wrong_type(key, "a whole number that fits", v);
       return static_cast<T>(n);
     } else if constexpr (std::is_floating_point_v<T>) {
       if (!v.is_number()) wrong_type(key, "a number", v);

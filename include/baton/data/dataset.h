@@ -23,6 +23,12 @@ class Dataset {
   virtual int64_t size() const = 0;
   // The examples at `indices` (a 1-D int64 tensor) as one batch, in that order.
   virtual Batch get_batch(const at::Tensor& indices) const = 0;
+  // The same in epoch `epoch`, for a data set whose examples change from epoch to epoch (random crops
+  // drawn from (seed, epoch, index)). Default: get_batch.
+  virtual Batch get_epoch_batch(const at::Tensor& indices, int64_t epoch) const { return get_batch(indices); }
+  // A batch's inputs as the model takes them, once on the run's device: a data set whose batches
+  // travel small (uint8 images) converts them there (to normalised float). Default: as they are.
+  virtual at::Tensor finish_inputs(const at::Tensor& inputs) const { return inputs; }
   // The shape of one input ([C, H, W] for images).
   virtual std::vector<int64_t> input_shape() const = 0;
   // Number of classes for classification data (largest label + 1); 0 when not known.

@@ -72,7 +72,11 @@ class CrossEntropy : public Metric {
   int64_t seen_ = 0;
 };
 
-// accuracy, top<k>_accuracy (e.g. top5_accuracy), loss. Throws std::invalid_argument otherwise.
+// A metric by name (metric_names(): accuracy, top<k>_accuracy as top5_accuracy, loss). Throws
+// std::invalid_argument for an unknown name, naming the known ones.
 std::unique_ptr<Metric> make_metric(const std::string& name);
+
+// The names make_metric knows, a family written with its parameter (top<k>_accuracy).
+std::vector<std::string> metric_names();
 
 }  // namespace baton

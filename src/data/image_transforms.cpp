@@ -1,0 +1,305 @@
+// The transforms of an image pipeline, folded into a plan (a region of the file, an output size, a
+// flip), and the resampling that renders a plan from the decoded pixels.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "baton/data/images.h"
+#include "data/image_codec.h"
+
+namespace baton {
+namespace {
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+std::string size_text(ImageSize s) { return std::to_string(s.width) + "x" + std::to_string(s.height); }
+
+// A size given as N (a square) or [height, width].
+ImageSize read_size(const nlohmann::json& v, const std::string& where) {
+  auto side = [&](const nlohmann::json& n) {
+    if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > 65535)
+      throw std::invalid_argument(where + ": expected a size in pixels from 1 to 65535, got '" + n.dump() + "'");
+    return n.get<int64_t>();
+  };
+  if (v.is_array() && v.size() == 2) return {side(v[0]), side(v[1])};
+  const int64_t s = side(v);
+  return {s, s};
+}
+
+// A pair [low, high] of positive numbers, low <= high.
+void read_range(const nlohmann::json& v, double (&range)[2], const std::string& where) {
+  if (!v.is_array() || v.size() != 2 || !v[0].is_number() || !v[1].is_number() ||
+      !(v[0].get<double>() > 0 && v[0].get<double>() <= v[1].get<double>() && std::isfinite(v[1].get<double>())))
+    throw std::invalid_argument(where + ": expected [low, high], 0 < low <= high, got '" + v.dump() + "'");
+  range[0] = v[0].get<double>();
+  range[1] = v[1].get<double>();
+}
+
+// One output axis of the resampler: for each output pixel, the first input pixel and the weights
+// of the inputs from there (a triangle filter as wide as the scale, so a shrink is antialiased).
+struct Taps {
+  std::vector<int64_t> first;
+  std::vector<int64_t> count;
+  std::vector<float> weights;  // `width` a pixel
+  int64_t width = 0;
+};
+
+// Output pixel o (of `outputs`) samples input coordinate start + (o + 0.5) * span / outputs, in
+// input pixels whose centres are at i + 0.5 (of `inputs`; edges repeat).
+Taps make_taps(double start, double span, int64_t outputs, int64_t inputs) {
+  const double scale = span / static_cast<double>(outputs);
+  const double radius = std::max(1.0, scale);
+  Taps taps;
+  taps.width = static_cast<int64_t>(std::ceil(radius)) * 2 + 1;
+  taps.first.resize(outputs);
+  taps.count.resize(outputs);
+  taps.weights.assign(outputs * taps.width, 0.0f);
+  for (int64_t o = 0; o < outputs; ++o) {
+    const double centre = start + (static_cast<double>(o) + 0.5) * scale - 0.5;
+    const auto lo = static_cast<int64_t>(std::ceil(centre - radius));
+    const auto hi = static_cast<int64_t>(std::floor(centre + radius));
+    const int64_t first = std::clamp<int64_t>(lo, 0, inputs - 1);
+    const int64_t last = std::clamp<int64_t>(hi, 0, inputs - 1);
+    taps.first[o] = first;
+    taps.count[o] = last - first + 1;
+    float* w = &taps.weights[o * taps.width];
+    double total = 0;
+    for (int64_t i = lo; i <= hi; ++i) {
+      const double weight = std::max(0.0, 1.0 - std::abs(static_cast<double>(i) - centre) / radius);
+      const int64_t at = std::clamp<int64_t>(i, 0, inputs - 1) - first;  // an edge's weight goes to it
+      if (at < taps.width) w[at] += static_cast<float>(weight);
+      total += weight;
+    }
+    if (total <= 0) {  // cannot happen with radius >= 1; kept for a degenerate span
+      w[std::clamp<int64_t>(static_cast<int64_t>(std::lround(centre)), first, last) - first] = 1.0f;
+      total = 1;
+    }
+    for (int64_t k = 0; k < taps.count[o]; ++k) w[k] = static_cast<float>(w[k] / total);
+  }
+  return taps;
+}
+
+}  // namespace
+
+ExampleRng::ExampleRng(uint64_t seed, int64_t epoch, int64_t index)
+    : state_(splitmix(splitmix(splitmix(seed) ^ static_cast<uint64_t>(epoch)) ^ static_cast<uint64_t>(index))) {}
+
+uint64_t ExampleRng::next() {
+  state_ += 0x9E3779B97F4A7C15ULL;
+  return splitmix(state_);
+}
+
+double ExampleRng::uniform(double low, double high) {
+  return low + (high - low) * static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
+
+ImageTransforms ImageTransforms::parse(const nlohmann::json& steps, int64_t image_size, const std::string& where) {
+  ImageTransforms t;
+  t.image_size_ = image_size;
+  if (!steps.is_null() && !steps.is_array())
+    throw std::invalid_argument(where +
+                                ": expected a list of transforms, e.g. [{random_resized_crop: {}}, horizontal_flip]");
+  std::optional<ImageSize> fixed;  // the size the pipeline has reached, when it no longer depends on the image
+  for (size_t i = 0; i < (steps.is_array() ? steps.size() : 0); ++i) {
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    const nlohmann::json& item = steps[i];
+    std::string name;
+    nlohmann::json options;
+    if (item.is_string()) {
+      name = item.get<std::string>();
+    } else if (item.is_object() && item.size() == 1) {
+      name = item.begin().key();
+      options = item.begin().value();
+    } else {
+      throw std::invalid_argument(at + ": expected a transform's name or {name: options}, got '" + item.dump() + "'");
+    }
+    const std::string here = at + "." + name;
+    Step step{};
+    step.scale[0] = 0.08, step.scale[1] = 1.0, step.ratio[0] = 3.0 / 4.0, step.ratio[1] = 4.0 / 3.0, step.p = 0.5;
+    auto check_keys = [&](std::initializer_list<const char*> known) {
+      if (!options.is_object()) return;
+      for (const auto& [key, value] : options.items()) {
+        if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
+          throw std::invalid_argument(here + ": unknown option '" + key + "'");
+      }
+    };
+    if (name == "random_resized_crop") {
+      step.kind = Step::Kind::kRandomResizedCrop;
+      if (!options.is_null() && !options.is_object())
+        throw std::invalid_argument(here + ": expected {size, scale, ratio}");
+      check_keys({"size", "scale", "ratio"});
+      step.size =
+          options.contains("size") ? read_size(options["size"], here + ".size") : ImageSize{image_size, image_size};
+      if (options.contains("scale")) read_range(options["scale"], step.scale, here + ".scale");
+      if (step.scale[1] > 1) throw std::invalid_argument(here + ".scale: at most 1 (the whole image)");
+      if (options.contains("ratio")) read_range(options["ratio"], step.ratio, here + ".ratio");
+      fixed = step.size;
+    } else if (name == "resize" || name == "center_crop") {
+      step.kind = name == "resize" ? Step::Kind::kResize : Step::Kind::kCenterCrop;
+      const nlohmann::json& size = options.is_object() ? options.value("size", nlohmann::json()) : options;
+      if (options.is_object()) check_keys({"size"});
+      step.size = size.is_null() ? ImageSize{image_size, image_size} : read_size(size, here);
+      if (step.kind == Step::Kind::kResize && !size.is_array()) step.size.height = 0;  // the shorter side
+      if (step.kind == Step::Kind::kCenterCrop || size.is_array()) fixed = step.size;
+      if (step.kind == Step::Kind::kResize && !size.is_array()) fixed.reset();
+    } else if (name == "horizontal_flip") {
+      step.kind = Step::Kind::kHorizontalFlip;
+      check_keys({"p"});
+      if (options.is_object() && options.contains("p")) {
+        if (!options["p"].is_number() || options["p"].get<double>() < 0 || options["p"].get<double>() > 1)
+          throw std::invalid_argument(here + ".p: expected a probability from 0 to 1");
+        step.p = options["p"].get<double>();
+      }
+    } else {
+      throw std::invalid_argument(at + ": unknown transform '" + name +
+                                  "' (known: random_resized_crop, resize, center_crop, horizontal_flip)");
+    }
+    t.steps_.push_back(step);
+  }
+  if (t.steps_.empty()) {
+    t.steps_.push_back(Step{Step::Kind::kResize, {image_size, image_size}});
+    fixed = ImageSize{image_size, image_size};
+  }
+  if (!fixed || *fixed != ImageSize{image_size, image_size}) {
+    throw std::invalid_argument(where + ": the pipeline must end at image_size (" + std::to_string(image_size) + "x" +
+                                std::to_string(image_size) + ")" +
+                                (fixed
+                                     ? ", not " + size_text(*fixed)
+                                     : ": end it with a crop, e.g. {center_crop: " + std::to_string(image_size) + "}"));
+  }
+  return t;
+}
+
+bool ImageTransforms::random() const {
+  return std::any_of(steps_.begin(), steps_.end(), [](const Step& s) {
+    return s.kind == Step::Kind::kRandomResizedCrop || (s.kind == Step::Kind::kHorizontalFlip && s.p > 0);
+  });
+}
+
+ImagePlan ImageTransforms::plan(ImageSize source, ExampleRng& rng) const {
+  ImagePlan plan;
+  plan.region = {0, 0, static_cast<double>(source.height), static_cast<double>(source.width)};
+  ImageSize current = source;
+  // Takes [top, top + h) x [left, left + w) of the current image, which then has size `out`.
+  auto take = [&](double top, double left, double h, double w, ImageSize out) {
+    if (plan.flip) left = static_cast<double>(current.width) - left - w;  // counted from the mirrored side
+    const double sy = plan.region.height / static_cast<double>(current.height);
+    const double sx = plan.region.width / static_cast<double>(current.width);
+    plan.region = {plan.region.top + top * sy, plan.region.left + left * sx, h * sy, w * sx};
+    current = out;
+  };
+  for (const Step& step : steps_) {
+    switch (step.kind) {
+      case Step::Kind::kResize: {
+        ImageSize out = step.size;
+        if (out.height == 0) {  // the shorter side to size.width, as torchvision's int() of the longer
+          const int64_t side = step.size.width;
+          out = current.height <= current.width
+                    ? ImageSize{side, static_cast<int64_t>(static_cast<double>(side) * current.width / current.height)}
+                    : ImageSize{static_cast<int64_t>(static_cast<double>(side) * current.height / current.width), side};
+        }
+        take(0, 0, static_cast<double>(current.height), static_cast<double>(current.width), out);
+        break;
+      }
+      case Step::Kind::kCenterCrop: {
+        if (step.size.height > current.height || step.size.width > current.width) {
+          throw ImageError("an image of " + size_text(current) + " is smaller than center_crop's " +
+                           size_text(step.size));
+        }
+        const double top = std::nearbyint(static_cast<double>(current.height - step.size.height) /
+                                          2.0);  // ties to even, as Python's round
+        const double left = std::nearbyint(static_cast<double>(current.width - step.size.width) / 2.0);
+        take(top, left, static_cast<double>(step.size.height), static_cast<double>(step.size.width), step.size);
+        break;
+      }
+      case Step::Kind::kRandomResizedCrop: {  // torchvision's RandomResizedCrop.get_params
+        const double area = static_cast<double>(current.height * current.width);
+        const double log_low = std::log(step.ratio[0]), log_high = std::log(step.ratio[1]);
+        bool found = false;
+        for (int attempt = 0; attempt < 10 && !found; ++attempt) {
+          const double target = area * rng.uniform(step.scale[0], step.scale[1]);
+          const double aspect = std::exp(rng.uniform(log_low, log_high));
+          const auto w = static_cast<int64_t>(std::lround(std::sqrt(target * aspect)));
+          const auto h = static_cast<int64_t>(std::lround(std::sqrt(target / aspect)));
+          if (w > 0 && h > 0 && w <= current.width && h <= current.height) {
+            const auto top = static_cast<int64_t>(rng.uniform(0, static_cast<double>(current.height - h + 1)));
+            const auto left = static_cast<int64_t>(rng.uniform(0, static_cast<double>(current.width - w + 1)));
+            take(static_cast<double>(top), static_cast<double>(left), static_cast<double>(h), static_cast<double>(w),
+                 step.size);
+            found = true;
+          }
+        }
+        if (!found) {  // the central crop of the nearest allowed aspect ratio
+          const double ratio = static_cast<double>(current.width) / static_cast<double>(current.height);
+          int64_t w = current.width, h = current.height;
+          if (ratio < step.ratio[0]) {
+            h = static_cast<int64_t>(std::lround(static_cast<double>(w) / step.ratio[0]));
+          } else if (ratio > step.ratio[1]) {
+            w = static_cast<int64_t>(std::lround(static_cast<double>(h) * step.ratio[1]));
+          }
+          take(static_cast<double>((current.height - h) / 2), static_cast<double>((current.width - w) / 2),
+               static_cast<double>(h), static_cast<double>(w), step.size);
+        }
+        break;
+      }
+      case Step::Kind::kHorizontalFlip:
+        if (rng.uniform(0, 1) < step.p) plan.flip = !plan.flip;
+        break;
+    }
+  }
+  plan.out = current;
+  return plan;
+}
+
+void render_image(std::string_view bytes, const std::string& name, int channels, const ImagePlan& plan,
+                  at::Tensor& out) {
+  const image_detail::Decoded decoded = image_detail::decode_region(bytes, name, channels, plan.region, plan.out);
+  const int64_t in_h = decoded.pixels.size(0), in_w = decoded.pixels.size(1);
+  const int64_t out_h = plan.out.height, out_w = plan.out.width;
+  const Taps rows =
+      make_taps((plan.region.top - decoded.top) / decoded.step_y, plan.region.height / decoded.step_y, out_h, in_h);
+  const Taps cols =
+      make_taps((plan.region.left - decoded.left) / decoded.step_x, plan.region.width / decoded.step_x, out_w, in_w);
+  const auto* in = decoded.pixels.data_ptr<uint8_t>();
+  auto* dst = out.data_ptr<uint8_t>();
+  const int64_t out_row_stride = out.stride(0), out_col_stride = out.stride(1);
+  // Horizontal pass over the input rows the vertical pass reads, into floats.
+  const int64_t row_lo = rows.first.front();
+  const int64_t row_hi = rows.first.back() + rows.count.back();
+  std::vector<float> across((row_hi - row_lo) * out_w * channels);
+  for (int64_t r = row_lo; r < row_hi; ++r) {
+    const uint8_t* line = in + r * in_w * channels;
+    float* line_out = &across[(r - row_lo) * out_w * channels];
+    for (int64_t o = 0; o < out_w; ++o) {
+      const float* w = &cols.weights[o * cols.width];
+      const uint8_t* px = line + cols.first[o] * channels;
+      for (int c = 0; c < channels; ++c) {
+        float sum = 0;
+        for (int64_t k = 0; k < cols.count[o]; ++k) sum += w[k] * static_cast<float>(px[k * channels + c]);
+        line_out[o * channels + c] = sum;
+      }
+    }
+  }
+  for (int64_t o = 0; o < out_h; ++o) {
+    const float* w = &rows.weights[o * rows.width];
+    const float* base = &across[(rows.first[o] - row_lo) * out_w * channels];
+    uint8_t* line = dst + o * out_row_stride;
+    for (int64_t x = 0; x < out_w; ++x) {
+      uint8_t* px = line + (plan.flip ? out_w - 1 - x : x) * out_col_stride;
+      for (int c = 0; c < channels; ++c) {
+        float sum = 0;
+        for (int64_t k = 0; k < rows.count[o]; ++k) sum += w[k] * base[k * out_w * channels + x * channels + c];
+        px[c] = static_cast<uint8_t>(std::clamp(std::lround(sum), 0L, 255L));
+      }
+    }
+  }
+}
+
+}  // namespace baton

@@ -1,0 +1,21 @@
+// The zoo's networks, each built from a ModelOptions: what src/models/registry.cpp registers by name.
+// Each throws std::invalid_argument (OptionError naming the option) for a spec it cannot take.
+#pragma once
+
+#include <memory>
+
+#include "baton/models/zoo.h"
+
+namespace baton {
+
+// A small CNN for images of at least 4x4 ([C, H, W] inputs).
+std::shared_ptr<Model> make_fashion_cnn(const ModelOptions& spec);
+// A multi-layer perceptron over the flattened input, `hidden` widths.
+std::shared_ptr<Model> make_mlp(const ModelOptions& spec);
+// ResNet-20 (He et al.) for images of at least 4x4.
+std::shared_ptr<Model> make_resnet20(const ModelOptions& spec);
+// A GPT (decoder-only transformer) over token windows: inputs are [context] token ids, the
+// vocabulary is num_classes; width must be a multiple of heads.
+std::shared_ptr<Model> make_gpt(const ModelOptions& spec);
+
+}  // namespace baton

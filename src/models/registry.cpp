@@ -1,0 +1,35 @@
+// The zoo by name: each model registered once here (write it in src/models, register it, test it).
+#include "baton/core/registry.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "baton/models/zoo.h"
+#include "models/nets.h"
+
+namespace baton {
+namespace {
+
+using Models = Registry<std::shared_ptr<Model>, const ModelOptions&>;
+
+const Models& model_registry() {
+  static const Models models(
+      "model", Models::Order::kRegistration,
+      {{"fashion_cnn", make_fashion_cnn}, {"mlp", make_mlp}, {"resnet20", make_resnet20}, {"gpt", make_gpt}});
+  return models;
+}
+
+}  // namespace
+
+std::vector<std::string> model_names() { return model_registry().names(); }
+
+std::shared_ptr<Model> make_model(const std::string& name, const ModelOptions& spec) {
+  if (!model_registry().contains(name)) throw std::invalid_argument(unknown_name("model", name, model_names()));
+  if (spec.num_classes() < 2) {
+    throw std::invalid_argument("model '" + name + "': num_classes must be at least 2, got " +
+                                std::to_string(spec.num_classes()));
+  }
+  return model_registry().make(name, spec);
+}
+
+}  // namespace baton

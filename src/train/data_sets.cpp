@@ -1,0 +1,180 @@
+// The data sets a recipe's data section names (data.dataset), read by their loaders.
+#include "train/data_sets.h"
+
+#include <optional>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "baton/core/registry.h"
+#include "baton/data/fashion_mnist.h"
+#include "baton/data/image_folder.h"
+#include "baton/data/readers.h"
+#include "baton/data/text.h"
+
+namespace baton {
+
+// More classes than this is a label written wrong (a model would need that many outputs).
+constexpr int64_t kMaxClasses = 1000000;
+
+// data.dataset: fashion_mnist — the IDX files of Fashion-MNIST in `dir`.
+DataSplit load_fashion_mnist_data(OptionReader& data, const DataSetContext&) {
+  try {
+    auto [train, eval] = load_fashion_mnist(data.get<std::string>("dir", kFashionMnistDir));
+    return {train, eval};
+  } catch (const std::runtime_error& e) {
+    data.fail("dir", e.what());
+  }
+}
+
+// data.dataset: files — arrays of inputs and labels (.npy, .csv, ...), standardised unless told not.
+DataSplit load_files(OptionReader& data, const DataSetContext&) {
+  for (const char* key : {"train_inputs", "train_labels"}) {
+    if (!data.has(key)) data.fail(key, "required when data.dataset is files");
+  }
+  if (data.has("eval_inputs") != data.has("eval_labels")) {
+    data.fail(data.has("eval_inputs") ? "eval_labels" : "eval_inputs", "eval_inputs and eval_labels go together");
+  }
+  auto read = [&](const std::string& key) {
+    try {
+      return read_array(data.get<std::string>(key, ""));
+    } catch (const std::runtime_error& e) {  // missing, not a regular file, corrupt: the key and the file
+      data.fail(key, e.what());
+    }
+  };
+  // Class indices, one per example: [N] (or [N, 1]), from 0 to a class count a model can have.
+  auto labels = [&](const std::string& key) {
+    at::Tensor y = read(key);
+    if (y.dim() == 2 && y.size(1) == 1) y = y.flatten();
+    if (y.dim() != 1) {
+      data.fail(key, "labels of shape " + c10::str(y.sizes()) + ": expected one class index per example ([N])");
+    }
+    y = y.to(torch::kLong);
+    if (y.numel() > 0 && (y.min().item<int64_t>() < 0 || y.max().item<int64_t>() >= kMaxClasses)) {
+      const int64_t bad = y.min().item<int64_t>() < 0 ? y.min().item<int64_t>() : y.max().item<int64_t>();
+      data.fail(key, "label " + std::to_string(bad) + ": class indices run from 0 to the number of classes - 1 (" +
+                         "at most " + std::to_string(kMaxClasses) + ")");
+    }
+    return y;
+  };
+  auto inputs = [&](const std::string& key) {
+    at::Tensor x = as_float_inputs(read(key));
+    if (x.size(0) == 0) data.fail(key, "holds 0 examples");
+    return x;
+  };
+  at::Tensor train_x = inputs("train_inputs");
+  at::Tensor train_y = labels("train_labels");
+  at::Tensor eval_x;
+  at::Tensor eval_y;
+  if (data.has("eval_inputs")) {
+    eval_x = inputs("eval_inputs");
+    eval_y = labels("eval_labels");
+    if (eval_x.sizes().slice(1) != train_x.sizes().slice(1)) {
+      data.fail("eval_inputs", "examples of shape " + c10::str(eval_x.sizes().slice(1)) +
+                                   " but the training examples are " + c10::str(train_x.sizes().slice(1)));
+    }
+  }
+  std::optional<Standardization> standardization;
+  if (data.get<bool>("standardize", true)) {
+    const at::Tensor mean = train_x.mean();
+    const at::Tensor std = train_x.std().clamp_min(1e-12);
+    train_x = (train_x - mean) / std;
+    if (eval_x.defined()) eval_x = (eval_x - mean) / std;
+    standardization = Standardization{mean.item<double>(), std.item<double>()};
+  }
+  try {
+    auto train = std::make_shared<TensorDataset>(train_x, train_y);
+    if (standardization) train->set_standardization(*standardization);
+    DataSplit split{train, nullptr};
+    if (eval_x.defined()) split.eval = std::make_shared<TensorDataset>(eval_x, eval_y);
+    return split;
+  } catch (const std::invalid_argument& e) {
+    data.fail("train_labels", e.what());
+  }
+}
+
+// data.dataset: text — next-token windows over a text file or folder.
+DataSplit load_text_data(OptionReader& data, const DataSetContext& context) {
+  TextOptions t;
+  data.read("context", t.context());
+  data.read("tokens", t.tokens());
+  data.read("validation_fraction", t.validation_fraction());
+  t.seed(context.seed);
+  try {
+    auto [train, eval] = load_text(data.get<std::string>("path", kDefaultTextPath), t);
+    return {train, eval};
+  } catch (const OptionError& e) {
+    data.fail(e.key(), e.what());
+  } catch (const std::exception& e) {
+    data.fail("path", e.what());
+  }
+}
+
+// data.dataset: images — folders in ImageNet's layout (train_dir, eval_dir) or CSV lists (train_list,
+// eval_list) of JPEG and PNG files, decoded and transformed on `workers` threads.
+DataSplit load_images_data(OptionReader& data, const DataSetContext& context) {
+  if (data.has("train_dir") == data.has("train_list")) {
+    data.fail(data.has("train_dir") ? "train_list" : "train_dir",
+              "give one of train_dir (class folders) or train_list (a CSV of path,label)");
+  }
+  if (data.has("eval_dir") && data.has("eval_list")) data.fail("eval_list", "give eval_dir or eval_list, not both");
+  ImageFolderOptions base;
+  base.seed(context.seed);
+  data.read("channels", base.channels(), 1, 3);
+  if (base.channels() == 2) data.fail("channels", "expected 1 (gray) or 3 (RGB), got '2'");
+  if (data.has("image_size")) base.image_size(data.get<int64_t>("image_size", 0));
+  if (base.image_size() < 1 || base.image_size() > 65535)
+    data.fail("image_size", "expected a size in pixels from 1 to 65535");
+  if (data.has("normalize")) {
+    OptionReader normalize = data.child("normalize");
+    normalize.read("mean", base.mean());
+    normalize.read("std", base.std());
+    normalize.finish();
+  }
+  if (data.has("workers") && data.json()["workers"] != "auto") {
+    int workers = 0;
+    data.read("workers", workers, 1, 256);
+    base.workers(workers);
+  } else {
+    data.get<std::string>("workers", "auto");  // accounted for
+  }
+  data.read("bad_files", base.bad_files());
+  const int64_t side = base.image_size();
+  const nlohmann::json train_default =
+      nlohmann::json::array({{{"random_resized_crop", nlohmann::json::object()}}, "horizontal_flip"});
+  const nlohmann::json eval_default = nlohmann::json::array(
+      {{{"resize", static_cast<int64_t>(std::lround(static_cast<double>(side) / 0.875))}}, {{"center_crop", side}}});
+  auto build = [&](const std::string& dir_key, const std::string& list_key, const std::string& transforms_key,
+                   const nlohmann::json& fallback, std::vector<std::string> classes) -> std::shared_ptr<ImageFolder> {
+    ImageFolderOptions o = base;
+    o.transforms(data.has(transforms_key) ? data.json()[transforms_key] : fallback);
+    o.where(transforms_key);
+    const bool dir = data.has(dir_key);
+    const std::string key = dir ? dir_key : list_key;
+    try {
+      ImageTransforms::parse(o.transforms(), side, transforms_key);  // a bad transform names its key
+    } catch (const std::invalid_argument& e) {
+      std::string why = std::string(e.what()).substr(transforms_key.size());  // "[1].resize: ..." or ": ..."
+      if (why.rfind(": ", 0) == 0) why = why.substr(2);
+      data.fail(transforms_key, why);
+    }
+    try {
+      const std::string path = data.get<std::string>(key, "");
+      return dir ? ImageFolder::from_dir(path, o, std::move(classes))
+                 : ImageFolder::from_list(path, o, std::move(classes));
+    } catch (const std::exception& e) {
+      data.fail(key, e.what());
+    }
+  };
+  DataSplit split;
+  auto train = build("train_dir", "train_list", "train_transforms", train_default, {});
+  split.train = train;
+  if (data.has("eval_dir") || data.has("eval_list")) {
+    split.eval = build("eval_dir", "eval_list", "eval_transforms", eval_default, train->classes());
+  } else if (data.has("eval_transforms")) {
+    data.fail("eval_transforms", "there is no evaluation set: give eval_dir or eval_list");
+  }
+  return split;
+}
+
+}  // namespace baton

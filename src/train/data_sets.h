@@ -1,0 +1,39 @@
+// The data set kinds of a recipe's `data.dataset`: each a loader that reads its keys from the data
+// section and gives the training set and the evaluation set (null when there is none). Registered by
+// name in src/train/registry.cpp; a loader reports a bad key or file with the reader's fail().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "baton/core/options.h"
+#include "baton/data/dataset.h"
+
+namespace baton {
+
+struct DataSetContext {
+  uint64_t seed = 0;  // the run's seed: splits and shuffles that the data set itself makes
+};
+
+struct DataSplit {
+  std::shared_ptr<Dataset> train;
+  std::shared_ptr<Dataset> eval;  // null: no evaluation set
+};
+
+// fashion_mnist: the IDX files in `dir`.
+DataSplit load_fashion_mnist_data(OptionReader& data, const DataSetContext& context);
+// files: arrays of inputs and labels (.npy, .csv, IDX), standardised unless `standardize: false`.
+DataSplit load_files(OptionReader& data, const DataSetContext& context);
+// text: next-token windows over a text file or folder.
+DataSplit load_text_data(OptionReader& data, const DataSetContext& context);
+// images: JPEG and PNG files in class folders or a CSV list (docs/data.md).
+DataSplit load_images_data(OptionReader& data, const DataSetContext& context);
+
+// The kind `data.dataset` names (default fashion_mnist), loaded; an unknown kind fails at the key,
+// naming the known ones.
+DataSplit load_data_sets(OptionReader& data, const DataSetContext& context);
+std::vector<std::string> data_set_names();
+
+}  // namespace baton
