@@ -24,6 +24,7 @@ void run_inspect(const InspectArgs& args) {
   out["timestamp"] = ckpt.state.values.value("timestamp", nlohmann::json::object());
   out["metrics"] = ckpt.state.values.value("eval_metrics", nlohmann::json::object());
   out["recipe"] = ckpt.meta.value("recipe", "");
+  if (ckpt.meta.contains("classes")) out["classes"] = ckpt.meta["classes"];  // an image folder's class names
   int64_t bytes = 0;
   nlohmann::json tensors = nlohmann::json::array();
   for (const auto& t : ckpt.tensors) {
@@ -44,6 +45,11 @@ void run_inspect(const InspectArgs& args) {
   for (const auto& [label, metrics] : out["metrics"].items()) {
     for (const auto& [name, value] : metrics.items())
       std::printf("  %s/%s %.4f\n", label.c_str(), name.c_str(), value.get<double>());
+  }
+  if (out.contains("classes")) {
+    std::string names;
+    for (const auto& c : out["classes"]) names += (names.empty() ? "" : ", ") + c.get<std::string>();
+    std::printf("  %zu classes: %s\n", out["classes"].size(), names.substr(0, 200).c_str());
   }
   std::printf("  %zu tensors, %lld bytes:\n", tensors.size(), static_cast<long long>(bytes));
   for (const auto& t : tensors) {

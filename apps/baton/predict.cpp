@@ -1,11 +1,17 @@
 // baton predict RECIPE.yaml --load MODEL.pt [--inputs FILE] [--out predictions.npy] [--device DEVICE] [--set
 // key=value]...
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <sstream>
 
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
+#include "baton/data/image_folder.h"
 #include "baton/data/readers.h"
+#include "baton/io/file.h"
+#include "baton/io/run_dir.h"
 #include "baton/train/recipe.h"
 #include "commands.h"
 
@@ -21,13 +27,53 @@ struct PredictArgs {
   std::string device;
 };
 
+// An image file or a folder: what `--inputs` names when the model trained on image folders.
+bool names_images(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return true;
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+}
+
+// The class names the weights were trained with: classes.txt beside them (the run directory's), else
+// the recipe's training set's.
+std::vector<std::string> class_names(const std::string& weights, const ImageFolder& train) {
+  const auto listed = std::filesystem::path(weights).parent_path() / RunDir::kClasses;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(listed, ec)) return train.classes();
+  std::vector<std::string> names;
+  std::istringstream lines(read_file(listed.string(), {.what = "the class list", .max_bytes = 64 << 20}));
+  for (std::string line; std::getline(lines, line);) names.push_back(line);
+  if (static_cast<int64_t>(names.size()) != train.num_classes()) {
+    throw RecipeError(listed.string() + ": " + std::to_string(names.size()) +
+                      " classes, but the recipe's training set has " + std::to_string(train.num_classes()));
+  }
+  return names;
+}
+
 void run_predict(const PredictArgs& args) {
   const std::vector<std::string> sets = with_device(args.sets, args.device);
   check_weights_file(args.load);  // before the data is read
   TrainingRun run = build_run(Recipe::load(args.recipe, sets));
   const auto trainer = trainer_with_weights(run.options, args.load);
   std::shared_ptr<Dataset> data = run.eval_data;
-  if (!args.inputs.empty()) {
+  std::shared_ptr<ImageFolder> images;  // --inputs of image files
+  std::vector<std::string> classes;
+  if (!args.inputs.empty() && names_images(args.inputs)) {
+    const auto* train = dynamic_cast<const ImageFolder*>(run.train_data.get());
+    if (!train) {
+      throw RecipeError(args.inputs + ": images, but the recipe trains on another kind of data; give the inputs as " +
+                        "IDX or .npy, or a recipe with data.dataset: images");
+    }
+    classes = class_names(args.load, *train);
+    try {
+      images = ImageFolder::from_files(args.inputs, train->options(), classes);
+    } catch (const std::exception& e) {
+      throw RecipeError(e.what());
+    }
+    data = images;
+  } else if (!args.inputs.empty()) {
     at::Tensor x = as_float_inputs(read_array(args.inputs));
     // As the training inputs were prepared: the training set's statistics of the values read.
     if (auto* train = dynamic_cast<TensorDataset*>(run.train_data.get())) x = train->standardize(x);
@@ -39,6 +85,16 @@ void run_predict(const PredictArgs& args) {
   DataLoader loader(data, DataLoaderOptions().batch_size(1000).shuffle(false));
   const at::Tensor logits = torch::cat(trainer->predict(loader)).to(torch::kCPU);
   write_npy(args.out, logits);
+  if (images) {  // FILE: CLASS (probability)
+    const at::Tensor p = torch::softmax(logits.to(torch::kFloat), 1);
+    const auto [best, label] = p.max(1);
+    for (int64_t i = 0; i < logits.size(0); ++i) {
+      const int64_t c = label[i].item<int64_t>();
+      std::printf("%s: %s (%.3f)\n", images->files()[i].c_str(),
+                  c < static_cast<int64_t>(classes.size()) ? classes[c].c_str() : std::to_string(c).c_str(),
+                  best[i].item<double>());
+    }
+  }
   std::printf("predicted %lld examples: logits %s written to %s\n", static_cast<long long>(logits.size(0)),
               c10::str(logits.sizes()).c_str(), args.out.c_str());
 }
@@ -50,7 +106,9 @@ void add_predict(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("predict", "write a trained model's outputs for some inputs");
   cmd->add_option("recipe", args->recipe, "recipe YAML file")->required();
   cmd->add_option("--load", args->load, "weights written by baton train (RUN_DIR/model.pt)")->required();
-  cmd->add_option("--inputs", args->inputs, "IDX or .npy inputs (default: the recipe's evaluation data)");
+  cmd->add_option("--inputs", args->inputs,
+                  "IDX or .npy inputs, or an image file or folder when the recipe trains on images (default: the "
+                  "recipe's evaluation data)");
   cmd->add_option("--out", args->out, "where to write the outputs as .npy (default: predictions.npy)");
   cmd->add_option("--set", args->sets, "override a recipe key: key.path=value (repeatable)");
   add_device_option(cmd, args->device);

@@ -318,10 +318,13 @@ int run_train(const TrainArgs& args) {
     }
   }
   run.options.autoresume(args.autoresume && !args.overwrite);
-  run.options.checkpoint_meta({{"baton_version", BATON_VERSION_STRING},
-                               {"run_name", run.options.run_name()},
-                               {"recipe", recipe.resolved_yaml()},
-                               {"model", model_meta(run)}});
+  const std::vector<std::string> classes = run.train_data->class_names();
+  nlohmann::json meta = {{"baton_version", BATON_VERSION_STRING},
+                         {"run_name", run.options.run_name()},
+                         {"recipe", recipe.resolved_yaml()},
+                         {"model", model_meta(run)}};
+  if (!classes.empty()) meta["classes"] = classes;  // kept with every checkpoint
+  run.options.checkpoint_meta(meta);
   const auto reporter = add_run_callbacks(run, args, dir, writes);
   add_run_loggers(run, dir, writes);
   if (writes) {
@@ -347,7 +350,14 @@ int run_train(const TrainArgs& args) {
     throw;
   }
   Trainer& trainer = *made;
-  if (writes) write_file_atomically(RunDir(dir).recipe().string(), recipe.resolved_yaml());  // the run is accepted
+  if (writes) {  // the run is accepted
+    write_file_atomically(RunDir(dir).recipe().string(), recipe.resolved_yaml());
+    if (!classes.empty()) {
+      std::string lines;
+      for (const auto& name : classes) lines += name + "\n";
+      write_file_atomically(RunDir(dir).classes().string(), lines);
+    }
+  }
   print_start(trainer, run, writes);
   trainer.fit();
   trainer.close();

@@ -31,19 +31,10 @@ void set_autocast(c10::DeviceType device, bool enabled, c10::ScalarType dtype) {
 
 }  // namespace
 
-std::string_view to_string(Precision precision) {
-  switch (precision) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kAmpBf16: return "amp_bf16";
-    case Precision::kAmpFp16: return "amp_fp16";
-  }
-  return "?";
-}
+std::string_view to_string(Precision precision) { return to_name(precision); }
 
 Precision parse_precision(std::string_view text) {
-  if (text == "fp32") return Precision::kFp32;
-  if (text == "amp_bf16") return Precision::kAmpBf16;
-  if (text == "amp_fp16") return Precision::kAmpFp16;
+  if (auto value = from_name<Precision>(std::string(text))) return *value;
   throw std::invalid_argument("unknown precision '" + std::string(text) +
                               "': expected 'fp32', 'amp_bf16' or 'amp_fp16'");
 }

@@ -145,7 +145,11 @@ std::shared_ptr<ImageFolder> ImageFolder::from_dir(const std::string& dir, Image
   std::vector<std::string> found;
   for (const auto& entry : fs::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_directory(error) && name[0] != '.') found.push_back(name);
+    if (!entry.is_directory(error) || name[0] == '.') continue;
+    if (name.find_first_of("\r\n") != std::string::npos)
+      throw ImageError(entry.path().string() +
+                       ": a class folder whose name holds a line break (classes.txt has a line a class)");
+    found.push_back(name);
   }
   if (error) throw ImageError(dir + ": cannot be listed (" + error.message() + ")");
   std::sort(found.begin(), found.end());
@@ -155,9 +159,10 @@ std::shared_ptr<ImageFolder> ImageFolder::from_dir(const std::string& dir, Image
   std::vector<int64_t> labels;
   for (const std::string& name : found) {
     const auto it = std::find(classes.begin(), classes.end(), name);
-    if (it == classes.end()) throw ImageError(dir + "/" + name + ": a class the training set does not have");
+    const std::string folder = (fs::path(dir) / name).string();
+    if (it == classes.end()) throw ImageError(folder + ": a class the training set does not have");
     const std::vector<std::string> in_class = image_files(fs::path(dir) / name);
-    if (in_class.empty()) throw ImageError(dir + "/" + name + ": a class folder with no .jpg, .jpeg or .png files");
+    if (in_class.empty()) throw ImageError(folder + ": a class folder with no .jpg, .jpeg or .png files");
     files.insert(files.end(), in_class.begin(), in_class.end());
     labels.insert(labels.end(), in_class.size(), it - classes.begin());
   }
@@ -207,6 +212,24 @@ std::shared_ptr<ImageFolder> ImageFolder::from_list(const std::string& list, Ima
   }
   return std::shared_ptr<ImageFolder>(
       new ImageFolder(std::move(options), std::move(classes), std::move(files), std::move(labels), list));
+}
+
+std::shared_ptr<ImageFolder> ImageFolder::from_files(const std::string& path, ImageFolderOptions options,
+                                                     std::vector<std::string> classes) {
+  std::error_code error;
+  std::vector<std::string> files;
+  if (fs::is_directory(path, error)) {
+    files = image_files(path);
+    if (files.empty()) throw ImageError(path + ": a folder with no .jpg, .jpeg or .png files");
+  } else if (fs::is_regular_file(path, error)) {
+    files.push_back(path);
+  } else {
+    throw ImageError(path + ": " + file_kind(path) + ", not an image file or a folder of them");
+  }
+  std::vector<int64_t> labels(files.size(), 0);
+  options.transforms(options.eval_transforms()).where("eval_transforms");
+  return std::shared_ptr<ImageFolder>(
+      new ImageFolder(std::move(options), std::move(classes), std::move(files), std::move(labels), path));
 }
 
 ImageFolder::ImageFolder(ImageFolderOptions options, std::vector<std::string> classes, std::vector<std::string> files,

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "baton/core/options.h"
 #include "baton/data/images.h"
 #include "data/image_codec.h"
 
@@ -100,6 +101,11 @@ double ExampleRng::uniform(double low, double high) {
   return low + (high - low) * static_cast<double>(next() >> 11) * 0x1.0p-53;
 }
 
+const std::vector<std::string>& image_transform_names() {
+  static const std::vector<std::string> names = {"random_resized_crop", "resize", "center_crop", "horizontal_flip"};
+  return names;
+}
+
 ImageTransforms ImageTransforms::parse(const nlohmann::json& steps, int64_t image_size, const std::string& where) {
   ImageTransforms t;
   t.image_size_ = image_size;
@@ -111,55 +117,51 @@ ImageTransforms ImageTransforms::parse(const nlohmann::json& steps, int64_t imag
     const std::string at = where + "[" + std::to_string(i) + "]";
     const nlohmann::json& item = steps[i];
     std::string name;
-    nlohmann::json options;
+    nlohmann::json options = nlohmann::json::object();
     if (item.is_string()) {
       name = item.get<std::string>();
     } else if (item.is_object() && item.size() == 1) {
       name = item.begin().key();
-      options = item.begin().value();
+      if (!item.begin().value().is_null()) options = item.begin().value();
     } else {
-      throw std::invalid_argument(at + ": expected a transform's name or {name: options}, got '" + item.dump() + "'");
+      throw std::invalid_argument(at + ": expected a transform's name or {name: options}, got '" +
+                                  OptionReader::shown(item) + "'");
     }
+    const auto& names = image_transform_names();
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw std::invalid_argument(at + ": " + unknown_name("transform", name, names));
     const std::string here = at + "." + name;
     Step step{};
     step.scale[0] = 0.08, step.scale[1] = 1.0, step.ratio[0] = 3.0 / 4.0, step.ratio[1] = 4.0 / 3.0, step.p = 0.5;
-    auto check_keys = [&](std::initializer_list<const char*> known) {
-      if (!options.is_object()) return;
-      for (const auto& [key, value] : options.items()) {
-        if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
-          throw std::invalid_argument(here + ": unknown option '" + key + "'");
-      }
-    };
+    if ((name == "resize" || name == "center_crop") && !options.is_object()) {
+      options = nlohmann::json{{"size", options}};  // {resize: 256}: the size itself
+    }
+    OptionReader r(here, options);
     if (name == "random_resized_crop") {
       step.kind = Step::Kind::kRandomResizedCrop;
-      if (!options.is_null() && !options.is_object())
-        throw std::invalid_argument(here + ": expected {size, scale, ratio}");
-      check_keys({"size", "scale", "ratio"});
-      step.size =
-          options.contains("size") ? read_size(options["size"], here + ".size") : ImageSize{image_size, image_size};
-      if (options.contains("scale")) read_range(options["scale"], step.scale, here + ".scale");
+      r.check_keys({"size", "scale", "ratio"});
+      step.size = r.has("size") ? read_size(r.json()["size"], here + ".size") : ImageSize{image_size, image_size};
+      if (r.has("scale")) read_range(r.json()["scale"], step.scale, here + ".scale");
       if (step.scale[1] > 1) throw std::invalid_argument(here + ".scale: at most 1 (the whole image)");
-      if (options.contains("ratio")) read_range(options["ratio"], step.ratio, here + ".ratio");
+      if (r.has("ratio")) read_range(r.json()["ratio"], step.ratio, here + ".ratio");
       fixed = step.size;
     } else if (name == "resize" || name == "center_crop") {
       step.kind = name == "resize" ? Step::Kind::kResize : Step::Kind::kCenterCrop;
-      const nlohmann::json& size = options.is_object() ? options.value("size", nlohmann::json()) : options;
-      if (options.is_object()) check_keys({"size"});
+      r.check_keys({"size"});
+      const nlohmann::json size = r.has("size") ? r.json()["size"] : nlohmann::json();
       step.size = size.is_null() ? ImageSize{image_size, image_size} : read_size(size, here);
-      if (step.kind == Step::Kind::kResize && !size.is_array()) step.size.height = 0;  // the shorter side
-      if (step.kind == Step::Kind::kCenterCrop || size.is_array()) fixed = step.size;
-      if (step.kind == Step::Kind::kResize && !size.is_array()) fixed.reset();
-    } else if (name == "horizontal_flip") {
-      step.kind = Step::Kind::kHorizontalFlip;
-      check_keys({"p"});
-      if (options.is_object() && options.contains("p")) {
-        if (!options["p"].is_number() || options["p"].get<double>() < 0 || options["p"].get<double>() > 1)
-          throw std::invalid_argument(here + ".p: expected a probability from 0 to 1");
-        step.p = options["p"].get<double>();
+      const bool shorter_side = step.kind == Step::Kind::kResize && !size.is_array() && !size.is_null();
+      if (shorter_side) {
+        step.size.height = 0;
+        fixed.reset();
+      } else {
+        fixed = step.size;
       }
     } else {
-      throw std::invalid_argument(at + ": unknown transform '" + name +
-                                  "' (known: random_resized_crop, resize, center_crop, horizontal_flip)");
+      step.kind = Step::Kind::kHorizontalFlip;
+      r.read("p", step.p);
+      if (step.p < 0 || step.p > 1) r.fail("p", "expected a probability from 0 to 1");
+      r.finish();
     }
     t.steps_.push_back(step);
   }
@@ -168,11 +170,10 @@ ImageTransforms ImageTransforms::parse(const nlohmann::json& steps, int64_t imag
     fixed = ImageSize{image_size, image_size};
   }
   if (!fixed || *fixed != ImageSize{image_size, image_size}) {
-    throw std::invalid_argument(where + ": the pipeline must end at image_size (" + std::to_string(image_size) + "x" +
-                                std::to_string(image_size) + ")" +
-                                (fixed
-                                     ? ", not " + size_text(*fixed)
-                                     : ": end it with a crop, e.g. {center_crop: " + std::to_string(image_size) + "}"));
+    const std::string side = std::to_string(image_size);
+    throw std::invalid_argument(
+        where + ": the pipeline must end at image_size (" + side + "x" + side + ")" +
+        (fixed ? ", not " + size_text(*fixed) : ": end it with a crop, e.g. {center_crop: " + side + "}"));
   }
   return t;
 }
@@ -244,8 +245,9 @@ ImagePlan ImageTransforms::plan(ImageSize source, ExampleRng& rng) const {
           } else if (ratio > step.ratio[1]) {
             w = static_cast<int64_t>(std::lround(static_cast<double>(h) * step.ratio[1]));
           }
-          take(static_cast<double>((current.height - h) / 2), static_cast<double>((current.width - w) / 2),
-               static_cast<double>(h), static_cast<double>(w), step.size);
+          take(std::floor(static_cast<double>(current.height - h) / 2),
+               std::floor(static_cast<double>(current.width - w) / 2), static_cast<double>(h), static_cast<double>(w),
+               step.size);
         }
         break;
       }

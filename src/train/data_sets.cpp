@@ -144,35 +144,38 @@ DataSplit load_images_data(OptionReader& data, const DataSetContext& context) {
       nlohmann::json::array({{{"random_resized_crop", nlohmann::json::object()}}, "horizontal_flip"});
   const nlohmann::json eval_default = nlohmann::json::array(
       {{{"resize", static_cast<int64_t>(std::lround(static_cast<double>(side) / 0.875))}}, {{"center_crop", side}}});
-  auto build = [&](const std::string& dir_key, const std::string& list_key, const std::string& transforms_key,
-                   const nlohmann::json& fallback, std::vector<std::string> classes) -> std::shared_ptr<ImageFolder> {
-    ImageFolderOptions o = base;
-    o.transforms(data.has(transforms_key) ? data.json()[transforms_key] : fallback);
-    o.where(transforms_key);
-    const bool dir = data.has(dir_key);
-    const std::string key = dir ? dir_key : list_key;
+  // Each pipeline checked before any file is read: a bad transform names its key.
+  auto pipeline = [&](const std::string& key, const nlohmann::json& fallback) {
+    const nlohmann::json steps = data.has(key) ? data.json()[key] : fallback;
     try {
-      ImageTransforms::parse(o.transforms(), side, transforms_key);  // a bad transform names its key
+      ImageTransforms::parse(steps, side, key);
     } catch (const std::invalid_argument& e) {
-      std::string why = std::string(e.what()).substr(transforms_key.size());  // "[1].resize: ..." or ": ..."
+      std::string why = std::string(e.what()).substr(key.size());  // "[1].resize: ..." or ": ..."
       if (why.rfind(": ", 0) == 0) why = why.substr(2);
-      data.fail(transforms_key, why);
+      data.fail(key, why);
     }
+    return steps;
+  };
+  base.eval_transforms(pipeline("eval_transforms", eval_default));  // also what baton predict uses
+  const nlohmann::json train_steps = pipeline("train_transforms", train_default);
+  auto build = [&](const std::string& dir_key, const std::string& list_key, const nlohmann::json& steps,
+                   const std::string& where, std::vector<std::string> classes) -> std::shared_ptr<ImageFolder> {
+    ImageFolderOptions o = base;
+    o.transforms(steps).where(where);
+    const std::string key = data.has(dir_key) ? dir_key : list_key;
     try {
       const std::string path = data.get<std::string>(key, "");
-      return dir ? ImageFolder::from_dir(path, o, std::move(classes))
-                 : ImageFolder::from_list(path, o, std::move(classes));
+      return key == dir_key ? ImageFolder::from_dir(path, o, std::move(classes))
+                            : ImageFolder::from_list(path, o, std::move(classes));
     } catch (const std::exception& e) {
       data.fail(key, e.what());
     }
   };
   DataSplit split;
-  auto train = build("train_dir", "train_list", "train_transforms", train_default, {});
+  auto train = build("train_dir", "train_list", train_steps, "train_transforms", {});
   split.train = train;
   if (data.has("eval_dir") || data.has("eval_list")) {
-    split.eval = build("eval_dir", "eval_list", "eval_transforms", eval_default, train->classes());
-  } else if (data.has("eval_transforms")) {
-    data.fail("eval_transforms", "there is no evaluation set: give eval_dir or eval_list");
+    split.eval = build("eval_dir", "eval_list", base.eval_transforms(), "eval_transforms", train->classes());
   }
   return split;
 }

@@ -121,12 +121,7 @@ void read_loop_keys(OptionReader& top, TrainerOptions& o) {
   if (o.num_threads() < 0 || o.num_threads() > 4096) {
     top.fail("num_threads", "expected a whole number from 1 to 4096, or 0 for every core");
   }
-  const std::string distributed = top.get<std::string>("distributed", "auto");
-  try {
-    o.distributed(parse_distributed(distributed));
-  } catch (const std::invalid_argument&) {
-    top.fail("distributed", "expected auto, on or off, got '" + distributed + "'");
-  }
+  top.read("distributed", o.distributed());
   top.read("ddp_bucket_mb", o.ddp_bucket_mb());
   if (!(o.ddp_bucket_mb() > 0 && o.ddp_bucket_mb() <= 1e6)) {
     top.fail("ddp_bucket_mb", "must be positive and at most 1,000,000 (MiB of gradients per reduction)");
@@ -170,12 +165,7 @@ c10::Device read_device_and_precision(OptionReader& top, TrainerOptions& o) {
                               (cuda_built() ? "device is " + device.str() : "this baton's LibTorch has no CUDA") +
                               "; use amp_bf16 or fp32");
   }
-  const std::string graphs = top.get<std::string>("cuda_graphs", "auto");
-  try {
-    o.cuda_graphs(parse_cuda_graphs(graphs));
-  } catch (const std::invalid_argument&) {
-    top.fail("cuda_graphs", "expected auto, on or off, got '" + graphs + "'");
-  }
+  top.read("cuda_graphs", o.cuda_graphs());
   if (o.cuda_graphs() == CudaGraphs::kOn && !device.is_cuda()) {
     top.fail("cuda_graphs", "on needs a CUDA device (device is " + device.str() + "); use auto or off");
   }

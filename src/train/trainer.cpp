@@ -282,16 +282,12 @@ int Trainer::Impl::world_size() const { return ddp_ ? ddp_->size() : 1; }
 double Trainer::Impl::ddp_wait_seconds() const { return ddp_ ? ddp_->wait_seconds() : 0.0; }
 
 Distributed parse_distributed(std::string_view text) {
-  if (text == "auto") return Distributed::kAuto;
-  if (text == "on") return Distributed::kOn;
-  if (text == "off") return Distributed::kOff;
+  if (auto value = from_name<Distributed>(std::string(text))) return *value;
   throw std::invalid_argument("distributed: '" + std::string(text) + "' (expected auto, on or off)");
 }
 
 CudaGraphs parse_cuda_graphs(std::string_view text) {
-  if (text == "auto") return CudaGraphs::kAuto;
-  if (text == "on") return CudaGraphs::kOn;
-  if (text == "off") return CudaGraphs::kOff;
+  if (auto value = from_name<CudaGraphs>(std::string(text))) return *value;
   throw std::invalid_argument("cuda_graphs: '" + std::string(text) + "' (expected auto, on or off)");
 }
 

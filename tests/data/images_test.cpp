@@ -159,6 +159,16 @@ TEST(ImageTransforms, FoldIntoOnePlanDrawnFromSeedEpochAndIndex) {
               HasSubstr("t[0].random_resized_crop.scale: expected [low, high]"));
   EXPECT_THAT(error_of([] { ImageTransforms::parse(nlohmann::json::parse(R"([{"center_crop": 32}])"), 64, "t"); }),
               HasSubstr("not 32x32"));
+  EXPECT_THAT(
+      error_of([] {
+        ImageTransforms::parse(nlohmann::json::parse(R"([{"random_resized_crop": {"scal": [0.5, 1]}}])"), 64, "t");
+      }),
+      HasSubstr("unknown key 't[0].random_resized_crop.scal' (known in t[0].random_resized_crop: size, scale, ratio)"));
+  EXPECT_THAT(error_of([] {
+                ImageTransforms::parse(nlohmann::json::parse(R"([{"horizontal_flip": {"p": 2}}, {"center_crop": 64}])"),
+                                       64, "t");
+              }),
+              HasSubstr("t[0].horizontal_flip.p: expected a probability from 0 to 1"));
 }
 
 // Two classes of PNGs and JPEGs: cat (3 files), dog (2 files, one in a subfolder).

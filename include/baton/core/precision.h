@@ -15,9 +15,13 @@
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 
+#include "baton/core/options.h"
+
 namespace baton {
 
 enum class Precision { kFp32, kAmpBf16, kAmpFp16 };
+BATON_ENUM_NAMES(Precision, {Precision::kFp32, "fp32"}, {Precision::kAmpBf16, "amp_bf16"},
+                 {Precision::kAmpFp16, "amp_fp16"})
 // "fp32", "amp_bf16", "amp_fp16".
 std::string_view to_string(Precision precision);
 // Throws std::invalid_argument naming the bad string and the accepted ones.

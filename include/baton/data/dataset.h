@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -33,6 +34,9 @@ class Dataset {
   virtual std::vector<int64_t> input_shape() const = 0;
   // Number of classes for classification data (largest label + 1); 0 when not known.
   virtual int64_t num_classes() const { return 0; }
+  // The classes' names, a label's index into them (an image folder's class folders); empty when the
+  // classes have no names.
+  virtual std::vector<std::string> class_names() const { return {}; }
   // Where the examples are: get_batch() takes indices and gives batches on this device.
   // Default: the CPU.
   virtual c10::Device device() const { return c10::Device(c10::kCPU); }

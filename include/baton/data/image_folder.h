@@ -47,6 +47,8 @@ class ImageFolderOptions {
   BATON_ARG(uint64_t, seed) = 0;
   // Where the transforms were written, for messages ("data.train_transforms").
   BATON_ARG(std::string, where) = "transforms";
+  // The evaluation pipeline, for images given later to the trained model (baton predict --inputs).
+  BATON_ARG(nlohmann::json, eval_transforms) = nlohmann::json::array();
 };
 
 class ImageFolder : public Dataset {
@@ -61,6 +63,10 @@ class ImageFolder : public Dataset {
   // from 0; a first line `path,label` is a header). Throws ImageError naming the file and line.
   static std::shared_ptr<ImageFolder> from_list(const std::string& list, ImageFolderOptions options,
                                                 std::vector<std::string> classes = {});
+  // Image files to predict on (labels 0): `path` an image file, or a folder whose image files (at any
+  // depth, sorted) are taken. Throws ImageError naming the path.
+  static std::shared_ptr<ImageFolder> from_files(const std::string& path, ImageFolderOptions options,
+                                                 std::vector<std::string> classes);
   ~ImageFolder() override;
 
   int64_t size() const override;
@@ -71,6 +77,7 @@ class ImageFolder : public Dataset {
   at::Tensor finish_inputs(const at::Tensor& inputs) const override;
   std::vector<int64_t> input_shape() const override;
   int64_t num_classes() const override { return static_cast<int64_t>(classes_.size()); }
+  std::vector<std::string> class_names() const override { return classes_; }
 
   // The class names, a label's index into them.
   const std::vector<std::string>& classes() const { return classes_; }

@@ -25,6 +25,7 @@ class RunDir {
   static constexpr const char* kTraces = "traces";               // Chrome traces of the profiler
   static constexpr const char* kLock = ".lock";                  // held by the one `baton train` running here
   static constexpr const char* kSearchDb = "search.db";          // a search's SQLite storage
+  static constexpr const char* kClasses = "classes.txt";         // the class names, a line each (image folders)
 
   explicit RunDir(std::filesystem::path folder) : folder_(std::move(folder)) {}
 
@@ -39,12 +40,13 @@ class RunDir {
   std::filesystem::path traces() const { return folder_ / kTraces; }
   std::filesystem::path lock() const { return folder_ / kLock; }
   std::filesystem::path search_db() const { return folder_ / kSearchDb; }
+  std::filesystem::path classes() const { return folder_ / kClasses; }
 
   // What a training run writes here (the lock aside): what makes a folder hold a run, and what
   // `baton train --overwrite` moves aside.
   static const std::vector<std::string>& run_files() {
-    static const std::vector<std::string> files = {kRecipe, kMetricsJsonl, kMetricsCsv,  kSummary,
-                                                   kModel,  kCheckpoints,  kTensorBoard, kTraces};
+    static const std::vector<std::string> files = {kRecipe,      kMetricsJsonl, kMetricsCsv, kSummary, kModel,
+                                                   kCheckpoints, kTensorBoard,  kTraces,     kClasses};
     return files;
   }
 

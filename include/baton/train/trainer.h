@@ -43,6 +43,7 @@ using Evaluators = std::vector<std::pair<std::string, std::shared_ptr<DataLoader
 // Data parallelism over MPI ranks. kAuto: on when the process is one of several ranks started by
 // mpirun/mpiexec or srun; kOn: always (a job of one rank without a launcher); kOff: never.
 enum class Distributed { kAuto, kOn, kOff };
+BATON_ENUM_NAMES(Distributed, {Distributed::kAuto, "auto"}, {Distributed::kOn, "on"}, {Distributed::kOff, "off"})
 Distributed parse_distributed(std::string_view text);  // auto, on, off; std::invalid_argument otherwise
 
 // How data-parallel gradients are averaged: nccl (on the GPUs, no host wait), mpi (on the host;
@@ -55,6 +56,7 @@ BATON_ENUM_NAMES(DdpBackend, {DdpBackend::kAuto, "auto"}, {DdpBackend::kNccl, "n
 // algorithm, callback and option allows it, else eager with one line saying which and why (and on
 // the CPU, eager); kOn: the same, but what stops graphs is an error; kOff: always eager.
 enum class CudaGraphs { kAuto, kOn, kOff };
+BATON_ENUM_NAMES(CudaGraphs, {CudaGraphs::kAuto, "auto"}, {CudaGraphs::kOn, "on"}, {CudaGraphs::kOff, "off"})
 CudaGraphs parse_cuda_graphs(std::string_view text);  // auto, on, off; std::invalid_argument otherwise
 
 class TrainerOptions {

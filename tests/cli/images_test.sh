@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# baton on a folder of images (seconds): train on class folders of PNGs, the class list in the run
+# directory and its checkpoints, predict on a folder and on one file with class names, bad input.
+# Usage: images_test.sh BATON_BINARY
+set -uo pipefail
+baton=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# Two classes of 16x16 gray PNGs (a bright left or right half), written with zlib alone.
+python3 - <<'PY'
+import os, random, struct, zlib
+def png(path, rows):
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
+    raw = b"".join(b"\x00" + bytes(r) for r in rows)
+    ihdr = struct.pack(">IIBBBBB", len(rows[0]), len(rows), 8, 0, 0, 0, 0)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+random.seed(1)
+for split, count in (("train", 40), ("val", 10)):
+    for label, name in enumerate(("left", "right")):
+        os.makedirs(f"{split}/{name}", exist_ok=True)
+        for i in range(count):
+            rows = [[random.randrange(60) + (150 if (x >= 8) == bool(label) else 0) for x in range(16)] for _ in range(16)]
+            png(f"{split}/{name}/{i}.png", rows)
+os.makedirs("unknown/bird", exist_ok=True)
+png("unknown/bird/0.png", [[0] * 16] * 16)
+PY
+cat >images.yaml <<YAML
+max_duration: 4ep
+progress_bar: false
+model: {name: fashion_cnn}
+optimizer: {name: adam, lr: 0.003}
+data: {dataset: images, train_dir: train, eval_dir: val, channels: 1, image_size: 16, batch_size: 16,
+       train_transforms: [{random_resized_crop: {scale: [0.8, 1.0]}}], eval_transforms: [{center_crop: 16}]}
+YAML
+if ! "$baton" train images.yaml --run-dir run >train.log 2>&1; then fail "train"; cat train.log; fi
+[ "$(cat run/classes.txt 2>/dev/null)" = "$(printf 'left\nright')" ] || fail "run/classes.txt: $(cat run/classes.txt 2>&1)"
+checkpoint=run/checkpoints/latest
+"$baton" checkpoint inspect "$checkpoint" >inspect.txt 2>&1 || fail "checkpoint inspect $checkpoint"
+grep -q "2 classes: left, right" inspect.txt || fail "the checkpoint does not keep the classes: $(head -c 400 inspect.txt)"
+"$baton" checkpoint inspect "$checkpoint" --json | grep -q '"classes"' || fail "checkpoint inspect --json: no classes"
+grep -q "test accuracy 1.0000\|test accuracy 0.9" train.log || fail "accuracy: $(tail -2 train.log)"
+
+# Predict on a folder and on one file: a line per image with its class.
+"$baton" predict images.yaml --load run/model.pt --inputs val/right --out p.npy >predict.txt 2>&1 || fail "predict folder: $(cat predict.txt)"
+[ "$(grep -c ': right (' predict.txt)" -ge 9 ] || fail "predictions on val/right: $(head -5 predict.txt)"
+grep -q "predicted 10 examples" predict.txt || fail "predict folder: $(tail -1 predict.txt)"
+"$baton" predict images.yaml --load run/model.pt --inputs val/left/3.png >one.txt 2>&1 || fail "predict one: $(cat one.txt)"
+grep -q "val/left/3.png: left (" one.txt || fail "predict one file: $(cat one.txt)"
+
+# Bad input: exit 2 with a line naming the key or file, nothing trained.
+expect_bad() {
+  local needle=$1
+  shift
+  "$@" >out 2>err
+  local rc=$?
+  if [ "$rc" -ne 2 ] || ! grep -qF -- "$needle" err || [ "$(wc -l <err)" -gt 3 ]; then
+    fail "$* -> exit $rc (want 2 and '$needle'):"
+    cat err
+  fi
+}
+expect_bad "data.eval_dir: unknown/bird: a class the training set does not have" \
+  "$baton" train images.yaml --run-dir bad1 --set data.eval_dir=unknown
+[ ! -e bad1 ] || fail "a refused run left bad1/"
+expect_bad "data.train_dir: nowhere: nothing, not a folder of class folders" \
+  "$baton" train images.yaml --run-dir bad2 --set data.train_dir=nowhere
+printf 'not an image' >train/left/zz.png
+expect_bad "train/left/zz.png: not a JPEG or PNG file" "$baton" train images.yaml --run-dir bad3
+rm train/left/zz.png
+expect_bad "val/nothing.png: nothing, not an image file or a folder of them" \
+  "$baton" predict images.yaml --load run/model.pt --inputs val/nothing.png
+
+[ "$failures" -eq 0 ] && echo "images_test: ok" || exit 1
