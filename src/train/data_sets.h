@@ -31,9 +31,20 @@ DataSplit load_text_data(OptionReader& data, const DataSetContext& context);
 // images: JPEG and PNG files in class folders or a CSV list (docs/data.md).
 DataSplit load_images_data(OptionReader& data, const DataSetContext& context);
 
-// The kind `data.dataset` names (default fashion_mnist), loaded; an unknown kind fails at the key,
-// naming the known ones.
+// The data section's keys that every kind takes: the loaders'.
+std::vector<std::string> loader_keys();
+
+// A kind of data set: the keys of the data section it reads (besides loader_keys()), and its loader.
+struct DataSetKind {
+  std::vector<std::string> keys;
+  DataSplit (*load)(OptionReader& data, const DataSetContext& context) = nullptr;
+};
+
+// The kind `data.dataset` names (default fashion_mnist), loaded; an unknown kind, or a key that is not
+// the loader's or this kind's, fails at the key before anything is read.
 DataSplit load_data_sets(OptionReader& data, const DataSetContext& context);
 std::vector<std::string> data_set_names();
+// Every key of the data section: the loader's and every kind's.
+std::vector<std::string> data_keys();
 
 }  // namespace baton

@@ -13,7 +13,6 @@
 
 namespace baton {
 
-using recipe_detail::kDataKeys;
 using recipe_detail::kModelKeys;
 using recipe_detail::kOptimizerKeys;
 using recipe_detail::kSchedulerKeys;
@@ -125,7 +124,7 @@ Recipe Recipe::parse(const std::string& yaml, const std::string& source, const s
   try {
     const OptionReader top = recipe_reader(root, recipe.source_, recipe.set_keys_);
     top.check_keys(kTopKeys);
-    top.child("data").check_keys(kDataKeys);
+    top.child("data").check_keys(data_keys());
     top.child("model").check_keys(kModelKeys);
     top.child("optimizer").check_keys(kOptimizerKeys);
     top.child("scheduler").check_keys(kSchedulerKeys);

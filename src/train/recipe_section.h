@@ -14,6 +14,7 @@
 #include "baton/core/options.h"
 #include "baton/train/recipe_file.h"
 #include "core/yaml_json.h"
+#include "train/data_sets.h"
 
 namespace baton::recipe_detail {
 
@@ -55,12 +56,7 @@ inline const std::vector<std::string> kTopKeys = {"run_name",
                                                   "algorithms",
                                                   "callbacks",
                                                   "loggers"};
-inline const std::vector<std::string> kDataKeys = {
-    "dataset", "dir", "train_inputs", "train_labels", "eval_inputs", "eval_labels", "batch_size", "eval_batch_size",
-    "shuffle", "drop_last", "standardize", "prefetch", "on_device", "path", "context", "tokens", "validation_fraction",
-    // images (docs/data.md)
-    "train_dir", "eval_dir", "train_list", "eval_list", "channels", "image_size", "train_transforms", "eval_transforms",
-    "normalize", "workers", "bad_files"};
+// The data section's keys are the loaders' and every data set kind's: data_keys() (src/train/registry.cpp).
 inline const std::vector<std::string> kModelKeys = {"name", "hidden", "path", "layers", "width", "heads", "dropout"};
 inline const std::vector<std::string> kOptimizerKeys = {"name",         "lr",    "momentum", "dampening", "nesterov",
                                                         "weight_decay", "beta1", "beta2",    "eps"};

@@ -1,7 +1,8 @@
 // The data set kinds by name: each registered once here (write its loader in
-// src/train/data_sets.cpp, register it, test it, add its keys to docs/recipes.md).
+// src/train/data_sets.cpp, register it here with its keys, test it, add it to docs/data.md).
 #include "baton/core/registry.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "train/data_sets.h"
@@ -9,14 +10,30 @@
 namespace baton {
 namespace {
 
-using DataSets = Registry<DataSplit, OptionReader&, const DataSetContext&>;
+using DataSets = Registry<DataSetKind>;
 
+// Each kind with the keys it reads (besides loader_keys()): a key of another kind is refused before
+// any file is read.
 const DataSets& data_set_registry() {
-  static const DataSets data_sets("dataset", DataSets::Order::kRegistration,
-                                  {{"fashion_mnist", load_fashion_mnist_data},
-                                   {"files", load_files},
-                                   {"text", load_text_data},
-                                   {"images", load_images_data}});
+  static const DataSets data_sets(
+      "dataset", DataSets::Order::kRegistration,
+      {{"fashion_mnist",
+        [] {
+          return DataSetKind{{"dir"}, load_fashion_mnist_data};
+        }},
+       {"files",
+        [] {
+          return DataSetKind{{"train_inputs", "train_labels", "eval_inputs", "eval_labels", "standardize"}, load_files};
+        }},
+       {"text",
+        [] {
+          return DataSetKind{{"path", "tokens", "context", "validation_fraction"}, load_text_data};
+        }},
+       {"images", [] {
+          return DataSetKind{{"train_dir", "eval_dir", "train_list", "eval_list", "channels", "image_size",
+                              "train_transforms", "eval_transforms", "normalize", "workers", "bad_files"},
+                             load_images_data};
+        }}});
   return data_sets;
 }
 
@@ -24,10 +41,28 @@ const DataSets& data_set_registry() {
 
 std::vector<std::string> data_set_names() { return data_set_registry().names(); }
 
+std::vector<std::string> loader_keys() {
+  return {"dataset", "batch_size", "eval_batch_size", "shuffle", "drop_last", "prefetch", "on_device"};
+}
+
+std::vector<std::string> data_keys() {
+  std::vector<std::string> keys = loader_keys();
+  for (const std::string& name : data_set_names()) {
+    for (const std::string& key : data_set_registry().make(name).keys) {
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    }
+  }
+  return keys;
+}
+
 DataSplit load_data_sets(OptionReader& data, const DataSetContext& context) {
-  const std::string kind = data.get<std::string>("dataset", "fashion_mnist");
-  if (!data_set_registry().contains(kind)) data.fail("dataset", unknown_name("dataset", kind, data_set_names()));
-  return data_set_registry().make(kind, data, context);
+  const std::string name = data.get<std::string>("dataset", "fashion_mnist");
+  if (!data_set_registry().contains(name)) data.fail("dataset", unknown_name("dataset", name, data_set_names()));
+  const DataSetKind kind = data_set_registry().make(name);
+  std::vector<std::string> keys = loader_keys();
+  keys.insert(keys.end(), kind.keys.begin(), kind.keys.end());
+  data.check_keys(keys);
+  return kind.load(data, context);
 }
 
 }  // namespace baton

@@ -75,7 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const baton::Recipe recipe = baton::Recipe::load(path, sets);
     const baton::OptionReader top = r::recipe_reader(recipe.root(), recipe.source(), recipe.set_keys());
     read_every_key(top, r::kTopKeys);
-    read_every_key(top.child("data"), r::kDataKeys);
+    read_every_key(top.child("data"), baton::data_keys());
     read_every_key(top.child("model"), r::kModelKeys);
     read_every_key(top.child("optimizer"), r::kOptimizerKeys);
     read_every_key(top.child("scheduler"), r::kSchedulerKeys);

@@ -74,9 +74,10 @@ std::vector<std::string> all_keys() {
   for (const auto& key : r::kTopKeys) {
     if (key != "save_folder") keys.push_back(key);  // read-only here: a folder of junk's name would be made
   }
+  const std::vector<std::string> data_keys = baton::data_keys();
   for (const auto& [section, known] :
-       {std::pair{"data", &r::kDataKeys}, std::pair{"model", &r::kModelKeys},
-        std::pair{"optimizer", &r::kOptimizerKeys}, std::pair{"scheduler", &r::kSchedulerKeys}}) {
+       {std::pair{"data", &data_keys}, std::pair{"model", &r::kModelKeys}, std::pair{"optimizer", &r::kOptimizerKeys},
+        std::pair{"scheduler", &r::kSchedulerKeys}}) {
     for (const auto& key : *known) keys.push_back(std::string(section) + "." + key);
   }
   for (const char* extra : {"algorithms.label_smoothing", "algorithms.mixup", "callbacks.threshold_stopper",

@@ -455,6 +455,10 @@ TEST(Recipe, ImageFoldersTrainAndBadKeysAreNamed) {
       HasSubstr("data.train_transforms: [0]: unknown transform 'rotate'"));
   EXPECT_THAT(build("data: {dataset: images, train_dir: " + (dir / "train").string() + ", bad_files: maybe}\n"),
               HasSubstr("data.bad_files: expected error or skip, got 'maybe'"));
+  // A key of another kind is refused before any file is read (the folder named here does not exist).
+  EXPECT_THAT(build("data: {dataset: fashion_mnist, dir: /nonexistent, eval_dir: x}\n"),
+              HasSubstr("unknown key 'data.eval_dir' (known in data: dataset, batch_size, eval_batch_size, shuffle, "
+                        "drop_last, prefetch, on_device, dir)"));
   EXPECT_THAT(build("data: {dataset: imagez}\n"),
               HasSubstr("data.dataset: unknown dataset 'imagez' (known: fashion_mnist, files, text, images)"));
 }
