@@ -130,7 +130,8 @@ ImageTransforms ImageTransforms::parse(const nlohmann::json& steps, int64_t imag
     const auto& names = image_transform_names();
     if (std::find(names.begin(), names.end(), name) == names.end())
       throw std::invalid_argument(at + ": " + unknown_name("transform", name, names));
-    const std::string here = at + "." + name;
+    std::string here = at;  // "t[0].resize": where this step's options are
+    here.append(".").append(name);
     Step step{};
     step.scale[0] = 0.08, step.scale[1] = 1.0, step.ratio[0] = 3.0 / 4.0, step.ratio[1] = 4.0 / 3.0, step.p = 0.5;
     if ((name == "resize" || name == "center_crop") && !options.is_object()) {

@@ -146,7 +146,7 @@ DataSplit load_images_data(OptionReader& data, const DataSetContext& context) {
       {{{"resize", static_cast<int64_t>(std::lround(static_cast<double>(side) / 0.875))}}, {{"center_crop", side}}});
   // Each pipeline checked before any file is read: a bad transform names its key.
   auto pipeline = [&](const std::string& key, const nlohmann::json& fallback) {
-    const nlohmann::json steps = data.has(key) ? data.json()[key] : fallback;
+    nlohmann::json steps = data.has(key) ? data.json()[key] : fallback;
     try {
       ImageTransforms::parse(steps, side, key);
     } catch (const std::invalid_argument& e) {
