@@ -19,6 +19,7 @@ core=(
   libsqlite3-dev libpq-dev postgresql libcpp-httplib-dev libjs-chart.js libssl-dev
   libopenmpi-dev openmpi-bin
   libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev  # image folders: JPEG (libjpeg-turbo), PNG
+  libsentencepiece-dev python3-numpy  # token corpora: SentencePiece (baton tokenize); numpy writes shards in a test
   dataset-fashion-mnist fortunes ccache  # fortunes: the text of recipes/gpt_char.yaml
 )
 bench=(python3-torch python3-optuna libtbb-dev)

@@ -33,6 +33,7 @@ void add_export(CLI::App& app);
 void add_plot(CLI::App& app);
 void add_search(CLI::App& app);  // search and trials
 void add_dashboard(CLI::App& app);
+void add_tokenize(CLI::App& app);
 
 // --device DEVICE on a subcommand: where it runs (auto, cpu, cuda, cuda:N); default: the recipe's.
 void add_device_option(CLI::App* cmd, std::string& device);

@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   baton::cli::add_plot(app);
   baton::cli::add_search(app);
   baton::cli::add_dashboard(app);
+  baton::cli::add_tokenize(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> names;
     for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());

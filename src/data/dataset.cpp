@@ -9,6 +9,32 @@
 #include <torch/torch.h>
 
 namespace baton {
+namespace {
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+ExampleRng::ExampleRng(uint64_t seed, int64_t epoch, int64_t index)
+    : state_(splitmix(splitmix(splitmix(seed) ^ static_cast<uint64_t>(epoch)) ^ static_cast<uint64_t>(index))) {}
+
+uint64_t ExampleRng::next() {
+  state_ += 0x9E3779B97F4A7C15ULL;
+  return splitmix(state_);
+}
+
+double ExampleRng::uniform(double low, double high) {
+  return low + (high - low) * static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
+
+int64_t ExampleRng::below(int64_t n) {
+  return static_cast<int64_t>(next() % static_cast<uint64_t>(n));  // a bias of n / 2^64: none that shows
+}
 
 TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets)
     : inputs_(inputs.contiguous()), targets_(targets.contiguous()) {

@@ -13,13 +13,6 @@
 namespace baton {
 namespace {
 
-uint64_t splitmix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 std::string size_text(ImageSize s) { return std::to_string(s.width) + "x" + std::to_string(s.height); }
 
 // A size given as N (a square) or [height, width].
@@ -88,18 +81,6 @@ Taps make_taps(double start, double span, int64_t outputs, int64_t inputs) {
 }
 
 }  // namespace
-
-ExampleRng::ExampleRng(uint64_t seed, int64_t epoch, int64_t index)
-    : state_(splitmix(splitmix(splitmix(seed) ^ static_cast<uint64_t>(epoch)) ^ static_cast<uint64_t>(index))) {}
-
-uint64_t ExampleRng::next() {
-  state_ += 0x9E3779B97F4A7C15ULL;
-  return splitmix(state_);
-}
-
-double ExampleRng::uniform(double low, double high) {
-  return low + (high - low) * static_cast<double>(next() >> 11) * 0x1.0p-53;
-}
 
 const std::vector<std::string>& image_transform_names() {
   static const std::vector<std::string> names = {"random_resized_crop", "resize", "center_crop", "horizontal_flip"};

@@ -18,34 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A text corpus is read into memory whole: at most 2 GiB of it.
-constexpr std::uint64_t kMaxTextBytes = 2ull << 30;
-
-std::string read_whole(const fs::path& file) {
-  try {
-    return read_file(file.string(), {.what = "the text", .max_bytes = kMaxTextBytes});
-  } catch (const FileError& e) {
-    throw std::runtime_error(e.what());
-  }
-}
-
 // The file, or the folder's regular files in name order.
 std::string read_text(const std::string& path) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (ec || !fs::exists(status)) {
-    throw std::runtime_error(path + ": no such file or folder" +
-                             (path == kDefaultTextPath ? " (install Debian's fortunes package)" : ""));
-  }
-  if (!fs::is_directory(status)) return read_whole(path);
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(path)) {
-    if (entry.is_symlink() || !entry.is_regular_file() || entry.path().extension() == ".dat") continue;
-    files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
   std::string text;
-  for (const auto& f : files) text += read_whole(f);
+  for (const std::string& file : text_files(path)) text += read_text_file(file);
   return text;
 }
 
@@ -65,13 +41,34 @@ std::pair<at::Tensor, int64_t> tokenize(const std::string& text, TextTokens kind
 
 }  // namespace
 
+std::vector<std::string> text_files(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) {
+    throw std::runtime_error(path + ": no such file or folder" +
+                             (path == kDefaultTextPath ? " (install Debian's fortunes package)" : ""));
+  }
+  if (!fs::is_directory(status)) return {path};
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(path)) {
+    if (entry.is_symlink() || !entry.is_regular_file() || entry.path().extension() == ".dat") continue;
+    files.push_back(entry.path().string());
+  }
+  if (files.empty()) throw std::runtime_error(path + ": a folder with no text file in it");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string read_text_file(const std::string& path) {
+  try {
+    return read_file(path, {.what = "the text", .max_bytes = kMaxTextBytes});
+  } catch (const FileError& e) {
+    throw std::runtime_error(e.what());
+  }
+}
+
 TextDataset::TextDataset(at::Tensor tokens, int64_t context, int64_t vocab, bool random_offsets, uint64_t seed)
-    : tokens_(std::move(tokens)),
-      context_(context),
-      vocab_(vocab),
-      random_offsets_(random_offsets),
-      seed_(seed),
-      rng_(seed) {
+    : tokens_(std::move(tokens)), context_(context), vocab_(vocab), random_offsets_(random_offsets), seed_(seed) {
   if (context_ < 1) throw std::invalid_argument("context must be at least 1, got " + std::to_string(context_));
   if (tokens_.dim() != 1 || tokens_.size(0) < context_ + 1) {
     throw std::invalid_argument("a text of " + std::to_string(tokens_.numel()) +
@@ -88,15 +85,14 @@ std::shared_ptr<TextDataset> TextDataset::to(c10::Device device) const {
   return std::make_shared<TextDataset>(tokens_.to(device), context_, vocab_, random_offsets_, seed_);
 }
 
-Batch TextDataset::get_batch(const at::Tensor& indices) const {
+Batch TextDataset::get_epoch_batch(const at::Tensor& indices, int64_t epoch) const {
   const int64_t last_start = tokens_.size(0) - 1 - context_;
-  at::Tensor starts = indices.to(torch::kCPU, torch::kLong) * context_;
+  at::Tensor starts = indices.to(torch::kCPU, torch::kLong).contiguous() * context_;
   if (random_offsets_) {
-    std::vector<int64_t> offsets(static_cast<std::size_t>(indices.numel()));
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      std::uniform_int_distribution<int64_t> draw(0, context_ - 1);
-      for (auto& o : offsets) o = draw(rng_);
+    const at::Tensor index = indices.to(torch::kCPU, torch::kLong).contiguous();
+    std::vector<int64_t> offsets(static_cast<std::size_t>(index.numel()));
+    for (std::size_t e = 0; e < offsets.size(); ++e) {
+      offsets[e] = ExampleRng(seed_, epoch, index.data_ptr<int64_t>()[e]).below(context_);
     }
     starts = starts + torch::tensor(offsets, torch::kLong);
   }

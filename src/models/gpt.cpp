@@ -115,8 +115,9 @@ std::shared_ptr<Model> make_gpt(const ModelOptions& spec) {
     if (!ok) throw OptionError(key, "model 'gpt': " + why);
   };
   if (!(spec.input_shape().size() == 1 && spec.input_shape()[0] >= 1)) {
-    throw std::invalid_argument("model 'gpt': needs windows of tokens (data.dataset: text), but the data has shape " +
-                                c10::str(at::IntArrayRef(spec.input_shape())));
+    throw std::invalid_argument(
+        "model 'gpt': needs windows of tokens (data.dataset: text or tokens), but the data has shape " +
+        c10::str(at::IntArrayRef(spec.input_shape())));
   }
   constexpr int64_t kMax = 1 << 16;  // more is a typo: 65,536 blocks or a 65,536-wide token vector
   need(spec.layers() >= 1 && spec.layers() <= kMax, "layers", "layers must be from 1 to " + std::to_string(kMax));

@@ -1,6 +1,7 @@
 // The data sets a recipe's data section names (data.dataset), read by their loaders.
 #include "train/data_sets.h"
 
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 
@@ -11,6 +12,8 @@
 #include "baton/data/image_folder.h"
 #include "baton/data/readers.h"
 #include "baton/data/text.h"
+#include "baton/data/tokenizer.h"
+#include "baton/data/tokens.h"
 
 namespace baton {
 
@@ -176,6 +179,72 @@ DataSplit load_images_data(OptionReader& data, const DataSetContext& context) {
   split.train = train;
   if (data.has("eval_dir") || data.has("eval_list")) {
     split.eval = build("eval_dir", "eval_list", base.eval_transforms(), "eval_transforms", train->classes());
+  }
+  return split;
+}
+
+// data.dataset: tokens — windows of `context` tokens over token shards in llm.c's format
+// (train_files, eval_files: globs), their vocabulary from vocab_size, the tokenizer.model beside the
+// training shards, or the largest token.
+DataSplit load_tokens_data(OptionReader& data, const DataSetContext& context) {
+  if (!data.has("train_files"))
+    data.fail("train_files", "required when data.dataset is tokens (a glob of .bin shards)");
+  auto files = [&](const std::string& key) {
+    const nlohmann::json& value = data.json()[key];
+    std::vector<std::string> patterns;
+    if (value.is_string()) patterns.push_back(value.get<std::string>());
+    if (value.is_array()) {
+      for (const auto& p : value) {
+        if (!p.is_string()) data.fail(key, "expected a glob or a list of globs of token shards");
+        patterns.push_back(p.get<std::string>());
+      }
+    }
+    if (patterns.empty()) data.fail(key, "expected a glob or a list of globs of token shards");
+    try {
+      return expand_globs(patterns, key);
+    } catch (const std::exception& e) {
+      data.fail(key, e.what());
+    }
+  };
+  const std::vector<std::string> train_files = files("train_files");
+  const std::vector<std::string> eval_files = data.has("eval_files") ? files("eval_files") : std::vector<std::string>{};
+  TokenOptions o;
+  o.seed(context.seed);
+  data.read("context", o.context());
+  if (o.context() < 1 || o.context() > (int64_t{1} << 24)) data.fail("context", "expected 1 to 16777216 tokens");
+  data.read("vocab_size", o.vocab_size());
+  if (data.has("vocab_size") && (o.vocab_size() < 1 || o.vocab_size() > 65536)) {
+    data.fail("vocab_size", "expected 1 to 65536 (the shards hold uint16 tokens)");
+  }
+  if (!data.has("vocab_size")) {
+    const std::filesystem::path tokenizer = std::filesystem::path(train_files.front()).parent_path() / kTokenizerFile;
+    std::error_code ec;
+    if (std::filesystem::exists(tokenizer, ec)) {
+      try {
+        o.vocab_size(Tokenizer::load(tokenizer.string()).vocab_size());
+      } catch (const std::runtime_error& e) {
+        data.fail("train_files", e.what());
+      }
+    }
+  }
+  auto open = [&](const std::string& key, const std::vector<std::string>& shards, bool random) {
+    try {
+      return TokenDataset::open(shards, TokenOptions(o).random_offsets(random));
+    } catch (const OptionError& e) {
+      data.fail(e.key(), e.what());
+    } catch (const std::exception& e) {
+      data.fail(key, e.what());
+    }
+  };
+  DataSplit split;
+  auto train = open("train_files", train_files, true);
+  split.train = train;
+  // The evaluation windows are read with the training vocabulary: a larger token is an error there.
+  if (!eval_files.empty()) split.eval = open("eval_files", eval_files, false);
+  if (split.eval && split.eval->num_classes() > train->num_classes()) {
+    data.fail("eval_files", "tokens up to " + std::to_string(split.eval->num_classes() - 1) +
+                                " but the training shards' vocabulary is " + std::to_string(train->num_classes()) +
+                                ": set vocab_size");
   }
   return split;
 }

@@ -30,6 +30,8 @@ DataSplit load_files(OptionReader& data, const DataSetContext& context);
 DataSplit load_text_data(OptionReader& data, const DataSetContext& context);
 // images: JPEG and PNG files in class folders or a CSV list (docs/data.md).
 DataSplit load_images_data(OptionReader& data, const DataSetContext& context);
+// tokens: windows over token shards in llm.c's format (docs/data.md).
+DataSplit load_tokens_data(OptionReader& data, const DataSetContext& context);
 
 // The data section's keys that every kind takes: the loaders'.
 std::vector<std::string> loader_keys();

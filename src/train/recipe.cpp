@@ -94,10 +94,10 @@ void read_loop_keys(OptionReader& top, TrainerOptions& o) {
   // Checked here, before any data is read (the trainer checks them again for C++ callers).
   {
     const TimeUnit unit = o.max_duration().unit();
-    if (unit != TimeUnit::kEpoch && unit != TimeUnit::kBatch && unit != TimeUnit::kSample) {
-      top.fail("max_duration", "'" + top.get<std::string>("max_duration", "") +
-                                   "' must count epochs, batches or samples (3ep, " + "500ba, 60000sp)" +
-                                   (unit == TimeUnit::kToken ? ": no data set here counts tokens" : ""));
+    if (unit != TimeUnit::kEpoch && unit != TimeUnit::kBatch && unit != TimeUnit::kSample && unit != TimeUnit::kToken) {
+      top.fail("max_duration",
+               "'" + top.get<std::string>("max_duration", "") +
+                   "' must count epochs, batches, samples or tokens (3ep, 500ba, 60000sp, 10000000tok)");
     }
     if (!(o.max_duration().value() > 0)) top.fail("max_duration", "must be more than 0 (3ep, 500ba, …)");
   }
@@ -406,6 +406,11 @@ TrainingRun build_run(const Recipe& recipe) {
   read_step_and_checkpoint_keys(top, o);
   OptionReader data = top.child("data");
   load_data(data, seed, device, run);
+  if (o.max_duration().unit() == TimeUnit::kToken && run.train_data->tokens_per_example() == 0) {
+    top.fail("max_duration", "'" + top.get<std::string>("max_duration", "") + "' counts tokens, but data.dataset " +
+                                 data.get<std::string>("dataset", "fashion_mnist") +
+                                 " is not token windows (text, tokens): use ep, ba or sp");
+  }
   build_loaders(data, seed, run);
   OptionReader model = top.child("model");
   build_model(model, run);

@@ -29,10 +29,14 @@ const DataSets& data_set_registry() {
         [] {
           return DataSetKind{{"path", "tokens", "context", "validation_fraction"}, load_text_data};
         }},
-       {"images", [] {
+       {"images",
+        [] {
           return DataSetKind{{"train_dir", "eval_dir", "train_list", "eval_list", "channels", "image_size",
                               "train_transforms", "eval_transforms", "normalize", "workers", "bad_files"},
                              load_images_data};
+        }},
+       {"tokens", [] {
+          return DataSetKind{{"train_files", "eval_files", "context", "vocab_size"}, load_tokens_data};
         }}});
   return data_sets;
 }

@@ -93,9 +93,9 @@ namespace {
 void check_options(TrainerOptions& o) {
   require(o.model() != nullptr, "TrainerOptions: model is required");
   const TimeUnit unit = o.max_duration().unit();
-  // Tokens would never end a run: no data set here counts them.
-  require(unit == TimeUnit::kEpoch || unit == TimeUnit::kBatch || unit == TimeUnit::kSample,
-          "TrainerOptions: max_duration " + o.max_duration().to_string() + " must be in ep, ba or sp");
+  // Tokens only where the training data counts them (checked when the fit starts).
+  require(unit == TimeUnit::kEpoch || unit == TimeUnit::kBatch || unit == TimeUnit::kSample || unit == TimeUnit::kToken,
+          "TrainerOptions: max_duration " + o.max_duration().to_string() + " must be in ep, ba, sp or tok");
   require(o.max_duration().value() > 0, "TrainerOptions: max_duration must be positive");
   const TimeUnit eval_unit = o.eval_interval().unit();
   require(is_zero(o.eval_interval()) || eval_unit == TimeUnit::kEpoch || eval_unit == TimeUnit::kBatch ||
@@ -371,7 +371,8 @@ void Trainer::Impl::fit() {
       const int64_t samples = next_batch(loader);
       engine_->run_event(Event::kBatchStart);
       train_batch();
-      state_.timestamp = state_.timestamp.to_next_batch(samples, 0, seconds_since(batch_start));
+      state_.timestamp =
+          state_.timestamp.to_next_batch(samples, samples * clock_.tokens_per_sample, seconds_since(batch_start));
       engine_->run_event(Event::kBatchEnd);
       if (should_eval(Event::kBatchEnd)) run_evaluators();
       engine_->run_event(Event::kBatchCheckpoint);
@@ -395,7 +396,11 @@ bool Trainer::Impl::start_fit(DataLoader& loader) {
   state_.dataloader_len = loader.num_batches();
   clock_.batches_per_epoch = loader.num_batches();
   clock_.batch_size = loader.batch_size();
-  clock_.max_batches = state_.max_duration->unit() == TimeUnit::kToken ? 0.0 : clock_.to_batches(*state_.max_duration);
+  clock_.tokens_per_sample = loader.dataset()->tokens_per_example();
+  require(state_.max_duration->unit() != TimeUnit::kToken || clock_.tokens_per_sample > 0,
+          "Trainer::fit: max_duration " + state_.max_duration->to_string() +
+              " counts tokens, but the training data are not windows of tokens: use ep, ba or sp");
+  clock_.max_batches = clock_.to_batches(*state_.max_duration);
   if (done()) {
     spdlog::warn("fit: the run is already at max_duration {} ({}); raise it to train more",
                  state_.max_duration->to_string(), state_.timestamp.to_string());

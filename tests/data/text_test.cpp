@@ -45,11 +45,16 @@ TEST(Text, WindowsAreTheTextAndTheirTargetsTheNextCharacters) {
   EXPECT_EQ(decode(b.input[1], alphabet), held_out.substr(24, 8));
   EXPECT_EQ(decode(b.target[1], alphabet), held_out.substr(25, 8));
   EXPECT_TRUE(valid->get_batch(torch::tensor({int64_t{3}})).input.equal(b.input[1].unsqueeze(0)));
-  // Training windows start at a random offset below the context: the same index, other windows.
+  // Training windows start at a random offset below the context drawn from (seed, epoch, index): the
+  // same index in another epoch, another window; in the same epoch, the same one (a resume sees it).
   bool moved = false;
-  const at::Tensor first = train->get_batch(torch::tensor({int64_t{5}})).input;
-  for (int i = 0; i < 20 && !moved; ++i) moved = !train->get_batch(torch::tensor({int64_t{5}})).input.equal(first);
+  const at::Tensor first = train->get_epoch_batch(torch::tensor({int64_t{5}}), 0).input;
+  for (int epoch = 1; epoch < 20 && !moved; ++epoch) {
+    moved = !train->get_epoch_batch(torch::tensor({int64_t{5}}), epoch).input.equal(first);
+  }
   EXPECT_TRUE(moved);
+  EXPECT_TRUE(train->get_epoch_batch(torch::tensor({int64_t{5}}), 0).input.equal(first));
+  EXPECT_EQ(train->tokens_per_example(), 8);
   const Batch t = train->get_batch(torch::arange(train->size()));
   EXPECT_TRUE(t.input.slice(1, 1).equal(t.target.slice(1, 0, 7)));
   EXPECT_EQ(t.input.max().item<int64_t>() < train->num_classes(), true);

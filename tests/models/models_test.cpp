@@ -155,7 +155,7 @@ TEST(Zoo, GptRefusesWhatItCannotTake) {
   EXPECT_THAT(error_of([] {
                 make_model("gpt", ModelOptions().input_shape({1, 28, 28}));
               }),
-              HasSubstr("needs windows of tokens (data.dataset: text)"));
+              HasSubstr("needs windows of tokens (data.dataset: text or tokens)"));
   EXPECT_THAT(error_of([] { make_model("gpt", ModelOptions().input_shape({8}).width(30).heads(4)); }),
               HasSubstr("width 30 must be a multiple of heads 4"));
   auto model = make_model("gpt", ModelOptions().input_shape({8}).num_classes(5).layers(1).width(8).heads(2));

@@ -17,6 +17,20 @@
 
 namespace baton {
 
+// The random numbers of one example in one epoch, drawn from (seed, epoch, index) only: a data set
+// whose examples are random (crops, window offsets) gives the same batches for any number of
+// workers, in any order, and after a resume.
+class ExampleRng {
+ public:
+  ExampleRng(uint64_t seed, int64_t epoch, int64_t index);
+  uint64_t next();
+  double uniform(double low, double high);  // [low, high)
+  int64_t below(int64_t n);                 // [0, n), n > 0
+
+ private:
+  uint64_t state_;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -32,6 +46,9 @@ class Dataset {
   virtual at::Tensor finish_inputs(const at::Tensor& inputs) const { return inputs; }
   // The shape of one input ([C, H, W] for images).
   virtual std::vector<int64_t> input_shape() const = 0;
+  // Tokens in one example, for data sets of token windows (the window's length): what the
+  // duration unit `tok` and throughput/tokens_per_sec count. Default: 0 (not token data).
+  virtual int64_t tokens_per_example() const { return 0; }
   // Number of classes for classification data (largest label + 1); 0 when not known.
   virtual int64_t num_classes() const { return 0; }
   // The classes' names, a label's index into them (an image folder's class folders); empty when the

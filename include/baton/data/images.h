@@ -21,6 +21,8 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
+#include "baton/data/dataset.h"
+
 namespace baton {
 
 // A file that cannot be read as an image, or an image a pipeline cannot take: "file: why".
@@ -60,18 +62,6 @@ struct ImagePlan {
   ImageRegion region;
   ImageSize out;
   bool flip = false;
-};
-
-// A seeded stream of numbers for one example: the same (seed, epoch, index) gives the same numbers on
-// any thread, so batches do not depend on how many workers decode them.
-class ExampleRng {
- public:
-  ExampleRng(uint64_t seed, int64_t epoch, int64_t index);
-  uint64_t next();
-  double uniform(double low, double high);  // [low, high)
-
- private:
-  uint64_t state_;
 };
 
 // The geometric transforms of a recipe's train_transforms / eval_transforms, in order:

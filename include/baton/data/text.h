@@ -6,10 +6,9 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "baton/core/options.h"
 #include "baton/data/dataset.h"
@@ -27,22 +26,26 @@ class TextOptions {
   BATON_ARG(TextTokens, tokens) = TextTokens::kChars;
   // The last part of the text held out for validation.
   BATON_ARG(double, validation_fraction) = 0.1;
-  // Training windows start at a random offset each time they are drawn; validation windows are fixed.
+  // Training windows start at a random offset drawn from (seed, epoch, index); validation windows are
+  // fixed.
   BATON_ARG(uint64_t, seed) = 0;
 };
 
 // Windows of `context` tokens over one token sequence: example i is the window starting near
-// i * context (training: plus a random offset below context, drawn at each get_batch; validation:
-// exactly there); its target is the same window shifted by one token. size() is the number of
-// windows that cover the sequence once, so an epoch reads the text about once.
+// i * context (training: plus a random offset below context, drawn from (seed, epoch, index), so a
+// resumed run sees the windows an uninterrupted one would; validation: exactly there); its target is the same window
+// shifted by one token. size() is the number of windows that cover the sequence once, so an epoch reads the text about
+// once.
 class TextDataset : public Dataset {
  public:
   // `tokens`: int64 [L] with values below `vocab`. Throws std::invalid_argument when L < context + 1.
   TextDataset(at::Tensor tokens, int64_t context, int64_t vocab, bool random_offsets, uint64_t seed);
 
   int64_t size() const override;
-  Batch get_batch(const at::Tensor& indices) const override;
+  Batch get_batch(const at::Tensor& indices) const override { return get_epoch_batch(indices, 0); }
+  Batch get_epoch_batch(const at::Tensor& indices, int64_t epoch) const override;
   std::vector<int64_t> input_shape() const override { return {context_}; }
+  int64_t tokens_per_example() const override { return context_; }
   int64_t num_classes() const override { return vocab_; }
   c10::Device device() const override;
   // The same windows with the tokens on `device` (data.on_device).
@@ -55,8 +58,6 @@ class TextDataset : public Dataset {
   int64_t vocab_;
   bool random_offsets_;
   uint64_t seed_;
-  mutable std::mutex mutex_;  // the loader's prefetch thread and the trainer may both ask
-  mutable std::mt19937_64 rng_;
 };
 
 // The text of `path` (a file, or a folder: its regular files in name order, links and fortune's
@@ -65,6 +66,16 @@ class TextDataset : public Dataset {
 // the option) for bad options.
 std::pair<std::shared_ptr<TextDataset>, std::shared_ptr<TextDataset>> load_text(const std::string& path,
                                                                                 const TextOptions& options = {});
+
+// The files of a text path: the file itself, or a folder's regular files in name order (links and
+// fortune's *.dat indexes skipped). Throws std::runtime_error naming the path when it is missing or
+// a folder holds no file.
+std::vector<std::string> text_files(const std::string& path);
+// A text is read into memory whole: at most 2 GiB of it.
+inline constexpr std::uint64_t kMaxTextBytes = 2ull << 30;
+// One text file, whole (at most kMaxTextBytes). Throws std::runtime_error naming it: missing, not a regular
+// file, too large.
+std::string read_text_file(const std::string& path);
 
 // Where the recipes' text comes from: Debian's `fortunes` package (about 2.6 MB of English).
 inline constexpr const char* kDefaultTextPath = "/usr/share/games/fortunes";

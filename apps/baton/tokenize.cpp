@@ -1,0 +1,107 @@
+// baton tokenize TEXT... --out DIR [--vocab-size N | --tokenizer FILE.model] [--model-type bpe]
+//                [--val-fraction 0.1] [--shard-tokens 100000000]
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include <CLI/CLI.hpp>
+
+#include "baton/data/tokenizer.h"
+#include "baton/io/file.h"
+#include "baton/train/recipe_file.h"
+#include "commands.h"
+
+namespace baton::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TokenizeArgs {
+  std::vector<std::string> texts;
+  std::string out;
+  int64_t vocab_size = 0;
+  std::string tokenizer;
+  TokenizerTraining training;
+  TokenizeOptions options;
+};
+
+// Nothing is written into a folder that already holds a corpus's shards or tokenizer.
+void check_out(const std::string& out) {
+  std::error_code ec;
+  if (!fs::exists(out, ec)) return;
+  if (!fs::is_directory(out, ec)) throw RecipeError("--out " + out + ": " + file_kind(out) + ", not a folder");
+  for (const auto& entry : fs::directory_iterator(out, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == kTokenizerFile ||
+        (name.ends_with(".bin") && (name.starts_with("train_") || name.starts_with("val_")))) {
+      throw RecipeError("--out " + out + ": already holds " + name + " (a tokenized corpus): choose a new folder");
+    }
+  }
+}
+
+void run_tokenize(TokenizeArgs& args) {
+  if ((args.vocab_size > 0) == !args.tokenizer.empty()) {
+    throw RecipeError("give --vocab-size N (train a tokenizer) or --tokenizer FILE.model (use one), not both");
+  }
+  check_out(args.out);
+  for (const std::string& text : args.texts) {
+    std::error_code ec;
+    if (!fs::exists(text, ec)) throw RecipeError(text + ": no such file or folder");
+  }
+  const std::string model_path = (fs::path(args.out) / kTokenizerFile).string();
+  args.options.out = args.out;
+  try {
+    std::optional<Tokenizer> tokenizer;
+    if (!args.tokenizer.empty()) {
+      tokenizer = Tokenizer::load(args.tokenizer);
+      if (tokenizer->vocab_size() > 65536) {
+        throw RecipeError(args.tokenizer + ": " + std::to_string(tokenizer->vocab_size()) +
+                          " tokens, more than a token shard holds (65536)");
+      }
+    }
+    std::error_code ec;
+    fs::create_directories(args.out, ec);
+    if (!fs::is_directory(args.out, ec)) throw FileError("--out " + args.out + ": cannot make the folder");
+    if (!tokenizer) {
+      args.training.vocab_size = args.vocab_size;
+      std::printf("training a %s tokenizer of %lld tokens on %zu text(s)\n", args.training.model_type.c_str(),
+                  static_cast<long long>(args.vocab_size), args.texts.size());
+      std::fflush(stdout);
+      tokenizer = Tokenizer::train(args.texts, (fs::path(args.out) / "tokenizer").string(), args.training);
+    } else {
+      fs::copy_file(args.tokenizer, model_path, fs::copy_options::overwrite_existing);
+    }
+    const TokenizeSummary s = tokenize_files(args.texts, *tokenizer, args.options);
+    std::printf("%lld training and %lld validation tokens in %zu shard(s) in %s; tokenizer %s (%lld tokens)\n",
+                static_cast<long long>(s.train_tokens), static_cast<long long>(s.val_tokens), s.shards.size(),
+                args.out.c_str(), model_path.c_str(), static_cast<long long>(tokenizer->vocab_size()));
+  } catch (const std::runtime_error& e) {
+    if (dynamic_cast<const RecipeError*>(&e) != nullptr || dynamic_cast<const FileError*>(&e) != nullptr) throw;
+    throw RecipeError(e.what());  // a text or tokenizer that is not one: the user's input
+  }
+}
+
+}  // namespace
+
+void add_tokenize(CLI::App& app) {
+  auto args = std::make_shared<TokenizeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "tokenize", "Tokenize text files into token shards (llm.c's format) with a SentencePiece tokenizer");
+  cmd->add_option("texts", args->texts, "Text files or folders of them")->required();
+  cmd->add_option("--out", args->out, "Folder for train_NNNNNN.bin, val_NNNNNN.bin and tokenizer.model")->required();
+  cmd->add_option("--vocab-size", args->vocab_size, "Train a tokenizer of this many tokens (300 to 65536)")
+      ->check(CLI::Range(int64_t{300}, int64_t{65536}));
+  cmd->add_option("--tokenizer", args->tokenizer, "Use this SentencePiece model instead of training one");
+  cmd->add_option("--model-type", args->training.model_type, "SentencePiece's model type")
+      ->check(CLI::IsMember({"bpe", "unigram", "char", "word"}))
+      ->capture_default_str();
+  cmd->add_option("--val-fraction", args->options.val_fraction, "The end of each text held out for validation")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  cmd->add_option("--shard-tokens", args->options.shard_tokens, "Tokens per shard")
+      ->check(CLI::Range(int64_t{1024}, int64_t{2147483647}))
+      ->capture_default_str();
+  cmd->callback([args] { run_tokenize(*args); });
+}
+
+}  // namespace baton::cli

@@ -1,0 +1,83 @@
+// A SentencePiece tokenizer (Debian's libsentencepiece): trained on text files or loaded from a
+// `.model` file, and the text of files turned into token shards (baton tokenize).
+//
+//   baton::Tokenizer t = baton::Tokenizer::train({"corpus.txt"}, "out/tokenizer", {.vocab_size = 4096});
+//   std::vector<int> ids = t.encode("Hello world");          // t.decode(ids) == "Hello world"
+//   baton::tokenize_files({"corpus.txt"}, t, {.out = "out"});  // out/train_000000.bin, out/val_000000.bin
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct baton_spm;  // SentencePiece's model, behind libbaton_spm (src/data/spm/spm_api.h says why)
+
+namespace baton {
+
+// The tokenizer's file beside a corpus's shards: `model: gpt` on those shards takes its vocabulary
+// size from it.
+inline constexpr const char* kTokenizerFile = "tokenizer.model";
+
+struct TokenizerTraining {
+  int64_t vocab_size = 8192;        // at most 65536: a token shard holds uint16
+  std::string model_type = "bpe";   // or unigram, char, word (SentencePiece's)
+  int64_t max_sentences = 2000000;  // lines sampled to train on (SentencePiece's input_sentence_size)
+  int threads = 0;                  // 0: the cores
+};
+
+class Tokenizer {
+ public:
+  // Loads a SentencePiece model. Throws std::runtime_error naming the file when it is missing, not a
+  // regular file, or not a SentencePiece model (and when libbaton_spm, beside libbaton_data, is
+  // missing).
+  static Tokenizer load(const std::string& path);
+  // Trains on the lines of `texts` and writes PREFIX.model (and PREFIX.vocab). Throws
+  // std::invalid_argument for a bad vocab_size or model_type, std::runtime_error naming a text that
+  // cannot be read or a training SentencePiece refuses (too small a corpus for the vocabulary).
+  static Tokenizer train(const std::vector<std::string>& texts, const std::string& prefix,
+                         const TokenizerTraining& options);
+
+  Tokenizer(Tokenizer&& other) noexcept;
+  Tokenizer& operator=(Tokenizer&& other) noexcept;
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+  ~Tokenizer();
+
+  int64_t vocab_size() const;
+  std::vector<int> encode(const std::string& text) const;
+  std::string decode(const std::vector<int>& ids) const;
+  // The token of a line break (SentencePiece drops it from a line: text keeps it with byte pieces),
+  // and of a document's end; -1 when the model has none.
+  int newline_id() const { return newline_; }
+  int end_of_text_id() const { return end_of_text_; }
+  // The model as SentencePiece serialises it (what PREFIX.model holds).
+  std::string serialized() const;
+
+ private:
+  explicit Tokenizer(baton_spm* model);
+
+  baton_spm* model_ = nullptr;
+  int newline_ = -1;
+  int end_of_text_ = -1;
+};
+
+struct TokenizeOptions {
+  std::string out;                     // the folder of shards (made when missing)
+  double val_fraction = 0.1;           // the end of each file held out for validation
+  int64_t shard_tokens = 100'000'000;  // tokens per shard (llm.c's size)
+};
+
+struct TokenizeSummary {
+  int64_t train_tokens = 0;
+  int64_t val_tokens = 0;
+  std::vector<std::string> shards;
+};
+
+// Each file's lines, encoded, each line followed by the newline token and each file by the
+// end-of-text token, into OUT/train_NNNNNN.bin and OUT/val_NNNNNN.bin (llm.c's format). Throws
+// std::runtime_error naming an unreadable text, std::invalid_argument for bad options.
+TokenizeSummary tokenize_files(const std::vector<std::string>& texts, const Tokenizer& tokenizer,
+                               const TokenizeOptions& options);
+
+}  // namespace baton

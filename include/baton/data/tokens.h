@@ -1,0 +1,96 @@
+// Token shards: tokenized corpora in llm.c's format (nanoGPT's and llm.c's `.bin` files),
+// memory-mapped and cut into windows of `context` tokens for next-token prediction.
+//
+//   auto shards = baton::expand_globs({"data/train_*.bin"}, "train_files");
+//   auto train = baton::TokenDataset::open(shards, baton::TokenOptions().context(1024).vocab_size(50257));
+//   baton::Batch b = train->get_epoch_batch(torch::arange(8), /*epoch=*/0);  // int64 [8, 1024] twice
+//
+// A shard is a header of 256 little-endian int32 (magic 20240520, version 1, the token count, the
+// rest 0) and then that many uint16 tokens. Shards are mapped, never read whole into memory: a
+// corpus larger than memory trains, and the operating system's page cache is the only copy.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "baton/core/options.h"
+#include "baton/data/dataset.h"
+
+namespace baton {
+
+inline constexpr int32_t kTokenShardMagic = 20240520;
+inline constexpr int32_t kTokenShardVersion = 1;
+inline constexpr int64_t kTokenShardHeaderInts = 256;
+
+// One shard, mapped read-only; unmapped when destroyed.
+class TokenShard {
+ public:
+  // Throws std::runtime_error naming the file: not a regular file, shorter than the header, a wrong
+  // magic or version, a token count that does not match the file's size.
+  explicit TokenShard(const std::string& path);
+  ~TokenShard();
+  TokenShard(const TokenShard&) = delete;
+  TokenShard& operator=(const TokenShard&) = delete;
+
+  const std::string& path() const { return path_; }
+  int64_t size() const { return count_; }  // tokens
+  const uint16_t* tokens() const { return tokens_; }
+
+ private:
+  std::string path_;
+  void* map_ = nullptr;
+  std::size_t map_bytes_ = 0;
+  const uint16_t* tokens_ = nullptr;
+  int64_t count_ = 0;
+};
+
+// Writes `tokens` as a shard at `path` (a temporary file renamed into place: a kill leaves the old
+// file or the new one). Throws FileError when it cannot be written.
+void write_token_shard(const std::string& path, const std::vector<uint16_t>& tokens);
+
+// The regular files that `patterns` (shell globs, or plain paths) name, sorted and without repeats.
+// Throws std::runtime_error naming the pattern that matches no file ("`what`: ...").
+std::vector<std::string> expand_globs(const std::vector<std::string>& patterns, const std::string& what);
+
+class TokenOptions {
+  // Tokens per window (the model's context).
+  BATON_ARG(int64_t, context) = 1024;
+  // Tokens are below this; 0: the largest token in the shards + 1 (one pass over them).
+  BATON_ARG(int64_t, vocab_size) = 0;
+  // Training windows start at a random offset below `context` drawn from (seed, epoch, index);
+  // evaluation windows are fixed.
+  BATON_ARG(bool, random_offsets) = true;
+  BATON_ARG(uint64_t, seed) = 0;
+};
+
+// Windows of `context` tokens over token shards: example i is the i-th window of context + 1 tokens
+// (the input and, shifted by one, its target), windows never crossing from one shard into the next.
+// size() is the number of windows that cover the shards once, so an epoch reads the corpus once.
+class TokenDataset : public Dataset {
+ public:
+  // Throws std::runtime_error naming a bad shard or a shard with a token at or above vocab_size,
+  // std::invalid_argument when no shard holds one window.
+  static std::shared_ptr<TokenDataset> open(const std::vector<std::string>& files, const TokenOptions& options);
+
+  int64_t size() const override { return windows_; }
+  Batch get_batch(const at::Tensor& indices) const override { return get_epoch_batch(indices, 0); }
+  Batch get_epoch_batch(const at::Tensor& indices, int64_t epoch) const override;
+  std::vector<int64_t> input_shape() const override { return {options_.context()}; }
+  int64_t tokens_per_example() const override { return options_.context(); }
+  int64_t num_classes() const override { return options_.vocab_size(); }
+  // Tokens in every shard.
+  int64_t tokens() const;
+  const std::vector<std::shared_ptr<TokenShard>>& shards() const { return shards_; }
+
+ private:
+  TokenDataset() = default;
+
+  TokenOptions options_;
+  std::vector<std::shared_ptr<TokenShard>> shards_;
+  std::vector<int64_t> first_window_;  // per shard: the index of its first window; then the total
+  int64_t windows_ = 0;
+};
+
+}  // namespace baton

@@ -1,0 +1,303 @@
+#include "baton/data/tokenizer.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include "baton/data/text.h"
+#include "baton/data/tokens.h"
+#include "baton/io/file.h"
+#include "data/spm/spm_api.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A tokenizer's model file: SentencePiece's are well under a few MiB.
+constexpr uint64_t kMaxModelBytes = 256ull << 20;
+
+// The files of every path given.
+std::vector<std::string> all_text_files(const std::vector<std::string>& texts) {
+  std::vector<std::string> files;
+  for (const std::string& path : texts) {
+    const std::vector<std::string> inside = text_files(path);
+    files.insert(files.end(), inside.begin(), inside.end());
+  }
+  return files;
+}
+
+// Every text opens, is a regular file and is not too large: refused before anything is written.
+void check_texts(const std::vector<std::string>& files) {
+  for (const std::string& file : files) {
+    try {
+      const ReadableFile opened(file, {.what = "the text", .max_bytes = kMaxTextBytes});
+    } catch (const FileError& e) {
+      throw std::runtime_error(e.what());
+    }
+  }
+}
+
+// The lines of the texts, one file in memory at a time, handed to SentencePiece's trainer.
+class Lines {
+ public:
+  explicit Lines(std::vector<std::string> files) : files_(std::move(files)) {}
+  // spm_api.h's `next`: 1 and a line, 0 at the end, -1 (the error kept) when a file cannot be read.
+  static int next(void* context, const char** line, size_t* size) {
+    auto* self = static_cast<Lines*>(context);
+    try {
+      if (!self->advance()) return 0;
+    } catch (const std::exception& e) {
+      self->error_ = e.what();
+      return -1;
+    }
+    *line = self->text_.data() + self->line_start_;
+    *size = self->line_size_;
+    return 1;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  bool advance() {
+    while (true) {
+      if (at_ < text_.size()) {
+        const std::size_t end = std::min(text_.find('\n', at_), text_.size());
+        line_start_ = at_;
+        line_size_ = end - at_;
+        at_ = end + 1;
+        if (line_size_ > 0) return true;
+        continue;
+      }
+      if (next_file_ == files_.size()) return false;
+      text_ = read_text_file(files_[next_file_++]);
+      at_ = 0;
+    }
+  }
+
+  std::vector<std::string> files_;
+  std::size_t next_file_ = 0;
+  std::string text_;
+  std::size_t at_ = 0;
+  std::size_t line_start_ = 0;
+  std::size_t line_size_ = 0;
+  std::string error_;
+};
+
+// A function of this library: where it was loaded from.
+void anchor() {}
+
+// libbaton_spm, beside this library, opened once.
+const baton_spm_api& spm() {
+  static const baton_spm_api* api = [] {
+    Dl_info self{};
+    if (::dladdr(reinterpret_cast<void*>(&anchor), &self) == 0 || self.dli_fname == nullptr) {
+      throw std::runtime_error("cannot find where libbaton_data is, so neither libbaton_spm beside it");
+    }
+    const std::string path = (fs::path(self.dli_fname).parent_path() / "libbaton_spm.so").string();
+#if defined(__SANITIZE_ADDRESS__)
+    const int flags = RTLD_NOW | RTLD_LOCAL;  // the sanitizers refuse RTLD_DEEPBIND; their LibTorch has no protobuf
+#else
+    const int flags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#endif
+    void* library = ::dlopen(path.c_str(), flags);
+    if (library == nullptr)
+      throw std::runtime_error(std::string("cannot load SentencePiece's wrapper: ") + ::dlerror());
+    auto get = reinterpret_cast<const baton_spm_api* (*)()>(::dlsym(library, "baton_spm_get_api"));
+    if (get == nullptr) throw std::runtime_error(path + ": not baton's SentencePiece wrapper");
+    return get();
+  }();
+  return *api;
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  check_write_target(path, "the tokenizer");
+  const std::string tmp = path + ".tmp";
+  std::FILE* out = std::fopen(tmp.c_str(), "wb");
+  if (out == nullptr) throw FileError(path + ": cannot write it");
+  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), out) == bytes.size();
+  if (std::fclose(out) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw FileError(path + ": cannot write it");
+  }
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer(baton_spm* model) : model_(model) {
+  const int newline = spm().piece_to_id(model_, "<0x0A>");
+  newline_ = newline != spm().unk_id(model_) && spm().is_byte(model_, newline) != 0 ? newline : -1;
+  end_of_text_ = spm().eos_id(model_);
+}
+
+Tokenizer::Tokenizer(Tokenizer&& other) noexcept
+    : model_(std::exchange(other.model_, nullptr)), newline_(other.newline_), end_of_text_(other.end_of_text_) {}
+
+Tokenizer& Tokenizer::operator=(Tokenizer&& other) noexcept {
+  if (this != &other) {
+    if (model_ != nullptr) spm().release(model_);
+    model_ = std::exchange(other.model_, nullptr);
+    newline_ = other.newline_;
+    end_of_text_ = other.end_of_text_;
+  }
+  return *this;
+}
+
+Tokenizer::~Tokenizer() {
+  if (model_ != nullptr) spm().release(model_);
+}
+
+Tokenizer Tokenizer::load(const std::string& path) {
+  std::string bytes;
+  try {
+    bytes = read_file(path, {.what = "the tokenizer", .max_bytes = kMaxModelBytes});
+  } catch (const FileError& e) {
+    throw std::runtime_error(e.what());
+  }
+  baton_spm* model = spm().load(bytes.data(), bytes.size());
+  if (model == nullptr) {
+    throw std::runtime_error(path + ": not a SentencePiece model (write one with baton tokenize --vocab-size N)");
+  }
+  return Tokenizer(model);
+}
+
+Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const std::string& prefix,
+                           const TokenizerTraining& options) {
+  if (options.vocab_size < 300 || options.vocab_size > 65536) {
+    throw std::invalid_argument("vocab size " + std::to_string(options.vocab_size) +
+                                ": expected 300 to 65536 (256 byte pieces plus merges; tokens are uint16)");
+  }
+  const std::vector<std::string> models = {"bpe", "unigram", "char", "word"};
+  if (std::find(models.begin(), models.end(), options.model_type) == models.end()) {
+    throw std::invalid_argument("model type '" + options.model_type + "': expected bpe, unigram, char or word");
+  }
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  // Text as it is (no normalisation, spaces kept), any byte a byte piece: decode(encode(x)) == x.
+  const std::vector<std::string> spec = {
+      "vocab_size=" + std::to_string(options.vocab_size),
+      "model_type=" + options.model_type,
+      "byte_fallback=true",
+      "normalization_rule_name=identity",
+      "remove_extra_whitespaces=false",
+      "add_dummy_prefix=false",  // lines are encoded one by one: no space is added before each
+      "split_digits=true",
+      "character_coverage=0.9995",
+      "input_sentence_size=" + std::to_string(options.max_sentences),
+      "shuffle_input_sentence=true",
+      "max_sentence_length=16384",
+      "num_threads=" + std::to_string(options.threads > 0 ? options.threads : static_cast<int>(cores)),
+      "minloglevel=2",
+  };
+  std::vector<const char*> args;
+  for (const std::string& o : spec) args.push_back(o.c_str());
+  std::vector<std::string> files = all_text_files(texts);
+  check_texts(files);
+  Lines lines(std::move(files));
+  std::array<char, 512> error{};
+  baton_spm* model = spm().train(args.data(), args.size(), &Lines::next, &lines, error.data(), error.size());
+  if (model == nullptr) {
+    if (!lines.error().empty()) throw std::runtime_error(lines.error());
+    throw std::runtime_error("training the tokenizer failed: " + std::string(error.data()) +
+                             " (a smaller --vocab-size, or more text)");
+  }
+  Tokenizer t(model);
+  write_bytes(prefix + ".model", t.serialized());
+  return t;
+}
+
+int64_t Tokenizer::vocab_size() const { return spm().piece_size(model_); }
+
+std::vector<int> Tokenizer::encode(const std::string& text) const {
+  std::vector<int> ids(text.size() + 8);
+  long n = spm().encode(model_, text.data(), text.size(), ids.data(), ids.size());
+  if (n > static_cast<long>(ids.size())) {
+    ids.resize(static_cast<std::size_t>(n));
+    n = spm().encode(model_, text.data(), text.size(), ids.data(), ids.size());
+  }
+  if (n < 0) throw std::runtime_error("the tokenizer cannot encode the text");
+  ids.resize(static_cast<std::size_t>(n));
+  return ids;
+}
+
+std::string Tokenizer::decode(const std::vector<int>& ids) const {
+  std::string text(ids.size() * 8 + 16, '\0');
+  long n = spm().decode(model_, ids.data(), ids.size(), text.data(), text.size());
+  if (n > static_cast<long>(text.size())) {
+    text.resize(static_cast<std::size_t>(n));
+    n = spm().decode(model_, ids.data(), ids.size(), text.data(), text.size());
+  }
+  if (n < 0) throw std::runtime_error("the tokenizer cannot decode the ids");
+  text.resize(static_cast<std::size_t>(n));
+  return text;
+}
+
+std::string Tokenizer::serialized() const {
+  std::string bytes(spm().serialized(model_, nullptr, 0), '\0');
+  spm().serialized(model_, bytes.data(), bytes.size());
+  return bytes;
+}
+
+TokenizeSummary tokenize_files(const std::vector<std::string>& texts, const Tokenizer& tokenizer,
+                               const TokenizeOptions& options) {
+  if (!(options.val_fraction >= 0 && options.val_fraction < 1)) {
+    throw std::invalid_argument("val fraction " + std::to_string(options.val_fraction) + ": expected 0 to 1 (not 1)");
+  }
+  if (options.shard_tokens < 1024 || options.shard_tokens > INT32_MAX) {
+    throw std::invalid_argument("shard tokens " + std::to_string(options.shard_tokens) +
+                                ": expected 1024 to 2147483647 per shard");
+  }
+  if (tokenizer.vocab_size() > 65536) {
+    throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
+                                " tokens: a token shard holds uint16 (at most 65536)");
+  }
+  const std::vector<std::string> files = all_text_files(texts);
+  check_texts(files);
+  std::error_code ec;
+  fs::create_directories(options.out, ec);
+  if (!fs::is_directory(options.out, ec)) throw FileError(options.out + ": cannot make the folder");
+  TokenizeSummary summary;
+  struct Split {
+    const char* name;
+    std::vector<uint16_t> tokens;
+    int shards = 0;
+  } train{"train", {}, 0}, val{"val", {}, 0};
+  auto flush = [&](Split& split, bool last) {
+    while (static_cast<int64_t>(split.tokens.size()) >= options.shard_tokens || (last && !split.tokens.empty())) {
+      const std::size_t take = std::min<std::size_t>(split.tokens.size(), options.shard_tokens);
+      char name[64];
+      std::snprintf(name, sizeof name, "%s_%06d.bin", split.name, split.shards++);
+      const std::string path = (fs::path(options.out) / name).string();
+      write_token_shard(path, std::vector<uint16_t>(split.tokens.begin(), split.tokens.begin() + take));
+      split.tokens.erase(split.tokens.begin(), split.tokens.begin() + take);
+      summary.shards.push_back(path);
+    }
+  };
+  for (const std::string& file : files) {
+    std::vector<uint16_t> ids;
+    const std::string text = read_text_file(file);
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t end = std::min(text.find('\n', at), text.size());
+      for (int id : tokenizer.encode(text.substr(at, end - at))) ids.push_back(static_cast<uint16_t>(id));
+      if (end < text.size() && tokenizer.newline_id() >= 0)
+        ids.push_back(static_cast<uint16_t>(tokenizer.newline_id()));
+      at = end + 1;
+    }
+    if (tokenizer.end_of_text_id() >= 0) ids.push_back(static_cast<uint16_t>(tokenizer.end_of_text_id()));
+    const auto held = static_cast<std::size_t>(static_cast<double>(ids.size()) * options.val_fraction);
+    train.tokens.insert(train.tokens.end(), ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(held));
+    val.tokens.insert(val.tokens.end(), ids.end() - static_cast<std::ptrdiff_t>(held), ids.end());
+    summary.train_tokens += static_cast<int64_t>(ids.size() - held);
+    summary.val_tokens += static_cast<int64_t>(held);
+    flush(train, false);
+    flush(val, false);
+  }
+  flush(train, true);
+  flush(val, true);
+  return summary;
+}
+
+}  // namespace baton

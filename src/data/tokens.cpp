@@ -1,0 +1,192 @@
+#include "baton/data/tokens.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "baton/io/file.h"
+
+namespace baton {
+namespace {
+
+constexpr std::size_t kHeaderBytes = kTokenShardHeaderInts * sizeof(int32_t);
+// A shard's count is an int32: at most 2^31 - 1 tokens (4 GiB of them).
+constexpr uint64_t kMaxShardBytes = kHeaderBytes + (uint64_t{1} << 32);
+
+std::string errno_text() { return std::strerror(errno); }
+
+}  // namespace
+
+TokenShard::TokenShard(const std::string& path) : path_(path) {
+  std::array<int32_t, kTokenShardHeaderInts> header{};
+  uint64_t size = 0;
+  {
+    ReadableFile file(path, {.what = "the token shard", .max_bytes = kMaxShardBytes});
+    size = file.size();
+    if (size < kHeaderBytes) {
+      throw std::runtime_error(path + ": " + std::to_string(size) + " bytes, shorter than a token shard's header (" +
+                               std::to_string(kHeaderBytes) + " bytes): not a token shard");
+    }
+    if (::pread(file.fd(), header.data(), kHeaderBytes, 0) != static_cast<ssize_t>(kHeaderBytes)) {
+      throw std::runtime_error(path + ": cannot read the header: " + errno_text());
+    }
+    if (header[0] != kTokenShardMagic) {
+      throw std::runtime_error(path + ": magic " + std::to_string(header[0]) +
+                               ", not a token shard (llm.c's magic is " + std::to_string(kTokenShardMagic) + ")");
+    }
+    if (header[1] != kTokenShardVersion) {
+      throw std::runtime_error(path + ": version " + std::to_string(header[1]) + " (uint16 tokens are version " +
+                               std::to_string(kTokenShardVersion) + ")");
+    }
+    count_ = header[2];
+    const uint64_t expected = kHeaderBytes + static_cast<uint64_t>(std::max<int64_t>(count_, 0)) * 2;
+    if (count_ < 0 || expected != size) {
+      throw std::runtime_error(path + ": the header counts " + std::to_string(count_) + " tokens (" +
+                               std::to_string(expected) + " bytes) but the file has " + std::to_string(size) +
+                               " bytes: cut short or not a token shard");
+    }
+    map_bytes_ = size;
+    map_ = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, file.fd(), 0);
+    if (map_ == MAP_FAILED) {
+      map_ = nullptr;
+      throw std::runtime_error(path + ": cannot map it: " + errno_text());
+    }
+  }
+  ::madvise(map_, map_bytes_, MADV_RANDOM);  // windows are read in shuffled order: no read-ahead wasted
+  tokens_ = reinterpret_cast<const uint16_t*>(static_cast<const char*>(map_) + kHeaderBytes);
+}
+
+TokenShard::~TokenShard() {
+  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+}
+
+void write_token_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
+  if (tokens.size() > static_cast<std::size_t>(INT32_MAX)) {
+    throw std::invalid_argument(path + ": " + std::to_string(tokens.size()) +
+                                " tokens are more than a shard holds (2^31 - 1): write several shards");
+  }
+  check_write_target(path, "the token shard");
+  std::array<int32_t, kTokenShardHeaderInts> header{};
+  header[0] = kTokenShardMagic;
+  header[1] = kTokenShardVersion;
+  header[2] = static_cast<int32_t>(tokens.size());
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::FILE* out = std::fopen(tmp.c_str(), "wb");
+  if (out == nullptr) throw FileError(path + ": cannot write it: " + errno_text());
+  const bool written = std::fwrite(header.data(), sizeof(int32_t), header.size(), out) == header.size() &&
+                       std::fwrite(tokens.data(), sizeof(uint16_t), tokens.size(), out) == tokens.size();
+  if (std::fclose(out) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = errno_text();
+    std::remove(tmp.c_str());
+    throw FileError(path + ": cannot write it: " + why);
+  }
+}
+
+std::vector<std::string> expand_globs(const std::vector<std::string>& patterns, const std::string& what) {
+  std::vector<std::string> files;
+  for (const std::string& pattern : patterns) {
+    glob_t found{};
+    const int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &found);
+    std::size_t matched = 0;
+    if (rc == 0) {
+      for (std::size_t i = 0; i < found.gl_pathc; ++i) {
+        const std::string file = found.gl_pathv[i];
+        if (file_kind(file) != "a regular file") continue;  // folders, FIFOs and dangling links: not shards
+        files.push_back(file);
+        ++matched;
+      }
+    }
+    ::globfree(&found);
+    if (matched == 0) throw std::runtime_error(what + ": '" + pattern + "' matches no regular file");
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  return files;
+}
+
+std::shared_ptr<TokenDataset> TokenDataset::open(const std::vector<std::string>& files, const TokenOptions& options) {
+  if (options.context() < 1 || options.context() > (int64_t{1} << 24)) {
+    throw OptionError("context", "expected a window of 1 to 16777216 tokens, got " + std::to_string(options.context()));
+  }
+  if (options.vocab_size() < 0 || options.vocab_size() > 65536) {
+    throw OptionError("vocab_size", "expected 1 to 65536 (tokens are uint16), or 0 to count them, got " +
+                                        std::to_string(options.vocab_size()));
+  }
+  std::shared_ptr<TokenDataset> data(new TokenDataset());
+  data->options_ = options;
+  int64_t largest = -1;
+  for (const std::string& file : files) {
+    auto shard = std::make_shared<TokenShard>(file);
+    data->first_window_.push_back(data->windows_);
+    data->windows_ += std::max<int64_t>(0, (shard->size() - 1) / options.context());
+    if (options.vocab_size() == 0) {
+      const uint16_t* t = shard->tokens();
+      if (shard->size() > 0) largest = std::max<int64_t>(largest, *std::max_element(t, t + shard->size()));
+    }
+    data->shards_.push_back(std::move(shard));
+  }
+  data->first_window_.push_back(data->windows_);
+  if (data->windows_ == 0) {
+    throw std::invalid_argument("no shard of " + std::to_string(files.size()) + " holds a window of " +
+                                std::to_string(options.context()) + " tokens and its next token (" +
+                                std::to_string(data->tokens()) + " tokens in all): lower context");
+  }
+  if (options.vocab_size() == 0) data->options_.vocab_size(largest + 1);
+  return data;
+}
+
+int64_t TokenDataset::tokens() const {
+  int64_t n = 0;
+  for (const auto& s : shards_) n += s->size();
+  return n;
+}
+
+Batch TokenDataset::get_epoch_batch(const at::Tensor& indices, int64_t epoch) const {
+  const at::Tensor idx = indices.to(torch::kCPU, torch::kLong).contiguous();
+  const int64_t n = idx.numel();
+  const int64_t t = options_.context();
+  at::Tensor windows = torch::empty({n, t + 1}, torch::kLong);
+  const int64_t* want = idx.data_ptr<int64_t>();
+  int64_t* out = windows.data_ptr<int64_t>();
+  const auto vocab = static_cast<uint16_t>(std::min<int64_t>(options_.vocab_size() - 1, 65535));
+  for (int64_t e = 0; e < n; ++e) {
+    const int64_t i = want[e];
+    if (i < 0 || i >= windows_) {
+      throw std::out_of_range("window " + std::to_string(i) + " of " + std::to_string(windows_));
+    }
+    const auto s = static_cast<std::size_t>(std::upper_bound(first_window_.begin(), first_window_.end(), i) -
+                                            first_window_.begin() - 1);
+    const TokenShard& shard = *shards_[s];
+    int64_t start = (i - first_window_[s]) * t;
+    if (options_.random_offsets()) {
+      const int64_t room = std::min<int64_t>(t - 1, shard.size() - 1 - t - start);  // stays in the shard
+      if (room > 0) start += ExampleRng(options_.seed(), epoch, i).below(room + 1);
+    }
+    const uint16_t* from = shard.tokens() + start;
+    int64_t* row = out + e * (t + 1);
+    for (int64_t k = 0; k <= t; ++k) {
+      if (from[k] > vocab) {
+        throw std::runtime_error(shard.path() + ": token " + std::to_string(from[k]) + " at position " +
+                                 std::to_string(start + k) + " is not below vocab_size " +
+                                 std::to_string(options_.vocab_size()));
+      }
+      row[k] = from[k];
+    }
+  }
+  Batch batch;
+  batch.input = windows.slice(1, 0, t).contiguous();
+  batch.target = windows.slice(1, 1).contiguous();
+  return batch;
+}
+
+}  // namespace baton

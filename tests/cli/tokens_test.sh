@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# baton tokenize and token shards (seconds): a corpus tokenized into llm.c shards with a trained
+# SentencePiece tokenizer, a GPT trained on them for a number of tokens with its vocabulary from the
+# tokenizer, the tokenizer reused, and bad input (each exit 2, nothing written).
+# Usage: tokens_test.sh BATON_BINARY
+set -uo pipefail
+baton=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# Exit 2 and a message matching $2, for the command after them.
+refused() {
+  local what=$1 pattern=$2
+  shift 2
+  "$@" >out.log 2>&1
+  local rc=$?
+  [ "$rc" -eq 2 ] || fail "$what: exit $rc, expected 2: $(tail -1 out.log)"
+  grep -q -- "$pattern" out.log || fail "$what: no '$pattern' in: $(tail -1 out.log)"
+}
+
+mkdir corpus
+/usr/bin/python3 - <<'PY'
+import random
+random.seed(3)
+words = "the quick brown fox jumps over lazy dog and then runs away from a river under trees at night".split()
+for name, lines in (("a", 4000), ("b", 1500)):
+    with open(f"corpus/{name}.txt", "w") as f:
+        for i in range(lines):
+            f.write(" ".join(random.choice(words) for _ in range(random.randrange(3, 12))) + ".\n")
+PY
+
+"$baton" tokenize corpus --out shards --vocab-size 400 --shard-tokens 20000 >tokenize.log 2>&1 ||
+  fail "tokenize: $(tail -1 tokenize.log)"
+for f in shards/tokenizer.model shards/train_000000.bin shards/train_000001.bin shards/val_000000.bin; do
+  [ -f "$f" ] || fail "tokenize wrote no $f: $(ls shards)"
+done
+grep -q "training and .* validation tokens" tokenize.log || fail "tokenize says nothing of what it wrote"
+
+cat >gpt.yaml <<'YAML'
+max_duration: 20480tok
+eval_interval: 1ep
+progress_bar: false
+model: {name: gpt, layers: 1, width: 32, heads: 2}
+optimizer: {name: adamw, lr: 0.003}
+callbacks: {speed_monitor: {window_size: 10}}
+data: {dataset: tokens, train_files: "shards/train_*.bin", eval_files: "shards/val_*.bin", context: 32, batch_size: 8}
+YAML
+"$baton" train gpt.yaml --run-dir run >train.log 2>&1 || fail "train on the shards: $(tail -3 train.log)"
+"$baton" checkpoint inspect run/checkpoints/latest --json >inspect.json 2>&1 || fail "inspect: $(tail -1 inspect.json)"
+/usr/bin/python3 - <<'PY' || fail "the run's checkpoint and metrics"
+import json
+meta = json.load(open("inspect.json"))
+assert meta["timestamp"]["token"] == 20480, meta["timestamp"]
+assert meta["timestamp"]["batch"] == 80, meta["timestamp"]
+embedding = [t for t in meta["tensors"] if t["name"] == "model/module.tokens.weight"]
+assert embedding and embedding[0]["shape"][0] == 400, embedding  # the tokenizer's vocabulary
+rows = [json.loads(l) for l in open("run/metrics.jsonl")]
+speeds = [r["throughput/tokens_per_sec"] for r in rows if "throughput/tokens_per_sec" in r]
+assert speeds and all(s > 0 for s in speeds), "no throughput/tokens_per_sec"
+assert any("eval/loss" in r for r in rows), "no evaluation"
+PY
+
+# A given tokenizer: copied beside the new shards, the same tokens for the same text.
+"$baton" tokenize corpus/a.txt --out again --tokenizer shards/tokenizer.model >again.log 2>&1 ||
+  fail "tokenize --tokenizer: $(tail -1 again.log)"
+cmp -s again/tokenizer.model shards/tokenizer.model || fail "--tokenizer: the model is not the one given"
+cmp -s -i 1024 -n 4000 again/train_000000.bin shards/train_000000.bin ||  # past the headers (other counts)
+  fail "--tokenizer: other tokens for the same text"
+
+# Bad input: each refused with exit 2, naming what is wrong; nothing written.
+refused "tokenize into a corpus folder" "already holds" "$baton" tokenize corpus --out shards --vocab-size 400
+printf 'not a model' >bad.model
+refused "a tokenizer that is not one" "bad.model: not a SentencePiece model" \
+  "$baton" tokenize corpus --out fresh --tokenizer bad.model
+[ ! -e fresh ] || fail "a bad tokenizer left the folder fresh/"
+refused "both --vocab-size and --tokenizer" "not both" \
+  "$baton" tokenize corpus --out fresh --vocab-size 400 --tokenizer shards/tokenizer.model
+refused "a missing text" "nothing.txt: no such file" "$baton" tokenize nothing.txt --out fresh --vocab-size 400
+refused "a vocabulary a shard cannot hold" "vocab-size" "$baton" tokenize corpus --out fresh --vocab-size 70000
+[ ! -e fresh ] || fail "bad input left the folder fresh/"
+mkdir bad
+/usr/bin/python3 - <<'PY'
+import struct
+tokens = struct.pack("<2000H", *range(2000))
+header = lambda magic, count: struct.pack("<256i", magic, 1, count, *([0] * 253))
+open("bad/magic.bin", "wb").write(header(20240521, 2000) + tokens)
+open("bad/count.bin", "wb").write(header(20240520, 2100) + tokens)
+PY
+refused "a shard with a wrong magic" "bad/magic.bin: magic 20240521" \
+  "$baton" train gpt.yaml --set "data.train_files=bad/magic.bin" --run-dir badrun
+refused "a shard cut short" "bad/count.bin: the header counts 2100 tokens" \
+  "$baton" train gpt.yaml --set "data.train_files=bad/count.bin" --run-dir badrun
+refused "a glob of nothing" "data.eval_files: .*matches no regular file" \
+  "$baton" train gpt.yaml --set "data.eval_files=shards/test_*.bin" --run-dir badrun
+[ ! -e badrun ] || fail "bad shards left a run directory"
+
+[ "$failures" -eq 0 ] && echo "tokens: ok"
+exit $((failures > 0))

@@ -1,0 +1,251 @@
+#include "baton/data/tokens.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "baton/core/options.h"
+#include "baton/data/tokenizer.h"
+#include "common/test_util.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::error_of;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::vector<uint16_t> counting(int64_t n, int64_t modulo, int64_t from = 0) {
+  std::vector<uint16_t> t(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) t[static_cast<std::size_t>(i)] = static_cast<uint16_t>((from + i) % modulo);
+  return t;
+}
+
+void write_bytes(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(TokenShards, WrittenShardsReadBackAndBadShardsNameTheFile) {
+  const testing::TempDir tmp("token_shards");
+  const fs::path dir = tmp.path();
+  const std::vector<uint16_t> tokens = counting(1000, 65536, 65000);  // up to 65535: the whole uint16 range
+  write_token_shard((dir / "a.bin").string(), tokens);
+  EXPECT_EQ(fs::file_size(dir / "a.bin"), 1024 + 2000u);
+  const TokenShard shard((dir / "a.bin").string());
+  ASSERT_EQ(shard.size(), 1000);
+  EXPECT_TRUE(std::equal(tokens.begin(), tokens.end(), shard.tokens()));
+
+  const std::string good = file_bytes(dir / "a.bin");
+  auto shard_error = [&](const std::string& name, const std::string& bytes) {
+    write_bytes(dir / name, bytes);
+    return error_of([&] { TokenShard((dir / name).string()); });
+  };
+  std::string magic = good;
+  magic[0] = 'x';
+  EXPECT_THAT(shard_error("magic.bin", magic), HasSubstr("magic.bin: magic"));
+  EXPECT_THAT(shard_error("magic.bin", magic), HasSubstr("not a token shard"));
+  std::string version = good;
+  version[4] = 2;
+  EXPECT_THAT(shard_error("version.bin", version), HasSubstr("version.bin: version 2"));
+  EXPECT_THAT(shard_error("short.bin", good.substr(0, good.size() - 1)),
+              HasSubstr("short.bin: the header counts 1000 tokens (3024 bytes) but the file has 3023 bytes"));
+  EXPECT_THAT(shard_error("long.bin", good + "ab"), HasSubstr("but the file has 3026 bytes"));
+  EXPECT_THAT(shard_error("header.bin", good.substr(0, 100)), HasSubstr("header.bin: 100 bytes, shorter than"));
+  EXPECT_THAT(error_of([&] { TokenShard((dir / "none.bin").string()); }), HasSubstr("none.bin"));
+  fs::create_directory(dir / "folder.bin");
+  EXPECT_THAT(error_of([&] { TokenShard((dir / "folder.bin").string()); }),
+              HasSubstr("folder.bin: a folder, not a regular file"));
+  ASSERT_EQ(::mkfifo((dir / "fifo.bin").c_str(), 0600), 0);
+  EXPECT_THAT(error_of([&] { TokenShard((dir / "fifo.bin").string()); }),
+              HasSubstr("fifo.bin: a FIFO, not a regular file"));
+}
+
+// llm.c's own writer (dev/data/data_common.py's write_datafile), run with numpy.
+TEST(TokenShards, AShardWrittenByNumpyReadsBackIdentically) {
+  const testing::TempDir tmp("token_numpy");
+  const fs::path file = fs::path(tmp.path()) / "numpy.bin";
+  const std::string script =
+      "import numpy as np, sys\n"
+      "toks = (np.arange(70000, dtype=np.int64) * 7919) % 50257\n"
+      "header = np.zeros(256, dtype=np.int32)\n"
+      "header[0] = 20240520; header[1] = 1; header[2] = len(toks)\n"
+      "toks_np = np.array(toks, dtype=np.uint16)\n"
+      "with open(sys.argv[1], 'wb') as f:\n"
+      "    f.write(header.tobytes()); f.write(toks_np.tobytes())\n";
+  write_bytes(fs::path(tmp.path()) / "write.py", script);
+  const std::string command = "/usr/bin/python3 " + (fs::path(tmp.path()) / "write.py").string() + " " + file.string();
+  ASSERT_EQ(std::system(command.c_str()), 0) << "needs /usr/bin/python3 with numpy (Debian's python3-numpy)";
+  const TokenShard shard(file.string());
+  ASSERT_EQ(shard.size(), 70000);
+  for (int64_t i = 0; i < shard.size(); ++i) {
+    ASSERT_EQ(shard.tokens()[i], (i * 7919) % 50257) << "token " << i;
+  }
+}
+
+TEST(TokenShards, GlobsAreSortedRegularFilesAndAGlobOfNothingIsNamed) {
+  const testing::TempDir tmp("token_globs");
+  const fs::path dir = tmp.path();
+  for (const char* name : {"train_002.bin", "train_000.bin", "train_001.bin", "val_000.bin"}) {
+    write_token_shard((dir / name).string(), counting(10, 5));
+  }
+  fs::create_directory(dir / "train_003.bin");  // a folder: not a shard
+  const auto files = expand_globs({(dir / "train_*.bin").string(), (dir / "train_000.bin").string()}, "train_files");
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(fs::path(files[0]).filename(), "train_000.bin");
+  EXPECT_EQ(fs::path(files[2]).filename(), "train_002.bin");
+  EXPECT_THAT(error_of([&] { expand_globs({(dir / "test_*.bin").string()}, "eval_files"); }),
+              StartsWith("eval_files: '" + (dir / "test_*.bin").string() + "' matches no regular file"));
+}
+
+TEST(TokenDataset, WindowsStayInTheirShardAndTheirTargetsAreTheNextTokens) {
+  const testing::TempDir tmp("token_windows");
+  const fs::path dir = tmp.path();
+  write_token_shard((dir / "a.bin").string(), counting(100, 1000));      // 0..99: 9 windows of 10 + 1
+  write_token_shard((dir / "b.bin").string(), counting(35, 1000, 500));  // 500..534: 3 windows
+  write_token_shard((dir / "c.bin").string(), counting(5, 1000, 900));   // too short for one window
+  const std::vector<std::string> files = {(dir / "a.bin").string(), (dir / "b.bin").string(), (dir / "c.bin").string()};
+  auto fixed = TokenDataset::open(files, TokenOptions().context(10).random_offsets(false));
+  EXPECT_EQ(fixed->size(), 12);
+  EXPECT_EQ(fixed->num_classes(), 905);  // the largest token + 1 without vocab_size
+  EXPECT_EQ(fixed->tokens_per_example(), 10);
+  EXPECT_EQ(fixed->tokens(), 140);
+  const Batch b = fixed->get_batch(torch::tensor({int64_t{8}, int64_t{9}, int64_t{11}}));
+  EXPECT_EQ(b.input.sizes(), (std::vector<int64_t>{3, 10}));
+  EXPECT_EQ(b.input.scalar_type(), torch::kLong);
+  EXPECT_TRUE(b.input[0].equal(torch::arange(80, 90)));
+  EXPECT_TRUE(b.target[0].equal(torch::arange(81, 91)));
+  EXPECT_TRUE(b.input[1].equal(torch::arange(500, 510)));  // window 9 is b.bin's first
+  EXPECT_TRUE(b.input[2].equal(torch::arange(520, 530)));
+  EXPECT_TRUE(b.target[2].equal(torch::arange(521, 531)));
+
+  // Random offsets: from (seed, epoch, index) only, below the context, never past the shard's end.
+  auto random = TokenDataset::open(files, TokenOptions().context(10).seed(7));
+  const at::Tensor all = torch::arange(random->size());
+  const Batch e0 = random->get_epoch_batch(all, 0);
+  EXPECT_TRUE(e0.input.equal(random->get_epoch_batch(all, 0).input));
+  EXPECT_TRUE(e0.input.slice(1, 1).equal(e0.target.slice(1, 0, 9)));
+  EXPECT_FALSE(e0.input.equal(random->get_epoch_batch(all, 1).input));
+  EXPECT_FALSE(
+      e0.input.equal(TokenDataset::open(files, TokenOptions().context(10).seed(8))->get_epoch_batch(all, 0).input));
+  for (int64_t epoch = 0; epoch < 30; ++epoch) {
+    const Batch e = random->get_epoch_batch(all, epoch);
+    for (int64_t i = 0; i < random->size(); ++i) {
+      const int64_t first = e.input[i][0].item<int64_t>();
+      const int64_t start = i < 9 ? i * 10 : 500 + (i - 9) * 10;
+      ASSERT_GE(first, start);
+      ASSERT_LT(first, start + 10);
+      ASSERT_LE(e.target[i][9].item<int64_t>(), i < 9 ? 99 : 534) << "window " << i << " left its shard";
+    }
+  }
+  // One window, fetched alone or in a batch, is the same.
+  EXPECT_TRUE(
+      random->get_epoch_batch(torch::tensor({int64_t{4}}), 3).input[0].equal(random->get_epoch_batch(all, 3).input[4]));
+}
+
+TEST(TokenDataset, BadOptionsAndTokensOutsideTheVocabularyAreNamed) {
+  const testing::TempDir tmp("token_bad");
+  const fs::path dir = tmp.path();
+  write_token_shard((dir / "a.bin").string(), counting(100, 50));
+  const std::vector<std::string> files = {(dir / "a.bin").string()};
+  EXPECT_THAT(error_of([&] { TokenDataset::open(files, TokenOptions().context(100)); }),
+              HasSubstr("no shard of 1 holds a window of 100 tokens and its next token (100 tokens in all)"));
+  EXPECT_THAT(error_of([&] { TokenDataset::open(files, TokenOptions().context(0)); }),
+              HasSubstr("expected a window of 1 to 16777216 tokens, got 0"));
+  EXPECT_THAT(error_of([&] { TokenDataset::open(files, TokenOptions().vocab_size(70000)); }),
+              HasSubstr("expected 1 to 65536"));
+  auto small = TokenDataset::open(files, TokenOptions().context(10).vocab_size(40).random_offsets(false));
+  EXPECT_THAT(error_of([&] { small->get_batch(torch::arange(small->size())); }),
+              HasSubstr("a.bin: token 40 at position 40 is not below vocab_size 40"));
+}
+
+// A small corpus: words from a short list, in lines, so that a 300-token BPE has merges to learn.
+std::string corpus(int lines, unsigned seed) {
+  const std::vector<std::string> words = {"the",   "quick", "brown", "fox",  "jumps", "over", "lazy",
+                                          "dog",   "and",   "then",  "runs", "away",  "from", "a",
+                                          "river", "under", "trees", "at",   "night", "still"};
+  std::mt19937 rng(seed);
+  std::string text;
+  for (int l = 0; l < lines; ++l) {
+    const int n = 3 + static_cast<int>(rng() % 9);
+    for (int w = 0; w < n; ++w) text += (w ? " " : "") + words[rng() % words.size()];
+    text += l % 7 == 0 ? ".\n\n" : ".\n";
+  }
+  return text;
+}
+
+TEST(Tokenizer, TrainsEncodesDecodesAndWritesShardsWithLineBreaksAndDocumentEnds) {
+  const testing::TempDir tmp("tokenizer");
+  const fs::path dir = tmp.path();
+  const std::string text = corpus(3000, 1);
+  write_bytes(dir / "a.txt", text);
+  write_bytes(dir / "b.txt", corpus(500, 2));
+  const Tokenizer t = Tokenizer::train({(dir / "a.txt").string()}, (dir / "tok").string(), {.vocab_size = 400});
+  EXPECT_EQ(t.vocab_size(), 400);
+  ASSERT_TRUE(fs::is_regular_file(dir / "tok.model"));
+  EXPECT_GE(t.newline_id(), 0);
+  EXPECT_GE(t.end_of_text_id(), 0);
+  const std::string line = "the lazy fox runs  under trees, 42 times!";
+  const std::vector<int> ids = t.encode(line);
+  EXPECT_LT(ids.size(), line.size() / 2) << "a trained BPE merges common words";
+  EXPECT_EQ(t.decode(ids), line);  // spaces kept, unseen characters as bytes
+
+  const Tokenizer loaded = Tokenizer::load((dir / "tok.model").string());
+  EXPECT_EQ(loaded.encode(line), ids);
+  EXPECT_EQ(loaded.newline_id(), t.newline_id());
+
+  const TokenizeSummary s =
+      tokenize_files({(dir / "a.txt").string(), (dir / "b.txt").string()}, loaded,
+                     {.out = (dir / "shards").string(), .val_fraction = 0.1, .shard_tokens = 4096});
+  EXPECT_GT(s.train_tokens, 4096);  // more than one training shard
+  EXPECT_GT(s.val_tokens, 0);
+  const auto train = expand_globs({(dir / "shards/train_*.bin").string()}, "train");
+  ASSERT_GE(train.size(), 2u);
+  EXPECT_EQ(fs::path(train[0]).filename(), "train_000000.bin");
+  int64_t counted = 0;
+  std::vector<int> all;
+  for (const auto& f : train) {
+    const TokenShard shard(f);
+    counted += shard.size();
+    all.insert(all.end(), shard.tokens(), shard.tokens() + shard.size());
+  }
+  EXPECT_EQ(counted, s.train_tokens);
+  // The training part of a.txt decodes to a.txt's beginning, line breaks included.
+  const auto eot = std::find(all.begin(), all.end(), loaded.end_of_text_id());
+  const std::string decoded = loaded.decode(std::vector<int>(all.begin(), all.begin() + 200));
+  EXPECT_EQ(decoded, text.substr(0, decoded.size()));
+  EXPECT_NE(decoded.find('\n'), std::string::npos);
+  EXPECT_TRUE(eot == all.end() || eot - all.begin() > 200);
+}
+
+TEST(Tokenizer, AFileThatIsNotAModelAndTooFewTextsAreNamed) {
+  const testing::TempDir tmp("tokenizer_bad");
+  const fs::path dir = tmp.path();
+  write_bytes(dir / "x.model", "not a model at all");
+  EXPECT_THAT(error_of([&] { Tokenizer::load((dir / "x.model").string()); }),
+              StartsWith((dir / "x.model").string() + ": not a SentencePiece model"));
+  EXPECT_THAT(error_of([&] { Tokenizer::load((dir / "none.model").string()); }), HasSubstr("none.model"));
+  EXPECT_THAT(error_of([&] { Tokenizer::train({(dir / "none.txt").string()}, (dir / "t").string(), {}); }),
+              HasSubstr("none.txt"));
+  EXPECT_THAT(
+      error_of([&] { Tokenizer::train({(dir / "x.model").string()}, (dir / "t").string(), {.vocab_size = 70000}); }),
+      HasSubstr("vocab size 70000"));
+  write_bytes(dir / "tiny.txt", "a b c\n");
+  EXPECT_THAT(
+      error_of([&] { Tokenizer::train({(dir / "tiny.txt").string()}, (dir / "t").string(), {.vocab_size = 5000}); }),
+      HasSubstr("training the tokenizer failed"));
+  EXPECT_FALSE(fs::exists(dir / "t.model"));
+}
+
+}  // namespace
+}  // namespace baton
