@@ -44,5 +44,8 @@ if [ "$have" != "$want" ]; then
   echo "torch2-env: installing torch $want into ${venv#"$root"/} (PyPI; about 4 GB with CUDA's libraries)" >&2
   python3 -m venv "$venv"
   "$python" -m pip install --quiet --disable-pip-version-check -r "$root/scripts/torch2-requirements.txt" >&2
+elif ! "$python" -c 'import torchvision, safetensors, numpy' >/dev/null 2>&1; then
+  echo "torch2-env: installing the tests' torchvision, safetensors and numpy into ${venv#"$root"/}" >&2
+  "$python" -m pip install --quiet --disable-pip-version-check -r "$root/scripts/torch2-requirements.txt" >&2
 fi
 prefix_of "$python"

@@ -8,6 +8,7 @@
 
 #include "baton/core/device.h"
 #include "baton/io/file.h"
+#include "baton/models/safetensors.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/recipe.h"
 #include "commands.h"
@@ -91,14 +92,18 @@ void check_weights_file(const std::string& path) {
     throw RecipeError(e.what());
   }
   // A checkpoint starts "BATO"; torch::save (model.pt) writes a zip.
-  if (magic != "BATO" && magic != std::string("PK\x03\x04", 4)) {
+  if (magic != "BATO" && magic != std::string("PK\x03\x04", 4) && !is_safetensors(path)) {
     throw RecipeError(path +
-                      ": neither a baton checkpoint nor a model.pt written by baton train; give "
-                      "RUN_DIR/model.pt or a checkpoint (RUN_DIR/checkpoints/latest)");
+                      ": neither a baton checkpoint, a model.pt written by baton train, nor safetensors; give "
+                      "RUN_DIR/model.pt, a checkpoint (RUN_DIR/checkpoints/latest) or FILE.safetensors");
   }
 }
 
 void load_weights(torch::nn::Module& target, const std::string& path) {
+  if (is_safetensors(path)) {
+    load_safetensors(target, path);  // its errors name the file and the tensors
+    return;
+  }
   std::shared_ptr<torch::nn::Module> module(&target, [](torch::nn::Module*) {});  // torch::load takes a pointer
   const auto params = target.parameters();
   const c10::Device device = params.empty() ? c10::Device(c10::kCPU) : params.front().device();
@@ -114,7 +119,7 @@ void add_eval(CLI::App& app) {
   auto args = std::make_shared<EvalArgs>();
   CLI::App* cmd = app.add_subcommand("eval", "evaluate trained weights on a recipe's evaluation data");
   cmd->add_option("recipe", args->recipe, "recipe YAML file")->required();
-  cmd->add_option("--load", args->load, "weights written by baton train (RUN_DIR/model.pt)")->required();
+  cmd->add_option("--load", args->load, "weights: RUN_DIR/model.pt, a checkpoint, or FILE.safetensors")->required();
   cmd->add_option("--set", args->sets, "override a recipe key: key.path=value (repeatable)");
   add_device_option(cmd, args->device);
   cmd->callback([args] { run_eval(*args); });

@@ -8,6 +8,7 @@
 #include "baton/core/device.h"
 #include "baton/io/file.h"
 #include "baton/models/export.h"
+#include "baton/models/safetensors.h"
 #include "baton/models/zoo.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/recipe.h"
@@ -18,7 +19,9 @@ namespace {
 
 struct ExportArgs {
   std::string checkpoint;
-  std::string torchscript;
+  std::string torchscript;  // --torchscript FILE: --format torchscript --out FILE
+  std::string format = "torchscript";
+  std::string out;
   std::string recipe;
   std::vector<std::string> sets;
   std::string device = "cpu";
@@ -68,14 +71,21 @@ BuiltModel build_model(const ExportArgs& args) {
   throw RecipeError(args.checkpoint + ": the checkpoint does not say which model it holds; pass --recipe RECIPE.yaml");
 }
 
-void run_export(const ExportArgs& args) {
+void run_export(ExportArgs args) {
+  if (args.torchscript.empty() == args.out.empty()) {
+    throw RecipeError("give --out FILE (with --format torchscript or safetensors) or --torchscript FILE, one of them");
+  }
+  if (!args.torchscript.empty()) {
+    if (args.format != "torchscript") throw RecipeError("--torchscript writes TorchScript; with --format, use --out");
+    args.out = args.torchscript;
+  }
+  const std::string flag = args.torchscript.empty() ? "--out" : "--torchscript";
   with_device({}, args.device);  // a device this machine has, before anything is read
   std::error_code ec;
-  if (std::filesystem::weakly_canonical(args.torchscript, ec) ==
-      std::filesystem::weakly_canonical(args.checkpoint, ec)) {
-    throw RecipeError("--torchscript " + args.torchscript + " is the file the model is read from; name another file");
+  if (std::filesystem::weakly_canonical(args.out, ec) == std::filesystem::weakly_canonical(args.checkpoint, ec)) {
+    throw RecipeError(flag + " " + args.out + " is the file the model is read from; name another file");
   }
-  check_write_target(args.torchscript, "--torchscript");  // not over a device, a FIFO or a folder
+  check_write_target(args.out, flag);  // not over a device, a FIFO or a folder
   check_weights_file(args.checkpoint);
   const c10::Device device = parse_device(args.device);
   BuiltModel built = build_model(args);
@@ -83,22 +93,35 @@ void run_export(const ExportArgs& args) {
   // on the device the exported module's tensors are to live on.
   const auto trainer = trainer_with_weights(
       TrainerOptions().model(built.model).algorithms(built.algorithms).device(device), args.checkpoint);
+  if (args.format == "safetensors") {
+    // The network's own names (a zoo ResNet's are torchvision's): loads with safetensors.torch.load_file.
+    const NamedTensors tensors = model_tensors(*built.model);
+    write_safetensors(args.out, tensors, {{"format", "pt"}, {"producer", "baton"}});
+    std::printf("exported %s to %s (safetensors, %zu tensors)\n", args.checkpoint.c_str(), args.out.c_str(),
+                tensors.size());
+    return;
+  }
   std::vector<int64_t> shape = {2};
   shape.insert(shape.end(), built.input_shape.begin(), built.input_shape.end());
   torch::manual_seed(0);
   const std::string bytes = export_torchscript(*built.model, torch::randn(shape).to(device));
-  write_file_atomically(args.torchscript, bytes);
-  std::printf("exported %s to %s (TorchScript, %zu bytes, input [N, %s)\n", args.checkpoint.c_str(),
-              args.torchscript.c_str(), bytes.size(), c10::str(at::IntArrayRef(built.input_shape)).substr(1).c_str());
+  write_file_atomically(args.out, bytes);
+  std::printf("exported %s to %s (TorchScript, %zu bytes, input [N, %s)\n", args.checkpoint.c_str(), args.out.c_str(),
+              bytes.size(), c10::str(at::IntArrayRef(built.input_shape)).substr(1).c_str());
 }
 
 }  // namespace
 
 void add_export(CLI::App& app) {
   auto args = std::make_shared<ExportArgs>();
-  CLI::App* cmd = app.add_subcommand("export", "the trained model as TorchScript (torch.jit.load in Python or C++)");
+  CLI::App* cmd = app.add_subcommand(
+      "export", "the trained model as TorchScript (torch.jit.load in Python or C++) or its weights as safetensors");
   cmd->add_option("checkpoint", args->checkpoint, "a checkpoint (or model.pt with --recipe)")->required();
-  cmd->add_option("--torchscript", args->torchscript, "the TorchScript file to write")->required();
+  cmd->add_option("--torchscript", args->torchscript, "the TorchScript file to write (--format torchscript --out)");
+  cmd->add_option("--format", args->format, "torchscript (the traced model) or safetensors (the weights)")
+      ->check(CLI::IsMember({"torchscript", "safetensors"}))
+      ->capture_default_str();
+  cmd->add_option("--out", args->out, "the file to write");
   cmd->add_option("--recipe", args->recipe, "build the model from this recipe instead of the checkpoint's");
   cmd->add_option("--set", args->sets, "override a recipe key (with --recipe): key.path=value (repeatable)");
   cmd->add_option("--device", args->device, "where the exported module's tensors live: cpu (default), cuda or cuda:N");

@@ -36,9 +36,12 @@
 #include "baton/data/images.h"
 #include "baton/data/readers.h"
 #include "baton/data/text.h"
+#include "baton/data/tokenizer.h"
+#include "baton/data/tokens.h"
 
 #include "baton/models/export.h"
 #include "baton/models/model.h"
+#include "baton/models/safetensors.h"
 #include "baton/models/surgery.h"
 #include "baton/models/zoo.h"
 

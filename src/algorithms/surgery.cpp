@@ -84,7 +84,8 @@ struct SqueezeExciteConv2dImpl : nn::Module {
 TORCH_MODULE(SqueezeExciteConv2d);
 
 struct StochasticBlockImpl : nn::Module {
-  StochasticBlockImpl(BasicBlock block_in, double rate) : nn::Module("StochasticBlock"), drop_rate(rate) {
+  StochasticBlockImpl(std::shared_ptr<ResidualBlockImpl> block_in, double rate)
+      : nn::Module("StochasticBlock"), drop_rate(rate) {
     block = register_module("block", block_in);
   }
   at::Tensor forward(const at::Tensor& x) {
@@ -99,7 +100,7 @@ struct StochasticBlockImpl : nn::Module {
     if (torch::rand({1}).item<double>() < drop_rate) return torch::relu(block->shortcut(x));  // skipped: faster
     return block->forward(x);
   }
-  BasicBlock block{nullptr};
+  std::shared_ptr<ResidualBlockImpl> block;
   double drop_rate;
 };
 TORCH_MODULE(StochasticBlock);
@@ -285,17 +286,17 @@ bool StochasticDepth::match(Event event, const State& /*state*/) { return event 
 
 std::optional<int> StochasticDepth::apply(Event /*event*/, State& state, Logger& logger) {
   int64_t blocks = 0;
-  for (const auto& m : state.model->modules()) blocks += std::dynamic_pointer_cast<BasicBlockImpl>(m) ? 1 : 0;
+  for (const auto& m : state.model->modules()) blocks += std::dynamic_pointer_cast<ResidualBlockImpl>(m) ? 1 : 0;
   int64_t seen = 0;
   replaced_ = operate(
       state, logger, "stochastic_depth", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
-        auto block = as<BasicBlockImpl>(child);
+        auto block = as<ResidualBlockImpl>(child);
         if (!block) return std::nullopt;
         ++seen;
         const double rate = options_.drop_distribution() == DropDistribution::kLinear
                                 ? options_.drop_rate() * static_cast<double>(seen) / static_cast<double>(blocks)
                                 : options_.drop_rate();
-        return nn::AnyModule(StochasticBlock(BasicBlock(block), rate));
+        return nn::AnyModule(StochasticBlock(block, rate));
       });
   return std::nullopt;
 }

@@ -14,6 +14,9 @@ std::shared_ptr<Model> make_fashion_cnn(const ModelOptions& spec);
 std::shared_ptr<Model> make_mlp(const ModelOptions& spec);
 // ResNet-20 (He et al.) for images of at least 4x4.
 std::shared_ptr<Model> make_resnet20(const ModelOptions& spec);
+// torchvision's ResNet-18 and ResNet-50 (its names, so its weights load) for images of at least 16x16.
+std::shared_ptr<Model> make_resnet18(const ModelOptions& spec);
+std::shared_ptr<Model> make_resnet50(const ModelOptions& spec);
 // A GPT (decoder-only transformer) over token windows: inputs are [context] token ids, the
 // vocabulary is num_classes; width must be a multiple of heads.
 std::shared_ptr<Model> make_gpt(const ModelOptions& spec);

@@ -13,9 +13,13 @@ namespace {
 using Models = Registry<std::shared_ptr<Model>, const ModelOptions&>;
 
 const Models& model_registry() {
-  static const Models models(
-      "model", Models::Order::kRegistration,
-      {{"fashion_cnn", make_fashion_cnn}, {"mlp", make_mlp}, {"resnet20", make_resnet20}, {"gpt", make_gpt}});
+  static const Models models("model", Models::Order::kRegistration,
+                             {{"fashion_cnn", make_fashion_cnn},
+                              {"mlp", make_mlp},
+                              {"resnet20", make_resnet20},
+                              {"resnet18", make_resnet18},
+                              {"resnet50", make_resnet50},
+                              {"gpt", make_gpt}});
   return models;
 }
 

@@ -49,26 +49,46 @@ TORCH_MODULE(Mlp);
 
 }  // namespace
 
-BasicBlockImpl::BasicBlockImpl(int64_t in, int64_t out, int64_t stride) : Replaceable("BasicBlock") {
+at::Tensor ResidualBlockImpl::forward(at::Tensor x) { return torch::relu(residual(x) + shortcut(x)); }
+
+at::Tensor ResidualBlockImpl::shortcut(const at::Tensor& x) { return shortcut_ < 0 ? x : call(shortcut_, x); }
+
+void ResidualBlockImpl::add_shortcut(const std::string& name, int64_t in, int64_t out, int64_t stride) {
+  if (stride == 1 && in == out) return;
+  Stack shortcut;
+  shortcut->push_back(nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)));
+  shortcut->push_back(nn::BatchNorm2d(out));
+  shortcut_ = add_slot(name, shortcut);
+}
+
+BasicBlockImpl::BasicBlockImpl(int64_t in, int64_t out, int64_t stride, const std::string& shortcut_name)
+    : ResidualBlockImpl("BasicBlock") {
   conv1_ = add_slot("conv1", nn::Conv2d(nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false)));
   bn1_ = add_slot("bn1", nn::BatchNorm2d(out));
   conv2_ = add_slot("conv2", nn::Conv2d(nn::Conv2dOptions(out, out, 3).padding(1).bias(false)));
   bn2_ = add_slot("bn2", nn::BatchNorm2d(out));
-  if (stride != 1 || in != out) {
-    Stack shortcut;
-    shortcut->push_back(nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)));
-    shortcut->push_back(nn::BatchNorm2d(out));
-    shortcut_ = add_slot("shortcut", shortcut);
-  }
+  add_shortcut(shortcut_name, in, out, stride);
 }
 
 at::Tensor BasicBlockImpl::residual(const at::Tensor& x) {
   return call(bn2_, call(conv2_, torch::relu(call(bn1_, call(conv1_, x)))));
 }
 
-at::Tensor BasicBlockImpl::shortcut(const at::Tensor& x) { return shortcut_ < 0 ? x : call(shortcut_, x); }
+BottleneckImpl::BottleneckImpl(int64_t in, int64_t out, int64_t stride) : ResidualBlockImpl("Bottleneck") {
+  const int64_t width = out / 4;
+  conv1_ = add_slot("conv1", nn::Conv2d(nn::Conv2dOptions(in, width, 1).bias(false)));
+  bn1_ = add_slot("bn1", nn::BatchNorm2d(width));
+  conv2_ = add_slot("conv2", nn::Conv2d(nn::Conv2dOptions(width, width, 3).stride(stride).padding(1).bias(false)));
+  bn2_ = add_slot("bn2", nn::BatchNorm2d(width));
+  conv3_ = add_slot("conv3", nn::Conv2d(nn::Conv2dOptions(width, out, 1).bias(false)));
+  bn3_ = add_slot("bn3", nn::BatchNorm2d(out));
+  add_shortcut("downsample", in, out, stride);
+}
 
-at::Tensor BasicBlockImpl::forward(at::Tensor x) { return torch::relu(residual(x) + shortcut(x)); }
+at::Tensor BottleneckImpl::residual(const at::Tensor& x) {
+  const at::Tensor h = torch::relu(call(bn2_, call(conv2_, torch::relu(call(bn1_, call(conv1_, x))))));
+  return call(bn3_, call(conv3_, h));
+}
 
 namespace {
 
@@ -97,6 +117,45 @@ struct ResNet20Impl : Replaceable {
   std::vector<int> layers;
 };
 TORCH_MODULE(ResNet20);
+
+// torchvision's ResNet: its layout and names (conv1, bn1, maxpool, layer1..4, fc) and its
+// initialisation (He-normal convolutions with fan-out, BatchNorm at 1 and 0).
+struct TorchvisionResNetImpl : Replaceable {
+  TorchvisionResNetImpl(int64_t channels, int64_t classes, bool bottleneck, const std::vector<int>& depths)
+      : Replaceable(bottleneck ? "ResNet50" : "ResNet18") {
+    conv1 = add_slot("conv1", nn::Conv2d(nn::Conv2dOptions(channels, 64, 7).stride(2).padding(3).bias(false)));
+    bn1 = add_slot("bn1", nn::BatchNorm2d(64));
+    maxpool = add_slot("maxpool", nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
+    const int64_t expansion = bottleneck ? 4 : 1;
+    int64_t in = 64;
+    for (std::size_t stage = 0; stage < depths.size(); ++stage) {
+      const int64_t out = (int64_t{64} << stage) * expansion;
+      Stack blocks;
+      for (int i = 0; i < depths[stage]; ++i) {
+        const int64_t stride = (i == 0 && stage > 0) ? 2 : 1;
+        if (bottleneck) {
+          blocks->push_back(Bottleneck(in, out, stride));
+        } else {
+          blocks->push_back(BasicBlock(in, out, stride, "downsample"));
+        }
+        in = out;
+      }
+      layers.push_back(add_slot("layer" + std::to_string(stage + 1), blocks));
+    }
+    fc = add_slot("fc", nn::Linear(in, classes));
+    for (auto& m : modules(/*include_self=*/false)) {
+      if (auto* conv = m->as<nn::Conv2d>()) nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanOut, torch::kReLU);
+    }
+  }
+  at::Tensor forward(at::Tensor x) {
+    x = call(maxpool, torch::relu(call(bn1, call(conv1, x))));
+    for (int layer : layers) x = call(layer, x);
+    return call(fc, F::adaptive_avg_pool2d(x, F::AdaptiveAvgPool2dFuncOptions(1)).flatten(1));
+  }
+  int conv1, bn1, maxpool, fc;
+  std::vector<int> layers;
+};
+TORCH_MODULE(TorchvisionResNet);
 
 // Wider layers than this are a typo (a million units is 4 MB of weights per input already).
 constexpr int64_t kMaxWidth = 1 << 20;
@@ -133,6 +192,18 @@ std::shared_ptr<Model> make_mlp(const ModelOptions& spec) {
 std::shared_ptr<Model> make_resnet20(const ModelOptions& spec) {
   require_image("resnet20", spec, 4);
   return std::make_shared<Classifier>(ResNet20(spec.input_shape()[0], spec.num_classes()).ptr());
+}
+
+std::shared_ptr<Model> make_resnet18(const ModelOptions& spec) {
+  require_image("resnet18", spec, 16);
+  return std::make_shared<Classifier>(
+      TorchvisionResNet(spec.input_shape()[0], spec.num_classes(), false, std::vector<int>{2, 2, 2, 2}).ptr());
+}
+
+std::shared_ptr<Model> make_resnet50(const ModelOptions& spec) {
+  require_image("resnet50", spec, 16);
+  return std::make_shared<Classifier>(
+      TorchvisionResNet(spec.input_shape()[0], spec.num_classes(), true, std::vector<int>{3, 4, 6, 3}).ptr());
 }
 
 }  // namespace baton

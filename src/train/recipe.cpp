@@ -23,6 +23,7 @@
 #include "baton/io/file.h"
 #include "baton/loggers/registry.h"
 #include "baton/metrics/metrics.h"
+#include "baton/models/safetensors.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/checkpoint_saver.h"
@@ -266,6 +267,20 @@ void build_model(OptionReader& model, TrainingRun& run) {
                            detail::first_line(e.what_without_backtrace()) + ")");
   } catch (const std::bad_alloc&) {
     model.fail("name", "model '" + run.model_name + "' does not fit in memory with these options");
+  }
+  // Starting weights (a torchvision ResNet's, say), before any surgery: the names are the network's.
+  if (model.has("weights")) {
+    const std::string path = model.get<std::string>("weights", "");
+    if (!is_safetensors(path)) {
+      model.fail("weights", path + ": " +
+                                (file_kind(path) == "a regular file" ? "not a safetensors file" : file_kind(path)) +
+                                " (model.weights takes FILE.safetensors)");
+    }
+    try {
+      load_safetensors(*o.model(), path);
+    } catch (const std::runtime_error& e) {
+      model.fail("weights", e.what());
+    }
   }
 }
 

@@ -60,7 +60,7 @@ expect_error 2 "--set precision: amp_fp16 needs a CUDA device" -- "$baton" train
 expect_error 2 "--set log_interval: expected a whole number of batches of at least 1, or auto" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set log_interval=0 --run-dir "$tmp/dev"
 expect_error 2 "--set ddp_backend: expected auto, nccl or mpi, got 'gloo'" -- "$baton" train "$src/recipes/fashion_mnist.yaml" --set ddp_backend=gloo --run-dir "$tmp/dev"
 expect_error 2 "--device 'tpu': unknown device" -- "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/none.pt" --device tpu
-expect_error 2 "typo.yaml: neither a baton checkpoint nor a model.pt written by baton train" -- "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/typo.yaml"
+expect_error 2 "typo.yaml: neither a baton checkpoint, a model.pt written by baton train, nor safetensors" -- "$baton" eval "$src/recipes/fashion_mnist.yaml" --load "$tmp/typo.yaml"
 expect_error 2 "missing.pt: cannot open the weights" -- "$baton" predict "$src/recipes/fashion_mnist.yaml" --load "$tmp/missing.pt"
 expect_error 2 "--device 'cuda:7': " -- "$baton" predict "$src/recipes/fashion_mnist.yaml" --load "$tmp/none.pt" --device cuda:7
 expect_error 2 "--device 'cuda:7': " -- "$baton" export "$tmp/none.ckpt" --torchscript "$tmp/none.ts" --device cuda:7

@@ -71,7 +71,7 @@ TEST_P(ExportEachModel, TorchJitLoadGivesTheModelsOutputsOnOtherBatchSizes) {
   EXPECT_LT(bytes.size(), static_cast<std::size_t>(want_params) * 4 + 200000);
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, ExportEachModel, ::testing::Values("fashion_cnn", "mlp", "resnet20"));
+INSTANTIATE_TEST_SUITE_P(Zoo, ExportEachModel, ::testing::Values("fashion_cnn", "mlp", "resnet20", "resnet18"));
 
 TEST(Export, PythonTorchJitLoadGivesTheSameOutputs) {
   if (std::system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") != 0) {

@@ -20,6 +20,11 @@ TEST(ScheduleClock, ConvertsEveryUnitToBatches) {
   EXPECT_DOUBLE_EQ(kClock.to_batches(Time::parse("64sp")), 2);
   EXPECT_DOUBLE_EQ(kClock.to_batches(Time::parse("0.25dur")), 25);
   EXPECT_THROW(kClock.to_batches(Time::parse("1h")), std::invalid_argument);
+  // Tokens: only where the data counts them (windows of 16 tokens here).
+  EXPECT_THROW(kClock.to_batches(Time::parse("512tok")), std::invalid_argument);
+  ScheduleClock tokens = kClock;
+  tokens.tokens_per_sample = 16;
+  EXPECT_DOUBLE_EQ(tokens.to_batches(Time::parse("1024tok")), 2);
 }
 
 TEST(Scheduler, Constant) {

@@ -14,8 +14,8 @@ namespace baton {
 struct ScheduleClock {
   int64_t batches_per_epoch = 0;
   int64_t batch_size = 0;
-  int64_t tokens_per_sample = 0;  // data sets of token windows: the window; 0 otherwise
   double max_batches = 0;         // max_duration in batches
+  int64_t tokens_per_sample = 0;  // data sets of token windows: the window; 0 otherwise
 
   // Throws std::invalid_argument for a unit it cannot convert (iterations, seconds; tokens without
   // tokens_per_sample).

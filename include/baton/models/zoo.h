@@ -1,4 +1,4 @@
-// Models by name: fashion_cnn, mlp, resnet20, gpt.
+// Models by name: fashion_cnn, mlp, resnet20, resnet18, resnet50, gpt.
 //
 //   auto model = baton::make_model("fashion_cnn", baton::ModelOptions().input_shape({1, 28, 28}).num_classes(10));
 #pragma once
@@ -33,6 +33,12 @@ class ModelOptions {
 // mlp:         flatten, linear + relu for each hidden width, linear -> classes
 // resnet20:    the CIFAR ResNet-20 (He et al. 2016): conv 16, three stages of three basic blocks
 //              (16, 32, 64 channels), global average pool, linear -> classes
+// resnet18:    torchvision's ResNet-18 for ImageNet-sized images, with torchvision's parameter names
+//              (conv1, bn1, layer1.0.conv1, …, layer4.1.downsample.0, fc), so torchvision's weights
+//              load as safetensors: conv 7x7/2, maxpool 3x3/2, four stages of two basic blocks (64,
+//              128, 256, 512 channels), global average pool, linear -> classes
+// resnet50:    torchvision's ResNet-50 (v1.5: the stride on the 3x3): stages of 3, 4, 6, 3 bottleneck
+//              blocks (256, 512, 1024, 2048 channels), torchvision's names
 // gpt:         a decoder-only transformer (GPT-2's layout, pre-norm): token and position embeddings,
 //              `layers` blocks of causal self-attention (LibTorch's scaled_dot_product_attention on
 //              2.x, so its fused kernels are used) and a 4x GELU MLP, a final LayerNorm, and the
@@ -45,19 +51,46 @@ std::shared_ptr<Model> make_model(const std::string& name, const ModelOptions& s
 // The names make_model knows.
 std::vector<std::string> model_names();
 
-// ResNet-20's block: relu(residual(x) + shortcut(x)), residual = bn2(conv2(relu(bn1(conv1(x))))),
-// shortcut = a 1x1 conv and BatchNorm when the shape changes, else identity. Public so that
-// surgery (stochastic depth) can recognise and wrap it.
-class BasicBlockImpl : public Replaceable {
+// A residual block: relu(residual(x) + shortcut(x)), the shortcut the slot made by
+// add_shortcut (a 1x1 conv and BatchNorm) or else the identity. Public so that surgery (stochastic
+// depth) can recognise and wrap any of them.
+class ResidualBlockImpl : public Replaceable {
  public:
-  BasicBlockImpl(int64_t in, int64_t out, int64_t stride);
   at::Tensor forward(at::Tensor x);
-  at::Tensor residual(const at::Tensor& x);
+  virtual at::Tensor residual(const at::Tensor& x) = 0;
   at::Tensor shortcut(const at::Tensor& x);
 
+ protected:
+  using Replaceable::Replaceable;
+  // A 1x1 convolution with `stride` and a BatchNorm, as the slot `name`, when the shape changes.
+  void add_shortcut(const std::string& name, int64_t in, int64_t out, int64_t stride);
+
  private:
-  int conv1_ = -1, bn1_ = -1, conv2_ = -1, bn2_ = -1, shortcut_ = -1;
+  int shortcut_ = -1;
+};
+
+// ResNet's basic block: residual = bn2(conv2(relu(bn1(conv1(x))))), both convolutions 3x3. The
+// shortcut's slot is "shortcut" in ResNet-20 and "downsample" (torchvision's name) in ResNet-18.
+class BasicBlockImpl : public ResidualBlockImpl {
+ public:
+  BasicBlockImpl(int64_t in, int64_t out, int64_t stride, const std::string& shortcut_name = "shortcut");
+  at::Tensor residual(const at::Tensor& x) override;
+
+ private:
+  int conv1_ = -1, bn1_ = -1, conv2_ = -1, bn2_ = -1;
 };
 TORCH_MODULE(BasicBlock);
+
+// ResNet-50's bottleneck (torchvision's): residual = bn3(conv3(relu(bn2(conv2(relu(bn1(conv1(x)))))))),
+// 1x1 to out / 4 channels, 3x3 with the stride, 1x1 to out; the shortcut's slot "downsample".
+class BottleneckImpl : public ResidualBlockImpl {
+ public:
+  BottleneckImpl(int64_t in, int64_t out, int64_t stride);
+  at::Tensor residual(const at::Tensor& x) override;
+
+ private:
+  int conv1_ = -1, bn1_ = -1, conv2_ = -1, bn2_ = -1, conv3_ = -1, bn3_ = -1;
+};
+TORCH_MODULE(Bottleneck);
 
 }  // namespace baton
