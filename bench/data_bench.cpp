@@ -2,6 +2,7 @@
 // (bench/README.md, "Image loader"). Peers: bench/peers/data_peers.py on the same folder.
 //
 //   data_bench make DIR [--count 2000] [--width 500] [--height 375] [--quality 90] [--seed 0]
+//                  [--falloff-percent 90] [--noise 22]
 //       writes DIR/cNN/NNNNNN.jpg: photo-like images (below) in 10 class folders
 //   data_bench tokens DIR [--context 256] [--batch 64]
 //       the token-shard loader: a shard of 50M random tokens written to DIR, then batches of windows
@@ -12,11 +13,11 @@
 //       many threads as cores, the files already in memory
 //
 // The images: no photographs ship with Debian, so each is synthesised with a natural image's
-// statistics, a 1/f amplitude spectrum (the sum of octaves of smooth random fields, each octave's
-// amplitude halved per doubling of frequency, plus a little per-pixel noise as a camera sensor's),
-// three colour channels mixed from them. At 500x375 and quality 90 that gives files of the size of
-// ImageNet's (about 110 KB; `make` prints the mean).
-#include <sys/resource.h>
+// statistics: the sum of octaves of smooth random fields (each octave's amplitude times
+// --falloff-percent / 100 per doubling of frequency) plus per-pixel noise (--noise, of 255), three
+// colour channels mixed from them. The defaults (90, 22) give files of the size of ImageNet's at
+// 500x375 and quality 90 (about 108 KB; `make` prints the mean); --falloff-percent 60 --noise 6
+// gives smaller photos' (about 40 KB).
 #include <turbojpeg.h>
 
 #include <algorithm>
@@ -33,6 +34,7 @@
 
 #include <torch/torch.h>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include "baton/data/dataloader.h"
 #include "baton/data/image_folder.h"
 #include "baton/data/images.h"
@@ -53,11 +55,11 @@ long arg(int argc, char** argv, const std::string& name, long fallback) {
 }
 
 // One photo-like image, uint8 [H, W, 3].
-at::Tensor synthesise(int64_t height, int64_t width, std::mt19937_64& rng) {
+at::Tensor synthesise(int64_t height, int64_t width, float falloff, float noise, std::mt19937_64& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   at::Tensor image = torch::zeros({3, height, width});
   float amplitude = 1.0f;
-  for (int64_t cells = 2; cells <= std::max(height, width) / 2; cells *= 2, amplitude *= 0.5f) {
+  for (int64_t cells = 2; cells <= std::max(height, width) / 2; cells *= 2, amplitude *= falloff) {
     const int64_t ch = std::max<int64_t>(2, cells * height / std::max(height, width));
     const int64_t cw = std::max<int64_t>(2, cells * width / std::max(height, width));
     at::Tensor grid = torch::empty({1, 3, ch, cw});
@@ -68,7 +70,7 @@ at::Tensor synthesise(int64_t height, int64_t width, std::mt19937_64& rng) {
   // Colours: each channel a mix of the three fields, as the channels of a photo correlate.
   const at::Tensor mix = torch::tensor({{0.8f, 0.15f, 0.05f}, {0.6f, 0.3f, 0.1f}, {0.5f, 0.2f, 0.3f}});
   image = torch::tensordot(mix, image, {1}, {0});
-  image = image * 40.0f + 128.0f + torch::randn({3, height, width}) * 3.0f;
+  image = image * 40.0f + 128.0f + torch::randn({3, height, width}) * noise;
   return image.clamp(0, 255).to(torch::kByte).permute({1, 2, 0}).contiguous();
 }
 
@@ -79,12 +81,14 @@ int make(int argc, char** argv) {
   const long height = arg(argc, argv, "--height", 375);
   const int quality = static_cast<int>(arg(argc, argv, "--quality", 90));
   std::mt19937_64 rng(static_cast<uint64_t>(arg(argc, argv, "--seed", 0)));
+  const float falloff = static_cast<float>(arg(argc, argv, "--falloff-percent", 90)) / 100.0f;
+  const float noise = static_cast<float>(arg(argc, argv, "--noise", 22));
   uint64_t bytes = 0;
   for (long i = 0; i < count; ++i) {
     char name[64];
     std::snprintf(name, sizeof name, "c%02ld/%06ld.jpg", i % 10, i);
     fs::create_directories((dir / name).parent_path());
-    baton::write_jpeg((dir / name).string(), synthesise(height, width, rng), quality);
+    baton::write_jpeg((dir / name).string(), synthesise(height, width, falloff, noise, rng), quality);
     bytes += fs::file_size(dir / name);
   }
   std::printf("{\"files\": %ld, \"width\": %ld, \"height\": %ld, \"quality\": %d, \"mean_bytes\": %.0f}\n", count,
@@ -101,39 +105,77 @@ std::vector<std::string> jpegs(const fs::path& dir) {
   return files;
 }
 
-long max_rss_kib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss;
+// Anonymous resident memory (the heap: not the libraries' pages, not the page cache), in KiB.
+long rss_anon_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) return std::stol(line.substr(8));
+  }
+  return 0;
 }
+
+// The largest rss_anon_kib() seen while it lives (sampled every 5 ms).
+class PeakMemory {
+ public:
+  PeakMemory()
+      : thread_([this] {
+          while (!stop_) {
+            peak_ = std::max(peak_.load(), rss_anon_kib());
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          }
+        }) {}
+  ~PeakMemory() {
+    stop_ = true;
+    thread_.join();
+  }
+  long peak() const { return peak_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<long> peak_{0};
+  std::thread thread_;
+};
 
 // baton's pipeline, as training runs it: shuffled batches through the DataLoader (prefetch on).
 double run_baton(const std::string& dir, long batch, long batches, int workers, long size) {
   auto folder = baton::ImageFolder::from_dir(
       dir, baton::ImageFolderOptions().image_size(size).workers(workers).transforms(
                nlohmann::json::parse(R"([{"random_resized_crop": {}}, "horizontal_flip"])")));
-  baton::DataLoader loader(folder, baton::DataLoaderOptions().batch_size(batch).drop_last(true).seed(1));
-  const long before = max_rss_kib();
-  long done = 0;
-  int64_t epoch = 0;
-  loader.start_epoch(epoch);
-  (void)loader.next();  // the threads warm; not timed
+  const long before = rss_anon_kib();
+  PeakMemory peak;
+  // Batches of a shuffled order, as the DataLoader asks for them; their uint8 channels-last pixels
+  // are what the loader hands on (the DataLoader then makes them float on the run's device).
+  const int64_t per_epoch = folder->size() / batch;
+  auto batch_of = [&](int64_t n) {
+    const int64_t epoch = n / per_epoch, at = n % per_epoch;
+    const at::Tensor order = torch::randperm(folder->size(), at::make_generator<at::CPUGeneratorImpl>(1 + epoch));
+    return folder->get_epoch_batch(order.slice(0, at * batch, (at + 1) * batch), epoch);
+  };
+  const at::Tensor first = batch_of(0).input;  // the threads warm; not timed
+  // A checksum of the first batch's pixels: the same for any number of workers and any build.
+  uint64_t checksum = 1469598103934665603ull;  // FNV-1a over the bytes in NCHW order
+  {
+    const at::Tensor bytes = first.contiguous();
+    const auto* p = bytes.data_ptr<uint8_t>();
+    for (int64_t i = 0; i < bytes.numel(); ++i) checksum = (checksum ^ p[i]) * 1099511628211ull;
+  }
   const auto start = Clock::now();
-  while (done < batches) {
-    auto b = loader.next();
-    if (!b) {
-      loader.start_epoch(++epoch);
-      continue;
+  long done = 0;
+  for (; done < batches; ++done) {
+    const baton::Batch b = batch_of(done + 1);
+    if (b.input.scalar_type() != at::kByte || !b.input.is_contiguous(at::MemoryFormat::ChannelsLast)) {
+      std::fprintf(stderr, "data_bench: the loader's batch is not uint8 channels-last\n");
+      std::exit(1);
     }
-    ++done;
   }
   const double s = seconds_since(start);
   const double rate = static_cast<double>(done * batch) / s;
   std::printf(
       "{\"case\": \"baton\", \"workers\": %d, \"batch\": %ld, \"batches\": %ld, \"images_per_s\": %.1f, "
-      "\"peak_rss_growth_mib\": %.1f, \"batch_mib\": %.1f}\n",
-      workers, batch, done, rate, static_cast<double>(max_rss_kib() - before) / 1024.0,
-      static_cast<double>(batch * 3 * size * size) / (1 << 20));
+      "\"loader_peak_heap_mib\": %.1f, \"batch_mib\": %.1f, \"first_batch_checksum\": %llu}\n",
+      workers, batch, done, rate, static_cast<double>(peak.peak() - before) / 1024.0,
+      static_cast<double>(batch * 3 * size * size) / (1 << 20), static_cast<unsigned long long>(checksum));
   return rate;
 }
 
@@ -184,8 +226,9 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "data_bench: no .jpg under %s (data_bench make %s first)\n", dir.c_str(), dir.c_str());
     return 2;
   }
-  const double full_one = run_full_decode(files, 1, 5.0);
-  const double full = run_full_decode(files, cores, 5.0);
+  const bool only_baton = arg(argc, argv, "--only-baton", 0) != 0;
+  const double full_one = only_baton ? 0 : run_full_decode(files, 1, 5.0);
+  const double full = only_baton ? 1 : run_full_decode(files, cores, 5.0);
   const double baton = run_baton(dir, batch, batches, workers, size);
   std::printf(
       "{\"case\": \"ratios\", \"cores\": %d, \"baton_over_full_decode\": %.3f, "

@@ -2,6 +2,7 @@
 // flip), and the resampling that renders a plan from the decoded pixels.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include <torch/torch.h>
@@ -242,6 +243,41 @@ ImagePlan ImageTransforms::plan(ImageSize source, ExampleRng& rng) const {
   return plan;
 }
 
+namespace {
+
+// A resampled value (a sum of non-negative weights times bytes) as a byte, rounded half away from
+// zero as std::lround rounds a non-negative value.
+inline uint8_t to_byte(float v) { return static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, v) + 0.5f)); }
+
+// `line` holds columns from `col_lo` on.
+void horizontal_rgb(const float* line, const Taps& cols, int64_t col_lo, int64_t out_w, float* out) {
+  for (int64_t o = 0; o < out_w; ++o) {
+    const float* w = &cols.weights[o * cols.width];
+    const float* px = line + (cols.first[o] - col_lo) * 3;
+    float r = 0, g = 0, b = 0;
+    for (int64_t k = 0; k < cols.count[o]; ++k) {
+      r += w[k] * px[3 * k];
+      g += w[k] * px[3 * k + 1];
+      b += w[k] * px[3 * k + 2];
+    }
+    out[3 * o] = r;
+    out[3 * o + 1] = g;
+    out[3 * o + 2] = b;
+  }
+}
+
+void horizontal_gray(const float* line, const Taps& cols, int64_t col_lo, int64_t out_w, float* out) {
+  for (int64_t o = 0; o < out_w; ++o) {
+    const float* w = &cols.weights[o * cols.width];
+    const float* px = line + (cols.first[o] - col_lo);
+    float sum = 0;
+    for (int64_t k = 0; k < cols.count[o]; ++k) sum += w[k] * px[k];
+    out[o] = sum;
+  }
+}
+
+}  // namespace
+
 void render_image(std::string_view bytes, const std::string& name, int channels, const ImagePlan& plan,
                   at::Tensor& out) {
   const image_detail::Decoded decoded = image_detail::decode_region(bytes, name, channels, plan.region, plan.out);
@@ -254,34 +290,38 @@ void render_image(std::string_view bytes, const std::string& name, int channels,
   const auto* in = decoded.pixels.data_ptr<uint8_t>();
   auto* dst = out.data_ptr<uint8_t>();
   const int64_t out_row_stride = out.stride(0), out_col_stride = out.stride(1);
-  // Horizontal pass over the input rows the vertical pass reads, into floats.
-  const int64_t row_lo = rows.first.front();
-  const int64_t row_hi = rows.first.back() + rows.count.back();
-  std::vector<float> across((row_hi - row_lo) * out_w * channels);
-  for (int64_t r = row_lo; r < row_hi; ++r) {
-    const uint8_t* line = in + r * in_w * channels;
-    float* line_out = &across[(r - row_lo) * out_w * channels];
-    for (int64_t o = 0; o < out_w; ++o) {
-      const float* w = &cols.weights[o * cols.width];
-      const uint8_t* px = line + cols.first[o] * channels;
-      for (int c = 0; c < channels; ++c) {
-        float sum = 0;
-        for (int64_t k = 0; k < cols.count[o]; ++k) sum += w[k] * static_cast<float>(px[k * channels + c]);
-        line_out[o * channels + c] = sum;
-      }
-    }
-  }
+  // Vertical pass first, over the columns the horizontal pass reads (a contiguous span of bytes a
+  // row: the inner loop is vectorised), into one row of floats per output row; then the horizontal
+  // pass over those out_h rows only, each output pixel's channels summed together.
+  const int64_t col_lo = cols.first.front();
+  const int64_t col_hi = cols.first.back() + cols.count.back();
+  const int64_t span = (col_hi - col_lo) * channels;
+  std::vector<float> down(span);
+  std::vector<float> across(out_w * channels);
+  std::vector<uint8_t> row_bytes(out_w * channels);
   for (int64_t o = 0; o < out_h; ++o) {
     const float* w = &rows.weights[o * rows.width];
-    const float* base = &across[(rows.first[o] - row_lo) * out_w * channels];
+    std::fill(down.begin(), down.end(), 0.0f);
+    for (int64_t k = 0; k < rows.count[o]; ++k) {
+      const float wk = w[k];
+      const uint8_t* src = in + ((rows.first[o] + k) * in_w + col_lo) * channels;
+      float* acc = down.data();
+      for (int64_t i = 0; i < span; ++i) acc[i] += wk * static_cast<float>(src[i]);
+    }
+    if (channels == 3) {
+      horizontal_rgb(down.data(), cols, col_lo, out_w, across.data());
+    } else {
+      horizontal_gray(down.data(), cols, col_lo, out_w, across.data());
+    }
+    for (int64_t i = 0; i < out_w * channels; ++i) row_bytes[i] = to_byte(across[i]);  // branch-free: vectorised
     uint8_t* line = dst + o * out_row_stride;
+    if (!plan.flip && out_col_stride == channels) {
+      std::memcpy(line, row_bytes.data(), row_bytes.size());
+      continue;
+    }
     for (int64_t x = 0; x < out_w; ++x) {
       uint8_t* px = line + (plan.flip ? out_w - 1 - x : x) * out_col_stride;
-      for (int c = 0; c < channels; ++c) {
-        float sum = 0;
-        for (int64_t k = 0; k < rows.count[o]; ++k) sum += w[k] * base[k * out_w * channels + x * channels + c];
-        px[c] = static_cast<uint8_t>(std::clamp(std::lround(sum), 0L, 255L));
-      }
+      for (int c = 0; c < channels; ++c) px[c] = row_bytes[x * channels + c];
     }
   }
 }
