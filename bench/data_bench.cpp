@@ -9,8 +9,8 @@
 //       through the DataLoader, in tokens per second
 //   data_bench run DIR [--batch 256] [--batches 16] [--workers 0] [--size 224]
 //       one JSON line per case: baton's pipeline (decode, random-resized-crop, flip, a uint8
-//       channels-last batch, through the DataLoader), and tjDecompress2 of every file whole on as
-//       many threads as cores, the files already in memory
+//       channels-last batch, as the DataLoader asks the ImageFolder for it), and tjDecompress2 of
+//       every file whole on one thread and on as many threads as cores, the files in memory
 //
 // The images: no photographs ship with Debian, so each is synthesised with a natural image's
 // statistics: the sum of octaves of smooth random fields (each octave's amplitude times

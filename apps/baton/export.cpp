@@ -7,6 +7,7 @@
 
 #include "baton/core/device.h"
 #include "baton/io/file.h"
+#include "baton/io/write.h"
 #include "baton/models/export.h"
 #include "baton/models/safetensors.h"
 #include "baton/models/zoo.h"

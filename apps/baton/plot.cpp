@@ -9,6 +9,7 @@
 
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
+#include "baton/io/write.h"
 #include "baton/loggers/plot.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/recipe_file.h"

@@ -20,6 +20,7 @@
 #include "baton/core/options.h"
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
+#include "baton/io/write.h"
 #include "baton/loggers/registry.h"
 #include "baton/loggers/tensorboard_logger.h"
 #include "baton/train/checkpoint.h"

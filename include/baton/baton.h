@@ -28,6 +28,7 @@
 
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
+#include "baton/io/write.h"
 
 #include "baton/data/dataloader.h"
 #include "baton/data/dataset.h"

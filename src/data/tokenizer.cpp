@@ -12,6 +12,7 @@
 #include "baton/data/text.h"
 #include "baton/data/tokens.h"
 #include "baton/io/file.h"
+#include "baton/io/write.h"
 #include "data/spm/spm_api.h"
 
 namespace baton {
@@ -114,18 +115,6 @@ const baton_spm_api& spm() {
   return *api;
 }
 
-void write_bytes(const std::string& path, const std::string& bytes) {
-  check_write_target(path, "the tokenizer");
-  const std::string tmp = path + ".tmp";
-  std::FILE* out = std::fopen(tmp.c_str(), "wb");
-  if (out == nullptr) throw FileError(path + ": cannot write it");
-  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), out) == bytes.size();
-  if (std::fclose(out) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw FileError(path + ": cannot write it");
-  }
-}
-
 }  // namespace
 
 Tokenizer::Tokenizer(baton_spm* model) : model_(model) {
@@ -205,7 +194,7 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const std::str
                              " (a smaller --vocab-size, or more text)");
   }
   Tokenizer t(model);
-  write_bytes(prefix + ".model", t.serialized());
+  write_file_atomically(prefix + ".model", t.serialized());
   return t;
 }
 

@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include "baton/io/file.h"
+#include "baton/io/write.h"
 
 namespace baton {
 namespace {
@@ -75,21 +76,14 @@ void write_token_shard(const std::string& path, const std::vector<uint16_t>& tok
     throw std::invalid_argument(path + ": " + std::to_string(tokens.size()) +
                                 " tokens are more than a shard holds (2^31 - 1): write several shards");
   }
-  check_write_target(path, "the token shard");
+  std::string bytes(kHeaderBytes + tokens.size() * sizeof(uint16_t), '\0');
   std::array<int32_t, kTokenShardHeaderInts> header{};
   header[0] = kTokenShardMagic;
   header[1] = kTokenShardVersion;
   header[2] = static_cast<int32_t>(tokens.size());
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* out = std::fopen(tmp.c_str(), "wb");
-  if (out == nullptr) throw FileError(path + ": cannot write it: " + errno_text());
-  const bool written = std::fwrite(header.data(), sizeof(int32_t), header.size(), out) == header.size() &&
-                       std::fwrite(tokens.data(), sizeof(uint16_t), tokens.size(), out) == tokens.size();
-  if (std::fclose(out) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = errno_text();
-    std::remove(tmp.c_str());
-    throw FileError(path + ": cannot write it: " + why);
-  }
+  std::memcpy(bytes.data(), header.data(), kHeaderBytes);
+  std::memcpy(bytes.data() + kHeaderBytes, tokens.data(), tokens.size() * sizeof(uint16_t));
+  write_file_atomically(path, bytes);
 }
 
 std::vector<std::string> expand_globs(const std::vector<std::string>& patterns, const std::string& what) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/io/file.h"
+#include "baton/io/write.h"
 
 namespace baton {
 namespace {
@@ -168,21 +169,11 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
-  check_write_target(path, "the safetensors file");
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* out = std::fopen(tmp.c_str(), "wb");
-  if (out == nullptr) throw FileError(path + ": cannot write it: " + std::strerror(errno));
-  unsigned char length[8];
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(static_cast<uint64_t>(text.size()) >> (8 * i));
-  bool written = std::fwrite(length, 1, 8, out) == 8 && std::fwrite(text.data(), 1, text.size(), out) == text.size();
-  for (const at::Tensor& t : data) {
-    written = written && std::fwrite(t.data_ptr(), 1, t.nbytes(), out) == t.nbytes();
-  }
-  if (std::fclose(out) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw FileError(path + ": cannot write it: " + why);
-  }
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(static_cast<uint64_t>(text.size()) >> (8 * i));
+  bytes += text;
+  for (const at::Tensor& t : data) bytes.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  write_file_atomically(path, bytes);
 }
 
 NamedTensors model_tensors(const torch::nn::Module& module) {

@@ -1,5 +1,7 @@
 #include "baton/train/checkpoint.h"
 
+#include "baton/io/write.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -42,17 +44,6 @@ void put(std::string& out, T value) {
 }
 
 // A write that failed (a full disk, an I/O error): the run failed, not the file it was given.
-[[noreturn]] void write_failed(const std::string& name, const std::string& why) {
-  throw std::runtime_error(name + ": " + why);
-}
-
-void fsync_path(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
 
 }  // namespace
 
@@ -100,43 +91,6 @@ CheckpointFile decode_checkpoint(const std::string& bytes, const std::string& na
   out.meta.erase("tensors");
   out.meta.erase("values");
   return out;
-}
-
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-  const std::filesystem::path target(path);
-  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-  try {
-    check_write_target(path, "cannot write");
-  } catch (const FileError& e) {
-    write_failed(path, std::string(e.what()).substr(path.size() + 2));
-  }
-  const std::string tmp = (dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
-  ::unlink(tmp.c_str());  // one this process left (a failed write); never followed if it is a link
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) write_failed(path, std::string("cannot write in ") + dir.string() + " (" + std::strerror(errno) + ")");
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      write_failed(path, "write failed (" + why + "); the previous checkpoints are intact");
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    write_failed(
-        path, std::string("cannot flush to disk (") + std::strerror(errno) + "); the previous checkpoints are intact");
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    write_failed(path, "cannot rename into place (" + why + ")");
-  }
-  fsync_path(dir.string(), O_RDONLY | O_DIRECTORY);
 }
 
 void write_checkpoint(const std::string& path, const StateDict& state, const nlohmann::json& meta) {

@@ -37,9 +37,6 @@ std::string encode_checkpoint(const StateDict& state, const nlohmann::json& meta
 // The inverse; `name` is used in error messages. Throws CheckpointError.
 CheckpointFile decode_checkpoint(const std::string& bytes, const std::string& name);
 
-// Writes atomically: a temporary file in the same folder, fsync, rename, fsync of the folder.
-// Throws CheckpointError naming the path when the folder cannot be written.
-void write_file_atomically(const std::string& path, const std::string& bytes);
 void write_checkpoint(const std::string& path, const StateDict& state, const nlohmann::json& meta);
 // Throws CheckpointError for a missing, empty, truncated, corrupt or foreign file.
 CheckpointFile read_checkpoint(const std::string& path);
