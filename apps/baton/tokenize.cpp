@@ -34,7 +34,9 @@ void check_out(const std::string& out) {
     const std::string name = entry.path().filename().string();
     if (name == kTokenizerFile ||
         (name.ends_with(".bin") && (name.starts_with("train_") || name.starts_with("val_")))) {
-      throw RecipeError("--out " + out + ": already holds " + name + " (a tokenized corpus): choose a new folder");
+      std::string why = "--out " + out;
+      why += ": already holds " + name + " (a tokenized corpus): choose a new folder";
+      throw RecipeError(why);
     }
   }
 }

@@ -182,6 +182,7 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const std::str
       "minloglevel=2",
   };
   std::vector<const char*> args;
+  args.reserve(spec.size());
   for (const std::string& o : spec) args.push_back(o.c_str());
   std::vector<std::string> files = all_text_files(texts);
   check_texts(files);

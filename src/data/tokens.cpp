@@ -101,7 +101,11 @@ std::vector<std::string> expand_globs(const std::vector<std::string>& patterns, 
       }
     }
     ::globfree(&found);
-    if (matched == 0) throw std::runtime_error(what + ": '" + pattern + "' matches no regular file");
+    if (matched == 0) {
+      std::string why = what;
+      why += ": '" + pattern + "' matches no regular file";
+      throw std::runtime_error(why);
+    }
   }
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());

@@ -128,6 +128,7 @@ NamedTensors read_safetensors(const std::string& path) {
   }
   // The byte ranges tile the data exactly, as the format requires: no overlap, no gap, no excess.
   std::vector<const Entry*> by_offset;
+  by_offset.reserve(entries.size());
   for (const Entry& e : entries) by_offset.push_back(&e);
   std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
   uint64_t at = 0;
@@ -203,8 +204,10 @@ void load_safetensors(torch::nn::Module& module, const std::string& path) {
       continue;
     }
     if (found->second.sizes() != target.sizes()) {
-      throw std::runtime_error(path + ": tensor '" + name + "' has shape " + c10::str(found->second.sizes()) +
-                               " but the model's is " + c10::str(target.sizes()));
+      std::string why = path;
+      why += ": tensor '" + name + "' has shape " + c10::str(found->second.sizes());
+      why += " but the model's is " + c10::str(target.sizes());
+      throw std::runtime_error(why);
     }
     target.copy_(found->second);
     used.insert(name);

@@ -43,13 +43,13 @@ long encode(const baton_spm* m, const char* text, size_t size, int* ids, size_t 
 long decode(const baton_spm* m, const int* ids, size_t count, char* out, size_t capacity) {
   std::string text;
   if (!m->processor.Decode(std::vector<int>(ids, ids + count), &text).ok()) return -1;
-  if (capacity > 0) std::memcpy(out, text.data(), std::min(text.size(), capacity));
+  std::copy_n(text.data(), std::min(text.size(), capacity), out);  // bytes, not a C string
   return static_cast<long>(text.size());
 }
 
 long serialized(const baton_spm* m, char* out, size_t capacity) {
   const std::string bytes = m->processor.serialized_model_proto();
-  if (capacity > 0) std::memcpy(out, bytes.data(), std::min(bytes.size(), capacity));
+  std::copy_n(bytes.data(), std::min(bytes.size(), capacity), out);  // bytes, not a C string
   return static_cast<long>(bytes.size());
 }
 
