@@ -12,9 +12,7 @@
 namespace baton {
 namespace {
 
-[[noreturn]] void write_failed(const std::string& path, const std::string& why) {
-  throw FileError(path + ": " + why);
-}
+[[noreturn]] void write_failed(const std::string& path, const std::string& why) { throw FileError(path + ": " + why); }
 
 void fsync_folder(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY);
@@ -48,7 +46,8 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     ::unlink(tmp.c_str());
-    write_failed(path, std::string("cannot flush to disk (") + std::strerror(errno) + "); the file there before is intact");
+    write_failed(path,
+                 std::string("cannot flush to disk (") + std::strerror(errno) + "); the file there before is intact");
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
