@@ -97,15 +97,24 @@ std::string read_file(const std::string& path, const ReadOptions& options) {
   // Read to the end, though never past the bound: a file that grows while it is read stops there.
   while (true) {
     if (have == out.size()) {
+      // All the bytes fstat counted are in: one byte more says whether the file grew meanwhile,
+      // without growing (and zeroing) the buffer for the usual file that did not.
+      char probe;
+      ssize_t more = 0;
+      do {
+        more = ::read(file.fd(), &probe, 1);
+      } while (more < 0 && errno == EINTR);
+      if (more < 0) {
+        const int err = errno;
+        io_fail(path, std::string("cannot read ") + std::string(options.what) + " (" + std::strerror(err) + ")");
+      }
+      if (more == 0) break;
       if (out.size() >= options.max_bytes) {
-        char probe;
-        const ssize_t more = ::read(file.fd(), &probe, 1);
-        if (more > 0) {
-          io_fail(path, std::string(options.what) + " grew past the " + human_bytes(options.max_bytes) + " allowed");
-        }
-        break;
+        io_fail(path, std::string(options.what) + " grew past the " + human_bytes(options.max_bytes) + " allowed");
       }
       out.resize(std::min<std::uint64_t>(options.max_bytes, std::max<std::size_t>(out.size() * 2, 4096)));
+      out[have++] = probe;
+      continue;
     }
     const ssize_t n = ::read(file.fd(), out.data() + have, out.size() - have);
     if (n < 0 && errno == EINTR) continue;

@@ -1,6 +1,7 @@
 // The files a user names: what is not a regular file is refused at once (a FIFO never stalls, a
 // device is never read forever), sizes are bounded, links out of a folder are not followed when a
 // folder is given, a write never lands on a device, FIFO or folder; the run directory lock.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -54,6 +55,16 @@ TEST_F(Files, SizesAreBounded) {
   EXPECT_EQ(error_of([&] { read_file(at("big"), {.what = "the space", .max_bytes = 4096}); }),
             at("big") + ": the space is 5000 bytes, more than the 4 KiB allowed");
   EXPECT_EQ(read_file(at("big"), {.max_bytes = 5000}).size(), 5000U);
+}
+
+// A file whose size fstat does not know (a /proc file says 0) is read to its end, and a bound still
+// holds when the bytes run past it.
+TEST_F(Files, AFileLongerThanItsStatSizeIsReadWholeAndBounded) {
+  const std::string status = read_file("/proc/self/status");
+  EXPECT_EQ(status.rfind("Name:", 0), 0u);
+  EXPECT_NE(status.find("VmRSS:"), std::string::npos);
+  EXPECT_THAT(error_of([] { read_file("/proc/self/status", {.what = "the status", .max_bytes = 16}); }),
+              ::testing::HasSubstr("the status grew past the 16 bytes allowed"));
 }
 
 TEST_F(Files, LinksAreFollowedOnlyInsideTheFolderGiven) {
