@@ -6,13 +6,17 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 #include "baton/io/file.h"
 
 namespace baton {
 namespace {
 
-[[noreturn]] void write_failed(const std::string& path, const std::string& why) { throw FileError(path + ": " + why); }
+// A write that fails on the way (a full disk, a read-only folder) is a failed run, not bad input.
+[[noreturn]] void write_failed(const std::string& path, const std::string& why) {
+  throw std::runtime_error(path + ": " + why);
+}
 
 void fsync_folder(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY);

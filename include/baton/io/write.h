@@ -11,8 +11,9 @@
 
 namespace baton {
 
-// Throws FileError naming `path` when something other than a regular file is there, or the folder
-// cannot be written (then the file that was there is intact).
+// Throws FileError naming `path` when something other than a regular file is there (bad input), and
+// std::runtime_error naming it when the write fails on the way: the folder cannot be written, the
+// disk is full (then the file that was there is intact).
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
 }  // namespace baton
