@@ -10,6 +10,7 @@
 
 #include "baton/data/image_folder.h"
 #include "baton/data/readers.h"
+#include "baton/data/webdataset.h"
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
 #include "baton/train/recipe.h"
@@ -38,10 +39,10 @@ bool names_images(const std::string& path) {
 
 // The class names the weights were trained with: classes.txt beside them (the run directory's), else
 // the recipe's training set's.
-std::vector<std::string> class_names(const std::string& weights, const ImageFolder& train) {
+std::vector<std::string> class_names(const std::string& weights, const Dataset& train) {
   const auto listed = std::filesystem::path(weights).parent_path() / RunDir::kClasses;
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(listed, ec)) return train.classes();
+  if (!std::filesystem::is_regular_file(listed, ec)) return train.class_names();
   std::vector<std::string> names;
   std::istringstream lines(read_file(listed.string(), {.what = "the class list", .max_bytes = 64 << 20}));
   for (std::string line; std::getline(lines, line);) names.push_back(line);
@@ -61,14 +62,17 @@ void run_predict(const PredictArgs& args) {
   std::shared_ptr<ImageFolder> images;  // --inputs of image files
   std::vector<std::string> classes;
   if (!args.inputs.empty() && names_images(args.inputs)) {
-    const auto* train = dynamic_cast<const ImageFolder*>(run.train_data.get());
-    if (!train) {
+    const ImageFolderOptions* options = nullptr;  // the training images' pipeline
+    if (const auto* folder = dynamic_cast<const ImageFolder*>(run.train_data.get())) options = &folder->options();
+    if (const auto* shards = dynamic_cast<const WebDataset*>(run.train_data.get()))
+      options = &shards->options().images();
+    if (!options) {
       throw RecipeError(args.inputs + ": images, but the recipe trains on another kind of data; give the inputs as " +
-                        "IDX or .npy, or a recipe with data.dataset: images");
+                        "IDX or .npy, or a recipe with data.dataset: images or webdataset");
     }
-    classes = class_names(args.load, *train);
+    classes = class_names(args.load, *run.train_data);
     try {
-      images = ImageFolder::from_files(args.inputs, train->options(), classes);
+      images = ImageFolder::from_files(args.inputs, *options, classes);
     } catch (const std::exception& e) {
       throw RecipeError(e.what());
     }

@@ -28,6 +28,7 @@
 
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
+#include "baton/io/url.h"
 #include "baton/io/write.h"
 
 #include "baton/data/dataloader.h"
@@ -39,6 +40,7 @@
 #include "baton/data/text.h"
 #include "baton/data/tokenizer.h"
 #include "baton/data/tokens.h"
+#include "baton/data/webdataset.h"
 
 #include "baton/models/export.h"
 #include "baton/models/model.h"

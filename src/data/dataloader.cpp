@@ -97,7 +97,10 @@ void DataLoader::start_epoch(int64_t epoch) {
   epoch_ = epoch;
   next_batch_ = 0;
   const int64_t n = dataset_->size();
-  if (options_.shuffle()) {
+  order_ = dataset_->epoch_order(epoch, options_.seed(), options_.shuffle());
+  if (order_.defined()) {
+    if (order_.numel() != n) throw std::logic_error("Dataset::epoch_order: not one index an example");
+  } else if (options_.shuffle()) {
     auto generator = at::detail::createCPUGenerator(epoch_seed(options_.seed(), epoch));
     order_ = torch::randperm(n, generator, torch::TensorOptions().dtype(torch::kLong));
   } else {

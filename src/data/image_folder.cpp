@@ -1,20 +1,13 @@
 #include "baton/data/image_folder.h"
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <mutex>
-#include <set>
 #include <sstream>
-#include <thread>
 
-#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include "baton/io/file.h"
+#include "data/image_pipeline.h"
 
 namespace baton {
 namespace fs = std::filesystem;
@@ -23,7 +16,6 @@ namespace {
 constexpr int kMaxDepth = 16;               // folders inside a class folder
 constexpr int64_t kMaxFiles = 100'000'000;  // examples in one data set
 constexpr size_t kMaxListLine = 64 << 10;   // bytes in one line of a CSV list
-constexpr size_t kShownSkips = 5;           // skipped files named in a warning
 
 bool is_image_name(const fs::path& path) {
   std::string ext = path.extension().string();
@@ -55,88 +47,7 @@ std::string trim(std::string s) {
   return s;
 }
 
-std::vector<double> per_channel(std::vector<double> values, int channels, const char* key, const std::string& where) {
-  if (values.size() == 1) values.assign(channels, values[0]);
-  if (static_cast<int>(values.size()) != channels)
-    throw std::invalid_argument(where + ": normalize." + key + " has " + std::to_string(values.size()) +
-                                " values for " + std::to_string(channels) + " channels");
-  return values;
-}
-
 }  // namespace
-
-// The decode threads: run(n, f) calls f(0) ... f(n - 1) on the workers and the caller, and returns
-// when all are done (rethrowing the first exception).
-struct ImageFolder::Pool {
-  explicit Pool(int threads) {
-    for (int i = 1; i < threads; ++i) workers.emplace_back([this] { loop(); });
-  }
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      stopping = true;
-    }
-    wake.notify_all();
-    for (auto& t : workers) t.join();
-  }
-
-  void run(int64_t n, const std::function<void(int64_t)>& f) {
-    std::lock_guard<std::mutex> serial(running);  // one batch at a time
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      job = &f, total = n, next = 0, active = static_cast<int>(workers.size()), error = nullptr;
-      ++generation;
-    }
-    wake.notify_all();
-    work();
-    std::unique_lock<std::mutex> lock(mutex);
-    done.wait(lock, [&] { return active == 0; });
-    job = nullptr;
-    if (error) std::rethrow_exception(error);
-  }
-
- private:
-  void work() {
-    for (int64_t i; (i = next.fetch_add(1)) < total;) {
-      try {
-        (*job)(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!error) error = std::current_exception();
-        next = total;  // the rest is not needed
-      }
-    }
-  }
-  void loop() {
-    uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(mutex);
-    while (true) {
-      wake.wait(lock, [&] { return stopping || generation != seen; });
-      if (stopping) return;
-      seen = generation;
-      lock.unlock();
-      work();
-      lock.lock();
-      if (--active == 0) done.notify_all();
-    }
-  }
-
-  std::vector<std::thread> workers;
-  std::mutex running, mutex;
-  std::condition_variable wake, done;
-  const std::function<void(int64_t)>* job = nullptr;
-  std::atomic<int64_t> next{0};
-  int64_t total = 0;
-  int active = 0;
-  uint64_t generation = 0;
-  bool stopping = false;
-  std::exception_ptr error;
-
- public:
-  // Files skipped while decoding (bad_files: skip), for skipped().
-  std::mutex skipped_mutex;
-  std::vector<std::string> skipped;
-};
 
 std::shared_ptr<ImageFolder> ImageFolder::from_dir(const std::string& dir, ImageFolderOptions options,
                                                    std::vector<std::string> classes) {
@@ -234,29 +145,10 @@ std::shared_ptr<ImageFolder> ImageFolder::from_files(const std::string& path, Im
 
 ImageFolder::ImageFolder(ImageFolderOptions options, std::vector<std::string> classes, std::vector<std::string> files,
                          std::vector<int64_t> labels, const std::string& origin)
-    : options_(std::move(options)),
-      transforms_(ImageTransforms::parse(options_.transforms(), options_.image_size(), options_.where())),
+    : pipeline_(std::make_unique<image_detail::ImagePipeline>(std::move(options))),
       classes_(std::move(classes)),
       files_(std::move(files)),
       labels_(std::move(labels)) {
-  const int channels = options_.channels();
-  if (channels != 1 && channels != 3)
-    throw std::invalid_argument("channels must be 1 or 3, got " + std::to_string(channels));
-  if (options_.image_size() < 1 || options_.image_size() > 65535)
-    throw std::invalid_argument("image_size must be from 1 to 65535, got " + std::to_string(options_.image_size()));
-  std::vector<double> mean = options_.mean(), std = options_.std();
-  if (mean.empty()) mean = channels == 3 ? std::vector<double>{0.485, 0.456, 0.406} : std::vector<double>{0.5};
-  if (std.empty()) std = channels == 3 ? std::vector<double>{0.229, 0.224, 0.225} : std::vector<double>{0.5};
-  mean = per_channel(mean, channels, "mean", options_.where());
-  std = per_channel(std, channels, "std", options_.where());
-  for (double s : std) {
-    if (!(s > 0 && std::isfinite(s))) throw std::invalid_argument("normalize.std: every value must be positive");
-  }
-  mean_ = torch::tensor(mean, torch::kFloat).mul_(255).view({1, channels, 1, 1});
-  std_ = torch::tensor(std, torch::kFloat).mul_(255).view({1, channels, 1, 1});
-  const int threads =
-      options_.workers() > 0 ? options_.workers() : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  pool_ = std::make_unique<Pool>(std::min(threads, 256));
   check_headers(origin);
 }
 
@@ -268,12 +160,12 @@ void ImageFolder::check_headers(const std::string& origin) {
   const auto n = static_cast<int64_t>(files_.size());
   sizes_.assign(n, ImageSize{});
   std::vector<std::string> errors(n);
-  pool_->run(n, [&](int64_t i) {
+  pipeline_->run(n, [&](int64_t i) {
     try {
       // The header is in the first bytes; reading the whole file costs little more and checks it is regular.
       sizes_[i] = image_size(read_image_file(files_[i]), files_[i]);
     } catch (const ImageError& e) {
-      if (options_.bad_files() == BadFiles::kError) throw;
+      if (options().bad_files() == BadFiles::kError) throw;
       errors[i] = e.what();
     }
   });
@@ -282,80 +174,40 @@ void ImageFolder::check_headers(const std::string& origin) {
   std::vector<ImageSize> sizes;
   for (int64_t i = 0; i < n; ++i) {
     if (!errors[i].empty()) {
-      pool_->skipped.push_back(errors[i]);
+      pipeline_->report_skip(errors[i]);
       continue;
     }
     files.push_back(std::move(files_[i]));
     labels.push_back(labels_[i]);
     sizes.push_back(sizes_[i]);
   }
-  if (!pool_->skipped.empty()) {
-    std::string shown;
-    for (size_t i = 0; i < std::min(kShownSkips, pool_->skipped.size()); ++i) shown += "\n  " + pool_->skipped[i];
-    spdlog::warn("{}: skipped {} of {} files that are not readable images (bad_files: skip):{}{}", origin,
-                 pool_->skipped.size(), n, shown, pool_->skipped.size() > kShownSkips ? "\n  ..." : "");
-  }
+  pipeline_->warn_skipped(origin, n);
   if (files.empty()) throw ImageError(origin + ": no readable images");
   files_ = std::move(files), labels_ = std::move(labels), sizes_ = std::move(sizes);
 }
 
 int64_t ImageFolder::size() const { return static_cast<int64_t>(files_.size()); }
 
-std::vector<int64_t> ImageFolder::input_shape() const {
-  return {options_.channels(), options_.image_size(), options_.image_size()};
-}
+const ImageFolderOptions& ImageFolder::options() const { return pipeline_->options(); }
 
-std::vector<std::string> ImageFolder::skipped() const {
-  std::lock_guard<std::mutex> lock(pool_->skipped_mutex);
-  return pool_->skipped;
-}
+std::vector<int64_t> ImageFolder::input_shape() const { return pipeline_->input_shape(); }
+
+std::vector<std::string> ImageFolder::skipped() const { return pipeline_->skipped(); }
 
 void ImageFolder::render(int64_t index, int64_t epoch, at::Tensor& out) const {
   const std::string& file = files_[index];
-  ExampleRng rng(options_.seed(), epoch, index);
-  ImagePlan plan;
-  try {
-    plan = transforms_.plan(sizes_[index], rng);
-  } catch (const ImageError& e) {
-    throw ImageError(file + ": " + e.what());
-  }
-  render_image(read_image_file(file), file, options_.channels(), plan, out);
+  pipeline_->render(read_image_file(file), file, sizes_[index], index, epoch, out);
 }
 
 Batch ImageFolder::get_batch(const at::Tensor& indices) const { return get_epoch_batch(indices, 0); }
 
 Batch ImageFolder::get_epoch_batch(const at::Tensor& indices, int64_t epoch) const {
-  const at::Tensor index = indices.to(torch::kCPU, torch::kLong).contiguous();
-  const int64_t n = index.numel(), side = options_.image_size(), channels = options_.channels();
-  at::Tensor pixels = at::empty({n, side, side, channels}, at::kByte);
-  at::Tensor targets = at::empty({n}, at::kLong);
-  const int64_t* ids = index.data_ptr<int64_t>();
-  int64_t* labels = targets.data_ptr<int64_t>();
-  pool_->run(n, [&](int64_t i) {
-    const int64_t id = ids[i];
-    if (id < 0 || id >= size()) throw std::out_of_range("ImageFolder: index " + std::to_string(id) + " out of range");
-    at::Tensor out = pixels[i];
-    for (int64_t tries = 0;; ++tries) {  // with bad_files: skip, the next example stands in
-      const int64_t example = (id + tries) % size();
-      try {
-        render(example, epoch, out);
-        labels[i] = labels_[example];
-        return;
-      } catch (const ImageError& e) {
-        if (options_.bad_files() == BadFiles::kError || tries + 1 >= size()) throw;
-        std::lock_guard<std::mutex> lock(pool_->skipped_mutex);
-        pool_->skipped.push_back(e.what());
-        spdlog::warn("{} (bad_files: skip: example {} stands in)", e.what(), (example + 1) % size());
-      }
-    }
+  return pipeline_->batch(indices, size(), [&](int64_t id, at::Tensor& out) {
+    render(id, epoch, out);
+    return labels_[id];
   });
-  return {pixels.permute({0, 3, 1, 2}), targets};
 }
 
-at::Tensor ImageFolder::finish_inputs(const at::Tensor& inputs) const {
-  if (inputs.scalar_type() != at::kByte) return inputs;
-  const at::Tensor mean = mean_.to(inputs.device()), std = std_.to(inputs.device());
-  return inputs.to(torch::kFloat).sub_(mean).div_(std).contiguous(at::MemoryFormat::ChannelsLast);
-}
+at::Tensor ImageFolder::finish_inputs(const at::Tensor& inputs) const { return pipeline_->finish_inputs(inputs); }
 
 }  // namespace baton

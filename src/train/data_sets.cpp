@@ -14,6 +14,7 @@
 #include "baton/data/text.h"
 #include "baton/data/tokenizer.h"
 #include "baton/data/tokens.h"
+#include "baton/data/webdataset.h"
 
 namespace baton {
 
@@ -113,15 +114,18 @@ DataSplit load_text_data(OptionReader& data, const DataSetContext& context) {
   }
 }
 
-// data.dataset: images — folders in ImageNet's layout (train_dir, eval_dir) or CSV lists (train_list,
-// eval_list) of JPEG and PNG files, decoded and transformed on `workers` threads.
-DataSplit load_images_data(OptionReader& data, const DataSetContext& context) {
-  if (data.has("train_dir") == data.has("train_list")) {
-    data.fail(data.has("train_dir") ? "train_list" : "train_dir",
-              "give one of train_dir (class folders) or train_list (a CSV of path,label)");
-  }
-  if (data.has("eval_dir") && data.has("eval_list")) data.fail("eval_list", "give eval_dir or eval_list, not both");
-  ImageFolderOptions base;
+namespace {
+
+// The keys of image data (images, webdataset) besides where the files are: the options of both
+// pipelines, each checked before any file is read (a bad transform names its key).
+struct ImageKeys {
+  ImageFolderOptions base;  // eval_transforms set: what baton predict uses too
+  nlohmann::json train_steps;
+};
+
+ImageKeys read_image_keys(OptionReader& data, const DataSetContext& context) {
+  ImageKeys keys;
+  ImageFolderOptions& base = keys.base;
   base.seed(context.seed);
   data.read("channels", base.channels(), 1, 3);
   if (base.channels() == 2) data.fail("channels", "expected 1 (gray) or 3 (RGB), got '2'");
@@ -147,7 +151,6 @@ DataSplit load_images_data(OptionReader& data, const DataSetContext& context) {
       nlohmann::json::array({{{"random_resized_crop", nlohmann::json::object()}}, "horizontal_flip"});
   const nlohmann::json eval_default = nlohmann::json::array(
       {{{"resize", static_cast<int64_t>(std::lround(static_cast<double>(side) / 0.875))}}, {{"center_crop", side}}});
-  // Each pipeline checked before any file is read: a bad transform names its key.
   auto pipeline = [&](const std::string& key, const nlohmann::json& fallback) {
     nlohmann::json steps = data.has(key) ? data.json()[key] : fallback;
     try {
@@ -159,11 +162,25 @@ DataSplit load_images_data(OptionReader& data, const DataSetContext& context) {
     }
     return steps;
   };
-  base.eval_transforms(pipeline("eval_transforms", eval_default));  // also what baton predict uses
-  const nlohmann::json train_steps = pipeline("train_transforms", train_default);
+  base.eval_transforms(pipeline("eval_transforms", eval_default));
+  keys.train_steps = pipeline("train_transforms", train_default);
+  return keys;
+}
+
+}  // namespace
+
+// data.dataset: images — folders in ImageNet's layout (train_dir, eval_dir) or CSV lists (train_list,
+// eval_list) of JPEG and PNG files, decoded and transformed on `workers` threads.
+DataSplit load_images_data(OptionReader& data, const DataSetContext& context) {
+  if (data.has("train_dir") == data.has("train_list")) {
+    data.fail(data.has("train_dir") ? "train_list" : "train_dir",
+              "give one of train_dir (class folders) or train_list (a CSV of path,label)");
+  }
+  if (data.has("eval_dir") && data.has("eval_list")) data.fail("eval_list", "give eval_dir or eval_list, not both");
+  const ImageKeys keys = read_image_keys(data, context);
   auto build = [&](const std::string& dir_key, const std::string& list_key, const nlohmann::json& steps,
                    const std::string& where, std::vector<std::string> classes) -> std::shared_ptr<ImageFolder> {
-    ImageFolderOptions o = base;
+    ImageFolderOptions o = keys.base;
     o.transforms(steps).where(where);
     const std::string key = data.has(dir_key) ? dir_key : list_key;
     try {
@@ -175,10 +192,58 @@ DataSplit load_images_data(OptionReader& data, const DataSetContext& context) {
     }
   };
   DataSplit split;
-  auto train = build("train_dir", "train_list", train_steps, "train_transforms", {});
+  auto train = build("train_dir", "train_list", keys.train_steps, "train_transforms", {});
   split.train = train;
   if (data.has("eval_dir") || data.has("eval_list")) {
-    split.eval = build("eval_dir", "eval_list", base.eval_transforms(), "eval_transforms", train->classes());
+    split.eval = build("eval_dir", "eval_list", keys.base.eval_transforms(), "eval_transforms", train->classes());
+  }
+  return split;
+}
+
+// data.dataset: webdataset — tar shards of KEY.jpg|png + KEY.cls samples (train_shards, eval_shards:
+// a pattern with brace ranges or a list of them; paths or http(s):// URLs), the same image keys.
+DataSplit load_webdataset_data(OptionReader& data, const DataSetContext& context) {
+  if (!data.has("train_shards")) {
+    data.fail("train_shards", "required when data.dataset is webdataset (\"shards/train-{000000..000099}.tar\")");
+  }
+  const ImageKeys keys = read_image_keys(data, context);
+  WebDatasetOptions o;
+  data.read("shuffle_buffer", o.shuffle_buffer());
+  if (o.shuffle_buffer() < 1 || o.shuffle_buffer() > 10'000'000)
+    data.fail("shuffle_buffer", "expected 1 to 10000000 samples");
+  data.read("retry_seconds", o.retry_seconds());
+  if (!(o.retry_seconds() >= 0 && o.retry_seconds() <= 86400))
+    data.fail("retry_seconds", "expected 0 to 86400 seconds");
+  auto shards = [&](const std::string& key) {
+    const nlohmann::json& value = data.json()[key];
+    std::vector<std::string> names;
+    for (const auto& p : value.is_array() ? value : nlohmann::json::array({value})) {
+      if (!p.is_string()) data.fail(key, "expected a shard pattern (train-{000000..000099}.tar) or a list of them");
+      try {
+        for (std::string& name : expand_braces(p.get<std::string>())) names.push_back(std::move(name));
+      } catch (const std::invalid_argument& e) {
+        data.fail(key, e.what());
+      }
+    }
+    if (names.empty()) data.fail(key, "expected a shard pattern (train-{000000..000099}.tar) or a list of them");
+    return names;
+  };
+  auto open = [&](const std::string& key, const nlohmann::json& steps, const std::string& where, int64_t classes) {
+    const std::vector<std::string> names = shards(key);
+    WebDatasetOptions options = o;
+    options.images() = keys.base;
+    options.images().transforms(steps).where(where);
+    try {
+      return WebDataset::open(names, options, classes);
+    } catch (const std::exception& e) {
+      data.fail(key, e.what());
+    }
+  };
+  DataSplit split;
+  auto train = open("train_shards", keys.train_steps, "train_transforms", 0);
+  split.train = train;
+  if (data.has("eval_shards")) {
+    split.eval = open("eval_shards", keys.base.eval_transforms(), "eval_transforms", train->num_classes());
   }
   return split;
 }

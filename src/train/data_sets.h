@@ -30,6 +30,8 @@ DataSplit load_files(OptionReader& data, const DataSetContext& context);
 DataSplit load_text_data(OptionReader& data, const DataSetContext& context);
 // images: JPEG and PNG files in class folders or a CSV list (docs/data.md).
 DataSplit load_images_data(OptionReader& data, const DataSetContext& context);
+// webdataset: images in tar shards, local or over HTTP (docs/data.md).
+DataSplit load_webdataset_data(OptionReader& data, const DataSetContext& context);
 // tokens: windows over token shards in llm.c's format (docs/data.md).
 DataSplit load_tokens_data(OptionReader& data, const DataSetContext& context);
 

@@ -35,6 +35,12 @@ const DataSets& data_set_registry() {
                               "train_transforms", "eval_transforms", "normalize", "workers", "bad_files"},
                              load_images_data};
         }},
+       {"webdataset",
+        [] {
+          return DataSetKind{{"train_shards", "eval_shards", "shuffle_buffer", "retry_seconds", "channels",
+                              "image_size", "train_transforms", "eval_transforms", "normalize", "workers", "bad_files"},
+                             load_webdataset_data};
+        }},
        {"tokens", [] {
           return DataSetKind{{"train_files", "eval_files", "context", "vocab_size"}, load_tokens_data};
         }}});

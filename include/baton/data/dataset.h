@@ -41,6 +41,11 @@ class Dataset {
   // The same in epoch `epoch`, for a data set whose examples change from epoch to epoch (random crops
   // drawn from (seed, epoch, index)). Default: get_batch.
   virtual Batch get_epoch_batch(const at::Tensor& indices, int64_t epoch) const { return get_batch(indices); }
+  // The order of the examples in epoch `epoch` for a loader seeded with `seed` that shuffles or
+  // not: an int64 tensor holding each index once. Undefined (the default): the loader's own, a
+  // permutation drawn from (seed, epoch) or 0..N-1. A data set read in large pieces (WebDataset's
+  // shards) gives one that keeps a batch's examples within a few of them.
+  virtual at::Tensor epoch_order(int64_t epoch, uint64_t seed, bool shuffle) const { return {}; }
   // A batch's inputs as the model takes them, once on the run's device: a data set whose batches
   // travel small (uint8 images) converts them there (to normalised float). Default: as they are.
   virtual at::Tensor finish_inputs(const at::Tensor& inputs) const { return inputs; }

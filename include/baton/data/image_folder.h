@@ -22,6 +22,9 @@
 #include "baton/data/images.h"
 
 namespace baton {
+namespace image_detail {
+class ImagePipeline;
+}
 
 enum class BadFiles { kError, kSkip };
 BATON_ENUM_NAMES(BadFiles, {BadFiles::kError, "error"}, {BadFiles::kSkip, "skip"});
@@ -85,25 +88,21 @@ class ImageFolder : public Dataset {
   const std::vector<int64_t>& labels() const { return labels_; }
   // The files left out or replaced (bad_files: skip), with why: "x.jpg: not a JPEG or PNG file".
   std::vector<std::string> skipped() const;
-  const ImageFolderOptions& options() const { return options_; }
+  const ImageFolderOptions& options() const;
 
   // The pixels of example `index` at `epoch`, uint8 [H, W, C] written into `out`. Throws ImageError.
   void render(int64_t index, int64_t epoch, at::Tensor& out) const;
 
  private:
-  struct Pool;
   ImageFolder(ImageFolderOptions options, std::vector<std::string> classes, std::vector<std::string> files,
               std::vector<int64_t> labels, const std::string& origin);
   void check_headers(const std::string& origin);
 
-  ImageFolderOptions options_;
-  ImageTransforms transforms_;
+  std::unique_ptr<image_detail::ImagePipeline> pipeline_;
   std::vector<std::string> classes_;
   std::vector<std::string> files_;
   std::vector<int64_t> labels_;
   std::vector<ImageSize> sizes_;
-  std::unique_ptr<Pool> pool_;
-  at::Tensor mean_, std_;  // [1, C, 1, 1] float, of 0..255 pixels
 };
 
 }  // namespace baton

@@ -1,0 +1,39 @@
+// Bytes of a file a user names by path or by http:// or https:// URL, read one way for both: a range
+// (one HTTP Range request for a URL) or the whole of it streamed. A URL's connection that breaks, or
+// a server that answers 5xx or not at all, is retried from the last byte received until
+// `retry_seconds` pass, so a server restarted mid-read costs a wait, not data; 4xx is an error
+// at once.
+//
+//   std::string head = baton::read_range("http://host/train-000000.tar", 0, 512);
+//   baton::read_stream("train-000000.tar", [&](std::string_view chunk) { scan(chunk); return true; });
+//
+// Errors are FileError, one line naming the file or URL: "http://host/x.tar: HTTP 404 (not found)".
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace baton {
+
+struct UrlOptions {
+  // How long a URL's failures that may pass (a refused or broken connection, 5xx, a stall of 30 s)
+  // are retried, with waits from 0.1 s doubling to 2 s, before the error.
+  double retry_seconds = 60;
+  // A local file: at most this large.
+  std::uint64_t max_bytes = 1ull << 40;
+};
+
+// http:// or https://.
+bool is_url(std::string_view source);
+
+// Bytes [offset, offset + length) of a file or URL; fewer is an error ("ends at byte N").
+std::string read_range(const std::string& source, std::uint64_t offset, std::uint64_t length,
+                       const UrlOptions& options = {});
+
+// The whole file or URL in order, a chunk at a time, to `sink`; sink returns false to stop early.
+void read_stream(const std::string& source, const std::function<bool(std::string_view)>& sink,
+                 const UrlOptions& options = {});
+
+}  // namespace baton

@@ -1,0 +1,216 @@
+#include "baton/data/webdataset.h"
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "baton/data/dataloader.h"
+#include "baton/data/images.h"
+#include "baton/io/file.h"
+#include "baton/io/url.h"
+#include "common/test_util.h"
+
+namespace baton {
+namespace {
+
+using testing::error_of;
+using ::testing::HasSubstr;
+using testing::TempDir;
+using Members = std::vector<std::pair<std::string, std::string>>;
+
+// A tar file (ustar, as GNU tar and Python's tarfile write them) of (name, bytes) members.
+std::string tar_of(const Members& members) {
+  std::string out;
+  for (const auto& [name, bytes] : members) {
+    std::string h(512, '\0');
+    std::memcpy(h.data(), name.data(), std::min<size_t>(name.size(), 99));
+    std::snprintf(&h[100], 8, "%07o", 0644);
+    std::snprintf(&h[108], 8, "%07o", 0);
+    std::snprintf(&h[116], 8, "%07o", 0);
+    std::snprintf(&h[124], 12, "%011llo", static_cast<unsigned long long>(bytes.size()));
+    std::snprintf(&h[136], 12, "%011o", 0);
+    h[156] = '0';
+    std::memcpy(&h[257],
+                "ustar\0"
+                "00",
+                8);
+    std::memset(&h[148], ' ', 8);
+    unsigned sum = 0;
+    for (char c : h) sum += static_cast<unsigned char>(c);
+    std::snprintf(&h[148], 8, "%06o", sum);
+    out += h + bytes + std::string((512 - bytes.size() % 512) % 512, '\0');
+  }
+  return out + std::string(1024, '\0');
+}
+
+void write(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+at::Tensor picture(int64_t h, int64_t w, int64_t seed) {
+  const at::Tensor y = torch::arange(h, torch::kFloat).view({h, 1, 1});
+  const at::Tensor x = torch::arange(w, torch::kFloat).view({1, w, 1});
+  const at::Tensor c = torch::arange(3, torch::kFloat).view({1, 1, 3});
+  return (128 + 60 * torch::sin((x + 7 * c + static_cast<double>(seed)) / 5.0) + 50 * torch::cos((y - c) / 7.0))
+      .clamp(0, 255)
+      .to(torch::kByte)
+      .contiguous();
+}
+
+ImageFolderOptions small_images() {
+  return ImageFolderOptions()
+      .image_size(16)
+      .transforms(R"([{"random_resized_crop": {"scale": [0.3, 1.0]}}, "horizontal_flip"])"_json)
+      .seed(5)
+      .workers(2);
+}
+
+// 12 PNG pictures in 3 class folders, and the same files as two shards of KEY.png + KEY.cls samples
+// in the folder's (sorted) order.
+struct Pictures {
+  TempDir dir{"webdataset"};
+  std::vector<std::string> shards;
+  Pictures() {
+    Members first, second;
+    for (int i = 0; i < 12; ++i) {
+      const std::string cls = "c" + std::to_string(i % 3);
+      std::filesystem::create_directories(dir / "folder" / cls);
+      const std::string key = cls + "/img" + std::to_string(i / 3);
+      const auto file = dir / "folder" / (key + ".png");
+      write_png(file.string(), picture(20 + i, 24 + 2 * i, i));
+      Members& shard = (i % 3) * 4 + i / 3 < 7 ? first : second;
+      shard.push_back({key + ".png", read_file(file.string())});
+      shard.push_back({key + ".cls", std::to_string(i % 3) + "\n"});
+    }
+    // Members in the folder's order: class by class.
+    for (Members* m : {&first, &second}) {
+      std::sort(m->begin(), m->end(), [](const auto& a, const auto& b) {
+        return a.first.substr(0, a.first.find('.')) < b.first.substr(0, b.first.find('.'));
+      });
+    }
+    for (int s = 0; s < 2; ++s) {
+      shards.push_back((dir / ("train-00000" + std::to_string(s) + ".tar")).string());
+      write(shards.back(), tar_of(s == 0 ? first : second));
+    }
+  }
+};
+
+TEST(WebDataset, BracesExpandAsWebDatasetsDo) {
+  EXPECT_EQ(expand_braces("s/train-{000..002}.tar"),
+            (std::vector<std::string>{"s/train-000.tar", "s/train-001.tar", "s/train-002.tar"}));
+  EXPECT_EQ(expand_braces("{a,b}-{8..10}"), (std::vector<std::string>{"a-8", "a-9", "a-10", "b-8", "b-9", "b-10"}));
+  EXPECT_EQ(expand_braces("plain.tar"), (std::vector<std::string>{"plain.tar"}));
+  EXPECT_THAT(error_of([] { expand_braces("x-{000..}.tar"); }), HasSubstr("not two whole numbers"));
+  EXPECT_THAT(error_of([] { expand_braces("x-{3..1}.tar"); }), HasSubstr("runs backwards"));
+  EXPECT_THAT(error_of([] { expand_braces("x-{0..9.tar"); }), HasSubstr("do not pair"));
+  EXPECT_THAT(error_of([] { expand_braces("x-{0..9999999}.tar"); }), HasSubstr("more than 1,000,000"));
+}
+
+TEST(WebDataset, SamplesAreTheSameExamplesAsTheImageFolderOfTheSameFiles) {
+  Pictures p;
+  const auto folder = ImageFolder::from_dir((p.dir / "folder").string(), small_images());
+  const auto shards = WebDataset::open(p.shards, WebDatasetOptions().images(small_images()).shuffle_buffer(4));
+  ASSERT_EQ(shards->size(), 12);
+  EXPECT_EQ(shards->num_classes(), 3);
+  EXPECT_EQ(shards->sample_name(7), p.shards[1] + ": c1/img3.png");
+  for (int64_t epoch : {0, 3}) {
+    const at::Tensor all = torch::arange(12);
+    const Batch a = folder->get_epoch_batch(all, epoch), b = shards->get_epoch_batch(all, epoch);
+    EXPECT_TRUE(torch::equal(a.input, b.input)) << "epoch " << epoch;
+    EXPECT_TRUE(torch::equal(a.target, b.target));
+  }
+}
+
+TEST(WebDataset, AnEpochReadsEachChunkOnceInAnOrderFromSeedAndEpochForAnyWorkers) {
+  Pictures p;
+  const auto options = WebDatasetOptions().shuffle_buffer(3);
+  const auto data = WebDataset::open(p.shards, WebDatasetOptions(options).images(small_images().workers(1)));
+  const at::Tensor o1 = data->epoch_order(1, 17, true);
+  EXPECT_TRUE(torch::equal(std::get<0>(o1.sort()), torch::arange(12)));  // each sample once
+  EXPECT_TRUE(torch::equal(o1, data->epoch_order(1, 17, true)));
+  EXPECT_FALSE(torch::equal(o1, data->epoch_order(2, 17, true)));
+  EXPECT_TRUE(torch::equal(data->epoch_order(1, 17, false), torch::arange(12)));
+  std::vector<at::Tensor> seen;
+  for (int workers : {1, 2, 4}) {
+    const auto d = WebDataset::open(p.shards, WebDatasetOptions(options).images(small_images().workers(workers)));
+    DataLoader loader(d, DataLoaderOptions().batch_size(3).seed(17));
+    loader.start_epoch(1);
+    std::vector<at::Tensor> batches;
+    while (auto b = loader.next()) batches.push_back(b->input);
+    // Chunks of 3 samples (7 + 5 samples: 3 + 3 + 1, 3 + 2), each read once in the epoch.
+    EXPECT_EQ(d->chunk_reads(), 5) << workers << " workers";
+    seen.push_back(torch::cat(batches));
+  }
+  EXPECT_TRUE(torch::equal(seen[0], seen[1]));
+  EXPECT_TRUE(torch::equal(seen[0], seen[2]));
+}
+
+TEST(WebDataset, BadShardsAndSamplesNameTheShardAndMember) {
+  TempDir dir("webdataset_bad");
+  const std::string png = [&] {
+    write_png((dir / "p.png").string(), picture(20, 20, 0));
+    return read_file((dir / "p.png").string());
+  }();
+  const auto open = [&](const Members& members, BadFiles bad = BadFiles::kError) {
+    write(dir / "s.tar", tar_of(members));
+    return WebDataset::open({(dir / "s.tar").string()}, WebDatasetOptions().images(small_images().bad_files(bad)));
+  };
+  const std::string shard = (dir / "s.tar").string();
+  EXPECT_EQ(error_of([&] {
+              open({{"a.png", png}, {"b.png", png}, {"b.cls", "1"}});
+            }),
+            shard + ": a.png has no a.cls (a sample is KEY.jpg|png and KEY.cls)");
+  EXPECT_EQ(error_of([&] { open({{"a.cls", "1"}}); }), shard + ": a.cls has no a.jpg, .jpeg or .png");
+  EXPECT_EQ(error_of([&] {
+              open({{"a.png", png}, {"a.cls", "cat"}});
+            }),
+            shard + ": a.cls holds 'cat', not a class index (0, 1, ...)");
+  // Skipped, the rest stays, and the skip is reported.
+  const auto lenient = open({{"a.png", png}, {"b.png", png}, {"b.cls", "1"}}, BadFiles::kSkip);
+  EXPECT_EQ(lenient->size(), 1);
+  ASSERT_EQ(lenient->skipped().size(), 1U);
+  EXPECT_THAT(lenient->skipped()[0], HasSubstr("a.png has no a.cls"));
+  // A pixel error is found when decoded, naming the shard and member.
+  EXPECT_EQ(error_of([&] {
+              open({{"a.png", "not an image"}, {"a.cls", "0"}})->get_batch(torch::arange(1));
+            }),
+            shard + ": a.png: not a JPEG or PNG file");
+  // Not a tar file, cut short, missing.
+  write(dir / "junk.tar", std::string(2000, 'x'));
+  EXPECT_EQ(error_of([&] { WebDataset::open({(dir / "junk.tar").string()}, WebDatasetOptions()); }),
+            (dir / "junk.tar").string() + ": not a tar file (no tar header at byte 0)");
+  const std::string whole = tar_of({{"a.png", png}, {"a.cls", "0"}});
+  write(dir / "cut.tar", whole.substr(0, 700));
+  EXPECT_EQ(error_of([&] { WebDataset::open({(dir / "cut.tar").string()}, WebDatasetOptions()); }),
+            (dir / "cut.tar").string() + ": truncated: the file ends at byte 700, inside member a.png");
+  EXPECT_THAT(error_of([&] { WebDataset::open({(dir / "none.tar").string()}, WebDatasetOptions()); }),
+              HasSubstr((dir / "none.tar").string() + ": "));
+  // An evaluation shard with a class the training set does not have.
+  write(dir / "eval.tar", tar_of({{"e.png", png}, {"e.cls", "4"}}));
+  EXPECT_EQ(error_of([&] { WebDataset::open({(dir / "eval.tar").string()}, WebDatasetOptions(), 3); }),
+            (dir / "eval.tar").string() + ": e.png has label 4 but the training set has 3 classes");
+}
+
+TEST(Url, ARangeOfALocalFileIsThoseBytesAndPastTheEndIsAnError) {
+  TempDir dir("url");
+  write(dir / "f.bin", "0123456789");
+  EXPECT_FALSE(is_url((dir / "f.bin").string()));
+  EXPECT_TRUE(is_url("http://127.0.0.1/x.tar"));
+  EXPECT_EQ(read_range((dir / "f.bin").string(), 3, 4), "3456");
+  EXPECT_EQ(error_of([&] { read_range((dir / "f.bin").string(), 8, 4); }),
+            (dir / "f.bin").string() + ": ends at byte 10, before byte 12");
+  std::string streamed;
+  read_stream((dir / "f.bin").string(), [&](std::string_view piece) { return streamed.append(piece), true; });
+  EXPECT_EQ(streamed, "0123456789");
+  // A URL nothing answers is retried until retry_seconds pass, then named.
+  EXPECT_THAT(error_of([] { read_range("http://127.0.0.1:9/x.tar", 0, 4, {.retry_seconds = 0.3}); }),
+              HasSubstr("http://127.0.0.1:9/x.tar: Couldn't connect to server at byte 0 (retried for 0 s)"));
+}
+
+}  // namespace
+}  // namespace baton
