@@ -5,6 +5,7 @@
 #   scripts/install-deps.sh --bench    also the Python peers used by bench/
 #   scripts/install-deps.sh --fuzz     also clang and its runtimes for `make fuzz`
 #   scripts/install-deps.sh --browser  also Chromium for the dashboard's browser tests
+#   scripts/install-deps.sh --servers  also nginx, which serves WebDataset shards in a test (ctest label nginx)
 #   scripts/install-deps.sh --torch2   what the LibTorch 2.x build needs (its LibTorch comes from PyPI)
 #   scripts/install-deps.sh --check    only report what is missing (exit 1 if anything is)
 #
@@ -19,6 +20,7 @@ core=(
   libsqlite3-dev libpq-dev postgresql libcpp-httplib-dev libjs-chart.js libssl-dev
   libopenmpi-dev openmpi-bin
   libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev  # image folders: JPEG (libjpeg-turbo), PNG
+  libcurl4-openssl-dev  # http(s):// files: WebDataset shards
   libsentencepiece-dev python3-numpy  # token corpora: SentencePiece (baton tokenize); numpy writes shards in a test
   dataset-fashion-mnist fortunes ccache  # fortunes: the text of recipes/gpt_char.yaml
 )
@@ -26,6 +28,7 @@ bench=(python3-torch python3-optuna libtbb-dev)
 debian_torch=(libtorch-dev libopenblas0-pthread)
 fuzz=(clang libclang-rt-14-dev)
 browser=(chromium python3-websocket)  # the dashboard's browser tests (ctest label browser)
+servers=(nginx)  # WebDataset shards over HTTP (ctest label nginx)
 
 want=("${core[@]}")
 check_only=0
@@ -34,13 +37,14 @@ for arg in "$@"; do
     --bench) want+=("${bench[@]}") ;;
     --fuzz) want+=("${fuzz[@]}") ;;
     --browser) want+=("${browser[@]}") ;;
+    --servers) want+=("${servers[@]}") ;;
     --torch2)  # LibTorch and its BLAS come with the torch wheel; venv makes its virtual environment
       kept=()
       for p in "${want[@]}"; do [[ " ${debian_torch[*]} " == *" $p "* ]] || kept+=("$p"); done
       want=("${kept[@]}" python3-venv) ;;
     --check) check_only=1 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "install-deps.sh: unknown option '$arg' (expected --bench, --fuzz, --browser, --torch2 or --check)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (expected --bench, --fuzz, --browser, --servers, --torch2 or --check)" >&2; exit 2 ;;
   esac
 done
 

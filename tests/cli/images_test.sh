@@ -75,4 +75,29 @@ rm train/left/zz.png
 expect_bad "val/nothing.png: nothing, not an image file or a folder of them" \
   "$baton" predict images.yaml --load run/model.pt --inputs val/nothing.png
 
+# The same pictures as WebDataset shards (KEY.png + KEY.cls, two shards): trains as the folder does.
+/usr/bin/python3 - <<'PY'
+import glob, io, tarfile
+files = sorted(glob.glob("train/*/*.png"))
+for s in range(2):
+    with tarfile.open(f"shard-{s}.tar", "w") as tar:
+        for path in files[s::2]:
+            label = b"0" if "/left/" in path else b"1"
+            key = path[len("train/"):-len(".png")]
+            for ext, data in (("png", open(path, "rb").read()), ("cls", label)):
+                info = tarfile.TarInfo(f"{key}.{ext}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+PY
+sed -e 's/dataset: images, train_dir: train, eval_dir: val/dataset: webdataset, train_shards: "shard-{0..1}.tar"/' \
+  images.yaml >shards.yaml
+if ! "$baton" train shards.yaml --run-dir shards_run >shards.log 2>&1; then fail "train on shards"; cat shards.log; fi
+[ "$(cat shards_run/classes.txt 2>/dev/null)" = "$(printf '0\n1')" ] || fail "shards_run/classes.txt: $(cat shards_run/classes.txt 2>&1)"
+grep -q "train/loss" shards.log || fail "train on shards: $(tail -2 shards.log)"
+expect_bad "data.train_shards: shard-2.tar: cannot open the shard (No such file or directory)" \
+  "$baton" train shards.yaml --run-dir bad4 --set 'data.train_shards=shard-{0..2}.tar'
+expect_bad "data.train_shards: shard-{0..1.tar: braces that do not pair" \
+  "$baton" train shards.yaml --run-dir bad5 --set 'data.train_shards=shard-{0..1.tar'
+[ ! -e bad4 ] && [ ! -e bad5 ] || fail "a refused run left its run folder"
+
 [ "$failures" -eq 0 ] && echo "images_test: ok" || exit 1

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # kill -9 + --autoresume on a user's own data (label slow): tests/slow/kill_resume.sh on an image
-# folder (random crops and flips decoded on 2 threads) or on token shards (random window offsets)
-# that this script writes; each run killed 5 times mid-epoch ends bitwise equal to one that never
-# stopped. Usage: kill_resume_data.sh BATON_BINARY SOURCE_DIR images|tokens
+# folder (random crops and flips decoded on 2 threads), the same pictures in WebDataset shards
+# (shuffled chunks and a shuffle buffer), or token shards (random window offsets) that this script
+# writes; each run killed 5 times mid-epoch ends bitwise equal to one that never stopped.
+# Usage: kill_resume_data.sh BATON_BINARY SOURCE_DIR images|webdataset|tokens
 set -uo pipefail
 baton=$1
 src=$2
@@ -12,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 
 case "$kind" in
-  images)
+  images | webdataset)
     # Two classes of 24x24 RGB PNGs, written with zlib alone.
     /usr/bin/python3 - <<'PY'
 import os, random, struct, zlib
@@ -31,12 +32,32 @@ for label, name in enumerate(("dark", "light")):
         rows = [[(random.randrange(base, base + 90), random.randrange(256), x * 10) for x in range(24)] for _ in range(24)]
         png(f"train/{name}/{i:03d}.png", rows)
 PY
-    cat >recipe.yaml <<'YAML'
+    if [ "$kind" = webdataset ]; then  # the same files, three shards of KEY.png + KEY.cls, interleaved
+      /usr/bin/python3 - <<'PY'
+import io, os, tarfile
+files = sorted((f"{i:03d}", label, f"train/{name}/{i:03d}.png") for label, name in enumerate(("dark", "light")) for i in range(150))
+for s in range(3):
+    with tarfile.open(f"train-{s}.tar", "w") as tar:
+        for key, label, path in files[s::3]:
+            for ext, data in (("png", open(path, "rb").read()), ("cls", str(label).encode())):
+                info = tarfile.TarInfo(f"{key}_{label}.{ext}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+PY
+      cat >recipe.yaml <<'YAML'
+model: {name: fashion_cnn}
+optimizer: {name: sgd, lr: 0.05, momentum: 0.9}
+data: {dataset: webdataset, train_shards: "train-{0..2}.tar", shuffle_buffer: 32, channels: 3, image_size: 20,
+       batch_size: 10, workers: 2, train_transforms: [{random_resized_crop: {scale: [0.5, 1.0]}}, horizontal_flip]}
+YAML
+    else
+      cat >recipe.yaml <<'YAML'
 model: {name: fashion_cnn}
 optimizer: {name: sgd, lr: 0.05, momentum: 0.9}
 data: {dataset: images, train_dir: train, channels: 3, image_size: 20, batch_size: 10, workers: 2,
        train_transforms: [{random_resized_crop: {scale: [0.5, 1.0]}}, horizontal_flip]}
 YAML
+    fi
     steps=600
     ;;
   tokens)
@@ -57,6 +78,6 @@ data: {dataset: tokens, train_files: "shards/train_*.bin", context: 64, batch_si
 YAML
     steps=1500  # about 15 s here: five kills land before the end
     ;;
-  *) echo "usage: kill_resume_data.sh BATON_BINARY SOURCE_DIR images|tokens" >&2; exit 2 ;;
+  *) echo "usage: kill_resume_data.sh BATON_BINARY SOURCE_DIR images|webdataset|tokens" >&2; exit 2 ;;
 esac
 RECIPE="$tmp/recipe.yaml" STEPS=${STEPS:-$steps} "$src/tests/slow/kill_resume.sh" "$baton" "$src"
