@@ -249,8 +249,26 @@ namespace {
 // zero as std::lround rounds a non-negative value.
 inline uint8_t to_byte(float v) { return static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, v) + 0.5f)); }
 
-// `line` holds columns from `col_lo` on.
+// `line` holds columns from `col_lo` on, and `W` more of zeros past its last: every output pixel
+// sums W taps (those past its count weigh 0), a fixed length the compiler unrolls.
+template <int W>
 void horizontal_rgb(const float* line, const Taps& cols, int64_t col_lo, int64_t out_w, float* out) {
+  for (int64_t o = 0; o < out_w; ++o) {
+    const float* w = &cols.weights[o * W];
+    const float* px = line + (cols.first[o] - col_lo) * 3;
+    float r = 0, g = 0, b = 0;
+    for (int k = 0; k < W; ++k) {
+      r += w[k] * px[3 * k];
+      g += w[k] * px[3 * k + 1];
+      b += w[k] * px[3 * k + 2];
+    }
+    out[3 * o] = r;
+    out[3 * o + 1] = g;
+    out[3 * o + 2] = b;
+  }
+}
+
+void horizontal_rgb_any(const float* line, const Taps& cols, int64_t col_lo, int64_t out_w, float* out) {
   for (int64_t o = 0; o < out_w; ++o) {
     const float* w = &cols.weights[o * cols.width];
     const float* px = line + (cols.first[o] - col_lo) * 3;
@@ -276,6 +294,16 @@ void horizontal_gray(const float* line, const Taps& cols, int64_t col_lo, int64_
   }
 }
 
+void horizontal(int channels, const float* line, const Taps& cols, int64_t col_lo, int64_t out_w, float* out) {
+  if (channels == 1) return horizontal_gray(line, cols, col_lo, out_w, out);
+  switch (cols.width) {  // the common shrinks and stretches of a crop to the output
+    case 3: return horizontal_rgb<3>(line, cols, col_lo, out_w, out);
+    case 5: return horizontal_rgb<5>(line, cols, col_lo, out_w, out);
+    case 7: return horizontal_rgb<7>(line, cols, col_lo, out_w, out);
+    default: return horizontal_rgb_any(line, cols, col_lo, out_w, out);
+  }
+}
+
 }  // namespace
 
 void render_image(std::string_view bytes, const std::string& name, int channels, const ImagePlan& plan,
@@ -296,23 +324,19 @@ void render_image(std::string_view bytes, const std::string& name, int channels,
   const int64_t col_lo = cols.first.front();
   const int64_t col_hi = cols.first.back() + cols.count.back();
   const int64_t span = (col_hi - col_lo) * channels;
-  std::vector<float> down(span);
+  std::vector<float> down(span + cols.width * channels, 0.0f);  // zeros past the span: horizontal()
   std::vector<float> across(out_w * channels);
   std::vector<uint8_t> row_bytes(out_w * channels);
   for (int64_t o = 0; o < out_h; ++o) {
     const float* w = &rows.weights[o * rows.width];
-    std::fill(down.begin(), down.end(), 0.0f);
+    std::fill(down.begin(), down.begin() + span, 0.0f);
     for (int64_t k = 0; k < rows.count[o]; ++k) {
       const float wk = w[k];
       const uint8_t* src = in + ((rows.first[o] + k) * in_w + col_lo) * channels;
       float* acc = down.data();
       for (int64_t i = 0; i < span; ++i) acc[i] += wk * static_cast<float>(src[i]);
     }
-    if (channels == 3) {
-      horizontal_rgb(down.data(), cols, col_lo, out_w, across.data());
-    } else {
-      horizontal_gray(down.data(), cols, col_lo, out_w, across.data());
-    }
+    horizontal(channels, down.data(), cols, col_lo, out_w, across.data());
     for (int64_t i = 0; i < out_w * channels; ++i) row_bytes[i] = to_byte(across[i]);  // branch-free: vectorised
     uint8_t* line = dst + o * out_row_stride;
     if (!plan.flip && out_col_stride == channels) {

@@ -461,8 +461,19 @@ TEST(Recipe, ImageFoldersTrainAndBadKeysAreNamed) {
   EXPECT_THAT(build("data: {dataset: fashion_mnist, dir: /nonexistent, eval_dir: x}\n"),
               HasSubstr("unknown key 'data.eval_dir' (known in data: dataset, batch_size, eval_batch_size, shuffle, "
                         "drop_last, prefetch, on_device, dir)"));
-  EXPECT_THAT(build("data: {dataset: imagez}\n"),
-              HasSubstr("data.dataset: unknown dataset 'imagez' (known: fashion_mnist, files, text, images, tokens)"));
+  // webdataset: its keys checked before any shard is read (the shards named here do not exist).
+  EXPECT_THAT(build("data: {dataset: webdataset}\n"),
+              HasSubstr("data.train_shards: required when data.dataset is webdataset"));
+  EXPECT_THAT(build("data: {dataset: webdataset, train_shards: x.tar, shuffle_buffer: 0}\n"),
+              HasSubstr("data.shuffle_buffer: expected 1 to 10000000 samples"));
+  EXPECT_THAT(build("data: {dataset: webdataset, train_shards: [x.tar, 3]}\n"),
+              HasSubstr("data.train_shards: expected a shard pattern"));
+  EXPECT_THAT(build("data: {dataset: webdataset, train_shards: x.tar, train_dir: y}\n"),
+              HasSubstr("unknown key 'data.train_dir'"));
+  EXPECT_THAT(
+      build("data: {dataset: imagez}\n"),
+      HasSubstr(
+          "data.dataset: unknown dataset 'imagez' (known: fashion_mnist, files, text, images, webdataset, tokens)"));
 }
 
 // Token shards train a GPT for a number of tokens, its vocabulary from the shards; tok counts only
