@@ -253,7 +253,10 @@ std::vector<std::string> expand_braces(const std::string& pattern) {
   std::vector<std::string> names;
   names.reserve(items.size() * rest.size());
   for (const std::string& item : items) {
-    for (const std::string& tail : rest) names.push_back(pattern.substr(0, open) + item + tail);
+    for (const std::string& tail : rest) {
+      std::string name = pattern.substr(0, open);
+      names.push_back(name.append(item).append(tail));
+    }
   }
   return names;
 }
@@ -303,9 +306,15 @@ struct WebDataset::Index {
       }
       const std::string where = name + ": ";
       if (!image || !label) {
-        bad(where + (image   ? image->name + " has no " + key + ".cls (a sample is KEY.jpg|png and KEY.cls)"
-                     : label ? label->name + " has no " + key + ".jpg, .jpeg or .png"
-                             : key + " has no image (.jpg, .jpeg, .png) and no .cls"));
+        std::string why = where;
+        if (image) {
+          why.append(image->name).append(" has no ").append(key).append(".cls (a sample is KEY.jpg|png and KEY.cls)");
+        } else if (label) {
+          why.append(label->name).append(" has no ").append(key).append(".jpg, .jpeg or .png");
+        } else {
+          why.append(key).append(" has no image (.jpg, .jpeg, .png) and no .cls");
+        }
+        bad(std::move(why));
         continue;
       }
       std::string text = label->text;

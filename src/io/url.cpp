@@ -134,13 +134,14 @@ void fetch(const std::string& url, std::uint64_t from, std::uint64_t length,
     if (rc == CURLE_HTTP_RETURNED_ERROR && code == 416) {
       throw FileError(url + ": ends before byte " + std::to_string(at + 1));
     }
-    const std::string why = describe(rc, code);
-    if (!passing(rc, code)) throw FileError(url + ": " + why);
+    std::string why = url;
+    why.append(": ").append(describe(rc, code));
+    if (!passing(rc, code)) throw FileError(why);
     if (std::chrono::steady_clock::now() + std::chrono::duration<double>(wait) > deadline) {
-      throw FileError(url + ": " + why + " at byte " + std::to_string(at) + " (retried for " +
-                      std::to_string(static_cast<int>(options.retry_seconds)) + " s)");
+      why.append(" at byte ").append(std::to_string(at)).append(" (retried for ");
+      throw FileError(why.append(std::to_string(static_cast<int>(options.retry_seconds))).append(" s)"));
     }
-    spdlog::warn("{}: {} at byte {}; retrying", url, why, at);
+    spdlog::warn("{} at byte {}; retrying", why, at);
     std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     wait = std::min(wait * 2, 2.0);
   }
