@@ -2,15 +2,21 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <numeric>
 #include <optional>
 
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "baton/io/file.h"
 #include "baton/io/url.h"
+#include "baton/io/write.h"
 #include "data/image_pipeline.h"
 
 namespace baton {
@@ -24,6 +30,7 @@ constexpr uint64_t kMaxLongName = 64 << 10;        // a GNU long name or pax hea
 constexpr uint64_t kMaxLabelBytes = 64;            // a .cls member
 constexpr int64_t kMaxClasses = 1'000'000;
 constexpr size_t kHeldBeyondBatch = 3;                  // chunks kept besides the current batch's
+constexpr int kIndexFormat = 1;                         // of a kept index file
 constexpr uint64_t kOrderSalt = 0x5745424441544153ULL;  // the order's random numbers, apart from the crops'
 
 std::string lower(std::string s) {
@@ -205,11 +212,71 @@ class TarScanner {
   std::vector<Member> members_;
 };
 
-// A shard's members: a local file's headers read where they are, a URL streamed once.
-std::vector<Member> scan_shard(const std::string& shard, const UrlOptions& url) {
+// The index a URL shard had when the server gave `info`, from `path`; nullopt when there is none,
+// it is another version's, or it does not read (then the shard is indexed again).
+std::optional<std::vector<Member>> cached_index(const std::string& path, const std::string& url, const UrlInfo& info) {
+  try {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error)) return std::nullopt;
+    const nlohmann::json j = nlohmann::json::parse(read_file(path, {.what = "the index", .max_bytes = 1ull << 30}));
+    if (j.at("format") != kIndexFormat || j.at("url") != url || j.at("size") != info.size ||
+        j.at("etag") != info.etag || j.at("modified") != info.modified) {
+      return std::nullopt;
+    }
+    std::vector<Member> members;
+    members.reserve(j.at("members").size());
+    for (const auto& m : j.at("members")) {
+      members.push_back(
+          {m.at(0).get<std::string>(), m.at(1).get<uint64_t>(), m.at(2).get<uint64_t>(), m.at(3).get<std::string>()});
+    }
+    return members;
+  } catch (const std::exception& e) {
+    spdlog::warn("{}: the kept index of {} does not read ({}); indexing it again", path, url, e.what());
+    return std::nullopt;
+  }
+}
+
+void keep_index(const std::string& path, const std::string& url, const UrlInfo& info,
+                const std::vector<Member>& members) {
+  if (info.size == UINT64_MAX || (info.etag.empty() && info.modified.empty())) return;  // no version to check
+  nlohmann::json list = nlohmann::json::array();
+  for (const Member& m : members) list.push_back({m.name, m.offset, m.size, m.text});
+  const nlohmann::json j = {{"format", kIndexFormat},    {"url", url},
+                            {"size", info.size},         {"etag", info.etag},
+                            {"modified", info.modified}, {"members", std::move(list)}};
+  try {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    write_file_atomically(path, j.dump());
+  } catch (const std::exception& e) {
+    spdlog::warn("{}: cannot keep the index of {} ({}); the next run indexes it again", path, url, e.what());
+  }
+}
+
+std::string index_folder(const WebDatasetOptions& options) {
+  if (!options.index_cache().empty()) return options.index_cache();
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  const std::string base = xdg && *xdg ? xdg : std::string(home && *home ? home : "/tmp") + "/.cache";
+  return base + "/baton/webdataset";
+}
+
+// A shard's members: a local file's headers read where they are, a URL's kept index when the server
+// still has that version, else the URL streamed once (and its index kept).
+std::vector<Member> scan_shard(const std::string& shard, const WebDatasetOptions& options) {
   TarScanner scanner(shard);
+  const UrlOptions url{.retry_seconds = options.retry_seconds()};
   try {
     if (is_url(shard)) {
+      UrlInfo info;
+      std::string kept;
+      if (options.cache_index()) {
+        info = url_info(shard, url);
+        char name[32];
+        std::snprintf(name, sizeof(name), "%016llx.json",
+                      static_cast<unsigned long long>(std::hash<std::string>{}(shard)));
+        kept = index_folder(options) + "/" + name;
+        if (auto members = cached_index(kept, shard, info)) return std::move(*members);
+      }
       uint64_t at = 0;
       read_stream(
           shard,
@@ -220,6 +287,7 @@ std::vector<Member> scan_shard(const std::string& shard, const UrlOptions& url) 
           },
           url);
       scanner.finish(at);
+      if (!kept.empty()) keep_index(kept, shard, info, scanner.members());
       return std::move(scanner.members());
     }
     ReadableFile file(shard, {.what = "the shard", .max_bytes = url.max_bytes});
@@ -371,10 +439,9 @@ std::shared_ptr<WebDataset> WebDataset::open(const std::vector<std::string>& sha
   }
   if (!(options.retry_seconds() >= 0)) throw std::invalid_argument("retry_seconds must be 0 or more");
   std::shared_ptr<WebDataset> data(new WebDataset(shards, std::move(options)));
-  const UrlOptions url{.retry_seconds = data->options_.retry_seconds()};
   std::vector<std::vector<Member>> members(shards.size());
   data->pipeline_->run(static_cast<int64_t>(shards.size()),
-                       [&](int64_t i) { members[i] = scan_shard(shards[i], url); });
+                       [&](int64_t i) { members[i] = scan_shard(shards[i], data->options_); });
   const bool skip = data->options_.images().bad_files() == BadFiles::kSkip;
   Index& index = *data->index_;
   for (size_t s = 0; s < shards.size(); ++s) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -88,7 +89,7 @@ std::string describe(CURLcode rc, long code) {
   return "HTTP " + std::to_string(code) + reason;
 }
 
-void set_request(CURL* curl, const std::string& url, std::uint64_t from, std::uint64_t left, Attempt& attempt) {
+void set_common(CURL* curl, const std::string& url) {
   curl_easy_reset(curl);
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
@@ -101,6 +102,10 @@ void set_request(CURL* curl, const std::string& url, std::uint64_t from, std::ui
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a stall of 30 s is a broken connection
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 30L);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "baton");
+}
+
+void set_request(CURL* curl, const std::string& url, std::uint64_t from, std::uint64_t left, Attempt& attempt) {
+  set_common(curl, url);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &attempt);
   if (from > 0 || left != kToTheEnd) {
@@ -110,12 +115,51 @@ void set_request(CURL* curl, const std::string& url, std::uint64_t from, std::ui
   }
 }
 
+std::chrono::steady_clock::time_point deadline_after(double seconds) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// After a failed attempt: throws when it will not pass or the time is up, else waits (and doubles
+// the next wait).
+void retry_or_throw(const std::string& url, CURLcode rc, long code, std::uint64_t at, const UrlOptions& options,
+                    std::chrono::steady_clock::time_point deadline, double& wait) {
+  std::string why = url;
+  why.append(": ").append(describe(rc, code));
+  if (!passing(rc, code)) throw FileError(why);
+  if (std::chrono::steady_clock::now() + std::chrono::duration<double>(wait) > deadline) {
+    why.append(" at byte ").append(std::to_string(at)).append(" (retried for ");
+    throw FileError(why.append(std::to_string(static_cast<int>(options.retry_seconds))).append(" s)"));
+  }
+  spdlog::warn("{} at byte {}; retrying", why, at);
+  std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+  wait = std::min(wait * 2, 2.0);
+}
+
+// "ETag: ..." and "Last-Modified: ..." of a HEAD answer.
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  auto& info = *static_cast<UrlInfo*>(user);
+  const std::string_view line(data, size * count);
+  const size_t colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    std::string name(line.substr(0, colon));
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+      value.remove_suffix(1);
+    if (name == "etag") info.etag = value;
+    if (name == "last-modified") info.modified = value;
+  }
+  return size * count;
+}
+
 // Bytes [from, from + length) of `url` (length kToTheEnd: to its end) to `sink`, each attempt after
 // a passing failure resuming at the first byte not yet received.
 void fetch(const std::string& url, std::uint64_t from, std::uint64_t length,
            const std::function<bool(std::string_view)>& sink, const UrlOptions& options) {
   CURL* curl = thread_handle();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.retry_seconds);
+  const auto deadline = deadline_after(options.retry_seconds);
   double wait = 0.1;
   std::uint64_t at = from, left = length;
   while (true) {
@@ -134,16 +178,7 @@ void fetch(const std::string& url, std::uint64_t from, std::uint64_t length,
     if (rc == CURLE_HTTP_RETURNED_ERROR && code == 416) {
       throw FileError(url + ": ends before byte " + std::to_string(at + 1));
     }
-    std::string why = url;
-    why.append(": ").append(describe(rc, code));
-    if (!passing(rc, code)) throw FileError(why);
-    if (std::chrono::steady_clock::now() + std::chrono::duration<double>(wait) > deadline) {
-      why.append(" at byte ").append(std::to_string(at)).append(" (retried for ");
-      throw FileError(why.append(std::to_string(static_cast<int>(options.retry_seconds))).append(" s)"));
-    }
-    spdlog::warn("{} at byte {}; retrying", why, at);
-    std::this_thread::sleep_for(std::chrono::duration<double>(wait));
-    wait = std::min(wait * 2, 2.0);
+    retry_or_throw(url, rc, code, at, options, deadline, wait);
   }
 }
 
@@ -160,6 +195,29 @@ bool read_at(int fd, char* out, size_t length, std::uint64_t offset, const std::
 }
 
 }  // namespace
+
+UrlInfo url_info(const std::string& url, const UrlOptions& options) {
+  CURL* curl = thread_handle();
+  const auto deadline = deadline_after(options.retry_seconds);
+  double wait = 0.1;
+  while (true) {
+    UrlInfo info;
+    set_common(curl, url);
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &info);
+    const CURLcode rc = curl_easy_perform(curl);
+    long code = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+    if (rc == CURLE_OK) {
+      curl_off_t length = -1;
+      curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+      info.size = length >= 0 ? static_cast<std::uint64_t>(length) : kToTheEnd;
+      return info;
+    }
+    retry_or_throw(url, rc, code, 0, options, deadline, wait);
+  }
+}
 
 bool is_url(std::string_view source) { return source.starts_with("http://") || source.starts_with("https://"); }
 

@@ -212,6 +212,15 @@ DataSplit load_webdataset_data(OptionReader& data, const DataSetContext& context
   if (o.shuffle_buffer() < 1 || o.shuffle_buffer() > 10'000'000)
     data.fail("shuffle_buffer", "expected 1 to 10000000 samples");
   data.read("retry_seconds", o.retry_seconds());
+  if (data.has("index_cache")) {  // a folder, or false: URL shards indexed afresh each run
+    const nlohmann::json& v = data.json()["index_cache"];
+    if (v.is_boolean()) {
+      o.cache_index(data.get<bool>("index_cache", true));
+    } else {
+      o.index_cache(data.get<std::string>("index_cache", ""));
+      if (o.index_cache().empty()) data.fail("index_cache", "expected a folder, or false");
+    }
+  }
   if (!(o.retry_seconds() >= 0 && o.retry_seconds() <= 86400))
     data.fail("retry_seconds", "expected 0 to 86400 seconds");
   auto shards = [&](const std::string& key) {

@@ -37,9 +37,10 @@ const DataSets& data_set_registry() {
         }},
        {"webdataset",
         [] {
-          return DataSetKind{{"train_shards", "eval_shards", "shuffle_buffer", "retry_seconds", "channels",
-                              "image_size", "train_transforms", "eval_transforms", "normalize", "workers", "bad_files"},
-                             load_webdataset_data};
+          return DataSetKind{
+              {"train_shards", "eval_shards", "shuffle_buffer", "retry_seconds", "index_cache", "channels",
+               "image_size", "train_transforms", "eval_transforms", "normalize", "workers", "bad_files"},
+              load_webdataset_data};
         }},
        {"tokens", [] {
           return DataSetKind{{"train_files", "eval_files", "context", "vocab_size"}, load_tokens_data};

@@ -3,7 +3,8 @@
 # nginx): a run reading http:// shards ends with the weights of the same run on the local files;
 # nginx stopped and started again mid-epoch loses and repeats nothing (the same weights again, and
 # the reads that broke were retried); a shard that answers 404 is a one-line error, exit 2; predict
-# on image files with the webdataset recipe.
+# on image files with the webdataset recipe; the shards' indexes are kept (index_cache): a second run
+# asks HEAD and reads ranges only, and a corrupt kept index is said and rebuilt.
 # Usage: webdataset_nginx_test.sh BATON_BINARY
 set -uo pipefail
 baton=$1
@@ -57,7 +58,8 @@ pid $tmp/nginx/nginx.pid;
 error_log $tmp/nginx/error.log;
 events {}
 http {
-  access_log off;
+  log_format requests '\$request_method \$status range=\$http_range';
+  access_log $tmp/nginx/access.log requests;
   client_body_temp_path $tmp/nginx/body;
   proxy_temp_path $tmp/nginx/proxy;
   fastcgi_temp_path $tmp/nginx/fastcgi;
@@ -81,7 +83,7 @@ progress_bar: false
 model: {name: fashion_cnn}
 optimizer: {name: sgd, lr: 0.05, momentum: 0.9}
 data: {dataset: webdataset, train_shards: "$2", shuffle_buffer: 16, channels: 3, image_size: 20, batch_size: 12,
-       workers: 2, retry_seconds: 60, train_transforms: [{random_resized_crop: {scale: [0.5, 1.0]}}, horizontal_flip]}
+       workers: 2, retry_seconds: 60, index_cache: $tmp/index, train_transforms: [{random_resized_crop: {scale: [0.5, 1.0]}}, horizontal_flip]}
 YAML
 }
 sha() { "$baton" checkpoint inspect "$1/checkpoints/latest" --json 2>/dev/null | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['weights_sha256'])" 2>/dev/null; }
@@ -93,6 +95,12 @@ recipe http "http://127.0.0.1:$port/train-{000000..000002}.tar"
 expected=$(sha run_local)
 [ -n "$expected" ] && [ "$(sha run_http)" = "$expected" ] || fail "http shards: the weights differ from the local shards' run"
 
+# The shards' indexes were kept: a second run asks HEAD and reads ranges, never a whole shard.
+[ "$(ls index/*.json 2>/dev/null | wc -l)" -eq 3 ] || fail "index_cache: $(ls index 2>&1) (want 3 kept indexes)"
+[ "$(grep -c '^GET 200 range=-$' nginx/access.log)" -eq 3 ] || fail "the first run's whole-shard reads: $(grep -c '^GET 200' nginx/access.log), want 3"
+: >nginx/access.log
+"$nginx" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -s reopen 2>/dev/null
+
 # nginx stopped mid-epoch and started again 3 s later: the reads are retried, nothing lost or repeated.
 "$baton" train http.yaml --run-dir run_restart >restart.log 2>&1 &
 trainer=$!
@@ -102,6 +110,8 @@ stop_nginx
 sleep 3
 start_nginx || fail "nginx did not start again"
 wait "$trainer" || { fail "the run with nginx restarted mid-epoch"; tail -5 restart.log; }
+grep -q '^GET 200 range=-$' nginx/access.log && fail "a run with the indexes kept read whole shards again"
+grep -q '^HEAD 200' nginx/access.log || fail "a run with the indexes kept asked no HEAD: $(head -3 nginx/access.log)"
 grep -q "retrying" restart.log || fail "nginx's restart hit no read (nothing was retried): $(tail -3 restart.log)"
 [ "$(sha run_restart)" = "$expected" ] || fail "nginx restarted mid-epoch: the weights differ (an example lost or repeated)"
 
@@ -114,9 +124,14 @@ grep -q "train-000003.tar: HTTP 404 (not found)" missing.log || fail "a 404 shar
 [ "$(wc -l <missing.log)" -le 2 ] || fail "a 404 shard: more than a line: $(cat missing.log)"
 [ ! -e run_missing/checkpoints ] || fail "a 404 shard: checkpoints written"
 
-# Predict on image files with the webdataset recipe: a class a file.
+# Predict on image files with the webdataset recipe: a class a file. One kept index is corrupt: it
+# is said, and the shard indexed again.
+kept=$(ls index/*.json | head -1)
+printf '{"format": 1, "url"' >"$kept"
 "$baton" predict http.yaml --load run_http/model.pt --inputs predict --out p.npy >predict.log 2>&1 || fail "predict: $(tail -2 predict.log)"
 [ "$(grep -c 'predict/.\.png: [01] (' predict.log)" -eq 3 ] || fail "predict: $(cat predict.log)"
+grep -q "the kept index of .* does not read" predict.log || fail "a corrupt kept index was not said: $(head -3 predict.log)"
+/usr/bin/python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$kept" || fail "the corrupt kept index was not written again"
 
 [ "$failures" -eq 0 ] && echo "webdataset over nginx: ok"
 exit $((failures > 0))

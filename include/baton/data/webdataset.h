@@ -6,7 +6,8 @@
 //   baton::DataLoader loader(train, baton::DataLoaderOptions().batch_size(256));
 //
 // Opening a data set indexes its shards (each read once: a local shard's headers, a URL's bytes
-// streamed), so the samples are counted and every later read is a range. The shards are cut in
+// streamed, or a URL's index kept from an earlier run), so the samples are counted and every later
+// read is a range. The shards are cut in
 // chunks of shuffle_buffer samples, each read with one request. An epoch's order (epoch_order) is
 // the chunks shuffled, then the samples shuffled within windows of shuffle_buffer: a batch draws on
 // two or three chunks, and at most a few chunks are held at once. The order and each sample's crop
@@ -33,6 +34,11 @@ class WebDatasetOptions {
   BATON_ARG(int64_t, shuffle_buffer) = 1000;
   // How long a URL's broken connection or 5xx is retried (UrlOptions::retry_seconds).
   BATON_ARG(double, retry_seconds) = 60;
+  // A URL shard's index is kept in this folder (empty: $XDG_CACHE_HOME/baton/webdataset, else
+  // ~/.cache/baton/webdataset) and used again while the server gives the same size and ETag or
+  // Last-Modified (one HEAD request), so a second run or a resume does not download it again.
+  BATON_ARG(bool, cache_index) = true;
+  BATON_ARG(std::string, index_cache);
 };
 
 // "train-{000000..000099}.tar" → 100 names, zero padding kept; "{a,b}" lists; several braces

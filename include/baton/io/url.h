@@ -28,6 +28,15 @@ struct UrlOptions {
 // http:// or https://.
 bool is_url(std::string_view source);
 
+// What a URL's HEAD answer says of its current version: the size (UINT64_MAX when not given), the
+// ETag and Last-Modified headers (empty when not given). Retried as a read is.
+struct UrlInfo {
+  std::uint64_t size = 0;
+  std::string etag;
+  std::string modified;
+};
+UrlInfo url_info(const std::string& url, const UrlOptions& options = {});
+
 // Bytes [offset, offset + length) of a file or URL; fewer is an error ("ends at byte N").
 std::string read_range(const std::string& source, std::uint64_t offset, std::uint64_t length,
                        const UrlOptions& options = {});
