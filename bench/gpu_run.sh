@@ -46,7 +46,8 @@ build() {
     -DBATON_BUILD_EXAMPLES=OFF -DBATON_BUILD_BENCH=ON -DCCACHE_PROGRAM=CCACHE_PROGRAM-NOTFOUND \
     >"$out/configure.log" 2>&1 || { say "configure failed (exit $?)"; tail -30 "$out/configure.log"; return 1; }
   local rc=0
-  timeout $((deadline - (SECONDS - start))) cmake --build build-cuda -j "$(nproc)" --target "${TARGETS[@]}" \
+  # -k 0: a file that fails to compile leaves the other targets building (what built is tested).
+  timeout $((deadline - (SECONDS - start))) cmake --build build-cuda -j "$(nproc)" --target "${TARGETS[@]}" -- -k 0 \
     >"$out/build.log" 2>&1 || rc=$?
   grep -E "error" "$out/build.log" | head -20
   say "build: exit $rc at $((SECONDS - start)) s"
@@ -93,10 +94,10 @@ bench_rows() {
 # HERE: what the GPU machine will need, checked before a device call is spent on it.
 check() {
   local fail=0 need
-  for need in .device/setup.sh .device/debs .device/data .device/fortunes .device/peers; do
+  for need in .device/setup.sh .device/debs .device/debs-curl/libcurl4_*.deb .device/data .device/fortunes .device/peers; do
     [ -e "$need" ] || { echo "check: $need is missing (bench/gpu_prepare.sh makes it)"; fail=1; }
   done
-  for deb in libsqlite3-dev libsqlite3-0 libssl-dev libssl3; do
+  for deb in libsqlite3-dev libsqlite3-0 libssl-dev libssl3 libjpeg62-turbo-dev libpng-dev libsentencepiece-dev libcurl4-openssl-dev; do
     ls .device/debs/"${deb}"_*.deb >/dev/null 2>&1 || { echo "check: .device/debs has no $deb"; fail=1; }
   done
   cmp -s bench/gpu_setup.sh .device/setup.sh || { echo "check: .device/setup.sh is not bench/gpu_setup.sh (run bench/gpu_prepare.sh)"; fail=1; }
