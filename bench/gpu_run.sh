@@ -56,10 +56,30 @@ build() {
 
 # ctest -L gpu's members, run directly: ctest would first list the tests of every test program, and
 # only gpu_tests and baton are built here.
+# A test that crashes the program (a segfault) does not hide the tests after it: those run again,
+# each in a process of its own, and each crash is named with the stack gpu_tests prints.
+gtest_isolating_crashes() {
+  local deadline=$1 log=$2 rc=0 t test_rc
+  timeout $((deadline - SECONDS)) build-cuda/bin/gpu_tests --gtest_brief=0 >"$log" 2>&1 || rc=$?
+  [ "$rc" -gt 128 ] || [ "$rc" -eq 124 ] || return $rc
+  [ "$rc" -eq 124 ] && { echo "gpu_tests: out of time" >>"$log"; return $rc; }
+  echo "gpu_tests: the program died (exit $rc); the tests it did not finish, one process each:" >>"$log"
+  rc=0
+  for t in $(build-cuda/bin/gpu_tests --gtest_list_tests | awk '/^[^ ]/ {s = $1} /^  / {print s $1}'); do
+    grep -qE "^\[ +(OK|FAILED|SKIPPED) +\] $t " "$log" && continue
+    [ $((deadline - SECONDS)) -gt 5 ] || { echo "gpu_tests: no time left for $t" >>"$log"; rc=1; break; }
+    test_rc=0
+    timeout $((deadline - SECONDS)) build-cuda/bin/gpu_tests --gtest_filter="$t" >>"$log" 2>&1 || test_rc=$?
+    [ "$test_rc" -gt 128 ] && echo "[  CRASHED ] $t (exit $test_rc)" >>"$log"
+    [ "$test_rc" -eq 0 ] || rc=1
+  done
+  return $rc
+}
+
 gpu_tests() {
   local budget=$1 rc=0 until=$((SECONDS + $1))
-  timeout $((budget / 2)) build-cuda/bin/gpu_tests --gtest_brief=0 >"$out/gpu-tests.log" 2>&1 || rc=$?
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|^\[  FAILED|Failure" "$out/gpu-tests.log" | tail -60
+  gtest_isolating_crashes $((SECONDS + budget / 2)) "$out/gpu-tests.log" || rc=$?
+  grep -E "^\[  (PASSED|FAILED|SKIPPED|CRASHED) |^\[       OK|^gpu_tests:|Failure|^\S*\(\S*\+0x" "$out/gpu-tests.log" | tail -80 | { command -v c++filt >/dev/null && c++filt || cat; }
   local cli_rc=0 kill_rc=0
   timeout 45 tests/gpu/cli_cuda.sh build-cuda/bin/baton . >"$out/cli-cuda.log" 2>&1 || cli_rc=$?
   tail -5 "$out/cli-cuda.log"

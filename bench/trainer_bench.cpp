@@ -176,7 +176,7 @@ int overhead(const Flags& f) {
 }
 
 int host_time(const Flags& f) {
-  const auto w = tiny(c10::Device(f.device));
+  const auto w = tiny(baton::parse_device(f.device));  // "cuda": cuda:0, as a recipe's
   const bool cuda = w.device.is_cuda();
   hand_written(w, 200);
   std::vector<double> loop;

@@ -48,7 +48,7 @@ void GradScaler::unscale(torch::optim::Optimizer& optimizer) {
     const auto options = torch::TensorOptions().dtype(torch::kFloat).device(grads.front().device());
     at::Tensor found_inf = torch::zeros({1}, options);
     at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, torch::full({1}, inverse, options));
-    note(found_inf.view({}) > 0);
+    note(found_inf.squeeze(0) > 0);  // not view({}): LibTorch 2.x reads {} as a dtype (bytes)
   }
   p.unscaled = true;
 }

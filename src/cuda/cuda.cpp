@@ -24,7 +24,9 @@ using CudaEvent = at::cuda::CUDAEvent;
 namespace baton::cuda {
 namespace {
 
+// A device's index; -1 (c10::Device("cuda"), no index) is the current device, as in LibTorch.
 c10::DeviceIndex index_of(int device) {
+  if (device == -1 && device_count() > 0) return c10::cuda::current_device();
   if (device < 0 || device >= device_count()) {
     throw std::invalid_argument("cuda:" + std::to_string(device) + ": this machine has " +
                                 std::to_string(device_count()) + " CUDA device(s)");

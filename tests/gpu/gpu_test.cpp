@@ -1,5 +1,9 @@
 // What needs a CUDA device (ctest label gpu, make test-gpu). Without one every test is skipped with
 // a one-line reason; the same checks that need no device run in the unit label.
+#include <execinfo.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -39,6 +43,22 @@ using testing::quadrants;
   } while (false)
 
 const c10::Device kGpu(c10::kCUDA, 0);
+
+// A crash prints the stack before the program dies (the GPU machine has no debugger, and a device
+// call is minutes): bench/gpu_run.sh shows it, demangled. Only async-signal-safe calls.
+extern "C" void print_stack_and_die(int signal) {
+  void* frames[64];
+  const int n = backtrace(frames, 64);
+  const char head[] = "gpu_tests: crashed; the stack:\n";
+  [[maybe_unused]] const auto written = write(STDERR_FILENO, head, sizeof head - 1);
+  backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+[[maybe_unused]] const bool kStackOnCrash = [] {
+  for (const int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(s, print_stack_and_die);
+  return true;
+}();
 
 TrainerOptions gpu_options(const std::string& model_name = "fashion_cnn", int64_t n = 256) {
   torch::manual_seed(0);
