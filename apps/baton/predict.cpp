@@ -99,7 +99,7 @@ void run_predict(const PredictArgs& args) {
                   best[i].item<double>());
     }
   }
-  std::printf("predicted %lld examples: logits %s written to %s\n", static_cast<long long>(logits.size(0)),
+  std::printf("predicted %lld examples: outputs %s written to %s\n", static_cast<long long>(logits.size(0)),
               c10::str(logits.sizes()).c_str(), args.out.c_str());
 }
 

@@ -22,6 +22,7 @@
 #include "baton/io/run_dir.h"
 #include "baton/io/write.h"
 #include "baton/loggers/registry.h"
+#include "baton/loggers/table_files.h"
 #include "baton/loggers/tensorboard_logger.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_saver.h"
@@ -239,6 +240,7 @@ void add_run_loggers(TrainingRun& run, const fs::path& dir, bool writes) {
   for (const std::string& name : writes ? run.loggers : std::vector<std::string>{}) {
     loggers.push_back(make_run_logger(name, dir.string(), resume));
   }
+  if (writes) loggers.push_back(std::make_shared<TableFiles>(dir));  // eval/confusion_matrix.csv, ...
   run.options.loggers(loggers);
 }
 

@@ -23,6 +23,7 @@
 #include "baton/core/schedule.h"
 #include "baton/core/state.h"
 #include "baton/core/state_dict.h"
+#include "baton/core/task.h"
 #include "baton/core/time.h"
 #include "baton/core/trace.h"
 
@@ -43,6 +44,7 @@
 #include "baton/data/webdataset.h"
 
 #include "baton/models/export.h"
+#include "baton/models/loss.h"
 #include "baton/models/model.h"
 #include "baton/models/safetensors.h"
 #include "baton/models/surgery.h"
@@ -71,6 +73,7 @@
 #include "baton/loggers/plot.h"
 #include "baton/loggers/progress_bar.h"
 #include "baton/loggers/registry.h"
+#include "baton/loggers/table_files.h"
 #include "baton/loggers/tensorboard_logger.h"
 
 #include "baton/train/checkpoint.h"

@@ -18,6 +18,11 @@ void Logger::log_hyperparameters(const nlohmann::json& hyperparameters) {
   for (const auto& destination : destinations_) destination->log_hyperparameters(hyperparameters);
 }
 
+void Logger::log_table(const std::string& key, const Table& table, std::optional<int64_t> step) {
+  const int64_t at = step.value_or(state_->timestamp.batch());
+  for (const auto& destination : destinations_) destination->log_table(key, table, at);
+}
+
 void Logger::log_traces(const Traces& traces) {
   for (const auto& destination : destinations_) destination->log_traces(traces);
 }

@@ -53,6 +53,11 @@ TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets)
 
 int64_t TensorDataset::size() const { return inputs_.size(0); }
 
+int64_t TensorDataset::target_values() const {
+  if (!at::isFloatingType(targets_.scalar_type())) return 0;
+  return targets_.dim() == 1 ? 1 : targets_.numel() / std::max<int64_t>(1, targets_.size(0));
+}
+
 namespace {
 
 // Rows of a contiguous CPU tensor copied one by one: what index_select does, without LibTorch's

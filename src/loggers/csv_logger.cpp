@@ -10,21 +10,21 @@
 #include "baton/core/state.h"
 
 namespace baton {
-namespace {
 
-std::string format(double v) {
+std::string csv_number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.10g", v);
   return buf;
 }
 
-// A column name as one CSV field (quoted when it holds a comma or a quote).
-std::string field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
+
+namespace {
 
 // The fields of one CSV line (quoted fields unquoted).
 std::vector<std::string> fields_of(const std::string& line) {
@@ -117,7 +117,7 @@ void CsvLogger::rewrite() {
     std::ofstream out(tmp, std::ios::trunc);
     if (!out) throw std::runtime_error(path_ + ": cannot write metrics.csv");
     out << "step,time";
-    for (const auto& c : columns_) out << ',' << field(c);
+    for (const auto& c : columns_) out << ',' << csv_field(c);
     out << '\n';
     out.flush();
     if (!out) throw std::runtime_error(path_ + ": cannot write metrics.csv (the disk is full?)");
@@ -135,7 +135,7 @@ void CsvLogger::append(const Row& row) {
   for (const auto& c : columns_) {
     out << ',';
     const auto it = row.values.find(c);
-    if (it != row.values.end()) out << format(it->second);
+    if (it != row.values.end()) out << csv_number(it->second);
   }
   out << '\n';
   out.flush();

@@ -13,7 +13,7 @@ Classifier::Classifier(torch::nn::AnyModule module) : module_(std::move(module))
 at::Tensor Classifier::forward(const Batch& batch) { return module_.forward(batch.input); }
 
 at::Tensor Classifier::loss(const at::Tensor& outputs, const Batch& batch) {
-  return soft_cross_entropy(outputs, batch.target);
+  return loss_function()(outputs, batch.target);
 }
 
 at::Tensor Model::loss_per_example(const at::Tensor& /*outputs*/, const Batch& /*batch*/) {
@@ -21,7 +21,7 @@ at::Tensor Model::loss_per_example(const at::Tensor& /*outputs*/, const Batch& /
 }
 
 at::Tensor Classifier::loss_per_example(const at::Tensor& outputs, const Batch& batch) {
-  return soft_cross_entropy_per_example(outputs, batch.target);
+  return loss_function().per_example(outputs, batch.target);
 }
 
 at::Tensor soft_cross_entropy_per_example(const at::Tensor& sequence_logits, const at::Tensor& sequence_targets) {

@@ -29,8 +29,8 @@ std::vector<std::string> model_names() { return model_registry().names(); }
 
 std::shared_ptr<Model> make_model(const std::string& name, const ModelOptions& spec) {
   if (!model_registry().contains(name)) throw std::invalid_argument(unknown_name("model", name, model_names()));
-  if (spec.num_classes() < 2) {
-    throw std::invalid_argument("model '" + name + "': num_classes must be at least 2, got " +
+  if (spec.num_classes() < 1) {  // the outputs: classes, or values (1 for one regression target)
+    throw std::invalid_argument("model '" + name + "': num_classes (its outputs) must be at least 1, got " +
                                 std::to_string(spec.num_classes()));
   }
   return model_registry().make(name, spec);

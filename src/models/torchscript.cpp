@@ -28,10 +28,10 @@ class TorchScriptClassifier : public Model {
 
   at::Tensor forward(const Batch& batch) override { return module_.forward({batch.input}).toTensor(); }
   at::Tensor loss(const at::Tensor& outputs, const Batch& batch) override {
-    return soft_cross_entropy(outputs, batch.target);
+    return loss_function()(outputs, batch.target);
   }
   at::Tensor loss_per_example(const at::Tensor& outputs, const Batch& batch) override {
-    return soft_cross_entropy_per_example(outputs, batch.target);
+    return loss_function().per_example(outputs, batch.target);
   }
   void train(bool on) override {
     Model::train(on);

@@ -32,7 +32,7 @@ DataSplit load_fashion_mnist_data(OptionReader& data, const DataSetContext&) {
 }
 
 // data.dataset: files — arrays of inputs and labels (.npy, .csv, ...), standardised unless told not.
-DataSplit load_files(OptionReader& data, const DataSetContext&) {
+DataSplit load_files(OptionReader& data, const DataSetContext& context) {
   for (const char* key : {"train_inputs", "train_labels"}) {
     if (!data.has(key)) data.fail(key, "required when data.dataset is files");
   }
@@ -46,8 +46,23 @@ DataSplit load_files(OptionReader& data, const DataSetContext&) {
       data.fail(key, e.what());
     }
   };
+  // Values, as the loss needs them: [N] or [N, K] floats, every one finite.
+  auto values = [&](const std::string& key) {
+    at::Tensor y = read(key);
+    if (y.dim() < 1 || y.dim() > 2) {
+      data.fail(key, "labels of shape " + c10::str(y.sizes()) + ": the loss wants values [N] or [N, K]");
+    }
+    y = y.to(torch::kFloat);
+    const at::Tensor bad = y.isfinite().logical_not();
+    if (bad.any().item<bool>()) {
+      const int64_t row = bad.reshape({y.size(0), -1}).any(1).nonzero()[0][0].item<int64_t>();
+      data.fail(key, "row " + std::to_string(row) + " holds a value that is not finite (NaN or infinite)");
+    }
+    return y;
+  };
   // Class indices, one per example: [N] (or [N, 1]), from 0 to a class count a model can have.
   auto labels = [&](const std::string& key) {
+    if (context.float_targets) return values(key);
     at::Tensor y = read(key);
     if (y.dim() == 2 && y.size(1) == 1) y = y.flatten();
     if (y.dim() != 1) {
@@ -73,6 +88,10 @@ DataSplit load_files(OptionReader& data, const DataSetContext&) {
   if (data.has("eval_inputs")) {
     eval_x = inputs("eval_inputs");
     eval_y = labels("eval_labels");
+    if (context.float_targets && eval_y.sizes().slice(1) != train_y.sizes().slice(1)) {
+      data.fail("eval_labels", "values of shape " + c10::str(eval_y.sizes().slice(1)) +
+                                   " an example, but the training labels have " + c10::str(train_y.sizes().slice(1)));
+    }
     if (eval_x.sizes().slice(1) != train_x.sizes().slice(1)) {
       data.fail("eval_inputs", "examples of shape " + c10::str(eval_x.sizes().slice(1)) +
                                    " but the training examples are " + c10::str(train_x.sizes().slice(1)));

@@ -15,6 +15,9 @@ namespace baton {
 
 struct DataSetContext {
   uint64_t seed = 0;  // the run's seed: splits and shuffles that the data set itself makes
+  // The loss compares values (regression, binary_cross_entropy), not class indices: the files
+  // kind reads its labels as float [N] or [N, K].
+  bool float_targets = false;
 };
 
 struct DataSplit {

@@ -23,6 +23,7 @@
 #include "baton/io/file.h"
 #include "baton/loggers/registry.h"
 #include "baton/metrics/metrics.h"
+#include "baton/models/loss.h"
 #include "baton/models/safetensors.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
@@ -60,9 +61,81 @@ std::vector<std::shared_ptr<T>> build_named(OptionReader& top, const std::string
   return out;
 }
 
-// The data section: the data sets (on `device` when data.on_device says so).
-void load_data(OptionReader& data, uint64_t seed, const c10::Device& device, TrainingRun& run) {
-  DataSplit split = load_data_sets(data, DataSetContext{seed});
+// loss: a name (cross_entropy, binary_cross_entropy, mse, l1, smooth_l1) or one name's options
+// ({smooth_l1: {beta: 0.5}}). Default cross_entropy.
+Loss read_loss(OptionReader& top) {
+  if (!top.has("loss")) return Loss();
+  const nlohmann::json& spec = top.json()["loss"];
+  std::string name;
+  double beta = 1.0;
+  if (spec.is_string()) {
+    name = spec.get<std::string>();
+  } else if (spec.is_object() && spec.size() == 1) {
+    name = spec.begin().key();
+    if (!spec.begin().value().is_null()) {
+      OptionReader options = top.child("loss").child(name);
+      beta = options.number("beta", beta);
+      options.finish();
+      if (name != "smooth_l1" && options.has("beta"))
+        top.fail("loss", "beta is smooth_l1's option, not " + name + "'s");
+    }
+  } else {
+    top.fail("loss",
+             "expected a loss's name (cross_entropy, binary_cross_entropy, mse, l1, smooth_l1) or one "
+             "name with its options ({smooth_l1: {beta: 0.5}})");
+  }
+  try {
+    return Loss::named(name, beta);
+  } catch (const std::invalid_argument& e) {
+    top.fail("loss", e.what());
+  }
+}
+
+// eval_metrics: names (accuracy, f1, ...) or a name with its options ({f1: {average: micro}}:
+// f1_micro), each fitting the loss's outputs.
+std::vector<std::string> read_metric_names(OptionReader& top, const Loss& loss) {
+  const nlohmann::json& list = top.json()["eval_metrics"];
+  if (!list.is_array())
+    top.fail("eval_metrics", "expected a list of metrics, e.g. [accuracy, f1, {f1: {average: micro}}]");
+  std::vector<std::string> names;
+  for (const auto& item : list) {
+    if (item.is_string()) {
+      names.push_back(item.get<std::string>());
+      continue;
+    }
+    if (!item.is_object() || item.size() != 1) {
+      top.fail("eval_metrics",
+               "'" + item.dump() + "': expected a metric's name or {NAME: {average: macro|micro|binary}}");
+    }
+    const std::string name = item.begin().key();
+    const nlohmann::json& options = item.begin().value();
+    if (options.is_null()) {
+      names.push_back(name);
+    } else if (options.is_object() && options.size() == 1 && options.contains("average") &&
+               options["average"].is_string()) {
+      names.push_back(name + "_" + options["average"].get<std::string>());
+    } else {
+      top.fail("eval_metrics",
+               "'" + item.dump() + "': the one option of precision, recall and f1 is average (macro, micro or binary)");
+    }
+  }
+  MetricContext context;
+  context.task = loss.task();
+  context.loss_name = loss.name();
+  for (const auto& metric : names) {
+    try {
+      make_metric(metric, context);
+    } catch (const std::invalid_argument& e) {
+      top.fail("eval_metrics", e.what());
+    }
+  }
+  return names;
+}
+
+// The data section: the data sets (on `device` when data.on_device says so), their targets as the
+// loss needs them.
+void load_data(OptionReader& data, uint64_t seed, const c10::Device& device, const Loss& loss, TrainingRun& run) {
+  DataSplit split = load_data_sets(data, DataSetContext{seed, loss.float_targets()});
   run.train_data = std::move(split.train);
   run.eval_data = std::move(split.eval);
   if (data.get<bool>("on_device", false) && !device.is_cpu()) {  // gathered there, no copy per batch
@@ -84,7 +157,7 @@ void load_data(OptionReader& data, uint64_t seed, const c10::Device& device, Tra
 }
 
 // The loop's keys: how long, how often to evaluate and log, threads, data parallelism, the console.
-void read_loop_keys(OptionReader& top, TrainerOptions& o) {
+void read_loop_keys(OptionReader& top, const Loss& loss, TrainerOptions& o) {
   top.read("run_name", o.run_name());
   if (top.has("run_name") && !is_plain_name(o.run_name())) {
     top.fail("run_name", "'" + o.run_name() +
@@ -131,13 +204,8 @@ void read_loop_keys(OptionReader& top, TrainerOptions& o) {
   top.read("ddp_backend", o.ddp_backend());
   top.read("progress_bar", o.progress_bar());
   top.read("console_log_interval", o.console_log_interval());
-  if (top.has("eval_metrics")) o.eval_metrics(top.get<std::vector<std::string>>("eval_metrics", {}));
-  for (const auto& metric : o.eval_metrics()) {
-    try {
-      make_metric(metric);
-    } catch (const std::invalid_argument& e) {
-      top.fail("eval_metrics", e.what());
-    }
+  if (top.has("eval_metrics")) {
+    o.eval_metrics(read_metric_names(top, loss));
   }
 }
 
@@ -235,11 +303,29 @@ void build_loaders(OptionReader& data, uint64_t seed, TrainingRun& run) {
   }
 }
 
-void build_model(OptionReader& model, TrainingRun& run) {
+// The model's outputs: model.outputs, else what the targets need (K values a row: K; class indices:
+// the class count, or one yes/no output for two classes under binary_cross_entropy).
+int64_t model_outputs(OptionReader& model, const Dataset& data, const Loss& loss) {
+  const int64_t values = data.target_values();
+  int64_t outputs = values > 0 ? values : data.num_classes();
+  if (values == 0 && loss.task() == TaskKind::kBinary && outputs == 2) outputs = 1;
+  if (model.has("outputs")) {
+    outputs = model.get<int64_t>("outputs", 0);
+    if (outputs < 1 || outputs > 1000000) model.fail("outputs", "expected a number of outputs from 1 to 1,000,000");
+    if (values > 0 && outputs != values) {
+      model.fail("outputs", std::to_string(outputs) + ", but the labels hold " + std::to_string(values) + " value" +
+                                (values == 1 ? "" : "s") + " an example (the loss compares one output with each)");
+    }
+  }
+  return outputs;
+}
+
+void build_model(OptionReader& model, const Loss& loss, TrainingRun& run) {
   TrainerOptions& o = run.options;
   run.model_name = model.get<std::string>("name", "fashion_cnn");
-  ModelOptions spec =
-      ModelOptions().input_shape(run.train_data->input_shape()).num_classes(run.train_data->num_classes());
+  ModelOptions spec = ModelOptions()
+                          .input_shape(run.train_data->input_shape())
+                          .num_classes(model_outputs(model, *run.train_data, loss));
   if (model.has("hidden")) spec.hidden(model.get<std::vector<int64_t>>("hidden", {}));
   model.read("layers", spec.layers());
   model.read("width", spec.width());
@@ -254,6 +340,7 @@ void build_model(OptionReader& model, TrainingRun& run) {
     } catch (const std::exception& e) {
       model.fail("path", e.what());
     }
+    o.model()->set_loss_function(loss);
     return;
   }
   try {
@@ -268,6 +355,7 @@ void build_model(OptionReader& model, TrainingRun& run) {
   } catch (const std::bad_alloc&) {
     model.fail("name", "model '" + run.model_name + "' does not fit in memory with these options");
   }
+  o.model()->set_loss_function(loss);
   // Starting weights (a torchvision ResNet's, say), before any surgery: the names are the network's.
   if (model.has("weights")) {
     const std::string path = model.get<std::string>("weights", "");
@@ -404,6 +492,37 @@ void read_memory_format(OptionReader& top, const c10::Device& device, TrainingRu
   run.memory_format = nhwc ? "channels_last" : "contiguous";
 }
 
+// The loss against what the data set's targets are: values for mse, l1 and smooth_l1; values or
+// classes (one-hot) for binary_cross_entropy, but not token windows.
+void check_targets(OptionReader& top, OptionReader& data, const Loss& loss, const Dataset& train) {
+  const std::string kind = data.get<std::string>("dataset", "fashion_mnist");
+  if (loss.task() == TaskKind::kRegression && train.target_values() == 0) {
+    top.fail("loss",
+             loss.name() + " compares values, but data.dataset " + kind +
+                 " gives class indices; use cross_entropy, or data.dataset files with float labels ([N] or [N, K])");
+  }
+  if (loss.task() == TaskKind::kBinary &&
+      (train.tokens_per_example() > 0 || (train.target_values() == 0 && train.num_classes() == 0))) {
+    top.fail("loss",
+             "binary_cross_entropy needs 0/1 labels or classes, but data.dataset " + kind +
+                 (train.tokens_per_example() > 0 ? " is token windows (next-token prediction): use cross_entropy"
+                                                 : " gives none"));
+  }
+  if (loss.task() == TaskKind::kClasses && train.num_classes() == 1) {
+    data.fail("train_labels",
+              "every label is class 0: cross_entropy needs two classes at least (values? set loss: mse)");
+  }
+  const auto* tensors = dynamic_cast<const TensorDataset*>(&train);
+  if (loss.task() == TaskKind::kBinary && tensors != nullptr && train.target_values() > 0) {
+    const at::Tensor& y = tensors->targets();
+    if (y.numel() > 0 && (y.min().item<double>() < 0.0 || y.max().item<double>() > 1.0)) {
+      data.fail("train_labels",
+                "binary_cross_entropy compares probabilities: labels must be from 0 to 1, found " +
+                    std::to_string(y.min().item<double>() < 0.0 ? y.min().item<double>() : y.max().item<double>()));
+    }
+  }
+}
+
 }  // namespace
 
 TrainingRun build_run(const Recipe& recipe) {
@@ -415,12 +534,14 @@ TrainingRun build_run(const Recipe& recipe) {
   // LibTorch seeds its generator at random in each process: seed before the model is built, so
   // that the same recipe starts from the same weights.
   torch::manual_seed(seed);
-  read_loop_keys(top, o);
+  const Loss loss = read_loss(top);  // first: which metrics fit, how the labels are read
+  read_loop_keys(top, loss, o);
   // The device first: what auto precision picks and where data.on_device puts the data set.
   const c10::Device device = read_device_and_precision(top, o);
   read_step_and_checkpoint_keys(top, o);
   OptionReader data = top.child("data");
-  load_data(data, seed, device, run);
+  load_data(data, seed, device, loss, run);
+  check_targets(top, data, loss, *run.train_data);
   if (o.max_duration().unit() == TimeUnit::kToken && run.train_data->tokens_per_example() == 0) {
     top.fail("max_duration", "'" + top.get<std::string>("max_duration", "") + "' counts tokens, but data.dataset " +
                                  data.get<std::string>("dataset", "fashion_mnist") +
@@ -428,7 +549,7 @@ TrainingRun build_run(const Recipe& recipe) {
   }
   build_loaders(data, seed, run);
   OptionReader model = top.child("model");
-  build_model(model, run);
+  build_model(model, loss, run);
   OptionReader optimizer = top.child("optimizer");
   build_optimizer(optimizer, o);
   o.hyperparameters(yaml_to_json(recipe.root()));

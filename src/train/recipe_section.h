@@ -40,6 +40,7 @@ inline const std::vector<std::string> kTopKeys = {"run_name",
                                                   "progress_bar",
                                                   "console_log_interval",
                                                   "eval_metrics",
+                                                  "loss",
                                                   "data",
                                                   "model",
                                                   "optimizer",
@@ -57,8 +58,8 @@ inline const std::vector<std::string> kTopKeys = {"run_name",
                                                   "callbacks",
                                                   "loggers"};
 // The data section's keys are the loaders' and every data set kind's: data_keys() (src/train/registry.cpp).
-inline const std::vector<std::string> kModelKeys = {"name",  "hidden", "path",    "layers",
-                                                    "width", "heads",  "dropout", "weights"};
+inline const std::vector<std::string> kModelKeys = {"name",  "hidden",  "path",    "layers", "width",
+                                                    "heads", "dropout", "weights", "outputs"};
 inline const std::vector<std::string> kOptimizerKeys = {"name",         "lr",    "momentum", "dampening", "nesterov",
                                                         "weight_decay", "beta1", "beta2",    "eps"};
 inline const std::vector<std::string> kSchedulerKeys = {

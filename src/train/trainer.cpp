@@ -84,6 +84,17 @@ double* sgd_momentum(torch::optim::OptimizerParamGroup& group) {
   return sgd != nullptr ? &sgd->momentum() : nullptr;
 }
 
+// What the metrics need of the model: its outputs' kind and its loss (for "loss").
+MetricContext metric_context(const Model& model) {
+  MetricContext context;
+  context.task = model.task();
+  context.loss_name = model.loss_function().name();
+  context.loss_per_example = [loss = model.loss_function()](const at::Tensor& outputs, const at::Tensor& targets) {
+    return loss.per_example(outputs, targets);
+  };
+  return context;
+}
+
 }  // namespace
 
 namespace {
@@ -112,7 +123,8 @@ void check_options(TrainerOptions& o) {
     require(loader != nullptr, "TrainerOptions: evaluator '" + name + "' has no dataloader");
   }
   if (o.eval_metrics().empty()) o.eval_metrics(o.model()->metrics());
-  for (const auto& metric : o.eval_metrics()) make_metric(metric);  // throws for unknown names
+  // Unknown names, and metrics that do not fit the model's outputs, throw here.
+  for (const auto& metric : o.eval_metrics()) make_metric(metric, metric_context(*o.model()));
   require(!o.log_interval() || *o.log_interval() >= 1,
           "TrainerOptions: log_interval must be at least 1 batch (or auto)");
   require(!o.autoresume() || !o.save_folder().empty(),
@@ -692,13 +704,18 @@ void Trainer::Impl::evaluate(const std::string& label, DataLoader& loader) {
   Model& model = current_model();
   const EvalScope scope(state_, model, label, loader.num_batches());
   std::vector<std::unique_ptr<Metric>> metrics;
-  for (const auto& name : options_.eval_metrics()) metrics.push_back(make_metric(name));
+  for (const auto& name : options_.eval_metrics()) metrics.push_back(make_metric(name, metric_context(model)));
   engine_->run_event(Event::kEvalStart);
   eval_batches(loader, model, metrics);
   if (ddp_) reduce_over_ranks(metrics);
   Metrics values;
   auto& stored = state_.eval_metrics[label];
   for (auto& metric : metrics) {
+    if (metric->is_table()) {  // a file in the run folder, not a number
+      if (rank() == 0)
+        logger_->log_table(label + "/" + metric->name(), Table{metric->table(), loader.dataset()->class_names()});
+      continue;
+    }
     const double value = metric->compute();
     stored[metric->name()] = value;
     values[label + "/" + metric->name()] = value;
@@ -724,20 +741,45 @@ void Trainer::Impl::eval_batches(DataLoader& loader, Model& model, std::vector<s
   }
 }
 
-// The metrics over the whole evaluation set, not this rank's share: their sums added over the ranks.
+// The metrics over the whole evaluation set, not this rank's share: their sums added over the ranks
+// (a rank's shorter list, classes it never saw, padded with zeros), or for a metric whose state
+// cannot be added (AUROC's scores), every rank's state one after another. Two reductions: every
+// rank's lengths, then the values.
 void Trainer::Impl::reduce_over_ranks(std::vector<std::unique_ptr<Metric>>& metrics) {
-  std::vector<double> sums;
-  for (const auto& metric : metrics) {
-    const auto m = metric->sums();
-    sums.insert(sums.end(), m.begin(), m.end());
+  const auto world = static_cast<std::size_t>(ddp_->size());
+  const auto me = static_cast<std::size_t>(ddp_->rank());
+  std::vector<std::vector<double>> mine;
+  std::vector<double> lengths(metrics.size() * world, 0.0);
+  for (std::size_t i = 0; i < metrics.size(); ++i) {
+    mine.push_back(metrics[i]->sums());
+    lengths[i * world + me] = static_cast<double>(mine.back().size());
   }
-  sums = ddp_->allreduce(std::move(sums));
-  std::size_t at = 0;
-  for (auto& metric : metrics) {
-    const std::size_t k = metric->sums().size();
-    metric->set_sums(std::vector<double>(sums.begin() + static_cast<std::ptrdiff_t>(at),
-                                         sums.begin() + static_cast<std::ptrdiff_t>(at + k)));
-    at += k;
+  lengths = ddp_->allreduce(std::move(lengths));
+  std::vector<double> values;
+  std::vector<std::pair<std::size_t, std::size_t>> spans;  // each metric's [start, length) in values
+  for (std::size_t i = 0; i < metrics.size(); ++i) {
+    const auto rank_length = [&](std::size_t r) {
+      return static_cast<std::size_t>(std::llround(lengths[i * world + r]));
+    };
+    std::size_t length = 0;
+    std::size_t offset = 0;  // where this rank's state goes (concatenated)
+    for (std::size_t r = 0; r < world; ++r) {
+      if (metrics[i]->concatenated()) {
+        if (r < me) offset += rank_length(r);
+        length += rank_length(r);
+      } else {
+        length = std::max(length, rank_length(r));
+      }
+    }
+    spans.emplace_back(values.size(), length);
+    values.resize(values.size() + length, 0.0);
+    std::copy(mine[i].begin(), mine[i].end(),
+              values.begin() + static_cast<std::ptrdiff_t>(spans.back().first + offset));
+  }
+  values = ddp_->allreduce(std::move(values));
+  for (std::size_t i = 0; i < metrics.size(); ++i) {
+    const auto begin = values.begin() + static_cast<std::ptrdiff_t>(spans[i].first);
+    metrics[i]->set_sums(std::vector<double>(begin, begin + static_cast<std::ptrdiff_t>(spans[i].second)));
   }
 }
 

@@ -140,7 +140,7 @@ sys.exit(0 if steps == list(range(1, 26)) else 1)" && [ "$(grep -c '^[0-9]' "$tm
       { echo "FAIL: the history before SIGTERM was lost: $(grep -c train/loss "$tmp/sig/metrics.jsonl") train/loss lines, want $((stopped + 3))"; failures=$((failures + 1)); }
   fi
   "$baton" predict "$src/recipes/fashion_mnist.yaml" --load "$tmp/run/model.pt" --out "$tmp/p.npy" >"$tmp/predict.out" 2>&1 &&
-    grep -q "predicted 10000 examples: logits \[10000, 10\]" "$tmp/predict.out" && [ -s "$tmp/p.npy" ] ||
+    grep -q "predicted 10000 examples: outputs \[10000, 10\]" "$tmp/predict.out" && [ -s "$tmp/p.npy" ] ||
     { echo "FAIL: baton predict"; cat "$tmp/predict.out"; failures=$((failures + 1)); }
   # --inputs as the docs say: prepared as training prepared its inputs, so the test images given as a
   # file give the accuracy of the recipe's own evaluation data.

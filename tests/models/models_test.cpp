@@ -94,11 +94,15 @@ TEST(Metrics, TopKAndNames) {
   m->update(torch::tensor({{3.f, 2.f, 1.f}, {3.f, 2.f, 1.f}}), torch::tensor({1, 2}));
   EXPECT_DOUBLE_EQ(m->compute(), 0.5);
   EXPECT_EQ(make_metric("top10_accuracy")->name(), "top10_accuracy");
-  EXPECT_EQ(metric_names(), (std::vector<std::string>{"accuracy", "loss", "top<k>_accuracy"}));
-  for (const char* bad : {"f1", "top0_accuracy", "top_accuracy", "topx_accuracy", "top99999999_accuracy", "top5"}) {
+  EXPECT_EQ(metric_names(),
+            (std::vector<std::string>{"accuracy", "loss", "precision", "recall", "f1", "auroc", "confusion_matrix",
+                                      "mse", "mae", "r2", "perplexity", "top<k>_accuracy",
+                                      "<precision|recall|f1>_<macro|micro|binary>"}));
+  for (const char* bad :
+       {"f2", "f1_weighted", "top0_accuracy", "top_accuracy", "topx_accuracy", "top99999999_accuracy", "top5"}) {
     EXPECT_THAT([&] { make_metric(bad); },
                 ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr(
-                    "unknown metric '" + std::string(bad) + "' (known: accuracy, loss, top<k>_accuracy)")));
+                    "unknown metric '" + std::string(bad) + "' (known: accuracy, loss, precision, recall, f1, auroc")));
   }
 }
 

@@ -250,7 +250,13 @@ TEST(Trainer, RefusesBadOptions) {
   EXPECT_THROW(Trainer(small_options().max_duration("0.5dur")), std::invalid_argument);
   EXPECT_THROW(Trainer(small_options().eval_interval("10tok")), std::invalid_argument);
   EXPECT_THROW(Trainer(small_options().device_train_microbatch_size(0)), std::invalid_argument);
-  EXPECT_THROW(Trainer(small_options().eval_metrics({"f1"})), std::invalid_argument);
+  EXPECT_THROW(Trainer(small_options().eval_metrics({"f2"})), std::invalid_argument);
+  EXPECT_THAT(
+      [] {
+        Trainer t(small_options().eval_metrics({"accuracy", "r2"}));
+      },  // classes, not values
+      ::testing::ThrowsMessage<std::invalid_argument>(
+          HasSubstr("metric 'r2' needs values, but loss cross_entropy gives class logits")));
   EXPECT_THAT([] { Trainer t(small_options().device("cpu").cuda_graphs(CudaGraphs::kOn)); },
               ::testing::ThrowsMessage<std::invalid_argument>(
                   HasSubstr("cuda_graphs on needs a CUDA device (the run's device is cpu); use auto or off")));

@@ -56,6 +56,9 @@ class Dataset {
   virtual int64_t tokens_per_example() const { return 0; }
   // Number of classes for classification data (largest label + 1); 0 when not known.
   virtual int64_t num_classes() const { return 0; }
+  // Values per example of float targets (regression, multi-label 0/1): 1 for targets [N], K for
+  // [N, K]; 0 for class indices.
+  virtual int64_t target_values() const { return 0; }
   // The classes' names, a label's index into them (an image folder's class folders); empty when the
   // classes have no names.
   virtual std::vector<std::string> class_names() const { return {}; }
@@ -86,6 +89,7 @@ class TensorDataset : public Dataset {
   Batch get_batch(const at::Tensor& indices) const override;
   std::vector<int64_t> input_shape() const override;
   int64_t num_classes() const override { return num_classes_; }
+  int64_t target_values() const override;
   c10::Device device() const override { return inputs_.device(); }
   bool gather_is_cheap() const override { return true; }
   // The same examples on `device` (recipe key data.on_device: a data set that fits in the GPU's

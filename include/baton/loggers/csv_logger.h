@@ -48,4 +48,9 @@ class CsvLogger : public LoggerDestination {
   Row current_{};
 };
 
+// One CSV field: quoted when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& text);
+// A number as CSV cells hold it (%.10g: 17 becomes "17").
+std::string csv_number(double value);
+
 }  // namespace baton

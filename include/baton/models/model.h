@@ -12,6 +12,8 @@
 #include <torch/nn/modules/container/any.h>
 
 #include "baton/core/state.h"
+#include "baton/core/task.h"
+#include "baton/models/loss.h"
 
 namespace baton {
 
@@ -26,13 +28,24 @@ class Model : public torch::nn::Module {
   virtual at::Tensor loss_per_example(const at::Tensor& outputs, const Batch& batch);
   // The outputs for an evaluation or prediction batch. Default: forward(batch).
   virtual at::Tensor eval_forward(const Batch& batch) { return forward(batch); }
-  // The metrics it is evaluated with (names for make_metric). Default: accuracy and loss.
-  virtual std::vector<std::string> metrics() const { return {"accuracy", "loss"}; }
+  // The metrics it is evaluated with (names for make_metric). Default: the loss function's
+  // (accuracy and loss for classes, mae and loss for values).
+  virtual std::vector<std::string> metrics() const { return loss_function_.default_metrics(); }
+
+  // The loss function a Classifier or a TorchScript model trains with (recipe key `loss`), and
+  // what its outputs are. Default: cross-entropy over class logits. A model written with its own
+  // loss() keeps the default unless it sets one.
+  const Loss& loss_function() const { return loss_function_; }
+  virtual void set_loss_function(Loss loss) { loss_function_ = std::move(loss); }
+  TaskKind task() const { return loss_function_.task(); }
+
+ private:
+  Loss loss_function_;
 };
 
-// A classifier around any module whose forward takes and returns one tensor (logits).
-// The loss is cross-entropy; targets are class indices or, when an algorithm made them so
-// (label smoothing, MixUp), per-class probabilities of the outputs' shape.
+// A model around any module whose forward takes and returns one tensor, trained with its
+// loss_function(): cross-entropy unless set (targets class indices or, when an algorithm made them
+// so (label smoothing, MixUp), per-class probabilities of the outputs' shape), or any other Loss.
 class Classifier : public Model {
  public:
   explicit Classifier(torch::nn::AnyModule module);
@@ -50,8 +63,8 @@ class Classifier : public Model {
   torch::nn::AnyModule module_;
 };
 
-// A TorchScript module (torch.jit.save in Python, or torch::jit::Module::save) trained as a
-// classifier in C++: its parameters become this module's, so optimizers, checkpoints and
+// A TorchScript module (torch.jit.save in Python, or torch::jit::Module::save) trained in C++ with
+// its loss_function(): its parameters become this module's, so optimizers, checkpoints and
 // algorithms see them. Throws std::runtime_error naming the file when it cannot be loaded.
 std::shared_ptr<Model> load_torchscript_classifier(const std::string& path);
 
