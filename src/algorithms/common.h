@@ -42,9 +42,10 @@ inline ScheduleClock clock_of(const State& state) {
 }
 
 // Targets as per-class probabilities [N, classes]: class indices become one-hot; soft targets
-// are kept.
+// and values are kept (values [N] as [N, 1]).
 inline at::Tensor soft_targets(const at::Tensor& target, int64_t classes) {
-  if (at::isFloatingType(target.scalar_type()) && target.dim() == 2) return target;
+  // Values (regression, yes/no labels, probabilities already): one row an example.
+  if (at::isFloatingType(target.scalar_type())) return target.dim() == 1 ? target.unsqueeze(1) : target;
   return torch::one_hot(target.to(torch::kLong), classes).to(torch::kFloat);
 }
 

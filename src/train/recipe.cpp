@@ -554,6 +554,11 @@ TrainingRun build_run(const Recipe& recipe) {
   build_optimizer(optimizer, o);
   o.hyperparameters(yaml_to_json(recipe.root()));
   build_plugins(top, run);
+  for (const auto& algorithm : o.algorithms()) {  // what smooths class probabilities needs them
+    if (std::dynamic_pointer_cast<LabelSmoothing>(algorithm) && loss.task() != TaskKind::kClasses) {
+      top.fail("algorithms", "label_smoothing smooths class probabilities: it needs loss cross_entropy, not " + loss.name());
+    }
+  }
   read_memory_format(top, device, run);
   if (top.has("scheduler")) {
     OptionReader scheduler = top.child("scheduler");

@@ -178,4 +178,10 @@ refuse classes.yaml "labels must be from 0 to 1" --set loss=binary_cross_entropy
 refuse classes.yaml "but the labels hold 2 values" --set loss=mse --set data.train_labels=values2_train.npy \
   --set data.eval_labels=values2_eval.npy --set "eval_metrics=[mse]" --set model.outputs=3
 
+refuse regression.yaml "label_smoothing smooths class probabilities: it needs loss cross_entropy, not mse" \
+  --set "algorithms={label_smoothing: {smoothing: 0.1}}"
+# MixUp mixes values as it mixes classes: a regression trains with it.
+"$baton" train regression.yaml --run-dir mixup --set "algorithms={mixup: {alpha: 0.2}}" >mixup.log 2>&1 ||
+  { fail "mse with mixup"; cat mixup.log; }
+
 [ $failures -eq 0 ] && echo "losses_metrics: ok" || { echo "losses_metrics: $failures failure(s)"; exit 1; }
