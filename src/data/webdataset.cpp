@@ -24,6 +24,7 @@ namespace {
 
 constexpr size_t kMaxNames = 1'000'000;            // shards a pattern names
 constexpr int64_t kMaxSamples = 100'000'000;       // samples in one data set
+constexpr size_t kMaxMembers = 10'000'000;         // members of one shard (an endless stream stops here)
 constexpr uint64_t kMaxImageBytes = 64ull << 20;   // as read_image_file's bound
 constexpr uint64_t kMaxChunkBytes = 256ull << 20;  // one read
 constexpr uint64_t kMaxLongName = 64 << 10;        // a GNU long name or pax header
@@ -180,6 +181,9 @@ class TarScanner {
       return expect(type == 'L' ? Want::kLongName : Want::kPax, content, size);
     }
     if (type == '0' || type == '\0' || type == '7') {
+      if (members_.size() >= kMaxMembers) {
+        throw ImageError(shard_ + ": more than 10,000,000 members in one shard; split it into shards");
+      }
       members_.push_back({name, content, size, {}});
       if (lower(name).ends_with(".cls") && size > 0) {
         bounded(kMaxLabelBytes, "a .cls member");
