@@ -320,6 +320,33 @@ int64_t model_outputs(OptionReader& model, const Dataset& data, const Loss& loss
   return outputs;
 }
 
+// A model whose outputs the recipe does not decide (TorchScript): its outputs for two training
+// examples against the loss and the labels, before anything trains (the file named).
+void check_outputs_fit(OptionReader& reader, Model& model, const Dataset& data, const Loss& loss,
+                       const std::string& path) {
+  Batch batch = data.get_batch(torch::arange(std::min<int64_t>(2, data.size()), torch::kLong));
+  batch.input = data.finish_inputs(batch.input);
+  torch::NoGradGuard no_grad;
+  model.eval();
+  std::string problem;
+  try {
+    const at::Tensor outputs = model.forward(batch);
+    const int64_t classes = data.num_classes();
+    if (loss.task() == TaskKind::kClasses && (outputs.dim() < 2 || outputs.size(-1) < classes)) {
+      problem = "outputs " + c10::str(outputs.sizes()) + ", but the labels have " + std::to_string(classes) +
+                " classes (" + loss.name() + " wants [N, classes])";
+    } else {
+      loss(outputs, batch.target);
+    }
+  } catch (const c10::Error& e) {
+    problem = detail::first_line(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  model.train();
+  if (!problem.empty()) reader.fail("path", path + ": its outputs do not fit loss " + loss.name() + ": " + problem);
+}
+
 void build_model(OptionReader& model, const Loss& loss, TrainingRun& run) {
   TrainerOptions& o = run.options;
   run.model_name = model.get<std::string>("name", "fashion_cnn");
@@ -341,6 +368,7 @@ void build_model(OptionReader& model, const Loss& loss, TrainingRun& run) {
       model.fail("path", e.what());
     }
     o.model()->set_loss_function(loss);
+    check_outputs_fit(model, *o.model(), *run.train_data, loss, run.model_path);
     return;
   }
   try {
@@ -556,7 +584,8 @@ TrainingRun build_run(const Recipe& recipe) {
   build_plugins(top, run);
   for (const auto& algorithm : o.algorithms()) {  // what smooths class probabilities needs them
     if (std::dynamic_pointer_cast<LabelSmoothing>(algorithm) && loss.task() != TaskKind::kClasses) {
-      top.fail("algorithms", "label_smoothing smooths class probabilities: it needs loss cross_entropy, not " + loss.name());
+      top.fail("algorithms",
+               "label_smoothing smooths class probabilities: it needs loss cross_entropy, not " + loss.name());
     }
   }
   read_memory_format(top, device, run);

@@ -178,6 +178,16 @@ refuse classes.yaml "labels must be from 0 to 1" --set loss=binary_cross_entropy
 refuse classes.yaml "but the labels hold 2 values" --set loss=mse --set data.train_labels=values2_train.npy \
   --set data.eval_labels=values2_eval.npy --set "eval_metrics=[mse]" --set model.outputs=3
 
+# A TorchScript model (here: regression2's exported) trains with any loss its outputs fit; outputs
+# that do not fit are refused before training, naming the file.
+"$baton" export run_regression2/model.pt --recipe regression2.yaml --torchscript two.ts >export.log 2>&1 ||
+  { fail "export"; cat export.log; }
+"$baton" train regression2.yaml --run-dir ts_ok --set "model={name: torchscript, path: two.ts}" --set loss=mse >ts.log 2>&1 ||
+  { fail "a TorchScript model with mse"; cat ts.log; }
+refuse regression.yaml "two.ts: its outputs do not fit loss mse: loss mse: outputs \[2, 2\] and targets \[2\]" \
+  --set "model={name: torchscript, path: two.ts}"
+refuse classes.yaml "two.ts: its outputs do not fit loss cross_entropy: outputs \[2, 2\], but the labels have 4 classes" \
+  --set "model={name: torchscript, path: two.ts}"
 refuse regression.yaml "label_smoothing smooths class probabilities: it needs loss cross_entropy, not mse" \
   --set "algorithms={label_smoothing: {smoothing: 0.1}}"
 # MixUp mixes values as it mixes classes: a regression trains with it.
