@@ -27,7 +27,9 @@ void run_eval(const EvalArgs& args) {
   const std::vector<std::string> sets = with_device(args.sets, args.device);
   check_weights_file(args.load);  // before the data is read
   TrainingRun run = build_run(Recipe::load(args.recipe, sets));
-  if (!run.eval_data) throw RecipeError(args.recipe + ": the recipe has no evaluation data");
+  if (!run.eval_data && run.eval_sets.empty()) {
+    throw RecipeError(args.recipe + ": the recipe has no evaluation data (the data set's own, or an eval: section)");
+  }
   const auto trainer = trainer_with_weights(run.options, args.load);
   for (const auto& [label, metrics] : trainer->eval()) {
     for (const auto& [name, value] : metrics) std::printf("%s/%s %.4f\n", label.c_str(), name.c_str(), value);

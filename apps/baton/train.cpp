@@ -193,15 +193,7 @@ class TrialReporter : public Callback {
       std::fflush(stdout);
     }
   }
-  std::optional<double> value(const State& state) const {
-    const auto slash = metric_.find('/');
-    if (slash == std::string::npos) return std::nullopt;
-    auto label = state.eval_metrics.find(metric_.substr(0, slash));
-    if (label == state.eval_metrics.end()) return std::nullopt;
-    auto v = label->second.find(metric_.substr(slash + 1));
-    if (v == label->second.end()) return std::nullopt;
-    return v->second;
-  }
+  std::optional<double> value(const State& state) const { return state.eval_metric(metric_); }
 
  private:
   std::string metric_;

@@ -11,9 +11,10 @@
 namespace baton {
 namespace {
 
-// "eval/accuracy" -> {"eval", "accuracy"}.
+// "eval/accuracy" -> {"eval", "accuracy"}; "eval/val/f1" -> {"eval/val", "f1"} (an evaluation set's
+// label is all before the last '/').
 std::pair<std::string, std::string> split_monitor(const std::string& monitor) {
-  const auto slash = monitor.find('/');
+  const auto slash = monitor.rfind('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == monitor.size()) {
     throw std::invalid_argument("monitor must be '<evaluator>/<metric>' such as eval/accuracy, got '" + monitor + "'");
   }
@@ -24,14 +25,6 @@ bool greater_is_better(Comparison comparison, const std::string& metric) {
   if (comparison == Comparison::kGe) return true;
   if (comparison == Comparison::kLe) return false;
   return metric.find("loss") == std::string::npos && metric.find("error") == std::string::npos;
-}
-
-std::optional<double> metric_of(const State& state, const std::string& label, const std::string& metric) {
-  const auto l = state.eval_metrics.find(label);
-  if (l == state.eval_metrics.end()) return std::nullopt;
-  const auto m = l->second.find(metric);
-  if (m == l->second.end()) return std::nullopt;
-  return m->second;
 }
 
 }  // namespace
@@ -53,7 +46,7 @@ void ThresholdStopper::check(State& state, double value) {
 
 void ThresholdStopper::eval_end(State& state, Logger& /*logger*/) {
   if (state.dataloader_label != label_) return;
-  if (auto v = metric_of(state, label_, metric_)) check(state, *v);
+  if (auto v = state.eval_metric(options_.monitor())) check(state, *v);
 }
 
 void ThresholdStopper::batch_end(State& state, Logger& /*logger*/) {
@@ -70,7 +63,7 @@ EarlyStopper::EarlyStopper(EarlyStopperOptions options) : options_(std::move(opt
 
 void EarlyStopper::eval_end(State& state, Logger& /*logger*/) {
   if (state.dataloader_label != label_) return;
-  const auto value = metric_of(state, label_, metric_);
+  const auto value = state.eval_metric(options_.monitor());
   if (!value) return;
   const int64_t now =
       options_.patience().unit() == TimeUnit::kEpoch ? state.timestamp.epoch() : state.timestamp.batch();

@@ -41,6 +41,16 @@ std::optional<double> State::elapsed_duration() const {
   return timestamp.get(max_duration->unit()) / *max_duration;
 }
 
+std::optional<double> State::eval_metric(const std::string& key) const {
+  const auto slash = key.rfind('/');
+  if (slash == std::string::npos) return std::nullopt;
+  const auto label = eval_metrics.find(key.substr(0, slash));
+  if (label == eval_metrics.end()) return std::nullopt;
+  const auto value = label->second.find(key.substr(slash + 1));
+  if (value == label->second.end()) return std::nullopt;
+  return value->second;
+}
+
 StateDict State::state_dict() const {
   StateDict out;
   out.values["timestamp"] = timestamp.state_dict();

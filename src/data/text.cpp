@@ -25,16 +25,25 @@ std::string read_text(const std::string& path) {
   return text;
 }
 
-// Token ids of the text and the vocabulary's size.
-std::pair<at::Tensor, int64_t> tokenize(const std::string& text, TextTokens kind) {
+// Token ids of `text` and the vocabulary's size: bytes, or the characters `vocabulary` holds (the
+// training text's), in byte order. A character outside them throws, naming `path` and where it is.
+std::pair<at::Tensor, int64_t> tokenize(const std::string& text, TextTokens kind, const std::string& vocabulary,
+                                        const std::string& path) {
   at::Tensor bytes =
       torch::from_blob(const_cast<char*>(text.data()), {static_cast<int64_t>(text.size())}, torch::kUInt8)
           .to(torch::kLong);
   if (kind == TextTokens::kBytes) return {bytes, 256};
   std::array<int64_t, 256> id{};
-  for (unsigned char c : text) id[c] = 1;
+  for (unsigned char c : vocabulary) id[c] = 1;
   int64_t vocab = 0;
   for (auto& v : id) v = v ? vocab++ : -1;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (id[static_cast<unsigned char>(text[i])] < 0) {
+      throw std::runtime_error(path + ": byte " + std::to_string(i) + " is character " +
+                               std::to_string(static_cast<unsigned char>(text[i])) +
+                               ", which the training text never has (set tokens: bytes)");
+    }
+  }
   const at::Tensor table = torch::tensor(std::vector<int64_t>(id.begin(), id.end()), torch::kLong);
   return {table.index_select(0, bytes), vocab};
 }
@@ -113,7 +122,7 @@ std::pair<std::shared_ptr<TextDataset>, std::shared_ptr<TextDataset>> load_text(
   }
   if (options.context() < 1) throw OptionError("context", "must be at least 1");
   const std::string text = read_text(path);
-  auto [tokens, vocab] = tokenize(text, options.tokens());
+  auto [tokens, vocab] = tokenize(text, options.tokens(), text, path);
   const int64_t n = tokens.size(0);
   const auto valid = static_cast<int64_t>(static_cast<double>(n) * options.validation_fraction());
   if (valid < options.context() + 1 || n - valid < options.context() + 1) {
@@ -125,6 +134,18 @@ std::pair<std::shared_ptr<TextDataset>, std::shared_ptr<TextDataset>> load_text(
   auto validation = std::make_shared<TextDataset>(tokens.slice(0, n - valid).clone(), options.context(), vocab,
                                                   /*random_offsets=*/false, options.seed());
   return {train, validation};
+}
+
+std::shared_ptr<TextDataset> load_text_eval(const std::string& path, const std::string& training_path,
+                                            const TextOptions& options) {
+  if (options.context() < 1) throw OptionError("context", "must be at least 1");
+  const std::string vocabulary = options.tokens() == TextTokens::kChars ? read_text(training_path) : std::string();
+  auto [tokens, vocab] = tokenize(read_text(path), options.tokens(), vocabulary, path);
+  if (tokens.size(0) < options.context() + 1) {
+    throw std::runtime_error(path + ": " + std::to_string(tokens.size(0)) + " characters are too few for a window of " +
+                             std::to_string(options.context()));
+  }
+  return std::make_shared<TextDataset>(tokens, options.context(), vocab, /*random_offsets=*/false, options.seed());
 }
 
 }  // namespace baton

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 
 #include <torch/torch.h>
 
@@ -22,13 +23,24 @@ namespace baton {
 constexpr int64_t kMaxClasses = 1000000;
 
 // data.dataset: fashion_mnist — the IDX files of Fashion-MNIST in `dir`.
-DataSplit load_fashion_mnist_data(OptionReader& data, const DataSetContext&) {
+// A named evaluation set: {dir: D}, the test files of D, standardised as the training set.
+DataSplit load_fashion_mnist_data(OptionReader& data, const DataSetContext& context) {
+  DataSplit split;
   try {
-    auto [train, eval] = load_fashion_mnist(data.get<std::string>("dir", kFashionMnistDir));
-    return {train, eval};
+    std::tie(split.train, split.eval) = load_fashion_mnist(data.get<std::string>("dir", kFashionMnistDir));
   } catch (const std::runtime_error& e) {
     data.fail("dir", e.what());
   }
+  const Standardization standardization = *std::static_pointer_cast<TensorDataset>(split.train)->standardization();
+  open_eval_sets(context, split, [&](OptionReader& set, const std::string&) -> std::shared_ptr<Dataset> {
+    if (!set.has("dir")) set.fail_self("expected dir: a folder of Fashion-MNIST's IDX files (its t10k files)");
+    try {
+      return load_fashion_mnist_test(set.get<std::string>("dir", ""), standardization);
+    } catch (const std::runtime_error& e) {
+      set.fail("dir", e.what());
+    }
+  });
+  return split;
 }
 
 // data.dataset: files — arrays of inputs and labels (.npy, .csv, ...), standardised unless told not.
@@ -39,81 +51,90 @@ DataSplit load_files(OptionReader& data, const DataSetContext& context) {
   if (data.has("eval_inputs") != data.has("eval_labels")) {
     data.fail(data.has("eval_inputs") ? "eval_labels" : "eval_inputs", "eval_inputs and eval_labels go together");
   }
-  auto read = [&](const std::string& key) {
+  auto read = [](OptionReader& r, const std::string& key) {
     try {
-      return read_array(data.get<std::string>(key, ""));
+      return read_array(r.get<std::string>(key, ""));
     } catch (const std::runtime_error& e) {  // missing, not a regular file, corrupt: the key and the file
-      data.fail(key, e.what());
+      r.fail(key, e.what());
     }
   };
   // Values, as the loss needs them: [N] or [N, K] floats, every one finite.
-  auto values = [&](const std::string& key) {
-    at::Tensor y = read(key);
+  auto values = [&](OptionReader& r, const std::string& key) {
+    at::Tensor y = read(r, key);
     if (y.dim() < 1 || y.dim() > 2) {
-      data.fail(key, "labels of shape " + c10::str(y.sizes()) + ": the loss wants values [N] or [N, K]");
+      r.fail(key, "labels of shape " + c10::str(y.sizes()) + ": the loss wants values [N] or [N, K]");
     }
     y = y.to(torch::kFloat);
     const at::Tensor bad = y.isfinite().logical_not();
     if (bad.any().item<bool>()) {
       const int64_t row = bad.reshape({y.size(0), -1}).any(1).nonzero()[0][0].item<int64_t>();
-      data.fail(key, "row " + std::to_string(row) + " holds a value that is not finite (NaN or infinite)");
+      r.fail(key, "row " + std::to_string(row) + " holds a value that is not finite (NaN or infinite)");
     }
     return y;
   };
   // Class indices, one per example: [N] (or [N, 1]), from 0 to a class count a model can have.
-  auto labels = [&](const std::string& key) {
-    if (context.float_targets) return values(key);
-    at::Tensor y = read(key);
+  auto labels = [&](OptionReader& r, const std::string& key) {
+    if (context.float_targets) return values(r, key);
+    at::Tensor y = read(r, key);
     if (y.dim() == 2 && y.size(1) == 1) y = y.flatten();
     if (y.dim() != 1) {
-      data.fail(key, "labels of shape " + c10::str(y.sizes()) + ": expected one class index per example ([N])");
+      r.fail(key, "labels of shape " + c10::str(y.sizes()) + ": expected one class index per example ([N])");
     }
     y = y.to(torch::kLong);
     if (y.numel() > 0 && (y.min().item<int64_t>() < 0 || y.max().item<int64_t>() >= kMaxClasses)) {
       const int64_t bad = y.min().item<int64_t>() < 0 ? y.min().item<int64_t>() : y.max().item<int64_t>();
-      data.fail(key, "label " + std::to_string(bad) + ": class indices run from 0 to the number of classes - 1 (" +
-                         "at most " + std::to_string(kMaxClasses) + ")");
+      r.fail(key, "label " + std::to_string(bad) + ": class indices run from 0 to the number of classes - 1 (" +
+                      "at most " + std::to_string(kMaxClasses) + ")");
     }
     return y;
   };
-  auto inputs = [&](const std::string& key) {
-    at::Tensor x = as_float_inputs(read(key));
-    if (x.size(0) == 0) data.fail(key, "holds 0 examples");
+  auto inputs = [&](OptionReader& r, const std::string& key) {
+    at::Tensor x = as_float_inputs(read(r, key));
+    if (x.size(0) == 0) r.fail(key, "holds 0 examples");
     return x;
   };
-  at::Tensor train_x = inputs("train_inputs");
-  at::Tensor train_y = labels("train_labels");
-  at::Tensor eval_x;
-  at::Tensor eval_y;
-  if (data.has("eval_inputs")) {
-    eval_x = inputs("eval_inputs");
-    eval_y = labels("eval_labels");
-    if (context.float_targets && eval_y.sizes().slice(1) != train_y.sizes().slice(1)) {
-      data.fail("eval_labels", "values of shape " + c10::str(eval_y.sizes().slice(1)) +
-                                   " an example, but the training labels have " + c10::str(train_y.sizes().slice(1)));
+  auto tensors = [](OptionReader& r, const std::string& labels_key, const at::Tensor& x, const at::Tensor& y) {
+    try {
+      return std::make_shared<TensorDataset>(x, y);
+    } catch (const std::invalid_argument& e) {  // not as many labels as inputs
+      r.fail(labels_key, e.what());
     }
-    if (eval_x.sizes().slice(1) != train_x.sizes().slice(1)) {
-      data.fail("eval_inputs", "examples of shape " + c10::str(eval_x.sizes().slice(1)) +
-                                   " but the training examples are " + c10::str(train_x.sizes().slice(1)));
-    }
-  }
+  };
+  at::Tensor train_x = inputs(data, "train_inputs");
+  const at::Tensor train_y = labels(data, "train_labels");
   std::optional<Standardization> standardization;
   if (data.get<bool>("standardize", true)) {
-    const at::Tensor mean = train_x.mean();
-    const at::Tensor std = train_x.std().clamp_min(1e-12);
-    train_x = (train_x - mean) / std;
-    if (eval_x.defined()) eval_x = (eval_x - mean) / std;
-    standardization = Standardization{mean.item<double>(), std.item<double>()};
+    standardization = Standardization{train_x.mean().item<double>(), train_x.std().clamp_min(1e-12).item<double>()};
   }
-  try {
-    auto train = std::make_shared<TensorDataset>(train_x, train_y);
-    if (standardization) train->set_standardization(*standardization);
-    DataSplit split{train, nullptr};
-    if (eval_x.defined()) split.eval = std::make_shared<TensorDataset>(eval_x, eval_y);
-    return split;
-  } catch (const std::invalid_argument& e) {
-    data.fail("train_labels", e.what());
-  }
+  // An evaluation set: `prefix`inputs and `prefix`labels, shaped as the training examples and labels,
+  // standardised as they are.
+  auto eval_set = [&](OptionReader& r, const std::string& prefix) -> std::shared_ptr<Dataset> {
+    const std::string inputs_key = prefix + "inputs";
+    const std::string labels_key = prefix + "labels";
+    if (!r.has(inputs_key) || !r.has(labels_key)) {
+      r.fail(r.has(inputs_key) ? labels_key : inputs_key, inputs_key + " and " + labels_key + " go together");
+    }
+    at::Tensor x = inputs(r, inputs_key);
+    const at::Tensor y = labels(r, labels_key);
+    if (context.float_targets && y.sizes().slice(1) != train_y.sizes().slice(1)) {
+      r.fail(labels_key, "values of shape " + c10::str(y.sizes().slice(1)) +
+                             " an example, but the training labels have " + c10::str(train_y.sizes().slice(1)));
+    }
+    if (x.sizes().slice(1) != train_x.sizes().slice(1)) {
+      r.fail(inputs_key, "examples of shape " + c10::str(x.sizes().slice(1)) + " but the training examples are " +
+                             c10::str(train_x.sizes().slice(1)));
+    }
+    if (standardization) x = (x - standardization->mean) / standardization->std;
+    return tensors(r, labels_key, x, y);
+  };
+  DataSplit split;
+  if (data.has("eval_inputs")) split.eval = eval_set(data, "eval_");
+  open_eval_sets(context, split, eval_set);
+  if (standardization) train_x = (train_x - standardization->mean) / standardization->std;
+  auto train = tensors(data, "train_labels", train_x, train_y);
+  if (standardization) train->set_standardization(*standardization);
+  split.train = train;
+  return split;
 }
 
 // data.dataset: text — next-token windows over a text file or folder.
@@ -123,14 +144,25 @@ DataSplit load_text_data(OptionReader& data, const DataSetContext& context) {
   data.read("tokens", t.tokens());
   data.read("validation_fraction", t.validation_fraction());
   t.seed(context.seed);
+  const std::string path = data.get<std::string>("path", kDefaultTextPath);
+  DataSplit split;
   try {
-    auto [train, eval] = load_text(data.get<std::string>("path", kDefaultTextPath), t);
-    return {train, eval};
+    std::tie(split.train, split.eval) = load_text(path, t);
   } catch (const OptionError& e) {
     data.fail(e.key(), e.what());
   } catch (const std::exception& e) {
     data.fail("path", e.what());
   }
+  // A named evaluation set: {path: P}, all of P's text in the training text's tokens.
+  open_eval_sets(context, split, [&](OptionReader& set, const std::string&) -> std::shared_ptr<Dataset> {
+    if (!set.has("path")) set.fail_self("expected path: a text file or folder");
+    try {
+      return load_text_eval(set.get<std::string>("path", ""), path, t);
+    } catch (const std::exception& e) {
+      set.fail("path", e.what());
+    }
+  });
+  return split;
 }
 
 namespace {
@@ -197,25 +229,33 @@ DataSplit load_images_data(OptionReader& data, const DataSetContext& context) {
   }
   if (data.has("eval_dir") && data.has("eval_list")) data.fail("eval_list", "give eval_dir or eval_list, not both");
   const ImageKeys keys = read_image_keys(data, context);
-  auto build = [&](const std::string& dir_key, const std::string& list_key, const nlohmann::json& steps,
-                   const std::string& where, std::vector<std::string> classes) -> std::shared_ptr<ImageFolder> {
+  auto build = [&](OptionReader& r, const std::string& dir_key, const std::string& list_key,
+                   const nlohmann::json& steps, const std::string& where,
+                   std::vector<std::string> classes) -> std::shared_ptr<ImageFolder> {
     ImageFolderOptions o = keys.base;
     o.transforms(steps).where(where);
-    const std::string key = data.has(dir_key) ? dir_key : list_key;
+    const std::string key = r.has(dir_key) ? dir_key : list_key;
     try {
-      const std::string path = data.get<std::string>(key, "");
+      const std::string path = r.get<std::string>(key, "");
       return key == dir_key ? ImageFolder::from_dir(path, o, std::move(classes))
                             : ImageFolder::from_list(path, o, std::move(classes));
     } catch (const std::exception& e) {
-      data.fail(key, e.what());
+      r.fail(key, e.what());
     }
   };
   DataSplit split;
-  auto train = build("train_dir", "train_list", keys.train_steps, "train_transforms", {});
+  auto train = build(data, "train_dir", "train_list", keys.train_steps, "train_transforms", {});
   split.train = train;
-  if (data.has("eval_dir") || data.has("eval_list")) {
-    split.eval = build("eval_dir", "eval_list", keys.base.eval_transforms(), "eval_transforms", train->classes());
-  }
+  // An evaluation set: `prefix`dir or `prefix`list, in the training set's classes.
+  auto eval_set = [&](OptionReader& r, const std::string& prefix) -> std::shared_ptr<Dataset> {
+    if (r.has(prefix + "dir") == r.has(prefix + "list")) {
+      r.fail_self("give one of " + prefix + "dir (class folders) or " + prefix + "list (a CSV of path,label)",
+                  prefix + "list");
+    }
+    return build(r, prefix + "dir", prefix + "list", keys.base.eval_transforms(), "eval_transforms", train->classes());
+  };
+  if (data.has("eval_dir") || data.has("eval_list")) split.eval = eval_set(data, "eval_");
+  open_eval_sets(context, split, eval_set);
   return split;
 }
 
@@ -242,37 +282,41 @@ DataSplit load_webdataset_data(OptionReader& data, const DataSetContext& context
   }
   if (!(o.retry_seconds() >= 0 && o.retry_seconds() <= 86400))
     data.fail("retry_seconds", "expected 0 to 86400 seconds");
-  auto shards = [&](const std::string& key) {
-    const nlohmann::json& value = data.json()[key];
+  auto shards = [&](OptionReader& r, const std::string& key) {
+    const nlohmann::json& value = r.json()[key];
     std::vector<std::string> names;
     for (const auto& p : value.is_array() ? value : nlohmann::json::array({value})) {
-      if (!p.is_string()) data.fail(key, "expected a shard pattern (train-{000000..000099}.tar) or a list of them");
+      if (!p.is_string()) r.fail(key, "expected a shard pattern (train-{000000..000099}.tar) or a list of them");
       try {
         for (std::string& name : expand_braces(p.get<std::string>())) names.push_back(std::move(name));
       } catch (const std::invalid_argument& e) {
-        data.fail(key, e.what());
+        r.fail(key, e.what());
       }
     }
-    if (names.empty()) data.fail(key, "expected a shard pattern (train-{000000..000099}.tar) or a list of them");
+    if (names.empty()) r.fail(key, "expected a shard pattern (train-{000000..000099}.tar) or a list of them");
     return names;
   };
-  auto open = [&](const std::string& key, const nlohmann::json& steps, const std::string& where, int64_t classes) {
-    const std::vector<std::string> names = shards(key);
+  auto open = [&](OptionReader& r, const std::string& key, const nlohmann::json& steps, const std::string& where,
+                  int64_t classes) {
+    const std::vector<std::string> names = shards(r, key);
     WebDatasetOptions options = o;
     options.images() = keys.base;
     options.images().transforms(steps).where(where);
     try {
       return WebDataset::open(names, options, classes);
     } catch (const std::exception& e) {
-      data.fail(key, e.what());
+      r.fail(key, e.what());
     }
   };
   DataSplit split;
-  auto train = open("train_shards", keys.train_steps, "train_transforms", 0);
+  auto train = open(data, "train_shards", keys.train_steps, "train_transforms", 0);
   split.train = train;
-  if (data.has("eval_shards")) {
-    split.eval = open("eval_shards", keys.base.eval_transforms(), "eval_transforms", train->num_classes());
-  }
+  auto eval_set = [&](OptionReader& r, const std::string& prefix) -> std::shared_ptr<Dataset> {
+    if (!r.has(prefix + "shards")) r.fail_self("expected " + prefix + "shards: a shard pattern or a list of them");
+    return open(r, prefix + "shards", keys.base.eval_transforms(), "eval_transforms", train->num_classes());
+  };
+  if (data.has("eval_shards")) split.eval = eval_set(data, "eval_");
+  open_eval_sets(context, split, eval_set);
   return split;
 }
 
@@ -282,25 +326,24 @@ DataSplit load_webdataset_data(OptionReader& data, const DataSetContext& context
 DataSplit load_tokens_data(OptionReader& data, const DataSetContext& context) {
   if (!data.has("train_files"))
     data.fail("train_files", "required when data.dataset is tokens (a glob of .bin shards)");
-  auto files = [&](const std::string& key) {
-    const nlohmann::json& value = data.json()[key];
+  auto files = [&](OptionReader& r, const std::string& key) {
+    const nlohmann::json& value = r.json()[key];
     std::vector<std::string> patterns;
     if (value.is_string()) patterns.push_back(value.get<std::string>());
     if (value.is_array()) {
       for (const auto& p : value) {
-        if (!p.is_string()) data.fail(key, "expected a glob or a list of globs of token shards");
+        if (!p.is_string()) r.fail(key, "expected a glob or a list of globs of token shards");
         patterns.push_back(p.get<std::string>());
       }
     }
-    if (patterns.empty()) data.fail(key, "expected a glob or a list of globs of token shards");
+    if (patterns.empty()) r.fail(key, "expected a glob or a list of globs of token shards");
     try {
       return expand_globs(patterns, key);
     } catch (const std::exception& e) {
-      data.fail(key, e.what());
+      r.fail(key, e.what());
     }
   };
-  const std::vector<std::string> train_files = files("train_files");
-  const std::vector<std::string> eval_files = data.has("eval_files") ? files("eval_files") : std::vector<std::string>{};
+  const std::vector<std::string> train_files = files(data, "train_files");
   TokenOptions o;
   o.seed(context.seed);
   data.read("context", o.context());
@@ -320,25 +363,32 @@ DataSplit load_tokens_data(OptionReader& data, const DataSetContext& context) {
       }
     }
   }
-  auto open = [&](const std::string& key, const std::vector<std::string>& shards, bool random) {
+  auto open = [&](OptionReader& r, const std::string& key, const std::vector<std::string>& shards, bool random) {
     try {
       return TokenDataset::open(shards, TokenOptions(o).random_offsets(random));
     } catch (const OptionError& e) {
       data.fail(e.key(), e.what());
     } catch (const std::exception& e) {
-      data.fail(key, e.what());
+      r.fail(key, e.what());
     }
   };
   DataSplit split;
-  auto train = open("train_files", train_files, true);
+  auto train = open(data, "train_files", train_files, true);
   split.train = train;
-  // The evaluation windows are read with the training vocabulary: a larger token is an error there.
-  if (!eval_files.empty()) split.eval = open("eval_files", eval_files, false);
-  if (split.eval && split.eval->num_classes() > train->num_classes()) {
-    data.fail("eval_files", "tokens up to " + std::to_string(split.eval->num_classes() - 1) +
-                                " but the training shards' vocabulary is " + std::to_string(train->num_classes()) +
-                                ": set vocab_size");
-  }
+  // An evaluation set: `prefix`files, read with the training vocabulary (a larger token is an error).
+  auto eval_set = [&](OptionReader& r, const std::string& prefix) -> std::shared_ptr<Dataset> {
+    const std::string key = prefix + "files";
+    if (!r.has(key)) r.fail_self("expected " + key + ": a glob or a list of globs of token shards");
+    auto eval = open(r, key, files(r, key), false);
+    if (eval->num_classes() > train->num_classes()) {
+      r.fail(key, "tokens up to " + std::to_string(eval->num_classes() - 1) +
+                      " but the training shards' vocabulary is " + std::to_string(train->num_classes()) +
+                      ": set vocab_size");
+    }
+    return eval;
+  };
+  if (data.has("eval_files")) split.eval = eval_set(data, "eval_");
+  open_eval_sets(context, split, eval_set);
   return split;
 }
 

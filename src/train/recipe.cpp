@@ -1,9 +1,11 @@
 #include "baton/train/recipe.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -91,12 +93,22 @@ Loss read_loss(OptionReader& top) {
   }
 }
 
-// eval_metrics: names (accuracy, f1, ...) or a name with its options ({f1: {average: micro}}:
-// f1_micro), each fitting the loss's outputs.
-std::vector<std::string> read_metric_names(OptionReader& top, const Loss& loss) {
-  const nlohmann::json& list = top.json()["eval_metrics"];
-  if (!list.is_array())
-    top.fail("eval_metrics", "expected a list of metrics, e.g. [accuracy, f1, {f1: {average: micro}}]");
+// How often to evaluate (eval_interval, or an evaluation set's interval): ep, ba, sp or dur; 0: never.
+Time read_eval_interval(OptionReader& r, const std::string& key, const Time& fallback) {
+  const Time every = r.time(key, fallback, /*zero_means_none=*/true);
+  const TimeUnit unit = every.unit();
+  if (every.value() != 0 && unit != TimeUnit::kEpoch && unit != TimeUnit::kBatch && unit != TimeUnit::kSample &&
+      unit != TimeUnit::kDuration) {
+    r.fail(key, "'" + r.get<std::string>(key, "") + "' must be in ep, ba, sp or dur (or 0: never)");
+  }
+  return every;
+}
+
+// eval_metrics (or an evaluation set's metrics, `key` of `top`): names (accuracy, f1, ...) or a name
+// with its options ({f1: {average: micro}}: f1_micro), each fitting the loss's outputs.
+std::vector<std::string> read_metric_names(OptionReader& top, const std::string& key, const Loss& loss) {
+  const nlohmann::json& list = top.json()[key];
+  if (!list.is_array()) top.fail(key, "expected a list of metrics, e.g. [accuracy, f1, {f1: {average: micro}}]");
   std::vector<std::string> names;
   for (const auto& item : list) {
     if (item.is_string()) {
@@ -104,8 +116,7 @@ std::vector<std::string> read_metric_names(OptionReader& top, const Loss& loss) 
       continue;
     }
     if (!item.is_object() || item.size() != 1) {
-      top.fail("eval_metrics",
-               "'" + item.dump() + "': expected a metric's name or {NAME: {average: macro|micro|binary}}");
+      top.fail(key, "'" + item.dump() + "': expected a metric's name or {NAME: {average: macro|micro|binary}}");
     }
     const std::string name = item.begin().key();
     const nlohmann::json& options = item.begin().value();
@@ -115,7 +126,7 @@ std::vector<std::string> read_metric_names(OptionReader& top, const Loss& loss) 
                options["average"].is_string()) {
       names.push_back(name + "_" + options["average"].get<std::string>());
     } else {
-      top.fail("eval_metrics",
+      top.fail(key,
                "'" + item.dump() + "': the one option of precision, recall and f1 is average (macro, micro or binary)");
     }
   }
@@ -126,18 +137,57 @@ std::vector<std::string> read_metric_names(OptionReader& top, const Loss& loss) 
     try {
       make_metric(metric, context);
     } catch (const std::invalid_argument& e) {
-      top.fail("eval_metrics", e.what());
+      top.fail(key, e.what());
     }
   }
   return names;
 }
 
+// An evaluation set of the recipe's `eval:` section, logged as eval/NAME/METRIC: where its data are
+// (the data set kind's keys), its metrics and interval (unset: eval_metrics, eval_interval).
+struct EvalSetSpec {
+  std::string name;
+  OptionReader keys;
+  std::vector<std::string> metrics;
+  std::optional<Time> interval;
+};
+
+// The `eval:` section's sets, their metrics and intervals checked before any data is read.
+std::vector<EvalSetSpec> read_eval_sets(OptionReader& top, const Loss& loss) {
+  std::vector<EvalSetSpec> sets;
+  if (!top.has("eval")) return sets;
+  const char* example = "{val: {inputs: val_x.npy, labels: val_y.npy, metrics: [accuracy], interval: 500ba}}";
+  if (!top.json()["eval"].is_object() || top.json()["eval"].empty()) {
+    top.fail("eval", std::string("expected evaluation sets by name, e.g. ") + example);
+  }
+  OptionReader eval = top.child("eval");
+  for (const std::string& name : eval.keys()) {
+    const bool plain = std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
+    });
+    if (!plain || name == "." || name == "..") {
+      eval.fail_at_key(name, "an evaluation set's name is letters, digits, '_', '-' or '.' (it is logged as eval/" +
+                                 name + "/METRIC)");
+    }
+    if (!eval.json()[name].is_object()) eval.fail(name, std::string("expected the set's keys, e.g. ") + example);
+    EvalSetSpec set{name, eval.child(name), {}, std::nullopt};
+    if (set.keys.has("metrics")) set.metrics = read_metric_names(set.keys, "metrics", loss);
+    if (set.keys.has("interval")) set.interval = read_eval_interval(set.keys, "interval", Time::from_epoch(1));
+    sets.push_back(std::move(set));
+  }
+  return sets;
+}
+
 // The data section: the data sets (on `device` when data.on_device says so), their targets as the
-// loss needs them.
-void load_data(OptionReader& data, uint64_t seed, const c10::Device& device, const Loss& loss, TrainingRun& run) {
-  DataSplit split = load_data_sets(data, DataSetContext{seed, loss.float_targets()});
+// loss needs them; the `eval:` section's sets in the data set kind's keys.
+void load_data(OptionReader& data, uint64_t seed, const c10::Device& device, const Loss& loss,
+               std::vector<EvalSetSpec>& eval_sets, TrainingRun& run) {
+  DataSetContext context{seed, loss.float_targets(), {}};
+  for (EvalSetSpec& set : eval_sets) context.eval_sets.push_back(EvalSetKeys{set.name, &set.keys});
+  DataSplit split = load_data_sets(data, context);
   run.train_data = std::move(split.train);
   run.eval_data = std::move(split.eval);
+  run.eval_sets = std::move(split.named_evals);
   if (data.get<bool>("on_device", false) && !device.is_cpu()) {  // gathered there, no copy per batch
     auto on_device = [&](const std::shared_ptr<Dataset>& d) -> std::shared_ptr<Dataset> {
       auto tensors = std::dynamic_pointer_cast<TensorDataset>(d);
@@ -153,6 +203,7 @@ void load_data(OptionReader& data, uint64_t seed, const c10::Device& device, con
     };
     run.train_data = on_device(run.train_data);
     if (run.eval_data) run.eval_data = on_device(run.eval_data);
+    for (auto& [name, set] : run.eval_sets) set = on_device(set);
   }
 }
 
@@ -175,15 +226,7 @@ void read_loop_keys(OptionReader& top, const Loss& loss, TrainerOptions& o) {
     }
     if (!(o.max_duration().value() > 0)) top.fail("max_duration", "must be more than 0 (3ep, 500ba, …)");
   }
-  o.eval_interval(top.time("eval_interval", o.eval_interval(), /*zero_means_none=*/true));
-  {
-    const TimeUnit unit = o.eval_interval().unit();
-    if (o.eval_interval().value() != 0 && unit != TimeUnit::kEpoch && unit != TimeUnit::kBatch &&
-        unit != TimeUnit::kSample && unit != TimeUnit::kDuration) {
-      top.fail("eval_interval",
-               "'" + top.get<std::string>("eval_interval", "") + "' must be in ep, ba, sp or dur (or 0: never)");
-    }
-  }
+  o.eval_interval(read_eval_interval(top, "eval_interval", o.eval_interval()));
   top.read("eval_subset_num_batches", o.eval_subset_num_batches());
   if (o.eval_subset_num_batches() < -1) {
     top.fail("eval_subset_num_batches", "expected a number of batches, or -1 for every batch");
@@ -205,7 +248,7 @@ void read_loop_keys(OptionReader& top, const Loss& loss, TrainerOptions& o) {
   top.read("progress_bar", o.progress_bar());
   top.read("console_log_interval", o.console_log_interval());
   if (top.has("eval_metrics")) {
-    o.eval_metrics(read_metric_names(top, loss));
+    o.eval_metrics(read_metric_names(top, "eval_metrics", loss));
   }
 }
 
@@ -284,8 +327,9 @@ void read_step_and_checkpoint_keys(OptionReader& top, TrainerOptions& o) {
   }
 }
 
-// The training loader (and the evaluation loader, when the data set has test data).
-void build_loaders(OptionReader& data, uint64_t seed, TrainingRun& run) {
+// The training loader, the evaluation loader when the data set has test data ("eval"), and one for
+// each of the `eval:` section's sets ("eval/NAME").
+void build_loaders(OptionReader& data, uint64_t seed, std::vector<EvalSetSpec>& eval_sets, TrainingRun& run) {
   TrainerOptions& o = run.options;
   DataLoaderOptions loader;  // its defaults are the recipe's (batch_size 128: the peer's batch)
   data.read("batch_size", loader.batch_size());
@@ -295,11 +339,18 @@ void build_loaders(OptionReader& data, uint64_t seed, TrainingRun& run) {
   data.read("drop_last", loader.drop_last());
   data.read("prefetch", loader.prefetch());
   o.train_dataloader(std::make_shared<DataLoader>(run.train_data, loader));
-  if (run.eval_data) {
-    const int64_t eval_batch = data.get<int64_t>("eval_batch_size", 1000);
-    if (eval_batch < 1) data.fail("eval_batch_size", "must be at least 1");
-    o.eval_dataloader(
-        "eval", std::make_shared<DataLoader>(run.eval_data, DataLoaderOptions().batch_size(eval_batch).shuffle(false)));
+  const int64_t eval_batch = data.get<int64_t>("eval_batch_size", 1000);
+  if (eval_batch < 1) data.fail("eval_batch_size", "must be at least 1");
+  auto eval_loader = [](const std::shared_ptr<Dataset>& set, int64_t batch) {
+    return std::make_shared<DataLoader>(set, DataLoaderOptions().batch_size(batch).shuffle(false));
+  };
+  if (run.eval_data) o.eval_dataloader("eval", eval_loader(run.eval_data, eval_batch));
+  for (std::size_t i = 0; i < eval_sets.size(); ++i) {
+    EvalSetSpec& spec = eval_sets[i];
+    const int64_t batch = spec.keys.get<int64_t>("batch_size", eval_batch);
+    if (batch < 1) spec.keys.fail("batch_size", "must be at least 1");
+    o.evaluator(
+        Evaluator{"eval/" + spec.name, eval_loader(run.eval_sets[i].second, batch), spec.metrics, spec.interval});
   }
 }
 
@@ -564,18 +615,19 @@ TrainingRun build_run(const Recipe& recipe) {
   torch::manual_seed(seed);
   const Loss loss = read_loss(top);  // first: which metrics fit, how the labels are read
   read_loop_keys(top, loss, o);
+  std::vector<EvalSetSpec> eval_sets = read_eval_sets(top, loss);
   // The device first: what auto precision picks and where data.on_device puts the data set.
   const c10::Device device = read_device_and_precision(top, o);
   read_step_and_checkpoint_keys(top, o);
   OptionReader data = top.child("data");
-  load_data(data, seed, device, loss, run);
+  load_data(data, seed, device, loss, eval_sets, run);
   check_targets(top, data, loss, *run.train_data);
   if (o.max_duration().unit() == TimeUnit::kToken && run.train_data->tokens_per_example() == 0) {
     top.fail("max_duration", "'" + top.get<std::string>("max_duration", "") + "' counts tokens, but data.dataset " +
                                  data.get<std::string>("dataset", "fashion_mnist") +
                                  " is not token windows (text, tokens): use ep, ba or sp");
   }
-  build_loaders(data, seed, run);
+  build_loaders(data, seed, eval_sets, run);
   OptionReader model = top.child("model");
   build_model(model, loss, run);
   OptionReader optimizer = top.child("optimizer");

@@ -40,6 +40,7 @@ inline const std::vector<std::string> kTopKeys = {"run_name",
                                                   "progress_bar",
                                                   "console_log_interval",
                                                   "eval_metrics",
+                                                  "eval",
                                                   "loss",
                                                   "data",
                                                   "model",
@@ -78,6 +79,9 @@ class RecipeOrigin : public OptionOrigin {
     std::string dotted;
     for (const auto& part : path) dotted += (dotted.empty() ? "" : ".") + part;
     if (set_keys_.count(dotted)) return "--set " + dotted;
+    for (const auto& set : set_keys_) {  // a value inside a mapping a flag wrote (--set 'eval={...}')
+      if (dotted.rfind(set + ".", 0) == 0) return "--set " + set;
+    }
     if (at_key) {  // --set a.b.c=1 made a and a.b
       for (const auto& set : set_keys_) {
         if (set.rfind(dotted + ".", 0) == 0) return "--set " + set;

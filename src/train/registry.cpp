@@ -19,20 +19,23 @@ const DataSets& data_set_registry() {
       "dataset", DataSets::Order::kRegistration,
       {{"fashion_mnist",
         [] {
-          return DataSetKind{{"dir"}, load_fashion_mnist_data};
+          return DataSetKind{{"dir"}, {"dir"}, load_fashion_mnist_data};
         }},
        {"files",
         [] {
-          return DataSetKind{{"train_inputs", "train_labels", "eval_inputs", "eval_labels", "standardize"}, load_files};
+          return DataSetKind{{"train_inputs", "train_labels", "eval_inputs", "eval_labels", "standardize"},
+                             {"inputs", "labels"},
+                             load_files};
         }},
        {"text",
         [] {
-          return DataSetKind{{"path", "tokens", "context", "validation_fraction"}, load_text_data};
+          return DataSetKind{{"path", "tokens", "context", "validation_fraction"}, {"path"}, load_text_data};
         }},
        {"images",
         [] {
           return DataSetKind{{"train_dir", "eval_dir", "train_list", "eval_list", "channels", "image_size",
                               "train_transforms", "eval_transforms", "normalize", "workers", "bad_files"},
+                             {"dir", "list"},
                              load_images_data};
         }},
        {"webdataset",
@@ -40,10 +43,11 @@ const DataSets& data_set_registry() {
           return DataSetKind{
               {"train_shards", "eval_shards", "shuffle_buffer", "retry_seconds", "index_cache", "channels",
                "image_size", "train_transforms", "eval_transforms", "normalize", "workers", "bad_files"},
+              {"shards"},
               load_webdataset_data};
         }},
        {"tokens", [] {
-          return DataSetKind{{"train_files", "eval_files", "context", "vocab_size"}, load_tokens_data};
+          return DataSetKind{{"train_files", "eval_files", "context", "vocab_size"}, {"files"}, load_tokens_data};
         }}});
   return data_sets;
 }
@@ -73,6 +77,11 @@ DataSplit load_data_sets(OptionReader& data, const DataSetContext& context) {
   std::vector<std::string> keys = loader_keys();
   keys.insert(keys.end(), kind.keys.begin(), kind.keys.end());
   data.check_keys(keys);
+  for (const EvalSetKeys& set : context.eval_sets) {  // where each named set's data are, in this kind's keys
+    std::vector<std::string> set_keys = kind.eval_set_keys;
+    set_keys.insert(set_keys.end(), kEvalSetKeys.begin(), kEvalSetKeys.end());
+    set.keys->check_keys(set_keys);
+  }
   return kind.load(data, context);
 }
 

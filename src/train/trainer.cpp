@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -108,10 +109,13 @@ void check_options(TrainerOptions& o) {
   require(unit == TimeUnit::kEpoch || unit == TimeUnit::kBatch || unit == TimeUnit::kSample || unit == TimeUnit::kToken,
           "TrainerOptions: max_duration " + o.max_duration().to_string() + " must be in ep, ba, sp or tok");
   require(o.max_duration().value() > 0, "TrainerOptions: max_duration must be positive");
-  const TimeUnit eval_unit = o.eval_interval().unit();
-  require(is_zero(o.eval_interval()) || eval_unit == TimeUnit::kEpoch || eval_unit == TimeUnit::kBatch ||
-              eval_unit == TimeUnit::kSample || eval_unit == TimeUnit::kDuration,
-          "TrainerOptions: eval_interval " + o.eval_interval().to_string() + " must be in ep, ba, sp or dur (or 0)");
+  auto check_interval = [](const Time& every, const std::string& what) {
+    const TimeUnit unit = every.unit();
+    require(is_zero(every) || unit == TimeUnit::kEpoch || unit == TimeUnit::kBatch || unit == TimeUnit::kSample ||
+                unit == TimeUnit::kDuration,
+            "TrainerOptions: " + what + " " + every.to_string() + " must be in ep, ba, sp or dur (or 0)");
+  };
+  check_interval(o.eval_interval(), "eval_interval");
   require(!o.device_train_microbatch_size() || *o.device_train_microbatch_size() >= 1,
           "TrainerOptions: device_train_microbatch_size must be at least 1 (or auto)");
   require(o.num_threads() >= 0, "TrainerOptions: num_threads must not be negative");
@@ -119,12 +123,16 @@ void check_options(TrainerOptions& o) {
           "TrainerOptions: save_num_checkpoints_to_keep must be how many to keep, or -1 for every checkpoint");
   require(o.eval_subset_num_batches() >= -1,
           "TrainerOptions: eval_subset_num_batches must be a number of batches, or -1 for every batch");
-  for (const auto& [name, loader] : o.eval_dataloaders()) {
-    require(loader != nullptr, "TrainerOptions: evaluator '" + name + "' has no dataloader");
-  }
   if (o.eval_metrics().empty()) o.eval_metrics(o.model()->metrics());
   // Unknown names, and metrics that do not fit the model's outputs, throw here.
   for (const auto& metric : o.eval_metrics()) make_metric(metric, metric_context(*o.model()));
+  std::set<std::string> labels;
+  for (const Evaluator& e : o.eval_dataloaders()) {
+    require(e.loader != nullptr, "TrainerOptions: evaluator '" + e.label + "' has no dataloader");
+    require(labels.insert(e.label).second, "TrainerOptions: two evaluators are labelled '" + e.label + "'");
+    if (e.interval) check_interval(*e.interval, "evaluator '" + e.label + "' interval");
+    for (const auto& metric : e.metrics) make_metric(metric, metric_context(*o.model()));
+  }
   require(!o.log_interval() || *o.log_interval() >= 1,
           "TrainerOptions: log_interval must be at least 1 batch (or auto)");
   require(!o.autoresume() || !o.save_folder().empty(),
@@ -247,7 +255,7 @@ void Trainer::Impl::load_initial_state(bool writes) {
   if (ddp_) {
     if (options_.autoresume()) resume = ddp_->broadcast(resume);
     if (options_.train_dataloader()) options_.train_dataloader()->set_shard(ddp_->rank(), ddp_->size());
-    for (const auto& [name, loader] : options_.eval_dataloaders()) loader->set_shard(ddp_->rank(), ddp_->size());
+    for (const Evaluator& e : options_.eval_dataloaders()) e.loader->set_shard(ddp_->rank(), ddp_->size());
   }
   if (!resume.empty()) {
     load_checkpoint(resume, /*weights_only=*/false, /*strict=*/true);
@@ -278,7 +286,7 @@ void Trainer::Impl::setup_device() {
   }
   options_.model()->to(device);
   if (options_.train_dataloader()) options_.train_dataloader()->set_device(device);
-  for (const auto& [name, loader] : options_.eval_dataloaders()) loader->set_device(device);
+  for (const Evaluator& e : options_.eval_dataloaders()) e.loader->set_device(device);
   if (options_.precision() == Precision::kAmpFp16) state_.grad_scaler = std::make_shared<GradScaler>();
   log_interval_ = options_.log_interval().value_or(device.is_cuda() ? 50 : 1);
   require(
@@ -323,9 +331,12 @@ bool Trainer::Impl::done() const {
   return state_.timestamp.get(max.unit()) >= max;
 }
 
-bool Trainer::Impl::should_eval(Event event) const {
-  const Time& every = options_.eval_interval();
-  if (is_zero(every) || options_.eval_dataloaders().empty()) return false;
+const Time& Trainer::Impl::interval_of(const Evaluator& evaluator) const {
+  return evaluator.interval ? *evaluator.interval : options_.eval_interval();
+}
+
+bool Trainer::Impl::should_eval(Event event, const Time& every) const {
+  if (is_zero(every)) return false;
   const Timestamp& ts = state_.timestamp;
   switch (every.unit()) {
     case TimeUnit::kEpoch: return event == Event::kEpochEnd && ts.epoch() % every.count() == 0;
@@ -386,7 +397,7 @@ void Trainer::Impl::fit() {
       state_.timestamp =
           state_.timestamp.to_next_batch(samples, samples * clock_.tokens_per_sample, seconds_since(batch_start));
       engine_->run_event(Event::kBatchEnd);
-      if (should_eval(Event::kBatchEnd)) run_evaluators();
+      run_evaluators(Event::kBatchEnd);
       engine_->run_event(Event::kBatchCheckpoint);
       // A stop asked for on one rank (a signal, a stopper) stops every rank after the same batch.
       if (ddp_ && ddp_->allreduce({state_.stop_requested() ? 1.0 : 0.0})[0] > 0) state_.stop_training();
@@ -448,7 +459,7 @@ void Trainer::Impl::end_epoch() {
   flush_losses();  // one wait per epoch: the epoch's figures (time, progress) are the device's
   state_.timestamp = state_.timestamp.to_next_epoch();
   engine_->run_event(Event::kEpochEnd);
-  if (should_eval(Event::kEpochEnd)) run_evaluators();
+  run_evaluators(Event::kEpochEnd);
   engine_->run_event(Event::kEpochCheckpoint);
   const int64_t iteration = options_.iteration_length();
   if (iteration > 0 && state_.timestamp.epoch() % iteration == 0) {
@@ -462,10 +473,7 @@ void Trainer::Impl::end_fit() {
   graphs_.reset();
   flush_losses();
   summary_.stopped_early = state_.stop_requested() && !done();
-  if (!is_zero(options_.eval_interval()) && !options_.eval_dataloaders().empty() &&
-      last_eval_batch_ != state_.timestamp.batch()) {
-    run_evaluators();
-  }
+  run_evaluators(Event::kFitEnd);
   engine_->run_event(Event::kFitEnd);
   summary_.train_s += seconds_since(fit_clock_->start) - (summary_.eval_s - fit_clock_->eval_before);
   fit_clock_.reset();
@@ -650,13 +658,25 @@ at::Tensor Trainer::Impl::eval_forward(Model& model) {
                     [&] { return model.eval_forward(state_.batch); });
 }
 
-void Trainer::Impl::run_evaluators() {
+// The evaluators due after `event`, each at its own interval (at fit_end: every one with an interval
+// that has not evaluated this batch), between eval_before_all and eval_after_all.
+void Trainer::Impl::run_evaluators(Event event) {
+  std::vector<const Evaluator*> due;
+  for (const Evaluator& e : options_.eval_dataloaders()) {
+    const Time& every = interval_of(e);
+    const auto last = last_eval_batches_.find(e.label);
+    const bool evaluated_now = last != last_eval_batches_.end() && last->second == state_.timestamp.batch();
+    if (event == Event::kFitEnd ? !is_zero(every) && !evaluated_now : should_eval(event, every)) due.push_back(&e);
+  }
+  if (due.empty()) return;
   flush_losses();  // the training losses so far come before the evaluation's metrics
   const auto start = Clock::now();
   engine_->run_event(Event::kEvalBeforeAll);
-  for (const auto& [label, loader] : options_.eval_dataloaders()) evaluate(label, *loader);
+  for (const Evaluator* e : due) {
+    evaluate(*e);
+    last_eval_batches_[e->label] = state_.timestamp.batch();
+  }
   engine_->run_event(Event::kEvalAfterAll);
-  last_eval_batch_ = state_.timestamp.batch();
   summary_.eval_s += seconds_since(start);
 }
 
@@ -700,11 +720,15 @@ class EvalScope {
 
 }  // namespace
 
-void Trainer::Impl::evaluate(const std::string& label, DataLoader& loader) {
+void Trainer::Impl::evaluate(const Evaluator& evaluator) {
   Model& model = current_model();
+  const std::string& label = evaluator.label;
+  DataLoader& loader = *evaluator.loader;
   const EvalScope scope(state_, model, label, loader.num_batches());
   std::vector<std::unique_ptr<Metric>> metrics;
-  for (const auto& name : options_.eval_metrics()) metrics.push_back(make_metric(name, metric_context(model)));
+  for (const auto& name : evaluator.metrics.empty() ? options_.eval_metrics() : evaluator.metrics) {
+    metrics.push_back(make_metric(name, metric_context(model)));
+  }
   engine_->run_event(Event::kEvalStart);
   eval_batches(loader, model, metrics);
   if (ddp_) reduce_over_ranks(metrics);
@@ -787,12 +811,12 @@ std::map<std::string, Metrics> Trainer::Impl::eval() {
   require(!options_.eval_dataloaders().empty(), "Trainer::eval: no eval_dataloaders");
   const auto start = Clock::now();
   engine_->run_event(Event::kEvalStandaloneStart);
-  for (const auto& [label, loader] : options_.eval_dataloaders()) evaluate(label, *loader);
+  for (const Evaluator& e : options_.eval_dataloaders()) evaluate(e);
   engine_->run_event(Event::kEvalStandaloneEnd);
   summary_.eval_s += seconds_since(start);
   std::map<std::string, Metrics> out;
-  for (const auto& [label, loader] : options_.eval_dataloaders()) {
-    for (const auto& [name, value] : state_.eval_metrics[label]) out[label][name] = value;
+  for (const Evaluator& e : options_.eval_dataloaders()) {
+    for (const auto& [name, value] : state_.eval_metrics[e.label]) out[e.label][name] = value;
   }
   return out;
 }

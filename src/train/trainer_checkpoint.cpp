@@ -216,7 +216,7 @@ StateDict Trainer::Impl::snapshot(bool weights_only) const {
       summary_.train_s +
       (fit_clock_ ? seconds_since(fit_clock_->start) - (summary_.eval_s - fit_clock_->eval_before) : 0.0);
   out.values["summary"] = {{"train_s", train_s}, {"eval_s", summary_.eval_s}, {"train_loss", summary_.train_loss}};
-  out.values["last_eval_batch"] = last_eval_batch_;
+  out.values["last_eval_batches"] = last_eval_batches_;
   return out;
 }
 
@@ -285,7 +285,15 @@ void Trainer::Impl::load_checkpoint_file(const std::string& path, bool weights_o
     summary_.eval_s = it->value("eval_s", 0.0);
     summary_.train_loss = it->value("train_loss", 0.0);
   }
-  last_eval_batch_ = sd.values.value("last_eval_batch", int64_t{-1});
+  last_eval_batches_.clear();
+  if (auto it = sd.values.find("last_eval_batches"); it != sd.values.end() && it->is_object()) {
+    for (const auto& [label, batch] : it->items()) {
+      if (batch.is_number_integer()) last_eval_batches_[label] = batch.get<int64_t>();
+    }
+  } else if (auto old = sd.values.find("last_eval_batch"); old != sd.values.end() && old->is_number_integer()) {
+    // A checkpoint written before evaluators had intervals of their own: one batch for all.
+    for (const Evaluator& e : options_.eval_dataloaders()) last_eval_batches_[e.label] = old->get<int64_t>();
+  }
   summary_.steps = state_.timestamp.batch();
   summary_.samples = state_.timestamp.sample();
 }

@@ -76,11 +76,12 @@ struct Trainer::Impl {
     bool find_unused = false;
   };
   void train_microbatch(Model& model, const Backward& how);
-  void run_evaluators();
-  void evaluate(const std::string& label, DataLoader& loader);
+  void run_evaluators(Event event);
+  void evaluate(const Evaluator& evaluator);
   void eval_batches(DataLoader& loader, Model& model, std::vector<std::unique_ptr<Metric>>& metrics);
   void reduce_over_ranks(std::vector<std::unique_ptr<Metric>>& metrics);
-  bool should_eval(Event event) const;
+  const Time& interval_of(const Evaluator& evaluator) const;
+  bool should_eval(Event event, const Time& every) const;
   bool done() const;
   void set_learning_rates();
   void reapply_surgery(const std::string& path, const StateDict& sd);
@@ -97,8 +98,8 @@ struct Trainer::Impl {
   std::unique_ptr<Engine> engine_;
   RunSummary summary_;
   ScheduleClock clock_;
-  std::vector<std::vector<double>> initial_lrs_;  // per optimizer, per param group
-  int64_t last_eval_batch_ = -1;
+  std::vector<std::vector<double>> initial_lrs_;      // per optimizer, per param group
+  std::map<std::string, int64_t> last_eval_batches_;  // by evaluator label: the batch it last ran after
   std::string loaded_from_;
   struct FitClock {
     std::chrono::steady_clock::time_point start;

@@ -53,6 +53,21 @@ grep -q "predicted 10 examples" predict.txt || fail "predict folder: $(tail -1 p
 "$baton" predict images.yaml --load run/model.pt --inputs val/left/3.png >one.txt 2>&1 || fail "predict one: $(cat one.txt)"
 grep -q "val/left/3.png: left (" one.txt || fail "predict one file: $(cat one.txt)"
 
+# Named evaluation sets (eval: {NAME: {dir|list}}): each logged as eval/NAME/METRIC at its own interval.
+printf 'path,label\nval/left/0.png,0\nval/right/0.png,1\nval/right/1.png,1\n' >few.csv
+"$baton" train images.yaml --run-dir sets --set max_duration=2ep \
+  --set 'eval={folder: {dir: val, metrics: [accuracy, f1]}, listed: {list: few.csv, interval: 5ba}}' >sets.log 2>&1 ||
+  fail "train with eval sets: $(tail -2 sets.log)"
+/usr/bin/python3 - <<'PY' || fail "the eval sets' metrics: $(tail -3 sets.log)"
+import json
+rows = [json.loads(l) for l in open("sets/metrics.jsonl")][1:]
+folder = [r["step"] for r in rows if "eval/folder/f1" in r]
+listed = [r["step"] for r in rows if "eval/listed/accuracy" in r]
+assert folder == [5, 10], folder      # 1ep = 5 batches of 16, and at the end
+assert listed == [5, 10], listed
+assert "eval/listed/f1" not in str(rows) and "eval/accuracy" in str(rows), rows[-3:]
+PY
+
 # Bad input: exit 2 with a line naming the key or file, nothing trained.
 expect_bad() {
   local needle=$1
@@ -99,5 +114,10 @@ expect_bad "data.train_shards: shard-2.tar: cannot open the shard (No such file 
 expect_bad "data.train_shards: shard-{0..1.tar: braces that do not pair" \
   "$baton" train shards.yaml --run-dir bad5 --set 'data.train_shards=shard-{0..1.tar'
 [ ! -e bad4 ] && [ ! -e bad5 ] || fail "a refused run left its run folder"
+"$baton" train shards.yaml --run-dir shards_sets --set max_duration=1ep --set 'eval={odd: {shards: shard-1.tar}}' \
+  >shards_sets.log 2>&1 || fail "webdataset eval set: $(tail -2 shards_sets.log)"
+grep -q '"eval/odd/accuracy"' shards_sets/metrics.jsonl || fail "webdataset eval set: no eval/odd/accuracy"
+expect_bad "eval.odd.shards: shard-7.tar: cannot open the shard" \
+  "$baton" train shards.yaml --run-dir bad6 --set 'eval={odd: {shards: shard-7.tar}}'
 
 [ "$failures" -eq 0 ] && echo "images_test: ok" || exit 1

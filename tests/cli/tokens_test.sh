@@ -62,6 +62,14 @@ assert speeds and all(s > 0 for s in speeds), "no throughput/tokens_per_sec"
 assert any("eval/loss" in r for r in rows), "no evaluation"
 PY
 
+# A named evaluation set of token shards: eval/NAME/METRIC beside eval/loss.
+"$baton" train gpt.yaml --run-dir sets --set max_duration=4ba \
+  --set 'eval={held: {files: "shards/val_*.bin", metrics: [loss, perplexity], batch_size: 4}}' >sets.log 2>&1 ||
+  fail "an eval set of token shards: $(tail -2 sets.log)"
+grep -q '"eval/held/perplexity"' sets/metrics.jsonl || fail "no eval/held/perplexity: $(tail -2 sets.log)"
+refused "an eval set with no files" "eval.held: expected files" \
+  "$baton" train gpt.yaml --run-dir bad_sets --set 'eval={held: {metrics: [loss]}}'
+
 # A given tokenizer: copied beside the new shards, the same tokens for the same text.
 "$baton" tokenize corpus/a.txt --out again --tokenizer shards/tokenizer.model >again.log 2>&1 ||
   fail "tokenize --tokenizer: $(tail -1 again.log)"

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "baton/algorithms/registry.h"
+#include "baton/loggers/in_memory_logger.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
 #include "common/fixtures.h"
@@ -178,6 +179,45 @@ TEST(Trainer, LearnsAndEvaluates) {
   EXPECT_GT(metrics.at("eval").at("accuracy"), 0.9);
   EXPECT_GT(trainer.summary().train_s, 0.0);
   EXPECT_GT(trainer.summary().eval_s, 0.0);
+}
+
+TEST(Trainer, EachEvaluatorRunsAtItsOwnIntervalWithItsOwnMetrics) {
+  auto memory = std::make_shared<InMemoryLogger>();
+  auto loader = [](int64_t n) {
+    return std::make_shared<DataLoader>(blobs(n, 4), DataLoaderOptions().batch_size(16).shuffle(false));
+  };
+  auto recorder = std::make_shared<EventRecorder>();
+  Trainer trainer(small_options(64, 16)  // 4 batches an epoch; the default "eval" every 2ep
+                      .max_duration("3ep")
+                      .eval_interval("2ep")
+                      .evaluator(Evaluator{"eval/often", loader(32), {"accuracy", "f1"}, Time::from_batch(3)})
+                      .evaluator(Evaluator{"eval/never", loader(16), {}, Time::from_epoch(0)})
+                      .loggers({memory})
+                      .callbacks({recorder}));
+  trainer.fit();
+  auto steps = [&](const std::string& key) {
+    std::vector<int64_t> out;
+    for (const auto& [step, value] : memory->series(key)) out.push_back(step);
+    return out;
+  };
+  EXPECT_EQ(steps("eval/accuracy"), (std::vector<int64_t>{8, 12}));  // 2ep, and at the end
+  EXPECT_EQ(steps("eval/loss"), (std::vector<int64_t>{8, 12}));      // the model's metrics
+  EXPECT_EQ(steps("eval/often/f1"), (std::vector<int64_t>{3, 6, 9, 12}));
+  EXPECT_TRUE(steps("eval/often/loss").empty());
+  EXPECT_TRUE(steps("eval/never/accuracy").empty());
+  // After batches 3, 6, 9 and 12 ("often"), epoch 2 ("eval") and at the fit's end ("eval" again).
+  EXPECT_EQ(std::count(recorder->events.begin(), recorder->events.end(), "eval_before_all"), 6);
+  EXPECT_EQ(trainer.state().eval_metric("eval/often/accuracy"),
+            trainer.state().eval_metrics.at("eval/often").at("accuracy"));
+  EXPECT_FALSE(trainer.state().eval_metric("eval/never/accuracy").has_value());
+  // Standalone, every evaluator runs, whatever its interval.
+  EXPECT_EQ(trainer.eval().count("eval/never"), 1u);
+  EXPECT_THROW(Trainer(small_options().evaluator(Evaluator{"eval", loader(16), {}, std::nullopt})),
+               std::invalid_argument);
+  EXPECT_THROW(Trainer(small_options().evaluator(Evaluator{"x", loader(16), {"r2"}, std::nullopt})),
+               std::invalid_argument);
+  EXPECT_THROW(Trainer(small_options().evaluator(Evaluator{"x", loader(16), {}, Time::from_token(5)})),
+               std::invalid_argument);
 }
 
 TEST(Trainer, StandaloneEvalAndPredictFireTheirEvents) {

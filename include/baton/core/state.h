@@ -104,6 +104,9 @@ class State {
   int world_size = 1;
   // Latest evaluation metrics by evaluator label, then metric name.
   std::map<std::string, std::map<std::string, double>> eval_metrics;
+  // The latest value of a logged evaluation metric, "<label>/<metric>" ("eval/accuracy",
+  // "eval/val/f1": the label is all before the last '/'); none before it is first evaluated.
+  std::optional<double> eval_metric(const std::string& key) const;
   // Default: nullptr (no profiling, no cost).
   std::shared_ptr<Profiler> profiler;
 

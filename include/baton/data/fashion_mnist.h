@@ -17,5 +17,7 @@ inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mni
 // standard deviation. Throws std::runtime_error naming a missing file and the package to install.
 std::pair<std::shared_ptr<TensorDataset>, std::shared_ptr<TensorDataset>> load_fashion_mnist(
     const std::string& dir = kFashionMnistDir);
+// The test set of `dir`, standardised as given (a training set's): another copy evaluated beside it.
+std::shared_ptr<TensorDataset> load_fashion_mnist_test(const std::string& dir, const Standardization& standardization);
 
 }  // namespace baton

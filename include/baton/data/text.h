@@ -66,6 +66,11 @@ class TextDataset : public Dataset {
 // the option) for bad options.
 std::pair<std::shared_ptr<TextDataset>, std::shared_ptr<TextDataset>> load_text(const std::string& path,
                                                                                 const TextOptions& options = {});
+// The whole text of `path` as fixed validation windows in the tokens load_text(training_path) gives:
+// an evaluation set beside the training text. Throws std::runtime_error for a character the training
+// text never has (chars), naming the path and the byte.
+std::shared_ptr<TextDataset> load_text_eval(const std::string& path, const std::string& training_path,
+                                            const TextOptions& options = {});
 
 // The files of a text path: the file itself, or a folder's regular files in name order (links and
 // fortune's *.dat indexes skipped). Throws std::runtime_error naming the path when it is missing or

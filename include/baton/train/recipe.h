@@ -13,6 +13,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "baton/models/zoo.h"
@@ -37,6 +38,8 @@ struct TrainingRun {
   std::string memory_format = "contiguous";
   std::shared_ptr<Dataset> train_data;
   std::shared_ptr<Dataset> eval_data;
+  // The `eval:` section's sets by name (evaluated as "eval/NAME"), in the recipe's order.
+  std::vector<std::pair<std::string, std::shared_ptr<Dataset>>> eval_sets;
 };
 
 // Reads the data, builds the model, optimizer and scheduler. Throws RecipeError for a bad value,

@@ -38,7 +38,15 @@ class Optimizer;
 
 namespace baton {
 
-using Evaluators = std::vector<std::pair<std::string, std::shared_ptr<DataLoader>>>;
+// An evaluation set (Composer's Evaluator): its metrics are logged as "<label>/<metric>"; `metrics`
+// and `interval` default to TrainerOptions' eval_metrics and eval_interval.
+struct Evaluator {
+  std::string label;
+  std::shared_ptr<DataLoader> loader;
+  std::vector<std::string> metrics;  // make_metric names; empty: TrainerOptions::eval_metrics
+  std::optional<Time> interval;      // unset: TrainerOptions::eval_interval (0: only standalone eval())
+};
+using Evaluators = std::vector<Evaluator>;
 
 // Data parallelism over MPI ranks. kAuto: on when the process is one of several ranks started by
 // mpirun/mpiexec or srun; kOn: always (a job of one rank without a launcher); kOff: never.
@@ -64,7 +72,7 @@ class TrainerOptions {
   BATON_ARG(std::shared_ptr<Model>, model);
   // Required for fit().
   BATON_ARG(std::shared_ptr<DataLoader>, train_dataloader);
-  // Named evaluation loaders; metrics are logged as "<name>/<metric>". Default: none.
+  // Evaluation sets, in the order they run; metrics are logged as "<label>/<metric>". Default: none.
   BATON_ARG(Evaluators, eval_dataloaders);
   // Default: 1ep. Units: ep, ba, sp (no data set here counts tokens).
   BATON_ARG(Time, max_duration) = Time::from_epoch(1);
@@ -171,7 +179,11 @@ class TrainerOptions {
   TrainerOptions& console_log_interval(std::string_view text) { return console_log_interval(Time::parse(text)); }
   TrainerOptions& save_interval(std::string_view text) { return save_interval(Time::parse(text)); }
   TrainerOptions& eval_dataloader(std::string name, std::shared_ptr<DataLoader> loader) {
-    eval_dataloaders_.emplace_back(std::move(name), std::move(loader));
+    eval_dataloaders_.push_back(Evaluator{std::move(name), std::move(loader), {}, std::nullopt});
+    return *this;
+  }
+  TrainerOptions& evaluator(Evaluator evaluator) {
+    eval_dataloaders_.push_back(std::move(evaluator));
     return *this;
   }
 };
