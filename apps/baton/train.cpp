@@ -293,14 +293,42 @@ int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, co
   return 0;
 }
 
+// fast_dev_run: a few batches of training and evaluation to see that the recipe runs end to end;
+// no run folder, checkpoint or logger file, the metrics printed.
+int fast_dev_run(TrainingRun& run, const TrainArgs& args, bool prints) {
+  if (args.autoresume || args.overwrite || args.profile) {
+    throw RecipeError("fast_dev_run writes nothing: --autoresume, --overwrite and --profile do not apply");
+  }
+  auto callbacks = run.options.callbacks();  // a recipe's trace profiler would write its trace
+  std::erase_if(callbacks, [](const auto& c) { return std::dynamic_pointer_cast<TraceProfiler>(c) != nullptr; });
+  run.options.callbacks(callbacks);
+  add_run_callbacks(run, args, fs::path(), false);
+  run.options.console_log_interval("0ep").progress_bar(false);
+  on_stop_signals(on_stop_signal);
+  Trainer trainer(run.options);
+  trainer.fit();
+  trainer.close();
+  if (!prints) return 0;
+  const auto n = static_cast<long long>(run.fast_dev_run);
+  std::printf("fast_dev_run: %lld training batch%s and %lld of each evaluation set ran; nothing written\n", n,
+              n == 1 ? "" : "es", n);
+  std::printf("  train/loss %.4f\n", trainer.summary().train_loss);
+  for (const auto& [label, values] : trainer.state().eval_metrics) {
+    for (const auto& [name, value] : values) std::printf("  %s/%s %.4f\n", label.c_str(), name.c_str(), value);
+  }
+  return g_signal.load() != 0 ? 128 + g_signal.load() : 0;
+}
+
 int run_train(const TrainArgs& args) {
   const Recipe recipe = Recipe::load(args.recipe, with_trial_parameters(args.sets));
   TrainingRun run = build_run(recipe);
   if (run.options.run_name().empty()) run.options.run_name(fs::path(args.recipe).stem().string());
   const fs::path dir = args.run_dir.empty() ? fs::path("runs") / run.options.run_name() : fs::path(args.run_dir);
   // Under mpirun/srun every rank trains one model with data parallelism; only rank 0 writes the
-  // run directory and prints.
-  const bool writes = run.options.distributed() == Distributed::kOff || launcher_rank() == 0;
+  // run directory and prints. Under fast_dev_run nothing is written.
+  const bool prints = run.options.distributed() == Distributed::kOff || launcher_rank() == 0;
+  if (run.fast_dev_run > 0) return fast_dev_run(run, args, prints);
+  const bool writes = prints;
   if (run.options.save_folder().empty() && run.checkpoints) run.options.save_folder(RunDir(dir).checkpoints().string());
   RunDirectory claimed;
   if (writes) {

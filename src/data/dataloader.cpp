@@ -1,5 +1,6 @@
 #include "baton/data/dataloader.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -50,6 +51,9 @@ DataLoaderPosition DataLoaderPosition::from_json(const nlohmann::json& j) {
 DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)), options_(options) {
   if (!dataset_) throw std::invalid_argument("DataLoader: the dataset is null");
+  if (options_.max_batches() < -1) {
+    throw std::invalid_argument("DataLoader: max_batches must be a number of batches, or -1 for every batch");
+  }
   if (options_.batch_size() < 1) {
     throw std::invalid_argument("DataLoader: batch_size must be at least 1, got " +
                                 std::to_string(options_.batch_size()));
@@ -81,7 +85,8 @@ int64_t DataLoader::num_samples() const { return dataset_->size(); }
 int64_t DataLoader::num_batches() const {
   const int64_t n = dataset_->size();
   const int64_t bs = options_.batch_size();
-  return options_.drop_last() ? n / bs : (n + bs - 1) / bs;
+  const int64_t all = options_.drop_last() ? n / bs : (n + bs - 1) / bs;
+  return options_.max_batches() >= 0 ? std::min(all, options_.max_batches()) : all;
 }
 
 void DataLoader::quiesce() {

@@ -329,7 +329,83 @@ void read_step_and_checkpoint_keys(OptionReader& top, TrainerOptions& o) {
 
 // The training loader, the evaluation loader when the data set has test data ("eval"), and one for
 // each of the `eval:` section's sets ("eval/NAME").
-void build_loaders(OptionReader& data, uint64_t seed, std::vector<EvalSetSpec>& eval_sets, TrainingRun& run) {
+// A limit on an epoch's batches, as Lightning's limit_train_batches takes it: a whole number is a
+// count of batches, a fraction (0 < f <= 1.0, written with a point) that share of them.
+struct BatchLimit {
+  bool fraction = true;
+  double value = 1.0;
+  // A loader over at most the limit's batches of `loader` (at least one).
+  std::shared_ptr<DataLoader> apply(std::shared_ptr<DataLoader> loader) const {
+    const int64_t all = loader->num_batches();
+    const int64_t n = fraction ? std::max<int64_t>(1, static_cast<int64_t>(value * static_cast<double>(all)))
+                               : static_cast<int64_t>(value);
+    if (n >= all) return loader;
+    return std::make_shared<DataLoader>(loader->dataset(), DataLoaderOptions(loader->options()).max_batches(n));
+  }
+};
+
+// Lightning's conveniences for a quick look at a run: fast_dev_run, overfit_batches,
+// limit_train_batches, limit_eval_batches.
+struct QuickLook {
+  int64_t fast_dev_run = 0;  // batches of training and of each evaluation set; 0: off
+  bool overfit = false;      // the training order fixed (no shuffle)
+  BatchLimit train;
+  BatchLimit eval;
+};
+
+BatchLimit read_batch_limit(OptionReader& top, const std::string& key) {
+  BatchLimit limit;
+  if (!top.has(key)) return limit;
+  const nlohmann::json& v = top.json()[key];
+  limit.fraction = !v.is_number_integer();
+  limit.value = top.get<double>(key, 1.0);
+  if (limit.fraction ? !(limit.value > 0.0 && limit.value <= 1.0) : limit.value < 1.0) {
+    top.fail(key, "expected a number of batches (1, 2, ...) or a fraction of them (0.25; 1.0: all)");
+  }
+  return limit;
+}
+
+QuickLook read_quick_look(OptionReader& top) {
+  QuickLook look;
+  if (top.has("fast_dev_run")) {
+    const nlohmann::json& v = top.json()["fast_dev_run"];
+    if (v.is_boolean()) {
+      look.fast_dev_run = top.get<bool>("fast_dev_run", false) ? 1 : 0;
+    } else {
+      look.fast_dev_run = top.get<int64_t>("fast_dev_run", 0);
+      if (look.fast_dev_run < 0) top.fail("fast_dev_run", "expected true, false or a number of batches");
+    }
+  }
+  if (top.has("overfit_batches")) {
+    look.train = read_batch_limit(top, "overfit_batches");
+    look.eval = look.train;
+    look.overfit = true;
+    for (const char* key : {"limit_train_batches", "limit_eval_batches"}) {
+      if (top.has(key)) top.fail(key, "overfit_batches sets the batches already: give one or the other");
+    }
+  }
+  if (top.has("limit_train_batches")) look.train = read_batch_limit(top, "limit_train_batches");
+  if (top.has("limit_eval_batches")) look.eval = read_batch_limit(top, "limit_eval_batches");
+  if (look.fast_dev_run > 0) look.train = look.eval = BatchLimit{false, static_cast<double>(look.fast_dev_run)};
+  return look;
+}
+
+// fast_dev_run: N batches of training, then one evaluation of N batches of each set; no
+// checkpoint, logger file or run folder (baton train prints and writes nothing else).
+void apply_fast_dev_run(const QuickLook& look, TrainingRun& run) {
+  if (look.fast_dev_run == 0) return;
+  TrainerOptions& o = run.options;
+  run.fast_dev_run = look.fast_dev_run;
+  run.checkpoints = false;
+  o.max_duration(Time::from_batch(look.fast_dev_run)).eval_interval(Time::from_batch(look.fast_dev_run));
+  o.save_folder("").load_path("").eval_subset_num_batches(-1);
+  Evaluators evaluators = o.eval_dataloaders();
+  for (Evaluator& e : evaluators) e.interval.reset();
+  o.eval_dataloaders(evaluators);
+}
+
+void build_loaders(OptionReader& data, uint64_t seed, std::vector<EvalSetSpec>& eval_sets, const QuickLook& look,
+                   TrainingRun& run) {
   TrainerOptions& o = run.options;
   DataLoaderOptions loader;  // its defaults are the recipe's (batch_size 128: the peer's batch)
   data.read("batch_size", loader.batch_size());
@@ -338,11 +414,12 @@ void build_loaders(OptionReader& data, uint64_t seed, std::vector<EvalSetSpec>& 
   data.read("shuffle", loader.shuffle());
   data.read("drop_last", loader.drop_last());
   data.read("prefetch", loader.prefetch());
-  o.train_dataloader(std::make_shared<DataLoader>(run.train_data, loader));
+  if (look.overfit) loader.shuffle(false);  // the same batches every epoch
+  o.train_dataloader(look.train.apply(std::make_shared<DataLoader>(run.train_data, loader)));
   const int64_t eval_batch = data.get<int64_t>("eval_batch_size", 1000);
   if (eval_batch < 1) data.fail("eval_batch_size", "must be at least 1");
-  auto eval_loader = [](const std::shared_ptr<Dataset>& set, int64_t batch) {
-    return std::make_shared<DataLoader>(set, DataLoaderOptions().batch_size(batch).shuffle(false));
+  auto eval_loader = [&](const std::shared_ptr<Dataset>& set, int64_t batch) {
+    return look.eval.apply(std::make_shared<DataLoader>(set, DataLoaderOptions().batch_size(batch).shuffle(false)));
   };
   if (run.eval_data) o.eval_dataloader("eval", eval_loader(run.eval_data, eval_batch));
   for (std::size_t i = 0; i < eval_sets.size(); ++i) {
@@ -616,6 +693,7 @@ TrainingRun build_run(const Recipe& recipe) {
   const Loss loss = read_loss(top);  // first: which metrics fit, how the labels are read
   read_loop_keys(top, loss, o);
   std::vector<EvalSetSpec> eval_sets = read_eval_sets(top, loss);
+  const QuickLook look = read_quick_look(top);
   // The device first: what auto precision picks and where data.on_device puts the data set.
   const c10::Device device = read_device_and_precision(top, o);
   read_step_and_checkpoint_keys(top, o);
@@ -627,7 +705,7 @@ TrainingRun build_run(const Recipe& recipe) {
                                  data.get<std::string>("dataset", "fashion_mnist") +
                                  " is not token windows (text, tokens): use ep, ba or sp");
   }
-  build_loaders(data, seed, eval_sets, run);
+  build_loaders(data, seed, eval_sets, look, run);
   OptionReader model = top.child("model");
   build_model(model, loss, run);
   OptionReader optimizer = top.child("optimizer");
@@ -645,6 +723,7 @@ TrainingRun build_run(const Recipe& recipe) {
     OptionReader scheduler = top.child("scheduler");
     build_scheduler(scheduler, o);
   }
+  apply_fast_dev_run(look, run);
   return run;
 }
 

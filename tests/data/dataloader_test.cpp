@@ -127,6 +127,20 @@ TEST(DataLoader, TheOrderDependsOnlyOnSeedAndEpoch) {
   EXPECT_NE(epoch(a, 3), epoch(c, 3));
 }
 
+TEST(DataLoader, MaxBatchesEndsTheEpochEarlyInTheFullOrder) {
+  DataLoader all(numbered(103), DataLoaderOptions().batch_size(10).seed(5));
+  DataLoader few(numbered(103), DataLoaderOptions().batch_size(10).seed(5).max_batches(3));
+  EXPECT_EQ(few.num_batches(), 3);
+  for (int64_t e : {0, 1}) {
+    auto full = epoch(all, e);
+    full.resize(3);
+    EXPECT_EQ(epoch(few, e), full);  // the first three batches of the whole epoch's order
+  }
+  EXPECT_EQ(DataLoader(numbered(25), DataLoaderOptions().batch_size(10).max_batches(7)).num_batches(), 3);
+  EXPECT_THROW(few.set_position({0, 4, 5}), std::invalid_argument);
+  EXPECT_THROW(DataLoader(numbered(5), DataLoaderOptions().max_batches(-2)), std::invalid_argument);
+}
+
 TEST(DataLoader, DropLastAndNoShuffle) {
   DataLoader loader(numbered(25), DataLoaderOptions().batch_size(10).drop_last(true).shuffle(false));
   auto e = epoch(loader, 0);

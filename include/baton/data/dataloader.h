@@ -45,6 +45,9 @@ class DataLoaderOptions {
   // batch is gathered in line (a hand-off to a thread costs ~12 us a batch on 2 cores:
   // bench/trainer_bench --host-time).
   BATON_ARG(bool, prefetch) = true;
+  // At most this many batches an epoch (Lightning's limit_train_batches): the epoch ends there, its
+  // order still drawn over every example. -1: every batch.
+  BATON_ARG(int64_t, max_batches) = -1;
 };
 
 // Where a loader is: the next batch to hand out is `batch` of epoch `epoch`.

@@ -34,6 +34,9 @@ struct TrainingRun {
   // whether `callbacks: {checkpoint_saver: false}` turned checkpoints off.
   std::vector<std::string> loggers;
   bool checkpoints = true;
+  // fast_dev_run: batches of training and of each evaluation set; 0 when off. baton train then
+  // writes nothing (no run folder, checkpoint or logger file).
+  int64_t fast_dev_run = 0;
   // The layout of images and 4-d weights: channels_last or contiguous (memory_format, resolved).
   std::string memory_format = "contiguous";
   std::shared_ptr<Dataset> train_data;
