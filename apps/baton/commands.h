@@ -10,6 +10,7 @@ class App;
 }  // namespace CLI
 
 namespace baton {
+struct ModelSummary;
 struct TrainingRun;
 class Trainer;
 class TrainerOptions;
@@ -34,6 +35,7 @@ void add_plot(CLI::App& app);
 void add_search(CLI::App& app);  // search and trials
 void add_dashboard(CLI::App& app);
 void add_tokenize(CLI::App& app);
+void add_summary(CLI::App& app);
 
 // --device DEVICE on a subcommand: where it runs (auto, cpu, cuda, cuda:N); default: the recipe's.
 void add_device_option(CLI::App* cmd, std::string& device);
@@ -53,6 +55,9 @@ void check_weights_file(const std::string& path);
 // (blurpool, squeeze-excite, …); another file (model.pt) is loaded after the options' algorithms
 // changed the model at init. Errors name the file.
 std::unique_ptr<Trainer> trainer_with_weights(TrainerOptions options, const std::string& path);
+// The summary of the model a recipe built (its FLOPs from two training examples, on the model's
+// device), as baton train prints it and baton summary shows it.
+ModelSummary summarize_run(const TrainingRun& run);
 // Loads a model.pt (torch::save) into `module`, where its weights are; a clear error when they do
 // not fit.
 void load_weights(torch::nn::Module& module, const std::string& path);

@@ -24,6 +24,7 @@
 #include "baton/loggers/registry.h"
 #include "baton/loggers/table_files.h"
 #include "baton/loggers/tensorboard_logger.h"
+#include "baton/models/summary.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_saver.h"
 #include "baton/train/ranks.h"
@@ -374,6 +375,7 @@ int run_train(const TrainArgs& args) {
   }
   Trainer& trainer = *made;
   if (writes) {  // the run is accepted
+    std::fputs(summarize_run(run).to_string().c_str(), stdout);
     write_file_atomically(RunDir(dir).recipe().string(), recipe.resolved_yaml());
     if (!classes.empty()) {
       std::string lines;

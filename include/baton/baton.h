@@ -47,6 +47,7 @@
 #include "baton/models/loss.h"
 #include "baton/models/model.h"
 #include "baton/models/safetensors.h"
+#include "baton/models/summary.h"
 #include "baton/models/surgery.h"
 #include "baton/models/zoo.h"
 

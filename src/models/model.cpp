@@ -1,6 +1,7 @@
 #include "baton/models/model.h"
 
 #include <stdexcept>
+#include <utility>
 
 #include <torch/torch.h>
 
@@ -14,6 +15,45 @@ at::Tensor Classifier::forward(const Batch& batch) { return module_.forward(batc
 
 at::Tensor Classifier::loss(const at::Tensor& outputs, const Batch& batch) {
   return loss_function()(outputs, batch.target);
+}
+
+namespace {
+
+// "torch::nn::Conv2dImpl" -> "Conv2d", "baton::FashionCnnImpl" -> "FashionCnn".
+std::string short_type(std::string type) {
+  if (const auto colon = type.rfind("::"); colon != std::string::npos) type = type.substr(colon + 2);
+  if (type.size() > 4 && type.compare(type.size() - 4, 4, "Impl") == 0) type.resize(type.size() - 4);
+  return type;
+}
+
+std::pair<int64_t, int64_t> count_parameters(const torch::nn::Module& module) {
+  int64_t all = 0;
+  int64_t trainable = 0;
+  for (const auto& p : module.parameters(/*recurse=*/true)) {
+    all += p.numel();
+    if (p.requires_grad()) trainable += p.numel();
+  }
+  return {all, trainable};
+}
+
+}  // namespace
+
+std::vector<ModelPart> Model::parts() const {
+  const torch::nn::Module* top = this;
+  // Through wrappers: one child and no tensors of their own.
+  while (top->children().size() == 1 && top->named_parameters(/*recurse=*/false).is_empty()) {
+    top = top->children().front().get();
+  }
+  std::vector<ModelPart> out;
+  for (const auto& child : top->named_children()) {
+    const auto [all, trainable] = count_parameters(*child.value());
+    out.push_back(ModelPart{child.key(), short_type(child.value()->name()), all, trainable});
+  }
+  if (out.empty()) {
+    const auto [all, trainable] = count_parameters(*top);
+    out.push_back(ModelPart{"(model)", short_type(top->name()), all, trainable});
+  }
+  return out;
 }
 
 at::Tensor Model::loss_per_example(const at::Tensor& /*outputs*/, const Batch& /*batch*/) {

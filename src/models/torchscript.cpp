@@ -33,6 +33,28 @@ class TorchScriptClassifier : public Model {
   at::Tensor loss_per_example(const at::Tensor& outputs, const Batch& batch) override {
     return loss_function().per_example(outputs, batch.target);
   }
+  // The scripted module's children, named as in Python, with their Python class names.
+  std::vector<ModelPart> parts() const override {
+    std::vector<ModelPart> out;
+    for (const auto& child : module_.named_children()) {
+      ModelPart part{child.name, "", 0, 0};
+      const auto type = child.value.type()->name();
+      part.type = type ? type->name() : "Module";
+      for (const auto& p : child.value.parameters(/*recurse=*/true)) {
+        part.parameters += p.numel();
+        if (p.requires_grad()) part.trainable += p.numel();
+      }
+      out.push_back(std::move(part));
+    }
+    ModelPart own{"(own tensors)", "Parameter", 0, 0};
+    for (const auto& p : module_.parameters(/*recurse=*/false)) {
+      own.parameters += p.numel();
+      if (p.requires_grad()) own.trainable += p.numel();
+    }
+    if (own.parameters > 0) out.push_back(own);
+    if (out.empty()) return Model::parts();
+    return out;
+  }
   void train(bool on) override {
     Model::train(on);
     module_.train(on);

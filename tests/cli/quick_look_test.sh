@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Lightning's conveniences for a quick look at a recipe (label integration, seconds): fast_dev_run
+# Lightning's conveniences for a quick look at a recipe (label integration, seconds): the model
+# summary (when training starts, and baton summary), fast_dev_run
 # (a few batches of training and of each evaluation set, nothing written: no run folder, checkpoint
 # or logger file), overfit_batches (the same first batches every epoch), limit_train_batches and
 # limit_eval_batches (a count or a fraction), and their refusals (exit 2, one line).
@@ -79,6 +80,20 @@ loss = [r["train/loss"] for r in rows if "train/loss" in r]
 assert len(loss) == 80, len(loss)
 assert loss[-1] < 0.25 * loss[0], (loss[0], loss[-1])  # 200 examples, learnt by heart
 PY
+
+# The model summary: printed when training starts, and by baton summary (text and JSON).
+grep -q "195 parameters (195 trainable, 0 frozen), 0.00 MB, 352 FLOPs per example" lim.log ||
+  fail "no model summary when training starts: $(head -8 lim.log)"
+"$baton" summary r.yaml >summary.txt 2>&1 || fail "baton summary: $(cat summary.txt)"
+[ "$(grep -c ' Linear ' summary.txt)" -eq 2 ] || fail "baton summary: $(cat summary.txt)"
+"$baton" summary r.yaml --set 'model={name: mlp, hidden: [16, 16]}' --json >summary.json 2>&1 || fail "summary --json"
+/usr/bin/python3 -c "
+import json
+s = json.load(open('summary.json'))
+assert s['parameters'] == 8 * 16 + 16 + 16 * 16 + 16 + 16 * 3 + 3, s['parameters']
+assert s['flops_per_example'] == 2 * (8 * 16 + 16 * 16 + 16 * 3), s['flops_per_example']
+assert [p['type'] for p in s['parts']].count('Linear') == 3, s['parts']" || fail "summary --json: $(head -c 300 summary.json)"
+refused "a summary of a recipe that is not there" "nope.yaml: cannot open the recipe" "$baton" summary nope.yaml
 
 refused "a limit of 0" "limit_train_batches: expected a number of batches" \
   "$baton" train r.yaml --run-dir bad --set limit_train_batches=0

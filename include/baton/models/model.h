@@ -4,6 +4,7 @@
 //   auto model = std::make_shared<baton::Classifier>(net);      // cross-entropy, accuracy
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,14 @@
 #include "baton/models/loss.h"
 
 namespace baton {
+
+// A top-level part of a model, as a summary lists it.
+struct ModelPart {
+  std::string name;
+  std::string type;
+  int64_t parameters = 0;
+  int64_t trainable = 0;
+};
 
 class Model : public torch::nn::Module {
  public:
@@ -38,6 +47,10 @@ class Model : public torch::nn::Module {
   const Loss& loss_function() const { return loss_function_; }
   virtual void set_loss_function(Loss loss) { loss_function_ = std::move(loss); }
   TaskKind task() const { return loss_function_.task(); }
+
+  // Its top-level modules with their parameter counts, for a summary. Default: the children,
+  // looking through wrappers of one child (a Classifier's module, a Sequential of one).
+  virtual std::vector<ModelPart> parts() const;
 
  private:
   Loss loss_function_;
