@@ -25,6 +25,7 @@ void run_inspect(const InspectArgs& args) {
   out["metrics"] = ckpt.state.values.value("eval_metrics", nlohmann::json::object());
   out["recipe"] = ckpt.meta.value("recipe", "");
   if (ckpt.meta.contains("classes")) out["classes"] = ckpt.meta["classes"];  // an image folder's class names
+  if (ckpt.meta.contains("monitor")) out["monitor"] = ckpt.meta["monitor"];  // save_top_k's ranking value
   int64_t bytes = 0;
   nlohmann::json tensors = nlohmann::json::array();
   for (const auto& t : ckpt.tensors) {
@@ -45,6 +46,10 @@ void run_inspect(const InspectArgs& args) {
   for (const auto& [label, metrics] : out["metrics"].items()) {
     for (const auto& [name, value] : metrics.items())
       std::printf("  %s/%s %.4f\n", label.c_str(), name.c_str(), value.get<double>());
+  }
+  if (out.contains("monitor")) {
+    std::printf("  ranked by %s = %.6g (save_top_k)\n", out["monitor"].value("key", "").c_str(),
+                out["monitor"].value("value", 0.0));
   }
   if (out.contains("classes")) {
     std::string names;

@@ -86,7 +86,8 @@ nlohmann::json ModelSummary::to_json() const {
   j["flops_per_example"] = flops_per_example ? nlohmann::json(*flops_per_example) : nlohmann::json();
   j["parts"] = nlohmann::json::array();
   for (const auto& p : parts) {
-    j["parts"].push_back({{"name", p.name}, {"type", p.type}, {"parameters", p.parameters}, {"trainable", p.trainable}});
+    j["parts"].push_back(
+        {{"name", p.name}, {"type", p.type}, {"parameters", p.parameters}, {"trainable", p.trainable}});
   }
   return j;
 }

@@ -107,6 +107,31 @@ CheckpointFile read_checkpoint(const std::string& path) {
   return decode_checkpoint(bytes, path);
 }
 
+nlohmann::json read_checkpoint_meta(const std::string& path) {
+  try {
+    ReadableFile file(path, {.what = "a checkpoint", .max_bytes = 1ull << 40});
+    std::string head(kCheckpointHeader + 4, '\0');
+    if (::pread(file.fd(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()) ||
+        head.compare(0, sizeof kCheckpointMagic, kCheckpointMagic, sizeof kCheckpointMagic) != 0) {
+      checkpoint_fail(path, "not a baton checkpoint (no BATONCK header)");
+    }
+    uint32_t length = 0;
+    std::memcpy(&length, head.data() + kCheckpointHeader, sizeof length);
+    if (kCheckpointHeader + 4 + uint64_t{length} > file.size()) checkpoint_fail(path, "truncated metadata");
+    std::string text(length, '\0');
+    if (::pread(file.fd(), text.data(), length, static_cast<off_t>(head.size())) != static_cast<ssize_t>(length)) {
+      checkpoint_fail(path, "cannot read its metadata");
+    }
+    nlohmann::json meta = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!meta.is_object()) checkpoint_fail(path, "its metadata is not a JSON object");
+    meta.erase("tensors");
+    meta.erase("values");
+    return meta;
+  } catch (const FileError& e) {
+    throw CheckpointError(e.what());
+  }
+}
+
 namespace {
 
 // SHA-256 through OpenSSL's libcrypto (the CPU's SHA instructions where it has them).

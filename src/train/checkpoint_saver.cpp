@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -69,6 +70,7 @@ std::vector<CheckpointFileAt> checkpoint_files(const std::string& folder, const 
     const fs::path& path = entry.path();
     const std::string name = path.filename().string();
     if (name.empty() || name.front() == '.' || !entry.is_regular_file(ec)) continue;
+    if (name == kBestCheckpoint && entry.is_symlink(ec)) continue;  // the link to the best, not a file
     const bool copied_latest = name == "latest" && !entry.is_symlink(ec);
     const bool made = name != "latest" && (path.extension() == ".ckpt" || made_by(name, pattern));
     if (!made && !copied_latest) continue;
@@ -108,15 +110,22 @@ std::vector<std::string> checkpoint_names(const std::string& folder, const std::
   return names;
 }
 
-void point_latest_at(const std::string& folder, const std::string& file) {
-  const fs::path link = fs::path(folder) / "latest";
-  const fs::path tmp = fs::path(folder) / (".latest.tmp." + std::to_string(::getpid()));
+namespace {
+
+// Points `folder`/`name` (a relative symlink) at `file` atomically: a new link renamed over the old.
+void point_link_at(const std::string& folder, const std::string& name, const std::string& file) {
+  const fs::path link = fs::path(folder) / name;
+  const fs::path tmp = fs::path(folder) / ("." + name + ".tmp." + std::to_string(::getpid()));
   std::error_code ec;
   fs::remove(tmp, ec);
   fs::create_symlink(fs::path(file).filename(), tmp, ec);
   if (!ec) fs::rename(tmp, link, ec);
   if (ec) throw CheckpointError(link.string() + ": cannot point it at " + file + " (" + ec.message() + ")");
 }
+
+}  // namespace
+
+void point_latest_at(const std::string& folder, const std::string& file) { point_link_at(folder, "latest", file); }
 
 // Where `latest` points, unless a checkpoint was written after it (a run killed between renaming a
 // checkpoint into place and moving the link): resuming from that one, it is never written a second
@@ -158,6 +167,7 @@ void check_checkpoint_filename(const std::string& filename) {
   auto refuse = [&](const std::string& why) { throw std::invalid_argument("'" + filename + "': " + why); };
   if (filename.empty()) refuse("empty; a name such as ep{epoch}-ba{batch}.ckpt");
   if (filename == "latest") refuse("'latest' is the link to the newest checkpoint; name the files otherwise");
+  if (filename == kBestCheckpoint) refuse("'best.ckpt' is the link to the best checkpoint; name the files otherwise");
   if (filename.find('/') != std::string::npos || filename == "..") {
     refuse(
         "a checkpoint is written in the checkpoint folder; set save_folder for another folder, and a name "
@@ -195,6 +205,62 @@ void CheckpointSaver::adopt_existing() {
     if (std::find(paths.begin(), paths.end(), p) == paths.end()) paths.push_back(p);
   }
   written_ = std::move(paths);
+  if (options_.top_k() <= 0) return;
+  ranked_.clear();
+  for (const auto& path : written_) {  // oldest first: the order they were written
+    try {
+      const nlohmann::json monitor = read_checkpoint_meta(path).value("monitor", nlohmann::json::object());
+      if (monitor.value("key", "") == options_.monitor() && monitor.contains("value") && monitor["value"].is_number()) {
+        ranked_.push_back(Ranked{path, monitor["value"].get<double>(), monitor.value("batch", int64_t{-1}), order_++});
+      }
+    } catch (const CheckpointError& e) {  // unreadable: not ranked (deleted at the next save unless latest)
+      spdlog::warn("{}", e.what());
+    }
+  }
+  const fs::path best = fs::path(options_.folder()) / kBestCheckpoint;
+  std::error_code ec;
+  best_ =
+      fs::is_symlink(best, ec) ? (fs::path(options_.folder()) / fs::read_symlink(best, ec).filename()).string() : "";
+  // A run stopped between writing a better checkpoint and moving the link: the link moves now.
+  if (const auto sorted = ranked(); !sorted.empty() && sorted.front().first != best_) {
+    best_ = sorted.front().first;
+    point_link_at(options_.folder(), kBestCheckpoint, best_);
+  }
+}
+
+std::vector<std::pair<std::string, double>> CheckpointSaver::ranked() const {
+  std::vector<Ranked> sorted = ranked_;
+  const bool greater = options_.greater_is_better();
+  std::sort(sorted.begin(), sorted.end(), [&](const Ranked& a, const Ranked& b) {
+    if (a.value != b.value) return greater ? a.value > b.value : a.value < b.value;
+    return a.order > b.order;  // a tie: the newer weights first
+  });
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& r : sorted) out.emplace_back(r.path, r.value);
+  return out;
+}
+
+// The top_k ranked checkpoints with `path` (ranked when it has a value) and `path` itself are kept;
+// every other file this saver manages is returned to be deleted once the links have moved.
+std::vector<std::string> CheckpointSaver::keep_top_k(const std::string& path, std::optional<double> value,
+                                                     int64_t batch) {
+  // A file written again, or the same weights written again at an epoch's end, replaces its entry.
+  std::erase_if(ranked_, [&](const Ranked& r) { return r.path == path || (value && r.batch == batch); });
+  if (value) ranked_.push_back(Ranked{path, *value, batch, order_++});
+  std::vector<std::pair<std::string, double>> sorted = ranked();
+  if (sorted.size() > static_cast<std::size_t>(options_.top_k()))
+    sorted.resize(static_cast<std::size_t>(options_.top_k()));
+  std::erase_if(ranked_, [&](const Ranked& r) {
+    return std::none_of(sorted.begin(), sorted.end(), [&](const auto& kept) { return kept.first == r.path; });
+  });
+  std::vector<std::string> doomed;
+  std::vector<std::string> kept;
+  for (const auto& p : written_) {
+    const bool ranked_now = std::any_of(ranked_.begin(), ranked_.end(), [&](const Ranked& r) { return r.path == p; });
+    (ranked_now || p == path ? kept : doomed).push_back(p);
+  }
+  written_ = std::move(kept);
+  return doomed;
 }
 
 CheckpointSaver::~CheckpointSaver() {
@@ -213,6 +279,14 @@ std::string CheckpointSaver::save(const State& state) {
   wait();
   StateDict snapshot = snapshot_();
   nlohmann::json meta = meta_ ? meta_() : nlohmann::json::object();
+  // Ranked (top_k) only with a value of these weights: the monitor's set evaluated at this batch.
+  std::optional<double> value;
+  if (options_.top_k() > 0 && monitor_evaluated_at_ == state.timestamp.batch()) {
+    value = state.eval_metric(options_.monitor());
+    if (value && !std::isfinite(*value)) value.reset();
+    if (value) meta["monitor"] = {{"key", options_.monitor()}, {"value", *value}, {"batch", state.timestamp.batch()}};
+  }
+  last_save_ranked_ = value.has_value();
   const std::string name = fill(options_.filename(), state);
   check_checkpoint_filename(name);  // {run_name} may make a name the pattern did not
   const std::string path = (fs::path(options_.folder()) / name).string();
@@ -220,16 +294,24 @@ std::string CheckpointSaver::save(const State& state) {
   written_.erase(std::remove(written_.begin(), written_.end(), path), written_.end());
   written_.push_back(path);
   std::vector<std::string> doomed;
-  if (options_.num_checkpoints_to_keep() >= 0) {
+  std::string best;  // where best.ckpt is to point, when that changes
+  if (options_.top_k() > 0) {
+    doomed = keep_top_k(path, value, state.timestamp.batch());
+    const auto sorted = ranked();
+    if (!sorted.empty() && sorted.front().first != best_) best = best_ = sorted.front().first;
+  } else if (options_.num_checkpoints_to_keep() >= 0) {
     while (written_.size() > static_cast<std::size_t>(std::max(1, options_.num_checkpoints_to_keep()))) {
       doomed.push_back(written_.front());
       written_.erase(written_.begin());
     }
   }
-  pending_ = std::async(std::launch::async, [this, path, snapshot = std::move(snapshot), meta = std::move(meta),
+  // The file, then the links, then what they no longer need: a kill at any point leaves latest and
+  // best.ckpt each naming one whole checkpoint.
+  pending_ = std::async(std::launch::async, [this, path, best, snapshot = std::move(snapshot), meta = std::move(meta),
                                              doomed = std::move(doomed)] {
     write_checkpoint(path, snapshot, meta);
     point_latest_at(options_.folder(), path);
+    if (!best.empty()) point_link_at(options_.folder(), kBestCheckpoint, best);
     for (const auto& old : doomed) {
       std::error_code ec;
       fs::remove(old, ec);
@@ -238,7 +320,20 @@ std::string CheckpointSaver::save(const State& state) {
   return path;
 }
 
+void CheckpointSaver::eval_end(State& state, Logger&) {
+  const auto slash = options_.monitor().rfind('/');
+  if (options_.top_k() > 0 && slash != std::string::npos &&
+      state.dataloader_label == options_.monitor().substr(0, slash)) {
+    monitor_evaluated_at_ = state.timestamp.batch();
+  }
+}
+
 void CheckpointSaver::batch_checkpoint(State& state, Logger&) {
+  // With top_k: after each evaluation of the monitor's set, so that every value has its weights.
+  if (rank_now(state)) {
+    save(state);
+    return;
+  }
   const Time& every = options_.interval();
   if (every.value() <= 0) return;
   if (every.unit() == TimeUnit::kBatch && state.timestamp.batch() % every.count() == 0) save(state);
@@ -249,10 +344,20 @@ void CheckpointSaver::batch_checkpoint(State& state, Logger&) {
 }
 
 void CheckpointSaver::epoch_checkpoint(State& state, Logger&) {
+  if (rank_now(state)) {
+    save(state);
+    return;
+  }
   const Time& every = options_.interval();
   if (every.unit() == TimeUnit::kEpoch && every.count() > 0 && state.timestamp.epoch() % every.count() == 0) {
     if (!saved_now(state)) save(state);
   }
+}
+
+// top_k: the monitor's set was evaluated at this batch, and these weights have no ranked checkpoint.
+bool CheckpointSaver::rank_now(const State& state) const {
+  return options_.top_k() > 0 && monitor_evaluated_at_ == state.timestamp.batch() &&
+         !(saved_now(state) && last_save_ranked_);
 }
 
 bool CheckpointSaver::saved_now(const State& state) const {
@@ -260,7 +365,7 @@ bool CheckpointSaver::saved_now(const State& state) const {
 }
 
 void CheckpointSaver::fit_end(State& state, Logger&) {
-  if (!saved_now(state)) save(state);
+  if (!saved_now(state) || rank_now(state)) save(state);
   wait();
 }
 

@@ -305,6 +305,9 @@ void read_step_and_checkpoint_keys(OptionReader& top, TrainerOptions& o) {
   top.read("save_interval", o.save_interval());
   top.read("save_filename", o.save_filename());
   top.read("save_num_checkpoints_to_keep", o.save_num_checkpoints_to_keep());
+  top.read("save_top_k", o.save_top_k());
+  top.read("save_monitor", o.save_monitor());
+  top.read("save_mode", o.save_mode());
   if (o.save_num_checkpoints_to_keep() < -1) {
     top.fail("save_num_checkpoints_to_keep", "expected how many to keep, or -1 to keep every checkpoint");
   }
@@ -564,6 +567,9 @@ void build_plugins(OptionReader& top, TrainingRun& run) {
                                       o.save_num_checkpoints_to_keep(static_cast<int>(
                                           r.integer("num_checkpoints_to_keep", o.save_num_checkpoints_to_keep())));
                                       o.save_weights_only(r.boolean("weights_only", o.save_weights_only()));
+                                      o.save_top_k(static_cast<int>(r.integer("top_k", o.save_top_k())));
+                                      o.save_monitor(r.text("monitor", o.save_monitor()));
+                                      r.read("mode", o.save_mode());
                                       r.finish();
                                       return nullptr;
                                     }));
@@ -722,6 +728,12 @@ TrainingRun build_run(const Recipe& recipe) {
   if (top.has("scheduler")) {
     OptionReader scheduler = top.child("scheduler");
     build_scheduler(scheduler, o);
+  }
+  try {  // the monitor names a set and a metric the run has
+    check_save_top_k(o);
+  } catch (const std::invalid_argument& e) {
+    const std::string why = e.what();  // "<key> <what is wrong>"
+    top.fail(why.substr(0, why.find(' ')), why.substr(why.find(' ') + 1));
   }
   apply_fast_dev_run(look, run);
   return run;

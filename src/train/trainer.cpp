@@ -98,6 +98,33 @@ MetricContext metric_context(const Model& model) {
 
 }  // namespace
 
+void check_save_top_k(const TrainerOptions& o) {
+  if (o.save_top_k() < 0) throw std::invalid_argument("save_top_k must be how many of the best to keep (0: off)");
+  if (o.save_top_k() == 0) return;
+  if (o.save_num_checkpoints_to_keep() != -1) {
+    throw std::invalid_argument(
+        "save_num_checkpoints_to_keep and save_top_k: keep the newest N, or the best K and the latest, not both");
+  }
+  const std::string& monitor = o.save_monitor();
+  const auto slash = monitor.rfind('/');
+  std::string labels;
+  for (const Evaluator& e : o.eval_dataloaders()) {
+    labels += (labels.empty() ? "" : ", ") + e.label;
+    if (slash == std::string::npos || e.label != monitor.substr(0, slash)) continue;
+    std::vector<std::string> metrics = e.metrics.empty() ? o.eval_metrics() : e.metrics;
+    if (metrics.empty() && o.model()) metrics = o.model()->metrics();
+    const std::string metric = monitor.substr(slash + 1);
+    if (std::find(metrics.begin(), metrics.end(), metric) == metrics.end()) {
+      std::string logged;
+      for (const auto& m : metrics) logged += (logged.empty() ? "" : ", ") + m;
+      throw std::invalid_argument("save_monitor " + monitor + ": " + e.label + " logs " + logged + ", not " + metric);
+    }
+    return;
+  }
+  throw std::invalid_argument("save_monitor '" + monitor + "' must be <evaluation set>/<metric> of a set the run has" +
+                              " (" + (labels.empty() ? "none" : labels) + "), such as eval/accuracy");
+}
+
 namespace {
 
 // The options a run cannot start with (a recipe checks them too, with its file and line; these are
@@ -137,6 +164,11 @@ void check_options(TrainerOptions& o) {
           "TrainerOptions: log_interval must be at least 1 batch (or auto)");
   require(!o.autoresume() || !o.save_folder().empty(),
           "TrainerOptions: autoresume needs save_folder (where to look for checkpoints)");
+  try {
+    check_save_top_k(o);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("TrainerOptions: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -227,6 +259,20 @@ void Trainer::Impl::setup_loggers(bool writes) {
   if (!options_.hyperparameters().empty()) logger_->log_hyperparameters(options_.hyperparameters());
 }
 
+namespace {
+
+// save_mode auto: lower is better for losses and errors.
+bool save_greater_is_better(const TrainerOptions& o) {
+  if (o.save_mode() != SaveMode::kAuto) return o.save_mode() == SaveMode::kMax;
+  const std::string metric = o.save_monitor().substr(o.save_monitor().rfind('/') + 1);
+  for (const char* lower : {"loss", "error", "mse", "mae", "perplexity"}) {
+    if (metric.find(lower) != std::string::npos) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // The trainer's own checkpoint saver (the save_* options), a callback like the others.
 void Trainer::Impl::setup_saver() {
   const TimeUnit save_unit = options_.save_interval().unit();
@@ -237,7 +283,10 @@ void Trainer::Impl::setup_saver() {
           .folder(options_.save_folder())
           .interval(options_.save_interval())
           .filename(options_.save_filename())
-          .num_checkpoints_to_keep(options_.save_num_checkpoints_to_keep()),
+          .num_checkpoints_to_keep(options_.save_num_checkpoints_to_keep())
+          .top_k(options_.save_top_k())
+          .monitor(options_.save_monitor())
+          .greater_is_better(save_greater_is_better(options_)),
       [this] {
         flush_losses();  // a NaN loss stops the run before it is saved
         return snapshot(options_.save_weights_only());

@@ -40,6 +40,9 @@ CheckpointFile decode_checkpoint(const std::string& bytes, const std::string& na
 void write_checkpoint(const std::string& path, const StateDict& state, const nlohmann::json& meta);
 // Throws CheckpointError for a missing, empty, truncated, corrupt or foreign file.
 CheckpointFile read_checkpoint(const std::string& path);
+// Only the metadata the writer added (no tensors read, no checksum over them: for listing and
+// ranking checkpoints). Throws CheckpointError for a file that is not a checkpoint.
+nlohmann::json read_checkpoint_meta(const std::string& path);
 
 // SHA-256 over the tensors named "model/…" in name order (their bytes): equal for equal weights.
 std::string weights_sha256(const StateDict& state);

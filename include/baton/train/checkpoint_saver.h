@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <future>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,7 +25,16 @@ class CheckpointSaverOptions {
   BATON_ARG(Time, interval) = Time::from_epoch(1);
   BATON_ARG(std::string, filename) = "ep{epoch}-ba{batch}.ckpt";
   BATON_ARG(int, num_checkpoints_to_keep) = -1;
+  // Keep the `top_k` best checkpoints by `monitor` ("eval/val/accuracy") plus the latest, and point
+  // best.ckpt at the best; a checkpoint is also written after each evaluation of the monitor's set.
+  // 0: off (num_checkpoints_to_keep applies).
+  BATON_ARG(int, top_k) = 0;
+  BATON_ARG(std::string, monitor);
+  BATON_ARG(bool, greater_is_better) = true;
 };
+
+// The link to the best checkpoint (save_top_k), beside `latest`.
+inline constexpr const char* kBestCheckpoint = "best.ckpt";
 
 class CheckpointSaver : public Callback {
  public:
@@ -38,6 +48,7 @@ class CheckpointSaver : public Callback {
   void batch_checkpoint(State& state, Logger& logger) override;
   void epoch_checkpoint(State& state, Logger& logger) override;
   void fit_end(State& state, Logger& logger) override;
+  void eval_end(State& state, Logger& logger) override;
   void close(State& state, Logger& logger) override;
 
   // Snapshots now and writes in the background; returns the file's path.
@@ -47,8 +58,11 @@ class CheckpointSaver : public Callback {
   // Paths written by this saver, oldest first (those not deleted).
   const std::vector<std::string>& written() const { return written_; }
   // A resumed run's saver takes the folder's checkpoints (those its filename makes) as its own,
-  // oldest first, so that num_checkpoints_to_keep counts them too.
+  // oldest first, so that num_checkpoints_to_keep counts them too; with top_k, ranked by the
+  // monitored value each one's metadata holds.
   void adopt_existing();
+  // With top_k: the kept checkpoints that have a monitored value, best first.
+  std::vector<std::pair<std::string, double>> ranked() const;
 
  private:
   CheckpointSaverOptions options_;
@@ -58,7 +72,23 @@ class CheckpointSaver : public Callback {
   std::vector<std::string> written_;
   // Whether the last save was at this timestamp (epoch, batch).
   bool saved_now(const State& state) const;
+  bool rank_now(const State& state) const;
   std::pair<int64_t, int64_t> last_saved_{-1, -1};
+  bool last_save_ranked_ = false;
+  // top_k: the ranked checkpoints (path, value, order written), and the batch after which the
+  // monitor's evaluation set last ran (a checkpoint is ranked only with a value of its own weights).
+  struct Ranked {
+    std::string path;
+    double value;
+    int64_t batch;  // the weights' batch
+    int64_t order;
+  };
+  std::vector<Ranked> ranked_;
+  int64_t order_ = 0;
+  int64_t monitor_evaluated_at_ = -1;
+  std::string best_;
+  // The files to delete after `path` is written: keeps the top_k ranked plus the latest.
+  std::vector<std::string> keep_top_k(const std::string& path, std::optional<double> value, int64_t batch);
 };
 
 // Points `folder`/latest (a relative symlink) at `file` atomically.
@@ -77,7 +107,7 @@ std::vector<std::string> checkpoint_names(const std::string& folder, const std::
 // Checks a save_filename pattern ({epoch}, {batch}, {run_name} filled in) names a file of its own
 // in the checkpoint folder: not "latest" (the link to the newest), no folder part (a '/' or
 // ".."), not hidden (".name": the saver's temporary files). Throws std::invalid_argument
-// ("'<filename>': why, and the fix").
+// ("'<filename>': why, and the fix"); nor best.ckpt, the link to the best (save_top_k).
 void check_checkpoint_filename(const std::string& filename);
 
 }  // namespace baton

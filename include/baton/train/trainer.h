@@ -67,6 +67,10 @@ enum class CudaGraphs { kAuto, kOn, kOff };
 BATON_ENUM_NAMES(CudaGraphs, {CudaGraphs::kAuto, "auto"}, {CudaGraphs::kOn, "on"}, {CudaGraphs::kOff, "off"})
 CudaGraphs parse_cuda_graphs(std::string_view text);  // auto, on, off; std::invalid_argument otherwise
 
+// Whether a larger monitored value is better (save_top_k).
+enum class SaveMode { kAuto, kMax, kMin };
+BATON_ENUM_NAMES(SaveMode, {SaveMode::kAuto, "auto"}, {SaveMode::kMax, "max"}, {SaveMode::kMin, "min"})
+
 class TrainerOptions {
   // What is trained. Required.
   BATON_ARG(std::shared_ptr<Model>, model);
@@ -146,6 +150,14 @@ class TrainerOptions {
   BATON_ARG(std::string, save_filename) = std::string("ep{epoch}-ba{batch}.ckpt");
   // Older checkpoints beyond this many are deleted. Default: -1 (keep all).
   BATON_ARG(int, save_num_checkpoints_to_keep) = -1;
+  // Keep the best K checkpoints by `save_monitor` (an evaluation metric, "eval/val/accuracy") plus
+  // the latest; best.ckpt points at the best. A checkpoint is also written after each evaluation
+  // of the monitor's set. Default: 0 (off: save_num_checkpoints_to_keep applies).
+  BATON_ARG(int, save_top_k) = 0;
+  BATON_ARG(std::string, save_monitor);
+  // Which way is better: max, min, or auto (min for names with loss, error, mse, mae or
+  // perplexity, else max). Default: auto.
+  BATON_ARG(SaveMode, save_mode) = SaveMode::kAuto;
   // Only the model's weights. Default: false.
   BATON_ARG(bool, save_weights_only) = false;
   // Extra metadata stored in every checkpoint (the CLI puts the resolved recipe here).
@@ -187,6 +199,10 @@ class TrainerOptions {
     return *this;
   }
 };
+
+// Throws std::invalid_argument (the reason, with the key) unless save_top_k is off, or its
+// save_monitor names a metric one of the evaluators logs and save_num_checkpoints_to_keep is unset.
+void check_save_top_k(const TrainerOptions& options);
 
 // What a fit took.
 struct RunSummary {
