@@ -1,6 +1,7 @@
 #include <set>
 #include <stdexcept>
 
+#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -64,12 +65,43 @@ class TorchScriptClassifier : public Model {
   torch::jit::Module module_;
 };
 
+// The ops whose behaviour depends on training mode, with the position of their `train` argument.
+// A traced module holds them with that argument fixed; fixed to false (traced in eval mode), its
+// dropout and batch norm would stay in eval mode while baton trains it.
+std::string traced_in_eval(const torch::jit::Module& module) {
+  const std::pair<const char*, std::size_t> ops[] = {{"aten::dropout", 2},
+                                                     {"aten::feature_dropout", 2},
+                                                     {"aten::alpha_dropout", 2},
+                                                     {"aten::batch_norm", 5},
+                                                     {"aten::instance_norm", 5}};
+  const auto graph = module.get_method("forward").graph()->copy();
+  torch::jit::Inline(*graph);  // the submodules' forwards too
+  for (const torch::jit::Node* node : graph->nodes()) {
+    for (const auto& [op, train] : ops) {
+      if (node->kind().toQualString() != std::string(op) || node->inputs().size() <= train) continue;
+      const auto constant = torch::jit::toIValue(node->inputs()[train]);
+      if (constant && constant->isBool() && !constant->toBool()) return op;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::shared_ptr<Model> load_torchscript_classifier(const std::string& path) {
   { ReadableFile regular(path, {.what = "the TorchScript module", .max_bytes = 64ull << 30}); }  // not a FIFO
   try {
     torch::jit::Module module = torch::jit::load(path);
+    if (!module.find_method("forward")) {
+      throw std::runtime_error(path +
+                               ": the TorchScript module has no forward method (script or trace a module "
+                               "whose forward takes the inputs)");
+    }
+    if (const std::string op = traced_in_eval(module); !op.empty()) {
+      throw std::runtime_error(
+          path + ": the module was traced in eval mode (its " + op.substr(6) +
+          " is fixed to eval): call model.train() before torch.jit.trace, or use torch.jit.script");
+    }
     for (const auto& p : module.parameters()) p.set_requires_grad(true);
     return std::make_shared<TorchScriptClassifier>(std::move(module));
   } catch (const c10::Error& e) {
