@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -157,7 +158,7 @@ std::vector<EvalSetSpec> read_eval_sets(OptionReader& top, const Loss& loss) {
   std::vector<EvalSetSpec> sets;
   if (!top.has("eval")) return sets;
   const char* example = "{val: {inputs: val_x.npy, labels: val_y.npy, metrics: [accuracy], interval: 500ba}}";
-  if (!top.json()["eval"].is_object() || top.json()["eval"].empty()) {
+  if (!top.json()["eval"].is_object()) {  // {}: none (a --set that removes the recipe's)
     top.fail("eval", std::string("expected evaluation sets by name, e.g. ") + example);
   }
   OptionReader eval = top.child("eval");
@@ -207,6 +208,29 @@ void load_data(OptionReader& data, uint64_t seed, const c10::Device& device, con
   }
 }
 
+// Under a wall-clock max_duration the run has no length in batches: what counts in fractions of it
+// (dur) or spans it (one_cycle) is refused, naming the key.
+void refuse_fractions_of_the_run(OptionReader& top) {
+  const std::string why = "a fraction of the run (dur), but max_duration is a wall-clock time: use ep, ba or sp";
+  std::function<void(const nlohmann::json&, const std::string&)> scan = [&](const nlohmann::json& v,
+                                                                            const std::string& key) {
+    if (v.is_string() && v.get<std::string>().size() > 3 &&
+        v.get<std::string>().compare(v.get<std::string>().size() - 3, 3, "dur") == 0) {
+      top.fail(key, "'" + v.get<std::string>() + "' is " + why);
+    }
+    if (v.is_object() || v.is_array()) {
+      for (const auto& item : v) scan(item, key);
+    }
+  };
+  for (const char* key : {"eval_interval", "scheduler", "algorithms", "callbacks"}) {
+    if (top.has(key)) scan(top.json()[key], key);
+  }
+  if (top.has("scheduler") && top.json()["scheduler"].is_object() &&
+      top.json()["scheduler"].value("name", "") == "one_cycle") {
+    top.fail("scheduler", "one_cycle spans the run, but max_duration is a wall-clock time: use ep, ba or sp");
+  }
+}
+
 // The loop's keys: how long, how often to evaluate and log, threads, data parallelism, the console.
 void read_loop_keys(OptionReader& top, const Loss& loss, TrainerOptions& o) {
   top.read("run_name", o.run_name());
@@ -219,11 +243,13 @@ void read_loop_keys(OptionReader& top, const Loss& loss, TrainerOptions& o) {
   // Checked here, before any data is read (the trainer checks them again for C++ callers).
   {
     const TimeUnit unit = o.max_duration().unit();
-    if (unit != TimeUnit::kEpoch && unit != TimeUnit::kBatch && unit != TimeUnit::kSample && unit != TimeUnit::kToken) {
-      top.fail("max_duration",
-               "'" + top.get<std::string>("max_duration", "") +
-                   "' must count epochs, batches, samples or tokens (3ep, 500ba, 60000sp, 10000000tok)");
+    if (unit != TimeUnit::kEpoch && unit != TimeUnit::kBatch && unit != TimeUnit::kSample && unit != TimeUnit::kToken &&
+        unit != TimeUnit::kSecond) {
+      top.fail("max_duration", "'" + top.get<std::string>("max_duration", "") +
+                                   "' must count epochs, batches, samples, tokens or wall-clock time (3ep, 500ba, "
+                                   "60000sp, 10000000tok, 90s, 30m, 2h)");
     }
+    if (unit == TimeUnit::kSecond) refuse_fractions_of_the_run(top);
     if (!(o.max_duration().value() > 0)) top.fail("max_duration", "must be more than 0 (3ep, 500ba, …)");
   }
   o.eval_interval(read_eval_interval(top, "eval_interval", o.eval_interval()));

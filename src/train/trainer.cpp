@@ -133,9 +133,12 @@ void check_options(TrainerOptions& o) {
   require(o.model() != nullptr, "TrainerOptions: model is required");
   const TimeUnit unit = o.max_duration().unit();
   // Tokens only where the training data counts them (checked when the fit starts).
-  require(unit == TimeUnit::kEpoch || unit == TimeUnit::kBatch || unit == TimeUnit::kSample || unit == TimeUnit::kToken,
-          "TrainerOptions: max_duration " + o.max_duration().to_string() + " must be in ep, ba, sp or tok");
+  require(unit == TimeUnit::kEpoch || unit == TimeUnit::kBatch || unit == TimeUnit::kSample ||
+              unit == TimeUnit::kToken || unit == TimeUnit::kSecond,
+          "TrainerOptions: max_duration " + o.max_duration().to_string() + " must be in ep, ba, sp, tok or seconds");
   require(o.max_duration().value() > 0, "TrainerOptions: max_duration must be positive");
+  require(unit != TimeUnit::kSecond || o.eval_interval().unit() != TimeUnit::kDuration,
+          "TrainerOptions: eval_interval in dur needs a max_duration in ep, ba, sp or tok, not a wall-clock time");
   auto check_interval = [](const Time& every, const std::string& what) {
     const TimeUnit unit = every.unit();
     require(is_zero(every) || unit == TimeUnit::kEpoch || unit == TimeUnit::kBatch || unit == TimeUnit::kSample ||
@@ -375,9 +378,20 @@ int64_t Trainer::Impl::microbatch_size() const {
   return options_.device_train_microbatch_size().value_or(std::numeric_limits<int64_t>::max());
 }
 
+double Trainer::Impl::trained_seconds() const {
+  return summary_.train_s +
+         (fit_clock_ ? seconds_since(fit_clock_->start) - (summary_.eval_s - fit_clock_->eval_before) : 0.0);
+}
+
 bool Trainer::Impl::done() const {
   const Time& max = *state_.max_duration;
+  if (max.unit() == TimeUnit::kSecond) return time_reached_;  // decided after a batch, on every rank
   return state_.timestamp.get(max.unit()) >= max;
+}
+
+bool Trainer::Impl::out_of_time() const {
+  const Time& max = *state_.max_duration;
+  return max.unit() == TimeUnit::kSecond && state_.timestamp.total_wct() >= max.value();
 }
 
 const Time& Trainer::Impl::interval_of(const Evaluator& evaluator) const {
@@ -448,6 +462,13 @@ void Trainer::Impl::fit() {
       engine_->run_event(Event::kBatchEnd);
       run_evaluators(Event::kBatchEnd);
       engine_->run_event(Event::kBatchCheckpoint);
+      // Wall-clock time: a stop like a stopper's, so that every rank stops after the same batch.
+      if (out_of_time()) {
+        time_reached_ = true;
+        state_.stop_training();
+        spdlog::info("max_duration {} of training reached at {} ({:.1f} s)", state_.max_duration->to_string(),
+                     state_.timestamp.to_string(), state_.timestamp.total_wct());
+      }
       // A stop asked for on one rank (a signal, a stopper) stops every rank after the same batch.
       if (ddp_ && ddp_->allreduce({state_.stop_requested() ? 1.0 : 0.0})[0] > 0) state_.stop_training();
       if (done() || state_.stop_requested()) break;
@@ -472,8 +493,10 @@ bool Trainer::Impl::start_fit(DataLoader& loader) {
   require(state_.max_duration->unit() != TimeUnit::kToken || clock_.tokens_per_sample > 0,
           "Trainer::fit: max_duration " + state_.max_duration->to_string() +
               " counts tokens, but the training data are not windows of tokens: use ep, ba or sp");
-  clock_.max_batches = clock_.to_batches(*state_.max_duration);
-  if (done()) {
+  // A wall-clock max_duration has no length in batches: a schedule in dur is refused then.
+  clock_.max_batches = state_.max_duration->unit() == TimeUnit::kSecond ? 0.0 : clock_.to_batches(*state_.max_duration);
+  time_reached_ = false;
+  if (done() || out_of_time()) {
     spdlog::warn("fit: the run is already at max_duration {} ({}); raise it to train more",
                  state_.max_duration->to_string(), state_.timestamp.to_string());
     return false;

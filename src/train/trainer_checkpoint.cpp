@@ -212,9 +212,7 @@ StateDict Trainer::Impl::snapshot(bool weights_only) const {
   for (const auto& [label, values] : state_.eval_metrics) metrics[label] = values;
   out.values["eval_metrics"] = metrics;
   // Inside fit(), the time of this fit so far counts too.
-  const double train_s =
-      summary_.train_s +
-      (fit_clock_ ? seconds_since(fit_clock_->start) - (summary_.eval_s - fit_clock_->eval_before) : 0.0);
+  const double train_s = trained_seconds();
   out.values["summary"] = {{"train_s", train_s}, {"eval_s", summary_.eval_s}, {"train_loss", summary_.train_loss}};
   out.values["last_eval_batches"] = last_eval_batches_;
   return out;

@@ -83,6 +83,8 @@ struct Trainer::Impl {
   const Time& interval_of(const Evaluator& evaluator) const;
   bool should_eval(Event event, const Time& every) const;
   bool done() const;
+  bool out_of_time() const;        // a max_duration in seconds, reached
+  double trained_seconds() const;  // this run's training time so far, this fit's included
   void set_learning_rates();
   void reapply_surgery(const std::string& path, const StateDict& sd);
   void load_checkpoint_file(const std::string& path, bool weights_only, bool strict,
@@ -106,6 +108,7 @@ struct Trainer::Impl {
     double eval_before;
   };
   std::optional<FitClock> fit_clock_;  // set while fit() runs
+  bool time_reached_ = false;          // a max_duration in seconds stopped this fit
   std::shared_ptr<CheckpointSaver> saver_;
   std::unique_ptr<detail::DataParallel> ddp_;
   double ddp_weight_ = 1.0;  // this rank's share of the current global batch

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lightning's conveniences for a quick look at a recipe (label integration, seconds): the model
-# summary (when training starts, and baton summary), fast_dev_run
+# summary (when training starts, and baton summary), max_duration in wall-clock time, fast_dev_run
 # (a few batches of training and of each evaluation set, nothing written: no run folder, checkpoint
 # or logger file), overfit_batches (the same first batches every epoch), limit_train_batches and
 # limit_eval_batches (a count or a fraction), and their refusals (exit 2, one line).
@@ -94,6 +94,29 @@ assert s['parameters'] == 8 * 16 + 16 + 16 * 16 + 16 + 16 * 3 + 3, s['parameters
 assert s['flops_per_example'] == 2 * (8 * 16 + 16 * 16 + 16 * 3), s['flops_per_example']
 assert [p['type'] for p in s['parts']].count('Linear') == 3, s['parts']" || fail "summary --json: $(head -c 300 summary.json)"
 refused "a summary of a recipe that is not there" "nope.yaml: cannot open the recipe" "$baton" summary nope.yaml
+
+# max_duration in wall-clock time: training stops after the batch that reaches it, with a checkpoint;
+# --autoresume with a longer one goes on, and the time already trained counts.
+"$baton" train r.yaml --run-dir clock --set max_duration=1s --set 'eval={}' --set eval_interval=100ba \
+  --set 'loggers={}' >clock.log 2>&1 || fail "max_duration 1s: $(tail -2 clock.log)"
+grep -q "max_duration 1s of training reached" clock.log || fail "max_duration 1s: $(tail -3 clock.log)"
+"$baton" checkpoint inspect clock/checkpoints/latest --json >clock1.json 2>&1 || fail "no checkpoint at the end"
+"$baton" train r.yaml --run-dir clock --autoresume --set max_duration=2s --set 'eval={}' --set eval_interval=100ba \
+  --set 'loggers={}' >clock2.log 2>&1 || fail "resume to 2s: $(tail -2 clock2.log)"
+"$baton" checkpoint inspect clock/checkpoints/latest --json >clock2.json 2>&1 || fail "no checkpoint after the resume"
+/usr/bin/python3 - <<'PY' || fail "max_duration in seconds"
+import json
+one, two = json.load(open("clock1.json")), json.load(open("clock2.json"))
+summary = json.load(open("clock/summary.json"))
+assert 1.0 <= one["timestamp"]["total_wct"] < 1.5, one["timestamp"]
+assert 2.0 <= two["timestamp"]["total_wct"] < 2.5, two["timestamp"]
+assert two["timestamp"]["batch"] > one["timestamp"]["batch"] > 10, (one["timestamp"], two["timestamp"])
+assert summary["steps"] == two["timestamp"]["batch"] and not summary["stopped_early"], summary
+PY
+refused "dur under a wall-clock max_duration" "eval_interval: '0.5dur' is a fraction of the run" \
+  "$baton" train r.yaml --run-dir bad --set max_duration=30m --set eval_interval=0.5dur
+refused "one_cycle under a wall-clock max_duration" "scheduler: one_cycle spans the run" \
+  "$baton" train r.yaml --run-dir bad --set max_duration=2h --set 'scheduler={name: one_cycle, max_lr: 0.1}'
 
 refused "a limit of 0" "limit_train_batches: expected a number of batches" \
   "$baton" train r.yaml --run-dir bad --set limit_train_batches=0

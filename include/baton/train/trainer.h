@@ -79,6 +79,9 @@ class TrainerOptions {
   // Evaluation sets, in the order they run; metrics are logged as "<label>/<metric>". Default: none.
   BATON_ARG(Evaluators, eval_dataloaders);
   // Default: 1ep. Units: ep, ba, sp (no data set here counts tokens).
+  // Or wall-clock seconds of training ("90s", "30m", "2h": Time's seconds; Lightning's max_time):
+  // evaluation excluded, the run's earlier fits and resumes counted (the timestamp's total_wct); fit
+  // stops after the batch that reaches it, evaluates and checkpoints.
   BATON_ARG(Time, max_duration) = Time::from_epoch(1);
   // Default: DecoupledSGDW with lr 0.1 (as Composer) when empty.
   BATON_ARG(std::vector<std::shared_ptr<torch::optim::Optimizer>>, optimizers);
