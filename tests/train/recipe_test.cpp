@@ -116,7 +116,9 @@ TEST(Recipe, BadValuesNameTheKeyAndTheValue) {
   EXPECT_THAT(build("", {"distributed=maybe"}), StartsWith("--set distributed: expected auto, on or off, got 'maybe'"));
   EXPECT_THAT(build("ddp_bucket_mb: 0\n"), HasSubstr("ddp_bucket_mb: must be positive"));
   // Refused before any data is read (the data here would be Fashion-MNIST's).
-  EXPECT_THAT(build("max_duration: 5s\n"), StartsWith("r.yaml:1:15: max_duration: '5s' must count epochs"));
+  EXPECT_THAT(build("max_duration: 2iter\n"), StartsWith("r.yaml:1:15: max_duration: '2iter' must count epochs"));
+  EXPECT_THAT(build("max_duration: 5s\neval_interval: 0.1dur\n"),
+              StartsWith("r.yaml:2:16: eval_interval: '0.1dur' is a fraction of the run (dur), but max_duration is"));
   EXPECT_THAT(build("max_duration: 0.5dur\n"), StartsWith("r.yaml:1:15: max_duration:"));
   EXPECT_THAT(build("max_duration: 0ba\n"), StartsWith("r.yaml:1:15: max_duration: must be more than 0"));
   EXPECT_THAT(build("eval_interval: 90s\n"),
