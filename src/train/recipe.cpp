@@ -427,7 +427,7 @@ void apply_fast_dev_run(const QuickLook& look, TrainingRun& run) {
   run.fast_dev_run = look.fast_dev_run;
   run.checkpoints = false;
   o.max_duration(Time::from_batch(look.fast_dev_run)).eval_interval(Time::from_batch(look.fast_dev_run));
-  o.save_folder("").load_path("").eval_subset_num_batches(-1);
+  o.save_folder("").eval_subset_num_batches(-1);  // load_path is read, not written: kept
   Evaluators evaluators = o.eval_dataloaders();
   for (Evaluator& e : evaluators) e.interval.reset();
   o.eval_dataloaders(evaluators);
