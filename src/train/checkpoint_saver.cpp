@@ -236,6 +236,7 @@ std::vector<std::pair<std::string, double>> CheckpointSaver::ranked() const {
     return a.order > b.order;  // a tie: the newer weights first
   });
   std::vector<std::pair<std::string, double>> out;
+  out.reserve(sorted.size());
   for (const auto& r : sorted) out.emplace_back(r.path, r.value);
   return out;
 }
@@ -289,7 +290,7 @@ std::string CheckpointSaver::save(const State& state) {
   last_save_ranked_ = value.has_value();
   const std::string name = fill(options_.filename(), state);
   check_checkpoint_filename(name);  // {run_name} may make a name the pattern did not
-  const std::string path = (fs::path(options_.folder()) / name).string();
+  std::string path = (fs::path(options_.folder()) / name).string();
   last_saved_ = {state.timestamp.epoch(), state.timestamp.batch()};
   written_.erase(std::remove(written_.begin(), written_.end(), path), written_.end());
   written_.push_back(path);

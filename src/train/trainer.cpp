@@ -117,7 +117,13 @@ void check_save_top_k(const TrainerOptions& o) {
     if (std::find(metrics.begin(), metrics.end(), metric) == metrics.end()) {
       std::string logged;
       for (const auto& m : metrics) logged += (logged.empty() ? "" : ", ") + m;
-      throw std::invalid_argument("save_monitor " + monitor + ": " + e.label + " logs " + logged + ", not " + metric);
+      throw std::invalid_argument(std::string("save_monitor ")
+                                      .append(monitor)
+                                      .append(": ")
+                                      .append(e.label)
+                                      .append(" logs ")
+                                      .append(logged)
+                                      .append(", not " + metric));
     }
     return;
   }

@@ -21,9 +21,6 @@
 namespace baton {
 namespace {
 
-using detail::first_line;
-using detail::seconds_since;
-
 // Glob match with * as the only wildcard: "model/module.f2.*" matches "model/module.f2.weight".
 bool glob_match(std::string_view pattern, std::string_view name) {
   std::size_t p = 0, n = 0, star = std::string_view::npos, mark = 0;
@@ -102,7 +99,8 @@ void load_model_tensors(const std::string& path, const StateDict& sd, Model& mod
   if (strict) {
     for (const auto& [name, tensor] : sd.tensors) {
       if (name.rfind("model/", 0) == 0 && !used.count(name) && !matches_any(name, ignore_keys)) {
-        throw std::invalid_argument(path + ": tensor '" + name + "' is not in this model (load_strict)");
+        throw std::invalid_argument(
+            std::string(path).append(": tensor '").append(name).append("' is not in this model (load_strict)"));
       }
     }
   }
@@ -115,9 +113,13 @@ void load_optimizers(const std::string& path, const StateDict& sd, State& state)
   for (std::size_t i = 0; i < state.optimizers.size(); ++i) {
     const std::string kind = optimizer_kind(*state.optimizers[i]);
     if (i < kinds.size() && kinds[i].is_string() && kinds[i] != kind) {
-      throw CheckpointError(path + ": holds the state of optimizer " + kinds[i].get<std::string>() +
-                            ", but this run's optimizer is " + kind +
-                            "; resume with the same optimizer, or start from its weights (load_weights_only: true)");
+      throw CheckpointError(std::string(path)
+                                .append(": holds the state of optimizer ")
+                                .append(kinds[i].get<std::string>())
+                                .append(", but this run's optimizer is ")
+                                .append(kind)
+                                .append("; resume with the same optimizer, or start from its weights "
+                                        "(load_weights_only: true)"));
     }
     auto it = sd.tensors.find("optimizers/" + std::to_string(i));
     if (it == sd.tensors.end()) throw CheckpointError(path + ": has no state for optimizer " + std::to_string(i));
@@ -129,9 +131,13 @@ void load_optimizers(const std::string& path, const StateDict& sd, State& state)
       archive.load_from(in, state.device);  // momentum and the like, where this run's parameters are
       state.optimizers[i]->load(archive);
     } catch (const c10::Error&) {  // LibTorch's own words here are an assertion's: not a user's message
-      throw CheckpointError(path + ": optimizer " + std::to_string(i) + "'s state does not fit this run's " + kind +
-                            " optimizer (saved with another optimizer or other parameters?); start from its "
-                            "weights (load_weights_only: true)");
+      throw CheckpointError(std::string(path)
+                                .append(": optimizer ")
+                                .append(std::to_string(i))
+                                .append("'s state does not fit this run's ")
+                                .append(kind)
+                                .append(" optimizer (saved with another optimizer or other parameters?); start from "
+                                        "its weights (load_weights_only: true)"));
     }
   }
 }
