@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@
 
 #include "baton/exec/experiment.h"
 #include "baton/exec/storage.h"
+#include "baton/loggers/mlflow_logger.h"
+#include "baton/loggers/registry.h"
+#include "baton/train/recipe.h"
 #include "commands.h"
 
 namespace baton::cli {
@@ -43,19 +47,67 @@ std::string self_exe() {
   return ec ? std::string("baton") : p.string();
 }
 
+// A search whose recipe logs to MLflow has a run of its own (RUN_DIR/mlflow.json; --resume goes
+// on with it) with the search's settings as params; each trial's run is its child
+// (BATON_MLFLOW_PARENT_RUN_ID in the trials' environment). nullptr when the recipe has no mlflow.
+std::shared_ptr<MlflowLogger> search_mlflow_run(const ExperimentOptions& o) {
+  if (o.recipe().empty()) return nullptr;
+  std::optional<nlohmann::json> options;
+  try {
+    options = recipe_logger_options(Recipe::load(o.recipe(), o.sets()), "mlflow");
+  } catch (const std::exception&) {  // a recipe that cannot be read: its trials say why
+    return nullptr;
+  }
+  if (!options) return nullptr;
+  RunLoggerContext context;
+  context.folder = o.run_dir().string();
+  context.resume = o.resume() || o.join();
+  context.run_name = "search-" + std::filesystem::absolute(o.run_dir()).filename().string();
+  context.source = std::filesystem::absolute(o.recipe()).string();
+  auto logger = std::dynamic_pointer_cast<MlflowLogger>(make_run_logger("mlflow", context, *options));
+  logger->log_hyperparameters({{"search",
+                                {{"space", o.space()},
+                                 {"strategy", o.strategy()},
+                                 {"strategy_options", o.strategy_options()},
+                                 {"metric", o.metric()},
+                                 {"direction", o.maximize() ? "maximize" : "minimize"},
+                                 {"trials", o.trials()},
+                                 {"parallel", o.parallel()},
+                                 {"seed", o.seed()}}}});
+  logger->log_tag("baton.search", std::filesystem::absolute(o.run_dir()).string());
+  const std::string id = logger->wait_for_run(10);
+  if (id.empty()) {
+    std::fprintf(stderr, "baton: mlflow: the search's run could not be made in 10 s; its trials are runs of their "
+                         "own (the search's run is made when the server answers)\n");
+  } else {
+    ::setenv("BATON_MLFLOW_PARENT_RUN_ID", id.c_str(), 1);
+  }
+  return logger;
+}
+
 // The flags become an Experiment (src/exec/experiment.cpp: what the search does); a signal stops it.
 int run_search_command(ExperimentOptions options) {
   options.trainer(self_exe());
   std::unique_ptr<Experiment> experiment;
   try {
-    experiment = std::make_unique<Experiment>(std::move(options));
+    experiment = std::make_unique<Experiment>(options);
   } catch (const ExperimentError& e) {
     throw BadInput(e.what());
   }
+  const auto mlflow = search_mlflow_run(options);
   g_experiment.store(experiment.get());
   on_stop_signals(on_search_signal);
   const ExperimentResult result = experiment->run();
   g_experiment.store(nullptr);
+  if (mlflow) {
+    if (result.best && result.best->metrics.final) {
+      mlflow->log_metrics({{"best/" + options.metric(), *result.best->metrics.final},
+                           {"best/trial", static_cast<double>(result.best->id)}},
+                          0);
+    }
+    mlflow->set_end_status(result.stopped_by != 0 ? "KILLED" : result.best ? "FINISHED" : "FAILED");
+    mlflow->post_close();
+  }
   if (result.stopped_by != 0) return 128 + result.stopped_by;
   return result.best ? 0 : kRunFailed;
 }

@@ -21,6 +21,7 @@
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
 #include "baton/io/write.h"
+#include "baton/loggers/mlflow_logger.h"
 #include "baton/loggers/registry.h"
 #include "baton/loggers/table_files.h"
 #include "baton/loggers/tensorboard_logger.h"
@@ -225,13 +226,20 @@ std::shared_ptr<TrialReporter> add_run_callbacks(TrainingRun& run, const TrainAr
   return reporter;
 }
 
-// The recipe's file loggers, writing into the run folder; a resumed run continues the metrics of
-// the one it resumes (each batch once).
-void add_run_loggers(TrainingRun& run, const fs::path& dir, bool writes) {
+// The recipe's loggers, writing into the run folder (a resumed run continues the metrics of the one
+// it resumes, each batch once) or sending the run (MLflow: a search's trial is a child run of the
+// search's, named after the trial).
+void add_run_loggers(TrainingRun& run, const TrainArgs& args, const fs::path& dir, bool writes) {
   auto loggers = run.options.loggers();
-  const bool resume = run.options.autoresume();
-  for (const std::string& name : writes ? run.loggers : std::vector<std::string>{}) {
-    loggers.push_back(make_run_logger(name, dir.string(), resume));
+  RunLoggerContext context;
+  context.folder = dir.string();
+  context.resume = run.options.autoresume();
+  context.run_name = run.options.run_name();
+  context.source = fs::absolute(args.recipe).string();
+  if (const char* parent = std::getenv("BATON_MLFLOW_PARENT_RUN_ID")) context.parent_run_id = parent;
+  if (const char* trial = std::getenv("BATON_TRIAL_ID"); trial && *trial) context.run_name += "-trial-" + std::string(trial);
+  for (const auto& [name, options] : writes ? run.loggers : decltype(run.loggers){}) {
+    loggers.push_back(make_run_logger(name, context, options));
   }
   if (writes) loggers.push_back(std::make_shared<TableFiles>(dir));  // eval/confusion_matrix.csv, ...
   run.options.loggers(loggers);
@@ -350,7 +358,7 @@ int run_train(const TrainArgs& args) {
   if (!classes.empty()) meta["classes"] = classes;  // kept with every checkpoint
   run.options.checkpoint_meta(meta);
   const auto reporter = add_run_callbacks(run, args, dir, writes);
-  add_run_loggers(run, dir, writes);
+  add_run_loggers(run, args, dir, writes);
   if (writes) {
     std::printf("baton train: %s, model %s, %lld training examples, precision %s, %s, run dir %s\n",
                 run.options.run_name().c_str(), run.model_name.c_str(), static_cast<long long>(run.train_data->size()),
@@ -375,7 +383,12 @@ int run_train(const TrainArgs& args) {
   }
   Trainer& trainer = *made;
   if (writes) {  // the run is accepted
-    std::fputs(summarize_run(run).to_string().c_str(), stdout);
+    const std::string model_summary = summarize_run(run).to_string();
+    std::fputs(model_summary.c_str(), stdout);
+    for (const auto& logger : run.options.loggers()) {  // MLflow's note on the run
+      if (auto mlflow = std::dynamic_pointer_cast<MlflowLogger>(logger))
+        mlflow->log_tag("mlflow.note.content", "```\n" + model_summary + "```\n");
+    }
     write_file_atomically(RunDir(dir).recipe().string(), recipe.resolved_yaml());
     if (!classes.empty()) {
       std::string lines;
@@ -385,9 +398,19 @@ int run_train(const TrainArgs& args) {
   }
   print_start(trainer, run, writes);
   trainer.fit();
+  if (!writes) {
+    trainer.close();
+    return g_signal.load() != 0 ? 128 + g_signal.load() : 0;
+  }
+  // model.pt and summary.json first: closing sends them (MLflow) with the run's end.
+  const int code = finish_run(trainer, run, dir, reporter.get());
+  for (const auto& logger : run.options.loggers()) {
+    if (auto mlflow = std::dynamic_pointer_cast<MlflowLogger>(logger)) {
+      mlflow->set_end_status(code == 0 ? "FINISHED" : g_signal.load() != 0 ? "KILLED" : "FAILED");
+    }
+  }
   trainer.close();
-  if (!writes) return g_signal.load() != 0 ? 128 + g_signal.load() : 0;
-  return finish_run(trainer, run, dir, reporter.get());
+  return code;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -194,7 +195,52 @@ bool read_at(int fd, char* out, size_t length, std::uint64_t offset, const std::
   return true;
 }
 
+size_t on_answer(char* data, size_t size, size_t count, void* user) {
+  auto& body = *static_cast<std::string*>(user);
+  constexpr size_t kMaxAnswer = 16 << 20;  // an API's answer; more is a server gone wrong
+  if (body.size() + size * count > kMaxAnswer) return 0;
+  body.append(data, size * count);
+  return size * count;
+}
+
 }  // namespace
+
+HttpAnswer http_request(const std::string& method, const std::string& url, const std::string& body,
+                        const std::string& content_type, const std::vector<std::string>& headers,
+                        double timeout_seconds) {
+  CURL* curl = thread_handle();
+  set_common(curl, url);
+  curl_easy_setopt(curl, CURLOPT_FAILONERROR, 0L);  // every status is an answer
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 0L);
+  const auto ms = static_cast<long>(std::max(1.0, timeout_seconds * 1000));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, ms);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, ms);
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+  if (method != "GET") {
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  }
+  curl_slist* list = nullptr;
+  for (const auto& header : headers) list = curl_slist_append(list, header.c_str());
+  if (method != "GET") list = curl_slist_append(list, ("Content-Type: " + content_type).c_str());
+  list = curl_slist_append(list, "Expect:");  // no 100-continue round trip for a large body
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+  HttpAnswer answer;
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_answer);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
+  const CURLcode rc = curl_easy_perform(curl);
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
+  curl_slist_free_all(list);
+  if (rc != CURLE_OK) {
+    answer.error = rc == CURLE_OPERATION_TIMEDOUT
+                       ? "no answer in " + std::to_string(static_cast<int>(std::ceil(timeout_seconds))) + " s"
+                       : curl_easy_strerror(rc);
+    return answer;
+  }
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &answer.status);
+  return answer;
+}
 
 UrlInfo url_info(const std::string& url, const UrlOptions& options) {
   CURL* curl = thread_handle();

@@ -612,16 +612,13 @@ void build_plugins(OptionReader& top, TrainingRun& run) {
   run.checkpoints = !(top.has("callbacks") && top.json()["callbacks"].is_object() &&
                       top.json()["callbacks"].value("checkpoint_saver", nlohmann::json()) == false);
   // Loggers that write into the run directory: built by whoever knows it (baton train).
-  build_named<int>(top, "loggers", "{jsonl: , csv: , tensorboard: }", [&](const std::string& n, OptionReader& r) {
-    const std::vector<std::string> known = run_logger_names();
-    if (std::find(known.begin(), known.end(), n) == known.end()) {
-      throw std::invalid_argument(unknown_name("logger", n, known));
-    }
-    r.finish();
-    run.loggers.push_back(n);
-    return std::shared_ptr<int>();
-  });
-  if (!top.has("loggers")) run.loggers = {"jsonl"};  // a recipe that says nothing still gets metrics.jsonl
+  build_named<int>(top, "loggers", "{jsonl: , csv: , tensorboard: , mlflow: {tracking_uri: http://127.0.0.1:5000}}",
+                   [&](const std::string& n, OptionReader& r) {
+                     check_run_logger(n, r);
+                     run.loggers.emplace_back(n, r.json());
+                     return std::shared_ptr<int>();
+                   });
+  if (!top.has("loggers")) run.loggers = {{"jsonl", nlohmann::json()}};  // metrics.jsonl when nothing is said
 }
 
 void build_scheduler(OptionReader& sch, TrainerOptions& o) {
@@ -712,6 +709,17 @@ void check_targets(OptionReader& top, OptionReader& data, const Loss& loss, cons
 }
 
 }  // namespace
+
+std::optional<nlohmann::json> recipe_logger_options(const Recipe& recipe, const std::string& name) {
+  OptionReader top = recipe_reader(recipe.root(), recipe.source(), recipe.set_keys());
+  if (!top.has("loggers") || !top.json()["loggers"].is_object()) return std::nullopt;
+  const OptionReader section = top.child("loggers");
+  if (!section.has(name) && !section.json().contains(name)) return std::nullopt;
+  if (section.json()[name] == false) return std::nullopt;
+  OptionReader options = section.child(name);
+  check_run_logger(name, options);
+  return options.json();
+}
 
 TrainingRun build_run(const Recipe& recipe) {
   OptionReader top = recipe_reader(recipe.root(), recipe.source(), recipe.set_keys());

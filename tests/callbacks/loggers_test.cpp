@@ -11,6 +11,7 @@
 #include "baton/loggers/csv_logger.h"
 #include "baton/loggers/in_memory_logger.h"
 #include "baton/loggers/jsonl_logger.h"
+#include "baton/loggers/mlflow_logger.h"
 #include "baton/loggers/plot.h"
 #include "baton/loggers/registry.h"
 #include "baton/loggers/tensorboard_logger.h"
@@ -286,21 +287,69 @@ bool well_formed(const std::string& xml) {
 }
 
 TEST(RunLoggers, EachNameWritesItsFileInTheRunFolderAndAnUnknownNameSaysTheKnownOnes) {
-  EXPECT_EQ(run_logger_names(), (std::vector<std::string>{"csv", "jsonl", "tensorboard"}));
+  EXPECT_EQ(run_logger_names(), (std::vector<std::string>{"csv", "jsonl", "mlflow", "tensorboard"}));
   const TempDir dir("loggers");
   State state;
   Logger logger(state);
-  for (const auto& name : run_logger_names()) {
-    auto destination = make_run_logger(name, dir.path().string(), /*resume=*/false);
+  for (const std::string name : {"csv", "jsonl", "tensorboard"}) {
+    auto destination = make_run_logger(name, RunLoggerContext{.folder = dir.path().string()});
     destination->log_metrics({{"train/loss", 1.5}}, 1);
     destination->close(state, logger);
   }
   EXPECT_THAT(testing::read_file(dir.path() / "metrics.jsonl"), ::testing::HasSubstr("train/loss"));
   EXPECT_THAT(testing::read_file(dir.path() / "metrics.csv"), ::testing::HasSubstr("train/loss"));
   EXPECT_FALSE(std::filesystem::is_empty(dir.path() / "tensorboard"));
-  EXPECT_THAT([&] { make_run_logger("xml", dir.path().string(), false); },
+  EXPECT_THAT([&] { make_run_logger("xml", RunLoggerContext{.folder = dir.path().string()}); },
               ::testing::ThrowsMessage<std::invalid_argument>(
-                  ::testing::StrEq("unknown logger 'xml' (known: csv, jsonl, tensorboard)")));
+                  ::testing::StrEq("unknown logger 'xml' (known: csv, jsonl, mlflow, tensorboard)")));
+}
+
+TEST(RunLoggers, OptionsAreCheckedWhenTheRecipeIsReadAndAFileLoggerTakesNone) {
+  const auto check = [](const std::string& name, const nlohmann::json& options) {
+    OptionReader reader("loggers." + name, options);
+    check_run_logger(name, reader);
+  };
+  EXPECT_NO_THROW(check("mlflow", {{"tracking_uri", "http://127.0.0.1:5000"}, {"experiment", "fashion"}}));
+  EXPECT_THAT([&] { check("mlflow", {{"experiment", "fashion"}}); },
+              ::testing::ThrowsMessage<OptionError>(::testing::HasSubstr("tracking_uri is required")));
+  EXPECT_THAT([&] { check("mlflow", {{"tracking_uri", "127.0.0.1:5000"}}); },
+              ::testing::ThrowsMessage<OptionError>(::testing::HasSubstr("http:// or https://")));
+  EXPECT_THAT([&] { check("mlflow", {{"tracking_uri", "http://h"}, {"experimnt", "x"}}); },
+              ::testing::ThrowsMessage<OptionError>(::testing::HasSubstr("experimnt")));
+  EXPECT_THAT([&] { check("jsonl", {{"path", "x"}}); },
+              ::testing::ThrowsMessage<OptionError>(::testing::HasSubstr("unknown option")));
+}
+
+TEST(Mlflow, TheRecipeBecomesDottedParamsWithListsAsJsonAndLongValuesCut) {
+  const nlohmann::json recipe = {{"optimizer", {{"name", "sgd"}, {"lr", 0.1}}},
+                                 {"eval_metrics", {"accuracy", "f1"}},
+                                 {"seed", 17},
+                                 {"notes", std::string(7000, 'x')}};
+  const auto params = mlflow_params(recipe);
+  const std::map<std::string, std::string> got(params.begin(), params.end());
+  EXPECT_EQ(got.at("optimizer.name"), "sgd");
+  EXPECT_EQ(got.at("optimizer.lr"), "0.1");
+  EXPECT_EQ(got.at("eval_metrics"), R"(["accuracy","f1"])");
+  EXPECT_EQ(got.at("seed"), "17");
+  EXPECT_EQ(got.at("notes").size(), 6000u);
+  EXPECT_EQ(got.size(), 5u);
+}
+
+TEST(Mlflow, TheGitCommitIsReadFromTheRecipesWorkTreeOrIsEmpty) {
+  const TempDir dir("git");
+  const std::string commit(40, 'a'), other(40, 'b');
+  std::filesystem::create_directories(dir.path() / ".git/refs/heads");
+  std::filesystem::create_directories(dir.path() / "recipes");
+  testing::write_file(dir.path() / ".git/HEAD", "ref: refs/heads/main\n");
+  testing::write_file(dir.path() / ".git/refs/heads/main", commit + "\n");
+  EXPECT_EQ(git_commit_of((dir.path() / "recipes/r.yaml").string()), commit);
+  std::filesystem::remove(dir.path() / ".git/refs/heads/main");  // packed, as after git gc
+  testing::write_file(dir.path() / ".git/packed-refs", "# pack-refs\n" + other + " refs/heads/main\n");
+  EXPECT_EQ(git_commit_of((dir.path() / "recipes/r.yaml").string()), other);
+  testing::write_file(dir.path() / ".git/HEAD", commit + "\n");  // detached
+  EXPECT_EQ(git_commit_of((dir.path() / "r.yaml").string()), commit);
+  std::filesystem::remove_all(dir.path() / ".git");
+  EXPECT_EQ(git_commit_of((dir.path() / "r.yaml").string()), git_commit_of("/r.yaml"));
 }
 
 TEST(Plot, AnSvgWithOnePathPerRunAxesAndALegend) {

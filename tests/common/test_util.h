@@ -38,6 +38,11 @@ inline std::string read_file(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// Writes `text` as the file at `path` (made or replaced).
+inline void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
 // Calls `f(name, contents)` for every file of tests/fuzz/corpus/<fuzzer>; returns how many.
 // REQUIRES: BATON_SOURCE_DIR defined (tests/CMakeLists.txt does).
 inline int for_each_corpus_input(const std::string& fuzzer,

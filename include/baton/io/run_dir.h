@@ -26,6 +26,9 @@ class RunDir {
   static constexpr const char* kLock = ".lock";                  // held by the one `baton train` running here
   static constexpr const char* kSearchDb = "search.db";          // a search's SQLite storage
   static constexpr const char* kClasses = "classes.txt";         // the class names, a line each (image folders)
+  static constexpr const char* kMlflow = "mlflow.json";          // the MLflow run this run logs to
+  static constexpr const char* kMlflowUnsent = "mlflow_unsent.jsonl";  // what MLflow has not received
+  static constexpr const char* kMlflowSpill = "mlflow_spill.jsonl";    // the MLflow buffer's overflow
 
   explicit RunDir(std::filesystem::path folder) : folder_(std::move(folder)) {}
 
@@ -41,12 +44,16 @@ class RunDir {
   std::filesystem::path lock() const { return folder_ / kLock; }
   std::filesystem::path search_db() const { return folder_ / kSearchDb; }
   std::filesystem::path classes() const { return folder_ / kClasses; }
+  std::filesystem::path mlflow() const { return folder_ / kMlflow; }
+  std::filesystem::path mlflow_unsent() const { return folder_ / kMlflowUnsent; }
+  std::filesystem::path mlflow_spill() const { return folder_ / kMlflowSpill; }
 
   // What a training run writes here (the lock aside): what makes a folder hold a run, and what
   // `baton train --overwrite` moves aside.
   static const std::vector<std::string>& run_files() {
-    static const std::vector<std::string> files = {kRecipe,      kMetricsJsonl, kMetricsCsv, kSummary, kModel,
-                                                   kCheckpoints, kTensorBoard,  kTraces,     kClasses};
+    static const std::vector<std::string> files = {kRecipe,      kMetricsJsonl, kMetricsCsv, kSummary,
+                                                   kModel,       kCheckpoints,  kTensorBoard, kTraces,
+                                                   kClasses,     kMlflow,       kMlflowUnsent, kMlflowSpill};
     return files;
   }
 

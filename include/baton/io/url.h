@@ -14,6 +14,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace baton {
 
@@ -44,5 +45,21 @@ std::string read_range(const std::string& source, std::uint64_t offset, std::uin
 // The whole file or URL in order, a chunk at a time, to `sink`; sink returns false to stop early.
 void read_stream(const std::string& source, const std::function<bool(std::string_view)>& sink,
                  const UrlOptions& options = {});
+
+// One HTTP request, one attempt (the caller decides on retries, as a logger that must never wait
+// does): `method` GET, POST or PUT, `body` sent as `content_type`, `headers` as "Name: value", the
+// whole exchange bounded by `timeout_seconds`. The answer of any status comes back; `error` is set
+// (and `status` 0) only when none came: "connection refused", "timed out after 10 s".
+struct HttpAnswer {
+  long status = 0;
+  std::string body;
+  std::string error;
+  // Worth trying again later: no answer, 5xx, 408 or 429.
+  bool passing() const { return status == 0 || status >= 500 || status == 408 || status == 429; }
+  bool ok() const { return status >= 200 && status < 300; }
+};
+HttpAnswer http_request(const std::string& method, const std::string& url, const std::string& body = {},
+                        const std::string& content_type = "application/json",
+                        const std::vector<std::string>& headers = {}, double timeout_seconds = 10);
 
 }  // namespace baton

@@ -10,11 +10,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "baton/models/zoo.h"
 #include "baton/train/recipe_file.h"
@@ -30,9 +33,10 @@ struct TrainingRun {
   // model.name torchscript, the file.
   ModelOptions model_spec;
   std::string model_path;
-  // The recipe's `loggers:` that write into the run directory (csv, jsonl, tensorboard), and
-  // whether `callbacks: {checkpoint_saver: false}` turned checkpoints off.
-  std::vector<std::string> loggers;
+  // The recipe's `loggers:` (csv, jsonl, tensorboard write into the run directory; mlflow sends
+  // the run) with their options, and whether `callbacks: {checkpoint_saver: false}` turned
+  // checkpoints off.
+  std::vector<std::pair<std::string, nlohmann::json>> loggers;
   bool checkpoints = true;
   // fast_dev_run: batches of training and of each evaluation set; 0 when off. baton train then
   // writes nothing (no run folder, checkpoint or logger file).
@@ -48,5 +52,9 @@ struct TrainingRun {
 // Reads the data, builds the model, optimizer and scheduler. Throws RecipeError for a bad value,
 // std::runtime_error for data that cannot be read.
 TrainingRun build_run(const Recipe& recipe);
+
+// The checked options of the recipe's `loggers: {NAME: {...}}` (nullopt when it names no such
+// logger): what a search's own MLflow run is made with. Throws RecipeError for a bad option.
+std::optional<nlohmann::json> recipe_logger_options(const Recipe& recipe, const std::string& name);
 
 }  // namespace baton

@@ -1,0 +1,738 @@
+#include "baton/loggers/mlflow_logger.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "baton/io/file.h"
+#include "baton/io/run_dir.h"
+#include "baton/io/url.h"
+#include "baton/io/write.h"
+#include "baton/version.h"
+
+namespace baton {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxParamValue = 6000;  // MLflow's limits
+constexpr size_t kMaxTagValue = 8000;
+constexpr size_t kBatchEntries = 1000;
+constexpr size_t kBatchParams = 100;
+constexpr size_t kBatchTags = 100;
+constexpr std::uint64_t kMaxArtifact = 1ull << 30;
+constexpr auto kGather = std::chrono::seconds(1);
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+std::string base64(std::string_view in) {
+  static constexpr char kTable[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < in.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, in.size() - i);
+    uint32_t v = 0;
+    for (size_t k = 0; k < 3; ++k) v = (v << 8) | (k < n ? static_cast<unsigned char>(in[i + k]) : 0u);
+    for (size_t k = 0; k < 4; ++k) out += k <= n ? kTable[(v >> (18 - 6 * k)) & 63] : '=';
+  }
+  return out;
+}
+
+std::string cut(std::string value, size_t most) {
+  if (value.size() > most) value.resize(most);
+  return value;
+}
+
+// A double as MLflow's JSON reads it (protobuf's mapping: non-finite values as strings).
+nlohmann::json metric_value(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return v;
+}
+
+double read_metric_value(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  const std::string s = v.is_string() ? v.get<std::string>() : "NaN";
+  if (s == "Infinity") return INFINITY;
+  if (s == "-Infinity") return -INFINITY;
+  return NAN;
+}
+
+}  // namespace
+
+// What waits to be sent: a metric, a param or a tag (a named namespace: the logger's Impl holds them).
+namespace mlflow_detail {
+struct Entry {
+  enum Kind : char { kMetric = 'm', kParam = 'p', kTag = 't' } kind = kMetric;
+  std::string key;
+  std::string text;  // a param's or a tag's value
+  double value = 0;
+  int64_t step = 0;
+  int64_t ms = 0;
+
+  nlohmann::json to_json() const {
+    if (kind == kMetric) return {{"metric", key}, {"value", metric_value(value)}, {"step", step}, {"timestamp", ms}};
+    return {{kind == kParam ? "param" : "tag", key}, {"value", text}};
+  }
+  // nullopt for a line that is not an entry (the header, a file, the end).
+  static std::optional<Entry> from_json(const nlohmann::json& j) {
+    if (!j.is_object()) return std::nullopt;
+    if (j.contains("metric") && j["metric"].is_string()) {
+      return Entry{kMetric, j["metric"].get<std::string>(), {}, read_metric_value(j.value("value", nlohmann::json())),
+                   j.value("step", int64_t{0}), j.value("timestamp", now_ms())};
+    }
+    for (const auto& [name, kind] : {std::pair{"param", kParam}, std::pair{"tag", kTag}}) {
+      if (j.contains(name) && j[name].is_string() && j.value("value", nlohmann::json()).is_string()) {
+        return Entry{kind, j[name].get<std::string>(), j["value"].get<std::string>()};
+      }
+    }
+    return std::nullopt;
+  }
+};
+}  // namespace mlflow_detail
+using mlflow_detail::Entry;
+
+namespace {
+
+// MLflow's error answer: {"error_code": "...", "message": "..."}.
+MlflowError answer_error(const std::string& what, const HttpAnswer& answer) {
+  if (!answer.error.empty()) return {what + ": " + answer.error, true};
+  std::string code, message;
+  const auto j = nlohmann::json::parse(answer.body, nullptr, false);
+  if (j.is_object()) {
+    code = j.value("error_code", std::string());
+    message = j.value("message", std::string());
+  }
+  if (message.empty()) message = cut(answer.body, 200);
+  return {what + ": HTTP " + std::to_string(answer.status) + (message.empty() ? "" : " (" + message + ")"),
+          answer.passing(), code};
+}
+
+MlflowClient::RunInfo run_info(const nlohmann::json& answer) {
+  const auto& info = answer.at("run").at("info");
+  return {info.at("run_id").get<std::string>(), info.value("experiment_id", std::string()),
+          info.value("artifact_uri", std::string())};
+}
+
+// The git directory of the work tree holding `start` ("" when none): .git as a folder, or a file
+// "gitdir: PATH" (a worktree, a submodule).
+fs::path git_dir_above(fs::path start) {
+  std::error_code ec;
+  start = fs::weakly_canonical(fs::absolute(start, ec), ec);
+  for (fs::path p = start; !p.empty(); p = p.parent_path()) {
+    const fs::path dot = p / ".git";
+    if (fs::is_directory(dot, ec)) return dot;
+    if (fs::is_regular_file(dot, ec)) {
+      std::string text = read_file(dot.string(), {.max_bytes = 4096});
+      if (!text.starts_with("gitdir: ")) return {};
+      text = text.substr(8);
+      while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+      const fs::path dir(text);
+      return dir.is_absolute() ? dir : p / dir;
+    }
+    if (p == p.parent_path()) break;
+  }
+  return {};
+}
+
+std::string first_line(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return {};
+  std::string text = read_file(file.string(), {.max_bytes = 1 << 20});
+  return text.substr(0, text.find('\n'));
+}
+
+bool is_commit(const std::string& s) {
+  return s.size() == 40 && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(c); });
+}
+
+}  // namespace
+
+// ---- options, params, git ----
+
+void read_mlflow_options(OptionReader& r, MlflowOptions& o) {
+  r.check_keys({"tracking_uri", "experiment", "run_name", "tags", "flush_seconds", "max_buffered"});
+  r.read("tracking_uri", o.tracking_uri());
+  if (!r.has("tracking_uri")) r.fail_self("tracking_uri is required (the server's http:// or https:// address)");
+  if (!is_url(o.tracking_uri())) {
+    r.fail("tracking_uri", "expected the server's http:// or https:// address, got '" + o.tracking_uri() + "'");
+  }
+  r.read("experiment", o.experiment());
+  if (o.experiment().empty()) r.fail("experiment", "expected an experiment's name, got ''");
+  r.read("run_name", o.run_name());
+  if (r.has("tags")) {
+    OptionReader tags = r.child("tags");
+    if (!tags.json().is_object()) r.fail("tags", "expected a mapping of tag names to values");
+    for (const auto& key : tags.keys()) o.tags()[key] = tags.text(key, "");
+    tags.finish();
+  }
+  r.read("flush_seconds", o.flush_seconds(), 0, 3600);
+  r.read("max_buffered", o.max_buffered());
+  if (o.max_buffered() < static_cast<int64_t>(kBatchEntries))
+    r.fail("max_buffered", "expected at least 1000 (one request's worth)");
+}
+
+std::vector<std::pair<std::string, std::string>> mlflow_params(const nlohmann::json& hyperparameters) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const auto walk = [&](const auto& self, const nlohmann::json& j, const std::string& prefix) -> void {
+    if (j.is_object() && !j.empty()) {
+      for (const auto& [key, value] : j.items()) self(self, value, prefix.empty() ? key : prefix + "." + key);
+      return;
+    }
+    if (prefix.empty()) return;
+    out.emplace_back(cut(prefix, 250), cut(j.is_string() ? j.get<std::string>() : j.dump(), kMaxParamValue));
+  };
+  walk(walk, hyperparameters, "");
+  return out;
+}
+
+std::string git_commit_of(const std::string& path) {
+  try {
+    const fs::path git = git_dir_above(fs::path(path).parent_path());
+    if (git.empty()) return {};
+    std::string head = first_line(git / "HEAD");
+    if (is_commit(head)) return head;  // a detached HEAD
+    if (!head.starts_with("ref: ")) return {};
+    const std::string ref = head.substr(5);
+    fs::path common = git;  // a worktree's refs are in its common folder
+    if (const std::string c = first_line(git / "commondir"); !c.empty()) common = fs::path(c).is_absolute() ? fs::path(c) : git / c;
+    for (const fs::path& dir : {git, common}) {
+      if (const std::string id = first_line(dir / ref); is_commit(id)) return id;
+    }
+    std::error_code ec;
+    if (!fs::is_regular_file(common / "packed-refs", ec)) return {};
+    const std::string packed = read_file((common / "packed-refs").string());
+    for (size_t at = 0; at < packed.size();) {
+      const size_t end = std::min(packed.find('\n', at), packed.size());
+      const std::string_view line(packed.data() + at, end - at);
+      if (line.size() > 41 && line.substr(41) == ref && is_commit(std::string(line.substr(0, 40))))
+        return std::string(line.substr(0, 40));
+      at = end + 1;
+    }
+  } catch (const std::exception&) {  // an unreadable .git: no commit to tell
+  }
+  return {};
+}
+
+// ---- the client ----
+
+MlflowClient::MlflowClient(std::string tracking_uri, double request_seconds)
+    : root_(std::move(tracking_uri)), request_seconds_(request_seconds) {
+  while (!root_.empty() && root_.back() == '/') root_.pop_back();
+  const char* token = std::getenv("MLFLOW_TRACKING_TOKEN");
+  const char* user = std::getenv("MLFLOW_TRACKING_USERNAME");
+  const char* password = std::getenv("MLFLOW_TRACKING_PASSWORD");
+  if (token && *token) {
+    headers_.push_back(std::string("Authorization: Bearer ") + token);
+  } else if (user && *user) {
+    headers_.push_back("Authorization: Basic " + base64(std::string(user) + ":" + (password ? password : "")));
+  }
+}
+
+nlohmann::json MlflowClient::call(const std::string& method, const std::string& endpoint,
+                                  const nlohmann::json& body) const {
+  const std::string url = root_ + "/api/2.0/mlflow/" + endpoint;
+  const HttpAnswer answer =
+      http_request(method, url, method == "GET" ? std::string() : body.dump(), "application/json", headers_,
+                   request_seconds_);
+  if (!answer.ok()) throw answer_error(root_ + " " + endpoint, answer);
+  auto j = nlohmann::json::parse(answer.body, nullptr, false);
+  if (j.is_discarded()) throw MlflowError(root_ + " " + endpoint + ": an answer that is not JSON", true);
+  return j;
+}
+
+std::string MlflowClient::experiment_id(const std::string& name) const {
+  std::string query;
+  for (const unsigned char c : name) {  // percent-encoded
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      query += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      query += hex;
+    }
+  }
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      return call("GET", "experiments/get-by-name?experiment_name=" + query, {})
+          .at("experiment")
+          .at("experiment_id")
+          .get<std::string>();
+    } catch (const MlflowError& e) {
+      if (e.code() != "RESOURCE_DOES_NOT_EXIST") throw;
+    }
+    try {
+      return call("POST", "experiments/create", {{"name", name}}).at("experiment_id").get<std::string>();
+    } catch (const MlflowError& e) {
+      if (e.code() != "RESOURCE_ALREADY_EXISTS") throw;  // made meanwhile by another run: read it again
+    }
+  }
+  throw MlflowError(root_ + ": experiment '" + name + "' could not be made", true);
+}
+
+MlflowClient::RunInfo MlflowClient::create_run(const std::string& experiment_id, const std::string& run_name,
+                                               const MlflowTags& tags) const {
+  nlohmann::json body = {{"experiment_id", experiment_id}, {"start_time", now_ms()}};
+  if (!run_name.empty()) body["run_name"] = run_name;
+  body["tags"] = nlohmann::json::array();
+  for (const auto& [key, value] : tags) body["tags"].push_back({{"key", key}, {"value", cut(value, kMaxTagValue)}});
+  return run_info(call("POST", "runs/create", body));
+}
+
+MlflowClient::RunInfo MlflowClient::get_run(const std::string& run_id) const {
+  return run_info(call("GET", "runs/get?run_id=" + run_id, {}));
+}
+
+void MlflowClient::log_batch(const std::string& run_id, const nlohmann::json& metrics, const nlohmann::json& params,
+                             const nlohmann::json& tags) const {
+  call("POST", "runs/log-batch", {{"run_id", run_id}, {"metrics", metrics}, {"params", params}, {"tags", tags}});
+}
+
+void MlflowClient::update_run(const std::string& run_id, const std::string& status) const {
+  nlohmann::json body = {{"run_id", run_id}, {"status", status}};
+  if (status != "RUNNING") body["end_time"] = now_ms();
+  call("POST", "runs/update", body);
+}
+
+void MlflowClient::upload_artifact(const RunInfo& run, const std::string& name, const std::string& bytes) const {
+  const std::string& uri = run.artifact_uri;
+  if (uri.starts_with("mlflow-artifacts:")) {  // the server's proxy: mlflow-artifacts:/PATH or ://host/PATH
+    std::string path = uri.substr(17);
+    if (path.starts_with("//")) path = path.substr(std::min(path.size(), path.find('/', 2)));
+    while (path.starts_with("/")) path.erase(0, 1);
+    const std::string url = root_ + "/api/2.0/mlflow-artifacts/artifacts/" + path + "/" + name;
+    const HttpAnswer answer = http_request("PUT", url, bytes, "application/octet-stream", headers_, request_seconds_);
+    if (!answer.ok()) throw answer_error(root_ + " artifact " + name, answer);
+    return;
+  }
+  fs::path dir = uri.starts_with("file://") ? fs::path(uri.substr(7)) : fs::path(uri);
+  if ((uri.find("://") != std::string::npos && !uri.starts_with("file://")) || !dir.is_absolute()) {
+    throw MlflowError("the run's artifact store " + uri +
+                          " is not one baton writes (mlflow-artifacts:/ through the server, or a local folder): "
+                          "start the server with --serve-artifacts",
+                      false);
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  try {
+    write_file_atomically((dir / name).string(), bytes);
+  } catch (const std::exception& e) {
+    throw MlflowError(e.what(), false);
+  }
+}
+
+// ---- the logger ----
+
+struct MlflowLogger::Impl {
+  explicit Impl(MlflowOptions options);
+  // What the sending thread does next, taken under the lock.
+  enum class Work { kNone, kRun, kBatch, kFile, kEnd };
+  struct Next {
+    Work work = Work::kNone;
+    std::vector<Entry> entries = {};
+    std::string file = {};
+  };
+
+  void push(Entry entry);
+  void loop();
+  Next take();
+  void perform(const Next& next);
+  void done(const Next& next, const MlflowError* error);
+  void ensure_run();
+  void refill();
+  void close();
+  void write_unsent();
+  void load_unsent();
+
+  MlflowOptions o;
+  MlflowClient client;
+  MlflowTags run_tags;  // given when the run is made
+  std::mutex mu;
+  std::condition_variable wake, finished_cv;  // finished_cv: the thread ended, or the run was made
+  std::deque<Entry> queue;
+  std::FILE* spill = nullptr;
+  int64_t spilled = 0;  // lines in the spill file not read back yet
+  long spill_read = 0;  // where they start
+  int64_t lost = 0;     // over the buffer with no folder to spill to
+  std::vector<std::string> files, old_files;
+  size_t one_by_one = 0;  // entries to send singly (a batch the server refused: find which)
+  int64_t refused = 0;
+  std::string first_refusal, last_error;
+  MlflowClient::RunInfo run;
+  std::string end_status = "FINISHED";
+  bool backing_off = false;  // the last attempt failed: next_try is a back-off's
+  bool have_run = false, closing = false, ended = false, give_up = false, finished = false, closed = false;
+  Clock::time_point next_try = Clock::now(), deadline;
+  double wait = 0.5;
+  int64_t unsent = 0;
+  std::thread thread;
+};
+
+MlflowLogger::Impl::Impl(MlflowOptions options) : o(std::move(options)), client(o.tracking_uri(), o.request_seconds()) {
+  run_tags = o.tags();
+  run_tags["baton.version"] = BATON_VERSION_STRING;
+  run_tags["baton.host"] = host_name();
+  run_tags["mlflow.source.type"] = "LOCAL";
+  if (const char* user = std::getenv("USER"); user && *user) run_tags["mlflow.user"] = user;
+  if (!o.source().empty()) {
+    run_tags["mlflow.source.name"] = o.source();
+    if (const std::string commit = git_commit_of(o.source()); !commit.empty())
+      run_tags["mlflow.source.git.commit"] = commit;
+  }
+  if (!o.parent_run_id().empty()) run_tags["mlflow.parentRunId"] = o.parent_run_id();
+  if (o.resume()) load_unsent();
+}
+
+void MlflowLogger::Impl::push(Entry entry) {
+  {
+    std::lock_guard lock(mu);
+    if (queue.size() < static_cast<size_t>(o.max_buffered())) {
+      queue.push_back(std::move(entry));
+    } else if (!o.folder().empty()) {
+      if (spill == nullptr) spill = std::fopen(RunDir(o.folder()).mlflow_spill().c_str(), "w+");
+      const std::string line = entry.to_json().dump() + "\n";
+      if (spill != nullptr && std::fseek(spill, 0, SEEK_END) == 0 &&
+          std::fwrite(line.data(), 1, line.size(), spill) == line.size()) {
+        ++spilled;
+      } else {
+        ++lost;
+      }
+    } else {
+      ++lost;
+    }
+  }
+  wake.notify_one();
+}
+
+// Spilled entries back into the buffer, once it has emptied; the file restarts when all are read.
+void MlflowLogger::Impl::refill() {
+  std::fflush(spill);
+  std::fseek(spill, spill_read, SEEK_SET);
+  char* line = nullptr;
+  size_t capacity = 0;
+  for (int64_t n = 0; spilled > 0 && n < o.max_buffered() / 2; ++n) {
+    if (getline(&line, &capacity, spill) < 0) {
+      spilled = 0;  // cannot happen unless the file was cut: what is gone is counted lost
+      break;
+    }
+    --spilled;
+    if (auto e = Entry::from_json(nlohmann::json::parse(line, nullptr, false))) queue.push_back(std::move(*e));
+  }
+  std::free(line);
+  spill_read = std::ftell(spill);
+  if (spilled == 0) {
+    std::fclose(spill);
+    spill = std::fopen(RunDir(o.folder()).mlflow_spill().c_str(), "w+");
+    spill_read = 0;
+  }
+}
+
+MlflowLogger::Impl::Next MlflowLogger::Impl::take() {
+  if (!have_run) return {Work::kRun};
+  if (queue.empty() && spilled > 0 && spill != nullptr) refill();
+  if (!queue.empty()) {
+    Next next{Work::kBatch};
+    size_t params = 0, tags = 0;
+    const size_t most = one_by_one > 0 ? 1 : kBatchEntries;
+    for (const Entry& e : queue) {
+      if (next.entries.size() == most) break;
+      if (e.kind == Entry::kParam && ++params > kBatchParams) break;
+      if (e.kind == Entry::kTag && ++tags > kBatchTags) break;
+      next.entries.push_back(e);
+    }
+    return next;
+  }
+  if (!closing) return {};
+  if (!files.empty()) return {Work::kFile, {}, files.front()};
+  if (!ended) return {Work::kEnd};
+  return {};
+}
+
+void MlflowLogger::Impl::ensure_run() {
+  const fs::path saved = RunDir(o.folder()).mlflow();
+  std::error_code ec;
+  if (o.resume() && !o.folder().empty() && fs::is_regular_file(saved, ec)) {
+    const auto j = nlohmann::json::parse(read_file(saved.string(), {.max_bytes = 1 << 16}), nullptr, false);
+    if (j.is_object() && j.value("tracking_uri", std::string()) == o.tracking_uri() && j.contains("run_id")) {
+      try {
+        run = client.get_run(j["run_id"].get<std::string>());
+        client.update_run(run.run_id, "RUNNING");
+        return;
+      } catch (const MlflowError& e) {
+        if (e.passing()) throw;  // else the run is gone from the server: a new one
+      }
+    }
+  }
+  run = client.create_run(client.experiment_id(o.experiment()), o.run_name(), run_tags);
+  if (!o.folder().empty()) {
+    const nlohmann::json j = {{"tracking_uri", o.tracking_uri()},
+                              {"experiment", o.experiment()},
+                              {"experiment_id", run.experiment_id},
+                              {"run_id", run.run_id},
+                              {"artifact_uri", run.artifact_uri}};
+    write_file_atomically(saved.string(), j.dump(2) + "\n");
+  }
+}
+
+void MlflowLogger::Impl::perform(const Next& next) {
+  if (closing) {  // a request never outlives the wait at close by much
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    client.set_request_seconds(std::clamp(left, 1.0, o.request_seconds()));
+  }
+  switch (next.work) {
+    case Work::kRun:
+      ensure_run();
+      return;
+    case Work::kBatch: {
+      nlohmann::json metrics = nlohmann::json::array(), params = nlohmann::json::array(),
+                     tags = nlohmann::json::array();
+      for (const Entry& e : next.entries) {
+        if (e.kind == Entry::kMetric) {
+          metrics.push_back({{"key", e.key}, {"value", metric_value(e.value)}, {"timestamp", e.ms}, {"step", e.step}});
+        } else {
+          (e.kind == Entry::kParam ? params : tags).push_back({{"key", e.key}, {"value", e.text}});
+        }
+      }
+      client.log_batch(run.run_id, metrics, params, tags);
+      return;
+    }
+    case Work::kFile: {
+      const fs::path path = fs::path(o.folder()) / next.file;
+      std::string bytes;
+      try {
+        bytes = read_file(path.string(), {.what = "the artifact", .max_bytes = kMaxArtifact});
+      } catch (const FileError& e) {
+        throw MlflowError(e.what(), false);
+      }
+      client.upload_artifact(run, next.file, bytes);
+      return;
+    }
+    case Work::kEnd:
+      client.update_run(run.run_id, end_status);
+      return;
+    case Work::kNone:
+      return;
+  }
+}
+
+// After an attempt (`error` null: it worked): the queue, the back-off, what was refused.
+void MlflowLogger::Impl::done(const Next& next, const MlflowError* error) {
+  const bool refusal = error != nullptr && !error->passing() && next.work != Work::kRun;
+  if (error == nullptr || refusal) {
+    if (refusal && next.work == Work::kBatch && next.entries.size() > 1) {
+      one_by_one = next.entries.size();  // find the entry the server refuses
+      return;
+    }
+    if (refusal && refused++ == 0) first_refusal = error->what();
+    if (next.work == Work::kRun) {
+      have_run = true;
+      finished_cv.notify_all();  // wait_for_run
+    }
+    if (next.work == Work::kBatch) {
+      queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(next.entries.size()));
+      one_by_one -= std::min(one_by_one, next.entries.size());
+    }
+    if (next.work == Work::kFile) files.erase(files.begin());
+    if (next.work == Work::kEnd) ended = true;
+    wait = 0.5;
+    backing_off = false;
+    // Metrics come a few at a time: gathered for a second into one request (at most 1000 entries),
+    // unless closing.
+    next_try = Clock::now() + (next.work == Work::kBatch ? kGather : Clock::duration::zero());
+    return;
+  }
+  backing_off = true;
+  last_error = error->what();
+  next_try = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(wait * 1000));
+  wait = std::min(wait * 2, closing ? 1.0 : 30.0);
+}
+
+void MlflowLogger::Impl::loop() {
+  std::unique_lock lock(mu);
+  while (!give_up) {
+    Next next = take();
+    if (next.work == Work::kNone) {
+      if (closing) break;
+      wake.wait(lock);
+      continue;
+    }
+    const bool full = next.work == Work::kBatch && next.entries.size() == kBatchEntries;
+    if (Clock::now() < next_try && (backing_off || !(closing || full))) {
+      wake.wait_until(lock, next_try);
+      continue;
+    }
+    lock.unlock();
+    std::optional<MlflowError> error;
+    try {
+      perform(next);
+    } catch (const MlflowError& e) {
+      error = e;
+    } catch (const std::exception& e) {  // a folder that cannot be written, an odd answer
+      error = MlflowError(e.what(), true);
+    }
+    lock.lock();
+    done(next, error ? &*error : nullptr);
+  }
+  finished = true;
+  finished_cv.notify_all();
+}
+
+void MlflowLogger::Impl::load_unsent() {
+  const fs::path path = RunDir(o.folder()).mlflow_unsent();
+  std::error_code ec;
+  if (o.folder().empty() || !fs::is_regular_file(path, ec)) return;
+  const std::string text = read_file(path.string(), {.what = "the unsent MLflow entries", .max_bytes = 1ull << 32});
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const auto j = nlohmann::json::parse(text.substr(at, end - at), nullptr, false);
+    at = end + 1;
+    if (auto e = Entry::from_json(j)) {
+      push(std::move(*e));
+    } else if (j.is_object() && j.contains("file") && j["file"].is_string()) {
+      old_files.push_back(j["file"].get<std::string>());
+    }
+  }
+}
+
+void MlflowLogger::Impl::write_unsent() {
+  std::string lines =
+      nlohmann::json{{"tracking_uri", o.tracking_uri()}, {"experiment", o.experiment()}, {"run_id", run.run_id},
+                     {"error", last_error}}
+          .dump() +
+      "\n";
+  for (const Entry& e : queue) lines += e.to_json().dump() + "\n";
+  if (spill != nullptr && spilled > 0) {
+    std::fflush(spill);
+    std::fseek(spill, spill_read, SEEK_SET);
+    char buffer[1 << 16];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, spill)) > 0;) lines.append(buffer, n);
+  }
+  for (const auto& file : files) lines += nlohmann::json{{"file", file}}.dump() + "\n";
+  unsent = static_cast<int64_t>(queue.size()) + spilled + static_cast<int64_t>(files.size()) + lost;
+  const RunDir dir(o.folder());
+  std::error_code ec;
+  if (spill != nullptr) std::fclose(spill), spill = nullptr;
+  if (o.folder().empty()) return;
+  fs::remove(dir.mlflow_spill(), ec);
+  if (unsent == 0 && ended) {
+    fs::remove(dir.mlflow_unsent(), ec);
+  } else {
+    try {
+      write_file_atomically(dir.mlflow_unsent().string(), lines);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "baton: mlflow: %s\n", e.what());
+    }
+  }
+}
+
+void MlflowLogger::Impl::close() {
+  {
+    std::unique_lock lock(mu);
+    if (closed) return;
+    closed = true;
+    closing = true;
+    for (const auto& name : o.artifacts()) {
+      std::error_code ec;
+      if (!o.folder().empty() && fs::is_regular_file(fs::path(o.folder()) / name, ec)) files.push_back(name);
+    }
+    for (const auto& name : old_files) {
+      if (std::find(files.begin(), files.end(), name) == files.end()) files.push_back(name);
+    }
+    deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o.flush_seconds() * 1000));
+    next_try = Clock::now();
+    wait = 0.5;
+    backing_off = false;  // try at once: the server may be back
+    wake.notify_all();
+    finished_cv.wait_until(lock, deadline, [&] { return finished; });
+    give_up = true;
+    wake.notify_all();
+  }
+  if (thread.joinable()) thread.join();
+  write_unsent();
+  const auto sent_nothing = [&] { return unsent == 0 && ended; };
+  if (!sent_nothing()) {
+    std::string where = o.folder().empty() ? std::string("lost (no run folder)")
+                                           : "kept in " + RunDir(o.folder()).mlflow_unsent().string() +
+                                                 " (`baton mlflow sync " + o.folder() + "` sends them)";
+    std::fprintf(stderr, "baton: mlflow: %lld entries and files not sent to %s in %.0f s (%s); %s\n",
+                 static_cast<long long>(unsent), o.tracking_uri().c_str(), o.flush_seconds(),
+                 last_error.empty() ? "the server did not answer in time" : last_error.c_str(), where.c_str());
+  }
+  if (refused > 0) {
+    std::fprintf(stderr, "baton: mlflow: the server refused %lld entries or files (the first: %s)\n",
+                 static_cast<long long>(refused), first_refusal.c_str());
+  }
+}
+
+MlflowLogger::MlflowLogger(MlflowOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  impl_->thread = std::thread([this] { impl_->loop(); });
+}
+
+MlflowLogger::~MlflowLogger() {
+  try {
+    {
+      std::lock_guard lock(impl_->mu);
+      if (!impl_->closed && impl_->end_status == "FINISHED") impl_->end_status = "FAILED";
+    }
+    impl_->close();
+  } catch (...) {  // a destructor says nothing more
+  }
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void MlflowLogger::log_metrics(const Metrics& metrics, int64_t step) {
+  const int64_t ms = now_ms();
+  for (const auto& [key, value] : metrics) impl_->push({Entry::kMetric, key, {}, value, step, ms});
+}
+
+void MlflowLogger::log_hyperparameters(const nlohmann::json& hyperparameters) {
+  for (auto& [key, value] : mlflow_params(hyperparameters)) impl_->push({Entry::kParam, key, std::move(value)});
+}
+
+void MlflowLogger::log_tag(const std::string& key, const std::string& value) {
+  impl_->push({Entry::kTag, key, cut(value, kMaxTagValue)});
+}
+
+void MlflowLogger::set_end_status(const std::string& status) {
+  std::lock_guard lock(impl_->mu);
+  impl_->end_status = status;
+}
+
+void MlflowLogger::post_close() { impl_->close(); }
+
+std::string MlflowLogger::wait_for_run(double seconds) {
+  std::unique_lock lock(impl_->mu);
+  impl_->finished_cv.wait_for(lock, std::chrono::duration<double>(seconds),
+                              [&] { return impl_->have_run || impl_->finished; });
+  return impl_->have_run ? impl_->run.run_id : std::string();
+}
+
+std::string MlflowLogger::run_id() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->have_run ? impl_->run.run_id : std::string();
+}
+
+int64_t MlflowLogger::unsent() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->unsent;
+}
+
+}  // namespace baton
