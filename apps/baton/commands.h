@@ -36,6 +36,7 @@ void add_search(CLI::App& app);  // search and trials
 void add_dashboard(CLI::App& app);
 void add_tokenize(CLI::App& app);
 void add_summary(CLI::App& app);
+void add_mlflow(CLI::App& app);  // mlflow sync
 
 // --device DEVICE on a subcommand: where it runs (auto, cpu, cuda, cuda:N); default: the recipe's.
 void add_device_option(CLI::App* cmd, std::string& device);

@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
   baton::cli::add_dashboard(app);
   baton::cli::add_tokenize(app);
   baton::cli::add_summary(app);
+  baton::cli::add_mlflow(app);
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> names;
     for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());

@@ -5,6 +5,8 @@
 #
 #   bench/peers/make-venv.sh && .venv-peers/bin/python bench/peers/optuna_bench.py --function branin --trials 60
 #
+# --mlflow makes .venv-mlflow/ (requirements-mlflow.txt: the MLflow server and client of the tracking
+# test, tests/cli/mlflow_test.sh) and prints its python.
 # --composer makes .venv-composer/ instead (requirements-composer.txt: Composer pins an older torch)
 # and prints its python. For a machine that reaches no registry and has torch 2.11 (the GPU machine):
 #   --composer-wheels DIR    (here) downloads requirements-composer-torch2.txt's wheels for Python 3.12
@@ -42,6 +44,18 @@ case "${1:-}" in
     exit 0
     ;;
 esac
+if [ "${1:-}" = "--mlflow" ]; then  # the MLflow server and client the tracking test runs (ctest label mlflow)
+  venv="$root/.venv-mlflow"
+  reqs="$root/bench/peers/requirements-mlflow.txt"
+  if [ ! -x "$venv/bin/python" ] ||
+     [ "$("$venv/bin/python" -c 'import mlflow; print(mlflow.__version__)' 2>/dev/null)" != "$(sed -n 's/^mlflow==//p' "$reqs")" ]; then
+    echo "make-venv: installing MLflow's pin into .venv-mlflow (PyPI)" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$reqs" >&2
+  fi
+  echo "$venv/bin/python"
+  exit 0
+fi
 if [ "${1:-}" = "--composer" ]; then
   venv="$root/.venv-composer"
   reqs="$root/bench/peers/requirements-composer.txt"

@@ -203,11 +203,16 @@ size_t on_answer(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
+// Called by libcurl about once a second and at each chunk: nonzero ends the transfer.
+int on_progress(void* cancel, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(cancel)->load() ? 1 : 0;
+}
+
 }  // namespace
 
 HttpAnswer http_request(const std::string& method, const std::string& url, const std::string& body,
                         const std::string& content_type, const std::vector<std::string>& headers,
-                        double timeout_seconds) {
+                        double timeout_seconds, const std::atomic<bool>* cancel) {
   CURL* curl = thread_handle();
   set_common(curl, url);
   curl_easy_setopt(curl, CURLOPT_FAILONERROR, 0L);  // every status is an answer
@@ -226,6 +231,11 @@ HttpAnswer http_request(const std::string& method, const std::string& url, const
   if (method != "GET") list = curl_slist_append(list, ("Content-Type: " + content_type).c_str());
   list = curl_slist_append(list, "Expect:");  // no 100-continue round trip for a large body
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+  if (cancel != nullptr) {
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, cancel);
+  }
   HttpAnswer answer;
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_answer);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
@@ -233,7 +243,8 @@ HttpAnswer http_request(const std::string& method, const std::string& url, const
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
   curl_slist_free_all(list);
   if (rc != CURLE_OK) {
-    answer.error = rc == CURLE_OPERATION_TIMEDOUT
+    answer.error = rc == CURLE_ABORTED_BY_CALLBACK ? "given up"
+                   : rc == CURLE_OPERATION_TIMEDOUT
                        ? "no answer in " + std::to_string(static_cast<int>(std::ceil(timeout_seconds))) + " s"
                        : curl_easy_strerror(rc);
     return answer;

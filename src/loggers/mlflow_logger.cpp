@@ -87,6 +87,7 @@ struct Entry {
   double value = 0;
   int64_t step = 0;
   int64_t ms = 0;
+  int64_t end = 0;  // where its line ends in the pending file (0: not there)
 
   nlohmann::json to_json() const {
     if (kind == kMetric) return {{"metric", key}, {"value", metric_value(value)}, {"step", step}, {"timestamp", ms}};
@@ -186,8 +187,7 @@ void read_mlflow_options(OptionReader& r, MlflowOptions& o) {
   }
   r.read("flush_seconds", o.flush_seconds(), 0, 3600);
   r.read("max_buffered", o.max_buffered());
-  if (o.max_buffered() < static_cast<int64_t>(kBatchEntries))
-    r.fail("max_buffered", "expected at least 1000 (one request's worth)");
+  if (o.max_buffered() < 100) r.fail("max_buffered", "expected at least 100 entries");
 }
 
 std::vector<std::pair<std::string, std::string>> mlflow_params(const nlohmann::json& hyperparameters) {
@@ -252,7 +252,7 @@ nlohmann::json MlflowClient::call(const std::string& method, const std::string& 
   const std::string url = root_ + "/api/2.0/mlflow/" + endpoint;
   const HttpAnswer answer =
       http_request(method, url, method == "GET" ? std::string() : body.dump(), "application/json", headers_,
-                   request_seconds_);
+                   request_seconds_, cancel_);
   if (!answer.ok()) throw answer_error(root_ + " " + endpoint, answer);
   auto j = nlohmann::json::parse(answer.body, nullptr, false);
   if (j.is_discarded()) throw MlflowError(root_ + " " + endpoint + ": an answer that is not JSON", true);
@@ -319,7 +319,8 @@ void MlflowClient::upload_artifact(const RunInfo& run, const std::string& name, 
     if (path.starts_with("//")) path = path.substr(std::min(path.size(), path.find('/', 2)));
     while (path.starts_with("/")) path.erase(0, 1);
     const std::string url = root_ + "/api/2.0/mlflow-artifacts/artifacts/" + path + "/" + name;
-    const HttpAnswer answer = http_request("PUT", url, bytes, "application/octet-stream", headers_, request_seconds_);
+    const HttpAnswer answer =
+        http_request("PUT", url, bytes, "application/octet-stream", headers_, request_seconds_, cancel_);
     if (!answer.ok()) throw answer_error(root_ + " artifact " + name, answer);
     return;
   }
@@ -341,6 +342,10 @@ void MlflowClient::upload_artifact(const RunInfo& run, const std::string& name, 
 
 // ---- the logger ----
 
+// Every entry goes first to FOLDER/mlflow_pending.jsonl (a line, flushed: a kill -9 loses none), and
+// to the buffer in memory while it has room; the sending thread reads back what it could not hold.
+// mlflow.json's "sent" is how far into that file the server has it all, so a resumed run sends the
+// rest. Without a folder the buffer alone holds them, and what it cannot hold is lost (and counted).
 struct MlflowLogger::Impl {
   explicit Impl(MlflowOptions options);
   // What the sending thread does next, taken under the lock.
@@ -351,42 +356,50 @@ struct MlflowLogger::Impl {
     std::string file = {};
   };
 
-  void push(Entry entry);
+  void push(std::vector<Entry> entries);
   void loop();
   Next take();
   void perform(const Next& next);
   void done(const Next& next, const MlflowError* error);
   void ensure_run();
   void refill();
+  void open_pending();
+  void save_run_file();
   void close();
   void write_unsent();
-  void load_unsent();
+  void load_unsent(std::vector<Entry>& entries);
 
   MlflowOptions o;
   MlflowClient client;
   MlflowTags run_tags;  // given when the run is made
   std::mutex mu;
-  std::condition_variable wake, finished_cv;  // finished_cv: the thread ended, or the run was made
-  std::deque<Entry> queue;
-  std::FILE* spill = nullptr;
-  int64_t spilled = 0;  // lines in the spill file not read back yet
-  long spill_read = 0;  // where they start
-  int64_t lost = 0;     // over the buffer with no folder to spill to
+  std::condition_variable wake, changed;  // changed: the thread ended, or the run was made
+  std::deque<Entry> queue;                // the oldest entries not sent
+  std::FILE* pending = nullptr;           // FOLDER/mlflow_pending.jsonl
+  int64_t pending_size = 0;               // its bytes
+  int64_t loaded_to = 0;                  // where the queue's last entry ends in it
+  int64_t in_file = 0;                    // entries after that, only in the file
+  int64_t sent_to = 0;                    // where the last sent entry ends in it
+  bool sent_moved = false;                // sent_to is not in mlflow.json yet
+  int64_t lost = 0;                       // over the buffer with no folder to keep them
   std::vector<std::string> files, old_files;
   size_t one_by_one = 0;  // entries to send singly (a batch the server refused: find which)
   int64_t refused = 0;
   std::string first_refusal, last_error;
   MlflowClient::RunInfo run;
   std::string end_status = "FINISHED";
-  bool backing_off = false;  // the last attempt failed: next_try is a back-off's
+  bool status_given = false;  // set_end_status was called
+  bool backing_off = false;   // the last attempt failed: next_try is a back-off's
   bool have_run = false, closing = false, ended = false, give_up = false, finished = false, closed = false;
   Clock::time_point next_try = Clock::now(), deadline;
   double wait = 0.5;
   int64_t unsent = 0;
+  std::atomic<bool> cancel{false};  // past the wait at close: a request in flight ends
   std::thread thread;
 };
 
 MlflowLogger::Impl::Impl(MlflowOptions options) : o(std::move(options)), client(o.tracking_uri(), o.request_seconds()) {
+  client.set_cancel(&cancel);
   run_tags = o.tags();
   run_tags["baton.version"] = BATON_VERSION_STRING;
   run_tags["baton.host"] = host_name();
@@ -398,56 +411,101 @@ MlflowLogger::Impl::Impl(MlflowOptions options) : o(std::move(options)), client(
       run_tags["mlflow.source.git.commit"] = commit;
   }
   if (!o.parent_run_id().empty()) run_tags["mlflow.parentRunId"] = o.parent_run_id();
-  if (o.resume()) load_unsent();
+  if (!o.folder().empty()) open_pending();
 }
 
-void MlflowLogger::Impl::push(Entry entry) {
+// The pending file: a resumed run's is kept from where the server has it all (mlflow.json's "sent"),
+// and a run's unsent entries join it; a new run's starts empty.
+void MlflowLogger::Impl::open_pending() {
+  const RunDir dir(o.folder());
+  std::error_code ec;
+  std::vector<Entry> unsent_entries;
+  if (o.resume()) {
+    if (fs::is_regular_file(dir.mlflow(), ec)) {
+      const auto j = nlohmann::json::parse(read_file(dir.mlflow().string(), {.max_bytes = 1 << 16}), nullptr, false);
+      if (j.is_object() && j.value("sent", nlohmann::json()).is_number_integer()) sent_to = j["sent"].get<int64_t>();
+    }
+    load_unsent(unsent_entries);
+  }
+  pending = std::fopen(dir.mlflow_pending().c_str(), o.resume() ? "a+" : "w+");
+  if (pending == nullptr) return push(std::move(unsent_entries));  // the buffer alone, then
+  std::fseek(pending, 0, SEEK_END);
+  pending_size = std::ftell(pending);
+  sent_to = std::clamp<int64_t>(sent_to, 0, pending_size);
+  loaded_to = sent_to;
+  std::fseek(pending, sent_to, SEEK_SET);
+  for (int c, at_line_start = 1; (c = std::fgetc(pending)) != EOF;) {
+    in_file += at_line_start;  // lines after sent_to (a line cut by a kill counts, and is skipped)
+    at_line_start = c == '\n';
+  }
+  std::fseek(pending, 0, SEEK_END);
+  if (pending_size > 0 && loaded_to < pending_size) {  // a line cut short by a kill: ended, so the next is whole
+    std::fseek(pending, pending_size - 1, SEEK_SET);
+    if (std::fgetc(pending) != '\n') {
+      std::fseek(pending, 0, SEEK_END);
+      std::fputc('\n', pending);
+      ++pending_size;
+    }
+    std::fseek(pending, 0, SEEK_END);
+  }
+  push(std::move(unsent_entries));
+  fs::remove(dir.mlflow_unsent(), ec);  // its entries are in the pending file now
+}
+
+void MlflowLogger::Impl::push(std::vector<Entry> entries) {
+  if (entries.empty()) return;
   {
     std::lock_guard lock(mu);
-    if (queue.size() < static_cast<size_t>(o.max_buffered())) {
-      queue.push_back(std::move(entry));
-    } else if (!o.folder().empty()) {
-      if (spill == nullptr) spill = std::fopen(RunDir(o.folder()).mlflow_spill().c_str(), "w+");
-      const std::string line = entry.to_json().dump() + "\n";
-      if (spill != nullptr && std::fseek(spill, 0, SEEK_END) == 0 &&
-          std::fwrite(line.data(), 1, line.size(), spill) == line.size()) {
-        ++spilled;
+    const auto room = static_cast<size_t>(o.max_buffered());
+    for (Entry& e : entries) {
+      if (pending != nullptr) {
+        const std::string line = e.to_json().dump() + "\n";
+        if (std::fwrite(line.data(), 1, line.size(), pending) == line.size()) {
+          pending_size += static_cast<int64_t>(line.size());
+          e.end = pending_size;
+        }
+      }
+      if (in_file == 0 && queue.size() < room) {
+        if (e.end > 0) loaded_to = e.end;
+        queue.push_back(std::move(e));
+      } else if (e.end > 0) {
+        ++in_file;
       } else {
         ++lost;
       }
-    } else {
-      ++lost;
     }
+    if (pending != nullptr) std::fflush(pending);
   }
   wake.notify_one();
 }
 
-// Spilled entries back into the buffer, once it has emptied; the file restarts when all are read.
+// Entries kept only in the pending file back into the buffer, once it has emptied.
 void MlflowLogger::Impl::refill() {
-  std::fflush(spill);
-  std::fseek(spill, spill_read, SEEK_SET);
+  std::fseek(pending, loaded_to, SEEK_SET);
   char* line = nullptr;
   size_t capacity = 0;
-  for (int64_t n = 0; spilled > 0 && n < o.max_buffered() / 2; ++n) {
-    if (getline(&line, &capacity, spill) < 0) {
-      spilled = 0;  // cannot happen unless the file was cut: what is gone is counted lost
+  for (int64_t n = 0; in_file > 0 && n < o.max_buffered() / 2; ++n) {
+    const ssize_t length = getline(&line, &capacity, pending);
+    if (length <= 0) {
+      in_file = 0;  // the file was cut: nothing more to read
       break;
     }
-    --spilled;
-    if (auto e = Entry::from_json(nlohmann::json::parse(line, nullptr, false))) queue.push_back(std::move(*e));
+    --in_file;
+    loaded_to += length;
+    auto e = Entry::from_json(nlohmann::json::parse(std::string_view(line, static_cast<size_t>(length)), nullptr,
+                                                    false));
+    if (!e) continue;  // a line cut short by a kill
+    e->end = loaded_to;
+    queue.push_back(std::move(*e));
   }
   std::free(line);
-  spill_read = std::ftell(spill);
-  if (spilled == 0) {
-    std::fclose(spill);
-    spill = std::fopen(RunDir(o.folder()).mlflow_spill().c_str(), "w+");
-    spill_read = 0;
-  }
+  std::fseek(pending, 0, SEEK_END);  // appends go on
+  if (queue.empty() && in_file == 0) sent_to = loaded_to, sent_moved = true;  // only cut lines were left
 }
 
 MlflowLogger::Impl::Next MlflowLogger::Impl::take() {
   if (!have_run) return {Work::kRun};
-  if (queue.empty() && spilled > 0 && spill != nullptr) refill();
+  if (queue.empty() && in_file > 0 && pending != nullptr) refill();
   if (!queue.empty()) {
     Next next{Work::kBatch};
     size_t params = 0, tags = 0;
@@ -466,6 +524,18 @@ MlflowLogger::Impl::Next MlflowLogger::Impl::take() {
   return {};
 }
 
+// FOLDER/mlflow.json: the run, and how far into the pending file the server has everything.
+void MlflowLogger::Impl::save_run_file() {
+  nlohmann::json j;
+  {
+    std::lock_guard lock(mu);
+    j = {{"tracking_uri", o.tracking_uri()}, {"experiment", o.experiment()}, {"experiment_id", run.experiment_id},
+         {"run_id", run.run_id},             {"artifact_uri", run.artifact_uri}, {"sent", sent_to}};
+    sent_moved = false;
+  }
+  write_file_atomically(RunDir(o.folder()).mlflow().string(), j.dump(2) + "\n");
+}
+
 void MlflowLogger::Impl::ensure_run() {
   const fs::path saved = RunDir(o.folder()).mlflow();
   std::error_code ec;
@@ -482,14 +552,7 @@ void MlflowLogger::Impl::ensure_run() {
     }
   }
   run = client.create_run(client.experiment_id(o.experiment()), o.run_name(), run_tags);
-  if (!o.folder().empty()) {
-    const nlohmann::json j = {{"tracking_uri", o.tracking_uri()},
-                              {"experiment", o.experiment()},
-                              {"experiment_id", run.experiment_id},
-                              {"run_id", run.run_id},
-                              {"artifact_uri", run.artifact_uri}};
-    write_file_atomically(saved.string(), j.dump(2) + "\n");
-  }
+  if (!o.folder().empty()) save_run_file();
 }
 
 void MlflowLogger::Impl::perform(const Next& next) {
@@ -536,38 +599,56 @@ void MlflowLogger::Impl::perform(const Next& next) {
 // After an attempt (`error` null: it worked): the queue, the back-off, what was refused.
 void MlflowLogger::Impl::done(const Next& next, const MlflowError* error) {
   const bool refusal = error != nullptr && !error->passing() && next.work != Work::kRun;
-  if (error == nullptr || refusal) {
-    if (refusal && next.work == Work::kBatch && next.entries.size() > 1) {
-      one_by_one = next.entries.size();  // find the entry the server refuses
-      return;
-    }
-    if (refusal && refused++ == 0) first_refusal = error->what();
-    if (next.work == Work::kRun) {
-      have_run = true;
-      finished_cv.notify_all();  // wait_for_run
-    }
-    if (next.work == Work::kBatch) {
-      queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(next.entries.size()));
-      one_by_one -= std::min(one_by_one, next.entries.size());
-    }
-    if (next.work == Work::kFile) files.erase(files.begin());
-    if (next.work == Work::kEnd) ended = true;
-    wait = 0.5;
-    backing_off = false;
-    // Metrics come a few at a time: gathered for a second into one request (at most 1000 entries),
-    // unless closing.
-    next_try = Clock::now() + (next.work == Work::kBatch ? kGather : Clock::duration::zero());
+  if (error != nullptr && !refusal) {
+    backing_off = true;
+    if (!give_up) last_error = error->what();  // not "given up": why it did not go before
+    next_try = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(wait * 1000));
+    wait = std::min(wait * 2, closing ? 1.0 : 30.0);
     return;
   }
-  backing_off = true;
-  last_error = error->what();
-  next_try = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(wait * 1000));
-  wait = std::min(wait * 2, closing ? 1.0 : 30.0);
+  if (refusal && next.work == Work::kBatch && next.entries.size() > 1) {
+    one_by_one = next.entries.size();  // find the entry the server refuses
+    return;
+  }
+  if (refusal && refused++ == 0) first_refusal = error->what();
+  switch (next.work) {
+    case Work::kRun:
+      have_run = true;
+      changed.notify_all();  // wait_for_run
+      break;
+    case Work::kBatch:
+      queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(next.entries.size()));
+      one_by_one -= std::min(one_by_one, next.entries.size());
+      if (next.entries.back().end > 0) sent_to = next.entries.back().end, sent_moved = true;
+      break;
+    case Work::kFile:
+      files.erase(files.begin());
+      break;
+    case Work::kEnd:
+      ended = true;
+      break;
+    case Work::kNone:
+      break;
+  }
+  wait = 0.5;
+  backing_off = false;
+  // Metrics come a few at a time: gathered for a second into one request (at most 1000 entries),
+  // unless closing.
+  next_try = Clock::now() + (next.work == Work::kBatch ? kGather : Clock::duration::zero());
 }
 
 void MlflowLogger::Impl::loop() {
   std::unique_lock lock(mu);
   while (!give_up) {
+    if (sent_moved && !o.folder().empty() && have_run) {  // outside the lock: the training thread never waits
+      lock.unlock();
+      try {
+        save_run_file();
+      } catch (const std::exception&) {  // the next batch tries again
+      }
+      lock.lock();
+      continue;
+    }
     Next next = take();
     if (next.work == Work::kNone) {
       if (closing) break;
@@ -592,54 +673,58 @@ void MlflowLogger::Impl::loop() {
     done(next, error ? &*error : nullptr);
   }
   finished = true;
-  finished_cv.notify_all();
+  changed.notify_all();
 }
 
-void MlflowLogger::Impl::load_unsent() {
+// A previous run's FOLDER/mlflow_unsent.jsonl: its entries (sent first), files and end.
+void MlflowLogger::Impl::load_unsent(std::vector<Entry>& entries) {
   const fs::path path = RunDir(o.folder()).mlflow_unsent();
   std::error_code ec;
-  if (o.folder().empty() || !fs::is_regular_file(path, ec)) return;
+  if (!fs::is_regular_file(path, ec)) return;
   const std::string text = read_file(path.string(), {.what = "the unsent MLflow entries", .max_bytes = 1ull << 32});
   for (size_t at = 0; at < text.size();) {
     const size_t end = std::min(text.find('\n', at), text.size());
-    const auto j = nlohmann::json::parse(text.substr(at, end - at), nullptr, false);
+    const auto j = nlohmann::json::parse(std::string_view(text).substr(at, end - at), nullptr, false);
     at = end + 1;
     if (auto e = Entry::from_json(j)) {
-      push(std::move(*e));
+      entries.push_back(std::move(*e));
     } else if (j.is_object() && j.contains("file") && j["file"].is_string()) {
       old_files.push_back(j["file"].get<std::string>());
+    } else if (j.is_object() && j.contains("end") && j["end"].is_string()) {
+      end_status = j["end"].get<std::string>();  // what the run ended as (a training resumed says again)
     }
   }
 }
 
+// After the wait at close: what the server has not got goes to FOLDER/mlflow_unsent.jsonl (a
+// header, the entries, the files, the run's end), and the pending file goes.
 void MlflowLogger::Impl::write_unsent() {
-  std::string lines =
-      nlohmann::json{{"tracking_uri", o.tracking_uri()}, {"experiment", o.experiment()}, {"run_id", run.run_id},
-                     {"error", last_error}}
-          .dump() +
-      "\n";
+  std::string lines = nlohmann::json{{"tracking_uri", o.tracking_uri()}, {"experiment", o.experiment()},
+                                     {"run_name", o.run_name()},         {"parent_run_id", o.parent_run_id()},
+                                     {"source", o.source()},             {"run_id", run.run_id},
+                                     {"error", last_error}}
+                          .dump() +
+                      "\n";
   for (const Entry& e : queue) lines += e.to_json().dump() + "\n";
-  if (spill != nullptr && spilled > 0) {
-    std::fflush(spill);
-    std::fseek(spill, spill_read, SEEK_SET);
+  if (pending != nullptr && in_file > 0) {
+    std::fseek(pending, loaded_to, SEEK_SET);
     char buffer[1 << 16];
-    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, spill)) > 0;) lines.append(buffer, n);
+    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pending)) > 0;) lines.append(buffer, n);
   }
   for (const auto& file : files) lines += nlohmann::json{{"file", file}}.dump() + "\n";
-  unsent = static_cast<int64_t>(queue.size()) + spilled + static_cast<int64_t>(files.size()) + lost;
-  const RunDir dir(o.folder());
-  std::error_code ec;
-  if (spill != nullptr) std::fclose(spill), spill = nullptr;
+  if (!ended) lines += nlohmann::json{{"end", end_status}}.dump() + "\n";
+  unsent = static_cast<int64_t>(queue.size()) + in_file + static_cast<int64_t>(files.size()) + lost;
+  if (pending != nullptr) std::fclose(pending), pending = nullptr;
   if (o.folder().empty()) return;
-  fs::remove(dir.mlflow_spill(), ec);
-  if (unsent == 0 && ended) {
-    fs::remove(dir.mlflow_unsent(), ec);
-  } else {
-    try {
-      write_file_atomically(dir.mlflow_unsent().string(), lines);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "baton: mlflow: %s\n", e.what());
-    }
+  const RunDir dir(o.folder());
+  try {
+    if (unsent > 0 || !ended) write_file_atomically(dir.mlflow_unsent().string(), lines);
+    std::error_code ec;
+    fs::remove(dir.mlflow_pending(), ec);  // after: a kill between the two loses nothing
+    sent_to = 0;
+    if (have_run) save_run_file();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "baton: mlflow: %s\n", e.what());
   }
 }
 
@@ -661,17 +746,17 @@ void MlflowLogger::Impl::close() {
     wait = 0.5;
     backing_off = false;  // try at once: the server may be back
     wake.notify_all();
-    finished_cv.wait_until(lock, deadline, [&] { return finished; });
+    changed.wait_until(lock, deadline, [&] { return finished; });
     give_up = true;
+    cancel = true;
     wake.notify_all();
   }
   if (thread.joinable()) thread.join();
   write_unsent();
-  const auto sent_nothing = [&] { return unsent == 0 && ended; };
-  if (!sent_nothing()) {
-    std::string where = o.folder().empty() ? std::string("lost (no run folder)")
-                                           : "kept in " + RunDir(o.folder()).mlflow_unsent().string() +
-                                                 " (`baton mlflow sync " + o.folder() + "` sends them)";
+  if (unsent > 0 || !ended) {
+    const std::string where = o.folder().empty() ? std::string("lost (no run folder)")
+                                                 : "kept in " + RunDir(o.folder()).mlflow_unsent().string() +
+                                                       " (`baton mlflow sync " + o.folder() + "` sends them)";
     std::fprintf(stderr, "baton: mlflow: %lld entries and files not sent to %s in %.0f s (%s); %s\n",
                  static_cast<long long>(unsent), o.tracking_uri().c_str(), o.flush_seconds(),
                  last_error.empty() ? "the server did not answer in time" : last_error.c_str(), where.c_str());
@@ -690,7 +775,7 @@ MlflowLogger::~MlflowLogger() {
   try {
     {
       std::lock_guard lock(impl_->mu);
-      if (!impl_->closed && impl_->end_status == "FINISHED") impl_->end_status = "FAILED";
+      if (!impl_->closed && !impl_->status_given) impl_->end_status = "FAILED";
     }
     impl_->close();
   } catch (...) {  // a destructor says nothing more
@@ -700,28 +785,34 @@ MlflowLogger::~MlflowLogger() {
 
 void MlflowLogger::log_metrics(const Metrics& metrics, int64_t step) {
   const int64_t ms = now_ms();
-  for (const auto& [key, value] : metrics) impl_->push({Entry::kMetric, key, {}, value, step, ms});
+  std::vector<Entry> entries;
+  entries.reserve(metrics.size());
+  for (const auto& [key, value] : metrics) entries.push_back({Entry::kMetric, key, {}, value, step, ms});
+  impl_->push(std::move(entries));
 }
 
 void MlflowLogger::log_hyperparameters(const nlohmann::json& hyperparameters) {
-  for (auto& [key, value] : mlflow_params(hyperparameters)) impl_->push({Entry::kParam, key, std::move(value)});
+  std::vector<Entry> entries;
+  for (auto& [key, value] : mlflow_params(hyperparameters)) entries.push_back({Entry::kParam, key, std::move(value)});
+  impl_->push(std::move(entries));
 }
 
 void MlflowLogger::log_tag(const std::string& key, const std::string& value) {
-  impl_->push({Entry::kTag, key, cut(value, kMaxTagValue)});
+  impl_->push({{Entry::kTag, key, cut(value, kMaxTagValue)}});
 }
 
 void MlflowLogger::set_end_status(const std::string& status) {
   std::lock_guard lock(impl_->mu);
   impl_->end_status = status;
+  impl_->status_given = true;
 }
 
 void MlflowLogger::post_close() { impl_->close(); }
 
 std::string MlflowLogger::wait_for_run(double seconds) {
   std::unique_lock lock(impl_->mu);
-  impl_->finished_cv.wait_for(lock, std::chrono::duration<double>(seconds),
-                              [&] { return impl_->have_run || impl_->finished; });
+  impl_->changed.wait_for(lock, std::chrono::duration<double>(seconds),
+                          [&] { return impl_->have_run || impl_->finished; });
   return impl_->have_run ? impl_->run.run_id : std::string();
 }
 

@@ -27,8 +27,8 @@ class RunDir {
   static constexpr const char* kSearchDb = "search.db";          // a search's SQLite storage
   static constexpr const char* kClasses = "classes.txt";         // the class names, a line each (image folders)
   static constexpr const char* kMlflow = "mlflow.json";          // the MLflow run this run logs to
-  static constexpr const char* kMlflowUnsent = "mlflow_unsent.jsonl";  // what MLflow has not received
-  static constexpr const char* kMlflowSpill = "mlflow_spill.jsonl";    // the MLflow buffer's overflow
+  static constexpr const char* kMlflowUnsent = "mlflow_unsent.jsonl";    // what MLflow never received
+  static constexpr const char* kMlflowPending = "mlflow_pending.jsonl";  // what it has not received yet
 
   explicit RunDir(std::filesystem::path folder) : folder_(std::move(folder)) {}
 
@@ -46,14 +46,14 @@ class RunDir {
   std::filesystem::path classes() const { return folder_ / kClasses; }
   std::filesystem::path mlflow() const { return folder_ / kMlflow; }
   std::filesystem::path mlflow_unsent() const { return folder_ / kMlflowUnsent; }
-  std::filesystem::path mlflow_spill() const { return folder_ / kMlflowSpill; }
+  std::filesystem::path mlflow_pending() const { return folder_ / kMlflowPending; }
 
   // What a training run writes here (the lock aside): what makes a folder hold a run, and what
   // `baton train --overwrite` moves aside.
   static const std::vector<std::string>& run_files() {
     static const std::vector<std::string> files = {kRecipe,      kMetricsJsonl, kMetricsCsv, kSummary,
                                                    kModel,       kCheckpoints,  kTensorBoard, kTraces,
-                                                   kClasses,     kMlflow,       kMlflowUnsent, kMlflowSpill};
+                                                   kClasses,     kMlflow,       kMlflowUnsent, kMlflowPending};
     return files;
   }
 

@@ -10,6 +10,7 @@
 // Errors are FileError, one line naming the file or URL: "http://host/x.tar: HTTP 404 (not found)".
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -48,7 +49,7 @@ void read_stream(const std::string& source, const std::function<bool(std::string
 
 // One HTTP request, one attempt (the caller decides on retries, as a logger that must never wait
 // does): `method` GET, POST or PUT, `body` sent as `content_type`, `headers` as "Name: value", the
-// whole exchange bounded by `timeout_seconds`. The answer of any status comes back; `error` is set
+// whole exchange bounded by `timeout_seconds`, and ended early once `*cancel` turns true. The answer of any status comes back; `error` is set
 // (and `status` 0) only when none came: "connection refused", "timed out after 10 s".
 struct HttpAnswer {
   long status = 0;
@@ -60,6 +61,7 @@ struct HttpAnswer {
 };
 HttpAnswer http_request(const std::string& method, const std::string& url, const std::string& body = {},
                         const std::string& content_type = "application/json",
-                        const std::vector<std::string>& headers = {}, double timeout_seconds = 10);
+                        const std::vector<std::string>& headers = {}, double timeout_seconds = 10,
+                        const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace baton

@@ -5,14 +5,17 @@
 //
 //   loggers: {mlflow: {tracking_uri: http://127.0.0.1:5000, experiment: fashion}}
 //
-// It never makes training wait and never fails it: log_metrics() only queues (a bounded buffer in
-// memory, the rest spilled to FOLDER/mlflow_spill.jsonl); one thread of its own sends batches,
-// retrying a server that is down, slow or restarting with back-off (0.5 s doubling to 30 s). At
-// close it keeps trying for flush_seconds, then writes what it could not send to
-// FOLDER/mlflow_unsent.jsonl and says so in one line; a resumed run (and `baton mlflow sync FOLDER`)
-// sends it. The run's id is kept in FOLDER/mlflow.json, so a resumed run continues its MLflow run.
+// It never makes training wait and never fails it: log_metrics() appends each entry to
+// FOLDER/mlflow_pending.jsonl (so a kill -9 loses none) and to a bounded buffer in memory; one thread
+// of its own sends batches, retrying a server that is down, slow or restarting with back-off (0.5 s
+// doubling to 30 s), and reads back from the file what the buffer could not hold. mlflow.json keeps
+// the run's id and how far the server has the file, so a resumed run continues its MLflow run and
+// sends the rest. At close it keeps trying for flush_seconds, then writes what is still unsent to
+// FOLDER/mlflow_unsent.jsonl and says so in one line; a resumed run, or `baton mlflow sync FOLDER`,
+// sends it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -36,10 +39,10 @@ struct MlflowOptions {
   BATON_ARG(MlflowTags, tags);                     // more tags, as given
   BATON_ARG(std::string, parent_run_id);           // a child run of this run (a search's trial)
   BATON_ARG(std::string, source);                  // the recipe: mlflow.source.name and its git commit
-  BATON_ARG(std::string, folder);                  // the run folder: mlflow.json, spill and unsent files
+  BATON_ARG(std::string, folder);                  // the run folder: mlflow.json, pending and unsent files
   BATON_ARG(std::vector<std::string>, artifacts);  // files in `folder` uploaded at close (when there)
   BATON_ARG(bool, resume) = false;                 // continue FOLDER/mlflow.json's run, send the unsent
-  BATON_ARG(int64_t, max_buffered) = 100000;       // entries in memory; more spill to the folder
+  BATON_ARG(int64_t, max_buffered) = 100000;       // entries in memory (at least 100); more wait on disk
   BATON_ARG(double, flush_seconds) = 10;           // at close: how long a server that is down is awaited
   BATON_ARG(double, request_seconds) = 10;         // one request's limit
 };
@@ -84,6 +87,8 @@ class MlflowClient {
   // `bytes` as the run's artifact `name` (mlflow-artifacts:/ through the server; file:/ written).
   void upload_artifact(const RunInfo& run, const std::string& name, const std::string& bytes) const;
   void set_request_seconds(double seconds) { request_seconds_ = seconds; }
+  // A request in flight ends (as "given up") once `*cancel` turns true.
+  void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
 
   nlohmann::json call(const std::string& method, const std::string& endpoint, const nlohmann::json& body) const;
 
@@ -91,6 +96,7 @@ class MlflowClient {
   std::string root_;
   double request_seconds_;
   std::vector<std::string> headers_;
+  const std::atomic<bool>* cancel_ = nullptr;
 };
 
 // The resolved recipe as MLflow params: nested keys dotted ("optimizer.lr"), lists and values as
