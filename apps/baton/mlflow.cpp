@@ -31,8 +31,8 @@ int run_sync(const SyncArgs& args) {
     std::printf("%s: nothing to send (no %s)\n", args.run_dir.c_str(), RunDir::kMlflowUnsent);
     return 0;
   }
-  const std::string text = read_file(dir.mlflow_unsent().string(), {.what = "the unsent MLflow entries",
-                                                                     .max_bytes = 1ull << 32});
+  const std::string text =
+      read_file(dir.mlflow_unsent().string(), {.what = "the unsent MLflow entries", .max_bytes = 1ull << 32});
   const auto header = nlohmann::json::parse(text.substr(0, text.find('\n')), nullptr, false);
   if (!header.is_object() || !header.contains("tracking_uri") || !header["tracking_uri"].is_string()) {
     throw FileError(dir.mlflow_unsent().string() + ":1: not the header of baton's unsent MLflow entries");

@@ -77,8 +77,9 @@ std::shared_ptr<MlflowLogger> search_mlflow_run(const ExperimentOptions& o) {
   logger->log_tag("baton.search", std::filesystem::absolute(o.run_dir()).string());
   const std::string id = logger->wait_for_run(10);
   if (id.empty()) {
-    std::fprintf(stderr, "baton: mlflow: the search's run could not be made in 10 s; its trials are runs of their "
-                         "own (the search's run is made when the server answers)\n");
+    std::fprintf(stderr,
+                 "baton: mlflow: the search's run could not be made in 10 s; its trials are runs of their "
+                 "own (the search's run is made when the server answers)\n");
   } else {
     ::setenv("BATON_MLFLOW_PARENT_RUN_ID", id.c_str(), 1);
   }

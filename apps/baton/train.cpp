@@ -237,7 +237,8 @@ void add_run_loggers(TrainingRun& run, const TrainArgs& args, const fs::path& di
   context.run_name = run.options.run_name();
   context.source = fs::absolute(args.recipe).string();
   if (const char* parent = std::getenv("BATON_MLFLOW_PARENT_RUN_ID")) context.parent_run_id = parent;
-  if (const char* trial = std::getenv("BATON_TRIAL_ID"); trial && *trial) context.run_name += "-trial-" + std::string(trial);
+  if (const char* trial = std::getenv("BATON_TRIAL_ID"); trial && *trial)
+    context.run_name += "-trial-" + std::string(trial);
   for (const auto& [name, options] : writes ? run.loggers : decltype(run.loggers){}) {
     loggers.push_back(make_run_logger(name, context, options));
   }

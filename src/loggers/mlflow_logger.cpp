@@ -97,8 +97,12 @@ struct Entry {
   static std::optional<Entry> from_json(const nlohmann::json& j) {
     if (!j.is_object()) return std::nullopt;
     if (j.contains("metric") && j["metric"].is_string()) {
-      return Entry{kMetric, j["metric"].get<std::string>(), {}, read_metric_value(j.value("value", nlohmann::json())),
-                   j.value("step", int64_t{0}), j.value("timestamp", now_ms())};
+      return Entry{kMetric,
+                   j["metric"].get<std::string>(),
+                   {},
+                   read_metric_value(j.value("value", nlohmann::json())),
+                   j.value("step", int64_t{0}),
+                   j.value("timestamp", now_ms())};
     }
     for (const auto& [name, kind] : {std::pair{"param", kParam}, std::pair{"tag", kTag}}) {
       if (j.contains(name) && j[name].is_string() && j.value("value", nlohmann::json()).is_string()) {
@@ -213,7 +217,8 @@ std::string git_commit_of(const std::string& path) {
     if (!head.starts_with("ref: ")) return {};
     const std::string ref = head.substr(5);
     fs::path common = git;  // a worktree's refs are in its common folder
-    if (const std::string c = first_line(git / "commondir"); !c.empty()) common = fs::path(c).is_absolute() ? fs::path(c) : git / c;
+    if (const std::string c = first_line(git / "commondir"); !c.empty())
+      common = fs::path(c).is_absolute() ? fs::path(c) : git / c;
     for (const fs::path& dir : {git, common}) {
       if (const std::string id = first_line(dir / ref); is_commit(id)) return id;
     }
@@ -250,9 +255,8 @@ MlflowClient::MlflowClient(std::string tracking_uri, double request_seconds)
 nlohmann::json MlflowClient::call(const std::string& method, const std::string& endpoint,
                                   const nlohmann::json& body) const {
   const std::string url = root_ + "/api/2.0/mlflow/" + endpoint;
-  const HttpAnswer answer =
-      http_request(method, url, method == "GET" ? std::string() : body.dump(), "application/json", headers_,
-                   request_seconds_, cancel_);
+  const HttpAnswer answer = http_request(method, url, method == "GET" ? std::string() : body.dump(), "application/json",
+                                         headers_, request_seconds_, cancel_);
   if (!answer.ok()) throw answer_error(root_ + " " + endpoint, answer);
   auto j = nlohmann::json::parse(answer.body, nullptr, false);
   if (j.is_discarded()) throw MlflowError(root_ + " " + endpoint + ": an answer that is not JSON", true);
@@ -492,14 +496,14 @@ void MlflowLogger::Impl::refill() {
     }
     --in_file;
     loaded_to += length;
-    auto e = Entry::from_json(nlohmann::json::parse(std::string_view(line, static_cast<size_t>(length)), nullptr,
-                                                    false));
+    auto e =
+        Entry::from_json(nlohmann::json::parse(std::string_view(line, static_cast<size_t>(length)), nullptr, false));
     if (!e) continue;  // a line cut short by a kill
     e->end = loaded_to;
     queue.push_back(std::move(*e));
   }
   std::free(line);
-  std::fseek(pending, 0, SEEK_END);  // appends go on
+  std::fseek(pending, 0, SEEK_END);                                           // appends go on
   if (queue.empty() && in_file == 0) sent_to = loaded_to, sent_moved = true;  // only cut lines were left
 }
 
@@ -529,8 +533,9 @@ void MlflowLogger::Impl::save_run_file() {
   nlohmann::json j;
   {
     std::lock_guard lock(mu);
-    j = {{"tracking_uri", o.tracking_uri()}, {"experiment", o.experiment()}, {"experiment_id", run.experiment_id},
-         {"run_id", run.run_id},             {"artifact_uri", run.artifact_uri}, {"sent", sent_to}};
+    j = {{"tracking_uri", o.tracking_uri()},   {"experiment", o.experiment()},
+         {"experiment_id", run.experiment_id}, {"run_id", run.run_id},
+         {"artifact_uri", run.artifact_uri},   {"sent", sent_to}};
     sent_moved = false;
   }
   write_file_atomically(RunDir(o.folder()).mlflow().string(), j.dump(2) + "\n");
@@ -561,9 +566,7 @@ void MlflowLogger::Impl::perform(const Next& next) {
     client.set_request_seconds(std::clamp(left, 1.0, o.request_seconds()));
   }
   switch (next.work) {
-    case Work::kRun:
-      ensure_run();
-      return;
+    case Work::kRun: ensure_run(); return;
     case Work::kBatch: {
       nlohmann::json metrics = nlohmann::json::array(), params = nlohmann::json::array(),
                      tags = nlohmann::json::array();
@@ -588,11 +591,8 @@ void MlflowLogger::Impl::perform(const Next& next) {
       client.upload_artifact(run, next.file, bytes);
       return;
     }
-    case Work::kEnd:
-      client.update_run(run.run_id, end_status);
-      return;
-    case Work::kNone:
-      return;
+    case Work::kEnd: client.update_run(run.run_id, end_status); return;
+    case Work::kNone: return;
   }
 }
 
@@ -621,14 +621,9 @@ void MlflowLogger::Impl::done(const Next& next, const MlflowError* error) {
       one_by_one -= std::min(one_by_one, next.entries.size());
       if (next.entries.back().end > 0) sent_to = next.entries.back().end, sent_moved = true;
       break;
-    case Work::kFile:
-      files.erase(files.begin());
-      break;
-    case Work::kEnd:
-      ended = true;
-      break;
-    case Work::kNone:
-      break;
+    case Work::kFile: files.erase(files.begin()); break;
+    case Work::kEnd: ended = true; break;
+    case Work::kNone: break;
   }
   wait = 0.5;
   backing_off = false;
@@ -699,21 +694,31 @@ void MlflowLogger::Impl::load_unsent(std::vector<Entry>& entries) {
 // After the wait at close: what the server has not got goes to FOLDER/mlflow_unsent.jsonl (a
 // header, the entries, the files, the run's end), and the pending file goes.
 void MlflowLogger::Impl::write_unsent() {
-  std::string lines = nlohmann::json{{"tracking_uri", o.tracking_uri()}, {"experiment", o.experiment()},
-                                     {"run_name", o.run_name()},         {"parent_run_id", o.parent_run_id()},
-                                     {"source", o.source()},             {"run_id", run.run_id},
+  std::string lines = nlohmann::json{{"tracking_uri", o.tracking_uri()},
+                                     {"experiment", o.experiment()},
+                                     {"run_name", o.run_name()},
+                                     {"parent_run_id", o.parent_run_id()},
+                                     {"source", o.source()},
+                                     {"run_id", run.run_id},
                                      {"error", last_error}}
                           .dump() +
                       "\n";
   for (const Entry& e : queue) lines += e.to_json().dump() + "\n";
-  if (pending != nullptr && in_file > 0) {
+  unsent = static_cast<int64_t>(queue.size()) + static_cast<int64_t>(files.size()) + lost;
+  if (pending != nullptr && in_file > 0) {  // the entries only the file holds (a line a kill cut, left out)
     std::fseek(pending, loaded_to, SEEK_SET);
-    char buffer[1 << 16];
-    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pending)) > 0;) lines.append(buffer, n);
+    char* line = nullptr;
+    size_t capacity = 0;
+    for (ssize_t n; (n = getline(&line, &capacity, pending)) > 0;) {
+      if (!Entry::from_json(nlohmann::json::parse(std::string_view(line, static_cast<size_t>(n)), nullptr, false)))
+        continue;
+      lines.append(line, static_cast<size_t>(n));
+      ++unsent;
+    }
+    std::free(line);
   }
   for (const auto& file : files) lines += nlohmann::json{{"file", file}}.dump() + "\n";
   if (!ended) lines += nlohmann::json{{"end", end_status}}.dump() + "\n";
-  unsent = static_cast<int64_t>(queue.size()) + in_file + static_cast<int64_t>(files.size()) + lost;
   if (pending != nullptr) std::fclose(pending), pending = nullptr;
   if (o.folder().empty()) return;
   const RunDir dir(o.folder());

@@ -1,6 +1,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -310,14 +311,26 @@ TEST(RunLoggers, OptionsAreCheckedWhenTheRecipeIsReadAndAFileLoggerTakesNone) {
     check_run_logger(name, reader);
   };
   EXPECT_NO_THROW(check("mlflow", {{"tracking_uri", "http://127.0.0.1:5000"}, {"experiment", "fashion"}}));
-  EXPECT_THAT([&] { check("mlflow", {{"experiment", "fashion"}}); },
-              ::testing::ThrowsMessage<OptionError>(::testing::HasSubstr("tracking_uri is required")));
-  EXPECT_THAT([&] { check("mlflow", {{"tracking_uri", "127.0.0.1:5000"}}); },
-              ::testing::ThrowsMessage<OptionError>(::testing::HasSubstr("http:// or https://")));
-  EXPECT_THAT([&] { check("mlflow", {{"tracking_uri", "http://h"}, {"experimnt", "x"}}); },
-              ::testing::ThrowsMessage<OptionError>(::testing::HasSubstr("experimnt")));
-  EXPECT_THAT([&] { check("jsonl", {{"path", "x"}}); },
-              ::testing::ThrowsMessage<OptionError>(::testing::HasSubstr("unknown option")));
+  EXPECT_THAT(
+      [&] {
+        check("mlflow", {{"experiment", "fashion"}});
+      },
+      ::testing::ThrowsMessage<OptionError>(::testing::HasSubstr("tracking_uri is required")));
+  EXPECT_THAT(
+      [&] {
+        check("mlflow", {{"tracking_uri", "127.0.0.1:5000"}});
+      },
+      ::testing::ThrowsMessage<OptionError>(::testing::HasSubstr("http:// or https://")));
+  EXPECT_THAT(
+      [&] {
+        check("mlflow", {{"tracking_uri", "http://h"}, {"experimnt", "x"}});
+      },
+      ::testing::ThrowsMessage<OptionError>(::testing::HasSubstr("experimnt")));
+  EXPECT_THAT(
+      [&] {
+        check("jsonl", {{"path", "x"}});
+      },
+      ::testing::ThrowsMessage<OptionError>(::testing::HasSubstr("unknown option")));
 }
 
 TEST(Mlflow, TheRecipeBecomesDottedParamsWithListsAsJsonAndLongValuesCut) {
@@ -350,6 +363,82 @@ TEST(Mlflow, TheGitCommitIsReadFromTheRecipesWorkTreeOrIsEmpty) {
   EXPECT_EQ(git_commit_of((dir.path() / "r.yaml").string()), commit);
   std::filesystem::remove_all(dir.path() / ".git");
   EXPECT_EQ(git_commit_of((dir.path() / "r.yaml").string()), git_commit_of("/r.yaml"));
+}
+
+// The lines of a run folder's file, parsed.
+std::vector<nlohmann::json> json_lines(const std::filesystem::path& path) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(testing::read_file(path));
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// Nothing listens on port 1 here: every request is refused at once.
+MlflowOptions unreachable(const std::filesystem::path& folder) {
+  return MlflowOptions()
+      .tracking_uri("http://127.0.0.1:1")
+      .folder(folder.string())
+      .flush_seconds(0.2)
+      .max_buffered(100);
+}
+
+TEST(Mlflow, AServerThatIsDownLosesNothingEveryEntryIsLeftInTheUnsentFileInOrder) {
+  const TempDir dir("mlflow-down");
+  MlflowLogger logger(unreachable(dir.path()).run_name("r"));
+  logger.log_hyperparameters({{"optimizer", {{"lr", 0.1}}}});
+  for (int64_t step = 1; step <= 1000; ++step)
+    logger.log_metrics({{"train/loss", 1.0 / step}}, step);  // 10x the buffer
+  logger.set_end_status("KILLED");
+  logger.post_close();
+  EXPECT_EQ(logger.unsent(), 1001);
+  EXPECT_EQ(logger.run_id(), "");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "mlflow_pending.jsonl"));
+  const auto lines = json_lines(dir.path() / "mlflow_unsent.jsonl");
+  ASSERT_EQ(lines.size(), 1 + 1 + 1000 + 1u);  // header, the param, the metrics, the end
+  EXPECT_EQ(lines[0]["tracking_uri"], "http://127.0.0.1:1");
+  EXPECT_EQ(lines[0]["run_name"], "r");
+  EXPECT_THAT(lines[0]["error"].get<std::string>(), ::testing::HasSubstr("connect"));
+  EXPECT_EQ(lines[1], (nlohmann::json{{"param", "optimizer.lr"}, {"value", "0.1"}}));
+  for (int64_t step = 1; step <= 1000; ++step) {
+    ASSERT_EQ(lines[static_cast<size_t>(step) + 1]["step"], step);
+    ASSERT_EQ(lines[static_cast<size_t>(step) + 1]["value"], 1.0 / static_cast<double>(step));
+  }
+  EXPECT_EQ(lines.back(), (nlohmann::json{{"end", "KILLED"}}));
+}
+
+TEST(Mlflow, AResumedRunSendsWhatTheServerDidNotHaveFromThePendingAndUnsentFiles) {
+  const TempDir dir("mlflow-resume");
+  const auto metric = [](int64_t step) {
+    return nlohmann::json{{"metric", "loss"}, {"value", step}, {"step", step}, {"timestamp", 1}}.dump() + "\n";
+  };
+  // Killed: the server had the first two lines of the pending file; the last line was cut short.
+  const std::string sent = metric(1) + metric(2);
+  testing::write_file(dir.path() / "mlflow_pending.jsonl", sent + metric(3) + metric(4) + R"({"metric": "lo)");
+  testing::write_file(
+      dir.path() / "mlflow.json",
+      nlohmann::json{{"tracking_uri", "http://127.0.0.1:1"}, {"run_id", "abc"}, {"sent", sent.size()}}.dump());
+  testing::write_file(dir.path() / "mlflow_unsent.jsonl", R"({"tracking_uri": "http://127.0.0.1:1"})"
+                                                          "\n" +
+                                                              metric(10) + R"({"file": "model.pt"})" + "\n");
+  MlflowLogger logger(unreachable(dir.path()).resume(true));
+  logger.log_metrics({{"loss", 5}}, 5);
+  logger.post_close();
+  std::vector<int64_t> steps;
+  std::vector<std::string> files;
+  for (const auto& line : json_lines(dir.path() / "mlflow_unsent.jsonl")) {
+    if (line.contains("metric")) steps.push_back(line["step"]);
+    if (line.contains("file")) files.push_back(line["file"]);
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{3, 4, 10, 5}));
+  EXPECT_EQ(files, (std::vector<std::string>{"model.pt"}));
+  EXPECT_EQ(logger.unsent(), 5);
+}
+
+TEST(Mlflow, WithoutARunFolderWhatTheBufferCannotHoldIsCountedAsNotSent) {
+  MlflowLogger logger(MlflowOptions().tracking_uri("http://127.0.0.1:1").flush_seconds(0.1).max_buffered(100));
+  for (int64_t step = 1; step <= 150; ++step) logger.log_metrics({{"loss", 1.0}}, step);
+  logger.post_close();
+  EXPECT_EQ(logger.unsent(), 150);
 }
 
 TEST(Plot, AnSvgWithOnePathPerRunAxesAndALegend) {

@@ -15,19 +15,19 @@ namespace baton {
 
 class RunDir {
  public:
-  static constexpr const char* kRecipe = "recipe.yaml";          // the resolved recipe, once the run is accepted
-  static constexpr const char* kMetricsJsonl = "metrics.jsonl";  // every logged value, a line per step
-  static constexpr const char* kMetricsCsv = "metrics.csv";      // the same, a row per step
-  static constexpr const char* kSummary = "summary.json";        // what the run (or the search) came to
-  static constexpr const char* kModel = "model.pt";              // the trained weights
-  static constexpr const char* kCheckpoints = "checkpoints";     // the checkpoint folder, with `latest`
-  static constexpr const char* kTensorBoard = "tensorboard";     // TensorBoard's event files
-  static constexpr const char* kTraces = "traces";               // Chrome traces of the profiler
-  static constexpr const char* kLock = ".lock";                  // held by the one `baton train` running here
-  static constexpr const char* kSearchDb = "search.db";          // a search's SQLite storage
-  static constexpr const char* kClasses = "classes.txt";         // the class names, a line each (image folders)
-  static constexpr const char* kMlflow = "mlflow.json";          // the MLflow run this run logs to
-  static constexpr const char* kMlflowUnsent = "mlflow_unsent.jsonl";    // what MLflow never received
+  static constexpr const char* kRecipe = "recipe.yaml";                // the resolved recipe, once the run is accepted
+  static constexpr const char* kMetricsJsonl = "metrics.jsonl";        // every logged value, a line per step
+  static constexpr const char* kMetricsCsv = "metrics.csv";            // the same, a row per step
+  static constexpr const char* kSummary = "summary.json";              // what the run (or the search) came to
+  static constexpr const char* kModel = "model.pt";                    // the trained weights
+  static constexpr const char* kCheckpoints = "checkpoints";           // the checkpoint folder, with `latest`
+  static constexpr const char* kTensorBoard = "tensorboard";           // TensorBoard's event files
+  static constexpr const char* kTraces = "traces";                     // Chrome traces of the profiler
+  static constexpr const char* kLock = ".lock";                        // held by the one `baton train` running here
+  static constexpr const char* kSearchDb = "search.db";                // a search's SQLite storage
+  static constexpr const char* kClasses = "classes.txt";               // the class names, a line each (image folders)
+  static constexpr const char* kMlflow = "mlflow.json";                // the MLflow run this run logs to
+  static constexpr const char* kMlflowUnsent = "mlflow_unsent.jsonl";  // what MLflow never received
   static constexpr const char* kMlflowPending = "mlflow_pending.jsonl";  // what it has not received yet
 
   explicit RunDir(std::filesystem::path folder) : folder_(std::move(folder)) {}
@@ -51,9 +51,9 @@ class RunDir {
   // What a training run writes here (the lock aside): what makes a folder hold a run, and what
   // `baton train --overwrite` moves aside.
   static const std::vector<std::string>& run_files() {
-    static const std::vector<std::string> files = {kRecipe,      kMetricsJsonl, kMetricsCsv, kSummary,
-                                                   kModel,       kCheckpoints,  kTensorBoard, kTraces,
-                                                   kClasses,     kMlflow,       kMlflowUnsent, kMlflowPending};
+    static const std::vector<std::string> files = {kRecipe,  kMetricsJsonl, kMetricsCsv,   kSummary,
+                                                   kModel,   kCheckpoints,  kTensorBoard,  kTraces,
+                                                   kClasses, kMlflow,       kMlflowUnsent, kMlflowPending};
     return files;
   }
 

@@ -49,8 +49,8 @@ void read_stream(const std::string& source, const std::function<bool(std::string
 
 // One HTTP request, one attempt (the caller decides on retries, as a logger that must never wait
 // does): `method` GET, POST or PUT, `body` sent as `content_type`, `headers` as "Name: value", the
-// whole exchange bounded by `timeout_seconds`, and ended early once `*cancel` turns true. The answer of any status comes back; `error` is set
-// (and `status` 0) only when none came: "connection refused", "timed out after 10 s".
+// whole exchange bounded by `timeout_seconds`, and ended early once `*cancel` turns true. The answer of any status
+// comes back; `error` is set (and `status` 0) only when none came: "connection refused", "timed out after 10 s".
 struct HttpAnswer {
   long status = 0;
   std::string body;

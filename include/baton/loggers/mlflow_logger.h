@@ -56,7 +56,7 @@ class MlflowError : public std::runtime_error {
  public:
   MlflowError(const std::string& what, bool passing, std::string code = {})
       : std::runtime_error(what), passing_(passing), code_(std::move(code)) {}
-  bool passing() const { return passing_; }           // may work later (no answer, 5xx)
+  bool passing() const { return passing_; }          // may work later (no answer, 5xx)
   const std::string& code() const { return code_; }  // MLflow's error_code ("RESOURCE_DOES_NOT_EXIST")
 
  private:

@@ -18,10 +18,10 @@ namespace baton {
 
 // What a run logger knows of its run.
 struct RunLoggerContext {
-  std::string folder = {};    // the run folder (metrics.csv, metrics.jsonl, tensorboard/, mlflow.json)
-  bool resume = false;        // baton train --autoresume: go on from what is there
-  std::string run_name = {};  // the run's name (MLflow's run name)
-  std::string source = {};    // the recipe file (MLflow's source and the git commit of its folder)
+  std::string folder = {};         // the run folder (metrics.csv, metrics.jsonl, tensorboard/, mlflow.json)
+  bool resume = false;             // baton train --autoresume: go on from what is there
+  std::string run_name = {};       // the run's name (MLflow's run name)
+  std::string source = {};         // the recipe file (MLflow's source and the git commit of its folder)
   std::string parent_run_id = {};  // a search's MLflow run: this run is its child
 };
 
