@@ -143,7 +143,7 @@ fs::path git_dir_above(fs::path start) {
   std::error_code ec;
   start = fs::weakly_canonical(fs::absolute(start, ec), ec);
   for (fs::path p = start; !p.empty(); p = p.parent_path()) {
-    const fs::path dot = p / ".git";
+    fs::path dot = p / ".git";
     if (fs::is_directory(dot, ec)) return dot;
     if (fs::is_regular_file(dot, ec)) {
       std::string text = read_file(dot.string(), {.max_bytes = 4096});
@@ -198,7 +198,8 @@ std::vector<std::pair<std::string, std::string>> mlflow_params(const nlohmann::j
   std::vector<std::pair<std::string, std::string>> out;
   const auto walk = [&](const auto& self, const nlohmann::json& j, const std::string& prefix) -> void {
     if (j.is_object() && !j.empty()) {
-      for (const auto& [key, value] : j.items()) self(self, value, prefix.empty() ? key : prefix + "." + key);
+      for (const auto& [key, value] : j.items())
+        self(self, value, prefix.empty() ? key : std::string(prefix).append(".").append(key));
       return;
     }
     if (prefix.empty()) return;
@@ -220,7 +221,7 @@ std::string git_commit_of(const std::string& path) {
     if (const std::string c = first_line(git / "commondir"); !c.empty())
       common = fs::path(c).is_absolute() ? fs::path(c) : git / c;
     for (const fs::path& dir : {git, common}) {
-      if (const std::string id = first_line(dir / ref); is_commit(id)) return id;
+      if (std::string id = first_line(dir / ref); is_commit(id)) return id;
     }
     std::error_code ec;
     if (!fs::is_regular_file(common / "packed-refs", ec)) return {};
