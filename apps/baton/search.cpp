@@ -201,7 +201,13 @@ void add_search(CLI::App& app) {
   cmd->add_option("--metric", a->metric(), "with --recipe: the evaluation metric to optimise (default eval/accuracy)");
   cmd->add_option("--set", a->sets(), "with --recipe: a fixed override for every trial (repeatable)");
   cmd->add_option("--trials", a->trials(), "number of trials (default 10)");
-  cmd->add_option("--parallel", a->parallel(), "trials at once (default 1)");
+  cmd->add_option("--parallel", a->parallel(), "trials at once (default 1, or one per slot of --devices)");
+  cmd->add_option("--devices", a->devices(),
+                  "devices to deal out to trials, e.g. 0,1,2,3: each trial sees only its own (CUDA_VISIBLE_DEVICES)")
+      ->delimiter(',');
+  cmd->add_option("--devices-per-trial", a->devices_per_trial(), "with --devices: devices each trial gets (default 1)");
+  cmd->add_option("--threads-per-trial", a->threads_per_trial(),
+                  "CPU threads each trial gets, on cores of its own (OMP_NUM_THREADS and the process's affinity)");
   cmd->add_option("--strategy", a->strategy(), "tpe (default), gp, random, grid or evolution");
   cmd->add_option("--strategy-option", a->strategy_options(),
                   "KEY=VALUE: one of the strategy's options (repeatable; docs/search.md), e.g. candidates=48");

@@ -72,6 +72,29 @@ std::string space_difference(const nlohmann::json& stored, const nlohmann::json&
   return out;
 }
 
+// --devices, --devices-per-trial and --threads-per-trial: this worker's slots (none without them);
+// --parallel defaults to their number (1 without), and may not exceed it.
+std::vector<TrialSlot> resolve_slots(ExperimentOptions& o) {
+  if (o.devices_per_trial() != 0 && o.devices().empty())
+    throw ExperimentError("--devices-per-trial needs --devices (the devices to deal out)");
+  if (o.parallel() < 0 || o.parallel() > 4096) throw ExperimentError("--parallel must be from 1 to 4096");
+  std::vector<TrialSlot> slots;
+  try {
+    slots = make_trial_slots(o.devices(), o.devices_per_trial() == 0 ? 1 : o.devices_per_trial(), o.threads_per_trial(),
+                             o.parallel() == 0 ? 1 : o.parallel(), usable_cpus());
+  } catch (const std::invalid_argument& e) {
+    throw ExperimentError(e.what());
+  }
+  const auto count = static_cast<int>(slots.size());
+  if (o.parallel() == 0) o.parallel(slots.empty() ? 1 : count);
+  if (!slots.empty() && o.parallel() > count) {
+    throw ExperimentError("--parallel " + std::to_string(o.parallel()) + ": only " + std::to_string(count) +
+                          " trial slots (" + std::to_string(o.devices().size()) + " --devices, " +
+                          std::to_string(std::max(1, o.devices_per_trial())) + " per trial)");
+  }
+  return slots;
+}
+
 void check_options(const ExperimentOptions& o) {
   if (o.command().empty() == o.recipe().empty())
     throw ExperimentError("give exactly one of --command CMD or --recipe RECIPE.yaml");
@@ -108,9 +131,11 @@ std::vector<std::shared_ptr<Middleware>> extra_middlewares(const ExperimentOptio
 }
 
 // How each trial runs: the command, or `TRAINER train RECIPE` with the trial's parameters as overrides.
-ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string& worker) {
+ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string& worker,
+                                   const std::vector<TrialSlot>& slots) {
   ProcessEngineOptions options;
   options.workers(o.parallel());
+  options.slots(slots);
   if (o.trial_timeout() > 0) options.timeout_s(o.trial_timeout());
   options.log_dir(o.run_dir() / "trials");
   options.env()["BATON_SEARCH_WORKER"] = worker;
@@ -132,6 +157,7 @@ ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string
 
 struct Experiment::Impl {
   ExperimentOptions o;
+  std::vector<TrialSlot> slots;  // this worker's (--devices, --threads-per-trial)
   bool maximize = true;
   std::string worker = default_worker_name();
   std::optional<mpi::Launch> launch = mpi::launch();  // several workers started by mpirun or srun
@@ -312,6 +338,7 @@ void Experiment::Impl::make_chain() {
 Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.o = std::move(options);
+  m.slots = resolve_slots(m.o);
   check_options(m.o);
   m.maximize = m.o.maximize();
   m.extra = extra_middlewares(m.o);  // before anything is written: a bad name or option is the user's
@@ -320,7 +347,7 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   m.build_strategy();
   m.open_study();
   if (!m.join && m.o.resume()) m.prepare_resume();
-  const ProcessEngineOptions trials = trial_options(m.o, m.worker);
+  const ProcessEngineOptions trials = trial_options(m.o, m.worker, m.slots);
   const nlohmann::json meta = {
       {"space", m.o.space()},       {"space_definition", m.space_definition}, {"command", trials.command()},
       {"strategy", m.o.strategy()}, {"strategy_options", m.settings},         {"direction", direction(m.maximize)},

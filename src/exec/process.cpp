@@ -2,12 +2,15 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -39,12 +42,50 @@ std::vector<std::string> trial_environment(int64_t id, const nlohmann::json& par
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string s = *e;
-    if (s.rfind("BATON_TRIAL_", 0) != 0 && !launchers(s)) env.push_back(s);
+    const bool replaced = extra.count(s.substr(0, s.find('='))) > 0;  // the trial's own value wins
+    if (s.rfind("BATON_TRIAL_", 0) != 0 && !launchers(s) && !replaced) env.push_back(s);
   }
   for (const auto& [k, v] : extra) env.push_back(std::string(k).append("=").append(v));
   env.push_back("BATON_TRIAL_PARAMETERS=" + parameters.dump());
   env.push_back("BATON_TRIAL_ID=" + std::to_string(id));
   return env;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out.append(out.empty() ? "" : ",").append(item);
+  return out;
+}
+
+// A slot's variables, beside the engine's own.
+std::map<std::string, std::string> slot_environment(const TrialSlot& slot, int index,
+                                                    std::map<std::string, std::string> env) {
+  env["BATON_TRIAL_SLOT"] = std::to_string(index);
+  if (!slot.devices.empty()) env["CUDA_VISIBLE_DEVICES"] = env["BATON_TRIAL_DEVICES"] = joined(slot.devices);
+  if (slot.threads > 0) {
+    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = env["BATON_TRIAL_THREADS"] = std::to_string(slot.threads);
+  }
+  if (!slot.cpus.empty()) {
+    std::vector<std::string> cpus;
+    for (int cpu : slot.cpus) cpus.push_back(std::to_string(cpu));
+    env["BATON_TRIAL_CPUS"] = joined(cpus);
+  }
+  return env;
+}
+
+// Runs `spawn` with the calling thread's CPU affinity set to `cpus` (none: unchanged), which the
+// process it starts inherits; the thread's own is restored after.
+template <typename Spawn>
+int spawn_on(const std::vector<int>& cpus, Spawn spawn) {
+  if (cpus.empty()) return spawn();
+  cpu_set_t saved, wanted;
+  CPU_ZERO(&wanted);
+  for (int cpu : cpus) CPU_SET(cpu, &wanted);
+  const bool pinned = ::pthread_getaffinity_np(::pthread_self(), sizeof saved, &saved) == 0 &&
+                      ::pthread_setaffinity_np(::pthread_self(), sizeof wanted, &wanted) == 0;
+  const int rc = spawn();
+  if (pinned) ::pthread_setaffinity_np(::pthread_self(), sizeof saved, &saved);
+  return rc;
 }
 
 // Starts `/bin/sh -c command` in a process group of its own (kill() reaches its children too), its
@@ -71,6 +112,56 @@ int spawn_shell(std::string command, std::vector<std::string> env, int out, int 
 }
 
 }  // namespace
+
+std::vector<TrialSlot> make_trial_slots(const std::vector<std::string>& devices, int per_trial, int threads, int count,
+                                        const std::vector<int>& cpus) {
+  std::vector<TrialSlot> slots;
+  if (!devices.empty()) {
+    for (auto it = devices.begin(); it != devices.end(); ++it) {
+      if (it->empty()) throw std::invalid_argument("--devices: an empty device name");
+      if (std::find(devices.begin(), it, *it) != it) {
+        throw std::invalid_argument("--devices: device " + *it + " is named twice");
+      }
+    }
+    if (per_trial < 1 || per_trial > static_cast<int>(devices.size())) {
+      throw std::invalid_argument("--devices-per-trial " + std::to_string(per_trial) + ": expected 1 to " +
+                                  std::to_string(devices.size()) + " (the number of --devices)");
+    }
+    for (auto it = devices.begin(); devices.end() - it >= per_trial; it += per_trial) {
+      slots.push_back({{it, it + per_trial}, 0, {}});
+    }
+    count = static_cast<int>(slots.size());
+  }
+  if (threads < 0) throw std::invalid_argument("--threads-per-trial: expected a positive number of threads");
+  if (threads == 0) return slots;
+  if (count < 1) throw std::invalid_argument("--threads-per-trial: no trial slots");
+  const auto cores = static_cast<int64_t>(cpus.size());
+  if (static_cast<int64_t>(threads) * count > cores) {
+    throw std::invalid_argument("--threads-per-trial " + std::to_string(threads) + " for " + std::to_string(count) +
+                                " trials at once needs " + std::to_string(threads * count) +
+                                " cores; this machine has " + std::to_string(cores) +
+                                " (fewer threads, or fewer trials at once)");
+  }
+  slots.resize(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    auto& slot = slots[static_cast<size_t>(i)];
+    slot.threads = threads;
+    for (int c = 0; c < threads; ++c) slot.cpus.push_back(cpus[static_cast<size_t>(i * threads + c)]);
+  }
+  return slots;
+}
+
+std::vector<int> usable_cpus() {
+  cpu_set_t set;
+  std::vector<int> out;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) out.push_back(cpu);
+    }
+  }
+  if (out.empty()) out.push_back(0);
+  return out;
+}
 
 std::optional<nlohmann::json> parse_protocol_line(const std::string& line) {
   static const std::string kPrefix = "baton:";
@@ -122,6 +213,10 @@ ProcessEngine::ProcessEngine(ProcessEngineOptions options)
   if (options_.workers() < 1) throw std::invalid_argument("ProcessEngine: workers must be at least 1");
   if (options_.timeout_s() && !(*options_.timeout_s() > 0))
     throw std::invalid_argument("ProcessEngine: timeout must be > 0");
+  if (!options_.slots().empty()) {
+    options_.workers(std::min(options_.workers(), static_cast<int>(options_.slots().size())));
+    slot_trial_.assign(options_.slots().size(), -1);
+  }
   if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("ProcessEngine: pipe failed");
   monitor_ = std::thread([this] { monitor(); });
 }
@@ -166,7 +261,18 @@ void ProcessEngine::start(int64_t id) {
   }
   TrainingStart started(id);
   dispatch(started);
+  // A free slot (there is one: no more trials run than slots).
+  const auto slot = std::find(slot_trial_.begin(), slot_trial_.end(), -1);
+  const TrialSlot* where = nullptr;
+  ProcessEngineOptions::Env env = options_.env();
+  if (slot != slot_trial_.end()) {
+    *slot = id;
+    const auto index = static_cast<int>(slot - slot_trial_.begin());
+    where = &options_.slots()[static_cast<size_t>(index)];
+    env = slot_environment(*where, index, std::move(env));
+  }
   auto fail = [&](const std::string& why) {
+    std::replace(slot_trial_.begin(), slot_trial_.end(), id, int64_t{-1});
     TrainingEnd end(id, TrialStatus::kFailed, why);
     dispatch(end);
     std::lock_guard lock(mutex_);
@@ -177,8 +283,9 @@ void ProcessEngine::start(int64_t id) {
     return fail(std::string("could not create pipes: ") + std::strerror(errno));
   }
   auto run = std::make_unique<Run>();
-  const int rc =
-      spawn_shell(options_.command(), trial_environment(id, parameters, options_.env()), out[1], err[1], run->pid);
+  const int rc = spawn_on(where != nullptr ? where->cpus : std::vector<int>{}, [&] {
+    return spawn_shell(options_.command(), trial_environment(id, parameters, env), out[1], err[1], run->pid);
+  });
   ::close(out[1]);
   ::close(err[1]);
   if (rc != 0) {
@@ -231,6 +338,7 @@ void ProcessEngine::finish(int64_t id, Run& run) {
     result = TrialStatus::kFailed;
     error = with_tail("exited 0 without printing a line baton: {\"final\": VALUE}");
   }
+  std::replace(slot_trial_.begin(), slot_trial_.end(), id, int64_t{-1});  // the slot is free, however it ended
   {
     std::lock_guard lock(mutex_);
     --active_;

@@ -282,6 +282,32 @@ grep -q "process(es) left running by the killed search" "$tmp/orphan2.out" ||
 sleep 4.5
 [ -e "$tmp/orphan_finished" ] && fail "the killed search's trial command kept running"
 
+# A device per trial: with --devices 0,1,2,3 --devices-per-trial 2, each trial sees its own pair
+# (CUDA_VISIBLE_DEVICES, the search's own replaced), two run at once by default, and two trials that
+# run at the same time never share one.
+mkdir -p "$tmp/devs"
+DIR="$tmp/devs" CUDA_VISIBLE_DEVICES=7 "$baton" search "$tmp/space.yaml" --trials 6 --devices 0,1,2,3 --devices-per-trial 2 \
+  --command 'echo "$CUDA_VISIBLE_DEVICES $(date +%s%N)" >"$DIR/$BATON_TRIAL_ID"; sleep 0.3; date +%s%N >>"$DIR/$BATON_TRIAL_ID"; echo "baton: {\"final\": 1}"' \
+  --run-dir "$tmp/dev" >"$tmp/dev.log" 2>&1 || { fail "a search with --devices"; cat "$tmp/dev.log"; }
+grep -q "2 at once" "$tmp/dev.log" || fail "--parallel is not the number of slots: $(head -1 "$tmp/dev.log")"
+python3 - "$tmp/devs" <<'P' || fail "trials' devices"
+import os, sys
+seen = []
+for name in os.listdir(sys.argv[1]):
+    if name.isdigit():
+        devices, start, end = open(os.path.join(sys.argv[1], name)).read().split()
+        seen.append((set(devices.split(",")), int(start), int(end)))
+assert len(seen) == 6 and all(d in ({"0", "1"}, {"2", "3"}) for d, _, _ in seen), seen
+for i, (a, s1, e1) in enumerate(seen):
+    for b, s2, e2 in seen[i + 1:]:
+        assert e1 < s2 or e2 < s1 or not (a & b), (a, b)
+P
+expect_error 2 "device 1 is named twice" -- "$baton" search "$tmp/space.yaml" --command true --devices 0,1,1 --run-dir "$tmp/x"
+expect_error 2 "--devices-per-trial 3: expected 1 to 2" -- "$baton" search "$tmp/space.yaml" --command true --devices 0,1 --devices-per-trial 3 --run-dir "$tmp/x"
+expect_error 2 "--parallel 3: only 2 trial slots" -- "$baton" search "$tmp/space.yaml" --command true --devices 0,1 --parallel 3 --run-dir "$tmp/x"
+expect_error 2 "--devices-per-trial needs --devices" -- "$baton" search "$tmp/space.yaml" --command true --devices-per-trial 2 --run-dir "$tmp/x"
+expect_error 2 "needs 2048 cores" -- "$baton" search "$tmp/space.yaml" --command true --threads-per-trial 1024 --parallel 2 --run-dir "$tmp/x"
+
 printf 'lr: {_type: uniform, _value: [0, 1\n' >"$tmp/broken.yaml"
 expect_error 2 "broken.yaml:2:1" -- "$baton" search "$tmp/broken.yaml" --command true --run-dir "$tmp/x"
 expect_error 2 "give exactly one of --command" -- "$baton" search "$tmp/space.yaml" --run-dir "$tmp/x"

@@ -3,6 +3,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -149,6 +153,116 @@ TEST(ProcessEngine, RunsNAtOnceAndShutdownStopsTheRest) {
   EXPECT_EQ(engine.list(TrialStatus::kWaiting).size(), 2U);
   engine.shutdown();
   EXPECT_EQ(engine.list(TrialStatus::kInterrupted).size(), 4U);
+}
+
+TEST(TrialSlots, DevicesAreDealtPerTrialAndThreadsGetCoresOfTheirOwn) {
+  const auto slots = make_trial_slots({"0", "1", "2", "3", "4"}, 2, 0, 0, {0});
+  ASSERT_EQ(slots.size(), 2U);  // the fifth device is left over
+  EXPECT_EQ(slots[0].devices, (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(slots[1].devices, (std::vector<std::string>{"2", "3"}));
+  const auto cpu = make_trial_slots({}, 1, 2, 2, {4, 5, 6, 7});
+  ASSERT_EQ(cpu.size(), 2U);
+  EXPECT_EQ(cpu[1].cpus, (std::vector<int>{6, 7}));
+  EXPECT_EQ(cpu[1].threads, 2);
+  EXPECT_EQ(testing::error_of([] {
+              make_trial_slots({"0", "1", "0"}, 1, 0, 0, {0});
+            }),
+            "--devices: device 0 is named twice");
+  EXPECT_EQ(testing::error_of([] {
+              make_trial_slots({"0", "1"}, 3, 0, 0, {0});
+            }),
+            "--devices-per-trial 3: expected 1 to 2 (the number of --devices)");
+  EXPECT_EQ(testing::error_of([] {
+              make_trial_slots({}, 1, 2, 3, {0, 1, 2, 3});
+            }),
+            "--threads-per-trial 2 for 3 trials at once needs 6 cores; this machine has 4 (fewer threads, or fewer "
+            "trials at once)");
+}
+
+// The property: trials of random durations, some failing and some killed by a signal, in slots of
+// devices: two trials that run at the same time never share a device, each sees exactly its slot's
+// devices (CUDA_VISIBLE_DEVICES replaced, not added to), and a trial that ends however it ends
+// frees its slot for the next.
+TEST(ProcessEngine, TrialsInSlotsNeverShareADeviceHoweverTheyEnd) {
+  const baton::testing::TempDir dir("slots");
+  ::setenv("CUDA_VISIBLE_DEVICES", "9", 1);  // the search's own: never a trial's
+  const std::vector<std::string> devices = {"0", "1", "2", "3", "4", "5"};
+  for (int per : {1, 2, 3}) {
+    auto o = with(R"sh(d="$DIR/$BATON_TRIAL_ID"
+                     echo "$CUDA_VISIBLE_DEVICES $BATON_TRIAL_DEVICES $BATON_TRIAL_SLOT $(date +%s%N)" >"$d.start"
+                     p=$BATON_TRIAL_PARAMETERS; s=${p#*\"s\":\"}; s=${s%%\"*}; e=${p#*\"e\":\"}; e=${e%%\"*}
+                     sleep "$s"
+                     date +%s%N >"$d.end"
+                     case "$e" in fail) exit 1 ;; signal) kill -9 $$ ;; esac
+                     echo 'baton: {"final": 1}')sh",
+                  100);
+    o.env()["DIR"] = dir.path().string();
+    o.slots(make_trial_slots(devices, per, 0, 0, {0}));
+    ProcessEngine engine(o);
+    std::mt19937 rng(static_cast<unsigned>(per));
+    std::map<int64_t, std::string> ends;
+    for (int i = 0; i < 18; ++i) {
+      const std::string end = std::vector<std::string>{"ok", "ok", "fail", "signal"}[rng() % 4];
+      const double seconds = static_cast<double>(rng() % 80) / 1000.0;
+      ends[engine.submit({{"s", std::to_string(seconds)}, {"e", end}})] = end;
+    }
+    ASSERT_TRUE(engine.wait({}, 60.0));
+    struct Span {
+      std::set<std::string> devices;
+      int64_t start, end;
+    };
+    std::vector<Span> spans;
+    for (const auto& [id, end] : ends) {
+      const Trial t = *engine.get(id);
+      EXPECT_EQ(t.status, end == "ok" ? TrialStatus::kTrained : TrialStatus::kFailed) << id << " " << t.error;
+      std::istringstream start(testing::read_file(dir.path() / (std::to_string(id) + ".start")));
+      std::string visible, named;
+      int slot = -1;
+      int64_t began = 0;
+      start >> visible >> named >> slot >> began;
+      EXPECT_EQ(visible, named);
+      std::string want;
+      for (int k = 0; k < per; ++k) want += (k ? "," : "") + devices[static_cast<size_t>(slot * per + k)];
+      EXPECT_EQ(visible, want) << "trial " << id << " in slot " << slot;
+      Span span{{}, began, std::stoll(testing::read_file(dir.path() / (std::to_string(id) + ".end")))};
+      for (size_t at = 0; at != std::string::npos;) {
+        const size_t comma = visible.find(',', at);
+        span.devices.insert(visible.substr(at, comma == std::string::npos ? comma : comma - at));
+        at = comma == std::string::npos ? comma : comma + 1;
+      }
+      EXPECT_EQ(span.devices.size(), static_cast<size_t>(per));
+      spans.push_back(span);
+    }
+    for (size_t a = 0; a < spans.size(); ++a) {
+      for (size_t b = a + 1; b < spans.size(); ++b) {
+        if (spans[a].end < spans[b].start || spans[b].end < spans[a].start) continue;  // not at once
+        for (const auto& device : spans[a].devices) EXPECT_EQ(spans[b].devices.count(device), 0U) << device;
+      }
+    }
+  }
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+// --threads-per-trial: each trial's process runs on its slot's cores only (its CPU affinity) with
+// its thread count in the environment.
+TEST(ProcessEngine, ATrialInACpuSlotRunsOnItsCoresOnly) {
+  const auto cpus = usable_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "one usable CPU";
+  const baton::testing::TempDir dir("cpu-slots");
+  auto o = with(R"(grep Cpus_allowed_list /proc/self/status | cut -f2 >"$DIR/$BATON_TRIAL_SLOT"
+                   echo "$OMP_NUM_THREADS $BATON_TRIAL_CPUS" >>"$DIR/$BATON_TRIAL_SLOT"; sleep 0.2
+                   echo 'baton: {"final": 1}')",
+                2);
+  o.env()["DIR"] = dir.path().string();
+  o.slots(make_trial_slots({}, 1, 1, 2, cpus));
+  ProcessEngine engine(o);
+  engine.submit({{"i", 0}});
+  engine.submit({{"i", 1}});
+  ASSERT_TRUE(engine.wait({}, 30.0));
+  for (int slot : {0, 1}) {
+    const std::string cpu = std::to_string(cpus[static_cast<size_t>(slot)]);
+    EXPECT_EQ(testing::read_file(dir.path() / std::to_string(slot)), cpu + "\n1 " + cpu + "\n");
+  }
 }
 
 }  // namespace

@@ -41,8 +41,13 @@ class ExperimentOptions {
   BATON_ARG(std::string, metric) = "eval/accuracy";  // with a recipe: the metric a trial reports
   BATON_ARG(std::vector<std::string>, sets);         // with a recipe: overrides for every trial
   BATON_ARG(int64_t, trials) = 10;                   // in the whole search (a resumed one's count)
-  BATON_ARG(int, parallel) = 1;                      // trials at once (this worker's)
-  BATON_ARG(std::string, strategy) = "tpe";          // make_strategy's names
+  BATON_ARG(int, parallel) = 0;                      // trials at once (this worker's); 0: 1, or one per slot
+  // A device per trial: the devices this worker deals out, `devices_per_trial` to each trial (it
+  // sees only those: CUDA_VISIBLE_DEVICES), and CPU threads per trial on cores of its own.
+  BATON_ARG(std::vector<std::string>, devices);
+  BATON_ARG(int, devices_per_trial) = 0;                  // 0: 1 with devices
+  BATON_ARG(int, threads_per_trial) = 0;                  // 0: not set
+  BATON_ARG(std::string, strategy) = "tpe";               // make_strategy's names
   BATON_ARG(std::vector<std::string>, strategy_options);  // KEY=VALUE, as --strategy-option
   BATON_ARG(bool, maximize) = true;                       // --direction maximize; false: minimize
   BATON_ARG(uint64_t, seed) = 0;

@@ -21,12 +21,35 @@
 
 namespace baton {
 
+// A share of the machine one trial at a time runs on: its devices (the trial sees only them:
+// CUDA_VISIBLE_DEVICES, and BATON_TRIAL_DEVICES), its CPU threads (OMP_NUM_THREADS,
+// MKL_NUM_THREADS, BATON_TRIAL_THREADS) and the cores it may run on (its process's CPU affinity,
+// BATON_TRIAL_CPUS). Each empty or 0: not set.
+struct TrialSlot {
+  std::vector<std::string> devices;
+  int threads = 0;
+  std::vector<int> cpus;
+};
+
+// The slots of `devices` taken `per_trial` at a time (4 devices, 2 per trial: {0,1} and {2,3}) and,
+// with `threads` > 0, each with that many threads on cores of its own (slot i: the i-th `threads`
+// of `cpus`), for `count` slots (the number of device slots when devices are given). Throws
+// std::invalid_argument, naming the flag, for a device named twice, per_trial < 1 or larger than
+// the list, and threads * count over the cpus there are.
+std::vector<TrialSlot> make_trial_slots(const std::vector<std::string>& devices, int per_trial, int threads, int count,
+                                        const std::vector<int>& cpus);
+// The CPUs this process may run on (its affinity), in order.
+std::vector<int> usable_cpus();
+
 class ProcessEngineOptions {
  public:
   using Env = std::map<std::string, std::string>;
 
   BATON_ARG(std::string, command);  // run with /bin/sh -c
   BATON_ARG(int, workers) = 1;
+  // When given: a trial runs in a free slot (at most one trial in each; one that ends, however it
+  // ends, frees its slot), and at most slots.size() run at once.
+  BATON_ARG(std::vector<TrialSlot>, slots);
   BATON_ARG(std::optional<double>, timeout_s);  // per trial run
   BATON_ARG(double, kill_grace_s) = 2.0;        // SIGTERM -> SIGKILL
   BATON_ARG(std::filesystem::path, log_dir);    // when set: <log_dir>/<id>/stdout.log and stderr.log
@@ -64,6 +87,7 @@ class ProcessEngine : public QueuedEngine {
   void dispatch_or_log(int64_t id, ModelEvent& event);
   ProcessEngineOptions options_;
   std::map<int64_t, std::unique_ptr<Run>> running_;  // touched by the monitor thread only
+  std::vector<int64_t> slot_trial_;                  // each slot's trial, or -1 (monitor thread only)
   std::set<int64_t> kill_requests_;
   int active_ = 0;  // started, not yet finished (under mutex_)
   int wake_pipe_[2] = {-1, -1};

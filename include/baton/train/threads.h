@@ -1,11 +1,12 @@
 // Thread settings for fast CPU training.
 //
-//   int threads = baton::configure_threads(0);  // every core for LibTorch, one for OpenBLAS
+//   int threads = baton::configure_threads(0);  // every usable core for LibTorch, one for OpenBLAS
 #pragma once
 
 namespace baton {
 
-// Sets LibTorch's intra-op threads to `num_threads` (0: every core; LibTorch starts with one here)
+// Sets LibTorch's intra-op threads to `num_threads` (0: every core this process may run on, its CPU
+// affinity: taskset, a cpuset, a search's --threads-per-trial slot; LibTorch starts with one here)
 // and holds OpenBLAS to one thread, so that its threads do not fight LibTorch's OpenMP threads
 // (1.5x slower on this project's machines). Returns the number of LibTorch threads.
 int configure_threads(int num_threads);
