@@ -71,6 +71,7 @@
 #include "baton/loggers/csv_logger.h"
 #include "baton/loggers/in_memory_logger.h"
 #include "baton/loggers/jsonl_logger.h"
+#include "baton/loggers/mlflow_logger.h"
 #include "baton/loggers/plot.h"
 #include "baton/loggers/progress_bar.h"
 #include "baton/loggers/registry.h"
