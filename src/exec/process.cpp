@@ -146,7 +146,8 @@ std::vector<TrialSlot> make_trial_slots(const std::vector<std::string>& devices,
   for (int i = 0; i < count; ++i) {
     auto& slot = slots[static_cast<size_t>(i)];
     slot.threads = threads;
-    for (int c = 0; c < threads; ++c) slot.cpus.push_back(cpus[static_cast<size_t>(i * threads + c)]);
+    for (int c = 0; c < threads; ++c)
+      slot.cpus.push_back(cpus[static_cast<size_t>(i) * static_cast<size_t>(threads) + static_cast<size_t>(c)]);
   }
   return slots;
 }
