@@ -51,6 +51,7 @@ int run_sync(const SyncArgs& args) {
       .resume(true)
       .flush_seconds(args.wait);
   MlflowLogger logger(o);
+  logger.start();
   logger.post_close();
   if (logger.unsent() > 0) return kRunFailed;  // the logger said what and why
   std::printf("%s: sent to %s, run %s\n", args.run_dir.c_str(), o.tracking_uri().c_str(), logger.run_id().c_str());

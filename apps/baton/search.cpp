@@ -75,6 +75,7 @@ std::shared_ptr<MlflowLogger> search_mlflow_run(const ExperimentOptions& o) {
                                  {"parallel", o.parallel()},
                                  {"seed", o.seed()}}}});
   logger->log_tag("baton.search", std::filesystem::absolute(o.run_dir()).string());
+  logger->start();
   const std::string id = logger->wait_for_run(10);
   if (id.empty()) {
     std::fprintf(stderr,

@@ -773,16 +773,32 @@ void MlflowLogger::Impl::close() {
   }
 }
 
-MlflowLogger::MlflowLogger(MlflowOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
-  impl_->thread = std::thread([this] { impl_->loop(); });
+MlflowLogger::MlflowLogger(MlflowOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+void MlflowLogger::start() {
+  std::lock_guard lock(impl_->mu);
+  if (!impl_->thread.joinable() && !impl_->closed) impl_->thread = std::thread([this] { impl_->loop(); });
+  started_ = true;
+}
+
+void MlflowLogger::batch_start(State&, Logger&) {
+  if (!started_.load(std::memory_order_relaxed)) start();
 }
 
 MlflowLogger::~MlflowLogger() {
+  bool started = false;
+  {
+    std::lock_guard lock(impl_->mu);
+    started = impl_->thread.joinable();
+    if (!impl_->closed && !impl_->status_given) impl_->end_status = "FAILED";
+  }
+  if (!started) {  // a run refused before it trained: nothing goes to the server, nothing stays here
+    if (impl_->pending != nullptr) std::fclose(impl_->pending);
+    std::error_code ec;
+    if (!impl_->o.resume() && !impl_->o.folder().empty()) fs::remove(RunDir(impl_->o.folder()).mlflow_pending(), ec);
+    return;
+  }
   try {
-    {
-      std::lock_guard lock(impl_->mu);
-      if (!impl_->closed && !impl_->status_given) impl_->end_status = "FAILED";
-    }
     impl_->close();
   } catch (...) {  // a destructor says nothing more
   }
@@ -813,7 +829,9 @@ void MlflowLogger::set_end_status(const std::string& status) {
   impl_->status_given = true;
 }
 
-void MlflowLogger::post_close() { impl_->close(); }
+void MlflowLogger::post_close() {
+  if (started_.load()) impl_->close();  // else nothing was trained: the destructor discards quietly
+}
 
 std::string MlflowLogger::wait_for_run(double seconds) {
   std::unique_lock lock(impl_->mu);

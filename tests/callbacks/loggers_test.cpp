@@ -389,6 +389,7 @@ TEST(Mlflow, AServerThatIsDownLosesNothingEveryEntryIsLeftInTheUnsentFileInOrder
   for (int64_t step = 1; step <= 1000; ++step)
     logger.log_metrics({{"train/loss", 1.0 / step}}, step);  // 10x the buffer
   logger.set_end_status("KILLED");
+  logger.start();
   logger.post_close();
   EXPECT_EQ(logger.unsent(), 1001);
   EXPECT_EQ(logger.run_id(), "");
@@ -422,6 +423,7 @@ TEST(Mlflow, AResumedRunSendsWhatTheServerDidNotHaveFromThePendingAndUnsentFiles
                                                               metric(10) + R"({"file": "model.pt"})" + "\n");
   MlflowLogger logger(unreachable(dir.path()).resume(true));
   logger.log_metrics({{"loss", 5}}, 5);
+  logger.start();
   logger.post_close();
   std::vector<int64_t> steps;
   std::vector<std::string> files;
@@ -437,6 +439,7 @@ TEST(Mlflow, AResumedRunSendsWhatTheServerDidNotHaveFromThePendingAndUnsentFiles
 TEST(Mlflow, WithoutARunFolderWhatTheBufferCannotHoldIsCountedAsNotSent) {
   MlflowLogger logger(MlflowOptions().tracking_uri("http://127.0.0.1:1").flush_seconds(0.1).max_buffered(100));
   for (int64_t step = 1; step <= 150; ++step) logger.log_metrics({{"loss", 1.0}}, step);
+  logger.start();
   logger.post_close();
   EXPECT_EQ(logger.unsent(), 150);
 }

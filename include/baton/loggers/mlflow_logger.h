@@ -108,9 +108,14 @@ std::string git_commit_of(const std::string& path);
 
 class MlflowLogger : public LoggerDestination {
  public:
-  // Starts the sending thread; nothing here waits for the server.
+  // Nothing here waits for the server, or sends: sending starts with start() (the Trainer's first
+  // batch; without a Trainer, call it), and post_close() of a logger never started does nothing. A logger destroyed
+  // before it started (a run that failed before it trained: a checkpoint that cannot be read) sends nothing and leaves
+  // no file of a new run behind.
   explicit MlflowLogger(MlflowOptions options);
   ~MlflowLogger() override;
+  void start();
+  void batch_start(State& state, Logger& logger) override;
 
   void log_metrics(const Metrics& metrics, int64_t step) override;
   void log_hyperparameters(const nlohmann::json& hyperparameters) override;
@@ -132,6 +137,7 @@ class MlflowLogger : public LoggerDestination {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  std::atomic<bool> started_{false};
 };
 
 }  // namespace baton
