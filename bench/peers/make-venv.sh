@@ -44,30 +44,22 @@ case "${1:-}" in
     exit 0
     ;;
 esac
-if [ "${1:-}" = "--mlflow" ]; then  # the MLflow server and client the tracking test runs (ctest label mlflow)
-  venv="$root/.venv-mlflow"
-  reqs="$root/bench/peers/requirements-mlflow.txt"
+# pinned_venv NAME REQUIREMENTS MODULE PACKAGE: .venv-NAME with REQUIREMENTS installed, unless its
+# MODULE already has PACKAGE's pinned version; prints its python.
+pinned_venv() {
+  local venv="$root/.venv-$1" reqs="$root/bench/peers/$2"
   if [ ! -x "$venv/bin/python" ] ||
-     [ "$("$venv/bin/python" -c 'import mlflow; print(mlflow.__version__)' 2>/dev/null)" != "$(sed -n 's/^mlflow==//p' "$reqs")" ]; then
-    echo "make-venv: installing MLflow's pin into .venv-mlflow (PyPI)" >&2
+     [ "$("$venv/bin/python" -c "import $3; print($3.__version__)" 2>/dev/null)" != "$(sed -n "s/^$4==//p" "$reqs")" ]; then
+    echo "make-venv: installing $2's pins into .venv-$1 (PyPI)" >&2
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$reqs" >&2
   fi
   echo "$venv/bin/python"
-  exit 0
-fi
-if [ "${1:-}" = "--composer" ]; then
-  venv="$root/.venv-composer"
-  reqs="$root/bench/peers/requirements-composer.txt"
-  if [ ! -x "$venv/bin/python" ] ||
-     [ "$("$venv/bin/python" -c 'import composer; print(composer.__version__)' 2>/dev/null)" != "$(sed -n 's/^mosaicml==//p' "$reqs")" ]; then
-    echo "make-venv: installing Composer's pins into .venv-composer (PyPI)" >&2
-    python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$reqs" >&2
-  fi
-  echo "$venv/bin/python"
-  exit 0
-fi
+}
+case "${1:-}" in
+  --mlflow) pinned_venv mlflow requirements-mlflow.txt mlflow mlflow; exit 0 ;;  # the tracking test (label mlflow)
+  --composer) pinned_venv composer requirements-composer.txt composer mosaicml; exit 0 ;;
+esac
 venv="$root/.venv-peers"
 reqs="$root/bench/peers/requirements.txt"
 python="$venv/bin/python"

@@ -5,20 +5,7 @@
 # Usage: tokens_test.sh BATON_BINARY
 set -uo pipefail
 baton=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-# Exit 2 and a message matching $2, for the command after them.
-refused() {
-  local what=$1 pattern=$2
-  shift 2
-  "$@" >out.log 2>&1
-  local rc=$?
-  [ "$rc" -eq 2 ] || fail "$what: exit $rc, expected 2: $(tail -1 out.log)"
-  grep -q -- "$pattern" out.log || fail "$what: no '$pattern' in: $(tail -1 out.log)"
-}
+source "$(dirname "$0")/common.sh"
 
 mkdir corpus
 /usr/bin/python3 - <<'PY'
