@@ -25,6 +25,7 @@
 
 #include "baton/exec/distributed.h"
 #include "baton/exec/engine.h"
+#include "baton/exec/pareto.h"
 #include "baton/exec/process.h"
 #include "baton/exec/search.h"
 #include "baton/exec/storage.h"
@@ -84,6 +85,29 @@ double branin(const nlohmann::json& p) {
   return a * a + 10 * (1 - 1 / (8 * M_PI)) * std::cos(x1) + 10;
 }
 
+// Several objectives, all minimized (Zitzler, Deb and Thiele 2000; Deb et al. 2002): ZDT1-3 over 30
+// variables in [0, 1], DTLZ2 with 3 objectives over 12. Their fronts: ZDT1 f2 = 1 - sqrt(f1), ZDT2
+// f2 = 1 - f1^2, ZDT3 five disconnected pieces, DTLZ2 the unit sphere's positive octant.
+std::vector<double> zdt(const nlohmann::json& p, int which) {
+  const int n = 30;
+  const double f1 = p["x0"].get<double>();
+  double sum = 0;
+  for (int j = 1; j < n; ++j) sum += p["x" + std::to_string(j)].get<double>();
+  const double g = 1.0 + 9.0 * sum / (n - 1), r = f1 / g;
+  double h = 1.0 - std::sqrt(r);
+  if (which == 2) h = 1.0 - r * r;
+  if (which == 3) h = 1.0 - std::sqrt(r) - r * std::sin(10.0 * M_PI * f1);
+  return {f1, g * h};
+}
+
+std::vector<double> dtlz2(const nlohmann::json& p) {
+  const int n = 12, m = 3;
+  double g = 0;
+  for (int j = m - 1; j < n; ++j) g += std::pow(p["x" + std::to_string(j)].get<double>() - 0.5, 2);
+  const double a = p["x0"].get<double>() * M_PI / 2, b = p["x1"].get<double>() * M_PI / 2;
+  return {(1 + g) * std::cos(a) * std::cos(b), (1 + g) * std::cos(a) * std::sin(b), (1 + g) * std::sin(a)};
+}
+
 // The command's own cost: run it n times in a row with posix_spawn + waitpid, output discarded.
 double bare_command_s(const std::string& command, int64_t n) {
   posix_spawn_file_actions_t actions;
@@ -105,9 +129,10 @@ double bare_command_s(const std::string& command, int64_t n) {
 int usage(const std::string& why) {
   std::cerr
       << "hpo_bench: " << why
-      << "\nusage: hpo_bench [--function hartmann6|hartmann6_10d|hartmann6_noisy|branin|mixed|edge|trivial]\n"
+      << "\nusage: hpo_bench [--function hartmann6|hartmann6_10d|hartmann6_noisy|branin|mixed|edge|trivial\n"
+         "                            |zdt1|zdt2|zdt3|dtlz2]  (the last four: several objectives; the hypervolume)\n"
          "       [--trials N] [--seed S] [--seeds N]\n"
-      << "       [--strategy tpe|gp|random|grid|evolution] [--parallel N] (with --seeds)\n"
+      << "       [--strategy tpe|gp|random|grid|evolution|nsga2|motpe] [--parallel N] (with --seeds)\n"
       << "       [--engine inprocess|process|shared]  (process: each trial a command printing a trivial final value;\n"
       << "        shared: the same through a DistributedEngine over --storage URL, default a new SQLite file)\n"
       << "       [--storage URL]\n"
@@ -120,6 +145,9 @@ struct Problem {
   std::function<double(const nlohmann::json&)> objective;
   double optimum = 0;
   double noise = 0;  // the sd of the Gaussian noise a trial's value carries (the objective is its mean)
+  // Several objectives (minimized): their values, and the fixed reference point of the hypervolume.
+  std::function<std::vector<double>(const nlohmann::json&)> objectives{};
+  std::vector<double> reference{};
 };
 
 std::optional<Problem> problem(const std::string& function) {
@@ -147,6 +175,15 @@ std::optional<Problem> problem(const std::string& function) {
       return v;
     };
     p.optimum = 0.13;
+  } else if (function == "zdt1" || function == "zdt2" || function == "zdt3") {
+    for (int j = 0; j < 30; ++j) p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
+    const int which = function[3] - '0';
+    p.objectives = [which](const nlohmann::json& x) { return zdt(x, which); };
+    p.reference = {1.1, 11.0};  // f1 <= 1 and f2 <= g + f1 <= 11: every trial counts
+  } else if (function == "dtlz2") {
+    for (int j = 0; j < 12; ++j) p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
+    p.objectives = dtlz2;
+    p.reference = {2.5, 2.5, 2.5};
   } else if (function == "trivial") {
     p.space["x"] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
     p.objective = [](const nlohmann::json& x) { return x["x"].get<double>(); };
@@ -168,6 +205,7 @@ double cpu_seconds() {
 struct Outcome {
   double best = INFINITY, slowest_s = 0, last10_s = 0;  // last10: the last 10 suggestions' time
   nlohmann::json best_at = nlohmann::json::object();
+  std::vector<std::vector<double>> points{};  // several objectives: every trial's values
 };
 // With noise, the best is the true value of the trial that looked best (what a user would pick).
 Outcome best_of(baton::Strategy& strategy, const Problem& p, int64_t trials, int parallel, uint64_t seed) {
@@ -193,6 +231,16 @@ Outcome best_of(baton::Strategy& strategy, const Problem& p, int64_t trials, int
     t.parameters = out.front().second;
     out.pop_front();
     t.status = baton::TrialStatus::kTrained;
+    if (p.objectives) {
+      t.metrics.values = p.objectives(t.parameters);
+      t.metrics.final = t.metrics.values.front();
+      o.points.push_back(t.metrics.values);
+      const int64_t n = done + 1;
+      if (n == 100 || n == 300 || n == 1000 || n == trials)
+        o.best_at[std::to_string(n)] = baton::hypervolume(o.points, p.reference);
+      strategy.observe(t);
+      continue;
+    }
     const double value = p.objective(t.parameters);
     t.metrics.final = value + (p.noise > 0 ? noise(rng) : 0.0);
     if (*t.metrics.final < observed_best) observed_best = *t.metrics.final, o.best = value;
@@ -215,30 +263,44 @@ int quality(const std::function<std::unique_ptr<baton::Strategy>(uint64_t)>& mak
     const Outcome o = best_of(*strategy, p, trials, parallel, seed);
     slowest = std::max(slowest, o.slowest_s);
     last10 += o.last10_s;
-    bests.push_back(o.best);
-    const nlohmann::json line = {
-        {"peer", "baton"}, {"sampler", strategy_name}, {"function", function}, {"trials", trials},
-        {"seed", seed},    {"parallel", parallel},     {"best", o.best},       {"best_at", o.best_at}};
+    // Several objectives: the hypervolume, larger is better (negated so that the order is the same).
+    const double hv = p.objectives ? baton::hypervolume(o.points, p.reference) : NAN;
+    bests.push_back(p.objectives ? -hv : o.best);
+    nlohmann::json line = {{"peer", "baton"}, {"sampler", strategy_name}, {"function", function},
+                           {"trials", trials}, {"seed", seed},            {"parallel", parallel}};
+    if (p.objectives) {
+      line["hypervolume"] = hv;
+      line["hypervolume_at"] = o.best_at;
+    } else {
+      line["best"] = o.best;
+      line["best_at"] = o.best_at;
+    }
     std::cout << line.dump() << "\n";
   }
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::sort(bests.begin(), bests.end());
   const std::size_t n = bests.size();
   const double median = n % 2 == 1 ? bests[n / 2] : 0.5 * (bests[n / 2 - 1] + bests[n / 2]);
-  std::cout << nlohmann::json{{"peer", "baton"},
-                              {"sampler", strategy_name},
-                              {"function", function},
-                              {"trials", trials},
-                              {"seeds", seeds},
-                              {"parallel", parallel},
-                              {"median", median},
-                              {"worst", bests.back()},
-                              {"optimum", p.optimum},
-                              {"ms_per_trial", dt / static_cast<double>(trials * seeds) * 1e3},
-                              {"slowest_suggestion_cpu_ms", slowest * 1e3},
-                              {"last_suggestions_cpu_ms", last10 / (10.0 * seeds) * 1e3}}
-                   .dump()
-            << "\n";
+  nlohmann::json summary = {{"peer", "baton"},
+                            {"sampler", strategy_name},
+                            {"function", function},
+                            {"trials", trials},
+                            {"seeds", seeds},
+                            {"parallel", parallel},
+                            {"median", median},
+                            {"worst", bests.back()},
+                            {"optimum", p.optimum},
+                            {"ms_per_trial", dt / static_cast<double>(trials * seeds) * 1e3},
+                            {"slowest_suggestion_cpu_ms", slowest * 1e3},
+                            {"last_suggestions_cpu_ms", last10 / (10.0 * seeds) * 1e3}};
+  if (p.objectives) {  // the hypervolume's median and worst (the smallest), with its reference point
+    summary.erase("optimum");
+    summary["median"] = -median;
+    summary["worst"] = -bests.back();
+    summary["hypervolume"] = -median;
+    summary["reference"] = p.reference;
+  }
+  std::cout << summary.dump() << "\n";
   return 0;
 }
 
@@ -285,10 +347,13 @@ int main(int argc, char** argv) {
   try {
     const auto s = baton::SearchSpace::from_json(p->space);
     auto make = [&](uint64_t with_seed) -> std::unique_ptr<baton::Strategy> {
-      return baton::make_strategy(strategy_name, s,
-                                  baton::StrategyOptions().seed(with_seed).maximize(false).settings(settings));
+      const std::vector<bool> directions(p->objectives ? p->reference.size() : 0, false);
+      return baton::make_strategy(
+          strategy_name, s,
+          baton::StrategyOptions().seed(with_seed).maximize(false).directions(directions).settings(settings));
     };
-    if (seeds > 0) return quality(make, *p, strategy_name, function, trials, seed, seeds, parallel);
+    if (seeds > 0 || p->objectives)  // several objectives: the strategy alone, as with --seeds
+      return quality(make, *p, strategy_name, function, trials, seed, std::max(seeds, 1), parallel);
     auto strategy = make(seed);
     std::unique_ptr<baton::ExecutionEngine> engine;
     const std::string command = "echo 'baton: {\"final\": 0.5}'";

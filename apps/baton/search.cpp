@@ -1,6 +1,6 @@
 // baton search: run many trials of a command or a recipe, suggested by a strategy (an Experiment,
 // include/baton/exec/experiment.h: this file parses the flags).
-// baton trials ls|show: read a search's storage.
+// baton trials ls|show|pareto: read a search's storage.
 #include <signal.h>
 #include <unistd.h>
 
@@ -71,6 +71,8 @@ std::shared_ptr<MlflowLogger> search_mlflow_run(const ExperimentOptions& o) {
                                  {"strategy_options", o.strategy_options()},
                                  {"metric", o.metric()},
                                  {"direction", o.maximize() ? "maximize" : "minimize"},
+                                 {"objectives", o.objectives()},
+                                 {"constraints", o.constraints()},
                                  {"trials", o.trials()},
                                  {"parallel", o.parallel()},
                                  {"seed", o.seed()}}}});
@@ -99,7 +101,17 @@ int run_search_command(ExperimentOptions options) {
   const auto mlflow = search_mlflow_run(options);
   g_experiment.store(experiment.get());
   on_stop_signals(on_search_signal);
-  const ExperimentResult result = experiment->run();
+  ExperimentResult result;
+  try {
+    result = experiment->run();
+  } catch (const ExperimentError& e) {  // found while it ran: a metric the trials never log
+    g_experiment.store(nullptr);
+    if (mlflow) {
+      mlflow->set_end_status("FAILED");
+      mlflow->post_close();
+    }
+    throw BadInput(e.what());
+  }
   g_experiment.store(nullptr);
   if (mlflow) {
     if (result.best && result.best->metrics.final) {
@@ -117,12 +129,28 @@ int run_search_command(ExperimentOptions options) {
 nlohmann::json trial_row(const Trial& t) {
   nlohmann::json inter = nlohmann::json::array();
   for (const auto& v : t.metrics.intermediate) inter.push_back({{"step", v.step}, {"value", v.value}});
-  return {{"id", t.id},
-          {"status", to_string(t.status)},
-          {"parameters", t.parameters},
-          {"final", t.metrics.final ? nlohmann::json(*t.metrics.final) : nlohmann::json()},
-          {"intermediate", inter},
-          {"worker", t.worker}};
+  nlohmann::json row = {{"id", t.id},
+                        {"status", to_string(t.status)},
+                        {"parameters", t.parameters},
+                        {"final", t.metrics.final ? nlohmann::json(*t.metrics.final) : nlohmann::json()},
+                        {"intermediate", inter},
+                        {"worker", t.worker}};
+  if (!t.metrics.values.empty()) row["values"] = t.metrics.values;
+  if (!t.metrics.constraints.empty()) row["constraints"] = t.metrics.constraints;
+  return row;
+}
+
+// A trial's final value, or its values ("0.91, 120000"); "-" when none.
+std::string final_text(const Trial& t) {
+  const auto values = t.objectives();
+  if (values.empty()) return "-";
+  std::string out;
+  for (double v : values) {
+    char number[32];
+    std::snprintf(number, sizeof number, "%.6g", v);
+    out += (out.empty() ? "" : ", ") + std::string(number);
+  }
+  return out;
 }
 
 std::unique_ptr<TrialStorage> open_existing(const std::string& url) {
@@ -157,7 +185,7 @@ int run_trials_ls(const std::string& url, bool json) {
   std::printf("%6s  %-11s  %12s  %6s  %s%s\n", "id", "status", "final", "steps", shared ? "worker              " : "",
               "parameters");
   for (const auto& t : trials) {
-    const std::string fin = t.metrics.final ? std::to_string(*t.metrics.final) : "-";
+    const std::string fin = final_text(t);
     char worker[64] = "";
     if (shared) std::snprintf(worker, sizeof worker, "%-20s", t.worker.empty() ? "-" : t.worker.c_str());
     std::printf("%6lld  %-11s  %12s  %6zu  %s%s\n", static_cast<long long>(t.id), to_string(t.status).c_str(),
@@ -175,6 +203,45 @@ int run_trials_show(const std::string& url, int64_t id) {
     }
   }
   throw BadInput("no trial " + std::to_string(id) + " in " + url);
+}
+
+// The stored search's objectives and constraints (meta "search"); one objective: nullopt.
+std::optional<std::pair<Objectives, nlohmann::json>> stored_objectives(TrialStorage& storage) {
+  const auto meta = storage.meta("search");
+  if (!meta || !meta->contains("objectives") || (*meta)["objectives"].size() < 2) return std::nullopt;
+  Objectives objectives{{}, {}};
+  for (const auto& o : (*meta)["objectives"]) objectives.maximize.push_back(o.value("direction", "") == "maximize");
+  for (const auto& c : meta->value("constraints", nlohmann::json::array()))
+    objectives.constraints.push_back(parse_constraint(c.get<std::string>()));
+  return std::make_pair(objectives, (*meta)["objectives"]);
+}
+
+// baton trials pareto: the stored search's Pareto front (its feasible trials no other dominates).
+int run_trials_pareto(const std::string& url, bool json) {
+  auto storage = open_existing(url);
+  const auto objectives = stored_objectives(*storage);
+  if (!objectives) {
+    throw BadInput("the search in " + url +
+                   " has one objective: its best is in `baton trials ls` and summary.json (a Pareto front needs "
+                   "several --objective flags)");
+  }
+  const auto front = pareto_front(storage->load_trials(), objectives->first);
+  if (json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& t : front) rows.push_back(trial_row(t));
+    std::printf("%s\n", nlohmann::json{{"objectives", objectives->second}, {"pareto", rows}}.dump().c_str());
+    return 0;
+  }
+  std::string names;
+  for (const auto& o : objectives->second)
+    names += (names.empty() ? "" : ", ") + o.value("metric", std::string("?")) + " " +
+             (o.value("direction", "") == "maximize" ? "max" : "min");
+  std::printf("Pareto front: %zu trial(s) (%s)\n%6s  %-28s  %s\n", front.size(), names.c_str(), "id", "values",
+              "parameters");
+  for (const auto& t : front) {
+    std::printf("%6lld  %-28s  %s\n", static_cast<long long>(t.id), final_text(t).c_str(), t.parameters.dump().c_str());
+  }
+  return 0;
 }
 
 template <typename F>
@@ -200,6 +267,13 @@ void add_search(CLI::App& app) {
       "trial command (sh -c): parameters in $BATON_TRIAL_PARAMETERS, reports 'baton: {\"final\": v}' lines");
   cmd->add_option("--recipe", a->recipe(), "each trial is `baton train RECIPE` with the parameters as --set overrides");
   cmd->add_option("--metric", a->metric(), "with --recipe: the evaluation metric to optimise (default eval/accuracy)");
+  cmd->add_option("--objective", a->objectives(),
+                  "METRIC:max or METRIC:min, repeatable: several objectives (a Pareto front), instead of --metric "
+                  "and --direction; with --recipe any logged metric or params (the model's size); a --command trial "
+                  "reports {\"final\": [v1, v2]} in this order");
+  cmd->add_option("--constraint", a->constraints(),
+                  "METRIC<=VALUE or METRIC>=VALUE, repeatable: a trial that breaks one is infeasible; a --command "
+                  "trial reports {\"final\": v, \"constraints\": [m1]} in this order");
   cmd->add_option("--set", a->sets(), "with --recipe: a fixed override for every trial (repeatable)");
   cmd->add_option("--trials", a->trials(), "number of trials (default 10)");
   cmd->add_option("--parallel", a->parallel(), "trials at once (default 1, or one per slot of --devices)");
@@ -209,7 +283,9 @@ void add_search(CLI::App& app) {
   cmd->add_option("--devices-per-trial", a->devices_per_trial(), "with --devices: devices each trial gets (default 1)");
   cmd->add_option("--threads-per-trial", a->threads_per_trial(),
                   "CPU threads each trial gets, on cores of its own (OMP_NUM_THREADS and the process's affinity)");
-  cmd->add_option("--strategy", a->strategy(), "tpe (default), gp, random, grid or evolution");
+  cmd->add_option("--strategy", a->strategy(),
+                  "tpe (default), gp, random, grid, evolution, nsga2 or motpe (several objectives: nsga2, motpe, "
+                  "tpe, random, grid)");
   cmd->add_option("--strategy-option", a->strategy_options(),
                   "KEY=VALUE: one of the strategy's options (repeatable; docs/search.md), e.g. candidates=48");
   cmd->add_option_function<std::string>(
@@ -246,17 +322,27 @@ void add_search(CLI::App& app) {
   cmd->add_option("--median-stop", a->median_stop(),
                   "stop a trial whose best intermediate value is worse than the median of completed trials at the "
                   "same step, once N trials completed (default 0: off)");
-  cmd->callback([a] { guarded([&] { return run_search_command(*a); }); });
+  cmd->callback([a, cmd] {
+    guarded([&] {
+      if (!a->objectives().empty() && (cmd->count("--direction") > 0 || cmd->count("--metric") > 0))
+        throw BadInput("give either --objective METRIC:max|min (repeatable) or --metric/--direction, not both");
+      return run_search_command(*a);
+    });
+  });
 
   auto storage = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto id = std::make_shared<int64_t>(0);
-  CLI::App* trials = app.add_subcommand("trials", "list or show the trials of a search");
+  CLI::App* trials = app.add_subcommand("trials", "list or show the trials of a search, or its Pareto front");
   trials->require_subcommand(1);
   CLI::App* ls = trials->add_subcommand("ls", "list the trials in a storage");
   ls->add_option("--storage", *storage, "the search's storage (sqlite:///PATH.db or PATH.db)")->required();
   ls->add_flag("--json", *json, "one JSON array: [{id, status, parameters, final, intermediate}]");
   ls->callback([storage, json] { guarded([&] { return run_trials_ls(*storage, *json); }); });
+  CLI::App* pareto = trials->add_subcommand("pareto", "the Pareto front of a search with several objectives");
+  pareto->add_option("--storage", *storage, "the search's storage (sqlite:///PATH.db or PATH.db)")->required();
+  pareto->add_flag("--json", *json, "one JSON object: {objectives, pareto: [{id, status, parameters, values...}]}");
+  pareto->callback([storage, json] { guarded([&] { return run_trials_pareto(*storage, *json); }); });
   CLI::App* show = trials->add_subcommand("show", "one trial in full");
   show->add_option("id", *id, "trial id")->required();
   show->add_option("--storage", *storage, "the search's storage")->required();

@@ -18,6 +18,7 @@
 
 #include "baton/callbacks/trace_profiler.h"
 #include "baton/core/options.h"
+#include "baton/exec/experiment.h"
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
 #include "baton/io/write.h"
@@ -182,12 +183,24 @@ std::vector<std::string> with_trial_parameters(std::vector<std::string> sets) {
   return sets;
 }
 
-// Prints the trial protocol's lines for one evaluation metric (BATON_TRIAL_METRIC, e.g.
-// eval/accuracy): an intermediate value at each evaluation, with the batch as its step.
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');) {
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+// Prints the trial protocol's lines for the search's metrics (BATON_TRIAL_METRIC, e.g.
+// eval/accuracy, or several objectives comma-separated; BATON_TRIAL_CONSTRAINTS): the first one's
+// intermediate value at each evaluation, with the batch as its step; at the end their final values.
 class TrialReporter : public Callback {
  public:
-  explicit TrialReporter(std::string metric) : metric_(std::move(metric)) {}
-  const std::string& metric() const { return metric_; }
+  TrialReporter(const std::string& metrics, const std::string& constraints)
+      : metrics_(split_commas(metrics)), constraints_(split_commas(constraints)), metric_(metrics_.at(0)) {}
+  const std::vector<std::string>& metrics() const { return metrics_; }
+  const std::vector<std::string>& constraints() const { return constraints_; }
   void eval_after_all(State& state, Logger&) override {
     if (auto v = value(state)) {
       std::printf("baton: {\"intermediate\": %.17g, \"step\": %lld}\n", *v,
@@ -198,6 +211,7 @@ class TrialReporter : public Callback {
   std::optional<double> value(const State& state) const { return state.eval_metric(metric_); }
 
  private:
+  std::vector<std::string> metrics_, constraints_;
   std::string metric_;
 };
 
@@ -213,9 +227,10 @@ std::shared_ptr<TrialReporter> add_run_callbacks(TrainingRun& run, const TrainAr
   }
   callbacks.push_back(std::make_shared<SignalStopper>());
   const char* trial_metric = std::getenv("BATON_TRIAL_METRIC");
+  const char* trial_constraints = std::getenv("BATON_TRIAL_CONSTRAINTS");
   std::shared_ptr<TrialReporter> reporter;
-  if (trial_metric && *trial_metric && writes) {
-    reporter = std::make_shared<TrialReporter>(trial_metric);
+  if (trial_metric && !split_commas(trial_metric).empty() && writes) {
+    reporter = std::make_shared<TrialReporter>(trial_metric, trial_constraints ? trial_constraints : "");
     callbacks.push_back(reporter);
   }
   if (args.profile && writes) {
@@ -261,6 +276,34 @@ void print_start(Trainer& trainer, const TrainingRun& run, bool writes) {
   }
 }
 
+// A search trial's final line: its objectives' values (one, or a list) and its constraints'; a
+// metric never logged is named (the search stops on it). `params` is the model's parameter count.
+bool report_final(const TrialReporter& reporter, nlohmann::json metrics, const TrainingRun& run) {
+  int64_t params = 0;
+  for (const auto& p : std::dynamic_pointer_cast<torch::nn::Module>(run.options.model())->parameters())
+    params += p.numel();
+  if (!metrics.contains("params")) metrics["params"] = params;
+  auto values = [&](const std::vector<std::string>& names, nlohmann::json& out) {
+    for (const auto& name : names) {
+      if (!metrics.contains(name)) {
+        std::vector<std::string> known;
+        for (const auto& [key, value] : metrics.items()) known.push_back(key);
+        std::fprintf(stderr, "baton train: %s'%s' (the run logged: %s)\n", kUnknownTrialMetric, name.c_str(),
+                     join_names(known).c_str());
+        return false;
+      }
+      out.push_back(metrics[name]);
+    }
+    return true;
+  };
+  nlohmann::json line = {{"final", nlohmann::json::array()}};
+  if (!values(reporter.metrics(), line["final"])) return false;
+  if (line["final"].size() == 1) line["final"] = line["final"][0];
+  if (!reporter.constraints().empty() && !values(reporter.constraints(), line["constraints"])) return false;
+  std::printf("baton: %s\n", line.dump().c_str());
+  return true;
+}
+
 // After training (rank 0): model.pt, summary.json, the closing lines, a search trial's final value;
 // returns the exit code.
 int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, const TrialReporter* reporter) {
@@ -286,15 +329,7 @@ int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, co
               s.train_s, s.samples_per_s(), s.eval_s);
   if (metrics.contains("eval/accuracy")) std::printf(", test accuracy %.4f", metrics["eval/accuracy"].get<double>());
   std::printf("\nsummary: %s\n", RunDir(dir).summary().string().c_str());
-  if (reporter) {
-    const std::string& metric = reporter->metric();
-    if (!metrics.contains(metric)) {
-      std::fprintf(stderr, "baton train: the trial's metric '%s' was never evaluated (metrics: %s)\n", metric.c_str(),
-                   metrics.dump().c_str());
-      return kRunFailed;
-    }
-    std::printf("baton: {\"final\": %.17g}\n", metrics[metric].get<double>());
-  }
+  if (reporter && !report_final(*reporter, metrics, run)) return kRunFailed;
   if (const int sig = g_signal.load(); sig != 0) {
     std::printf("stopped by signal %d after batch %lld; resume with --autoresume\n", sig,
                 static_cast<long long>(s.steps));

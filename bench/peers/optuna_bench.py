@@ -10,6 +10,8 @@ the best value found (lower is better).
   optuna_bench.py --function hartmann6 --trials 60 --seed 0
   optuna_bench.py --function mixed --trials 60 --seeds 20          # one line per seed 0..19
   optuna_bench.py --function branin --trials 60 --sampler gp       # Optuna >= 3.6
+  optuna_bench.py --function zdt1 --trials 300 --seeds 20 --sampler nsga2   # several objectives:
+      the hypervolume of all trials' values against the fixed reference point (as hpo_bench's)
 """
 import argparse
 import json
@@ -56,6 +58,51 @@ def mixed(t):
     return value + 0.05 * (layers - 3) ** 2 + 4.0 * (dropout - 0.2) ** 2
 
 
+def zdt(t, which):  # ZDT1-3 (Zitzler, Deb and Thiele 2000): 30 variables in [0, 1], both minimized
+    x = [t.suggest_float(f"x{j}", 0.0, 1.0) for j in range(30)]
+    f1 = x[0]
+    g = 1 + 9 * sum(x[1:]) / 29
+    r = f1 / g
+    h = {1: 1 - math.sqrt(r), 2: 1 - r * r, 3: 1 - math.sqrt(r) - r * math.sin(10 * math.pi * f1)}[which]
+    return f1, g * h
+
+
+def dtlz2(t):  # DTLZ2 (Deb et al. 2002): 3 objectives over 12 variables in [0, 1]
+    x = [t.suggest_float(f"x{j}", 0.0, 1.0) for j in range(12)]
+    g = sum((v - 0.5) ** 2 for v in x[2:])
+    a, b = x[0] * math.pi / 2, x[1] * math.pi / 2
+    return (1 + g) * math.cos(a) * math.cos(b), (1 + g) * math.cos(a) * math.sin(b), (1 + g) * math.sin(a)
+
+
+# Several objectives: the function and the hypervolume's fixed reference point (hpo_bench's).
+MULTI = {"zdt1": (lambda t: zdt(t, 1), [1.1, 11.0]), "zdt2": (lambda t: zdt(t, 2), [1.1, 11.0]),
+         "zdt3": (lambda t: zdt(t, 3), [1.1, 11.0]), "dtlz2": (dtlz2, [2.5, 2.5, 2.5])}
+
+
+def hypervolume(points, ref):
+    """The volume the points dominate below `ref` (minimized): exact, a sweep in 2-d, slices above."""
+    points = [p for p in points if all(v < r for v, r in zip(p, ref))]
+    if not points:
+        return 0.0
+    if len(ref) == 1:
+        return ref[0] - min(p[0] for p in points)
+    if len(ref) == 2:
+        area, low = 0.0, ref[1]
+        for p in sorted(points):
+            if p[1] < low:
+                area += (ref[0] - p[0]) * (low - p[1])
+                low = p[1]
+        return area
+    front = [p for p in points if not any(all(a <= b for a, b in zip(q, p)) and q != p for q in points)]
+    front.sort(key=lambda p: p[-1])
+    total = 0.0
+    for i, p in enumerate(front):
+        top = front[i + 1][-1] if i + 1 < len(front) else ref[-1]
+        if top > p[-1]:
+            total += hypervolume([q[:-1] for q in front[:i + 1]], ref[:-1]) * (top - p[-1])
+    return total
+
+
 def trivial(t):  # measures pure framework overhead per trial
     return t.suggest_float("x", 0.0, 1.0)
 
@@ -67,7 +114,9 @@ FUNCTIONS = {"hartmann6": (hartmann6, -3.32237), "hartmann6_10d": (hartmann6_10d
 
 def sampler_for(name, seed, multivariate):
     kwargs = {} if multivariate is None else {"multivariate": multivariate}
-    if name == "tpe":
+    if name == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=seed)
+    if name in ("tpe", "motpe"):  # with several directions Optuna's TPESampler is MOTPE
         return optuna.samplers.TPESampler(seed=seed, **kwargs)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
@@ -78,16 +127,18 @@ def sampler_for(name, seed, multivariate):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--function", choices=sorted(FUNCTIONS), default="hartmann6")
+    p.add_argument("--function", choices=sorted(FUNCTIONS) + sorted(MULTI), default="hartmann6")
     p.add_argument("--trials", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seeds", type=int, default=0, help="run seeds S..S+N-1 from --seed S (one line each)")
-    p.add_argument("--sampler", choices=["tpe", "random", "gp"], default="tpe")
+    p.add_argument("--sampler", choices=["tpe", "random", "gp", "nsga2", "motpe"], default="tpe")
     p.add_argument("--multivariate", choices=["default", "0", "1"], default="default",
                    help="TPE: Optuna's default (5.x: multivariate for one objective; 3.x: not), or set it")
     a = p.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     multivariate = None if a.multivariate == "default" else a.multivariate == "1"
+    if a.function in MULTI:
+        return several_objectives(a, multivariate)
     fn, optimum = FUNCTIONS[a.function]
     for seed in (range(a.seed, a.seed + a.seeds) if a.seeds > 0 else [a.seed]):
         study = optuna.create_study(sampler=sampler_for(a.sampler, seed, multivariate))
@@ -113,6 +164,38 @@ def main():
             "trials": a.trials, "seed": seed, "total_s": round(dt, 4), "ms_per_trial": round(dt / a.trials * 1e3, 4),
             "best": study.best_value, "best_at": best_at, "optimum": optimum, **last10,
         }), flush=True)
+
+
+def several_objectives(a, multivariate):
+    """One line per seed with the hypervolume (at 100, 300, 1000 trials too), then the median and worst."""
+    fn, ref = MULTI[a.function]
+    volumes = []
+    t_all = time.perf_counter()
+    for seed in (range(a.seed, a.seed + a.seeds) if a.seeds > 0 else [a.seed]):
+        study = optuna.create_study(directions=["minimize"] * len(ref), sampler=sampler_for(a.sampler, seed, multivariate))
+        at = {}
+
+        def record(study, trial):
+            n = trial.number + 1
+            if n in (100, 300, 1000) or n == a.trials:
+                at[str(n)] = hypervolume([t.values for t in study.trials if t.values], ref)
+
+        t0 = time.perf_counter()
+        study.optimize(fn, n_trials=a.trials, callbacks=[record])
+        dt = time.perf_counter() - t0
+        hv = hypervolume([t.values for t in study.trials if t.values], ref)
+        volumes.append(hv)
+        print(json.dumps({"peer": "optuna", "version": optuna.__version__, "sampler": a.sampler,
+                          "function": a.function, "trials": a.trials, "seed": seed, "total_s": round(dt, 4),
+                          "ms_per_trial": round(dt / a.trials * 1e3, 4), "hypervolume": hv,
+                          "hypervolume_at": at}), flush=True)
+    volumes.sort()
+    n = len(volumes)
+    median = volumes[n // 2] if n % 2 else 0.5 * (volumes[n // 2 - 1] + volumes[n // 2])
+    print(json.dumps({"peer": "optuna", "version": optuna.__version__, "sampler": a.sampler, "function": a.function,
+                      "trials": a.trials, "seeds": n, "median": median, "worst": volumes[0], "hypervolume": median,
+                      "reference": ref,
+                      "ms_per_trial": round((time.perf_counter() - t_all) / (a.trials * n) * 1e3, 4)}), flush=True)
 
 
 if __name__ == "__main__":

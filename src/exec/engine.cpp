@@ -20,13 +20,22 @@ class Context : public TrialContext {
     IntermediateMetric event(id_, value, step);
     engine_.dispatch(event);
   }
-  void report_final(double value) override {
+  void report_final(double value) override { report_values({value}, {}); }
+  void report_values(const std::vector<double>& values, const std::vector<double>& constraints) override {
     if (stop_) return;
-    if (!std::isfinite(value)) {
-      bad_final_ = "the final value is " + std::to_string(value);
+    if (values.empty()) {
+      bad_final_ = "the trial reported no final value";
       return;
     }
-    FinalMetric event(id_, value);
+    for (double v : values) {
+      if (!std::isfinite(v)) {
+        bad_final_ = "the final value is " + std::to_string(v);
+        return;
+      }
+    }
+    FinalMetric event(id_, values.front());
+    if (values.size() > 1) event.values = values;
+    event.constraints = constraints;
     engine_.dispatch(event);
     final_reported_ = true;
   }
@@ -225,7 +234,13 @@ void TrialTable::default_callback(ModelEvent& event) {
         t.metrics.intermediate.push_back({e.step, e.value});
         break;
       }
-      case ModelEventType::kFinalMetric: t.metrics.final = static_cast<const FinalMetric&>(event).value; break;
+      case ModelEventType::kFinalMetric: {
+        const auto& e = static_cast<const FinalMetric&>(event);
+        t.metrics.final = e.value;
+        t.metrics.values = e.values;
+        t.metrics.constraints = e.constraints;
+        break;
+      }
       case ModelEventType::kTrainingEnd: {
         const auto& e = static_cast<const TrainingEnd&>(event);
         t.status = e.status;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdarg>
@@ -95,6 +96,32 @@ std::vector<TrialSlot> resolve_slots(ExperimentOptions& o) {
   return slots;
 }
 
+// --objective and --constraint: what the search optimises. Several objectives: `metric` and
+// `maximize` become the first one's. Returns the objectives' metrics, in order.
+std::vector<std::string> resolve_objectives(ExperimentOptions& o, Objectives& out) {
+  std::vector<std::string> metrics;
+  out = Objectives{{o.maximize()}, {}};
+  try {
+    if (!o.objectives().empty()) out.maximize.clear();
+    for (const auto& text : o.objectives()) {
+      const Objective objective = parse_objective(text);
+      if (std::find(metrics.begin(), metrics.end(), objective.metric) != metrics.end())
+        throw std::invalid_argument("--objective " + objective.metric + " is given twice");
+      metrics.push_back(objective.metric);
+      out.maximize.push_back(objective.maximize);
+    }
+    for (const auto& text : o.constraints()) out.constraints.push_back(parse_constraint(text));
+  } catch (const std::invalid_argument& e) {
+    throw ExperimentError(e.what());
+  }
+  if (metrics.size() > 16) throw ExperimentError("at most 16 --objective flags");
+  if (out.constraints.size() > 16) throw ExperimentError("at most 16 --constraint flags");
+  if (metrics.empty()) return {o.metric()};
+  o.metric(metrics.front());
+  o.maximize(out.maximize.front());
+  return metrics;
+}
+
 void check_options(const ExperimentOptions& o) {
   if (o.command().empty() == o.recipe().empty())
     throw ExperimentError("give exactly one of --command CMD or --recipe RECIPE.yaml");
@@ -132,9 +159,12 @@ std::vector<std::shared_ptr<Middleware>> extra_middlewares(const ExperimentOptio
 
 // How each trial runs: the command, or `TRAINER train RECIPE` with the trial's parameters as overrides.
 ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string& worker,
-                                   const std::vector<TrialSlot>& slots) {
+                                   const std::vector<TrialSlot>& slots, const std::vector<std::string>& metrics,
+                                   const Objectives& objectives) {
   ProcessEngineOptions options;
   options.workers(o.parallel());
+  options.objectives(objectives.size());
+  options.constraints(objectives.constraints.size());
   options.slots(slots);
   if (o.trial_timeout() > 0) options.timeout_s(o.trial_timeout());
   options.log_dir(o.run_dir() / "trials");
@@ -149,7 +179,12 @@ ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string
   cmd += " --set progress_bar=false --autoresume --run-dir " +
          shell_quote(std::filesystem::absolute(o.run_dir() / "trials").string()) + "/\"$BATON_TRIAL_ID\"";
   options.command(cmd);
-  options.env()["BATON_TRIAL_METRIC"] = o.metric();
+  // The metrics a recipe's trial reports: its objectives' (comma-separated, in order) and its
+  // constraints'.
+  options.env()["BATON_TRIAL_METRIC"] = join_names(metrics, ",");
+  std::vector<std::string> constrained;
+  for (const auto& c : objectives.constraints) constrained.push_back(c.metric);
+  if (!constrained.empty()) options.env()["BATON_TRIAL_CONSTRAINTS"] = join_names(constrained, ",");
   return options;
 }
 
@@ -159,6 +194,8 @@ struct Experiment::Impl {
   ExperimentOptions o;
   std::vector<TrialSlot> slots;  // this worker's (--devices, --threads-per-trial)
   bool maximize = true;
+  Objectives objectives;             // --objective (or --direction) and --constraint
+  std::vector<std::string> metrics;  // the objectives' metrics, in order
   std::string worker = default_worker_name();
   std::optional<mpi::Launch> launch = mpi::launch();  // several workers started by mpirun or srun
   bool join = false;
@@ -177,6 +214,10 @@ struct Experiment::Impl {
   std::atomic<int> stop_signal{0};
 
   void say(const char* format, ...) const __attribute__((format(printf, 2, 3)));
+  nlohmann::json objectives_json() const;
+  void keep_front(const SearchProgress& progress);
+  void check_metric(const Trial& failed) const;
+  void say_front(const std::vector<Trial>& front) const;
   void build_strategy();
   void start_new_study() const;
   void open_study();
@@ -197,6 +238,50 @@ void Experiment::Impl::say(const char* format, ...) const {
   std::fflush(o.out());
 }
 
+nlohmann::json Experiment::Impl::objectives_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < metrics.size(); ++i)
+    out.push_back({{"metric", metrics[i]}, {"direction", direction(objectives.maximize[i])}});
+  return out;
+}
+
+// Several objectives: the storage keeps the Pareto front (meta "pareto": ids and values), renewed
+// when a feasible trial ends.
+void Experiment::Impl::keep_front(const SearchProgress& progress) {
+  if (objectives.size() < 2 || !progress.last || !objectives.usable(*progress.last)) return;
+  nlohmann::json front = nlohmann::json::array();
+  for (const auto& t : pareto_front(chain->list(), objectives))
+    front.push_back({{"id", t.id}, {"values", t.objectives()}});
+  storage->set_meta("pareto", front);
+}
+
+// A recipe's trial that failed because the search's metric was never logged: the next trials
+// would fail the same way, so the search stops (ExperimentError) before it spends its budget.
+void Experiment::Impl::check_metric(const Trial& failed) const {
+  const auto at = failed.error.find(kUnknownTrialMetric);
+  if (at == std::string::npos) return;
+  const std::string what = failed.error.substr(at + std::string(kUnknownTrialMetric).size());
+  throw ExperimentError("trial " + std::to_string(failed.id) + ": the metric was never logged: " +
+                        what.substr(0, what.find('\n')) + "; the search stopped (fix --objective, --metric or --constraint)");
+}
+
+void Experiment::Impl::say_front(const std::vector<Trial>& front) const {
+  std::string names;
+  for (std::size_t i = 0; i < metrics.size(); ++i)
+    names += (i ? ", " : "") + metrics[i] + (objectives.maximize[i] ? " max" : " min");
+  say("Pareto front: %zu trial(s) (%s)\n", front.size(), names.c_str());
+  for (const auto& t : front) {
+    std::string values;
+    const auto v = t.objectives();
+    for (std::size_t i = 0; i < v.size() && i < metrics.size(); ++i) {
+      char number[64];
+      std::snprintf(number, sizeof number, "%.6g", v[i]);
+      values += (i ? ", " : "") + metrics[i] + " " + number;
+    }
+    say("  trial %lld: %s  %s\n", static_cast<long long>(t.id), values.c_str(), t.parameters.dump().c_str());
+  }
+}
+
 // The workers of one search suggest different sequences: rank r (or, started by hand, a number from
 // the worker's name) offsets the seed.
 void Experiment::Impl::build_strategy() {
@@ -208,7 +293,14 @@ void Experiment::Impl::build_strategy() {
   if (join) seed += launch ? static_cast<uint64_t>(launch->rank) : std::hash<std::string>{}(worker) % 1000003;
   strategy = as_input_error([&] {
     for (const auto& option : o.strategy_options()) add_strategy_setting(settings, option);
-    return make_strategy(o.strategy(), space, StrategyOptions().seed(seed).maximize(maximize).settings(settings));
+    const std::vector<bool> directions = objectives.size() > 1 ? objectives.maximize : std::vector<bool>{};
+    return make_strategy(o.strategy(), space,
+                         StrategyOptions()
+                             .seed(seed)
+                             .maximize(maximize)
+                             .directions(directions)
+                             .constraints(objectives.constraints)
+                             .settings(settings));
   });
 }
 
@@ -339,6 +431,7 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   Impl& m = *impl_;
   m.o = std::move(options);
   m.slots = resolve_slots(m.o);
+  m.metrics = resolve_objectives(m.o, m.objectives);
   check_options(m.o);
   m.maximize = m.o.maximize();
   m.extra = extra_middlewares(m.o);  // before anything is written: a bad name or option is the user's
@@ -347,11 +440,11 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   m.build_strategy();
   m.open_study();
   if (!m.join && m.o.resume()) m.prepare_resume();
-  const ProcessEngineOptions trials = trial_options(m.o, m.worker, m.slots);
-  const nlohmann::json meta = {
+  const ProcessEngineOptions trials = trial_options(m.o, m.worker, m.slots, m.metrics, m.objectives);
+  nlohmann::json meta = {
       {"space", m.o.space()},       {"space_definition", m.space_definition}, {"command", trials.command()},
       {"strategy", m.o.strategy()}, {"strategy_options", m.settings},         {"direction", direction(m.maximize)},
-      {"seed", m.o.seed()}};
+      {"seed", m.o.seed()},         {"objectives", m.objectives_json()},     {"constraints", m.o.constraints()}};
   if (m.join) {
     m.join_search(trials, meta);
   } else {
@@ -402,6 +495,20 @@ ExperimentResult Experiment::Impl::finish(const std::optional<Trial>& best, cons
                             {"direction", direction(maximize)},
                             {"storage", redact_storage_url(storage_url)}};
   if (best) summary["best"] = {{"id", best->id}, {"value", *best->metrics.final}, {"parameters", best->parameters}};
+  summary["objectives"] = objectives_json();
+  std::vector<Trial> front;
+  if (!objectives.constraints.empty()) {
+    summary["constraints"] = o.constraints();
+    summary["trials"]["feasible"] = std::count_if(all.begin(), all.end(), [&](const Trial& t) {
+      return objectives.usable(t) && objectives.violation(t) <= 0;
+    });
+  }
+  if (objectives.size() > 1) {
+    front = pareto_front(all, objectives);
+    summary["pareto"] = nlohmann::json::array();
+    for (const auto& t : front)
+      summary["pareto"].push_back({{"id", t.id}, {"values", t.objectives()}, {"parameters", t.parameters}});
+  }
   if (distributed) summary["worker"] = {{"name", worker}, {"requeued_from_silent_workers", distributed->requeued()}};
   // Written whole then renamed: the workers of a shared search may write it at the same time.
   const RunDir dir(o.run_dir());
@@ -417,14 +524,19 @@ ExperimentResult Experiment::Impl::finish(const std::optional<Trial>& best, cons
         static_cast<long long>(distributed->requeued()));
   if (halving) say("successive halving ended %lld trials early\n", static_cast<long long>(halving->kills()));
   if (median) say("median stopping ended %lld trials early\n", static_cast<long long>(median->kills()));
-  if (best) {
+  if (objectives.size() > 1) {
+    say_front(front);
+  } else if (best) {
     say("best: trial %lld, %s = %.6g, parameters %s\n", static_cast<long long>(best->id),
-        o.recipe().empty() ? "value" : o.metric().c_str(), *best->metrics.final, best->parameters.dump().c_str());
+        o.recipe().empty() && o.objectives().empty() ? "value" : o.metric().c_str(), *best->metrics.final,
+        best->parameters.dump().c_str());
   } else {
-    say("no trial finished with a value\n");
+    say(objectives.constraints.empty() ? "no trial finished with a value\n" : "no feasible trial\n");
   }
   say("summary: %s\n", dir.summary().string().c_str());
-  return {best, 0, 0, dir.summary()};
+  ExperimentResult result{best, 0, 0, dir.summary()};
+  result.pareto = std::move(front);
+  return result;
 }
 
 ExperimentResult Experiment::run() {
@@ -437,12 +549,21 @@ ExperimentResult Experiment::run() {
   bool stopped = false;
   detail::StatusTicker ticker(*m.chain, status, m.stop_signal);  // stopped by its destructor when run_search throws
   try {
-    best = run_search(*m.strategy, *m.chain, m.o.trials(), m.maximize, [&](const SearchProgress& p) {
+    best = run_search(*m.strategy, *m.chain, m.o.trials(), m.objectives, [&](const SearchProgress& p) {
       ticker.progress(p);
+      m.keep_front(p);
       if (m.stop_signal.load() != 0) throw ExperimentStopped{};
+      if (p.last && p.last->status == TrialStatus::kFailed) m.check_metric(*p.last);
     });
   } catch (const ExperimentStopped&) {
     stopped = true;
+  } catch (const ExperimentError&) {  // a metric the trials never log: every trial would fail
+    ticker.stop();
+    for (const auto& t : m.chain->list()) {
+      if (!t.completed()) m.chain->kill(t.id);
+    }
+    m.chain->shutdown();
+    throw;
   }
   ticker.stop();
   if (stopped || m.stop_signal.load() != 0) {

@@ -224,7 +224,8 @@ std::vector<std::size_t> latest(const Observations& sorted, std::size_t count) {
 }  // namespace
 
 GpStrategy::GpStrategy(SearchSpace space, GpOptions options)
-    : ModelStrategy(std::move(space), options.seed(), options.maximize(), options.startup_trials()), options_(options) {
+    : ModelStrategy(std::move(space), options.seed(), Objectives{{options.maximize()}, {}}, options.startup_trials()),
+      options_(options) {
   if (options_.candidates() < 1 || options_.local_starts() < 0 || options_.startup_trials() < 0) {
     throw std::invalid_argument("gp: candidates must be >= 1, local_starts and startup_trials >= 0");
   }

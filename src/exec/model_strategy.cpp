@@ -7,8 +7,8 @@
 
 namespace baton {
 
-ModelStrategy::ModelStrategy(SearchSpace space, uint64_t seed, bool maximize, int startup_trials)
-    : space_(std::move(space)), rng_(seed), maximize_(maximize), startup_trials_(startup_trials) {}
+ModelStrategy::ModelStrategy(SearchSpace space, uint64_t seed, Objectives objectives, int startup_trials)
+    : space_(std::move(space)), rng_(seed), objectives_(std::move(objectives)), startup_trials_(startup_trials) {}
 
 ModelStrategy::~ModelStrategy() = default;
 
@@ -25,7 +25,7 @@ void ModelStrategy::observe(const Trial& trial) {
   const std::string key = trial.parameters.dump();
   auto running = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.first == key; });
   if (running != running_.end()) running_.erase(running);
-  if (trial.status != TrialStatus::kTrained || !trial.metrics.final || !std::isfinite(*trial.metrics.final)) return;
+  if (!objectives_.usable(trial)) return;
   for (std::size_t k = 0; k < dims.size(); ++k) {  // the inner parameters of the choices it took
     if (dims[k].type != "choice") continue;
     const auto i = static_cast<std::size_t>((*x)[k]);
@@ -35,9 +35,11 @@ void ModelStrategy::observe(const Trial& trial) {
     inner.parameters.erase("_name");
     branch(k, i).observe(inner);
   }
-  Observation o{maximize_ ? -*trial.metrics.final : *trial.metrics.final, observed_++, *x};
-  auto at = std::upper_bound(sorted_.begin(), sorted_.end(), o.loss,
-                             [](double l, const Observation& b) { return l < b.loss; });
+  auto losses = objectives_.losses(trial);
+  Observation o{losses.front(), observed_++, *x, losses, objectives_.violation(trial)};
+  auto rank = [](const Observation& b) { return std::make_pair(b.violation, b.violation > 0 ? 0.0 : b.loss); };
+  auto at = std::upper_bound(sorted_.begin(), sorted_.end(), rank(o),
+                             [&](const std::pair<double, double>& k, const Observation& b) { return k < rank(b); });
   sorted_.insert(at, std::move(o));
 }
 

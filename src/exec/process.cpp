@@ -51,24 +51,18 @@ std::vector<std::string> trial_environment(int64_t id, const nlohmann::json& par
   return env;
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out.append(out.empty() ? "" : ",").append(item);
-  return out;
-}
-
 // A slot's variables, beside the engine's own.
 std::map<std::string, std::string> slot_environment(const TrialSlot& slot, int index,
                                                     std::map<std::string, std::string> env) {
   env["BATON_TRIAL_SLOT"] = std::to_string(index);
-  if (!slot.devices.empty()) env["CUDA_VISIBLE_DEVICES"] = env["BATON_TRIAL_DEVICES"] = joined(slot.devices);
+  if (!slot.devices.empty()) env["CUDA_VISIBLE_DEVICES"] = env["BATON_TRIAL_DEVICES"] = join_names(slot.devices, ",");
   if (slot.threads > 0) {
     env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = env["BATON_TRIAL_THREADS"] = std::to_string(slot.threads);
   }
   if (!slot.cpus.empty()) {
     std::vector<std::string> cpus;
     for (int cpu : slot.cpus) cpus.push_back(std::to_string(cpu));
-    env["BATON_TRIAL_CPUS"] = joined(cpus);
+    env["BATON_TRIAL_CPUS"] = join_names(cpus, ",");
   }
   return env;
 }
@@ -164,6 +158,10 @@ std::vector<int> usable_cpus() {
   return out;
 }
 
+namespace {
+constexpr std::size_t kMaxProtocolValues = 64;
+}  // namespace
+
 std::optional<nlohmann::json> parse_protocol_line(const std::string& line) {
   static const std::string kPrefix = "baton:";
   if (line.rfind(kPrefix, 0) != 0) return std::nullopt;
@@ -178,9 +176,26 @@ std::optional<nlohmann::json> parse_protocol_line(const std::string& line) {
   if (inter == fin) {
     throw std::invalid_argument("expected {\"intermediate\": v, \"step\": n} or {\"final\": v}, got " + j.dump());
   }
+  auto check_number = [&](const nlohmann::json& v) {
+    if (!v.is_number()) throw std::invalid_argument("the value is not a number: " + j.dump());
+    if (!std::isfinite(v.get<double>())) throw std::invalid_argument("the value is not finite: " + line.substr(0, 200));
+  };
+  // A list: several objectives' final values, or the constrained metrics' values.
+  auto check_list = [&](const nlohmann::json& v, const char* what) {
+    if (!v.is_array() || v.empty() || v.size() > kMaxProtocolValues)
+      throw std::invalid_argument(std::string(what) + " must be a number or a list of 1 to 64 numbers, got " +
+                                  v.dump().substr(0, 200));
+    for (const auto& x : v) check_number(x);
+  };
   const auto& v = j[inter ? "intermediate" : "final"];
-  if (!v.is_number()) throw std::invalid_argument("the value is not a number: " + j.dump());
-  if (!std::isfinite(v.get<double>())) throw std::invalid_argument("the value is not finite: " + line.substr(0, 200));
+  if (fin && v.is_array())
+    check_list(v, "\"final\"");
+  else
+    check_number(v);
+  if (j.contains("constraints")) {
+    if (inter) throw std::invalid_argument("\"constraints\" go with the final value, not an intermediate one");
+    check_list(j["constraints"], "\"constraints\"");
+  }
   if (inter && j.contains("step")) {
     // A whole number an int64 holds, kept exactly (2^64 - 1 would wrap to -1 and a float lose digits).
     const auto& step = j["step"];
@@ -191,6 +206,18 @@ std::optional<nlohmann::json> parse_protocol_line(const std::string& line) {
   }
   return j;
 }
+
+namespace {
+
+// A final line whose count of values or constraints is not the search's.
+std::string protocol_count_error(const ProcessEngineOptions& o, const nlohmann::json& j) {
+  const std::size_t n = o.objectives();
+  std::string expected = n == 1 ? "{\"final\": v" : "{\"final\": [" + std::to_string(n) + " values, in the order of --objective]";
+  if (o.constraints() > 0) expected += ", \"constraints\": [" + std::to_string(o.constraints()) + " values, in the order of --constraint]";
+  return "trial protocol: the search expects " + expected + "}, got " + j.dump().substr(0, 200);
+}
+
+}  // namespace
 
 struct ProcessEngine::Run {
   pid_t pid = -1;
@@ -521,7 +548,15 @@ void ProcessEngine::report(int64_t id, Run& run, const std::string& line) {
   }
   if (!j) return;
   if (j->contains("final")) {
-    FinalMetric e(id, (*j)["final"].get<double>());
+    const auto& v = (*j)["final"];
+    FinalMetric e(id, v.is_array() ? v.front().get<double>() : v.get<double>());
+    if (v.is_array() && v.size() > 1) e.values = v.get<std::vector<double>>();
+    if (j->contains("constraints")) e.constraints = (*j)["constraints"].get<std::vector<double>>();
+    const std::size_t count = v.is_array() ? v.size() : 1;
+    if (count != options_.objectives() || e.constraints.size() != options_.constraints()) {
+      if (run.protocol_error.empty()) run.protocol_error = protocol_count_error(options_, *j);
+      return;
+    }
     run.final_reported = true;
     dispatch_or_log(id, e);
   } else {

@@ -7,6 +7,7 @@
 
 #include "baton/core/registry.h"
 #include "baton/exec/gp.h"
+#include "baton/exec/nsga2.h"
 #include "baton/exec/process.h"
 #include "baton/exec/strategy.h"
 #include "baton/exec/tpe.h"
@@ -17,6 +18,29 @@ namespace {
 using Strategies = Registry<std::unique_ptr<Strategy>, const SearchSpace&, const StrategyOptions&, OptionReader&>;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int64_t kMaxCount = 1000000;  // more candidates or trials than this is a typo
+
+// A strategy that optimises one objective without constraints refuses more.
+void one_objective(const std::string& name, const StrategyOptions& o) {
+  if (o.directions().size() > 1)
+    throw std::invalid_argument("strategy " + name + " optimises one objective; for several use nsga2, motpe or random");
+  if (!o.constraints().empty())
+    throw std::invalid_argument("strategy " + name + " does not model constraints; use tpe, nsga2 or random");
+}
+
+std::unique_ptr<Strategy> make_tpe(const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+  TpeOptions t = TpeOptions().seed(o.seed()).maximize(o.maximize()).directions(o.directions()).constraints(o.constraints());
+  r.read("startup_trials", t.startup_trials(), 0, kMaxCount);
+  r.read("candidates", t.candidates(), 1, kMaxCount);
+  r.read("multivariate", t.multivariate());
+  r.read("prior_weight", t.prior_weight(), 0.0, kInf);
+  r.read("max_rest", t.max_rest(), 1, kMaxCount);
+  r.read("constant_liar", t.constant_liar());
+  r.read("gamma", t.gamma(), 0.0, 1.0);
+  r.read("ei_weights", t.ei_weights());
+  r.read("clip_exponent", t.clip_exponent(), 0.0, kInf);
+  r.read("min_bandwidth", t.min_bandwidth(), 0.0, 0.1);
+  return std::make_unique<TpeStrategy>(space, t);
+}
 
 // Each strategy reads its own options (docs/search.md has the table) into its XxxOptions, whose
 // fields hold the defaults.
@@ -33,23 +57,11 @@ const Strategies& strategy_registry() {
           r.read("points", points, 2, kMaxCount);
           return std::unique_ptr<Strategy>(std::make_unique<GridStrategy>(space, points));
         }},
-       {"tpe",
-        [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
-          TpeOptions t = TpeOptions().seed(o.seed()).maximize(o.maximize());
-          r.read("startup_trials", t.startup_trials(), 0, kMaxCount);
-          r.read("candidates", t.candidates(), 1, kMaxCount);
-          r.read("multivariate", t.multivariate());
-          r.read("prior_weight", t.prior_weight(), 0.0, kInf);
-          r.read("max_rest", t.max_rest(), 1, kMaxCount);
-          r.read("constant_liar", t.constant_liar());
-          r.read("gamma", t.gamma(), 0.0, 1.0);
-          r.read("ei_weights", t.ei_weights());
-          r.read("clip_exponent", t.clip_exponent(), 0.0, kInf);
-          r.read("min_bandwidth", t.min_bandwidth(), 0.0, 0.1);
-          return std::unique_ptr<Strategy>(std::make_unique<TpeStrategy>(space, t));
-        }},
+       {"tpe", make_tpe},
+       {"motpe", make_tpe},
        {"gp",
         [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          one_objective("gp", o);
           GpOptions g = GpOptions().seed(o.seed()).maximize(o.maximize());
           r.read("startup_trials", g.startup_trials(), 0, kMaxCount);
           r.read("candidates", g.candidates(), 1, kMaxCount);
@@ -57,7 +69,20 @@ const Strategies& strategy_registry() {
           r.read("constant_liar", g.constant_liar());
           return std::unique_ptr<Strategy>(std::make_unique<GpStrategy>(space, g));
         }},
+       {"nsga2",
+        [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          Nsga2Options n;
+          r.read("population", n.population(), 2, kMaxCount);
+          r.read("crossover_probability", n.crossover_probability(), 0.0, 1.0);
+          r.read("swapping_probability", n.swapping_probability(), 0.0, 1.0);
+          r.read("mutation_probability", n.mutation_probability(), 0.0, 1.0);
+          r.read("crossover", n.crossover());
+          r.read("eta_crossover", n.eta_crossover(), 0.0, kInf);
+          r.read("eta_mutation", n.eta_mutation(), 0.0, kInf);
+          return std::unique_ptr<Strategy>(std::make_unique<Nsga2Strategy>(space, o.seed(), objectives_of(o), n));
+        }},
        {"evolution", [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          one_objective("evolution", o);
           EvolutionOptions e;
           r.read("population", e.population(), 2, kMaxCount);
           r.read("sample_size", e.sample_size(), 1, kMaxCount);

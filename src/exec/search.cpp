@@ -6,12 +6,19 @@ namespace baton {
 
 std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int64_t trials, bool maximize,
                                 const std::function<void(const SearchProgress&)>& on_progress) {
+  return run_search(strategy, engine, trials, Objectives{{maximize}, {}}, on_progress);
+}
+
+std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int64_t trials,
+                                const Objectives& objectives,
+                                const std::function<void(const SearchProgress&)>& on_progress) {
   SearchProgress progress;
   auto better = [&](const Trial& t) {
     if (t.status != TrialStatus::kTrained || !t.metrics.final) return false;
+    if (objectives.usable(t) ? objectives.violation(t) > 0 : !objectives.constraints.empty()) return false;
     if (!progress.best) return true;
-    return maximize ? *t.metrics.final > *progress.best->metrics.final
-                    : *t.metrics.final < *progress.best->metrics.final;
+    return objectives.maximize.front() ? *t.metrics.final > *progress.best->metrics.final
+                                       : *t.metrics.final < *progress.best->metrics.final;
   };
   const auto restored = engine.list();  // an earlier run's trials, on resume
   strategy.restore(restored);
@@ -22,12 +29,15 @@ std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int
       if (better(t)) progress.best = t;
     }
   }
+  if (objectives.size() > 1) progress.front = pareto_front(restored, objectives).size();
   auto take = [&](int64_t id) {
     auto t = engine.get(id);
     if (!t) return;
     ++progress.completed;
     strategy.observe(*t);
     if (better(*t)) progress.best = *t;
+    progress.last = *t;
+    if (objectives.size() > 1 && objectives.usable(*t)) progress.front = pareto_front(engine.list(), objectives).size();
     if (on_progress) on_progress(progress);
   };
   bool exhausted = false;

@@ -13,6 +13,11 @@ void Strategy::restore(const std::vector<Trial>& trials) {
   }
 }
 
+Objectives objectives_of(const StrategyOptions& options) {
+  return {options.directions().empty() ? std::vector<bool>{options.maximize()} : options.directions(),
+          options.constraints()};
+}
+
 RandomStrategy::RandomStrategy(SearchSpace space, uint64_t seed) : space_(std::move(space)), rng_(seed) {}
 
 std::optional<nlohmann::json> RandomStrategy::suggest() { return space_.sample(rng_); }

@@ -193,7 +193,11 @@ class Parzen {
 }  // namespace
 
 TpeStrategy::TpeStrategy(SearchSpace space, TpeOptions options)
-    : ModelStrategy(std::move(space), options.seed(), options.maximize(), options.startup_trials()), options_(options) {
+    : ModelStrategy(std::move(space), options.seed(),
+                    Objectives{options.directions().empty() ? std::vector<bool>{options.maximize()} : options.directions(),
+                               options.constraints()},
+                    options.startup_trials()),
+      options_(options) {
   if (options_.candidates() < 1 || options_.max_rest() < 1 || options_.startup_trials() < 0 ||
       !(options_.prior_weight() > 0) || !(options_.gamma() > 0 && options_.gamma() <= 1) ||
       !(options_.clip_exponent() > 0) || !(options_.min_bandwidth() > 0 && options_.min_bandwidth() <= 0.1)) {
@@ -209,17 +213,101 @@ std::unique_ptr<ModelStrategy> TpeStrategy::nested(SearchSpace space, uint64_t s
   return std::make_unique<TpeStrategy>(std::move(space), o);
 }
 
-// The good trials' kernel weights and the prior's beside them: 1 each and prior_weight, or with
-// `ei_weights` each trial's improvement over the best of the rest, the prior their mean
-// (Watanabe 2023: the good density then leans to the best trials; the same for any scale).
-std::pair<std::vector<double>, double> TpeStrategy::weights_of_good(const std::vector<Observation>& sorted,
-                                                                    std::size_t n_good) const {
-  std::vector<double> w(n_good, 1.0);
-  if (!options_.ei_weights() || n_good == 0 || n_good >= sorted.size()) return {w, options_.prior_weight()};
+// The good set: the best min(ceil(gamma n), 25) observations (feasible ones by loss first) with
+// their kernel weights and the prior's beside them: 1 each and prior_weight, or with `ei_weights`
+// each trial's improvement over the best of the rest, the prior their mean (Watanabe 2023: the good
+// density then leans to the best trials; the same for any scale). Several objectives: see
+// good_of_several.
+TpeStrategy::Good TpeStrategy::good_set(const std::vector<Observation>& sorted) const {
+  const std::size_t n = sorted.size();
+  const auto n_good =
+      std::min<std::size_t>(25, static_cast<std::size_t>(std::ceil(options_.gamma() * static_cast<double>(n))));
+  if (objectives().size() > 1) return good_of_several(sorted, n_good);
+  Good good{std::vector<std::size_t>(n_good), std::vector<double>(n_good, 1.0), options_.prior_weight()};
+  std::iota(good.members.begin(), good.members.end(), 0);
+  const auto compared = static_cast<std::ptrdiff_t>(std::min(n, n_good + 1));
+  const bool comparable = std::all_of(sorted.begin(), sorted.begin() + compared,
+                                      [](const Observation& o) { return o.violation <= 0; });
+  if (!options_.ei_weights() || n_good == 0 || n_good >= n || !comparable) return good;
   const double threshold = sorted[n_good].loss;
   double sum = 0;
-  for (std::size_t i = 0; i < n_good; ++i) sum += w[i] = std::max(1e-12, threshold - sorted[i].loss);
-  return {w, sum / static_cast<double>(n_good)};
+  for (std::size_t i = 0; i < n_good; ++i) sum += good.weights[i] = std::max(1e-12, threshold - sorted[i].loss);
+  good.prior_weight = sum / static_cast<double>(n_good);
+  return good;
+}
+
+namespace {
+
+// Optuna's reference point for a set of losses: 10% beyond the worst of each (never 0).
+std::vector<double> reference_point(const std::vector<std::vector<double>>& losses) {
+  std::vector<double> ref = losses.front();
+  for (const auto& l : losses) {
+    for (std::size_t m = 0; m < ref.size(); ++m) ref[m] = std::max(ref[m], l[m]);
+  }
+  for (double& r : ref) r = r == 0 ? 1e-12 : std::max(1.1 * r, 0.9 * r);
+  return ref;
+}
+
+// Greedy hypervolume subset selection (Optuna's _solve_hssp): `k` of the points, each adding the
+// most volume to those picked before.
+std::vector<std::size_t> greedy_hypervolume_subset(const std::vector<std::vector<double>>& losses, std::size_t k) {
+  const auto ref = reference_point(losses);
+  std::vector<std::size_t> picked, left(losses.size());
+  std::iota(left.begin(), left.end(), 0);
+  std::vector<std::vector<double>> chosen;
+  while (picked.size() < k && !left.empty()) {
+    std::size_t best = 0;
+    double best_volume = -1;
+    for (std::size_t c = 0; c < left.size(); ++c) {
+      chosen.push_back(losses[left[c]]);
+      const double v = hypervolume(chosen, ref);
+      chosen.pop_back();
+      if (v > best_volume) best_volume = v, best = c;
+    }
+    picked.push_back(left[best]);
+    chosen.push_back(losses[left[best]]);
+    left.erase(left.begin() + static_cast<std::ptrdiff_t>(best));
+  }
+  return picked;
+}
+
+}  // namespace
+
+// Several objectives (Optuna's MOTPE): the good set is the first fronts of constraint-dominance,
+// the last that does not fit whole cut by greedy hypervolume; each good feasible trial on the
+// good set's Pareto front weighs its hypervolume contribution (the largest: 1), the others ~0.
+TpeStrategy::Good TpeStrategy::good_of_several(const std::vector<Observation>& sorted, std::size_t n_good) const {
+  std::vector<std::vector<double>> losses;
+  std::vector<double> violations;
+  for (const auto& o : sorted) {
+    losses.push_back(o.losses);
+    violations.push_back(o.violation);
+  }
+  Good good{{}, {}, options_.prior_weight()};
+  for (const auto& front : nondominated_fronts(losses, violations, n_good)) {
+    if (good.members.size() + front.size() <= n_good) {
+      good.members.insert(good.members.end(), front.begin(), front.end());
+      continue;
+    }
+    std::vector<std::vector<double>> last;
+    for (std::size_t i : front) last.push_back(losses[i]);
+    for (std::size_t i : greedy_hypervolume_subset(last, n_good - good.members.size()))
+      good.members.push_back(front[i]);
+  }
+  good.weights.assign(good.members.size(), 1.0);
+  std::vector<std::vector<double>> feasible;
+  std::vector<std::size_t> feasible_at;
+  for (std::size_t g = 0; g < good.members.size(); ++g) {
+    if (violations[good.members[g]] > 0) continue;
+    feasible.push_back(losses[good.members[g]]);
+    feasible_at.push_back(g);
+  }
+  if (feasible.empty()) return good;
+  const auto contributions = hypervolume_contributions(feasible, reference_point(feasible));
+  const double top = std::max(*std::max_element(contributions.begin(), contributions.end()), 1e-12);
+  for (std::size_t f = 0; f < feasible.size(); ++f)
+    good.weights[feasible_at[f]] = std::max(contributions[f] / top, 1e-12);
+  return good;
 }
 
 // The model's suggestion in internal coordinates: candidates from the good density, the best
@@ -227,13 +315,17 @@ std::pair<std::vector<double>, double> TpeStrategy::weights_of_good(const std::v
 std::vector<double> TpeStrategy::model_point(const std::vector<Observation>& sorted,
                                              const std::vector<std::vector<double>>& running) {
   const auto& dims = space().dimensions();
-  const std::size_t n = sorted.size();
-  const auto n_good =
-      std::min<std::size_t>(25, static_cast<std::size_t>(std::ceil(options_.gamma() * static_cast<double>(n))));
+  const Good good_trials = good_set(sorted);
   std::vector<const std::vector<double>*> good, rest;
-  for (std::size_t i = 0; i < n_good; ++i) good.push_back(&sorted[i].x);
+  std::vector<bool> is_good(sorted.size(), false);
+  for (std::size_t i : good_trials.members) {
+    good.push_back(&sorted[i].x);
+    is_good[i] = true;
+  }
   std::vector<const Observation*> others;
-  for (std::size_t i = n_good; i < n; ++i) others.push_back(&sorted[i]);
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if (!is_good[i]) others.push_back(&sorted[i]);
+  }
   std::sort(others.begin(), others.end(),
             [](const Observation* a, const Observation* b) { return a->order < b->order; });
   if (others.size() > static_cast<std::size_t>(options_.max_rest())) {
@@ -249,8 +341,7 @@ std::vector<double> TpeStrategy::model_point(const std::vector<Observation>& sor
   }
   const double dimensions = static_cast<double>(std::min<std::size_t>(dims.size(), 10));
   const Clip clip{options_.clip_exponent(), options_.min_bandwidth() * dimensions};
-  const auto [good_weights, good_prior] = weights_of_good(sorted, n_good);
-  const Parzen below(dims, good, good_weights, good_prior, options_.prior_weight(), clip);
+  const Parzen below(dims, good, good_trials.weights, good_trials.prior_weight, options_.prior_weight(), clip);
   const Parzen above(dims, rest, rest_weights, options_.prior_weight(), options_.prior_weight(), clip);
 
   std::vector<double> best(dims.size());

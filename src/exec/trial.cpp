@@ -50,6 +50,12 @@ std::optional<double> Trial::best_up_to(int64_t step, bool maximize) const {
   return best;
 }
 
+std::vector<double> Trial::objectives() const {
+  if (!metrics.values.empty()) return metrics.values;
+  if (metrics.final) return {*metrics.final};
+  return {};
+}
+
 nlohmann::json Trial::to_json() const {
   nlohmann::json inter = nlohmann::json::array();
   for (const auto& v : metrics.intermediate) inter.push_back({{"step", v.step}, {"value", v.value}});
@@ -62,6 +68,8 @@ nlohmann::json Trial::to_json() const {
                       {"started_at", started_at},
                       {"ended_at", ended_at},
                       {"attempts", attempts}};
+  if (!metrics.values.empty()) j["values"] = metrics.values;
+  if (!metrics.constraints.empty()) j["constraints"] = metrics.constraints;
   if (!error.empty()) j["error"] = error;
   if (!worker.empty()) j["worker"] = worker;
   return j;
@@ -76,6 +84,8 @@ Trial Trial::from_json(const nlohmann::json& j) {
   for (const auto& v : j.value("intermediate", nlohmann::json::array())) {
     t.metrics.intermediate.push_back({v.at("step").get<int64_t>(), v.at("value").get<double>()});
   }
+  t.metrics.values = j.value("values", std::vector<double>{});
+  t.metrics.constraints = j.value("constraints", std::vector<double>{});
   t.submitted_at = j.value("submitted_at", 0.0);
   t.started_at = j.value("started_at", 0.0);
   t.ended_at = j.value("ended_at", 0.0);

@@ -58,10 +58,10 @@ class OptionError : public std::invalid_argument {
   std::string key_;
 };
 
-// "a, b, c": names as every message lists them.
-inline std::string join_names(const std::vector<std::string>& names) {
+// "a, b, c": names as every message lists them (or with another separator: "a,b,c").
+inline std::string join_names(const std::vector<std::string>& names, const char* separator = ", ") {
   std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  for (const auto& n : names) out += (out.empty() ? "" : separator) + n;
   return out;
 }
 

@@ -37,6 +37,8 @@ class TrialContext {
   virtual const nlohmann::json& parameters() const = 0;
   virtual void report_intermediate(double value, int64_t step) = 0;
   virtual void report_final(double value) = 0;
+  // Several objectives (in the search's order) and the constrained metrics' values.
+  virtual void report_values(const std::vector<double>& values, const std::vector<double>& constraints) = 0;
   virtual bool should_stop() const = 0;
 };
 

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/core/options.h"
+#include "baton/exec/pareto.h"
 #include "baton/exec/trial.h"
 
 namespace baton {
@@ -39,6 +40,12 @@ class ExperimentOptions {
   BATON_ARG(std::string, recipe);                    // a trial trains this recipe: `TRAINER train RECIPE --set k=v`...
   BATON_ARG(std::string, trainer) = "baton";         // the program that trains a recipe's trial
   BATON_ARG(std::string, metric) = "eval/accuracy";  // with a recipe: the metric a trial reports
+  // Several objectives, instead of metric and maximize: "METRIC:max" or "METRIC:min" each, in the
+  // order a trial reports them (a recipe's: any metric it logs, or `params`, the model's size).
+  BATON_ARG(std::vector<std::string>, objectives);
+  // "METRIC<=VALUE" or "METRIC>=VALUE": a trial that breaks one is infeasible (never the best nor on
+  // the Pareto front); a recipe's trial reports the metric, a command's reports them in this order.
+  BATON_ARG(std::vector<std::string>, constraints);
   BATON_ARG(std::vector<std::string>, sets);         // with a recipe: overrides for every trial
   BATON_ARG(int64_t, trials) = 10;                   // in the whole search (a resumed one's count)
   BATON_ARG(int, parallel) = 0;                      // trials at once (this worker's); 0: 1, or one per slot
@@ -75,11 +82,16 @@ class ExperimentError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// What a recipe's trial prints (stderr) when the search's metric was never logged: the search
+// stops at the first such trial, with the rest of the line as its error.
+inline constexpr const char* kUnknownTrialMetric = "the search's metric was never logged: ";
+
 struct ExperimentResult {
-  std::optional<Trial> best;      // the best trial with a value (nullopt: none finished with one)
+  std::optional<Trial> best;      // the best feasible trial (the first objective's; nullopt: none finished with one)
   int stopped_by = 0;             // the signal stop() was given (0: the search ran to its end)
   int interrupted = 0;            // trials stopped with it (a resume runs them again)
   std::filesystem::path summary;  // RUN_DIR/summary.json (not written when stopped)
+  std::vector<Trial> pareto{};    // several objectives: the feasible trials no other one dominates, by id
 };
 
 class Experiment {

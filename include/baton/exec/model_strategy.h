@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "baton/exec/pareto.h"
 #include "baton/exec/strategy.h"
 
 namespace baton {
@@ -31,11 +32,15 @@ class ModelStrategy : public Strategy {
 
  protected:
   struct Observation {
-    double loss;            // lower is better (the value, negated when maximizing)
-    int64_t order;          // when it was observed
-    std::vector<double> x;  // per dimension: the coordinate, or the choice's index
+    double loss;                  // lower is better (the first objective's value, negated when maximizing)
+    int64_t order;                // when it was observed
+    std::vector<double> x;        // per dimension: the coordinate, or the choice's index
+    std::vector<double> losses{};  // every objective's (losses[0] == loss)
+    double violation = 0;          // of the search's constraints (0: feasible)
   };
-  ModelStrategy(SearchSpace space, uint64_t seed, bool maximize, int startup_trials);
+  // The observations are sorted feasible first by loss, then infeasible by violation.
+  ModelStrategy(SearchSpace space, uint64_t seed, Objectives objectives, int startup_trials);
+  const Objectives& objectives() const { return objectives_; }
   // The model's next point in coordinates (snapped to values of the space), from the observations
   // sorted by loss and the points of the running trials.
   virtual std::vector<double> model_point(const std::vector<Observation>& sorted,
@@ -51,7 +56,7 @@ class ModelStrategy : public Strategy {
 
   SearchSpace space_;
   std::mt19937_64 rng_;
-  bool maximize_;
+  Objectives objectives_;
   int startup_trials_;
   std::unique_ptr<coordinates::LatinHypercube> startup_;
   std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<ModelStrategy>> branches_;

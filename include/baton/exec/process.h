@@ -1,6 +1,8 @@
 // ProcessEngine: each trial is a command, N at once. The trial protocol:
 //  - in: environment variables BATON_TRIAL_PARAMETERS (a JSON object) and BATON_TRIAL_ID;
-//  - out: lines `baton: {"intermediate": 0.71, "step": 3}` and `baton: {"final": 0.93}` on stdout.
+//  - out: lines `baton: {"intermediate": 0.71, "step": 3}` and `baton: {"final": 0.93}` on stdout;
+//    with several objectives `{"final": [0.93, 120000]}` (in the search's order), and the
+//    constrained metrics' values `{"final": 0.93, "constraints": [12.5]}`.
 // Exit 0 with a final value: Trained. Otherwise Failed (exit status or signal, with the tail of
 // stderr); past its timeout: Failed ("timed out"); kill(): Interrupted. The process group gets
 // SIGTERM, then SIGKILL after a grace period. One thread waits on all pipes with poll(): events
@@ -54,6 +56,10 @@ class ProcessEngineOptions {
   BATON_ARG(double, kill_grace_s) = 2.0;        // SIGTERM -> SIGKILL
   BATON_ARG(std::filesystem::path, log_dir);    // when set: <log_dir>/<id>/stdout.log and stderr.log
   BATON_ARG(Env, env);                          // added to the trial's environment
+  // How many final values a trial reports (its objectives) and constrained metrics: a final line
+  // with another count fails the trial, saying what was expected.
+  BATON_ARG(std::size_t, objectives) = 1;
+  BATON_ARG(std::size_t, constraints) = 0;
 };
 
 class ProcessEngine : public QueuedEngine {

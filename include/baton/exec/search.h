@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "baton/exec/engine.h"
+#include "baton/exec/pareto.h"
 #include "baton/exec/strategy.h"
 
 namespace baton {
@@ -13,7 +14,9 @@ namespace baton {
 struct SearchProgress {
   int64_t submitted = 0;
   int64_t completed = 0;
-  std::optional<Trial> best{};
+  std::optional<Trial> best{};  // by the first objective, among feasible trials
+  std::optional<Trial> last{};  // the trial that just completed
+  std::size_t front = 0;        // several objectives: the Pareto front's size
 };
 
 // The strategy loop: submits while a worker is idle and the budget lasts, until `trials` were
@@ -21,6 +24,11 @@ struct SearchProgress {
 // trial back to the strategy. Event-driven: it sleeps in wait_any between completions.
 // `on_progress` runs after every completion. Returns the best Trained trial.
 std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int64_t trials, bool maximize,
+                                const std::function<void(const SearchProgress&)>& on_progress = {});
+// The same with several objectives or constraints: the best is the first objective's among the
+// feasible trials.
+std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int64_t trials,
+                                const Objectives& objectives,
                                 const std::function<void(const SearchProgress&)>& on_progress = {});
 
 }  // namespace baton

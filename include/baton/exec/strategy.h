@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/core/options.h"
+#include "baton/exec/pareto.h"
 #include "baton/exec/space.h"
 #include "baton/exec/trial.h"
 
@@ -37,13 +38,22 @@ class Strategy {
 class StrategyOptions {
   BATON_ARG(uint64_t, seed) = 0;
   BATON_ARG(bool, maximize) = true;
+  // Several objectives: each one's maximize (empty: one objective, `maximize`); random, grid,
+  // nsga2 and tpe (motpe) take several. The search's constraints: random and grid ignore them,
+  // nsga2 and tpe model them.
+  BATON_ARG(std::vector<bool>, directions);
+  BATON_ARG(std::vector<Constraint>, constraints);
   BATON_ARG(int, grid_points) = 5;  // grid: values per continuous dimension
   // The strategy's own options by name (docs/search.md has the table), e.g. {"candidates": 48}:
   // tpe (TpeOptions), gp (GpOptions), grid (points), evolution (population, sample_size).
   BATON_ARG(nlohmann::json, settings) = nlohmann::json::object();
 };
 
-// "random", "grid", "tpe" (tpe.h), "gp" (gp.h), "evolution". An unknown name, an unknown setting or
+// The objectives and constraints the options describe.
+Objectives objectives_of(const StrategyOptions& options);
+
+// "random", "grid", "tpe" (tpe.h), "motpe" (tpe.h, several objectives), "gp" (gp.h), "evolution",
+// "nsga2" (nsga2.h). An unknown name, an unknown setting or
 // a setting of the wrong type or range: std::invalid_argument saying which, and what is known.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options);
 std::vector<std::string> strategy_names();

@@ -19,6 +19,12 @@ namespace baton {
 class TpeOptions {
   BATON_ARG(uint64_t, seed) = 0;
   BATON_ARG(bool, maximize) = true;
+  // Several objectives (MOTPE, as Optuna's TPESampler with several directions): each one's
+  // maximize; empty: one objective, `maximize`. The good set is then the first non-dominated fronts
+  // (the last one cut by hypervolume), its trials weighted by their hypervolume contribution.
+  BATON_ARG(std::vector<bool>, directions);
+  // Constraints: infeasible trials are never good while feasible ones are (Optuna's constraints_func).
+  BATON_ARG(std::vector<Constraint>, constraints);
   BATON_ARG(int, startup_trials) = 10;  // suggestions before the model is used (a Latin hypercube over the space)
   BATON_ARG(int, candidates) = 24;      // drawn from the good density; the best ratio good/rest wins (as Optuna)
   BATON_ARG(bool,
@@ -43,8 +49,13 @@ class TpeStrategy : public ModelStrategy {
   std::unique_ptr<ModelStrategy> nested(SearchSpace space, uint64_t seed) const override;
 
  private:
-  std::pair<std::vector<double>, double> weights_of_good(const std::vector<Observation>& sorted,
-                                                         std::size_t n_good) const;
+  struct Good {
+    std::vector<std::size_t> members;  // indices into the sorted observations
+    std::vector<double> weights;
+    double prior_weight;
+  };
+  Good good_set(const std::vector<Observation>& sorted) const;
+  Good good_of_several(const std::vector<Observation>& sorted, std::size_t n_good) const;
   TpeOptions options_;
 };
 

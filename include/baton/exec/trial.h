@@ -25,7 +25,12 @@ struct IntermediateValue {
 
 struct TrialMetrics {
   std::vector<IntermediateValue> intermediate{};  // in the order reported
-  std::optional<double> final{};
+  std::optional<double> final{};                  // the (first) objective's final value
+  // Several objectives: every objective's final value in the search's order (values[0] == final);
+  // empty when the trial reported one number.
+  std::vector<double> values{};
+  // The constrained metrics' values, in the order of the search's constraints (empty: none).
+  std::vector<double> constraints{};
 };
 
 struct Trial {
@@ -41,6 +46,8 @@ struct Trial {
   std::string worker{};  // who runs or ran it, in a distributed search ("host:pid"); empty otherwise
 
   bool completed() const { return baton::completed(status); }
+  // Every objective's final value: `values`, or the one `final`; empty when none was reported.
+  std::vector<double> objectives() const;
   // The best intermediate value up to `step` (inclusive), for the direction; nullopt when none.
   std::optional<double> best_up_to(int64_t step, bool maximize) const;
   nlohmann::json to_json() const;
@@ -79,9 +86,12 @@ struct IntermediateMetric : ModelEvent {
   int64_t step;
 };
 
+// The trial's final value, or (several objectives) its values, and its constrained metrics' values.
 struct FinalMetric : ModelEvent {
   FinalMetric(int64_t trial, double v) : ModelEvent(ModelEventType::kFinalMetric, trial), value(v) {}
   double value;
+  std::vector<double> values{};  // several objectives (values[0] == value); empty: one
+  std::vector<double> constraints{};
 };
 
 // A worker began a run of the trial (Waiting or Retrying -> Running; attempts + 1).

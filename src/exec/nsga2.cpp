@@ -1,0 +1,152 @@
+#include "baton/exec/nsga2.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+#include "coordinates.h"
+
+namespace baton {
+namespace {
+
+bool nested_choice(const Dimension& d) {
+  return d.type == "choice" && std::any_of(d.nested.begin(), d.nested.end(), [](const auto& n) { return !n.empty(); });
+}
+
+// Simulated binary crossover of one coordinate within [lo, hi] (Deb and Agrawal 1995, bounded
+// form): one of the two children, each equally likely.
+double sbx(double x1, double x2, double lo, double hi, double eta, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  if (std::abs(x1 - x2) < 1e-14 || !(hi > lo)) return x1;
+  const double y1 = std::min(x1, x2), y2 = std::max(x1, x2), u = u01(rng);
+  auto spread = [&](double beta) {
+    const double alpha = 2.0 - std::pow(beta, -(eta + 1.0));
+    return u <= 1.0 / alpha ? std::pow(u * alpha, 1.0 / (eta + 1.0))
+                            : std::pow(1.0 / (2.0 - u * alpha), 1.0 / (eta + 1.0));
+  };
+  const double c1 = 0.5 * ((y1 + y2) - spread(1.0 + 2.0 * (y1 - lo) / (y2 - y1)) * (y2 - y1));
+  const double c2 = 0.5 * ((y1 + y2) + spread(1.0 + 2.0 * (hi - y2) / (y2 - y1)) * (y2 - y1));
+  return std::clamp(u01(rng) < 0.5 ? c1 : c2, lo, hi);
+}
+
+// Polynomial mutation of one coordinate within [lo, hi] (Deb and Goyal 1996, bounded form).
+double polynomial_mutation(double y, double lo, double hi, double eta, std::mt19937_64& rng) {
+  if (!(hi > lo)) return y;
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  const double width = hi - lo, r = u01(rng), power = 1.0 / (eta + 1.0);
+  double delta = 0;
+  if (r < 0.5) {
+    const double xy = 1.0 - (y - lo) / width;
+    delta = std::pow(2.0 * r + (1.0 - 2.0 * r) * std::pow(xy, eta + 1.0), power) - 1.0;
+  } else {
+    const double xy = 1.0 - (hi - y) / width;
+    delta = 1.0 - std::pow(2.0 * (1.0 - r) + 2.0 * (r - 0.5) * std::pow(xy, eta + 1.0), power);
+  }
+  return std::clamp(y + delta * width, lo, hi);
+}
+
+}  // namespace
+
+Nsga2Strategy::Nsga2Strategy(SearchSpace space, uint64_t seed, Objectives objectives, Nsga2Options options)
+    : space_(std::move(space)), rng_(seed), objectives_(std::move(objectives)), options_(std::move(options)) {
+  const auto p = [](double v) { return v >= 0 && v <= 1; };
+  if (options_.population() < 2 || !p(options_.crossover_probability()) || !p(options_.swapping_probability()) ||
+      !p(options_.mutation_probability()) || !(options_.eta_crossover() > 0) || !(options_.eta_mutation() > 0) ||
+      (options_.crossover() != "sbx" && options_.crossover() != "uniform")) {
+    throw std::invalid_argument(
+        "nsga2: population must be >= 2, the probabilities in [0, 1], eta_crossover and eta_mutation > 0, "
+        "crossover sbx or uniform");
+  }
+}
+
+Nsga2Strategy::~Nsga2Strategy() = default;
+
+std::optional<nlohmann::json> Nsga2Strategy::suggest() {
+  if (!parents_.empty()) return child_of(tournament(), tournament());
+  const auto size = static_cast<std::size_t>(options_.population());
+  if (static_cast<std::size_t>(started_) >= size) return space_.sample(rng_);  // failed trials: more of the first
+  if (!start_) start_ = std::make_unique<coordinates::LatinHypercube>(space_.dimensions(), size, rng_);
+  const auto x = start_->point(static_cast<std::size_t>(started_++), rng_);
+  nlohmann::json out = space_.sample(rng_);  // a nested choice's inner values come from here
+  const auto& dims = space_.dimensions();
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    if (!nested_choice(dims[k])) out[dims[k].name] = coordinates::value_of(dims[k], x[k]);
+  }
+  return out;
+}
+
+// Binary tournament: the lower rank, then the larger crowding distance, wins.
+const Nsga2Strategy::Member& Nsga2Strategy::tournament() {
+  std::uniform_int_distribution<std::size_t> pick(0, parents_.size() - 1);
+  const Member& a = parents_[pick(rng_)];
+  const Member& b = parents_[pick(rng_)];
+  if (a.rank != b.rank) return a.rank < b.rank ? a : b;
+  return a.crowding >= b.crowding ? a : b;
+}
+
+nlohmann::json Nsga2Strategy::child_of(const Member& a, const Member& b) {
+  const auto& dims = space_.dimensions();
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  const bool cross = u01(rng_) < options_.crossover_probability();
+  const bool sbx_numbers = options_.crossover() == "sbx";
+  const double mutate = options_.mutation_probability() > 0 ? options_.mutation_probability()
+                                                            : 1.0 / static_cast<double>(std::max<std::size_t>(dims.size(), 1));
+  nlohmann::json child = nlohmann::json::object();
+  const nlohmann::json fresh = space_.sample(rng_);
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    const auto& d = dims[k];
+    const bool swap = cross && u01(rng_) < options_.swapping_probability();
+    if (d.type == "choice") {
+      child[d.name] = (swap ? b : a).parameters[d.name];
+      if (u01(rng_) < mutate) child[d.name] = fresh[d.name];
+      continue;
+    }
+    const auto [lo, hi] = coordinates::range_of(d);
+    double x = a.x[k];
+    if (swap) x = sbx_numbers ? sbx(a.x[k], b.x[k], lo, hi, options_.eta_crossover(), rng_) : b.x[k];
+    if (u01(rng_) < mutate) x = polynomial_mutation(x, lo, hi, options_.eta_mutation(), rng_);
+    child[d.name] = coordinates::value_of(d, x);
+  }
+  return child;
+}
+
+void Nsga2Strategy::observe(const Trial& trial) {
+  if (!objectives_.usable(trial)) return;
+  auto x = coordinates::of(space_.dimensions(), trial.parameters);
+  if (!x) return;  // not from this space
+  offspring_.push_back({trial.parameters, std::move(*x), objectives_.losses(trial), objectives_.violation(trial)});
+  if (offspring_.size() >= static_cast<std::size_t>(options_.population())) select();
+}
+
+// Elitist selection: the parents and their children, by front; the last front that fits in part
+// by crowding distance (the most isolated first).
+void Nsga2Strategy::select() {
+  std::vector<Member> pool = std::move(parents_);
+  pool.insert(pool.end(), std::make_move_iterator(offspring_.begin()), std::make_move_iterator(offspring_.end()));
+  offspring_.clear();
+  std::vector<std::vector<double>> losses;
+  std::vector<double> violations;
+  for (const auto& m : pool) {
+    losses.push_back(m.losses);
+    violations.push_back(m.violation);
+  }
+  const auto size = static_cast<std::size_t>(options_.population());
+  parents_.clear();
+  const auto fronts = nondominated_fronts(losses, violations, size);
+  for (std::size_t r = 0; r < fronts.size() && parents_.size() < size; ++r) {
+    const auto distance = crowding_distances(losses, fronts[r]);
+    std::vector<std::size_t> order(fronts[r].size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) { return distance[i] > distance[j]; });
+    for (std::size_t i : order) {
+      if (parents_.size() == size) break;
+      Member m = pool[fronts[r][i]];
+      m.rank = r;
+      m.crowding = distance[i];
+      parents_.push_back(std::move(m));
+    }
+  }
+}
+
+}  // namespace baton
