@@ -81,6 +81,37 @@ TEST(Experiment, StopEndsTheRunningTrialsAndAResumeRunsThemAgain) {
   for (const auto& t : stored) EXPECT_EQ(t.status, TrialStatus::kTrained) << t.id << ": " << t.error;
 }
 
+TEST(Experiment, SeveralObjectivesGiveAParetoFrontInTheResultTheSummaryAndTheStorage) {
+  TempDir dir("experiment");
+  std::ofstream(dir / "space.yaml") << "x: {_type: uniform, _value: [0, 1]}\n";
+  // Maximise x and 1 - x (every trial is on the front) with x <= 0.7.
+  const std::string trial =
+      "python3 -c 'import json, os; x = json.loads(os.environ[\"BATON_TRIAL_PARAMETERS\"])[\"x\"]; "
+      "print(\"baton: \" + json.dumps({\"final\": [x, 1 - x], \"constraints\": [x]}))'";
+  Experiment experiment(ExperimentOptions()
+                            .space((dir / "space.yaml").string())
+                            .command(trial)
+                            .strategy("nsga2")
+                            .strategy_options({"population=4"})
+                            .objectives({"a:max", "b:max"})
+                            .constraints({"x<=0.7"})
+                            .trials(12)
+                            .parallel(2)
+                            .run_dir(dir / "run")
+                            .out(nullptr));
+  const ExperimentResult result = experiment.run();
+  ASSERT_FALSE(result.pareto.empty());
+  for (const auto& t : result.pareto) EXPECT_LE(t.parameters["x"].get<double>(), 0.7);
+  const auto summary = nlohmann::json::parse(std::ifstream(dir / "run" / "summary.json"));
+  EXPECT_EQ(summary["pareto"].size(), result.pareto.size());
+  EXPECT_EQ(summary["objectives"][1]["metric"], "b");
+  const int feasible = summary["trials"]["feasible"];
+  EXPECT_EQ(static_cast<std::size_t>(feasible), result.pareto.size());  // every feasible trial is on the front
+  EXPECT_EQ(summary["trials"]["total"], 12);
+  auto storage = open_storage("sqlite://" + (dir / "run" / "search.db").string());
+  EXPECT_EQ(storage->meta("pareto")->size(), result.pareto.size());
+}
+
 TEST(Experiment, BadOptionsAreRefusedBeforeAnythingIsWritten) {
   TempDir dir("experiment");
   auto refused = [&](ExperimentOptions o, const std::string& says) {
@@ -95,6 +126,10 @@ TEST(Experiment, BadOptionsAreRefusedBeforeAnythingIsWritten) {
   refused(quadratic(dir, 0).brackets(3), "--brackets needs --asha");
   refused(quadratic(dir, 0).strategy("annealing"), "annealing");
   refused(quadratic(dir, 0).space((dir / "missing.yaml").string()), "missing.yaml");
+  refused(quadratic(dir, 0).objectives({"a:max", "b:up"}), "--objective 'b:up': expected METRIC:max or METRIC:min");
+  refused(quadratic(dir, 0).objectives({"a:max", "a:min"}), "--objective a is given twice");
+  refused(quadratic(dir, 0).constraints({"a<3"}), "--constraint 'a<3': expected METRIC<=VALUE or METRIC>=VALUE");
+  refused(quadratic(dir, 0).objectives({"a:max", "b:min"}).strategy("gp"), "strategy gp optimises one objective");
   EXPECT_FALSE(std::filesystem::exists(dir / "run"));
 }
 

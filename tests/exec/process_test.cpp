@@ -34,6 +34,41 @@ TEST(TrialProtocol, ParsesBatonLinesAndRejectsMalformedOnes) {
   EXPECT_THROW(parse_protocol_line(R"(baton: {"intermediate": 1, "step": 1.5})"), std::invalid_argument);
 }
 
+TEST(TrialProtocol, SeveralObjectivesAndConstraintsAreListsOfFiniteNumbers) {
+  const auto j = *parse_protocol_line(R"(baton: {"final": [0.9, 12000], "constraints": [3.5, -1]})");
+  EXPECT_EQ(j["final"][1], 12000);
+  EXPECT_EQ(j["constraints"][0], 3.5);
+  for (const char* bad : {R"(baton: {"final": []})", R"(baton: {"final": [1, "a"]})", R"(baton: {"final": [[1]]})",
+                          R"(baton: {"final": 1, "constraints": 2})", R"(baton: {"final": 1, "constraints": []})",
+                          R"(baton: {"intermediate": 1, "constraints": [1]})", R"(baton: {"final": [1, 1e999]})"}) {
+    EXPECT_THROW(parse_protocol_line(bad), std::invalid_argument) << bad;
+  }
+}
+
+TEST(ProcessEngine, AFinalLineOfAnotherCountFailsTheTrialSayingWhatTheSearchExpects) {
+  auto o = with(R"(case $BATON_TRIAL_ID in
+                     0) echo 'baton: {"final": [0.5, 7], "constraints": [2]}' ;;
+                     1) echo 'baton: {"final": 0.5}' ;;
+                     *) echo 'baton: {"final": [0.5, 7]}' ;;
+                   esac)");
+  o.objectives(2);
+  o.constraints(1);
+  ProcessEngine engine(o);
+  for (int i = 0; i < 3; ++i) engine.submit({{"i", i}});
+  ASSERT_TRUE(engine.wait({}, 30.0));
+  const auto ok = *engine.get(0);
+  EXPECT_EQ(ok.status, TrialStatus::kTrained) << ok.error;
+  EXPECT_EQ(ok.metrics.values, (std::vector<double>{0.5, 7}));
+  EXPECT_EQ(ok.metrics.constraints, (std::vector<double>{2}));
+  for (int64_t id : {1, 2}) {
+    const auto t = *engine.get(id);
+    EXPECT_EQ(t.status, TrialStatus::kFailed);
+    EXPECT_NE(t.error.find(R"(the search expects {"final": [2 values, in the order of --objective], "constraints": [1)"),
+              std::string::npos)
+        << t.error;
+  }
+}
+
 TEST(TrialProtocol, StepsAreWholeNumbersAnInt64HoldsKeptExactly) {
   EXPECT_EQ((*parse_protocol_line(R"(baton: {"intermediate": 1, "step": 9223372036854775807})"))["step"].get<int64_t>(),
             INT64_MAX);
