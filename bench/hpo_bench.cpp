@@ -266,8 +266,8 @@ int quality(const std::function<std::unique_ptr<baton::Strategy>(uint64_t)>& mak
     // Several objectives: the hypervolume, larger is better (negated so that the order is the same).
     const double hv = p.objectives ? baton::hypervolume(o.points, p.reference) : NAN;
     bests.push_back(p.objectives ? -hv : o.best);
-    nlohmann::json line = {{"peer", "baton"}, {"sampler", strategy_name}, {"function", function},
-                           {"trials", trials}, {"seed", seed},            {"parallel", parallel}};
+    nlohmann::json line = {{"peer", "baton"}, {"sampler", strategy_name}, {"function", function}, {"trials", trials},
+                           {"seed", seed},    {"parallel", parallel}};
     if (p.objectives) {
       line["hypervolume"] = hv;
       line["hypervolume_at"] = o.best_at;

@@ -261,8 +261,9 @@ void Experiment::Impl::check_metric(const Trial& failed) const {
   const auto at = failed.error.find(kUnknownTrialMetric);
   if (at == std::string::npos) return;
   const std::string what = failed.error.substr(at + std::string(kUnknownTrialMetric).size());
-  throw ExperimentError("trial " + std::to_string(failed.id) + ": the metric was never logged: " +
-                        what.substr(0, what.find('\n')) + "; the search stopped (fix --objective, --metric or --constraint)");
+  throw ExperimentError("trial " + std::to_string(failed.id) +
+                        ": the metric was never logged: " + what.substr(0, what.find('\n')) +
+                        "; the search stopped (fix --objective, --metric or --constraint)");
 }
 
 void Experiment::Impl::say_front(const std::vector<Trial>& front) const {
@@ -444,7 +445,7 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   nlohmann::json meta = {
       {"space", m.o.space()},       {"space_definition", m.space_definition}, {"command", trials.command()},
       {"strategy", m.o.strategy()}, {"strategy_options", m.settings},         {"direction", direction(m.maximize)},
-      {"seed", m.o.seed()},         {"objectives", m.objectives_json()},     {"constraints", m.o.constraints()}};
+      {"seed", m.o.seed()},         {"objectives", m.objectives_json()},      {"constraints", m.o.constraints()}};
   if (m.join) {
     m.join_search(trials, meta);
   } else {
@@ -499,9 +500,8 @@ ExperimentResult Experiment::Impl::finish(const std::optional<Trial>& best, cons
   std::vector<Trial> front;
   if (!objectives.constraints.empty()) {
     summary["constraints"] = o.constraints();
-    summary["trials"]["feasible"] = std::count_if(all.begin(), all.end(), [&](const Trial& t) {
-      return objectives.usable(t) && objectives.violation(t) <= 0;
-    });
+    summary["trials"]["feasible"] = std::count_if(
+        all.begin(), all.end(), [&](const Trial& t) { return objectives.usable(t) && objectives.violation(t) <= 0; });
   }
   if (objectives.size() > 1) {
     front = pareto_front(all, objectives);

@@ -90,8 +90,9 @@ nlohmann::json Nsga2Strategy::child_of(const Member& a, const Member& b) {
   std::uniform_real_distribution<double> u01(0.0, 1.0);
   const bool cross = u01(rng_) < options_.crossover_probability();
   const bool sbx_numbers = options_.crossover() == "sbx";
-  const double mutate = options_.mutation_probability() > 0 ? options_.mutation_probability()
-                                                            : 1.0 / static_cast<double>(std::max<std::size_t>(dims.size(), 1));
+  const double mutate = options_.mutation_probability() > 0
+                            ? options_.mutation_probability()
+                            : 1.0 / static_cast<double>(std::max<std::size_t>(dims.size(), 1));
   nlohmann::json child = nlohmann::json::object();
   const nlohmann::json fresh = space_.sample(rng_);
   for (std::size_t k = 0; k < dims.size(); ++k) {
@@ -138,7 +139,8 @@ void Nsga2Strategy::select() {
     const auto distance = crowding_distances(losses, fronts[r]);
     std::vector<std::size_t> order(fronts[r].size());
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) { return distance[i] > distance[j]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t i, std::size_t j) { return distance[i] > distance[j]; });
     for (std::size_t i : order) {
       if (parents_.size() == size) break;
       Member m = pool[fronts[r][i]];

@@ -62,7 +62,8 @@ Objective parse_objective(const std::string& text) {
     o.metric.clear();
   }
   if (o.metric.empty()) {
-    throw std::invalid_argument("--objective '" + text + "': expected METRIC:max or METRIC:min, e.g. eval/accuracy:max");
+    throw std::invalid_argument("--objective '" + text +
+                                "': expected METRIC:max or METRIC:min, e.g. eval/accuracy:max");
   }
   return o;
 }

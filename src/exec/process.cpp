@@ -212,8 +212,10 @@ namespace {
 // A final line whose count of values or constraints is not the search's.
 std::string protocol_count_error(const ProcessEngineOptions& o, const nlohmann::json& j) {
   const std::size_t n = o.objectives();
-  std::string expected = n == 1 ? "{\"final\": v" : "{\"final\": [" + std::to_string(n) + " values, in the order of --objective]";
-  if (o.constraints() > 0) expected += ", \"constraints\": [" + std::to_string(o.constraints()) + " values, in the order of --constraint]";
+  std::string expected =
+      n == 1 ? "{\"final\": v" : "{\"final\": [" + std::to_string(n) + " values, in the order of --objective]";
+  if (o.constraints() > 0)
+    expected += ", \"constraints\": [" + std::to_string(o.constraints()) + " values, in the order of --constraint]";
   return "trial protocol: the search expects " + expected + "}, got " + j.dump().substr(0, 200);
 }
 

@@ -22,13 +22,15 @@ constexpr int64_t kMaxCount = 1000000;  // more candidates or trials than this i
 // A strategy that optimises one objective without constraints refuses more.
 void one_objective(const std::string& name, const StrategyOptions& o) {
   if (o.directions().size() > 1)
-    throw std::invalid_argument("strategy " + name + " optimises one objective; for several use nsga2, motpe or random");
+    throw std::invalid_argument("strategy " + name +
+                                " optimises one objective; for several use nsga2, motpe or random");
   if (!o.constraints().empty())
     throw std::invalid_argument("strategy " + name + " does not model constraints; use tpe, nsga2 or random");
 }
 
 std::unique_ptr<Strategy> make_tpe(const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
-  TpeOptions t = TpeOptions().seed(o.seed()).maximize(o.maximize()).directions(o.directions()).constraints(o.constraints());
+  TpeOptions t =
+      TpeOptions().seed(o.seed()).maximize(o.maximize()).directions(o.directions()).constraints(o.constraints());
   r.read("startup_trials", t.startup_trials(), 0, kMaxCount);
   r.read("candidates", t.candidates(), 1, kMaxCount);
   r.read("multivariate", t.multivariate());

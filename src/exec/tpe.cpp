@@ -193,10 +193,11 @@ class Parzen {
 }  // namespace
 
 TpeStrategy::TpeStrategy(SearchSpace space, TpeOptions options)
-    : ModelStrategy(std::move(space), options.seed(),
-                    Objectives{options.directions().empty() ? std::vector<bool>{options.maximize()} : options.directions(),
-                               options.constraints()},
-                    options.startup_trials()),
+    : ModelStrategy(
+          std::move(space), options.seed(),
+          Objectives{options.directions().empty() ? std::vector<bool>{options.maximize()} : options.directions(),
+                     options.constraints()},
+          options.startup_trials()),
       options_(options) {
   if (options_.candidates() < 1 || options_.max_rest() < 1 || options_.startup_trials() < 0 ||
       !(options_.prior_weight() > 0) || !(options_.gamma() > 0 && options_.gamma() <= 1) ||
@@ -226,8 +227,8 @@ TpeStrategy::Good TpeStrategy::good_set(const std::vector<Observation>& sorted) 
   Good good{std::vector<std::size_t>(n_good), std::vector<double>(n_good, 1.0), options_.prior_weight()};
   std::iota(good.members.begin(), good.members.end(), 0);
   const auto compared = static_cast<std::ptrdiff_t>(std::min(n, n_good + 1));
-  const bool comparable = std::all_of(sorted.begin(), sorted.begin() + compared,
-                                      [](const Observation& o) { return o.violation <= 0; });
+  const bool comparable =
+      std::all_of(sorted.begin(), sorted.begin() + compared, [](const Observation& o) { return o.violation <= 0; });
   if (!options_.ei_weights() || n_good == 0 || n_good >= n || !comparable) return good;
   const double threshold = sorted[n_good].loss;
   double sum = 0;

@@ -192,6 +192,22 @@ assert s["trials"]["by_status"] == {"trained": 2} and 0.1 < s["best"]["value"] <
 rows = json.loads(subprocess.check_output([sys.argv[3], "trials", "ls", "--storage", sys.argv[2], "--json"]))
 assert [v["step"] for v in rows[0]["intermediate"]] == [10, 20], rows[0]
 P
+  # Several objectives of a recipe: a logged metric and params (the model's size).
+  "$baton" search "$tmp/lr.yaml" --recipe "$src/recipes/fashion_mnist.yaml" --set max_duration=10ba \
+    --set eval_interval=10ba --set 'loggers={}' --set 'callbacks={}' --trials 2 --objective eval/accuracy:max \
+    --objective params:min --constraint 'eval/loss<=100' --run-dir "$tmp/rmo" >"$tmp/rmo.log" 2>&1 ||
+    { fail "recipe search, several objectives"; cat "$tmp/rmo.log"; }
+  python3 - "$tmp/rmo/summary.json" <<'P' || fail "recipe search, several objectives: the front"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["pareto"] and all(0 < t["values"][0] <= 1 and t["values"][1] > 1000 for t in s["pareto"]), s
+P
+  # A metric the run never logs: the first trial says which it did, the search stops (not 5 failures).
+  expect_error 2 "the metric was never logged: 'eval/acc' (the run logged: eval/accuracy" -- "$baton" search "$tmp/lr.yaml" \
+    --recipe "$src/recipes/fashion_mnist.yaml" --set max_duration=10ba --set 'loggers={}' --set 'callbacks={}' \
+    --trials 5 --objective eval/acc:max --objective params:min --run-dir "$tmp/rbad"
+  [ "$("$baton" trials ls --storage "$tmp/rbad/search.db" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = 1 ] ||
+    fail "the search went on after a trial without its metric"
 fi
 
 expect_error 2 "unknown strategy 'anneal'" -- "$baton" search "$tmp/space.yaml" --command true --strategy anneal --run-dir "$tmp/x"
@@ -316,6 +332,34 @@ expect_error 2 "cannot connect" -- "$baton" search "$tmp/space.yaml" --command t
 expect_error 2 "--heartbeat must be" -- "$baton" search "$tmp/space.yaml" --command true --join --heartbeat 0 --run-dir "$tmp/hb"
 expect_error 2 "--brackets needs --asha" -- "$baton" search "$tmp/space.yaml" --command true --brackets 3 --run-dir "$tmp/br"
 expect_error 2 "no such storage file" -- "$baton" trials ls --storage "$tmp/none.db"
+
+# ---- several objectives and a constraint: minimise x and (x - 5)^2 with x >= 0: the front is x in [0, 5] ----
+printf 'x: {_type: uniform, _value: [-5, 10]}\n' >"$tmp/mo.yaml"
+cat >"$tmp/mo.sh" <<'Y'
+#!/bin/sh
+x=$(echo "$BATON_TRIAL_PARAMETERS" | sed 's/.*"x":\([-0-9.e+]*\).*/\1/')
+awk -v x="$x" 'BEGIN { printf "baton: {\"final\": [%.10g, %.10g], \"constraints\": [%.10g]}\n", x, (x - 5) ^ 2, x }'
+Y
+chmod +x "$tmp/mo.sh"
+"$baton" search "$tmp/mo.yaml" --command "$tmp/mo.sh" --objective a:min --objective b:min --constraint 'a>=0' \
+  --strategy nsga2 --strategy-option population=6 --trials 24 --parallel 2 --run-dir "$tmp/mo" >"$tmp/mo.log" 2>&1 ||
+  { fail "several objectives"; cat "$tmp/mo.log"; }
+grep -q "^Pareto front: [0-9]* trial(s) (a min, b min)" "$tmp/mo.log" || fail "the front is printed: $(tail -3 "$tmp/mo.log")"
+"$baton" trials pareto --storage "$tmp/mo/search.db" --json >"$tmp/mo.json" || fail "trials pareto"
+python3 - "$tmp/mo/summary.json" "$tmp/mo.json" <<'P' || fail "several objectives: the front"
+import json, sys
+s, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+front = s["pareto"]
+assert front and all(0 <= t["parameters"]["x"] <= 5 for t in front), front
+assert [t["id"] for t in p["pareto"]] == [t["id"] for t in front], (p, front)
+assert all(len(t["values"]) == 2 and t["constraints"][0] >= 0 for t in p["pareto"]), p
+assert s["objectives"] == [{"metric": "a", "direction": "minimize"}, {"metric": "b", "direction": "minimize"}], s
+assert 0 < s["trials"]["feasible"] < 24, s["trials"]
+P
+expect_error 2 "give either --objective" -- "$baton" search "$tmp/mo.yaml" --command true --objective a:min --direction minimize --run-dir "$tmp/x"
+expect_error 2 "strategy gp optimises one objective" -- "$baton" search "$tmp/mo.yaml" --command true --objective a:min --objective b:max --strategy gp --run-dir "$tmp/x"
+expect_error 2 "expected METRIC<=VALUE or METRIC>=VALUE" -- "$baton" search "$tmp/mo.yaml" --command true --constraint 'a=<1' --run-dir "$tmp/x"
+expect_error 2 "has one objective" -- "$baton" trials pareto --storage "$tmp/a/search.db"
 
 [ $failures -eq 0 ] && echo "search cli: ok"
 exit $((failures > 0))

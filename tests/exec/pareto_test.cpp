@@ -111,12 +111,12 @@ TEST(Pareto, HypervolumeIsExactInTwoThreeAndFourDimensions) {
 TEST(Pareto, TheFrontHoldsFeasibleTrainedTrialsWithEveryValueOnly) {
   const Objectives objectives{{true, false}, {parse_constraint("latency<=10")}};
   std::vector<Trial> trials = {
-      trained(0, {0.90, 100}, {5}),   // front
-      trained(1, {0.95, 300}, {8}),   // front
-      trained(2, {0.85, 200}, {5}),   // dominated by 0
-      trained(3, {0.99, 50}, {11}),   // would dominate all: infeasible
-      trained(4, {0.97}, {5}),        // one value of two: not comparable
-      trained(5, {0.96, 400}, {9}),   // front (the best accuracy among the feasible)
+      trained(0, {0.90, 100}, {5}),  // front
+      trained(1, {0.95, 300}, {8}),  // front
+      trained(2, {0.85, 200}, {5}),  // dominated by 0
+      trained(3, {0.99, 50}, {11}),  // would dominate all: infeasible
+      trained(4, {0.97}, {5}),       // one value of two: not comparable
+      trained(5, {0.96, 400}, {9}),  // front (the best accuracy among the feasible)
   };
   trials.push_back(trained(6, {0.99, 10}, {1}));
   trials.back().status = TrialStatus::kFailed;
@@ -150,9 +150,7 @@ SearchSpace zdt_space() {
 }
 
 TEST(Pareto, Nsga2AndMotpeFindABetterFrontThanRandomSearch) {
-  const auto options = [](uint64_t seed) {
-    return StrategyOptions().seed(seed).directions({false, false});
-  };
+  const auto options = [](uint64_t seed) { return StrategyOptions().seed(seed).directions({false, false}); };
   for (uint64_t seed : {1U, 2U}) {
     const double random = zdt1_hypervolume(*make_strategy("random", zdt_space(), options(seed)), 400);
     const double nsga2 = zdt1_hypervolume(*make_strategy("nsga2", zdt_space(), options(seed)), 400);
@@ -189,7 +187,8 @@ TEST(Pareto, Nsga2KeepsFeasibleParentsAndTpeIgnoresInfeasibleGoodTrials) {
 TEST(Pareto, StrategiesOfOneObjectiveRefuseSeveral) {
   const auto space = zdt_space();
   for (const char* name : {"gp", "evolution"}) {
-    EXPECT_THROW(make_strategy(name, space, StrategyOptions().directions({true, false})), std::invalid_argument) << name;
+    EXPECT_THROW(make_strategy(name, space, StrategyOptions().directions({true, false})), std::invalid_argument)
+        << name;
     EXPECT_THROW(make_strategy(name, space, StrategyOptions().constraints({parse_constraint("x<=1")})),
                  std::invalid_argument)
         << name;

@@ -63,8 +63,9 @@ TEST(ProcessEngine, AFinalLineOfAnotherCountFailsTheTrialSayingWhatTheSearchExpe
   for (int64_t id : {1, 2}) {
     const auto t = *engine.get(id);
     EXPECT_EQ(t.status, TrialStatus::kFailed);
-    EXPECT_NE(t.error.find(R"(the search expects {"final": [2 values, in the order of --objective], "constraints": [1)"),
-              std::string::npos)
+    EXPECT_NE(
+        t.error.find(R"(the search expects {"final": [2 values, in the order of --objective], "constraints": [1)"),
+        std::string::npos)
         << t.error;
   }
 }

@@ -46,9 +46,9 @@ class ExperimentOptions {
   // "METRIC<=VALUE" or "METRIC>=VALUE": a trial that breaks one is infeasible (never the best nor on
   // the Pareto front); a recipe's trial reports the metric, a command's reports them in this order.
   BATON_ARG(std::vector<std::string>, constraints);
-  BATON_ARG(std::vector<std::string>, sets);         // with a recipe: overrides for every trial
-  BATON_ARG(int64_t, trials) = 10;                   // in the whole search (a resumed one's count)
-  BATON_ARG(int, parallel) = 0;                      // trials at once (this worker's); 0: 1, or one per slot
+  BATON_ARG(std::vector<std::string>, sets);  // with a recipe: overrides for every trial
+  BATON_ARG(int64_t, trials) = 10;            // in the whole search (a resumed one's count)
+  BATON_ARG(int, parallel) = 0;               // trials at once (this worker's); 0: 1, or one per slot
   // A device per trial: the devices this worker deals out, `devices_per_trial` to each trial (it
   // sees only those: CUDA_VISIBLE_DEVICES), and CPU threads per trial on cores of its own.
   BATON_ARG(std::vector<std::string>, devices);

@@ -32,9 +32,9 @@ class ModelStrategy : public Strategy {
 
  protected:
   struct Observation {
-    double loss;                  // lower is better (the first objective's value, negated when maximizing)
-    int64_t order;                // when it was observed
-    std::vector<double> x;        // per dimension: the coordinate, or the choice's index
+    double loss;                   // lower is better (the first objective's value, negated when maximizing)
+    int64_t order;                 // when it was observed
+    std::vector<double> x;         // per dimension: the coordinate, or the choice's index
     std::vector<double> losses{};  // every objective's (losses[0] == loss)
     double violation = 0;          // of the search's constraints (0: feasible)
   };

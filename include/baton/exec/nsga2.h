@@ -27,7 +27,7 @@ class LatinHypercube;
 }
 
 class Nsga2Options {
-  BATON_ARG(int, population) = 50;                // parents per generation (and the first generation's size); >= 2
+  BATON_ARG(int, population) = 50;                 // parents per generation (and the first generation's size); >= 2
   BATON_ARG(double, crossover_probability) = 0.9;  // a child of two parents; else a copy of one, mutated
   BATON_ARG(double, swapping_probability) = 0.5;   // uniform crossover: each parameter from the other parent
   BATON_ARG(double, mutation_probability) = 0;     // per parameter; 0: 1 / dimensions
