@@ -205,37 +205,26 @@ int run_trials_show(const std::string& url, int64_t id) {
   throw BadInput("no trial " + std::to_string(id) + " in " + url);
 }
 
-// The stored search's objectives and constraints (meta "search"); one objective: nullopt.
-std::optional<std::pair<Objectives, nlohmann::json>> stored_objectives(TrialStorage& storage) {
-  const auto meta = storage.meta("search");
-  if (!meta || !meta->contains("objectives") || (*meta)["objectives"].size() < 2) return std::nullopt;
-  Objectives objectives{{}, {}};
-  for (const auto& o : (*meta)["objectives"]) objectives.maximize.push_back(o.value("direction", "") == "maximize");
-  for (const auto& c : meta->value("constraints", nlohmann::json::array()))
-    objectives.constraints.push_back(parse_constraint(c.get<std::string>()));
-  return std::make_pair(objectives, (*meta)["objectives"]);
-}
-
 // baton trials pareto: the stored search's Pareto front (its feasible trials no other dominates).
 int run_trials_pareto(const std::string& url, bool json) {
   auto storage = open_existing(url);
-  const auto objectives = stored_objectives(*storage);
-  if (!objectives) {
+  const auto meta = storage->meta("search").value_or(nlohmann::json::object());
+  const Objectives objectives = stored_objectives(meta);
+  if (objectives.size() < 2) {
     throw BadInput("the search in " + url +
                    " has one objective: its best is in `baton trials ls` and summary.json (a Pareto front needs "
                    "several --objective flags)");
   }
-  const auto front = pareto_front(storage->load_trials(), objectives->first);
+  const auto front = pareto_front(storage->load_trials(), objectives);
   if (json) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& t : front) rows.push_back(trial_row(t));
-    std::printf("%s\n", nlohmann::json{{"objectives", objectives->second}, {"pareto", rows}}.dump().c_str());
+    std::printf("%s\n", nlohmann::json{{"objectives", meta["objectives"]}, {"pareto", rows}}.dump().c_str());
     return 0;
   }
   std::string names;
-  for (const auto& o : objectives->second)
-    names += (names.empty() ? "" : ", ") + o.value("metric", std::string("?")) + " " +
-             (o.value("direction", "") == "maximize" ? "max" : "min");
+  for (std::size_t i = 0; i < objectives.size(); ++i)
+    names += (names.empty() ? "" : ", ") + objectives.metrics[i] + (objectives.maximize[i] ? " max" : " min");
   std::printf("Pareto front: %zu trial(s) (%s)\n%6s  %-28s  %s\n", front.size(), names.c_str(), "id", "values",
               "parameters");
   for (const auto& t : front) {

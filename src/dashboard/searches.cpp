@@ -1,5 +1,7 @@
 #include <optional>
 
+#include "baton/exec/experiment.h"
+#include "baton/exec/pareto.h"
 #include "baton/exec/storage.h"
 #include "baton/io/run_dir.h"
 #include "sources.h"
@@ -52,6 +54,35 @@ bool maximizing(const nlohmann::json& meta) {
   return !meta.is_object() || meta.value("direction", "maximize") != "minimize";
 }
 
+// Several objectives: the non-dominated rank of the best 1,000 comparable trials (constraint-
+// dominance: the infeasible after the feasible; 0 is the front) and the Pareto front (its feasible trials), for
+// the page's scatter (2 objectives) or parallel coordinates (3 and more).
+void add_pareto(const nlohmann::json& trials, const nlohmann::json& meta, nlohmann::json& out) {
+  const Objectives objectives = stored_objectives(meta);
+  if (objectives.size() < 2) return;
+  std::vector<int64_t> ids;
+  std::vector<std::vector<double>> losses;
+  std::vector<double> violations;
+  for (const auto& j : trials) {
+    const Trial t = Trial::from_json(j);
+    if (!objectives.usable(t)) continue;
+    ids.push_back(t.id);
+    losses.push_back(objectives.losses(t));
+    violations.push_back(objectives.violation(t));
+  }
+  nlohmann::json ranks = nlohmann::json::object(), front = nlohmann::json::array();
+  const auto fronts = nondominated_fronts(losses, violations, 1000);  // the page draws the best 1,000
+  for (std::size_t r = 0; r < fronts.size(); ++r) {
+    for (std::size_t i : fronts[r]) {
+      ranks[std::to_string(ids[i])] = r;
+      if (r == 0 && violations[i] <= 0) front.push_back(ids[i]);
+    }
+  }
+  out["objectives"] = meta["objectives"];
+  out["ranks"] = ranks;
+  out["pareto"] = front;
+}
+
 }  // namespace
 
 nlohmann::json Search::row() const {
@@ -95,6 +126,7 @@ nlohmann::json Search::detail(const std::map<int64_t, std::string>& run_ids) con
   out["trials_table"] = trials;
   out["history"] = history;
   out["importance"] = parameter_importance(trials_);
+  add_pareto(trials_, meta_, out);
   return out;
 }
 

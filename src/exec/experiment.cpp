@@ -96,11 +96,11 @@ std::vector<TrialSlot> resolve_slots(ExperimentOptions& o) {
   return slots;
 }
 
-// --objective and --constraint: what the search optimises. Several objectives: `metric` and
-// `maximize` become the first one's. Returns the objectives' metrics, in order.
-std::vector<std::string> resolve_objectives(ExperimentOptions& o, Objectives& out) {
+// --objective and --constraint: what the search optimises (with the objectives' metrics, in
+// order). Several objectives: `metric` and `maximize` become the first one's.
+Objectives resolve_objectives(ExperimentOptions& o) {
   std::vector<std::string> metrics;
-  out = Objectives{{o.maximize()}, {}};
+  Objectives out{{o.maximize()}, {}};
   try {
     if (!o.objectives().empty()) out.maximize.clear();
     for (const auto& text : o.objectives()) {
@@ -116,10 +116,12 @@ std::vector<std::string> resolve_objectives(ExperimentOptions& o, Objectives& ou
   }
   if (metrics.size() > 16) throw ExperimentError("at most 16 --objective flags");
   if (out.constraints.size() > 16) throw ExperimentError("at most 16 --constraint flags");
-  if (metrics.empty()) return {o.metric()};
+  if (metrics.empty()) metrics = {o.metric()};
+  out.metrics = metrics;
+  if (o.objectives().empty()) return out;
   o.metric(metrics.front());
   o.maximize(out.maximize.front());
-  return metrics;
+  return out;
 }
 
 void check_options(const ExperimentOptions& o) {
@@ -159,8 +161,7 @@ std::vector<std::shared_ptr<Middleware>> extra_middlewares(const ExperimentOptio
 
 // How each trial runs: the command, or `TRAINER train RECIPE` with the trial's parameters as overrides.
 ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string& worker,
-                                   const std::vector<TrialSlot>& slots, const std::vector<std::string>& metrics,
-                                   const Objectives& objectives) {
+                                   const std::vector<TrialSlot>& slots, const Objectives& objectives) {
   ProcessEngineOptions options;
   options.workers(o.parallel());
   options.objectives(objectives.size());
@@ -181,7 +182,7 @@ ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string
   options.command(cmd);
   // The metrics a recipe's trial reports: its objectives' (comma-separated, in order) and its
   // constraints'.
-  options.env()["BATON_TRIAL_METRIC"] = join_names(metrics, ",");
+  options.env()["BATON_TRIAL_METRIC"] = join_names(objectives.metrics, ",");
   std::vector<std::string> constrained;
   for (const auto& c : objectives.constraints) constrained.push_back(c.metric);
   if (!constrained.empty()) options.env()["BATON_TRIAL_CONSTRAINTS"] = join_names(constrained, ",");
@@ -190,12 +191,31 @@ ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string
 
 }  // namespace
 
+Objectives stored_objectives(const nlohmann::json& meta) {
+  Objectives out{{meta.value("direction", std::string("maximize")) != "minimize"}, {}};
+  if (!meta.is_object()) return out;
+  const auto& listed = meta.contains("objectives") ? meta["objectives"] : nlohmann::json();
+  if (listed.is_array() && !listed.empty()) {
+    out.maximize.clear();
+    for (const auto& o : listed) {
+      out.maximize.push_back(o.value("direction", std::string()) != "minimize");
+      out.metrics.push_back(o.value("metric", std::string()));
+    }
+  }
+  for (const auto& c : meta.value("constraints", nlohmann::json::array())) {
+    try {
+      out.constraints.push_back(parse_constraint(c.get<std::string>()));
+    } catch (const std::exception&) {  // written by a later version: not ours to judge
+    }
+  }
+  return out;
+}
+
 struct Experiment::Impl {
   ExperimentOptions o;
   std::vector<TrialSlot> slots;  // this worker's (--devices, --threads-per-trial)
   bool maximize = true;
-  Objectives objectives;             // --objective (or --direction) and --constraint
-  std::vector<std::string> metrics;  // the objectives' metrics, in order
+  Objectives objectives;  // --objective (or --metric and --direction) and --constraint
   std::string worker = default_worker_name();
   std::optional<mpi::Launch> launch = mpi::launch();  // several workers started by mpirun or srun
   bool join = false;
@@ -240,8 +260,8 @@ void Experiment::Impl::say(const char* format, ...) const {
 
 nlohmann::json Experiment::Impl::objectives_json() const {
   nlohmann::json out = nlohmann::json::array();
-  for (std::size_t i = 0; i < metrics.size(); ++i)
-    out.push_back({{"metric", metrics[i]}, {"direction", direction(objectives.maximize[i])}});
+  for (std::size_t i = 0; i < objectives.metrics.size(); ++i)
+    out.push_back({{"metric", objectives.metrics[i]}, {"direction", direction(objectives.maximize[i])}});
   return out;
 }
 
@@ -268,16 +288,16 @@ void Experiment::Impl::check_metric(const Trial& failed) const {
 
 void Experiment::Impl::say_front(const std::vector<Trial>& front) const {
   std::string names;
-  for (std::size_t i = 0; i < metrics.size(); ++i)
-    names += (i ? ", " : "") + metrics[i] + (objectives.maximize[i] ? " max" : " min");
+  for (std::size_t i = 0; i < objectives.metrics.size(); ++i)
+    names += (i ? ", " : "") + objectives.metrics[i] + (objectives.maximize[i] ? " max" : " min");
   say("Pareto front: %zu trial(s) (%s)\n", front.size(), names.c_str());
   for (const auto& t : front) {
     std::string values;
     const auto v = t.objectives();
-    for (std::size_t i = 0; i < v.size() && i < metrics.size(); ++i) {
+    for (std::size_t i = 0; i < v.size() && i < objectives.metrics.size(); ++i) {
       char number[64];
       std::snprintf(number, sizeof number, "%.6g", v[i]);
-      values += (i ? ", " : "") + metrics[i] + " " + number;
+      values += (i ? ", " : "") + objectives.metrics[i] + " " + number;
     }
     say("  trial %lld: %s  %s\n", static_cast<long long>(t.id), values.c_str(), t.parameters.dump().c_str());
   }
@@ -432,7 +452,7 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   Impl& m = *impl_;
   m.o = std::move(options);
   m.slots = resolve_slots(m.o);
-  m.metrics = resolve_objectives(m.o, m.objectives);
+  m.objectives = resolve_objectives(m.o);
   check_options(m.o);
   m.maximize = m.o.maximize();
   m.extra = extra_middlewares(m.o);  // before anything is written: a bad name or option is the user's
@@ -441,7 +461,7 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   m.build_strategy();
   m.open_study();
   if (!m.join && m.o.resume()) m.prepare_resume();
-  const ProcessEngineOptions trials = trial_options(m.o, m.worker, m.slots, m.metrics, m.objectives);
+  const ProcessEngineOptions trials = trial_options(m.o, m.worker, m.slots, m.objectives);
   nlohmann::json meta = {
       {"space", m.o.space()},       {"space_definition", m.space_definition}, {"command", trials.command()},
       {"strategy", m.o.strategy()}, {"strategy_options", m.settings},         {"direction", direction(m.maximize)},

@@ -79,6 +79,8 @@ int64_t Deduplication::submit(const nlohmann::json& parameters) {
   }
   if (earlier->metrics.final) {
     FinalMetric e(id, *earlier->metrics.final);
+    e.values = earlier->metrics.values;
+    e.constraints = earlier->metrics.constraints;
     engine().dispatch(e);
   }
   TrainingEnd end(id, earlier->status, "replay of trial " + std::to_string(*first));

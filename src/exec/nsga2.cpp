@@ -95,19 +95,33 @@ nlohmann::json Nsga2Strategy::child_of(const Member& a, const Member& b) {
                             : 1.0 / static_cast<double>(std::max<std::size_t>(dims.size(), 1));
   nlohmann::json child = nlohmann::json::object();
   const nlohmann::json fresh = space_.sample(rng_);
+  auto mutated = [&](std::size_t k, double x) {
+    const auto& d = dims[k];
+    if (d.type == "choice") return fresh[d.name];
+    const auto [lo, hi] = coordinates::range_of(d);
+    return coordinates::value_of(d, polynomial_mutation(x, lo, hi, options_.eta_mutation(), rng_));
+  };
+  std::vector<double> x = a.x;
   for (std::size_t k = 0; k < dims.size(); ++k) {
     const auto& d = dims[k];
     const bool swap = cross && u01(rng_) < options_.swapping_probability();
     if (d.type == "choice") {
       child[d.name] = (swap ? b : a).parameters[d.name];
-      if (u01(rng_) < mutate) child[d.name] = fresh[d.name];
-      continue;
+      x[k] = (swap ? b : a).x[k];
+    } else if (swap) {
+      const auto [lo, hi] = coordinates::range_of(d);
+      x[k] = sbx_numbers ? sbx(a.x[k], b.x[k], lo, hi, options_.eta_crossover(), rng_) : b.x[k];
     }
-    const auto [lo, hi] = coordinates::range_of(d);
-    double x = a.x[k];
-    if (swap) x = sbx_numbers ? sbx(a.x[k], b.x[k], lo, hi, options_.eta_crossover(), rng_) : b.x[k];
-    if (u01(rng_) < mutate) x = polynomial_mutation(x, lo, hi, options_.eta_mutation(), rng_);
-    child[d.name] = coordinates::value_of(d, x);
+    if (u01(rng_) < mutate) {
+      child[d.name] = mutated(k, x[k]);
+    } else if (d.type != "choice") {
+      child[d.name] = coordinates::value_of(d, x[k]);
+    }
+  }
+  // A copy of a parent would be a trial spent on a known value: one parameter mutates.
+  if (!dims.empty() && (child == a.parameters || child == b.parameters)) {
+    const std::size_t k = std::uniform_int_distribution<std::size_t>(0, dims.size() - 1)(rng_);
+    child[dims[k].name] = mutated(k, x[k]);
   }
   return child;
 }

@@ -93,6 +93,56 @@ def make_search(baton, root):
     check(out.returncode == 0, "baton search made the search (" + out.stdout[-200:] + out.stderr[-300:] + ")")
 
 
+def make_pareto_searches(baton, root):
+    """Searches of 2 and 3 objectives (ZDT1 and DTLZ2 in 4 variables) under ROOT/mo."""
+    space = os.path.join(root, "mo_space.yaml")
+    with open(space, "w") as f:
+        f.write("".join(f"x{j}: {{_type: uniform, _value: [0, 1]}}\n" for j in range(4)))
+    trial = os.path.join(root, "mo_trial.py")
+    with open(trial, "w") as f:
+        f.write("import json, math, os, sys\n"
+                "x = [json.loads(os.environ['BATON_TRIAL_PARAMETERS'])[f'x{j}'] for j in range(4)]\n"
+                "if sys.argv[1] == '2':\n"
+                "    g = 1 + 3 * sum(x[1:])\n"
+                "    v = [x[0], g * (1 - math.sqrt(x[0] / g))]\n"
+                "else:\n"
+                "    g = sum((t - 0.5) ** 2 for t in x[2:])\n"
+                "    a, b = x[0] * math.pi / 2, x[1] * math.pi / 2\n"
+                "    v = [(1 + g) * math.cos(a) * math.cos(b), (1 + g) * math.cos(a) * math.sin(b), (1 + g) * math.sin(a)]\n"
+                "print('baton: ' + json.dumps({'final': v}))\n")
+    for n in (2, 3):
+        objectives = sum((["--objective", f"f{i}:min"] for i in range(n)), [])
+        out = subprocess.run([baton, "search", space, "--command", f"/usr/bin/python3 {trial} {n}", "--trials", "40",
+                              "--parallel", "4", "--strategy", "nsga2", "--strategy-option", "population=10", *objectives,
+                              "--run-dir", os.path.join(root, "mo", f"mo{n}")], capture_output=True, text=True, timeout=300)
+        check(out.returncode == 0, f"baton search made the {n}-objective search (" + out.stdout[-200:] + out.stderr[-300:] + ")")
+
+
+def pareto_checks(browser, base, out):
+    def visit(n):
+        browser.open(base + "#/")
+        browser.wait_for("document.querySelectorAll('#searches tbody tr').length === 2")
+        sid = browser.js(f"[...document.querySelectorAll('#searches tr[data-search]')].find(tr => tr.textContent.includes('mo{n}')).dataset.search")
+        browser.open(base + "#/search/" + str(sid))
+        ok = browser.wait_for("document.querySelectorAll('#trials tbody tr').length === 40", 15)
+        time.sleep(0.3)
+        browser.screenshot(os.path.join(out, f"search_{n}_objectives.png"))
+        return ok
+    check(visit(2), "2 objectives: the search's page lists its 40 trials")
+    points = browser.js("(c => c ? c.data.datasets.map(d => d.data.length) : null)(Chart.getChart(document.querySelector('[data-chart=pareto]')))")
+    front = browser.js("document.querySelector('#search-facts').textContent.match(/Pareto front (\\d+)/)[1]")
+    check(points is not None and sum(points) == 40 and str(points[1]) == front,
+          f"2 objectives: a scatter of the 40 trials with the front marked ({points}, front {front})")
+    check(browser.js("document.querySelector('#trials tbody tr td:nth-child(5)').textContent.includes(', ')"),
+          "2 objectives: the trials table shows both values")
+    check(visit(3), "3 objectives: the search's page lists its 40 trials")
+    lines = browser.js("document.querySelectorAll('#parallel polyline').length")
+    axes = browser.js("[...document.querySelectorAll('#parallel text')].map(t => t.textContent)")
+    check(lines == 40 and axes[-3:] == ["f0 ↓", "f1 ↓", "f2 ↓"],
+          f"3 objectives: parallel coordinates with an axis per objective, a line per trial ({lines}, {axes})")
+    check(browser.js("document.querySelector('[data-chart=pareto]') === null"), "3 objectives: no 2-d scatter")
+
+
 class Browser:
     def __init__(self, tmp):
         self.proc = subprocess.Popen(
@@ -283,6 +333,11 @@ def main():
         browser = Browser(root)
         page_checks(browser, base, out, root)
         live_check(browser, base, root)
+        make_pareto_searches(baton, root)
+        server.terminate()
+        server.wait(timeout=10)
+        server, base = start_dashboard(baton, os.path.join(root, "mo"))
+        pareto_checks(browser, base, out)
         check(not browser.errors, "no console error or exception on any page" +
               ("" if not browser.errors else ": " + "; ".join(browser.errors[:5])))
     finally:

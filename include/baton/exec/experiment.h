@@ -86,6 +86,10 @@ class ExperimentError : public std::invalid_argument {
 // stops at the first such trial, with the rest of the line as its error.
 inline constexpr const char* kUnknownTrialMetric = "the search's metric was never logged: ";
 
+// The objectives and constraints of a search as its storage keeps them (meta "search"): one
+// objective (its direction) for a search written before several were possible.
+Objectives stored_objectives(const nlohmann::json& search_meta);
+
 struct ExperimentResult {
   std::optional<Trial> best;      // the best feasible trial (the first objective's; nullopt: none finished with one)
   int stopped_by = 0;             // the signal stop() was given (0: the search ran to its end)

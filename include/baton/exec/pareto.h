@@ -38,6 +38,7 @@ Constraint parse_constraint(const std::string& text);
 struct Objectives {
   std::vector<bool> maximize{true};
   std::vector<Constraint> constraints{};
+  std::vector<std::string> metrics{};  // their names, when known
   std::size_t size() const { return maximize.size(); }
   // A Trained trial with one value per objective (and one per constraint) that are all finite.
   bool usable(const Trial& t) const;

@@ -257,7 +257,7 @@ function trialsTable(s) {
     body.append(el('tr', { 'data-trial': t.id, class: t.pruned ? 'pruned' : '' },
       el('td', { class: 'num' }, t.run ? link('#/run/' + t.run, t.id) : t.id), el('td', {}, t.pruned ? 'pruned' : t.status),
       el('td', {}, paramText(t.parameters)), el('td', { class: 'num' }, inter.length ? fmt(inter[inter.length - 1].value) + ' @' + inter[inter.length - 1].step : ''),
-      el('td', { class: 'num' }, fmt(t.final)), el('td', { class: 'num' }, duration(t.duration_s)), el('td', { class: 'problem' }, t.error || '')));
+      el('td', { class: 'num' }, t.values ? t.values.map(fmt).join(', ') : fmt(t.final)), el('td', { class: 'num' }, duration(t.duration_s)), el('td', { class: 'problem' }, t.error || '')));
   }
   const head = el('tr', {}, ...['trial', 'status', 'parameters', 'last intermediate', 'final', 'duration', 'error'].map(t => el('th', {}, t)));
   const table = el('table', { id: 'trials' }, el('thead', {}, head), body);
@@ -266,14 +266,22 @@ function trialsTable(s) {
   return el('div', {}, el('div', { class: 'controls' }, el('button', { onclick: go(-1) }, '◀'), 'page ' + (state.trialsPage + 1) + ' of ' + pages, el('button', { onclick: go(1) }, '▶')), table);
 }
 
-// Parallel coordinates: one vertical axis per parameter and one for the value; a line per trial.
+// Parallel coordinates: one vertical axis per parameter and one for the value (several
+// objectives: one per objective, a line coloured by its non-dominated rank); a line per trial.
 function parallelCoordinates(s) {
   const max = s.direction !== 'minimize';
+  const several = multiObjective(s);
+  const rank = t => s.ranks[t.id];
   // At most the best 1,000 trials: more lines only darken the picture and slow the page.
-  const trials = s.trials_table.filter(t => t.status === 'trained' && typeof t.final === 'number')
-    .sort((a, b) => max ? b.final - a.final : a.final - b.final).slice(0, 1000);
-  const flat = trials.map(t => { const o = {}; const walk = (p, pre) => { for (const [k, v] of Object.entries(p || {})) { if (v && typeof v === 'object') { o[pre + k] = v._name; walk(Object.fromEntries(Object.entries(v).filter(([kk]) => kk !== '_name')), pre + k + '.'); } else o[pre + k] = v; } }; walk(t.parameters, ''); o.value = t.final; return o; });
-  const names = [...new Set(flat.flatMap(o => Object.keys(o)).filter(k => k !== 'value'))].sort().concat(['value']);
+  const trials = several
+    ? s.trials_table.filter(t => rank(t) !== undefined).sort((a, b) => rank(a) - rank(b)).slice(0, 1000)
+    : s.trials_table.filter(t => t.status === 'trained' && typeof t.final === 'number')
+      .sort((a, b) => max ? b.final - a.final : a.final - b.final).slice(0, 1000);
+  const objectiveNames = several ? s.objectives.map(o => o.metric + (o.direction === 'minimize' ? ' ↓' : ' ↑')) : [];
+  const flat = trials.map(t => { const o = {}; const walk = (p, pre) => { for (const [k, v] of Object.entries(p || {})) { if (v && typeof v === 'object') { o[pre + k] = v._name; walk(Object.fromEntries(Object.entries(v).filter(([kk]) => kk !== '_name')), pre + k + '.'); } else o[pre + k] = v; } }; walk(t.parameters, ''); if (several) { objectiveNames.forEach((n, i) => { o['\u0000' + n] = t.values[i]; }); o.value = -rank(t); } else o.value = t.final; return o; });
+  const names = several
+    ? [...new Set(flat.flatMap(o => Object.keys(o)).filter(k => k !== 'value' && k[0] !== '\u0000'))].sort().concat(objectiveNames.map(n => '\u0000' + n))
+    : [...new Set(flat.flatMap(o => Object.keys(o)).filter(k => k !== 'value'))].sort().concat(['value']);
   const W = Math.max(480, names.length * 140), H = 300, pad = 30;
   const ns = 'http://www.w3.org/2000/svg';
   const svg = document.createElementNS(ns, 'svg');
@@ -290,11 +298,11 @@ function parallelCoordinates(s) {
     const axis = document.createElementNS(ns, 'line');
     axis.setAttribute('x1', x); axis.setAttribute('x2', x); axis.setAttribute('y1', pad); axis.setAttribute('y2', pad + H); axis.setAttribute('stroke', '#999');
     const label = document.createElementNS(ns, 'text');
-    label.setAttribute('x', x); label.setAttribute('y', pad - 8); label.setAttribute('text-anchor', 'middle'); label.setAttribute('font-size', '11'); label.textContent = n;
+    label.setAttribute('x', x); label.setAttribute('y', pad - 8); label.setAttribute('text-anchor', 'middle'); label.setAttribute('font-size', '11'); label.textContent = n.replace('\u0000', '');
     svg.append(axis, label);
   });
   for (const o of flat) {
-    const good = hi > lo ? (max ? (o.value - lo) / (hi - lo) : (hi - o.value) / (hi - lo)) : 1;
+    const good = hi > lo ? (max || several ? (o.value - lo) / (hi - lo) : (hi - o.value) / (hi - lo)) : 1;
     const pts = names.map((n, i) => { const f = scale[i](o[n]); return f == null ? null : [pad + i * (W - 2 * pad) / Math.max(1, names.length - 1), pad + H - f * H]; }).filter(Boolean);
     const line = document.createElementNS(ns, 'polyline');
     line.setAttribute('points', pts.map(p => p.join(',')).join(' ')); line.setAttribute('fill', 'none');
@@ -302,6 +310,35 @@ function parallelCoordinates(s) {
     svg.append(line);
   }
   return svg;
+}
+
+function multiObjective(s) { return Array.isArray(s.objectives) && s.objectives.length >= 2 && s.ranks; }
+
+// Two objectives: every comparable trial as a point, the Pareto front marked and joined; a point
+// opens its trial (its run, or its row in the table).
+function updateParetoChart(s) {
+  const box = document.getElementById('pareto-box');
+  if (!box || s.objectives.length !== 2) return;
+  const chart = searchChart(box, 'pareto', 'scatter');
+  if (!chart) return;
+  const onFront = new Set(s.pareto);
+  const point = t => ({ x: t.values[0], y: t.values[1], trial: t.id });
+  const comparable = s.trials_table.filter(t => s.ranks[t.id] !== undefined);
+  const front = comparable.filter(t => onFront.has(t.id)).map(point).sort((a, b) => a.x - b.x);
+  chart.data.datasets = [
+    { label: 'trials', showLine: false, pointRadius: 3, borderColor: '#aab', backgroundColor: '#aab', data: comparable.filter(t => !onFront.has(t.id)).map(point) },
+    { label: 'Pareto front (' + front.length + ')', showLine: true, stepped: false, pointRadius: 5, borderColor: '#2f6fde', backgroundColor: '#2f6fde', data: front }];
+  chart.options.scales.x.title = { display: true, text: s.objectives[0].metric + ' (' + s.objectives[0].direction + ')' };
+  chart.options.scales.y.title = { display: true, text: s.objectives[1].metric + ' (' + s.objectives[1].direction + ')' };
+  chart.options.onClick = (event, elements) => {
+    if (!elements.length) return;
+    const p = chart.data.datasets[elements[0].datasetIndex].data[elements[0].index];
+    const t = s.trials_table.find(r => r.id === p.trial);
+    if (t && t.run) { location.hash = '#/run/' + t.run; return; }
+    const row = document.querySelector('#trials tr[data-trial="' + p.trial + '"]');
+    if (row) { row.scrollIntoView({ block: 'center' }); row.classList.add('picked'); setTimeout(() => row.classList.remove('picked'), 2000); }
+  };
+  chart.update('none');
 }
 
 let searchCharts = {};
@@ -317,6 +354,7 @@ function searchChart(box, id, type) {
 }
 
 function updateSearchCharts(s) {
+  if (multiObjective(s)) updateParetoChart(s);
   const history = searchChart(document.getElementById('history-box'), 'history', 'line');
   if (history) {
     history.data.datasets = [
@@ -345,16 +383,19 @@ async function showSearch(view, id, first) {
   const s = await api('searches/' + id);
   if (first) {
     searchCharts = {};
+    const several = multiObjective(s);
     view.replaceChildren(el('h2', { id: 'search-title' }, 'Search ' + s.url), el('p', { id: 'search-facts' }),
+      several && s.objectives.length === 2 ? el('div', { class: 'charts' }, el('div', { class: 'chart', id: 'pareto-box' }, el('h3', {}, 'the objectives: every trial, the Pareto front joined (click a point: its trial)'))) : '',
       el('div', { class: 'charts' },
         el('div', { class: 'chart', id: 'history-box' }, el('h3', {}, 'best so far')),
         el('div', { class: 'chart', id: 'intermediate-box' }, el('h3', {}, 'intermediate values (pruned: dashed; the latest 200 trials)')),
         el('div', { class: 'chart', id: 'importance-box' }, el('h3', {}, 'parameter importance (ε²: the share of the value\'s variance a parameter explains alone)'), el('p', { class: 'muted', id: 'importance-note' }))),
-      el('h2', {}, 'Parameters against the value (the best 1,000 trials)'), el('div', { id: 'parallel-box' }),
+      el('h2', {}, several ? 'Parameters against the objectives (the 1,000 best ranked trials; colour: non-dominated rank)' : 'Parameters against the value (the best 1,000 trials)'), el('div', { id: 'parallel-box' }),
       el('h2', {}, 'Trials'), el('div', { id: 'trials-box' }));
   }
   const counts = Object.entries(s.statuses).map(([k, n]) => n + ' ' + k).join(', ');
-  document.getElementById('search-facts').textContent = s.trials + ' trials (' + counts + '), best ' + fmt(s.best) + ' (' + s.direction + ')' + (s.problem ? ' — ' + s.problem : '');
+  const outcome = multiObjective(s) ? 'Pareto front ' + s.pareto.length + ' trial(s) of ' + s.objectives.map(o => o.metric + ' (' + o.direction + ')').join(', ') : 'best ' + fmt(s.best) + ' (' + s.direction + ')';
+  document.getElementById('search-facts').textContent = s.trials + ' trials (' + counts + '), ' + outcome + (s.problem ? ' — ' + s.problem : '');
   document.getElementById('parallel-box').replaceChildren(parallelCoordinates(s));
   document.getElementById('trials-box').replaceChildren(trialsTable(s));
   updateSearchCharts(s);
