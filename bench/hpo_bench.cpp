@@ -130,9 +130,10 @@ int usage(const std::string& why) {
   std::cerr
       << "hpo_bench: " << why
       << "\nusage: hpo_bench [--function hartmann6|hartmann6_10d|hartmann6_noisy|branin|mixed|edge|trivial\n"
-         "                            |zdt1|zdt2|zdt3|dtlz2]  (the last four: several objectives; the hypervolume)\n"
+         "                            |sphere|rosenbrock|zdt1|zdt2|zdt3|dtlz2]\n"
+         "       (sphere, rosenbrock: 10-d; zdt1-3, dtlz2: several objectives, the hypervolume)\n"
          "       [--trials N] [--seed S] [--seeds N]\n"
-      << "       [--strategy tpe|gp|random|grid|evolution|nsga2|motpe] [--parallel N] (with --seeds)\n"
+      << "       [--strategy tpe|gp|random|grid|evolution|nsga2|motpe|cmaes] [--parallel N] (with --seeds)\n"
       << "       [--engine inprocess|process|shared]  (process: each trial a command printing a trivial final value;\n"
       << "        shared: the same through a DistributedEngine over --storage URL, default a new SQLite file)\n"
       << "       [--storage URL]\n"
@@ -175,6 +176,23 @@ std::optional<Problem> problem(const std::string& function) {
       return v;
     };
     p.optimum = 0.13;
+  } else if (function == "sphere" || function == "rosenbrock") {  // 10-d; minimum 0 (sphere at 0.3, rosenbrock at 1)
+    const bool sphere = function == "sphere";
+    for (int j = 0; j < 10; ++j)
+      p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", sphere ? nlohmann::json{-5.0, 5.0} : nlohmann::json{-2.0, 2.0}}};
+    p.objective = [sphere](const nlohmann::json& x) {
+      double v = 0;
+      for (int j = 0; j < 10; ++j) {
+        const double a = x["x" + std::to_string(j)].get<double>();
+        if (sphere) {
+          v += (a - 0.3) * (a - 0.3);
+        } else if (j < 9) {
+          const double b = x["x" + std::to_string(j + 1)].get<double>();
+          v += 100 * (b - a * a) * (b - a * a) + (1 - a) * (1 - a);
+        }
+      }
+      return v;
+    };
   } else if (function == "zdt1" || function == "zdt2" || function == "zdt3") {
     for (int j = 0; j < 30; ++j) p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
     const int which = function[3] - '0';

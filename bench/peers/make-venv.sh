@@ -63,7 +63,7 @@ esac
 venv="$root/.venv-peers"
 reqs="$root/bench/peers/requirements.txt"
 python="$venv/bin/python"
-if [ ! -x "$python" ] || ! "$python" -c 'import optuna, scipy, torch, lightning' 2>/dev/null ||
+if [ ! -x "$python" ] || ! "$python" -c 'import optuna, scipy, torch, lightning, cmaes' 2>/dev/null ||
    [ "$("$python" -c 'import optuna; print(optuna.__version__)')" != "$(sed -n 's/^optuna==//p' "$reqs")" ]; then
   echo "make-venv: installing the peers' pins into .venv-peers (PyPI)" >&2
   python3 -m venv "$venv"

@@ -103,19 +103,30 @@ def hypervolume(points, ref):
     return total
 
 
+def sphere(t):  # 10-d in [-5, 5]; minimum 0 at 0.3 (off the centre, where CMA-ES starts)
+    return sum((t.suggest_float(f"x{j}", -5.0, 5.0) - 0.3) ** 2 for j in range(10))
+
+
+def rosenbrock(t):  # 10-d in [-2, 2]; minimum 0 at 1
+    x = [t.suggest_float(f"x{j}", -2.0, 2.0) for j in range(10)]
+    return sum(100 * (x[j + 1] - x[j] ** 2) ** 2 + (1 - x[j]) ** 2 for j in range(9))
+
+
 def trivial(t):  # measures pure framework overhead per trial
     return t.suggest_float("x", 0.0, 1.0)
 
 
 FUNCTIONS = {"hartmann6": (hartmann6, -3.32237), "hartmann6_10d": (hartmann6_10d, -3.32237),
              "branin": (branin, 0.397887), "mixed": (mixed, 0.0),
-             "trivial": (trivial, 0.0)}
+             "sphere": (sphere, 0.0), "rosenbrock": (rosenbrock, 0.0), "trivial": (trivial, 0.0)}
 
 
 def sampler_for(name, seed, multivariate):
     kwargs = {} if multivariate is None else {"multivariate": multivariate}
     if name == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed)
+    if name == "cmaes":  # with IPOP restarts, as baton's cmaes
+        return optuna.samplers.CmaEsSampler(seed=seed, restart_strategy="ipop")
     if name in ("tpe", "motpe"):  # with several directions Optuna's TPESampler is MOTPE
         return optuna.samplers.TPESampler(seed=seed, **kwargs)
     if name == "random":
@@ -131,7 +142,7 @@ def main():
     p.add_argument("--trials", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seeds", type=int, default=0, help="run seeds S..S+N-1 from --seed S (one line each)")
-    p.add_argument("--sampler", choices=["tpe", "random", "gp", "nsga2", "motpe"], default="tpe")
+    p.add_argument("--sampler", choices=["tpe", "random", "gp", "nsga2", "motpe", "cmaes"], default="tpe")
     p.add_argument("--multivariate", choices=["default", "0", "1"], default="default",
                    help="TPE: Optuna's default (5.x: multivariate for one objective; 3.x: not), or set it")
     a = p.parse_args()

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "baton/core/registry.h"
+#include "baton/exec/cmaes.h"
 #include "baton/exec/gp.h"
 #include "baton/exec/nsga2.h"
 #include "baton/exec/process.h"
@@ -82,6 +83,16 @@ const Strategies& strategy_registry() {
           r.read("eta_crossover", n.eta_crossover(), 0.0, kInf);
           r.read("eta_mutation", n.eta_mutation(), 0.0, kInf);
           return std::unique_ptr<Strategy>(std::make_unique<Nsga2Strategy>(space, o.seed(), objectives_of(o), n));
+        }},
+       {"cmaes",
+        [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          one_objective("cmaes", o);
+          CmaEsOptions c;
+          r.read("population", c.population(), 0, kMaxCount);
+          r.read("sigma", c.sigma(), 0.0, 1.0);
+          r.read("restarts", c.restarts());
+          r.read("separable_above", c.separable_above(), 1, kMaxCount);
+          return std::unique_ptr<Strategy>(std::make_unique<CmaEsStrategy>(space, o.seed(), o.maximize(), c));
         }},
        {"evolution", [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
           one_objective("evolution", o);
