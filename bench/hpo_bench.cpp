@@ -179,7 +179,8 @@ std::optional<Problem> problem(const std::string& function) {
   } else if (function == "sphere" || function == "rosenbrock") {  // 10-d; minimum 0 (sphere at 0.3, rosenbrock at 1)
     const bool sphere = function == "sphere";
     for (int j = 0; j < 10; ++j)
-      p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", sphere ? nlohmann::json{-5.0, 5.0} : nlohmann::json{-2.0, 2.0}}};
+      p.space["x" + std::to_string(j)] = {{"_type", "uniform"},
+                                          {"_value", sphere ? nlohmann::json{-5.0, 5.0} : nlohmann::json{-2.0, 2.0}}};
     p.objective = [sphere](const nlohmann::json& x) {
       double v = 0;
       for (int j = 0; j < 10; ++j) {

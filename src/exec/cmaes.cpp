@@ -82,10 +82,13 @@ void CmaEsStrategy::start_run(bool random_mean) {
   // ones for the rest (sep-CMA: positive only).
   mu_ = lambda_ / 2;
   std::vector<double> prime(static_cast<std::size_t>(lambda_));
-  for (int i = 0; i < lambda_; ++i) prime[static_cast<std::size_t>(i)] = std::log((lambda_ + 1) / 2.0) - std::log(i + 1.0);
+  for (int i = 0; i < lambda_; ++i)
+    prime[static_cast<std::size_t>(i)] = std::log((lambda_ + 1) / 2.0) - std::log(i + 1.0);
   auto effective = [&](int from, int to) {
     double sum = 0, squares = 0;
-    for (int i = from; i < to; ++i) sum += prime[static_cast<std::size_t>(i)], squares += prime[static_cast<std::size_t>(i)] * prime[static_cast<std::size_t>(i)];
+    for (int i = from; i < to; ++i)
+      sum += prime[static_cast<std::size_t>(i)],
+          squares += prime[static_cast<std::size_t>(i)] * prime[static_cast<std::size_t>(i)];
     return squares > 0 ? sum * sum / squares : 0.0;
   };
   mu_eff_ = effective(0, mu_);
@@ -96,12 +99,14 @@ void CmaEsStrategy::start_run(bool random_mean) {
     c_1_ = std::min(1.0, c_1_ * (n + 2) / 3);
     c_mu_ = std::min(1 - c_1_ - 1e-8, c_mu_ * (n + 2) / 3);
   }
-  const double min_alpha = std::min({1 + c_1_ / c_mu_, 1 + 2 * mu_eff_minus / (mu_eff_ + 2), (1 - c_1_ - c_mu_) / (n * c_mu_)});
+  const double min_alpha =
+      std::min({1 + c_1_ / c_mu_, 1 + 2 * mu_eff_minus / (mu_eff_ + 2), (1 - c_1_ - c_mu_) / (n * c_mu_)});
   double positive = 0, negative = 0;
   for (double w : prime) (w >= 0 ? positive : negative) += std::abs(w);
   weights_.resize(prime.size());
   for (std::size_t i = 0; i < prime.size(); ++i) {
-    weights_[i] = prime[i] >= 0 ? prime[i] / positive : (separable_ || negative <= 0 ? 0.0 : min_alpha / negative * prime[i]);
+    weights_[i] =
+        prime[i] >= 0 ? prime[i] / positive : (separable_ || negative <= 0 ? 0.0 : min_alpha / negative * prime[i]);
   }
   c_sigma_ = (mu_eff_ + 2) / (n + mu_eff_ + 5);
   d_sigma_ = 1 + 2 * std::max(0.0, std::sqrt((mu_eff_ - 1) / (n + 1)) - 1) + c_sigma_;
@@ -120,6 +125,7 @@ void CmaEsStrategy::start_run(bool random_mean) {
   generation_ = 0;
   best_history_.clear();
   pending_.clear();
+  mirror_.clear();
   told_.clear();
   decompose();
 }
@@ -155,7 +161,13 @@ std::optional<nlohmann::json> CmaEsStrategy::suggest() {
   std::normal_distribution<double> normal(0.0, 1.0);
   std::vector<double> z(n_), y(n_), x(n_);
   for (int attempt = 0; attempt < 100; ++attempt) {
-    for (double& v : z) v = normal(rng_);
+    if (!mirror_.empty() && attempt == 0) {
+      for (std::size_t i = 0; i < n_; ++i) z[i] = -mirror_[i];
+      mirror_.clear();
+    } else {
+      for (double& v : z) v = normal(rng_);
+      mirror_ = z;
+    }
     for (std::size_t i = 0; i < n_; ++i) {  // y = B D z
       if (separable_) {
         y[i] = std::sqrt(eigen_values_[i]) * z[i];
@@ -202,7 +214,8 @@ void CmaEsStrategy::tell() {
   std::sort(told_.begin(), told_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<double> y_w(n_, 0.0);
   for (int i = 0; i < mu_; ++i) {
-    for (std::size_t k = 0; k < n_; ++k) y_w[k] += weights_[static_cast<std::size_t>(i)] * told_[static_cast<std::size_t>(i)].second[k];
+    for (std::size_t k = 0; k < n_; ++k)
+      y_w[k] += weights_[static_cast<std::size_t>(i)] * told_[static_cast<std::size_t>(i)].second[k];
   }
   for (std::size_t k = 0; k < n_; ++k) mean_[k] += sigma_ * y_w[k];
   const std::vector<double> c_half = inverse_sqrt_times(y_w);
@@ -215,7 +228,8 @@ void CmaEsStrategy::tell() {
   ps_norm = std::sqrt(ps_norm);
   ++generation_;
   const double decay = 1 - std::pow(1 - c_sigma_, 2.0 * static_cast<double>(generation_));
-  const bool h_sigma = ps_norm / std::sqrt(std::max(decay, 1e-300)) < (1.4 + 2 / (static_cast<double>(n_) + 1)) * chi_n_;
+  const bool h_sigma =
+      ps_norm / std::sqrt(std::max(decay, 1e-300)) < (1.4 + 2 / (static_cast<double>(n_) + 1)) * chi_n_;
   const double pc_scale = h_sigma ? std::sqrt(c_c_ * (2 - c_c_) * mu_eff_) : 0.0;
   for (std::size_t k = 0; k < n_; ++k) p_c_[k] = (1 - c_c_) * p_c_[k] + pc_scale * y_w[k];
   // The rank-mu update over all lambda: a negative weight scaled by d / |C^{-1/2} y|^2.
@@ -244,6 +258,7 @@ void CmaEsStrategy::tell() {
   best_history_.push_back(told_.front().first);
   told_.clear();
   pending_.clear();  // the rest of this generation is not told
+  mirror_.clear();
   decompose();
   if (options_.restarts() && converged()) {
     lambda_ *= 2;
