@@ -130,7 +130,8 @@ int usage(const std::string& why) {
   std::cerr
       << "hpo_bench: " << why
       << "\nusage: hpo_bench [--function hartmann6|hartmann6_10d|hartmann6_noisy|branin|mixed|edge|trivial\n"
-         "                            |sphere|rosenbrock|zdt1|zdt2|zdt3|dtlz2]\n"
+         "                            "
+         "|branin_constrained|hartmann6_constrained|sphere|rosenbrock|zdt1|zdt2|zdt3|dtlz2]\n"
          "       (sphere, rosenbrock: 10-d; zdt1-3, dtlz2: several objectives, the hypervolume)\n"
          "       [--trials N] [--seed S] [--seeds N]\n"
       << "       [--strategy tpe|gp|random|grid|evolution|nsga2|motpe|cmaes] [--parallel N] (with --seeds)\n"
@@ -149,6 +150,9 @@ struct Problem {
   // Several objectives (minimized): their values, and the fixed reference point of the hypervolume.
   std::function<std::vector<double>(const nlohmann::json&)> objectives{};
   std::vector<double> reference{};
+  // Constraints: the constrained metric's value of a point, and its bound (value <= bound).
+  std::function<double(const nlohmann::json&)> constrained{};
+  double bound = 0;
 };
 
 std::optional<Problem> problem(const std::string& function) {
@@ -158,6 +162,25 @@ std::optional<Problem> problem(const std::string& function) {
     if (function == "hartmann6_noisy") p.noise = 0.1;    // as a training's metric: the best is the luckiest
     for (int j = 0; j < n; ++j) p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
     p.objective = hartmann6;
+    p.optimum = -3.32237;
+  } else if (function == "branin_constrained") {  // within 50 of (2.5, 7.5): one of the 3 minima is feasible
+    p.space["x1"] = {{"_type", "uniform"}, {"_value", {-5.0, 10.0}}};
+    p.space["x2"] = {{"_type", "uniform"}, {"_value", {0.0, 15.0}}};
+    p.objective = branin;
+    p.constrained = [](const nlohmann::json& x) {
+      return std::pow(x["x1"].get<double>() - 2.5, 2) + std::pow(x["x2"].get<double>() - 7.5, 2);
+    };
+    p.bound = 50;
+    p.optimum = 0.397887;
+  } else if (function == "hartmann6_constrained") {  // BoTorch's: |x|^2 <= 1 (the optimum is feasible)
+    for (int j = 0; j < 6; ++j) p.space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
+    p.objective = hartmann6;
+    p.constrained = [](const nlohmann::json& x) {
+      double v = 0;
+      for (int j = 0; j < 6; ++j) v += std::pow(x["x" + std::to_string(j)].get<double>(), 2);
+      return v;
+    };
+    p.bound = 1;
     p.optimum = -3.32237;
   } else if (function == "branin") {
     p.space["x1"] = {{"_type", "uniform"}, {"_value", {-5.0, 10.0}}};
@@ -262,7 +285,12 @@ Outcome best_of(baton::Strategy& strategy, const Problem& p, int64_t trials, int
     }
     const double value = p.objective(t.parameters);
     t.metrics.final = value + (p.noise > 0 ? noise(rng) : 0.0);
-    if (*t.metrics.final < observed_best) observed_best = *t.metrics.final, o.best = value;
+    bool feasible = true;
+    if (p.constrained) {  // the best is the best feasible
+      t.metrics.constraints = {p.constrained(t.parameters)};
+      feasible = t.metrics.constraints[0] <= p.bound;
+    }
+    if (feasible && *t.metrics.final < observed_best) observed_best = *t.metrics.final, o.best = value;
     if (done + 1 == 30 || done + 1 == 60 || done + 1 == 100) o.best_at[std::to_string(done + 1)] = o.best;
     strategy.observe(t);
   }
@@ -367,11 +395,17 @@ int main(int argc, char** argv) {
     const auto s = baton::SearchSpace::from_json(p->space);
     auto make = [&](uint64_t with_seed) -> std::unique_ptr<baton::Strategy> {
       const std::vector<bool> directions(p->objectives ? p->reference.size() : 0, false);
-      return baton::make_strategy(
-          strategy_name, s,
-          baton::StrategyOptions().seed(with_seed).maximize(false).directions(directions).settings(settings));
+      std::vector<baton::Constraint> constraints;
+      if (p->constrained) constraints.push_back({"c", true, p->bound});
+      return baton::make_strategy(strategy_name, s,
+                                  baton::StrategyOptions()
+                                      .seed(with_seed)
+                                      .maximize(false)
+                                      .directions(directions)
+                                      .constraints(constraints)
+                                      .settings(settings));
     };
-    if (seeds > 0 || p->objectives)  // several objectives: the strategy alone, as with --seeds
+    if (seeds > 0 || p->objectives || p->constrained)  // the strategy alone, as with --seeds
       return quality(make, *p, strategy_name, function, trials, seed, std::max(seeds, 1), parallel);
     auto strategy = make(seed);
     std::unique_ptr<baton::ExecutionEngine> engine;

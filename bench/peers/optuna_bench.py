@@ -103,6 +103,19 @@ def hypervolume(points, ref):
     return total
 
 
+def branin_constrained(t):  # branin within 50 of (2.5, 7.5) (squared distance): one of its 3 minima
+    value = branin(t)
+    x1, x2 = t.params["x1"], t.params["x2"]
+    t.set_user_attr("constraint", (x1 - 2.5) ** 2 + (x2 - 7.5) ** 2 - 50)
+    return value
+
+
+def hartmann6_constrained(t):  # BoTorch's constrained Hartmann: |x|^2 <= 1
+    value = hartmann6(t)
+    t.set_user_attr("constraint", sum(t.params[f"x{j}"] ** 2 for j in range(6)) - 1)
+    return value
+
+
 def sphere(t):  # 10-d in [-5, 5]; minimum 0 at 0.3 (off the centre, where CMA-ES starts)
     return sum((t.suggest_float(f"x{j}", -5.0, 5.0) - 0.3) ** 2 for j in range(10))
 
@@ -118,11 +131,14 @@ def trivial(t):  # measures pure framework overhead per trial
 
 FUNCTIONS = {"hartmann6": (hartmann6, -3.32237), "hartmann6_10d": (hartmann6_10d, -3.32237),
              "branin": (branin, 0.397887), "mixed": (mixed, 0.0),
-             "sphere": (sphere, 0.0), "rosenbrock": (rosenbrock, 0.0), "trivial": (trivial, 0.0)}
+             "branin_constrained": (branin_constrained, 0.397887),
+             "hartmann6_constrained": (hartmann6_constrained, -3.32237), "sphere": (sphere, 0.0), "rosenbrock": (rosenbrock, 0.0), "trivial": (trivial, 0.0)}
 
 
-def sampler_for(name, seed, multivariate):
+def sampler_for(name, seed, multivariate, constrained=False):
     kwargs = {} if multivariate is None else {"multivariate": multivariate}
+    if constrained:  # Optuna's constraints: values <= 0 are feasible
+        kwargs["constraints_func"] = lambda trial: [trial.user_attrs["constraint"]]
     if name == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed)
     if name == "cmaes":  # with IPOP restarts, as baton's cmaes
@@ -131,9 +147,16 @@ def sampler_for(name, seed, multivariate):
         return optuna.samplers.TPESampler(seed=seed, **kwargs)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
+    kwargs.pop("multivariate", None)
     if not hasattr(optuna.samplers, "GPSampler"):
         sys.exit(f"optuna {optuna.__version__} has no GPSampler (it came in 3.6): use bench/peers/make-venv.sh")
-    return optuna.samplers.GPSampler(seed=seed)
+    return optuna.samplers.GPSampler(seed=seed, **kwargs)
+
+
+def best_feasible(study):
+    """The best value of the trials that keep the constraint (all of them when there is none)."""
+    values = [t.value for t in study.trials if t.value is not None and t.user_attrs.get("constraint", -1) <= 0]
+    return min(values) if values else None
 
 
 def main():
@@ -152,14 +175,15 @@ def main():
         return several_objectives(a, multivariate)
     fn, optimum = FUNCTIONS[a.function]
     for seed in (range(a.seed, a.seed + a.seeds) if a.seeds > 0 else [a.seed]):
-        study = optuna.create_study(sampler=sampler_for(a.sampler, seed, multivariate))
+        constrained = a.function.endswith("_constrained")
+        study = optuna.create_study(sampler=sampler_for(a.sampler, seed, multivariate, constrained))
         best_at = {}
 
         marks = {}  # wall and CPU time when the 10th-last trial ended: the last 10 trials' cost
 
         def record(study, trial):  # the best so far after 30, 60, 100 trials (the same run's prefix)
             if trial.number + 1 in (30, 60, 100):
-                best_at[str(trial.number + 1)] = study.best_value
+                best_at[str(trial.number + 1)] = best_feasible(study)
             if trial.number + 1 == a.trials - 10:
                 marks["wall"], marks["cpu"] = time.perf_counter(), time.process_time()
 
@@ -173,7 +197,7 @@ def main():
         print(json.dumps({
             "peer": "optuna", "version": optuna.__version__, "sampler": a.sampler, "function": a.function,
             "trials": a.trials, "seed": seed, "total_s": round(dt, 4), "ms_per_trial": round(dt / a.trials * 1e3, 4),
-            "best": study.best_value, "best_at": best_at, "optimum": optimum, **last10,
+            "best": best_feasible(study), "best_at": best_at, "optimum": optimum, **last10,
         }), flush=True)
 
 

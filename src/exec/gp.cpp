@@ -59,9 +59,11 @@ struct Scaling {
   void snap(double* u) const { scale(unscale(u), u); }
 };
 
-// The trials (sorted, lowest loss first) in the model's coordinates, their losses standardised.
-template <typename Observations>  // ModelStrategy::Observation (protected)
-Gp observed(const Scaling& scaling, const Observations& sorted) {
+// The trials (sorted, lowest loss first) in the model's coordinates, `value` of each (by default
+// the loss) standardised; `mean` and `sd` get the standardisation.
+template <typename Observations, typename Value>  // ModelStrategy::Observation (protected)
+Gp observed(const Scaling& scaling, const Observations& sorted, Value value, double* mean_out = nullptr,
+            double* sd_out = nullptr) {
   Gp gp;
   gp.d = scaling.dims.size();
   gp.categorical.assign(scaling.categorical.begin(), scaling.categorical.end());
@@ -69,15 +71,17 @@ Gp observed(const Scaling& scaling, const Observations& sorted) {
   gp.x.resize(gp.n * gp.d);
   gp.y.resize(gp.n);
   double mean = 0, var = 0;
-  for (const auto& o : sorted) mean += o.loss;
+  for (const auto& o : sorted) mean += value(o);
   mean /= static_cast<double>(gp.n);
-  for (const auto& o : sorted) var += (o.loss - mean) * (o.loss - mean);
+  for (const auto& o : sorted) var += (value(o) - mean) * (value(o) - mean);
   const double sd = std::max(std::sqrt(var / static_cast<double>(gp.n)), 1e-10);
   for (std::size_t i = 0; i < gp.n; ++i) {
     scaling.scale(sorted[i].x, &gp.x[i * gp.d]);
-    gp.y[i] = (sorted[i].loss - mean) / sd;
+    gp.y[i] = (value(sorted[i]) - mean) / sd;
   }
   gp.prepare();
+  if (mean_out != nullptr) *mean_out = mean;
+  if (sd_out != nullptr) *sd_out = sd;
   return gp;
 }
 
@@ -224,7 +228,8 @@ std::vector<std::size_t> latest(const Observations& sorted, std::size_t count) {
 }  // namespace
 
 GpStrategy::GpStrategy(SearchSpace space, GpOptions options)
-    : ModelStrategy(std::move(space), options.seed(), Objectives{{options.maximize()}, {}}, options.startup_trials()),
+    : ModelStrategy(std::move(space), options.seed(), Objectives{{options.maximize()}, options.constraints()},
+                    options.startup_trials()),
       options_(options) {
   if (options_.candidates() < 1 || options_.local_starts() < 0 || options_.startup_trials() < 0) {
     throw std::invalid_argument("gp: candidates must be >= 1, local_starts and startup_trials >= 0");
@@ -240,8 +245,8 @@ std::unique_ptr<ModelStrategy> GpStrategy::nested(SearchSpace space, uint64_t se
 std::vector<double> GpStrategy::model_point(const std::vector<Observation>& sorted,
                                             const std::vector<std::vector<double>>& running) {
   const Scaling scaling(space().dimensions());
-  Gp gp = observed(scaling, sorted);
-  const double best = gp.y.front();  // sorted: the lowest
+  Gp gp = observed(scaling, sorted, [](const Observation& o) { return o.loss; });
+  const double best = gp.y.front();  // sorted: the lowest feasible first
   const std::vector<double> fitted = fit(gp, hyper_, fits_++);
   hyper_ = fitted;
   if (options_.constant_liar() && !running.empty()) {  // kriging believer: a running trial gives its mean
@@ -261,7 +266,19 @@ std::vector<double> GpStrategy::model_point(const std::vector<Observation>& sort
   }
   if (!gp.condition(fitted)) return scaling.unscale(&gp.x[0]);
 
-  const LogEi acq{gp, best};
+  // Constraints: a GP of each one's margin (fitted afresh: few trials, and the fit is the cost).
+  std::vector<Gp> constraint_models;
+  constraint_models.reserve(objectives().constraints.size());  // the acquisition keeps pointers
+  std::vector<std::pair<const Gp*, double>> feasibility;
+  for (std::size_t i = 0; i < objectives().constraints.size(); ++i) {
+    double mean = 0, sd = 1;
+    Gp c = observed(
+        scaling, sorted, [i](const Observation& o) { return o.margins[i]; }, &mean, &sd);
+    if (!c.condition(fit(c, {}, 0))) continue;
+    constraint_models.push_back(std::move(c));
+    feasibility.emplace_back(&constraint_models.back(), -mean / sd);
+  }
+  const LogEi acq{gp, best, feasibility, sorted.front().violation <= 0};
   const std::size_t count = static_cast<std::size_t>(options_.candidates());
   const std::size_t starts = std::min<std::size_t>(static_cast<std::size_t>(options_.local_starts()), count);
   auto scored = candidates(gp, scaling, acq, sorted.size(), count, starts, rng());

@@ -387,25 +387,47 @@ double log_h_slope(double z) {
   return -z - 2.0 / z - 2.0 / (z * z * z) * dp / p;
 }
 
-double LogEi::at(double mean, double sd) const { return std::log(sd) + log_h((best - mean) / sd); }
+double log_normal_cdf(double z) {
+  if (z > -30) return std::log(0.5 * std::erfc(-z / std::sqrt(2.0)));
+  return -0.5 * z * z - std::log(-z) - 0.5 * std::log(2 * M_PI);  // the tail's asymptote
+}
+
+double log_normal_cdf_slope(double z) {
+  if (z > -30) return std::exp(-0.5 * z * z - 0.5 * std::log(2 * M_PI) - log_normal_cdf(z));
+  return -z;
+}
+
+double LogEi::at(double mean, double sd) const { return ei ? std::log(sd) + log_h((best - mean) / sd) : 0.0; }
 
 double LogEi::operator()(const double* u) const {
-  const auto [m, s] = gp.posterior(u);
-  return at(m, s);
+  double out = 0;
+  (*this)(u, 1, &out);
+  return out;
 }
 
 void LogEi::operator()(const double* points, std::size_t m, double* out) const {
   std::vector<double> mean(m), sd(m);
   gp.posteriors(points, m, mean.data(), sd.data());
   for (std::size_t c = 0; c < m; ++c) out[c] = at(mean[c], sd[c]);
+  for (const auto& [model, threshold] : constraints) {
+    model->posteriors(points, m, mean.data(), sd.data());
+    for (std::size_t c = 0; c < m; ++c) out[c] += log_normal_cdf((threshold - mean[c]) / sd[c]);
+  }
 }
 
 double LogEi::operator()(const double* u, double* grad) const {
   std::vector<double> dm(gp.d), ds(gp.d);
   const auto [m, s] = gp.posterior(u, dm.data(), ds.data());
   const double z = (best - m) / s, slope = log_h_slope(z);
-  for (std::size_t k = 0; k < gp.d; ++k) grad[k] = ds[k] / s - slope * (dm[k] + z * ds[k]) / s;
-  return at(m, s);
+  for (std::size_t k = 0; k < gp.d; ++k) grad[k] = ei ? ds[k] / s - slope * (dm[k] + z * ds[k]) / s : 0.0;
+  double value = at(m, s);
+  for (const auto& [model, threshold] : constraints) {
+    const auto [cm, cs] = model->posterior(u, dm.data(), ds.data());
+    const double cz = (threshold - cm) / cs, cslope = log_normal_cdf_slope(cz);
+    for (std::size_t k = 0; k < gp.d; ++k) grad[k] += cslope * (-dm[k] - cz * ds[k]) / cs;
+    value += log_normal_cdf(cz);
+  }
+  return value;
 }
 
 }  // namespace baton::gp_model

@@ -75,10 +75,19 @@ std::vector<double> fit(const Gp& gp, const std::vector<double>& last, int64_t f
 double log_h(double z);
 double log_h_slope(double z);
 
+// log Phi(z), accurate far into the lower tail, and its derivative phi(z) / Phi(z).
+double log_normal_cdf(double z);
+double log_normal_cdf_slope(double z);
+
 // The acquisition: log expected improvement over `best` (a standardised loss: lower is better).
+// With constraints (Gardner et al. 2014, as Optuna's GPSampler): each constraint's GP of its
+// standardised margin, feasible at or below its threshold, adds log P(feasible); without a
+// feasible trial yet (`ei` false) only those count.
 struct LogEi {
   const Gp& gp;
   double best;
+  std::vector<std::pair<const Gp*, double>> constraints{};
+  bool ei = true;
   double operator()(const double* u) const;
   // The values at `m` points (`points`: m x d) into `out`.
   void operator()(const double* points, std::size_t m, double* out) const;

@@ -36,7 +36,11 @@ void ModelStrategy::observe(const Trial& trial) {
     branch(k, i).observe(inner);
   }
   auto losses = objectives_.losses(trial);
-  Observation o{losses.front(), observed_++, *x, losses, objectives_.violation(trial)};
+  Observation o{losses.front(), observed_++, *x, losses, objectives_.violation(trial), {}};
+  for (std::size_t i = 0; i < objectives_.constraints.size(); ++i) {
+    const auto& c = objectives_.constraints[i];
+    o.margins.push_back(c.at_most ? trial.metrics.constraints[i] - c.bound : c.bound - trial.metrics.constraints[i]);
+  }
   auto rank = [](const Observation& b) { return std::make_pair(b.violation, b.violation > 0 ? 0.0 : b.loss); };
   auto at = std::upper_bound(sorted_.begin(), sorted_.end(), rank(o),
                              [&](const std::pair<double, double>& k, const Observation& b) { return k < rank(b); });

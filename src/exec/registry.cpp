@@ -26,7 +26,7 @@ void one_objective(const std::string& name, const StrategyOptions& o) {
     throw std::invalid_argument("strategy " + name +
                                 " optimises one objective; for several use nsga2, motpe or random");
   if (!o.constraints().empty())
-    throw std::invalid_argument("strategy " + name + " does not model constraints; use tpe, nsga2 or random");
+    throw std::invalid_argument("strategy " + name + " does not model constraints; use tpe, gp or nsga2");
 }
 
 std::unique_ptr<Strategy> make_tpe(const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
@@ -64,8 +64,9 @@ const Strategies& strategy_registry() {
        {"motpe", make_tpe},
        {"gp",
         [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
-          one_objective("gp", o);
-          GpOptions g = GpOptions().seed(o.seed()).maximize(o.maximize());
+          if (o.directions().size() > 1)
+            throw std::invalid_argument("strategy gp optimises one objective; for several use nsga2, motpe or random");
+          GpOptions g = GpOptions().seed(o.seed()).maximize(o.maximize()).constraints(o.constraints());
           r.read("startup_trials", g.startup_trials(), 0, kMaxCount);
           r.read("candidates", g.candidates(), 1, kMaxCount);
           r.read("local_starts", g.local_starts(), 0, kMaxCount);

@@ -360,6 +360,8 @@ expect_error 2 "give either --objective" -- "$baton" search "$tmp/mo.yaml" --com
 expect_error 2 "strategy gp optimises one objective" -- "$baton" search "$tmp/mo.yaml" --command true --objective a:min --objective b:max --strategy gp --run-dir "$tmp/x"
 expect_error 2 "expected METRIC<=VALUE or METRIC>=VALUE" -- "$baton" search "$tmp/mo.yaml" --command true --constraint 'a=<1' --run-dir "$tmp/x"
 expect_error 2 "has one objective" -- "$baton" trials pareto --storage "$tmp/a/search.db"
+printf 'act: {_type: choice, _value: [relu, gelu]}\n' >"$tmp/choices.yaml"
+expect_error 2 "strategy cmaes: the space has only choices" -- "$baton" search "$tmp/choices.yaml" --command true --strategy cmaes --run-dir "$tmp/x"
 
 [ $failures -eq 0 ] && echo "search cli: ok"
 exit $((failures > 0))

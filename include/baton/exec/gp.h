@@ -20,6 +20,9 @@ namespace baton {
 class GpOptions {
   BATON_ARG(uint64_t, seed) = 0;
   BATON_ARG(bool, maximize) = true;
+  // Constraints: a GP of each one's margin; the acquisition is the log EI over the best feasible
+  // trial plus the log probability of keeping each (Gardner et al. 2014, as Optuna's GPSampler).
+  BATON_ARG(std::vector<Constraint>, constraints);
   BATON_ARG(int, startup_trials) = 6;     // suggestions before the model is used (a Latin hypercube over the space)
   BATON_ARG(int, candidates) = 1024;      // random points the acquisition is evaluated at
   BATON_ARG(int, local_starts) = 5;       // the best candidates refined by a local step

@@ -32,11 +32,12 @@ class ModelStrategy : public Strategy {
 
  protected:
   struct Observation {
-    double loss;                   // lower is better (the first objective's value, negated when maximizing)
-    int64_t order;                 // when it was observed
-    std::vector<double> x;         // per dimension: the coordinate, or the choice's index
-    std::vector<double> losses{};  // every objective's (losses[0] == loss)
-    double violation = 0;          // of the search's constraints (0: feasible)
+    double loss;                    // lower is better (the first objective's value, negated when maximizing)
+    int64_t order;                  // when it was observed
+    std::vector<double> x;          // per dimension: the coordinate, or the choice's index
+    std::vector<double> losses{};   // every objective's (losses[0] == loss)
+    double violation = 0;           // of the search's constraints (0: feasible)
+    std::vector<double> margins{};  // each constraint's value less its bound (>=: the reverse); <= 0 keeps it
   };
   // The observations are sorted feasible first by loss, then infeasible by violation.
   ModelStrategy(SearchSpace space, uint64_t seed, Objectives objectives, int startup_trials);
