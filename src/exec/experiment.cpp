@@ -235,6 +235,7 @@ struct Experiment::Impl {
 
   void say(const char* format, ...) const __attribute__((format(printf, 2, 3)));
   nlohmann::json objectives_json() const;
+  nlohmann::json constraints_json() const;
   void keep_front(const SearchProgress& progress);
   void check_metric(const Trial& failed) const;
   void say_front(const std::vector<Trial>& front) const;
@@ -262,6 +263,12 @@ nlohmann::json Experiment::Impl::objectives_json() const {
   nlohmann::json out = nlohmann::json::array();
   for (std::size_t i = 0; i < objectives.metrics.size(); ++i)
     out.push_back({{"metric", objectives.metrics[i]}, {"direction", direction(objectives.maximize[i])}});
+  return out;
+}
+
+nlohmann::json Experiment::Impl::constraints_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : objectives.constraints) out.push_back(c.to_string());
   return out;
 }
 
@@ -369,6 +376,17 @@ void Experiment::Impl::prepare_resume() {
                             "moved aside)");
     }
   }
+  if (auto stored = storage->meta("search"); stored && stored->contains("objectives")) {
+    const nlohmann::json now = {{"objectives", objectives_json()}, {"constraints", constraints_json()}};
+    const nlohmann::json then = {{"objectives", (*stored)["objectives"]},
+                                 {"constraints", stored->value("constraints", nlohmann::json::array())}};
+    if (now != then) {
+      throw ExperimentError("the search in " + redact_storage_url(storage_url) + " optimised " + then.dump() +
+                            ", not " + now.dump() +
+                            "; resume with the same --objective/--metric, --direction and --constraint flags, or add "
+                            "--new-study");
+    }
+  }
   for (auto& t : previous) {
     if (t.status == TrialStatus::kInterrupted && t.error.rfind(kStoppedWithTheSearch, 0) == 0) {
       t.status = TrialStatus::kWaiting;
@@ -465,7 +483,7 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   nlohmann::json meta = {
       {"space", m.o.space()},       {"space_definition", m.space_definition}, {"command", trials.command()},
       {"strategy", m.o.strategy()}, {"strategy_options", m.settings},         {"direction", direction(m.maximize)},
-      {"seed", m.o.seed()},         {"objectives", m.objectives_json()},      {"constraints", m.o.constraints()}};
+      {"seed", m.o.seed()},         {"objectives", m.objectives_json()},      {"constraints", m.constraints_json()}};
   if (m.join) {
     m.join_search(trials, meta);
   } else {
@@ -519,7 +537,7 @@ ExperimentResult Experiment::Impl::finish(const std::optional<Trial>& best, cons
   summary["objectives"] = objectives_json();
   std::vector<Trial> front;
   if (!objectives.constraints.empty()) {
-    summary["constraints"] = o.constraints();
+    summary["constraints"] = constraints_json();
     summary["trials"]["feasible"] = std::count_if(
         all.begin(), all.end(), [&](const Trial& t) { return objectives.usable(t) && objectives.violation(t) <= 0; });
   }

@@ -1,6 +1,7 @@
 #include "baton/exec/pareto.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
@@ -70,8 +71,8 @@ Objective parse_objective(const std::string& text) {
 
 std::string Constraint::to_string() const {
   char bound_text[64];
-  std::snprintf(bound_text, sizeof bound_text, "%.17g", bound);
-  return metric + (at_most ? "<=" : ">=") + bound_text;
+  const auto end = std::to_chars(bound_text, bound_text + sizeof bound_text, bound).ptr;  // the shortest exact
+  return metric + (at_most ? "<=" : ">=") + std::string(bound_text, end);
 }
 
 Constraint parse_constraint(const std::string& text) {

@@ -291,6 +291,7 @@ TpeStrategy::Good TpeStrategy::good_of_several(const std::vector<Observation>& s
       continue;
     }
     std::vector<std::vector<double>> last;
+    last.reserve(front.size());
     for (std::size_t i : front) last.push_back(losses[i]);
     for (std::size_t i : greedy_hypervolume_subset(last, n_good - good.members.size()))
       good.members.push_back(front[i]);

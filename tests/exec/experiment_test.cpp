@@ -108,8 +108,21 @@ TEST(Experiment, SeveralObjectivesGiveAParetoFrontInTheResultTheSummaryAndTheSto
   const int feasible = summary["trials"]["feasible"];
   EXPECT_EQ(static_cast<std::size_t>(feasible), result.pareto.size());  // every feasible trial is on the front
   EXPECT_EQ(summary["trials"]["total"], 12);
+  EXPECT_EQ(summary["constraints"], nlohmann::json::array({"x<=0.7"}));
   auto storage = open_storage("sqlite://" + (dir / "run" / "search.db").string());
   EXPECT_EQ(storage->meta("pareto")->size(), result.pareto.size());
+  // A resume must optimise what the search did.
+  const std::string error = testing::error_of([&] {
+    Experiment again(ExperimentOptions()
+                         .space((dir / "space.yaml").string())
+                         .command(trial)
+                         .objectives({"a:max", "b:min"})
+                         .constraints({"x<=0.7"})
+                         .resume(true)
+                         .run_dir(dir / "run")
+                         .out(nullptr));
+  });
+  EXPECT_NE(error.find("resume with the same --objective"), std::string::npos) << error;
 }
 
 TEST(Experiment, BadOptionsAreRefusedBeforeAnythingIsWritten) {
