@@ -329,7 +329,8 @@ int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, co
               s.train_s, s.samples_per_s(), s.eval_s);
   if (metrics.contains("eval/accuracy")) std::printf(", test accuracy %.4f", metrics["eval/accuracy"].get<double>());
   std::printf("\nsummary: %s\n", RunDir(dir).summary().string().c_str());
-  if (reporter && !report_final(*reporter, metrics, run)) return kRunFailed;
+  // Stopped by a signal (the search ended it, a timeout): not finished, nothing to report.
+  if (reporter && g_signal.load() == 0 && !report_final(*reporter, metrics, run)) return kRunFailed;
   if (const int sig = g_signal.load(); sig != 0) {
     std::printf("stopped by signal %d after batch %lld; resume with --autoresume\n", sig,
                 static_cast<long long>(s.steps));

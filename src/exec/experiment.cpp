@@ -480,7 +480,7 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   m.open_study();
   if (!m.join && m.o.resume()) m.prepare_resume();
   const ProcessEngineOptions trials = trial_options(m.o, m.worker, m.slots, m.objectives);
-  nlohmann::json meta = {
+  const nlohmann::json meta = {
       {"space", m.o.space()},       {"space_definition", m.space_definition}, {"command", trials.command()},
       {"strategy", m.o.strategy()}, {"strategy_options", m.settings},         {"direction", direction(m.maximize)},
       {"seed", m.o.seed()},         {"objectives", m.objectives_json()},      {"constraints", m.constraints_json()}};
