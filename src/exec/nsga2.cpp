@@ -118,10 +118,11 @@ nlohmann::json Nsga2Strategy::child_of(const Member& a, const Member& b) {
       child[d.name] = coordinates::value_of(d, x[k]);
     }
   }
-  // A copy of a parent would be a trial spent on a known value: one parameter mutates.
-  if (!dims.empty() && (child == a.parameters || child == b.parameters)) {
+  // A copy of a parent would be a trial spent on a known value: a parameter mutates (a draw may
+  // land on the same choice or the same rounded value: again, a few times).
+  for (int attempt = 0; attempt < 32 && !dims.empty() && (child == a.parameters || child == b.parameters); ++attempt) {
     const std::size_t k = std::uniform_int_distribution<std::size_t>(0, dims.size() - 1)(rng_);
-    child[dims[k].name] = mutated(k, x[k]);
+    child[dims[k].name] = dims[k].type == "choice" ? space_.sample(rng_)[dims[k].name] : mutated(k, x[k]);
   }
   return child;
 }
