@@ -334,6 +334,7 @@ def main():
         page_checks(browser, base, out, root)
         live_check(browser, base, root)
         make_pareto_searches(baton, root)
+        browser.open("about:blank")  # the page polls its server every second: leave it before the server goes
         server.terminate()
         server.wait(timeout=10)
         server, base = start_dashboard(baton, os.path.join(root, "mo"))

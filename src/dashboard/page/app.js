@@ -387,7 +387,7 @@ async function showSearch(view, id, first) {
     view.replaceChildren(el('h2', { id: 'search-title' }, 'Search ' + s.url), el('p', { id: 'search-facts' }),
       several && s.objectives.length === 2 ? el('div', { class: 'charts' }, el('div', { class: 'chart', id: 'pareto-box' }, el('h3', {}, 'the objectives: every trial, the Pareto front joined (click a point: its trial)'))) : '',
       el('div', { class: 'charts' },
-        el('div', { class: 'chart', id: 'history-box' }, el('h3', {}, 'best so far')),
+        el('div', { class: 'chart', id: 'history-box' }, el('h3', {}, several ? 'best so far of the first objective, ' + s.objectives[0].metric + ' (among every trial)' : 'best so far')),
         el('div', { class: 'chart', id: 'intermediate-box' }, el('h3', {}, 'intermediate values (pruned: dashed; the latest 200 trials)')),
         el('div', { class: 'chart', id: 'importance-box' }, el('h3', {}, 'parameter importance (ε²: the share of the value\'s variance a parameter explains alone)'), el('p', { class: 'muted', id: 'importance-note' }))),
       el('h2', {}, several ? 'Parameters against the objectives (the 1,000 best ranked trials; colour: non-dominated rank)' : 'Parameters against the value (the best 1,000 trials)'), el('div', { id: 'parallel-box' }),
