@@ -273,12 +273,11 @@ nlohmann::json Experiment::Impl::constraints_json() const {
 }
 
 // Several objectives: the storage keeps the Pareto front (meta "pareto": ids and values), renewed
-// when a feasible trial ends.
+// when a feasible trial ends (the search loop has just found it).
 void Experiment::Impl::keep_front(const SearchProgress& progress) {
   if (objectives.size() < 2 || !progress.last || !objectives.usable(*progress.last)) return;
   nlohmann::json front = nlohmann::json::array();
-  for (const auto& t : pareto_front(chain->list(), objectives))
-    front.push_back({{"id", t.id}, {"values", t.objectives()}});
+  for (const auto& t : progress.front) front.push_back({{"id", t.id}, {"values", t.objectives()}});
   storage->set_meta("pareto", front);
 }
 

@@ -31,8 +31,8 @@ void StatusLine::print(const SearchProgress& p, bool force) {
   }
   std::ostringstream line;
   line << "trials " << p.completed << "/" << trials_ << " done, " << running << " running, " << failed << " failed";
-  if (p.front > 0)
-    line << " | Pareto front " << p.front << " trial" << (p.front == 1 ? "" : "s");
+  if (!p.front.empty())
+    line << " | Pareto front " << p.front.size() << " trial" << (p.front.size() == 1 ? "" : "s");
   else if (p.best)
     line << " | best " << *p.best->metrics.final << " (trial " << p.best->id << " " << p.best->parameters.dump() << ")";
   line << " | " << format_duration(e) << " elapsed";

@@ -29,7 +29,7 @@ std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int
       if (better(t)) progress.best = t;
     }
   }
-  if (objectives.size() > 1) progress.front = pareto_front(restored, objectives).size();
+  if (objectives.size() > 1) progress.front = pareto_front(restored, objectives);
   auto take = [&](int64_t id) {
     auto t = engine.get(id);
     if (!t) return;
@@ -37,7 +37,7 @@ std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int
     strategy.observe(*t);
     if (better(*t)) progress.best = *t;
     progress.last = *t;
-    if (objectives.size() > 1 && objectives.usable(*t)) progress.front = pareto_front(engine.list(), objectives).size();
+    if (objectives.size() > 1 && objectives.usable(*t)) progress.front = pareto_front(engine.list(), objectives);
     if (on_progress) on_progress(progress);
   };
   bool exhausted = false;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "baton/exec/engine.h"
 #include "baton/exec/pareto.h"
@@ -16,7 +17,7 @@ struct SearchProgress {
   int64_t completed = 0;
   std::optional<Trial> best{};  // by the first objective, among feasible trials
   std::optional<Trial> last{};  // the trial that just completed
-  std::size_t front = 0;        // several objectives: the Pareto front's size
+  std::vector<Trial> front{};   // several objectives: the Pareto front, renewed as feasible trials end
 };
 
 // The strategy loop: submits while a worker is idle and the budget lasts, until `trials` were
