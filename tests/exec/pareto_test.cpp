@@ -204,7 +204,7 @@ TEST(Pareto, StrategiesOfOneObjectiveRefuseSeveral) {
 TEST(Pareto, TpeGpAndNsga2FindTheBestFeasibleValueAtAConstraintsBound) {
   const auto space = SearchSpace::from_json({{"x", {{"_type", "uniform"}, {"_value", {0.0, 1.0}}}}});
   const auto constraints = std::vector<Constraint>{parse_constraint("x>=0.6")};
-  for (const char* name : {"gp", "tpe", "nsga2"}) {
+  for (const char* name : {"gp", "tpe", "nsga2", "random"}) {
     auto s = make_strategy(name, space, StrategyOptions().seed(5).maximize(false).constraints(constraints));
     double best = 1;
     for (int i = 0; i < 40; ++i) {
@@ -216,7 +216,11 @@ TEST(Pareto, TpeGpAndNsga2FindTheBestFeasibleValueAtAConstraintsBound) {
       s->observe(t);
       if (x >= 0.6) best = std::min(best, x);
     }
-    EXPECT_LT(best, 0.62) << name;  // random search's best of 40 feasible draws: ~0.61 in the median, often worse
+    // Measured: gp 0.6000, tpe 0.6047, nsga2 0.6062; random search (the control) 0.673 with this seed.
+    if (std::string(name) == "random")
+      EXPECT_GT(best, 0.61);
+    else
+      EXPECT_LT(best, 0.61) << name;
   }
 }
 
