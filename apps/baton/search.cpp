@@ -137,6 +137,9 @@ nlohmann::json trial_row(const Trial& t) {
                         {"worker", t.worker}};
   if (!t.metrics.values.empty()) row["values"] = t.metrics.values;
   if (!t.metrics.constraints.empty()) row["constraints"] = t.metrics.constraints;
+  if (t.metrics.paused_at) row["paused_at"] = *t.metrics.paused_at;
+  row["exploits"] = nlohmann::json::array();  // population-based training: each state it copied
+  for (const auto& e : t.exploits) row["exploits"].push_back(e.to_json());
   return row;
 }
 
@@ -182,14 +185,20 @@ int run_trials_ls(const std::string& url, bool json) {
     return 0;
   }
   const bool shared = std::any_of(trials.begin(), trials.end(), [](const Trial& t) { return !t.worker.empty(); });
+  // Population-based training: where each trial took another's state ("from 3 at 1000ba").
+  auto lineage = [](const Trial& t) {
+    std::string out;
+    for (const auto& e : t.exploits) out += "  <- " + std::to_string(e.from) + " at " + e.at;
+    return out;
+  };
   std::printf("%6s  %-11s  %12s  %6s  %s%s\n", "id", "status", "final", "steps", shared ? "worker              " : "",
               "parameters");
   for (const auto& t : trials) {
     const std::string fin = final_text(t);
     char worker[64] = "";
     if (shared) std::snprintf(worker, sizeof worker, "%-20s", t.worker.empty() ? "-" : t.worker.c_str());
-    std::printf("%6lld  %-11s  %12s  %6zu  %s%s\n", static_cast<long long>(t.id), to_string(t.status).c_str(),
-                fin.c_str(), t.metrics.intermediate.size(), worker, t.parameters.dump().c_str());
+    std::printf("%6lld  %-11s  %12s  %6zu  %s%s%s\n", static_cast<long long>(t.id), to_string(t.status).c_str(),
+                fin.c_str(), t.metrics.intermediate.size(), worker, t.parameters.dump().c_str(), lineage(t).c_str());
   }
   return 0;
 }
@@ -326,7 +335,7 @@ void add_search(CLI::App& app) {
   trials->require_subcommand(1);
   CLI::App* ls = trials->add_subcommand("ls", "list the trials in a storage");
   ls->add_option("--storage", *storage, "the search's storage (sqlite:///PATH.db or PATH.db)")->required();
-  ls->add_flag("--json", *json, "one JSON array: [{id, status, parameters, final, intermediate}]");
+  ls->add_flag("--json", *json, "one JSON array: [{id, status, parameters, final, intermediate, exploits}]");
   ls->callback([storage, json] { guarded([&] { return run_trials_ls(*storage, *json); }); });
   CLI::App* pareto = trials->add_subcommand("pareto", "the Pareto front of a search with several objectives");
   pareto->add_option("--storage", *storage, "the search's storage (sqlite:///PATH.db or PATH.db)")->required();

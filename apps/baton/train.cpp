@@ -53,6 +53,33 @@ class SignalStopper : public Callback {
   }
 };
 
+// Population-based training's interval (BATON_TRIAL_UNTIL, e.g. 1000ba): the run stops there, with
+// an evaluation and a checkpoint, and its final line says it paused. A run resumed at that point
+// stops at once.
+class PauseAt : public Callback {
+ public:
+  explicit PauseAt(Time until) : until_(until) {}
+  void fit_start(State& state, Logger&) override { check(state); }
+  void batch_end(State& state, Logger&) override { check(state); }
+
+ private:
+  void check(State& state) const {
+    if (state.timestamp.get(until_.unit()) >= until_) state.stop_training();
+  }
+  Time until_;
+};
+
+// BATON_TRIAL_UNTIL, when a search set it.
+std::optional<Time> trial_until() {
+  const char* text = std::getenv("BATON_TRIAL_UNTIL");
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  try {
+    return Time::parse(text);
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(std::string("BATON_TRIAL_UNTIL: ") + e.what());
+  }
+}
+
 struct TrainArgs {
   std::string recipe;
   std::vector<std::string> sets;
@@ -226,6 +253,7 @@ std::shared_ptr<TrialReporter> add_run_callbacks(TrainingRun& run, const TrainAr
       profiler->set_folder((dir / profiler->folder()).string());
   }
   callbacks.push_back(std::make_shared<SignalStopper>());
+  if (auto until = trial_until(); until && writes) callbacks.push_back(std::make_shared<PauseAt>(*until));
   const char* trial_metric = std::getenv("BATON_TRIAL_METRIC");
   const char* trial_constraints = std::getenv("BATON_TRIAL_CONSTRAINTS");
   std::shared_ptr<TrialReporter> reporter;
@@ -277,8 +305,10 @@ void print_start(Trainer& trainer, const TrainingRun& run, bool writes) {
 }
 
 // A search trial's final line: its objectives' values (one, or a list) and its constraints'; a
-// metric never logged is named (the search stops on it). `params` is the model's parameter count.
-bool report_final(const TrialReporter& reporter, nlohmann::json metrics, const TrainingRun& run) {
+// metric never logged is named (the search stops on it). `params` is the model's parameter count; paused_at
+// (0 or more): the batch where the run stopped at population-based training's interval end.
+bool report_final(const TrialReporter& reporter, nlohmann::json metrics, const TrainingRun& run,
+                  int64_t paused_at) {
   int64_t params = 0;
   for (const auto& p : std::dynamic_pointer_cast<torch::nn::Module>(run.options.model())->parameters())
     params += p.numel();
@@ -300,6 +330,10 @@ bool report_final(const TrialReporter& reporter, nlohmann::json metrics, const T
   if (!values(reporter.metrics(), line["final"])) return false;
   if (line["final"].size() == 1) line["final"] = line["final"][0];
   if (!reporter.constraints().empty() && !values(reporter.constraints(), line["constraints"])) return false;
+  if (paused_at >= 0) {  // stopped at BATON_TRIAL_UNTIL: population-based training's interval end
+    line["paused"] = true;
+    line["step"] = paused_at;
+  }
   std::printf("baton: %s\n", line.dump().c_str());
   return true;
 }
@@ -330,13 +364,37 @@ int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, co
   if (metrics.contains("eval/accuracy")) std::printf(", test accuracy %.4f", metrics["eval/accuracy"].get<double>());
   std::printf("\nsummary: %s\n", RunDir(dir).summary().string().c_str());
   // Stopped by a signal (the search ended it, a timeout): not finished, nothing to report.
-  if (reporter && g_signal.load() == 0 && !report_final(*reporter, metrics, run)) return kRunFailed;
+  // Stopped at BATON_TRIAL_UNTIL before max_duration: population-based training's interval end.
+  const int64_t paused_at = trial_until() && s.stopped_early ? s.steps : -1;
+  if (reporter && g_signal.load() == 0 && !report_final(*reporter, metrics, run, paused_at)) return kRunFailed;
   if (const int sig = g_signal.load(); sig != 0) {
     std::printf("stopped by signal %d after batch %lld; resume with --autoresume\n", sig,
                 static_cast<long long>(s.steps));
     return 128 + sig;
   }
   return 0;
+}
+
+// Population-based training resumes a copied state with new parameters: each optimizer's
+// hyperparameters (lr, momentum, weight decay, betas, ...) are the recipe's, not the checkpoint's;
+// its state (momentum buffers, step counts) is the checkpoint's. Taken before the trainer loads.
+using GroupOptions = std::vector<std::unique_ptr<torch::optim::OptimizerOptions>>;
+
+GroupOptions recipe_hyperparameters(const TrainingRun& run) {
+  GroupOptions out;
+  for (const auto& optimizer : run.options.optimizers()) {
+    for (auto& group : optimizer->param_groups()) out.push_back(group.options().clone());
+  }
+  return out;
+}
+
+void restore_hyperparameters(const TrainingRun& run, GroupOptions& saved) {
+  std::size_t i = 0;
+  for (const auto& optimizer : run.options.optimizers()) {
+    for (auto& group : optimizer->param_groups()) {
+      if (i < saved.size()) group.set_options(std::move(saved[i++]));
+    }
+  }
 }
 
 // fast_dev_run: a few batches of training and evaluation to see that the recipe runs end to end;
@@ -405,8 +463,10 @@ int run_train(const TrainArgs& args) {
   }
   on_stop_signals(on_stop_signal);
   std::unique_ptr<Trainer> made;
+  GroupOptions hyperparameters = trial_until() ? recipe_hyperparameters(run) : GroupOptions{};
   try {
     made = std::make_unique<Trainer>(run.options);  // a resume refused here has written nothing
+    restore_hyperparameters(run, hyperparameters);
   } catch (...) {
     if (writes) {
       // The TensorBoard logger made its event file (a name of its own, one record) for this run alone.

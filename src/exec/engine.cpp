@@ -107,6 +107,23 @@ int64_t TrialTable::submit_as(int64_t id, const nlohmann::json& parameters) {
   return id;
 }
 
+bool TrialTable::continue_trial(int64_t id, const std::function<void(Trial&)>& change) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = trials_.find(id);
+    if (it == trials_.end() || it->second.status != TrialStatus::kTrained) return false;
+    change(it->second);
+    it->second.status = TrialStatus::kWaiting;
+    it->second.ended_at = 0.0;
+    std::erase(completed_order_, id);
+    ++unfinished_;
+  }
+  notify_observer(id);
+  changed_.notify_all();
+  requeue(id);
+  return true;
+}
+
 void TrialTable::forget(int64_t id) {
   std::lock_guard lock(mutex_);
   auto it = trials_.find(id);
@@ -231,7 +248,10 @@ void TrialTable::default_callback(ModelEvent& event) {
         break;
       case ModelEventType::kIntermediateMetric: {
         const auto& e = static_cast<const IntermediateMetric&>(event);
-        t.metrics.intermediate.push_back({e.step, e.value});
+        auto& curve = t.metrics.intermediate;
+        if (!curve.empty() && curve.back().step >= e.step)  // a run again: from e.step on, the new values
+          std::erase_if(curve, [&](const IntermediateValue& v) { return v.step >= e.step; });
+        curve.push_back({e.step, e.value});
         break;
       }
       case ModelEventType::kFinalMetric: {
@@ -239,6 +259,7 @@ void TrialTable::default_callback(ModelEvent& event) {
         t.metrics.final = e.value;
         t.metrics.values = e.values;
         t.metrics.constraints = e.constraints;
+        t.metrics.paused_at = e.paused_at;
         break;
       }
       case ModelEventType::kTrainingEnd: {
@@ -292,7 +313,9 @@ void TrialTable::load_state_dict(const nlohmann::json& state) {
       Trial t = Trial::from_json(j);
       if (!t.completed()) {
         t.status = TrialStatus::kRetrying;  // its run was lost with the process that held it
-        t.metrics = {};
+        // Its curve stays: a run that resumes from a checkpoint reports only what comes after it
+        // (and a step reported again replaces the old value and those after it).
+        t.metrics = {std::move(t.metrics.intermediate)};
         unfinished.push_back(t.id);
       }
       trials_[t.id] = t;

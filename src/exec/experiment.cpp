@@ -16,6 +16,7 @@
 
 #include "baton/exec/distributed.h"
 #include "baton/exec/middleware.h"
+#include "baton/exec/pbt.h"
 #include "baton/exec/process.h"
 #include "baton/exec/registry.h"
 #include "baton/exec/search.h"
@@ -161,7 +162,8 @@ std::vector<std::shared_ptr<Middleware>> extra_middlewares(const ExperimentOptio
 
 // How each trial runs: the command, or `TRAINER train RECIPE` with the trial's parameters as overrides.
 ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string& worker,
-                                   const std::vector<TrialSlot>& slots, const Objectives& objectives) {
+                                   const std::vector<TrialSlot>& slots, const Objectives& objectives,
+                                   const PopulationBasedTraining* pbt) {
   ProcessEngineOptions options;
   options.workers(o.parallel());
   options.objectives(objectives.size());
@@ -186,6 +188,12 @@ ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string
   std::vector<std::string> constrained;
   for (const auto& c : objectives.constraints) constrained.push_back(c.metric);
   if (!constrained.empty()) options.env()["BATON_TRIAL_CONSTRAINTS"] = join_names(constrained, ",");
+  // Population-based training: each run stops at its interval's end.
+  if (pbt != nullptr) {
+    options.trial_env([pbt](int64_t) {
+      return ProcessEngineOptions::Env{{"BATON_TRIAL_UNTIL", pbt->until(pbt->round()).to_string()}};
+    });
+  }
   return options;
 }
 
@@ -223,6 +231,7 @@ struct Experiment::Impl {
   nlohmann::json space_definition;
   nlohmann::json settings = nlohmann::json::object();  // the strategy's options, as stored
   std::unique_ptr<Strategy> strategy;
+  PopulationBasedTraining* pbt = nullptr;  // the strategy, when it is pbt
   std::shared_ptr<TrialStorage> storage;
   std::vector<Trial> previous;  // the storage's trials when the experiment began
   std::shared_ptr<DistributedEngine> distributed;
@@ -246,6 +255,9 @@ struct Experiment::Impl {
   void join_search(const ProcessEngineOptions& options, const nlohmann::json& meta);
   void own_search(const ProcessEngineOptions& options, const nlohmann::json& meta);
   void make_chain();
+  void check_pbt();
+  void copy_checkpoint(int64_t id, int64_t from) const;
+  std::optional<Trial> run_population(const std::function<void(const SearchProgress&)>& on_progress);
   int stop_trials(const std::set<int64_t>& running);
   ExperimentResult finish(const std::optional<Trial>& best, const detail::StatusLine& status);
 };
@@ -465,6 +477,58 @@ void Experiment::Impl::make_chain() {
   chain->set_engine(engine);
 }
 
+// Population-based training copies the trials' checkpoints: it trains a recipe, in one search
+// process, without the middlewares that end trials early.
+void Experiment::Impl::check_pbt() {
+  if (!o.command().empty())
+    throw ExperimentError(
+        "--strategy pbt copies the checkpoints of a recipe's trials, which a --command trial does not have; give "
+        "--recipe");
+  if (join) throw ExperimentError("--strategy pbt runs in one search process; --join and mpirun are not supported");
+  if (o.asha() > 0 || o.median_stop() > 0 || o.retries() > 0)
+    throw ExperimentError(
+        "--strategy pbt decides itself which trials go on; leave out --asha, --median-stop and --retries");
+  o.trials(pbt->options().population());
+}
+
+// The checkpoint `from` saved at the interval's end (its checkpoints/latest) becomes `id`'s latest;
+// `id`'s own checkpoints go (its run continues from the copy).
+void Experiment::Impl::copy_checkpoint(int64_t id, int64_t from) const {
+  namespace fs = std::filesystem;
+  const fs::path source = RunDir(o.run_dir() / "trials" / std::to_string(from)).checkpoints();
+  const fs::path target = RunDir(o.run_dir() / "trials" / std::to_string(id)).checkpoints();
+  std::error_code ec;
+  const fs::path latest = source / "latest";
+  const fs::path name = fs::is_symlink(latest, ec) ? fs::read_symlink(latest, ec).filename() : fs::path();
+  if (name.empty() || !fs::is_regular_file(source / name, ec))
+    throw ExperimentError("pbt: trial " + std::to_string(from) + " has no checkpoint at " + latest.string() +
+                          " to copy to trial " + std::to_string(id) +
+                          " (leave the recipe's save_folder unset: each trial saves in its run folder)");
+  fs::create_directories(target, ec);
+  const fs::path tmp = target / (name.string() + ".pbt-copy");
+  fs::copy_file(source / name, tmp, fs::copy_options::overwrite_existing, ec);
+  if (!ec) fs::rename(tmp, target / name, ec);
+  if (ec) throw std::runtime_error("pbt: could not copy " + (source / name).string() + ": " + ec.message());
+  for (const auto& entry : fs::directory_iterator(target, ec)) {
+    if (entry.path().filename() != name && entry.path().filename() != "latest") fs::remove(entry.path(), ec);
+  }
+  const fs::path link = target / "latest.pbt-copy";
+  fs::remove(link, ec);
+  fs::create_symlink(name, link, ec);
+  if (!ec) fs::rename(link, target / "latest", ec);
+  if (ec) throw std::runtime_error("pbt: could not point " + (target / "latest").string() + ": " + ec.message());
+}
+
+std::optional<Trial> Experiment::Impl::run_population(const std::function<void(const SearchProgress&)>& on_progress) {
+  auto* table = dynamic_cast<TrialTable*>(engine.get());
+  PbtHooks hooks;
+  hooks.copy_state = [this](int64_t id, int64_t from) { copy_checkpoint(id, from); };
+  hooks.save_state = [this](const nlohmann::json& state) { storage->set_meta("pbt", state); };
+  hooks.on_progress = on_progress;
+  const auto state = storage->meta("pbt");
+  return run_pbt(*pbt, *table, state ? *state : nlohmann::json(), hooks);
+}
+
 Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.o = std::move(options);
@@ -476,9 +540,14 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   if (m.launch && m.launch->size <= 1) m.launch.reset();
   m.join = m.o.join() || m.launch.has_value();
   m.build_strategy();
+  m.pbt = dynamic_cast<PopulationBasedTraining*>(m.strategy.get());
+  if (m.pbt != nullptr) m.check_pbt();  // before anything is written
   m.open_study();
+  // A resumed PBT search's trials run again as the engine opens: at the interval it was in.
+  if (auto state = m.pbt != nullptr ? m.storage->meta("pbt") : std::nullopt; state && state->is_object())
+    m.pbt->set_round(state->value("round", int64_t{0}));
   if (!m.join && m.o.resume()) m.prepare_resume();
-  const ProcessEngineOptions trials = trial_options(m.o, m.worker, m.slots, m.objectives);
+  const ProcessEngineOptions trials = trial_options(m.o, m.worker, m.slots, m.objectives, m.pbt);
   const nlohmann::json meta = {
       {"space", m.o.space()},       {"space_definition", m.space_definition}, {"command", trials.command()},
       {"strategy", m.o.strategy()}, {"strategy_options", m.settings},         {"direction", direction(m.maximize)},
@@ -586,12 +655,14 @@ ExperimentResult Experiment::run() {
   bool stopped = false;
   detail::StatusTicker ticker(*m.chain, status, m.stop_signal);  // stopped by its destructor when run_search throws
   try {
-    best = run_search(*m.strategy, *m.chain, m.o.trials(), m.objectives, [&](const SearchProgress& p) {
+    const auto on_progress = [&](const SearchProgress& p) {
       ticker.progress(p);
       m.keep_front(p);
       if (m.stop_signal.load() != 0) throw ExperimentStopped{};
       if (p.last && p.last->status == TrialStatus::kFailed) m.check_metric(*p.last);
-    });
+    };
+    best = m.pbt != nullptr ? m.run_population(on_progress)
+                            : run_search(*m.strategy, *m.chain, m.o.trials(), m.objectives, on_progress);
   } catch (const ExperimentStopped&) {
     stopped = true;
   } catch (const ExperimentError&) {  // a metric the trials never log: every trial would fail

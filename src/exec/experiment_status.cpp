@@ -31,6 +31,7 @@ void StatusLine::print(const SearchProgress& p, bool force) {
   }
   std::ostringstream line;
   line << "trials " << p.completed << "/" << trials_ << " done, " << running << " running, " << failed << " failed";
+  if (!p.stage.empty()) line << " | " << p.stage;
   if (!p.front.empty())
     line << " | Pareto front " << p.front.size() << " trial" << (p.front.size() == 1 ? "" : "s");
   else if (p.best)

@@ -196,7 +196,10 @@ std::optional<nlohmann::json> parse_protocol_line(const std::string& line) {
     if (inter) throw std::invalid_argument("\"constraints\" go with the final value, not an intermediate one");
     check_list(j["constraints"], "\"constraints\"");
   }
-  if (inter && j.contains("step")) {
+  if (j.contains("paused") && (inter || !j["paused"].is_boolean() || !j.contains("step")))
+    throw std::invalid_argument("\"paused\" is true or false, with a final value and its step: " +
+                                j.dump().substr(0, 200));
+  if (j.contains("step")) {
     // A whole number an int64 holds, kept exactly (2^64 - 1 would wrap to -1 and a float lose digits).
     const auto& step = j["step"];
     const bool fits = step.is_number_unsigned()
@@ -295,6 +298,9 @@ void ProcessEngine::start(int64_t id) {
   const auto slot = std::find(slot_trial_.begin(), slot_trial_.end(), -1);
   const TrialSlot* where = nullptr;
   ProcessEngineOptions::Env env = options_.env();
+  if (options_.trial_env()) {
+    for (auto& [name, value] : options_.trial_env()(id)) env[name] = value;
+  }
   if (slot != slot_trial_.end()) {
     *slot = id;
     const auto index = static_cast<int>(slot - slot_trial_.begin());
@@ -554,6 +560,7 @@ void ProcessEngine::report(int64_t id, Run& run, const std::string& line) {
     FinalMetric e(id, v.is_array() ? v.front().get<double>() : v.get<double>());
     if (v.is_array() && v.size() > 1) e.values = v.get<std::vector<double>>();
     if (j->contains("constraints")) e.constraints = (*j)["constraints"].get<std::vector<double>>();
+    if (j->value("paused", false)) e.paused_at = (*j)["step"].get<int64_t>();
     const std::size_t count = v.is_array() ? v.size() : 1;
     if (count != options_.objectives() || e.constraints.size() != options_.constraints()) {
       if (run.protocol_error.empty()) run.protocol_error = protocol_count_error(options_, *j);

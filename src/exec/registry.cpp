@@ -1,5 +1,7 @@
 #include "baton/exec/registry.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -9,6 +11,7 @@
 #include "baton/exec/cmaes.h"
 #include "baton/exec/gp.h"
 #include "baton/exec/nsga2.h"
+#include "baton/exec/pbt.h"
 #include "baton/exec/process.h"
 #include "baton/exec/strategy.h"
 #include "baton/exec/tpe.h"
@@ -43,6 +46,28 @@ std::unique_ptr<Strategy> make_tpe(const SearchSpace& space, const StrategyOptio
   r.read("clip_exponent", t.clip_exponent(), 0.0, kInf);
   r.read("min_bandwidth", t.min_bandwidth(), 0.0, 0.1);
   return std::make_unique<TpeStrategy>(space, t);
+}
+
+// pbt's perturb: factors as "0.8:1.2" (a command line's) or a list.
+std::vector<double> read_factors(OptionReader& r, const std::string& key, std::vector<double> fallback) {
+  if (!r.has(key) || !r.json()[key].is_string()) {
+    r.read(key, fallback);
+    return fallback;
+  }
+  const std::string text = r.text(key, "");
+  std::vector<double> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(':', start), text.size());
+    const std::string part = text.substr(start, end - start);
+    char* stop = nullptr;
+    const double v = std::strtod(part.c_str(), &stop);
+    if (part.empty() || stop != part.c_str() + part.size() || !std::isfinite(v))
+      r.fail(key, "expected factors separated by ':' (perturb=0.8:1.2), got '" + text + "'");
+    out.push_back(v);
+    start = end + 1;
+  }
+  return out;
 }
 
 // Each strategy reads its own options (docs/search.md has the table) into its XxxOptions, whose
@@ -94,6 +119,18 @@ const Strategies& strategy_registry() {
           r.read("restarts", c.restarts());
           r.read("separable_above", c.separable_above(), 1, kMaxCount);
           return std::unique_ptr<Strategy>(std::make_unique<CmaEsStrategy>(space, o.seed(), o.maximize(), c));
+        }},
+       {"pbt",
+        [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          one_objective("pbt", o);
+          PbtOptions p;
+          r.read("population", p.population(), 2, 4096);
+          r.read("interval", p.interval());
+          r.read("quantile", p.quantile(), 0.0, 0.5);
+          p.perturb(read_factors(r, "perturb", p.perturb()));
+          r.read("resample_probability", p.resample_probability());
+          return std::unique_ptr<Strategy>(
+              std::make_unique<PopulationBasedTraining>(space, o.seed(), o.maximize(), std::move(p)));
         }},
        {"evolution", [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
           one_objective("evolution", o);

@@ -56,6 +56,21 @@ std::vector<double> Trial::objectives() const {
   return {};
 }
 
+nlohmann::json Exploit::to_json() const {
+  return {{"step", step}, {"at", at}, {"from", from}, {"score", score}, {"from_score", from_score}, {"changes", changes}};
+}
+
+Exploit Exploit::from_json(const nlohmann::json& j) {
+  Exploit e;
+  e.step = j.value("step", int64_t{0});
+  e.at = j.value("at", std::string());
+  e.from = j.value("from", int64_t{0});
+  e.score = j.value("score", 0.0);
+  e.from_score = j.value("from_score", 0.0);
+  e.changes = j.value("changes", nlohmann::json::object());
+  return e;
+}
+
 nlohmann::json Trial::to_json() const {
   nlohmann::json inter = nlohmann::json::array();
   for (const auto& v : metrics.intermediate) inter.push_back({{"step", v.step}, {"value", v.value}});
@@ -70,8 +85,11 @@ nlohmann::json Trial::to_json() const {
                       {"attempts", attempts}};
   if (!metrics.values.empty()) j["values"] = metrics.values;
   if (!metrics.constraints.empty()) j["constraints"] = metrics.constraints;
+  if (metrics.paused_at) j["paused_at"] = *metrics.paused_at;
   if (!error.empty()) j["error"] = error;
   if (!worker.empty()) j["worker"] = worker;
+  j["exploits"] = nlohmann::json::array();
+  for (const auto& e : exploits) j["exploits"].push_back(e.to_json());
   return j;
 }
 
@@ -86,12 +104,14 @@ Trial Trial::from_json(const nlohmann::json& j) {
   }
   t.metrics.values = j.value("values", std::vector<double>{});
   t.metrics.constraints = j.value("constraints", std::vector<double>{});
+  if (j.contains("paused_at") && j["paused_at"].is_number_integer()) t.metrics.paused_at = j["paused_at"].get<int64_t>();
   t.submitted_at = j.value("submitted_at", 0.0);
   t.started_at = j.value("started_at", 0.0);
   t.ended_at = j.value("ended_at", 0.0);
   t.attempts = j.value("attempts", 0);
   t.error = j.value("error", std::string());
   t.worker = j.value("worker", std::string());
+  for (const auto& e : j.value("exploits", nlohmann::json::array())) t.exploits.push_back(Exploit::from_json(e));
   return t;
 }
 

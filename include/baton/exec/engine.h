@@ -98,6 +98,9 @@ class TrialTable : public ExecutionEngine {
   // Queues a trial under an id given from outside (a distributed search's id, from its shared
   // storage). Throws std::invalid_argument when the table has that id already.
   int64_t submit_as(int64_t id, const nlohmann::json& parameters);
+  // Runs a Trained trial on under its id (population-based training's next interval): `change`
+  // edits it first (its parameters, its exploits); its metrics stay. False when it is not Trained.
+  bool continue_trial(int64_t id, const std::function<void(Trial&)>& change);
   // Drops a completed trial from the table (a distributed worker about to run it again after a
   // retry); does nothing for an unknown or unfinished one.
   void forget(int64_t id);

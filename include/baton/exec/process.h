@@ -2,7 +2,8 @@
 //  - in: environment variables BATON_TRIAL_PARAMETERS (a JSON object) and BATON_TRIAL_ID;
 //  - out: lines `baton: {"intermediate": 0.71, "step": 3}` and `baton: {"final": 0.93}` on stdout;
 //    with several objectives `{"final": [0.93, 120000]}` (in the search's order), and the
-//    constrained metrics' values `{"final": 0.93, "constraints": [12.5]}`.
+//    constrained metrics' values `{"final": 0.93, "constraints": [12.5]}`; a run population-based
+//    training stopped at its interval's end adds `"paused": true`.
 // Exit 0 with a final value: Trained. Otherwise Failed (exit status or signal, with the tail of
 // stderr); past its timeout: Failed ("timed out"); kill(): Interrupted. The process group gets
 // SIGTERM, then SIGKILL after a grace period. One thread waits on all pipes with poll(): events
@@ -10,6 +11,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -56,6 +58,8 @@ class ProcessEngineOptions {
   BATON_ARG(double, kill_grace_s) = 2.0;        // SIGTERM -> SIGKILL
   BATON_ARG(std::filesystem::path, log_dir);    // when set: <log_dir>/<id>/stdout.log and stderr.log
   BATON_ARG(Env, env);                          // added to the trial's environment
+  // More of it for one trial run, asked for as it starts (population-based training's interval end).
+  BATON_ARG(std::function<Env(int64_t)>, trial_env);
   // How many final values a trial reports (its objectives) and constrained metrics: a final line
   // with another count fails the trial, saying what was expected.
   BATON_ARG(std::size_t, objectives) = 1;

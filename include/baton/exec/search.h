@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "baton/exec/engine.h"
@@ -18,6 +19,7 @@ struct SearchProgress {
   std::optional<Trial> best{};  // by the first objective, among feasible trials
   std::optional<Trial> last{};  // the trial that just completed
   std::vector<Trial> front{};   // several objectives: the Pareto front, renewed as feasible trials end
+  std::string stage{};          // where a search of stages is (population-based training's interval)
 };
 
 // The strategy loop: submits while a worker is idle and the budget lasts, until `trials` were

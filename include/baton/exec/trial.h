@@ -31,6 +31,22 @@ struct TrialMetrics {
   std::vector<double> values{};
   // The constrained metrics' values, in the order of the search's constraints (empty: none).
   std::vector<double> constraints{};
+  // Population-based training: the batch at which the last run paused at its interval's end
+  // (nullopt: it ran to its end, or is not a PBT trial).
+  std::optional<int64_t> paused_at{};
+};
+
+// Population-based training: at the end of an interval the trial took another trial's checkpoint
+// (its weights, optimizer, schedulers and data position) and went on with changed parameters.
+struct Exploit {
+  int64_t step = 0;      // the interval's end: the batch
+  std::string at{};      // the same as the interval's time ("1000ba", "2ep")
+  int64_t from = 0;      // the trial whose checkpoint it copied
+  double score = 0.0;    // its own metric there
+  double from_score = 0.0;
+  nlohmann::json changes = nlohmann::json::object();  // {name: [old, new]} for each parameter changed
+  nlohmann::json to_json() const;
+  static Exploit from_json(const nlohmann::json& j);
 };
 
 struct Trial {
@@ -44,6 +60,7 @@ struct Trial {
   int attempts = 0;  // runs started (1 + retries)
   std::string error{};
   std::string worker{};  // who runs or ran it, in a distributed search ("host:pid"); empty otherwise
+  std::vector<Exploit> exploits{};  // population-based training: each copy of another trial's state
 
   bool completed() const { return baton::completed(status); }
   // Every objective's final value: `values`, or the one `final`; empty when none was reported.
@@ -92,6 +109,7 @@ struct FinalMetric : ModelEvent {
   double value;
   std::vector<double> values{};  // several objectives (values[0] == value); empty: one
   std::vector<double> constraints{};
+  std::optional<int64_t> paused_at{};  // population-based training: stopped at its interval's end, at this batch
 };
 
 // A worker began a run of the trial (Waiting or Retrying -> Running; attempts + 1).
