@@ -282,10 +282,10 @@ void add_search(CLI::App& app) {
   cmd->add_option("--threads-per-trial", a->threads_per_trial(),
                   "CPU threads each trial gets, on cores of its own (OMP_NUM_THREADS and the process's affinity)");
   cmd->add_option("--strategy", a->strategy(),
-                  "tpe (default), gp, random, grid, evolution, cmaes, nsga2 or motpe (several objectives: nsga2, "
-                  "motpe, tpe, random, grid)");
+                  "tpe (default), gp, random, grid, evolution, cmaes, nsga2, motpe or pbt (several objectives: "
+                  "nsga2, motpe, tpe, random, grid; pbt: population-based training of a --recipe)");
   cmd->add_option("--strategy-option", a->strategy_options(),
-                  "KEY=VALUE: one of the strategy's options (repeatable; docs/search.md), e.g. candidates=48");
+                  "KEY=VALUE: the strategy's options (repeatable, or K1=V1,K2=V2; docs/search.md), e.g. candidates=48");
   cmd->add_option_function<std::string>(
       "--direction",
       [a](const std::string& d) {

@@ -101,6 +101,7 @@
 #include "baton/exec/model_strategy.h"
 #include "baton/exec/nsga2.h"
 #include "baton/exec/pareto.h"
+#include "baton/exec/pbt.h"
 #include "baton/exec/process.h"
 #include "baton/exec/registry.h"
 #include "baton/exec/search.h"

@@ -1,5 +1,6 @@
 #include "baton/exec/strategy.h"
 
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -69,7 +70,25 @@ void EvolutionStrategy::observe(const Trial& trial) {
   while (living_.size() > population_) living_.pop_front();  // the oldest dies
 }
 
-void add_strategy_setting(nlohmann::json& settings, const std::string& key_value) {
+namespace {
+
+// Where "a=1,b=2" splits: each comma followed by a NAME= (not one inside a value such as [1,2]).
+std::vector<std::string> split_settings(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t comma = text.find(','); comma != std::string::npos; comma = text.find(',', comma + 1)) {
+    std::size_t i = comma + 1;
+    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) ++i;
+    if (i > comma + 1 && i < text.size() && text[i] == '=' && !std::isdigit(static_cast<unsigned char>(text[comma + 1]))) {
+      out.push_back(text.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  out.push_back(text.substr(start));
+  return out;
+}
+
+void add_one_setting(nlohmann::json& settings, const std::string& key_value) {
   const auto eq = key_value.find('=');
   if (eq == std::string::npos || eq == 0) {
     throw std::invalid_argument("strategy option '" + key_value + "': needs KEY=VALUE, e.g. candidates=48");
@@ -80,6 +99,12 @@ void add_strategy_setting(nlohmann::json& settings, const std::string& key_value
     throw std::invalid_argument("strategy option '" + key_value + "': the number is out of range");
   }
   settings[key_value.substr(0, eq)] = parsed.is_discarded() ? nlohmann::json(value) : parsed;
+}
+
+}  // namespace
+
+void add_strategy_setting(nlohmann::json& settings, const std::string& key_value) {
+  for (const auto& part : split_settings(key_value)) add_one_setting(settings, part);
 }
 
 }  // namespace baton

@@ -118,10 +118,44 @@ def make_pareto_searches(baton, root):
         check(out.returncode == 0, f"baton search made the {n}-objective search (" + out.stdout[-200:] + out.stderr[-300:] + ")")
 
 
-def pareto_checks(browser, base, out):
+def make_pbt_search(baton, root):
+    """A population-based training search of 4 trials (30 batches each, an exploit every 10) under
+    ROOT/mo/pbt; False when there is no Fashion-MNIST to train on."""
+    if not os.path.isdir("/usr/share/datasets/fashion-mnist") and not os.environ.get("BATON_DATA_DIR"):
+        return False
+    space = os.path.join(root, "pbt_space.yaml")
+    with open(space, "w") as f:
+        f.write("optimizer.lr: {_type: loguniform, _value: [0.01, 0.2]}\n")
+    recipe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "recipes", "fashion_mnist.yaml")
+    out = subprocess.run([baton, "search", space, "--recipe", recipe, "--set", "max_duration=30ba", "--set", "eval_interval=10ba",
+                          "--set", "eval_subset_num_batches=1", "--set", "loggers={}", "--set", "scheduler.name=constant",
+                          "--strategy", "pbt", "--strategy-option", "population=4,interval=10ba", "--parallel", "2",
+                          "--run-dir", os.path.join(root, "mo", "pbt")], capture_output=True, text=True, timeout=300)
+    check(out.returncode == 0, "baton search made the PBT search (" + out.stdout[-200:] + out.stderr[-300:] + ")")
+    return out.returncode == 0
+
+
+def pbt_checks(browser, base, out, searches):
+    browser.open(base + "#/")
+    browser.wait_for(f"document.querySelectorAll('#searches tbody tr').length === {searches}")
+    sid = browser.js("[...document.querySelectorAll('#searches tr[data-search]')].find(tr => tr.textContent.includes('pbt')).dataset.search")
+    browser.open(base + "#/search/" + str(sid))
+    ok = browser.wait_for("document.querySelectorAll('#trials tbody tr').length === 4", 15)
+    time.sleep(0.3)
+    browser.screenshot(os.path.join(out, "search_pbt_lineage.png"))
+    check(ok, "PBT: the search's page lists its 4 trials")
+    lines = browser.js("(c => c ? c.data.datasets.map(d => d.data.length) : null)(Chart.getChart(document.querySelector('[data-chart=lineage]')))")
+    check(lines is not None and lines[:4] == [4, 4, 4, 4] and lines[4:] == [2, 2],
+          f"PBT: the lineage has a row per trial (its 3 interval ends) and a line per exploit ({lines})")
+    cells = browser.js("[...document.querySelectorAll('#trials td.lineage')].map(td => td.textContent).filter(t => t)")
+    check(len(cells) >= 1 and all(t.startswith("<- ") and " at " in t for t in cells),
+          f"PBT: the trials table's lineage column says whose state each took ({cells})")
+
+
+def pareto_checks(browser, base, out, searches=2):
     def visit(n):
         browser.open(base + "#/")
-        browser.wait_for("document.querySelectorAll('#searches tbody tr').length === 2")
+        browser.wait_for(f"document.querySelectorAll('#searches tbody tr').length === {searches}")
         sid = browser.js(f"[...document.querySelectorAll('#searches tr[data-search]')].find(tr => tr.textContent.includes('mo{n}')).dataset.search")
         browser.open(base + "#/search/" + str(sid))
         ok = browser.wait_for("document.querySelectorAll('#trials tbody tr').length === 40", 15)
@@ -334,11 +368,14 @@ def main():
         page_checks(browser, base, out, root)
         live_check(browser, base, root)
         make_pareto_searches(baton, root)
+        pbt = make_pbt_search(baton, root)
         browser.open("about:blank")  # the page polls its server every second: leave it before the server goes
         server.terminate()
         server.wait(timeout=10)
         server, base = start_dashboard(baton, os.path.join(root, "mo"))
-        pareto_checks(browser, base, out)
+        pareto_checks(browser, base, out, 3 if pbt else 2)
+        if pbt:
+            pbt_checks(browser, base, out, 3)
         check(not browser.errors, "no console error or exception on any page" +
               ("" if not browser.errors else ": " + "; ".join(browser.errors[:5])))
     finally:

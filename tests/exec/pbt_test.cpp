@@ -91,6 +91,20 @@ TEST(Pbt, ExploringKeepsNumbersInTheirRangeAndResamplesFromTheSpace) {
   }
 }
 
+TEST(Pbt, OneStrategyOptionFlagMayHoldSeveral) {
+  nlohmann::json settings = nlohmann::json::object();
+  add_strategy_setting(settings, "population=8,interval=500ba,quantile=0.25,perturb=0.8:1.2,resample_probability=0.25");
+  EXPECT_EQ(settings, (nlohmann::json{{"population", 8},
+                                      {"interval", "500ba"},
+                                      {"quantile", 0.25},
+                                      {"perturb", "0.8:1.2"},
+                                      {"resample_probability", 0.25}}));
+  nlohmann::json list = nlohmann::json::object();
+  add_strategy_setting(list, "ei_weights=[1,2]");  // a comma inside a value stays
+  EXPECT_EQ(list["ei_weights"], nlohmann::json::array({1, 2}));
+  EXPECT_THROW(add_strategy_setting(list, "=2,a=1"), std::invalid_argument);
+}
+
 TEST(Pbt, OptionsAreChecked) {
   auto make = [](nlohmann::json settings) {
     return make_strategy("pbt", lr_space(), StrategyOptions().settings(std::move(settings)));

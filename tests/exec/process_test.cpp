@@ -95,9 +95,10 @@ TEST(ProcessEngine, ATrialEndsWhenItsProcessEndsThoughAChildHoldsItsOutput) {
   const auto t = *engine.get(id);
   EXPECT_EQ(t.status, TrialStatus::kTrained) << t.error;
   EXPECT_EQ(*t.metrics.final, 0.5);
-  ASSERT_EQ(t.metrics.intermediate.size(), 2U);
+  // The step after the last, saturated (not wrapped): the same step, whose value the new one replaces.
+  ASSERT_EQ(t.metrics.intermediate.size(), 1U);
   EXPECT_EQ(t.metrics.intermediate[0].step, INT64_MAX);
-  EXPECT_EQ(t.metrics.intermediate[1].step, INT64_MAX);  // the step after the last, saturated
+  EXPECT_EQ(t.metrics.intermediate[0].value, 2.0);
 }
 
 // A listener that cannot record a value (a storage locked too long) does not make the trial fail:

@@ -57,8 +57,9 @@ Objectives objectives_of(const StrategyOptions& options);
 // a setting of the wrong type or range: std::invalid_argument saying which, and what is known.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options);
 std::vector<std::string> strategy_names();
-// Adds one "KEY=VALUE" (a command line's strategy option) to `settings`: VALUE as JSON when it is
-// JSON (48, true, 0.5), else as a string. No '=' or an empty KEY: std::invalid_argument.
+// Adds "KEY=VALUE" (a command line's strategy option; several as "K1=V1,K2=V2") to `settings`:
+// VALUE as JSON when it is JSON (48, true, 0.5, [1,2]), else as a string. No '=' or an empty KEY:
+// std::invalid_argument.
 void add_strategy_setting(nlohmann::json& settings, const std::string& key_value);
 
 class RandomStrategy : public Strategy {

@@ -250,6 +250,7 @@ function paramText(p) {
 const trialsPage = 500;
 function trialsTable(s) {
   const body = el('tbody');
+  const pbt = populationBased(s);
   const pages = Math.max(1, Math.ceil(s.trials_table.length / trialsPage));
   state.trialsPage = Math.min(state.trialsPage || 0, pages - 1);
   for (const t of s.trials_table.slice(state.trialsPage * trialsPage, (state.trialsPage + 1) * trialsPage)) {
@@ -257,9 +258,10 @@ function trialsTable(s) {
     body.append(el('tr', { 'data-trial': t.id, class: t.pruned ? 'pruned' : '' },
       el('td', { class: 'num' }, t.run ? link('#/run/' + t.run, t.id) : t.id), el('td', {}, t.pruned ? 'pruned' : t.status),
       el('td', {}, paramText(t.parameters)), el('td', { class: 'num' }, inter.length ? fmt(inter[inter.length - 1].value) + ' @' + inter[inter.length - 1].step : ''),
-      el('td', { class: 'num' }, t.values ? t.values.map(fmt).join(', ') : fmt(t.final)), el('td', { class: 'num' }, duration(t.duration_s)), el('td', { class: 'problem' }, t.error || '')));
+      el('td', { class: 'num' }, t.values ? t.values.map(fmt).join(', ') : fmt(t.final)), el('td', { class: 'num' }, duration(t.duration_s)),
+      ...(pbt ? [el('td', { class: 'lineage' }, lineageText(t))] : []), el('td', { class: 'problem' }, t.error || '')));
   }
-  const head = el('tr', {}, ...['trial', 'status', 'parameters', 'last intermediate', 'final', 'duration', 'error'].map(t => el('th', {}, t)));
+  const head = el('tr', {}, ...['trial', 'status', 'parameters', 'last intermediate', 'final', 'duration', ...(pbt ? ['lineage'] : []), 'error'].map(t => el('th', {}, t)));
   const table = el('table', { id: 'trials' }, el('thead', {}, head), body);
   if (pages === 1) return table;
   const go = d => () => { state.trialsPage = Math.max(0, Math.min(pages - 1, state.trialsPage + d)); document.getElementById('trials-box').replaceChildren(trialsTable(s)); };
@@ -341,6 +343,38 @@ function updateParetoChart(s) {
   chart.update('none');
 }
 
+// Population-based training: a row per trial along the steps, and where a trial took another's
+// state a dashed line from that trial's row to its own at the interval's end.
+function populationBased(s) { return s.trials_table.some(t => (t.exploits || []).length); }
+function updateLineageChart(s) {
+  const box = document.getElementById('lineage-box');
+  if (!box) return;
+  const chart = searchChart(box, 'lineage', 'scatter');
+  if (!chart) return;
+  const last = t => { const inter = t.intermediate || []; return inter.length ? inter[inter.length - 1].step : 0; };
+  const rows = s.trials_table.map((t, i) => ({ label: 'trial ' + t.id, showLine: true, pointRadius: 2, borderWidth: 2,
+    borderColor: palette[i % palette.length], backgroundColor: palette[i % palette.length],
+    data: [{ x: 0, y: t.id }, ...(t.intermediate || []).map(v => ({ x: v.step, y: t.id }))] }));
+  const exploits = [];
+  for (const t of s.trials_table) {
+    for (const e of t.exploits || []) {
+      exploits.push({ label: 'trial ' + t.id + ' <- ' + e.from + ' at ' + e.at, showLine: true, borderDash: [5, 4], borderWidth: 1.5,
+        pointRadius: [0, 4], borderColor: '#c53b5b', backgroundColor: '#c53b5b', data: [{ x: e.step, y: e.from }, { x: e.step, y: t.id }] });
+    }
+  }
+  chart.data.datasets = [...rows, ...exploits];
+  chart.options.plugins.legend.display = false;
+  chart.options.scales.x.title = { display: true, text: 'step (batch)' };
+  chart.options.scales.y.title = { display: true, text: 'trial' };
+  chart.options.scales.x.max = Math.max(1, ...s.trials_table.map(last));
+  chart.update('none');
+}
+
+function lineageText(t) {
+  return (t.exploits || []).map(e => '<- ' + e.from + ' at ' + e.at + (Object.keys(e.changes || {}).length
+    ? ' (' + Object.entries(e.changes).map(([k, v]) => k + ' ' + fmt(v[0]) + '→' + fmt(v[1])).join(', ') + ')' : '')).join('; ');
+}
+
 let searchCharts = {};
 function searchChart(box, id, type) {
   if (searchCharts[id]) return searchCharts[id];
@@ -355,6 +389,7 @@ function searchChart(box, id, type) {
 
 function updateSearchCharts(s) {
   if (multiObjective(s)) updateParetoChart(s);
+  if (populationBased(s)) updateLineageChart(s);
   const history = searchChart(document.getElementById('history-box'), 'history', 'line');
   if (history) {
     history.data.datasets = [
@@ -386,6 +421,7 @@ async function showSearch(view, id, first) {
     const several = multiObjective(s);
     view.replaceChildren(el('h2', { id: 'search-title' }, 'Search ' + s.url), el('p', { id: 'search-facts' }),
       several && s.objectives.length === 2 ? el('div', { class: 'charts' }, el('div', { class: 'chart', id: 'pareto-box' }, el('h3', {}, 'the objectives: every trial, the Pareto front joined (click a point: its trial)'))) : '',
+      populationBased(s) ? el('div', { class: 'charts' }, el('div', { class: 'chart', id: 'lineage-box' }, el('h3', {}, 'lineage: each trial along its steps; dashed, a trial taking another\'s state at an interval\'s end'))) : '',
       el('div', { class: 'charts' },
         el('div', { class: 'chart', id: 'history-box' }, el('h3', {}, several ? 'best so far of the first objective, ' + s.objectives[0].metric + ' (among every trial)' : 'best so far')),
         el('div', { class: 'chart', id: 'intermediate-box' }, el('h3', {}, 'intermediate values (pruned: dashed; the latest 200 trials)')),
