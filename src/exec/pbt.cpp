@@ -184,6 +184,17 @@ void apply_plan(nlohmann::json& state, TrialTable& engine, const PbtHooks& hooks
   }
 }
 
+// The status line's figures: trials done (ended, not paused at the interval's end), the interval,
+// the exploits so far.
+void count_progress(const PopulationBasedTraining& pbt, const std::vector<Trial>& trials, SearchProgress& progress) {
+  progress.completed = std::count_if(trials.begin(), trials.end(),
+                                     [](const Trial& x) { return x.completed() && !x.metrics.paused_at; });
+  int64_t exploits = 0;
+  for (const auto& x : trials) exploits += static_cast<int64_t>(x.exploits.size());
+  progress.stage = "interval " + std::to_string(pbt.round() + 1) + " (to " + pbt.until(pbt.round()).to_string() +
+                   "), " + std::to_string(exploits) + " exploit" + (exploits == 1 ? "" : "s");
+}
+
 }  // namespace
 
 std::optional<Trial> run_pbt(PopulationBasedTraining& pbt, TrialTable& engine, const nlohmann::json& state,
@@ -214,13 +225,7 @@ std::optional<Trial> run_pbt(PopulationBasedTraining& pbt, TrialTable& engine, c
     while (auto id = engine.wait_any()) {
       auto t = engine.get(*id);
       if (!t) continue;
-      const auto trials = engine.list();  // done: ended, not paused at the interval's end
-      progress.completed = std::count_if(trials.begin(), trials.end(),
-                                         [](const Trial& x) { return x.completed() && !x.metrics.paused_at; });
-      int64_t exploits = 0;
-      for (const auto& x : trials) exploits += static_cast<int64_t>(x.exploits.size());
-      progress.stage = "interval " + std::to_string(pbt.round() + 1) + " (to " + pbt.until(pbt.round()).to_string() +
-                       "), " + std::to_string(exploits) + " exploit" + (exploits == 1 ? "" : "s");
+      count_progress(pbt, engine.list(), progress);
       if (better(*t)) progress.best = *t;
       progress.last = *t;
       if (hooks.on_progress) hooks.on_progress(progress);

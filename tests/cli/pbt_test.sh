@@ -72,13 +72,15 @@ for who, e in exploits:
     assert e["from_score"] >= e["score"], e
     assert mine[nxt] == theirs[nxt], ("not the same state", who, e, mine, theirs)
 P
+python3 -c "import json, sys; s = json.load(open(sys.argv[1])); assert s['exploits'] == 2 and s['trials']['total'] == 4, s" \
+  "$tmp/same/summary.json" || fail "summary.json: the exploits and the population"
 out=$("$baton" trials ls --storage "$tmp/same/search.db")
 grep -qE " <- [0-3] at (10|20)ba" <<<"$out" || fail "trials ls shows no lineage: $out"
 
-# Killed with SIGKILL after its first exploit, resumed: the same trials, values and exploits as a
-# search never stopped.
-"$baton" "${pbt[@]}" --seed 3 --run-dir "$tmp/whole" >"$tmp/whole.log" 2>&1 || { fail "PBT search"; cat "$tmp/whole.log"; }
-"$baton" "${pbt[@]}" --seed 3 --run-dir "$tmp/killed" >"$tmp/killed.log" 2>&1 &
+# Killed with SIGKILL after its first exploit, resumed: the same trials, values and exploits as the
+# search above, never stopped.
+"$baton" "${pbt[@]}" --strategy-option perturb=1:1 --strategy-option resample_probability=0 \
+  --run-dir "$tmp/killed" >"$tmp/killed.log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do
   if [ -f "$tmp/killed/search.db" ] &&
@@ -90,9 +92,10 @@ done
 kill -9 "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 "$baton" trials ls --storage "$tmp/killed/search.db" --json | grep -q '"from"' || fail "no exploit before the kill"
-"$baton" "${pbt[@]}" --seed 3 --run-dir "$tmp/killed" --resume >"$tmp/resumed.log" 2>&1 ||
+"$baton" "${pbt[@]}" --strategy-option perturb=1:1 --strategy-option resample_probability=0 \
+  --run-dir "$tmp/killed" --resume >"$tmp/resumed.log" 2>&1 ||
   { fail "PBT resume"; cat "$tmp/resumed.log"; }
-python3 - "$baton" "$tmp/whole/search.db" "$tmp/killed/search.db" <<'P' || fail "a resumed PBT search is the one never stopped"
+python3 - "$baton" "$tmp/same/search.db" "$tmp/killed/search.db" <<'P' || fail "a resumed PBT search is the one never stopped"
 import json, subprocess, sys
 def trials(db):
     out = {}
