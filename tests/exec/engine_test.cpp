@@ -140,6 +140,8 @@ TEST(ThreadPoolEngine, KillStopsARunningTrialAndDropsAWaitingOne) {
   EXPECT_FALSE(engine.kill(running));
 }
 
+// A trial lost with its process runs again (its curve kept: a recipe's trial resumes from its
+// checkpoint and reports only what comes after it).
 TEST(ExecutionEngine, StateDictRestoresFinishedTrialsAndRerunsUnfinishedOnes) {
   std::atomic<int> runs{0};
   ThreadPoolEngine first(report_x(), 1);
@@ -150,11 +152,15 @@ TEST(ExecutionEngine, StateDictRestoresFinishedTrialsAndRerunsUnfinishedOnes) {
   lost.id = 1;
   lost.parameters = {{"x", 2.0}};
   lost.status = TrialStatus::kRunning;
+  lost.metrics.intermediate = {{10, 0.5}, {20, 0.6}, {30, 0.7}};  // its curve before the process died
+  lost.metrics.final = 0.9;
   state["trials"].push_back(lost.to_json());
   state["next_id"] = 2;
   ThreadPoolEngine second(
       [&](TrialContext& t) {
         ++runs;
+        t.report_intermediate(0.65, 20);  // resumed from its checkpoint at step 10
+        t.report_intermediate(0.75, 30);
         t.report_final(t.parameters().at("x").get<double>());
       },
       1);
@@ -163,6 +169,13 @@ TEST(ExecutionEngine, StateDictRestoresFinishedTrialsAndRerunsUnfinishedOnes) {
   EXPECT_EQ(runs.load(), 1);  // only the lost one ran again
   EXPECT_EQ(*second.get(0)->metrics.final, 1.0);
   EXPECT_EQ(*second.get(1)->metrics.final, 2.0);
+  // The curve stays; the steps reported again take the new values.
+  const auto curve = second.get(1)->metrics.intermediate;
+  ASSERT_EQ(curve.size(), 3U);
+  EXPECT_EQ(curve[0].value, 0.5);
+  EXPECT_EQ(curve[1].step, 20);
+  EXPECT_EQ(curve[1].value, 0.65);
+  EXPECT_EQ(curve[2].value, 0.75);
   EXPECT_EQ(second.submit({{"x", 3.0}}), 2);
 }
 
