@@ -307,8 +307,7 @@ void print_start(Trainer& trainer, const TrainingRun& run, bool writes) {
 // A search trial's final line: its objectives' values (one, or a list) and its constraints'; a
 // metric never logged is named (the search stops on it). `params` is the model's parameter count; paused_at
 // (0 or more): the batch where the run stopped at population-based training's interval end.
-bool report_final(const TrialReporter& reporter, nlohmann::json metrics, const TrainingRun& run,
-                  int64_t paused_at) {
+bool report_final(const TrialReporter& reporter, nlohmann::json metrics, const TrainingRun& run, int64_t paused_at) {
   int64_t params = 0;
   for (const auto& p : std::dynamic_pointer_cast<torch::nn::Module>(run.options.model())->parameters())
     params += p.numel();

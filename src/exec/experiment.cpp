@@ -617,8 +617,9 @@ ExperimentResult Experiment::Impl::finish(const std::optional<Trial>& best, cons
       summary["pareto"].push_back({{"id", t.id}, {"values", t.objectives()}, {"parameters", t.parameters}});
   }
   if (pbt != nullptr) {  // population-based training: how often a trial took another's state
-    summary["exploits"] = std::accumulate(all.begin(), all.end(), int64_t{0},
-                                          [](int64_t n, const Trial& t) { return n + static_cast<int64_t>(t.exploits.size()); });
+    summary["exploits"] = std::accumulate(all.begin(), all.end(), int64_t{0}, [](int64_t n, const Trial& t) {
+      return n + static_cast<int64_t>(t.exploits.size());
+    });
   }
   if (distributed) summary["worker"] = {{"name", worker}, {"requeued_from_silent_workers", distributed->requeued()}};
   // Written whole then renamed: the workers of a shared search may write it at the same time.

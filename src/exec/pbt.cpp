@@ -13,8 +13,7 @@ PopulationBasedTraining::PopulationBasedTraining(SearchSpace space, uint64_t see
     throw std::invalid_argument(
         "strategy pbt needs interval=TIME, the training between exploits (e.g. interval=500ba or interval=1ep)");
   const TimeUnit unit = o.interval()->unit();
-  if ((unit != TimeUnit::kBatch && unit != TimeUnit::kEpoch && unit != TimeUnit::kSample) ||
-      o.interval()->value() <= 0)
+  if ((unit != TimeUnit::kBatch && unit != TimeUnit::kEpoch && unit != TimeUnit::kSample) || o.interval()->value() <= 0)
     throw std::invalid_argument("strategy pbt: interval " + o.interval()->to_string() +
                                 " must be a positive number of batches (ba), epochs (ep) or samples (sp)");
   if (o.population() < 2) throw std::invalid_argument("strategy pbt: population must be at least 2");
@@ -148,8 +147,8 @@ std::vector<PbtMember> paused_members(const std::vector<Trial>& trials, std::opt
 }
 
 nlohmann::json decision_json(const PbtDecision& d) {
-  return {{"id", d.id},       {"from", d.from},   {"parameters", d.parameters}, {"changes", d.changes},
-          {"score", d.score}, {"from_score", d.from_score}};
+  return {{"id", d.id},           {"from", d.from},   {"parameters", d.parameters},
+          {"changes", d.changes}, {"score", d.score}, {"from_score", d.from_score}};
 }
 
 // Applies a plan (the exploits at one interval's end): the states copied (unless done already),
@@ -187,8 +186,8 @@ void apply_plan(nlohmann::json& state, TrialTable& engine, const PbtHooks& hooks
 // The status line's figures: trials done (ended, not paused at the interval's end), the interval,
 // the exploits so far.
 void count_progress(const PopulationBasedTraining& pbt, const std::vector<Trial>& trials, SearchProgress& progress) {
-  progress.completed = std::count_if(trials.begin(), trials.end(),
-                                     [](const Trial& x) { return x.completed() && !x.metrics.paused_at; });
+  progress.completed =
+      std::count_if(trials.begin(), trials.end(), [](const Trial& x) { return x.completed() && !x.metrics.paused_at; });
   int64_t exploits = 0;
   for (const auto& x : trials) exploits += static_cast<int64_t>(x.exploits.size());
   progress.stage = "interval " + std::to_string(pbt.round() + 1) + " (to " + pbt.until(pbt.round()).to_string() +
@@ -240,8 +239,9 @@ std::optional<Trial> run_pbt(PopulationBasedTraining& pbt, TrialTable& engine, c
     }
     nlohmann::json decisions = nlohmann::json::array();
     for (const auto& d : pbt.exploit(round, members)) decisions.push_back(decision_json(d));
-    now = {{"round", round + 1},
-           {"plan", {{"step", step}, {"at", pbt.until(round).to_string()}, {"decisions", decisions}, {"copied", false}}}};
+    now = {
+        {"round", round + 1},
+        {"plan", {{"step", step}, {"at", pbt.until(round).to_string()}, {"decisions", decisions}, {"copied", false}}}};
     hooks.save_state(now);
     pbt.set_round(round + 1);
     apply_plan(now, engine, hooks);

@@ -79,7 +79,8 @@ std::vector<std::string> split_settings(const std::string& text) {
   for (std::size_t comma = text.find(','); comma != std::string::npos; comma = text.find(',', comma + 1)) {
     std::size_t i = comma + 1;
     while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) ++i;
-    if (i > comma + 1 && i < text.size() && text[i] == '=' && !std::isdigit(static_cast<unsigned char>(text[comma + 1]))) {
+    if (i > comma + 1 && i < text.size() && text[i] == '=' &&
+        !std::isdigit(static_cast<unsigned char>(text[comma + 1]))) {
       out.push_back(text.substr(start, comma - start));
       start = comma + 1;
     }

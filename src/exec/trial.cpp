@@ -57,7 +57,8 @@ std::vector<double> Trial::objectives() const {
 }
 
 nlohmann::json Exploit::to_json() const {
-  return {{"step", step}, {"at", at}, {"from", from}, {"score", score}, {"from_score", from_score}, {"changes", changes}};
+  return {{"step", step},      {"at", at}, {"from", from}, {"score", score}, {"from_score", from_score},
+          {"changes", changes}};
 }
 
 Exploit Exploit::from_json(const nlohmann::json& j) {
@@ -104,7 +105,8 @@ Trial Trial::from_json(const nlohmann::json& j) {
   }
   t.metrics.values = j.value("values", std::vector<double>{});
   t.metrics.constraints = j.value("constraints", std::vector<double>{});
-  if (j.contains("paused_at") && j["paused_at"].is_number_integer()) t.metrics.paused_at = j["paused_at"].get<int64_t>();
+  if (j.contains("paused_at") && j["paused_at"].is_number_integer())
+    t.metrics.paused_at = j["paused_at"].get<int64_t>();
   t.submitted_at = j.value("submitted_at", 0.0);
   t.started_at = j.value("started_at", 0.0);
   t.ended_at = j.value("ended_at", 0.0);

@@ -58,7 +58,8 @@ TEST(Pbt, TheBottomQuantileTakesATopTrialsParametersExplored) {
     const int layers = d.parameters["layers"].get<int>();
     EXPECT_TRUE(layers == 2 || layers == 3) << layers;  // 2 * 0.8 -> 2, 2 * 1.2 -> 2, rounded
     EXPECT_TRUE(d.parameters["act"] == "relu" || d.parameters["act"] == "tanh") << d.parameters;  // a neighbour
-    EXPECT_TRUE(d.changes.contains("lr") && d.changes["lr"][0] == members[static_cast<std::size_t>(d.id)].parameters["lr"]);
+    EXPECT_TRUE(d.changes.contains("lr") &&
+                d.changes["lr"][0] == members[static_cast<std::size_t>(d.id)].parameters["lr"]);
   }
   EXPECT_EQ(exploited, (std::set<int64_t>{0, 1}));
   // The same seed and round decide the same; another round differs somewhere.
@@ -131,9 +132,9 @@ TEST(Pbt, OptionsAreChecked) {
   int n = 0;
   while (pbt->suggest()) ++n;
   EXPECT_EQ(n, 3);
-  EXPECT_THROW(make_strategy("pbt", lr_space(),
-                             StrategyOptions().directions({true, false}).settings({{"interval", "10ba"}})),
-               std::invalid_argument);
+  EXPECT_THROW(
+      make_strategy("pbt", lr_space(), StrategyOptions().directions({true, false}).settings({{"interval", "10ba"}})),
+      std::invalid_argument);
 }
 
 // A trial process whose state is a number in STATE_DIR/<id>: each interval adds its lr; it pauses at
@@ -154,7 +155,9 @@ if [ "$u" -lt 30 ]; then echo "baton: {\"final\": $v, \"paused\": true, \"step\"
   PopulationBasedTraining pbt(space, 3, true, PbtOptions().population(4).interval(Time::parse("10ba")));
   ProcessEngineOptions o;
   o.command(script).workers(2).env({{"STATE_DIR", dir.string()}});
-  o.trial_env([&pbt](int64_t) { return ProcessEngineOptions::Env{{"BATON_TRIAL_UNTIL", pbt.until(pbt.round()).to_string()}}; });
+  o.trial_env([&pbt](int64_t) {
+    return ProcessEngineOptions::Env{{"BATON_TRIAL_UNTIL", pbt.until(pbt.round()).to_string()}};
+  });
   ProcessEngine engine(o);
   std::vector<nlohmann::json> states;
   std::map<int64_t, double> copied;  // the exploiter's state right after its copy

@@ -345,7 +345,8 @@ TEST(Strategies, BadOptionsSayWhichAndWhatIsKnown) {
   EXPECT_EQ(message("random", {{"seed", 1}}), "strategy random.seed: unknown option (known: none)");
   EXPECT_EQ(message("tpe", 5), "strategy tpe: expected a mapping of keys to values, got '5'");
   EXPECT_EQ(message("gp", {{"local_starts", 0}, {"constant_liar", false}}), "no error");
-  EXPECT_NE(message("gpp", {}).find("known: random, grid, tpe, motpe, gp, nsga2, cmaes, pbt, evolution"), std::string::npos);
+  EXPECT_NE(message("gpp", {}).find("known: random, grid, tpe, motpe, gp, nsga2, cmaes, pbt, evolution"),
+            std::string::npos);
 }
 
 TEST(Strategies, EvolutionIsSeededAndBeatsRandomOnBranin) {

@@ -29,9 +29,9 @@
 namespace baton {
 
 class PbtOptions {
-  BATON_ARG(int, population) = 8;                // trials trained side by side; at least 2
-  BATON_ARG(std::optional<Time>, interval);      // training between exploits (500ba, 1ep, 6400sp); required
-  BATON_ARG(double, quantile) = 0.25;            // the bottom and top fractions (at most half each)
+  BATON_ARG(int, population) = 8;                        // trials trained side by side; at least 2
+  BATON_ARG(std::optional<Time>, interval);              // training between exploits (500ba, 1ep, 6400sp); required
+  BATON_ARG(double, quantile) = 0.25;                    // the bottom and top fractions (at most half each)
   BATON_ARG(std::vector<double>, perturb) = {0.8, 1.2};  // the factors a number is multiplied by
   BATON_ARG(double, resample_probability) = 0.25;        // a parameter drawn anew instead
 };

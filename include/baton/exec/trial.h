@@ -39,10 +39,10 @@ struct TrialMetrics {
 // Population-based training: at the end of an interval the trial took another trial's checkpoint
 // (its weights, optimizer, schedulers and data position) and went on with changed parameters.
 struct Exploit {
-  int64_t step = 0;      // the interval's end: the batch
-  std::string at{};      // the same as the interval's time ("1000ba", "2ep")
-  int64_t from = 0;      // the trial whose checkpoint it copied
-  double score = 0.0;    // its own metric there
+  int64_t step = 0;    // the interval's end: the batch
+  std::string at{};    // the same as the interval's time ("1000ba", "2ep")
+  int64_t from = 0;    // the trial whose checkpoint it copied
+  double score = 0.0;  // its own metric there
   double from_score = 0.0;
   nlohmann::json changes = nlohmann::json::object();  // {name: [old, new]} for each parameter changed
   nlohmann::json to_json() const;
@@ -59,7 +59,7 @@ struct Trial {
   double ended_at = 0.0;
   int attempts = 0;  // runs started (1 + retries)
   std::string error{};
-  std::string worker{};  // who runs or ran it, in a distributed search ("host:pid"); empty otherwise
+  std::string worker{};             // who runs or ran it, in a distributed search ("host:pid"); empty otherwise
   std::vector<Exploit> exploits{};  // population-based training: each copy of another trial's state
 
   bool completed() const { return baton::completed(status); }
