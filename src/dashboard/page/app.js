@@ -366,6 +366,7 @@ function updateLineageChart(s) {
   chart.options.plugins.legend.display = false;
   chart.options.scales.x.title = { display: true, text: 'step (batch)' };
   chart.options.scales.y.title = { display: true, text: 'trial' };
+  chart.options.scales.y.ticks = { stepSize: 1, precision: 0 };
   chart.options.scales.x.max = Math.max(1, ...s.trials_table.map(last));
   chart.update('none');
 }
