@@ -364,7 +364,10 @@ int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, co
   std::printf("\nsummary: %s\n", RunDir(dir).summary().string().c_str());
   // Stopped by a signal (the search ended it, a timeout): not finished, nothing to report.
   // Stopped at BATON_TRIAL_UNTIL before max_duration: population-based training's interval end.
-  const int64_t paused_at = trial_until() && s.stopped_early ? s.steps : -1;
+  // (Stopped early by anything else, an early stopper, it is done.)
+  const auto until = trial_until();
+  const bool paused = until && s.stopped_early && trainer.state().timestamp.get(until->unit()) >= *until;
+  const int64_t paused_at = paused ? s.steps : -1;
   if (reporter && g_signal.load() == 0 && !report_final(*reporter, metrics, run, paused_at)) return kRunFailed;
   if (const int sig = g_signal.load(); sig != 0) {
     std::printf("stopped by signal %d after batch %lld; resume with --autoresume\n", sig,
