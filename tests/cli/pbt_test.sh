@@ -8,20 +8,10 @@
 set -uo pipefail
 baton=$1
 src=$2
-tmp=$(mktemp -d)
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-expect_error() {  # expect_error CODE "substring" -- command...
-  local code=$1 needle=$2
-  shift 3
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne "$code" ] || ! grep -qF -- "$needle" "$tmp/err" || [ "$(wc -l <"$tmp/err")" -gt 3 ]; then
-    fail "$* -> exit $rc (want $code), stderr:"; cat "$tmp/err"
-  fi
-}
+export REFUSED_ONE_LINE=1
 
 printf 'optimizer.lr: {_type: loguniform, _value: [0.01, 0.2]}\noptimizer.momentum: {_type: uniform, _value: [0.5, 0.95]}\n' \
   >"$tmp/space.yaml"
@@ -31,17 +21,17 @@ pbt=(search "$tmp/space.yaml" --recipe "$recipe" --set max_duration=30ba --set e
   --strategy-option population=4 --strategy-option interval=10ba --parallel 2)
 
 # Bad input first: nothing trains.
-expect_error 2 "--strategy pbt copies the checkpoints of a recipe's trials" -- \
+refused "pbt with --command" "--strategy pbt copies the checkpoints of a recipe's trials" \
   "$baton" search "$tmp/space.yaml" --command true --strategy pbt --strategy-option interval=10ba --run-dir "$tmp/x"
-expect_error 2 "strategy pbt needs interval=TIME" -- \
+refused "pbt without an interval" "strategy pbt needs interval=TIME" \
   "$baton" search "$tmp/space.yaml" --recipe "$recipe" --strategy pbt --run-dir "$tmp/x"
-expect_error 2 "interval 10dur must be" -- \
+refused "pbt interval in dur" "interval 10dur must be" \
   "$baton" search "$tmp/space.yaml" --recipe "$recipe" --strategy pbt --strategy-option interval=10dur --run-dir "$tmp/x"
-expect_error 2 "perturb" -- "$baton" search "$tmp/space.yaml" --recipe "$recipe" --strategy pbt \
+refused "pbt malformed perturb" "perturb" "$baton" search "$tmp/space.yaml" --recipe "$recipe" --strategy pbt \
   --strategy-option interval=10ba --strategy-option perturb=0.8:x --run-dir "$tmp/x"
-expect_error 2 "strategy pbt optimises one objective" -- "$baton" search "$tmp/space.yaml" --recipe "$recipe" \
+refused "pbt with two objectives" "strategy pbt optimises one objective" "$baton" search "$tmp/space.yaml" --recipe "$recipe" \
   --strategy pbt --strategy-option interval=10ba --objective eval/accuracy:max --objective params:min --run-dir "$tmp/x"
-expect_error 2 "leave out --asha" -- "$baton" search "$tmp/space.yaml" --recipe "$recipe" --strategy pbt \
+refused "pbt with --asha" "leave out --asha" "$baton" search "$tmp/space.yaml" --recipe "$recipe" --strategy pbt \
   --strategy-option interval=10ba --asha 10 --run-dir "$tmp/x"
 [ ! -e "$tmp/x/search.db" ] || fail "a refused PBT search wrote its storage"
 
