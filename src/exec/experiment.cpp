@@ -257,6 +257,7 @@ struct Experiment::Impl {
   void own_search(const ProcessEngineOptions& options, const nlohmann::json& meta);
   void make_chain();
   void check_pbt();
+  nlohmann::json pbt_state() const;
   void copy_checkpoint(int64_t id, int64_t from) const;
   std::optional<Trial> run_population(const std::function<void(const SearchProgress&)>& on_progress);
   int stop_trials(const std::set<int64_t>& running);
@@ -526,8 +527,33 @@ std::optional<Trial> Experiment::Impl::run_population(const std::function<void(c
   hooks.copy_state = [this](int64_t id, int64_t from) { copy_checkpoint(id, from); };
   hooks.save_state = [this](const nlohmann::json& state) { storage->set_meta("pbt", state); };
   hooks.on_progress = on_progress;
+  return run_pbt(*pbt, *table, pbt_state(), hooks);
+}
+
+// The stored PBT loop state (meta pbt; null for a new search), checked: a state baton did not
+// write is refused, not followed.
+nlohmann::json Experiment::Impl::pbt_state() const {
   const auto state = storage->meta("pbt");
-  return run_pbt(*pbt, *table, state ? *state : nlohmann::json(), hooks);
+  if (!state) return nullptr;
+  try {
+    const nlohmann::json& s = *state;
+    bool ok = s.is_object() && s.at("round").is_number_integer() && s["round"].get<int64_t>() >= 0;
+    if (ok && s.contains("plan")) {
+      const nlohmann::json& plan = s["plan"];
+      ok = plan.at("step").is_number_integer() && plan.at("decisions").is_array() && plan.value("at", "").size() < 64;
+      (void)plan.value("copied", false);
+      for (const auto& d : plan["decisions"]) {
+        ok = ok && d.at("id").is_number_integer() && d.at("from").is_number_integer() &&
+             d.at("parameters").is_object() && d.at("changes").is_object() && d.at("score").is_number() &&
+             d.at("from_score").is_number();
+      }
+    }
+    if (ok) return s;
+  } catch (const nlohmann::json::exception&) {  // a key missing or of another type
+  }
+  throw ExperimentError(redact_storage_url(storage_url) +
+                        ": its population-based training state (meta pbt) is not what baton writes; resume the "
+                        "storage the search wrote, or add --new-study");
 }
 
 Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>()) {
@@ -545,8 +571,9 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   if (m.pbt != nullptr) m.check_pbt();  // before anything is written
   m.open_study();
   // A resumed PBT search's trials run again as the engine opens: at the interval it was in.
-  if (auto state = m.pbt != nullptr ? m.storage->meta("pbt") : std::nullopt; state && state->is_object())
-    m.pbt->set_round(state->value("round", int64_t{0}));
+  if (m.pbt != nullptr) {
+    if (const auto state = m.pbt_state(); !state.is_null()) m.pbt->set_round(state["round"].get<int64_t>());
+  }
   if (!m.join && m.o.resume()) m.prepare_resume();
   const ProcessEngineOptions trials = trial_options(m.o, m.worker, m.slots, m.objectives, m.pbt);
   const nlohmann::json meta = {

@@ -98,6 +98,12 @@ whole, resumed = trials(sys.argv[2]), trials(sys.argv[3])
 assert whole == resumed, (whole, resumed)
 assert sum(len(t[4]) for t in whole.values()) == 2, whole
 P
+# A PBT state baton did not write (edited, or another version's) is refused, not followed.
+cp -r "$tmp/killed" "$tmp/edited"
+python3 -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute("UPDATE meta SET value = ? WHERE key = ?", (sys.argv[2], "pbt")); db.commit(); assert db.total_changes == 1' \
+  "$tmp/edited/search.db" '{"round": "two"}' || fail "could not edit the PBT state"
+refused "an edited PBT state" "meta pbt) is not what baton writes" "$baton" "${pbt[@]}" --strategy-option perturb=1:1 \
+  --strategy-option resample_probability=0 --run-dir "$tmp/edited" --resume
 grep -q "resuming: 4 trials" "$tmp/resumed.log" || { fail "the resume did not say what it resumed"; cat "$tmp/resumed.log"; }
 
 [ "$failures" -eq 0 ] || exit 1
