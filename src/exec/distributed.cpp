@@ -92,8 +92,11 @@ void DistributedEngine::set_observer(std::function<void(const Trial&)> observer)
 }
 
 Trial DistributedEngine::create_owned(const nlohmann::json& parameters) {
+  // Held until it is owned: sync() would take a copy of it from the storage for another worker's.
+  std::unique_lock claiming(claim_mutex_);
   const auto id = storage_->create_trial(parameters, options_.limit(), options_.worker());
   if (!id) {
+    claiming.unlock();
     sync();
     throw BudgetExhausted("the search's " + std::to_string(options_.limit()) + " trials exist already");
   }
@@ -218,6 +221,8 @@ void DistributedEngine::sync(bool announce) {
   int claimable = 0;
   for (const auto& s : storage_->states()) {
     if (s.worker.empty() && (s.status == TrialStatus::kWaiting || s.status == TrialStatus::kRetrying)) ++claimable;
+    // Not while this worker creates or claims it: a copy loaded before would overwrite its events.
+    std::lock_guard claiming(claim_mutex_);
     if (owns(s.id)) continue;  // this worker's events keep it current
     const auto mine = get(s.id);
     if (mine && mine->status == s.status && mine->worker == s.worker) continue;
