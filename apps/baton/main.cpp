@@ -20,6 +20,7 @@
 #include "baton/train/checkpoint.h"
 #include "baton/train/ranks.h"
 #include "baton/train/recipe.h"
+#include "baton/train/threads.h"
 #include "baton/train/trainer.h"
 #include "baton/version.h"
 #include "commands.h"
@@ -53,11 +54,13 @@ int failed(int code) {
 
 int run(CLI::App& app, int argc, char** argv);
 
-// "0.1.0 (LibTorch 2.11.0 with CUDA, 1 GPU)": what this build can train on.
+// "0.1.0 (LibTorch 2.11.0 with CUDA, 1 GPU)": what this build can train on (and with which BLAS
+// kernels where LibTorch's BLAS is OpenBLAS: "0.1.0 (LibTorch 1.13.0, CPU only, OpenBLAS SkylakeX kernels)").
 std::string version() {
   const std::string devices =
       baton::cuda_built() ? " with CUDA, " + std::to_string(baton::cuda_device_count()) + " GPU(s)" : ", CPU only";
-  return std::string(BATON_VERSION_STRING) + " (LibTorch " + TORCH_VERSION + devices + ")";
+  const std::string blas = baton::blas_kernels().empty() ? "" : ", " + baton::blas_kernels() + " kernels";
+  return std::string(BATON_VERSION_STRING) + " (LibTorch " + TORCH_VERSION + devices + blas + ")";
 }
 
 }  // namespace
