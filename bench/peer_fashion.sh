@@ -8,7 +8,9 @@
 #   BATON_SET=precision=fp32 bench/peer_fashion.sh   (one more --set for baton)
 #
 # baton runs with make demo's defaults (recipes/fashion_mnist.yaml); the peer runs --tuned (one
-# OpenBLAS thread) with Debian's python3-torch.
+# OpenBLAS thread) with Debian's python3-torch and the OpenBLAS kernels baton uses (OPENBLAS_CORETYPE
+# from `baton --version`: where OpenBLAS mistakes this processor for a Prescott, baton picks the
+# kernels its instruction sets allow, and the peer is given the same).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 reps=${1:-3}
@@ -19,6 +21,7 @@ baton=$root/build/bin/baton
 [ -f "$peer" ] || { echo "peer_fashion: no peer script at $peer (set PEER=...)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+core=$("$baton" --version | grep -o "OpenBLAS [A-Za-z0-9]*" | cut -d' ' -f2 || true)
 
 ours=()
 theirs=()
@@ -26,7 +29,7 @@ for i in $(seq "$reps"); do
   "$baton" train "$root/recipes/fashion_mnist.yaml" --set max_duration="${steps}ba" --set eval_interval=0 \
     ${BATON_SET:+--set "$BATON_SET"} --run-dir "$tmp/run" --overwrite >"$tmp/baton.out"
   b=$(python3 -c "import json;print(round(json.load(open('$tmp/run/summary.json'))['samples_per_s'],1))")
-  p=$(/usr/bin/python3 "$peer" --max-steps "$steps" --tuned 2>/dev/null | tail -1 |
+  p=$(env ${core:+OPENBLAS_CORETYPE=$core} /usr/bin/python3 "$peer" --max-steps "$steps" --tuned 2>/dev/null | tail -1 |
       python3 -c "import json,sys;print(json.loads(sys.stdin.read())['samples_per_s'])")
   ours+=("$b")
   theirs+=("$p")

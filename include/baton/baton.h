@@ -112,4 +112,5 @@
 #include "baton/exec/trial.h"
 
 #include "baton/dashboard/dashboard.h"
+#include "baton/nas/space.h"
 #include "baton/version.h"

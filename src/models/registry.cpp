@@ -19,13 +19,29 @@ const Models& model_registry() {
                               {"resnet20", make_resnet20},
                               {"resnet18", make_resnet18},
                               {"resnet50", make_resnet50},
-                              {"gpt", make_gpt}});
+                              {"gpt", make_gpt},
+                              {"cnn_space", make_cnn_space}});
   return models;
+}
+
+using Spaces = Registry<nas::ModelSpace, const ModelOptions&>;
+
+const Spaces& space_registry() {
+  static const Spaces spaces("model space", Spaces::Order::kRegistration, {{"cnn_space", cnn_space}});
+  return spaces;
 }
 
 }  // namespace
 
 std::vector<std::string> model_names() { return model_registry().names(); }
+
+std::vector<std::string> model_space_names() { return space_registry().names(); }
+
+nas::ModelSpace model_space(const std::string& name, const ModelOptions& spec) {
+  if (!space_registry().contains(name))
+    throw std::invalid_argument(unknown_name("model space", name, model_space_names()));
+  return space_registry().make(name, spec);
+}
 
 std::shared_ptr<Model> make_model(const std::string& name, const ModelOptions& spec) {
   if (!model_registry().contains(name)) throw std::invalid_argument(unknown_name("model", name, model_names()));

@@ -160,6 +160,8 @@ TORCH_MODULE(TorchvisionResNet);
 // Wider layers than this are a typo (a million units is 4 MB of weights per input already).
 constexpr int64_t kMaxWidth = 1 << 20;
 
+}  // namespace
+
 void require_image(const std::string& name, const ModelOptions& spec, int64_t min_side) {
   if (spec.input_shape().size() != 3 || spec.input_shape()[1] < min_side || spec.input_shape()[2] < min_side) {
     throw std::invalid_argument("model '" + name + "' needs image inputs [channels, height, width] of at least " +
@@ -167,8 +169,6 @@ void require_image(const std::string& name, const ModelOptions& spec, int64_t mi
                                 ", but the data has shape " + c10::str(at::IntArrayRef(spec.input_shape())));
   }
 }
-
-}  // namespace
 
 std::shared_ptr<Model> make_fashion_cnn(const ModelOptions& spec) {
   require_image("fashion_cnn", spec, 4);

@@ -515,6 +515,11 @@ void build_model(OptionReader& model, const Loss& loss, TrainingRun& run) {
   model.read("width", spec.width());
   model.read("heads", spec.heads());
   model.read("dropout", spec.dropout());
+  if (model.has("arch")) {  // a model space's choices: the space checks them
+    if (!model.json()["arch"].is_object())
+      model.fail("arch", "expected a mapping of a model space's choices ({label: value})");
+    spec.arch(model.json()["arch"]);
+  }
   run.model_spec = spec;
   if (run.model_name == "torchscript") {
     if (!model.has("path")) model.fail("path", "required for a torchscript model (a file saved with torch.jit.save)");

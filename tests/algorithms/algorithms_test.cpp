@@ -48,7 +48,19 @@ struct Bench {
   explicit Bench(const std::string& model_name = "fashion_cnn") {
     const int64_t side = model_name == "resnet18" || model_name == "resnet50" ? 64 : 16;
     torch::manual_seed(0);
-    model = make_model(model_name, ModelOptions().input_shape({1, side, side}).num_classes(4));
+    auto spec = ModelOptions().input_shape({1, side, side}).num_classes(4);
+    if (model_name == "cnn_space") {  // a model space: an architecture with every kind of convolution
+      spec.arch({{"stage1_op", "dwsep3x3"},
+                 {"stage1_width", 16},
+                 {"stage1_depth", 2},
+                 {"stage2_op", "conv5x5"},
+                 {"stage2_width", 32},
+                 {"stage2_depth", 1},
+                 {"stage3_op", "conv3x3"},
+                 {"stage3_width", 16},
+                 {"stage3_depth", 1}});
+    }
+    model = make_model(model_name, spec);
     state.model = model;
     state.max_duration = Time::from_batch(10);
     state.batch = {torch::randn({8, 1, side, side}), torch::randint(0, 4, {8})};
@@ -537,7 +549,7 @@ TEST(ChannelsLast, EveryZooModelWithConvolutionsGivesTheSameOutputsAndGradients)
           << (grads[0][k] - grads[1][k]).abs().max().item<double>() << " of " << grads[0][k].abs().max().item<double>();
     }
   }
-  EXPECT_EQ(convolutional, 4);  // fashion_cnn, resnet20, resnet18, resnet50
+  EXPECT_EQ(convolutional, 5);  // fashion_cnn, resnet20, resnet18, resnet50, cnn_space
 }
 
 // Surgery: the modules are replaced, outputs keep their shape, the model trains and saves, and a

@@ -1,4 +1,5 @@
-// Models by name: fashion_cnn, mlp, resnet20, resnet18, resnet50, gpt.
+// Models by name: fashion_cnn, mlp, resnet20, resnet18, resnet50, gpt, cnn_space (a model space
+// frozen to model.arch).
 //
 //   auto model = baton::make_model("fashion_cnn", baton::ModelOptions().input_shape({1, 28, 28}).num_classes(10));
 #pragma once
@@ -11,6 +12,7 @@
 #include "baton/core/options.h"
 #include "baton/models/model.h"
 #include "baton/models/surgery.h"
+#include "baton/nas/space.h"
 
 namespace baton {
 
@@ -26,6 +28,8 @@ class ModelOptions {
   BATON_ARG(int64_t, width) = 384;
   BATON_ARG(int64_t, heads) = 6;
   BATON_ARG(double, dropout) = 0.0;
+  // A model space's architecture: its choices' values ({label: value}, as a search samples them).
+  BATON_ARG(nlohmann::json, arch);
 };
 
 // fashion_cnn: conv(C->32, 3x3, pad 1) relu maxpool2, conv(32->64, 3x3, pad 1) relu maxpool2,
@@ -44,12 +48,24 @@ class ModelOptions {
 //              2.x, so its fused kernels are used) and a 4x GELU MLP, a final LayerNorm, and the
 //              token embedding again as the output layer (weight tying). Inputs are token indices
 //              [N, T] with T <= context; outputs logits [N, T, vocabulary].
+// cnn_space:   the CNN space (below) frozen to `arch`
 // Throws std::invalid_argument for an unknown name (listing the known ones) or an input shape the
 // model cannot take.
 std::shared_ptr<Model> make_model(const std::string& name, const ModelOptions& spec);
 
 // The names make_model knows.
 std::vector<std::string> model_names();
+
+// Model spaces by name (nas/space.h), for inputs and outputs as `spec` says:
+// cnn_space:   a CNN for images of at least 4x4: a 3x3 stem of 16 channels, then three stages (a
+//              2x2 max pooling before the second and third), each a 1x1 convolution to its width
+//              (stageS_width: 16, 32, 64) and stageS_depth (1, 2, 3) blocks of one op (stageS_op:
+//              conv3x3, conv5x5, dwsep3x3 (depthwise 3x3 then pointwise 1x1), maxpool (3x3, stride
+//              1), identity; convolutions with BatchNorm and ReLU), global average pooling, a
+//              linear layer to the classes: 91,125 architectures (45^3).
+// Throws std::invalid_argument for an unknown name or an input shape the space cannot take.
+nas::ModelSpace model_space(const std::string& name, const ModelOptions& spec);
+std::vector<std::string> model_space_names();
 
 // A residual block: relu(residual(x) + shortcut(x)), the shortcut the slot made by
 // add_shortcut (a 1x1 conv and BatchNorm) or else the identity. Public so that surgery (stochastic

@@ -1,0 +1,439 @@
+#include "baton/nas/space.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <torch/torch.h>
+
+namespace baton::nas {
+
+// The state of one level of choices: the top, or inside a LayerChoice's candidate.
+class Scope {
+ public:
+  std::string where;                           // "" at the top, else "label=candidate" (nested: a/b=c)
+  const nlohmann::json* parameters = nullptr;  // freeze(): the values at this level
+  nlohmann::json dims = nlohmann::json::object();
+};
+
+namespace {
+
+// The supernet is checked by one forward of zeros; while it runs, every choice module runs all its
+// candidates and compares their output shapes.
+thread_local bool checking = false;
+
+std::string shape(const at::Tensor& t) { return c10::str(t.sizes()); }
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::string candidates_text(const nlohmann::json& candidates) {
+  std::vector<std::string> names;
+  for (const auto& c : candidates) {
+    if (c.is_object())
+      names.push_back(c.value("_name", std::string()));
+    else
+      names.push_back(c.is_string() ? c.get<std::string>() : c.dump());
+  }
+  return join(names);
+}
+
+void require_label(const std::string& kind, const std::string& label) {
+  if (label.empty()) throw SpaceError(kind + ": the label is empty (every choice needs one)");
+  if (label.find_first_of(" .=\t\n") != std::string::npos || label == "_name" || label == "name")
+    throw SpaceError(kind + " '" + label + "': a label has no spaces, dots or '=', and is not _name or name");
+}
+
+// `value` as one of `candidates` (a number matches a number of the same value): that candidate.
+std::optional<nlohmann::json> match(const nlohmann::json& candidates, const nlohmann::json& value) {
+  for (const auto& c : candidates) {
+    if (c == value) return c;
+    if (c.is_number() && value.is_number() && c.get<double>() == value.get<double>()) return c;
+  }
+  return std::nullopt;
+}
+
+// A LayerChoice's candidates run one after another in a supernet; the active one's output is its own.
+class LayerChoiceModuleImpl : public torch::nn::Module {
+ public:
+  LayerChoiceModuleImpl(std::string label, const std::vector<Candidate>& candidates,
+                        std::vector<torch::nn::AnyModule> made)
+      : torch::nn::Module("LayerChoice"), label_(std::move(label)), made_(std::move(made)) {
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      names_.push_back(candidates[i].name);
+      register_module(candidates[i].name, made_[i].ptr());
+    }
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    if (!checking) return made_[active_].forward<at::Tensor>(x);
+    at::Tensor first;
+    for (std::size_t i = 0; i < made_.size(); ++i) {
+      at::Tensor out = made_[i].forward<at::Tensor>(x);
+      if (i == 0)
+        first = out;
+      else if (out.sizes() != first.sizes()) {
+        throw SpaceError("LayerChoice '" + label_ + "': its candidates disagree on the output shape for an input of " +
+                         shape(x) + ": " + names_[0] + " gives " + shape(first) + ", " + names_[i] + " gives " +
+                         shape(out));
+      }
+    }
+    return first;
+  }
+
+ private:
+  std::string label_;
+  std::vector<std::string> names_;
+  std::vector<torch::nn::AnyModule> made_;
+  std::size_t active_ = 0;
+};
+TORCH_MODULE(LayerChoiceModule);
+
+// A Repeat in a supernet: the deepest depth's blocks, the active depth's run.
+class RepeatModuleImpl : public torch::nn::Module {
+ public:
+  RepeatModuleImpl(std::string label, std::vector<int64_t> depths, std::vector<torch::nn::AnyModule> blocks)
+      : torch::nn::Module("Repeat"), label_(std::move(label)), depths_(std::move(depths)), blocks_(std::move(blocks)) {
+    for (std::size_t i = 0; i < blocks_.size(); ++i) register_module(std::to_string(i), blocks_[i].ptr());
+    active_ = depths_.front();
+  }
+  at::Tensor forward(at::Tensor x) {
+    const std::string input = shape(x);
+    std::string first;
+    for (int64_t i = 0; i < (checking ? depths_.back() : active_); ++i) {
+      x = blocks_[static_cast<std::size_t>(i)].forward<at::Tensor>(x);
+      if (!checking || std::find(depths_.begin(), depths_.end(), i + 1) == depths_.end()) continue;
+      if (first.empty())
+        first = shape(x);
+      else if (shape(x) != first) {
+        disagree(input, first, i + 1, shape(x));
+      }
+    }
+    return x;
+  }
+
+ private:
+  [[noreturn]] void disagree(const std::string& input, const std::string& first, int64_t depth,
+                             const std::string& got) const {
+    throw SpaceError("Repeat '" + label_ + "': its depths disagree on the output shape for an input of " + input +
+                     ": " + std::to_string(depths_.front()) + " blocks give " + first + ", " + std::to_string(depth) +
+                     " give " + got);
+  }
+
+  std::string label_;
+  std::vector<int64_t> depths_;
+  std::vector<torch::nn::AnyModule> blocks_;
+  int64_t active_ = 1;
+};
+TORCH_MODULE(RepeatModule);
+
+// A frozen Repeat: its blocks one after another.
+class ChainImpl : public torch::nn::Module {
+ public:
+  explicit ChainImpl(std::vector<torch::nn::AnyModule> blocks)
+      : torch::nn::Module("Chain"), blocks_(std::move(blocks)) {
+    for (std::size_t i = 0; i < blocks_.size(); ++i) register_module(std::to_string(i), blocks_[i].ptr());
+  }
+  at::Tensor forward(at::Tensor x) {
+    for (auto& b : blocks_) x = b.forward<at::Tensor>(x);
+    return x;
+  }
+
+ private:
+  std::vector<torch::nn::AnyModule> blocks_;
+};
+TORCH_MODULE(Chain);
+
+}  // namespace
+
+ValueChoice::ValueChoice(std::string label_, nlohmann::json candidates_)
+    : label(std::move(label_)), candidates(std::move(candidates_)) {
+  require_label("ValueChoice", label);
+  if (!candidates.is_array() || candidates.empty())
+    throw SpaceError("ValueChoice '" + label + "': no candidates (give a list of numbers or strings)");
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const auto& c = candidates[i];
+    if (!c.is_number() && !c.is_string())
+      throw SpaceError("ValueChoice '" + label + "': candidate " + c.dump() + " is not a number or a string");
+    for (std::size_t j = 0; j < i; ++j) {
+      if (match(nlohmann::json::array({candidates[j]}), c))
+        throw SpaceError("ValueChoice '" + label + "': candidate " + c.dump() + " is given twice");
+    }
+  }
+}
+
+LayerChoice::LayerChoice(std::string label_, std::vector<Candidate> candidates_)
+    : label(std::move(label_)), candidates(std::move(candidates_)) {
+  require_label("LayerChoice", label);
+  if (candidates.empty()) throw SpaceError("LayerChoice '" + label + "': no candidates");
+  std::set<std::string> names;
+  for (const auto& c : candidates) {
+    require_label("LayerChoice '" + label + "': candidate", c.name);
+    if (!c.make) throw SpaceError("LayerChoice '" + label + "': candidate '" + c.name + "' has no builder");
+    if (!names.insert(c.name).second)
+      throw SpaceError("LayerChoice '" + label + "': candidate '" + c.name + "' is given twice");
+  }
+}
+
+Repeat::Repeat(std::string label_, std::vector<int64_t> depths_, std::function<torch::nn::AnyModule(int64_t)> block_)
+    : label(std::move(label_)), depths(std::move(depths_)), block(std::move(block_)) {
+  require_label("Repeat", label);
+  if (depths.empty()) throw SpaceError("Repeat '" + label + "': no depths");
+  if (!block) throw SpaceError("Repeat '" + label + "': no block builder");
+  for (std::size_t i = 0; i < depths.size(); ++i) {
+    if (depths[i] < 1 || depths[i] > 1000 || (i > 0 && depths[i] <= depths[i - 1]))
+      throw SpaceError("Repeat '" + label + "': depths must increase, each from 1 to 1000");
+  }
+}
+
+InputChoice::InputChoice(std::string label_, int64_t inputs_, int64_t chosen_, Reduction reduction_)
+    : label(std::move(label_)), inputs(inputs_), chosen(chosen_), reduction(reduction_) {
+  require_label("InputChoice", label);
+  if (inputs < 1 || inputs > 64 || chosen < 1 || chosen > inputs)
+    throw SpaceError("InputChoice '" + label + "': chooses " + std::to_string(chosen) + " of " +
+                     std::to_string(inputs) + " inputs (1 <= chosen <= inputs <= 64)");
+}
+
+InputSelectImpl::InputSelectImpl(InputChoice choice, std::vector<int64_t> selected)
+    : torch::nn::Module("InputSelect"), choice_(std::move(choice)), selected_(std::move(selected)) {}
+
+at::Tensor InputSelectImpl::forward(const std::vector<at::Tensor>& inputs) {
+  if (static_cast<int64_t>(inputs.size()) != choice_.inputs) {
+    throw SpaceError("InputChoice '" + choice_.label + "': given " + std::to_string(inputs.size()) +
+                     " inputs, it chooses among " + std::to_string(choice_.inputs));
+  }
+  std::vector<at::Tensor> picked;
+  if (checking) {
+    picked = inputs;
+  } else {
+    for (int64_t i : selected_) picked.push_back(inputs[static_cast<std::size_t>(i)]);
+  }
+  for (std::size_t i = 1; i < picked.size(); ++i) {
+    const bool concat = choice_.reduction == InputChoice::Reduction::kConcat;
+    auto a = picked[0].sizes().vec(), b = picked[i].sizes().vec();
+    if (concat && a.size() > 1 && b.size() > 1) a[1] = b[1] = 0;  // channels may differ
+    if (a != b) {
+      throw SpaceError("InputChoice '" + choice_.label + "': its inputs disagree on the shape: " + shape(picked[0]) +
+                       " and " + shape(picked[i]));
+    }
+  }
+  if (checking) picked.resize(static_cast<std::size_t>(choice_.chosen));  // the supernet's output shape
+  switch (choice_.reduction) {
+    case InputChoice::Reduction::kConcat: return torch::cat(picked, 1);
+    case InputChoice::Reduction::kMean: return torch::stack(picked).mean(0);
+    case InputChoice::Reduction::kSum: break;
+  }
+  return torch::stack(picked).sum(0);
+}
+
+namespace {
+
+// The scope of a LayerChoice's candidate inside `outer`.
+std::shared_ptr<Scope> inner_scope(const Scope& outer, const std::string& label, const std::string& candidate) {
+  auto inner = std::make_shared<Scope>();
+  inner->where = (outer.where.empty() ? "" : outer.where + "/") + label + "=" + candidate;
+  return inner;
+}
+
+}  // namespace
+
+Space::Space(const nlohmann::json* parameters) : parameters_(parameters) {
+  auto top = std::make_shared<Scope>();
+  top->parameters = parameters;
+  scopes_.push_back(top);
+}
+
+namespace {
+
+[[noreturn]] void label_taken(const std::string& kind, const std::string& label, const std::string& at,
+                              const std::string& other) {
+  throw SpaceError(kind + " '" + label + "'" + at + ": the label names another choice already" +
+                   (other.empty() ? "" : " (inside " + other + ")") + "; give each choice a label of its own");
+}
+
+}  // namespace
+
+nlohmann::json Space::record(const std::string& label, const std::string& kind, nlohmann::json candidates) {
+  Scope& scope = *scopes_.back();
+  const std::string at = scope.where.empty() ? "" : " (inside " + scope.where + ")";
+  if (!supernet()) {
+    const auto& params = *scope.parameters;
+    if (!params.is_object() || !params.contains(label)) {
+      throw SpaceError("the parameters have no value for " + kind + " '" + label + "'" + at + " (one of " +
+                       candidates_text(candidates) + ")");
+    }
+    nlohmann::json value = params[label];
+    if (value.is_object()) value = value.value("_name", value.value("name", nlohmann::json()));
+    nlohmann::json plain = nlohmann::json::array();
+    for (const auto& c : candidates) plain.push_back(c.is_object() ? c["_name"] : c);
+    if (auto found = match(plain, value)) return *found;
+    throw SpaceError(kind + " '" + label + "'" + at + ": " + value.dump() + " is not one of its candidates (" +
+                     candidates_text(candidates) + ")");
+  }
+  for (const auto& s : scopes_) {  // a label met again is the same decision, at the same level
+    if (!s->dims.contains(label)) continue;
+    if (s.get() != &scope || s->dims[label]["_value"] != candidates) label_taken(kind, label, at, s->where);
+    return candidates[0];
+  }
+  scope.dims[label] = {{"_type", "choice"}, {"_value", candidates}};
+  return candidates[0];
+}
+
+nlohmann::json Space::resolve(const ValueChoice& choice) {
+  return record(choice.label, "ValueChoice", choice.candidates);
+}
+
+torch::nn::AnyModule Space::layer(const LayerChoice& choice) {
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& c : choice.candidates) names.push_back(c.name);
+  if (!supernet()) {
+    const std::string name = record(choice.label, "LayerChoice", names).get<std::string>();
+    const auto& c = *std::find_if(choice.candidates.begin(), choice.candidates.end(),
+                                  [&](const Candidate& k) { return k.name == name; });
+    const nlohmann::json& value = (*scopes_.back()->parameters)[choice.label];
+    auto inner = inner_scope(*scopes_.back(), choice.label, name);
+    static const nlohmann::json kNone = nlohmann::json::object();
+    inner->parameters = value.is_object() ? &value : &kNone;
+    scopes_.push_back(inner);
+    auto made = c.make();
+    scopes_.pop_back();
+    return made;
+  }
+  // The supernet: every candidate, each in its own scope; choices made inside nest under it.
+  std::vector<torch::nn::AnyModule> made;
+  nlohmann::json values = nlohmann::json::array();
+  for (const auto& c : choice.candidates) {
+    auto inner = inner_scope(*scopes_.back(), choice.label, c.name);
+    scopes_.push_back(inner);
+    made.push_back(c.make());
+    scopes_.pop_back();
+    if (inner->dims.empty()) {
+      values.push_back(c.name);
+    } else {
+      nlohmann::json v = inner->dims;
+      v["_name"] = c.name;
+      values.push_back(v);
+    }
+  }
+  record(choice.label, "LayerChoice", values);
+  return torch::nn::AnyModule(LayerChoiceModule(choice.label, choice.candidates, std::move(made)));
+}
+
+torch::nn::AnyModule Space::repeat(const Repeat& choice) {
+  const nlohmann::json depths = choice.depths;
+  const int64_t depth = record(choice.label, "Repeat", depths).get<int64_t>();
+  const int64_t count = supernet() ? choice.depths.back() : depth;
+  std::vector<torch::nn::AnyModule> blocks;
+  for (int64_t i = 0; i < count; ++i) blocks.push_back(choice.block(i));
+  if (supernet()) return torch::nn::AnyModule(RepeatModule(choice.label, choice.depths, std::move(blocks)));
+  return torch::nn::AnyModule(Chain(std::move(blocks)));
+}
+
+InputSelect Space::input(const InputChoice& choice) {
+  // The selections of `chosen` of `inputs`, as index lists in increasing order.
+  nlohmann::json selections = nlohmann::json::array();
+  std::vector<int64_t> pick;
+  std::function<void(int64_t)> add = [&](int64_t from) {
+    if (static_cast<int64_t>(pick.size()) == choice.chosen) {
+      std::string name;
+      for (int64_t i : pick) name += (name.empty() ? "" : "+") + std::to_string(i);
+      selections.push_back(name);
+      return;
+    }
+    for (int64_t i = from; i < choice.inputs && selections.size() < 10000; ++i) {
+      pick.push_back(i);
+      add(i + 1);
+      pick.pop_back();
+    }
+  };
+  add(0);
+  const std::string name = record(choice.label, "InputChoice", selections).get<std::string>();
+  std::vector<int64_t> selected;
+  for (std::size_t at = 0; at <= name.size();) {
+    const auto plus = std::min(name.find('+', at), name.size());
+    selected.push_back(std::stoll(name.substr(at, plus - at)));
+    at = plus + 1;
+  }
+  return InputSelect(choice, selected);
+}
+
+namespace {
+
+// Every label of `dims` (an object of choices), nested ones after their choice's.
+void collect_labels(const nlohmann::json& dims, std::vector<std::string>& out) {
+  for (const auto& [label, d] : dims.items()) {
+    out.push_back(label);
+    for (const auto& v : d["_value"]) {
+      if (!v.is_object()) continue;
+      nlohmann::json inner = v;
+      inner.erase("_name");
+      collect_labels(inner, out);
+    }
+  }
+}
+
+[[noreturn]] void unknown_parameter(const std::string& key, const std::string& where,
+                                    const std::vector<std::string>& labels) {
+  throw SpaceError("the parameters" + where + " name '" + key + "', which the space has no choice of (its choices" +
+                   where + ": " + (labels.empty() ? "none" : join(labels)) + ")");
+}
+
+// Refuses a parameter the space has no choice of, at any level.
+void check_known(const nlohmann::json& dims, const nlohmann::json& params, const std::string& where) {
+  if (!params.is_object()) {
+    throw SpaceError("the parameters" + where + " are " + params.dump() + ", not an object of {label: value}");
+  }
+  std::vector<std::string> labels;
+  for (const auto& [label, d] : dims.items()) labels.push_back(label);
+  for (const auto& [key, value] : params.items()) {
+    if (key == "_name" || key == "name") continue;
+    if (!dims.contains(key)) unknown_parameter(key, where, labels);
+    if (!value.is_object()) continue;
+    const auto chosen = value.value("_name", value.value("name", nlohmann::json()));
+    for (const auto& v : dims[key]["_value"]) {
+      if (!v.is_object() || v["_name"] != chosen) continue;
+      nlohmann::json inner = v;
+      inner.erase("_name");
+      check_known(inner, value, " inside " + key + "=" + chosen.get<std::string>());
+    }
+  }
+}
+
+}  // namespace
+
+ModelSpace::ModelSpace(std::string name, std::vector<int64_t> input_shape, Builder build)
+    : name_(std::move(name)), input_shape_(std::move(input_shape)), build_(std::move(build)) {
+  if (!build_) throw SpaceError("model space '" + name_ + "': no builder");
+  if (input_shape_.empty()) throw SpaceError("model space '" + name_ + "': no input shape to check it with");
+  Space space(nullptr);
+  supernet_ = build_(space);
+  space_ = space.scopes_.front()->dims;
+  std::vector<int64_t> sizes{2};
+  sizes.insert(sizes.end(), input_shape_.begin(), input_shape_.end());
+  torch::NoGradGuard no_grad;
+  checking = true;
+  try {
+    supernet_.forward(torch::zeros(sizes));
+  } catch (...) {
+    checking = false;
+    throw;
+  }
+  checking = false;
+}
+
+std::vector<std::string> ModelSpace::labels() const {
+  std::vector<std::string> out;
+  collect_labels(space_, out);
+  return out;
+}
+
+torch::nn::AnyModule ModelSpace::freeze(const nlohmann::json& parameters) const {
+  check_known(space_, parameters, "");
+  Space space(&parameters);
+  return build_(space);
+}
+
+}  // namespace baton::nas

@@ -1,0 +1,245 @@
+// Model spaces: the search space a network's choices make, the networks frozen from it, and the
+// errors of a space written wrongly or of parameters that do not fit it.
+#include "baton/nas/space.h"
+
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "baton/exec/space.h"
+#include "baton/models/zoo.h"
+
+namespace baton::nas {
+namespace {
+
+using ::testing::HasSubstr;
+namespace nn = torch::nn;
+
+int64_t count_parameters(const nn::Module& m) {
+  int64_t n = 0;
+  for (const auto& p : m.parameters()) n += p.numel();
+  return n;
+}
+
+nn::AnyModule conv(int64_t in, int64_t out, int64_t k) {
+  return nn::AnyModule(nn::Conv2d(nn::Conv2dOptions(in, out, k).padding(k / 2)));
+}
+
+// A small CNN for [1, 8, 8] images: a stem of `width` channels, a stage of `depth` blocks (each an
+// op: a convolution of kernel `kernel` (nested), max pooling or nothing), the sum of the chosen
+// outputs of the stem and the stage, a linear layer to 10 classes.
+ModelSpace tiny_space() {
+  return ModelSpace("tiny", {1, 8, 8}, [](Space& s) {
+    const auto width = s.value<int64_t>(ValueChoice("width", {4, 8}));
+    auto stem = conv(1, width, 3);
+    auto stage = s.repeat(Repeat("depth", {1, 2}, [&s, width](int64_t) {
+      return s.layer(LayerChoice(
+          "op", {{"conv",
+                  [&s, width] {
+                    return conv(width, width, s.value<int64_t>(ValueChoice("kernel", {1, 3})));
+                  }},
+                 {"pool", [] { return nn::AnyModule(nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(1).padding(1))); }},
+                 {"identity", [] { return nn::AnyModule(nn::Identity()); }}}));
+    }));
+    auto merge = s.input(InputChoice("merge", 2, 1));
+    auto head = nn::Linear(width * 8 * 8, 10);
+    struct Net : nn::Module {
+      Net(nn::AnyModule a, nn::AnyModule b, InputSelect c, nn::Linear d) : stem(a), stage(b), merge(c), head(d) {
+        register_module("stem", stem.ptr());
+        register_module("stage", stage.ptr());
+        register_module("merge", merge);
+        register_module("head", head);
+      }
+      at::Tensor forward(const at::Tensor& x) {
+        auto a = stem.forward<at::Tensor>(x);
+        auto b = stage.forward<at::Tensor>(a);
+        return head(merge(std::vector<at::Tensor>{a, b}).flatten(1));
+      }
+      nn::AnyModule stem, stage;
+      InputSelect merge;
+      nn::Linear head;
+    };
+    return nn::AnyModule(std::make_shared<Net>(stem, stage, merge, head));
+  });
+}
+
+TEST(ModelSpace, ItsChoicesAreASearchSpaceInNnisFormat) {
+  const auto space = tiny_space();
+  const nlohmann::json expected = {
+      {"width", {{"_type", "choice"}, {"_value", {4, 8}}}},
+      {"depth", {{"_type", "choice"}, {"_value", {1, 2}}}},
+      {"op",
+       {{"_type", "choice"},
+        {"_value", {{{"_name", "conv"}, {"kernel", {{"_type", "choice"}, {"_value", {1, 3}}}}}, "pool", "identity"}}}},
+      {"merge", {{"_type", "choice"}, {"_value", {"0", "1"}}}}};
+  EXPECT_EQ(space.search_space(), expected) << space.search_space().dump();
+  EXPECT_EQ(space.labels(), (std::vector<std::string>{"depth", "merge", "op", "kernel", "width"}));
+  // The supernet holds every candidate: both convolutions of both blocks.
+  EXPECT_EQ(count_parameters(*space.supernet().ptr()), (1 * 9 * 4 + 4) + 2 * (4 * 4 * 1 + 4) + 4 * 64 * 10 + 10);
+}
+
+// Every architecture a strategy samples freezes into a network of plain modules that runs, holding
+// only the modules it chose.
+TEST(ModelSpace, EverySampledArchitectureFreezesIntoAPlainNetworkThatRuns) {
+  const auto space = tiny_space();
+  const auto search = SearchSpace::from_json(space.search_space());
+  std::mt19937_64 rng(7);
+  std::set<int64_t> sizes;
+  for (int i = 0; i < 40; ++i) {
+    const nlohmann::json p = search.sample(rng);
+    auto net = space.freeze(p);
+    for (const auto& m : net.ptr()->modules()) {
+      EXPECT_NE(m->name(), "LayerChoice") << p.dump();
+      EXPECT_NE(m->name(), "Repeat") << p.dump();
+    }
+    const auto out = net.forward<at::Tensor>(torch::randn({3, 1, 8, 8}));
+    EXPECT_EQ(out.sizes(), (std::vector<int64_t>{3, 10})) << p.dump();
+    const int64_t width = p["width"].get<int64_t>();
+    const bool convs = p["op"].is_object();
+    const int64_t kernel = convs ? p["op"]["kernel"].get<int64_t>() : 0;
+    const int64_t per_block = convs ? width * width * kernel * kernel + width : 0;
+    EXPECT_EQ(count_parameters(*net.ptr()),
+              (9 * width + width) + p["depth"].get<int64_t>() * per_block + width * 64 * 10 + 10)
+        << p.dump();
+    sizes.insert(count_parameters(*net.ptr()));
+  }
+  EXPECT_GE(sizes.size(), 5U);  // the samples differ
+}
+
+TEST(ModelSpace, ALabelMetAgainIsTheSameDecision) {
+  const ModelSpace space("shared", {2}, [](Space& s) {
+    const auto a = s.value<int64_t>(ValueChoice("width", {3, 5}));
+    const auto b = s.value<int64_t>(ValueChoice("width", {3, 5}));
+    struct Net : nn::Module {
+      Net(int64_t a, int64_t b)
+          : first(register_module("first", nn::Linear(2, a))), second(register_module("second", nn::Linear(b, 1))) {}
+      at::Tensor forward(const at::Tensor& x) { return second(first(x)); }
+      nn::Linear first, second;
+    };
+    return nn::AnyModule(std::make_shared<Net>(a, b));
+  });
+  EXPECT_EQ(space.search_space().size(), 1U);
+  auto net = space.freeze({{"width", 5}});
+  EXPECT_EQ(count_parameters(*net.ptr()), (2 * 5 + 5) + (5 + 1));
+}
+
+TEST(ModelSpace, ParametersAsRecipeKeysSpellThemFreezeToo) {  // `name` for `_name`, 8.0 for 8
+  const auto space = tiny_space();
+  auto net = space.freeze({{"width", 8.0}, {"depth", 1}, {"op", {{"name", "conv"}, {"kernel", 3}}}, {"merge", "1"}});
+  EXPECT_EQ(count_parameters(*net.ptr()), (9 * 8 + 8) + (8 * 8 * 9 + 8) + 8 * 64 * 10 + 10);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(ModelSpace, ParametersThatDoNotFitAreRefusedNamingTheChoice) {
+  const auto space = tiny_space();
+  const nlohmann::json good = {{"width", 4}, {"depth", 2}, {"op", {{"_name", "conv"}, {"kernel", 1}}}, {"merge", "0"}};
+  EXPECT_NO_THROW(space.freeze(good));
+  auto without = good;
+  without.erase("width");
+  EXPECT_THAT(error_of([&] { space.freeze(without); }),
+              HasSubstr("the parameters have no value for ValueChoice 'width' (one of 4, 8)"));
+  auto nested_missing = good;
+  nested_missing["op"] = "conv";
+  EXPECT_THAT(error_of([&] { space.freeze(nested_missing); }),
+              HasSubstr("no value for ValueChoice 'kernel' (inside op=conv)"));
+  auto unknown = good;
+  unknown["widht"] = 4;
+  EXPECT_THAT(error_of([&] { space.freeze(unknown); }),
+              HasSubstr("name 'widht', which the space has no choice of (its choices: depth, merge, op, width)"));
+  auto not_one = good;
+  not_one["op"] = "conv9";
+  EXPECT_THAT(error_of([&] { space.freeze(not_one); }),
+              HasSubstr("LayerChoice 'op': \"conv9\" is not one of its candidates (conv, pool, identity)"));
+  auto bad_value = good;
+  bad_value["width"] = 6;
+  EXPECT_THAT(error_of([&] { space.freeze(bad_value); }), HasSubstr("ValueChoice 'width': 6 is not one of"));
+  EXPECT_THAT(error_of([&] { space.freeze(nlohmann::json::array()); }), HasSubstr("not an object"));
+}
+
+TEST(ModelSpace, ASpaceWrittenWronglyIsRefusedWhenBuilt) {
+  EXPECT_THAT(error_of([] { [[maybe_unused]] const ValueChoice c("width", nlohmann::json::array()); }),
+              HasSubstr("ValueChoice 'width': no candidates"));
+  EXPECT_THAT(error_of([] {
+                [[maybe_unused]] const ValueChoice c("width", {4, 4.0});
+              }),
+              HasSubstr("candidate 4.0 is given twice"));
+  EXPECT_THAT(error_of([] { [[maybe_unused]] const LayerChoice c("op", {}); }),
+              HasSubstr("LayerChoice 'op': no candidates"));
+  EXPECT_THAT(error_of([] {
+                [[maybe_unused]] const Repeat c("depth", {2, 1}, [](int64_t) { return nn::AnyModule(nn::Identity()); });
+              }),
+              HasSubstr("depths must increase"));
+  EXPECT_THAT(error_of([] { [[maybe_unused]] const InputChoice c("merge", 2, 3); }),
+              HasSubstr("chooses 3 of 2 inputs"));
+  EXPECT_THAT(error_of([] { [[maybe_unused]] const ValueChoice c("a.b", {1}); }), HasSubstr("no spaces, dots or '='"));
+  // Candidates whose outputs disagree: found by the supernet's forward, naming them and the shapes.
+  EXPECT_THAT(error_of([] {
+                ModelSpace("bad", {1, 8, 8}, [](Space& s) {
+                  return s.layer(LayerChoice(
+                      "op", {{"conv", [] { return conv(1, 4, 3); }},
+                             {"pool", [] { return nn::AnyModule(nn::MaxPool2d(nn::MaxPool2dOptions(2))); }}}));
+                });
+              }),
+              HasSubstr("LayerChoice 'op': its candidates disagree on the output shape for an input of [2, 1, 8, 8]: "
+                        "conv gives [2, 4, 8, 8], pool gives [2, 1, 4, 4]"));
+  EXPECT_THAT(error_of([] {
+                ModelSpace("deep", {1, 8, 8}, [](Space& s) {
+                  return s.repeat(Repeat(
+                      "depth", {1, 2}, [](int64_t) { return nn::AnyModule(nn::MaxPool2d(nn::MaxPool2dOptions(2))); }));
+                });
+              }),
+              HasSubstr("Repeat 'depth': its depths disagree on the output shape"));
+  EXPECT_THAT(error_of([] {
+                ModelSpace("twice", {2}, [](Space& s) {
+                  s.value<int64_t>(ValueChoice("width", {3, 5}));
+                  return nn::AnyModule(nn::Linear(2, s.value<int64_t>(ValueChoice("width", {3, 6}))));
+                });
+              }),
+              HasSubstr("ValueChoice 'width': the label names another choice already"));
+}
+
+// The zoo's CNN space: three stages of an op, a width and a depth each; every sampled architecture
+// is a recipe model (model.name cnn_space, model.arch its choices).
+TEST(CnnSpace, ItsStagesChoicesAreASpaceWhoseArchitecturesAreRecipeModels) {
+  const auto spec = ModelOptions().input_shape({1, 28, 28}).num_classes(10);
+  const auto space = model_space("cnn_space", spec);
+  EXPECT_EQ(space.labels(),
+            (std::vector<std::string>{"stage1_depth", "stage1_op", "stage1_width", "stage2_depth", "stage2_op",
+                                      "stage2_width", "stage3_depth", "stage3_op", "stage3_width"}));
+  std::size_t architectures = 1;
+  for (const auto& [label, d] : space.search_space().items()) architectures *= d["_value"].size();
+  EXPECT_EQ(architectures, 91125U);  // (5 ops x 3 widths x 3 depths)^3
+  const auto search = SearchSpace::from_json(space.search_space());
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 5; ++i) {
+    auto arch = search.sample(rng);
+    auto model = make_model("cnn_space", ModelOptions(spec).arch(arch));
+    auto& net = std::dynamic_pointer_cast<Classifier>(model)->module();
+    EXPECT_EQ(net.forward<at::Tensor>(torch::randn({2, 1, 28, 28})).sizes(), (std::vector<int64_t>{2, 10}))
+        << arch.dump();
+  }
+  EXPECT_THAT(error_of([&] { make_model("cnn_space", spec); }),
+              HasSubstr("model 'cnn_space' is a model space: model.arch chooses its architecture (stage1_depth, "));
+  auto arch = search.sample(rng);
+  arch["stage2_op"] = "conv7x7";
+  EXPECT_THAT(error_of([&] { make_model("cnn_space", ModelOptions(spec).arch(arch)); }),
+              HasSubstr("LayerChoice 'stage2_op': \"conv7x7\" is not one of its candidates (conv3x3, conv5x5, "
+                        "dwsep3x3, maxpool, identity)"));
+  EXPECT_THAT(error_of([&] { model_space("cnn_spcae", spec); }), HasSubstr("unknown model space 'cnn_spcae'"));
+}
+
+}  // namespace
+}  // namespace baton::nas
