@@ -24,13 +24,6 @@ int usable_cores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-// OpenBLAS (Debian's, built for every x86 core it knows) reads the processor's family and model to
-// pick its kernels; a processor it does not know by model (a virtual machine's "Intel Xeon
-// Processor" with AVX-512) gets its Prescott kernels, SSE3 from 2004: a fully connected layer's
-// matrix products 1.2x slower for a whole small CNN on one thread. Unless OPENBLAS_CORETYPE says
-// which, the kernels the processor's instruction sets allow are chosen instead, the way OpenBLAS
-// itself does when it reads a core type from the environment. It runs once, while the library is
-// loaded, before any product (a switch during one would pull its kernels from under it).
 // A symbol of the libraries loaded (the whole process's scope: dlsym(RTLD_DEFAULT) reads its
 // caller's, which is the loader's own while the library is loaded).
 void* loaded_symbol(const char* name) {
@@ -38,6 +31,13 @@ void* loaded_symbol(const char* name) {
   return process != nullptr ? dlsym(process, name) : nullptr;
 }
 
+// OpenBLAS (Debian's, built for every x86 core it knows) reads the processor's family and model to
+// pick its kernels; a processor it does not know by model (a virtual machine's "Intel Xeon
+// Processor" with AVX-512) gets its Prescott kernels, SSE3 from 2004: a fully connected layer's
+// matrix products 1.2x slower for a whole small CNN on one thread. Unless OPENBLAS_CORETYPE says
+// which, the kernels the processor's instruction sets allow are chosen instead, the way OpenBLAS
+// itself does when it reads a core type from the environment. It runs once, while the library is
+// loaded, before any product (a switch during one would pull its kernels from under it).
 const char* better_blas_core() {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return nullptr;  // the user's choice
   using CoreName = char* (*)();
