@@ -13,6 +13,7 @@
 
 #include "baton/exec/space.h"
 #include "baton/models/zoo.h"
+#include "common/test_util.h"
 
 namespace baton::nas {
 namespace {
@@ -134,14 +135,7 @@ TEST(ModelSpace, ParametersAsRecipeKeysSpellThemFreezeToo) {  // `name` for `_na
   EXPECT_EQ(count_parameters(*net.ptr()), (9 * 8 + 8) + (8 * 8 * 9 + 8) + 8 * 64 * 10 + 10);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 TEST(ModelSpace, ParametersThatDoNotFitAreRefusedNamingTheChoice) {
   const auto space = tiny_space();
