@@ -281,9 +281,11 @@ void add_search(CLI::App& app) {
   cmd->add_option("--devices-per-trial", a->devices_per_trial(), "with --devices: devices each trial gets (default 1)");
   cmd->add_option("--threads-per-trial", a->threads_per_trial(),
                   "CPU threads each trial gets, on cores of its own (OMP_NUM_THREADS and the process's affinity)");
-  cmd->add_option("--strategy", a->strategy(),
-                  "tpe (default), gp, random, grid, evolution, cmaes, nsga2, motpe or pbt (several objectives: "
-                  "nsga2, motpe, tpe, random, grid; pbt: population-based training of a --recipe)");
+  cmd->add_option(
+      "--strategy", a->strategy(),
+      "tpe (default), gp, random, grid, evolution, regularized_evolution, cmaes, nsga2, motpe or pbt (several "
+      "objectives: "
+      "nsga2, motpe, tpe, random, grid; pbt: population-based training of a --recipe)");
   cmd->add_option("--strategy-option", a->strategy_options(),
                   "KEY=VALUE: the strategy's options (repeatable, or K1=V1,K2=V2; docs/search.md), e.g. candidates=48");
   cmd->add_option_function<std::string>(

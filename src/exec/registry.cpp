@@ -48,6 +48,25 @@ std::unique_ptr<Strategy> make_tpe(const SearchSpace& space, const StrategyOptio
   return std::make_unique<TpeStrategy>(space, t);
 }
 
+// evolution and regularized_evolution: the settings given over the defaults `e` (strategy.h).
+std::unique_ptr<Strategy> make_evolution(const std::string& name, const SearchSpace& space, const StrategyOptions& o,
+                                         OptionReader& r, EvolutionOptions e) {
+  one_objective(name, o);
+  r.read("population", e.population(), 2, kMaxCount);
+  r.read("sample_size", e.sample_size(), 1, kMaxCount);
+  r.read("mutation_prob", e.mutation_prob());
+  if (!(e.mutation_prob() >= 0.0 && e.mutation_prob() <= 1.0))
+    r.fail("mutation_prob", "expected a number from 0 (one parameter a mutation) to 1, got '" +
+                                nlohmann::json(e.mutation_prob()).dump() + "'");
+  r.read("dedup", e.dedup());
+  std::string on_failure = e.failure_is_worst() ? "worst" : "ignore";
+  r.read("on_failure", on_failure);
+  if (on_failure != "ignore" && on_failure != "worst")
+    r.fail("on_failure", "'" + on_failure + "': expected ignore (a failed trial is left out) or worst");
+  e.failure_is_worst(on_failure == "worst");
+  return std::make_unique<EvolutionStrategy>(space, o.seed(), o.maximize(), e);
+}
+
 // pbt's perturb: factors as "0.8:1.2" (a command line's) or a list.
 std::vector<double> read_factors(OptionReader& r, const std::string& key, std::vector<double> fallback) {
   if (!r.has(key) || !r.json()[key].is_string()) {
@@ -132,12 +151,11 @@ const Strategies& strategy_registry() {
           return std::unique_ptr<Strategy>(
               std::make_unique<PopulationBasedTraining>(space, o.seed(), o.maximize(), std::move(p)));
         }},
-       {"evolution", [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
-          one_objective("evolution", o);
-          EvolutionOptions e;
-          r.read("population", e.population(), 2, kMaxCount);
-          r.read("sample_size", e.sample_size(), 1, kMaxCount);
-          return std::unique_ptr<Strategy>(std::make_unique<EvolutionStrategy>(space, o.seed(), o.maximize(), e));
+       {"evolution", [](const SearchSpace& space, const StrategyOptions& o,
+                        OptionReader& r) { return make_evolution("evolution", space, o, r, EvolutionOptions()); }},
+       {"regularized_evolution", [](const SearchSpace& space, const StrategyOptions& o, OptionReader& r) {
+          return make_evolution("regularized_evolution", space, o, r,
+                                EvolutionOptions().aging(true).population(100).sample_size(25).mutation_prob(0.05));
         }}});
   return strategies;
 }

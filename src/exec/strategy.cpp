@@ -1,8 +1,10 @@
 #include "baton/exec/strategy.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 namespace baton {
@@ -39,35 +41,80 @@ EvolutionStrategy::EvolutionStrategy(SearchSpace space, uint64_t seed, bool maxi
     : space_(std::move(space)),
       rng_(seed),
       maximize_(maximize),
+      options_(options),
       population_(static_cast<std::size_t>(options.population())),
       sample_size_(static_cast<std::size_t>(options.sample_size())) {
   if (options.population() < 2 || options.sample_size() < 1 || options.sample_size() > options.population())
-    throw std::invalid_argument("evolution: need population >= 2 and 1 <= sample_size <= population");
+    throw std::invalid_argument(name() + ": need population >= 2 and 1 <= sample_size <= population");
+  if (!(options.mutation_prob() >= 0.0 && options.mutation_prob() <= 1.0))
+    throw std::invalid_argument(name() + ": mutation_prob must be from 0 to 1");
+}
+
+// The best of `sample_size` members drawn without replacement (the first of equals).
+const EvolutionStrategy::Member& EvolutionStrategy::tournament() {
+  std::vector<std::size_t> order(living_.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  const std::size_t n = std::min(sample_size_, order.size());
+  const Member* best = nullptr;
+  for (std::size_t i = 0; i < n; ++i) {  // a partial Fisher-Yates shuffle
+    std::uniform_int_distribution<std::size_t> pick(i, order.size() - 1);
+    std::swap(order[i], order[pick(rng_)]);
+    const Member& m = living_[order[i]];
+    if (best == nullptr || better(m.second, best->second)) best = &m;
+  }
+  return *best;
+}
+
+// The parent with some parameters drawn anew, each until it differs from the parent's (a space
+// where a parameter has one value leaves it); at least one is.
+nlohmann::json EvolutionStrategy::mutate(const nlohmann::json& parent) {
+  const auto& dims = space_.dimensions();
+  std::vector<std::size_t> chosen;
+  std::bernoulli_distribution draw(options_.mutation_prob());
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (options_.mutation_prob() > 0.0 && draw(rng_)) chosen.push_back(d);
+  }
+  if (chosen.empty()) chosen.push_back(std::uniform_int_distribution<std::size_t>(0, dims.size() - 1)(rng_));
+  nlohmann::json child = parent;
+  for (std::size_t d : chosen) {
+    const std::string& name = dims[d].name;
+    for (int attempt = 0; attempt < 32 && child[name] == parent[name]; ++attempt)
+      child[name] = space_.sample(rng_)[name];
+  }
+  return child;
 }
 
 std::optional<nlohmann::json> EvolutionStrategy::suggest() {
-  if (living_.size() < population_) return space_.sample(rng_);
-  std::uniform_int_distribution<std::size_t> pick(0, living_.size() - 1);
-  const std::pair<nlohmann::json, double>* parent = nullptr;
-  for (std::size_t i = 0; i < sample_size_; ++i) {
-    const auto& candidate = living_[pick(rng_)];
-    if (!parent || (maximize_ ? candidate.second > parent->second : candidate.second < parent->second))
-      parent = &candidate;
-  }
-  if (parent == nullptr) return space_.sample(rng_);  // sample_size 0 (the constructor refuses it)
-  nlohmann::json child = parent->first;
-  const auto& dims = space_.dimensions();
-  std::uniform_int_distribution<std::size_t> which(0, dims.size() - 1);
-  const std::string& name = dims[which(rng_)].name;
-  const nlohmann::json fresh = space_.sample(rng_);
-  child[name] = fresh[name];
+  const bool breed = living_.size() >= population_;
+  auto fresh = [&] { return breed ? mutate(tournament().first) : space_.sample(rng_); };
+  nlohmann::json child = fresh();
+  // dedup: another mutation (or draw) while this one was suggested before; then a random draw.
+  for (int attempt = 0; options_.dedup() && suggested_.count(child.dump()) > 0 && attempt < 64; ++attempt)
+    child = attempt < 48 ? fresh() : space_.sample(rng_);
+  suggested_.insert(child.dump());
   return child;
 }
 
 void EvolutionStrategy::observe(const Trial& trial) {
-  if (trial.status != TrialStatus::kTrained || !trial.metrics.final || !std::isfinite(*trial.metrics.final)) return;
-  living_.emplace_back(trial.parameters, *trial.metrics.final);
-  while (living_.size() > population_) living_.pop_front();  // the oldest dies
+  double value = 0.0;
+  if (trial.status == TrialStatus::kTrained && trial.metrics.final && std::isfinite(*trial.metrics.final)) {
+    value = *trial.metrics.final;
+  } else if (trial.status == TrialStatus::kFailed && options_.failure_is_worst()) {
+    value = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  } else {
+    return;
+  }
+  living_.emplace_back(trial.parameters, value);
+  if (living_.size() <= population_) return;
+  if (options_.aging()) {
+    living_.pop_front();  // the oldest dies
+    return;
+  }
+  auto worst = living_.begin();  // the worst dies (the oldest of equals)
+  for (auto it = living_.begin(); it != living_.end(); ++it) {
+    if (better(worst->second, it->second)) worst = it;
+  }
+  living_.erase(worst);
 }
 
 namespace {

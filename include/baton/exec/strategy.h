@@ -45,7 +45,8 @@ class StrategyOptions {
   BATON_ARG(std::vector<Constraint>, constraints);
   BATON_ARG(int, grid_points) = 5;  // grid: values per continuous dimension
   // The strategy's own options by name (docs/search.md has the table), e.g. {"candidates": 48}:
-  // tpe (TpeOptions), gp (GpOptions), grid (points), evolution (population, sample_size).
+  // tpe (TpeOptions), gp (GpOptions), grid (points), evolution and regularized_evolution
+  // (EvolutionOptions).
   BATON_ARG(nlohmann::json, settings) = nlohmann::json::object();
 };
 
@@ -53,7 +54,7 @@ class StrategyOptions {
 Objectives objectives_of(const StrategyOptions& options);
 
 // "random", "grid", "tpe" (tpe.h), "motpe" (tpe.h, several objectives), "gp" (gp.h), "evolution",
-// "nsga2" (nsga2.h). An unknown name, an unknown setting or
+// "regularized_evolution", "nsga2" (nsga2.h). An unknown name, an unknown setting or
 // a setting of the wrong type or range: std::invalid_argument saying which, and what is known.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, StrategyOptions options);
 std::vector<std::string> strategy_names();
@@ -86,28 +87,49 @@ class GridStrategy : public Strategy {
   std::set<std::string> done_;  // restored trials are not suggested again
 };
 
-// Regularized evolution (Real et al. 2019, as NNI's): the first `population` trials are random;
-// then each suggestion takes `sample_size` of the living population at random, copies the best,
-// and draws one of its parameters anew. The population ages: only the last `population` finished
-// trials live.
+// Evolution: the first `population` trials are random; then each suggestion draws `sample_size`
+// trials of the population (without replacement), copies the best of them and mutates the copy.
+// Two ways for the population to stay at `population` trials:
+// - "evolution" (aging false): the worst trial dies (tournament selection, Real et al. 2017; NNI's
+//   Evolution tuner); a mutation draws one parameter anew.
+// - "regularized_evolution" (aging true): the oldest trial dies however good it was (Real et al.
+//   2019's aging evolution, NNI's RegularizedEvolution: population 100, sample 25, each parameter
+//   drawn anew with probability 0.05).
+// A mutation always changes the copy (a parameter drawn anew is drawn until it differs, as the
+// paper's, and a copy no draw changed gets one parameter changed); with dedup, an architecture
+// already suggested is mutated again (then drawn at random) rather than suggested twice.
 class EvolutionOptions {
   BATON_ARG(int, population) = 20;  // trials alive at once (the first are random); at least 2
   BATON_ARG(int, sample_size) = 5;  // how many of them each suggestion compares; 1 to population
+  BATON_ARG(bool, aging) = false;   // the oldest dies (true) or the worst (false)
+  // Each parameter's chance to be drawn anew; 0: exactly one parameter is.
+  BATON_ARG(double, mutation_prob) = 0.0;
+  BATON_ARG(bool, dedup) = true;  // never suggest the same parameters twice while others are left
+  // A failed trial joins the population as the worst value (true), or is left out (false: NNI's
+  // on_failure "ignore").
+  BATON_ARG(bool, failure_is_worst) = false;
 };
 
 class EvolutionStrategy : public Strategy {
  public:
   EvolutionStrategy(SearchSpace space, uint64_t seed, bool maximize, EvolutionOptions options = {});
-  std::string name() const override { return "evolution"; }
+  std::string name() const override { return options_.aging() ? "regularized_evolution" : "evolution"; }
   std::optional<nlohmann::json> suggest() override;
   void observe(const Trial& trial) override;
 
  private:
+  using Member = std::pair<nlohmann::json, double>;
+  const Member& tournament();
+  nlohmann::json mutate(const nlohmann::json& parent);
+  bool better(double a, double b) const { return maximize_ ? a > b : a < b; }
+
   SearchSpace space_;
   std::mt19937_64 rng_;
   bool maximize_;
+  EvolutionOptions options_;
   std::size_t population_, sample_size_;
-  std::deque<std::pair<nlohmann::json, double>> living_;
+  std::deque<Member> living_;  // in the order they finished (aging: the front is the oldest)
+  std::set<std::string> suggested_;
 };
 
 }  // namespace baton
