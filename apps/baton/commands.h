@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace CLI {
 class App;
 }  // namespace CLI
@@ -32,7 +34,7 @@ void add_predict(CLI::App& app);
 void add_checkpoint(CLI::App& app);
 void add_export(CLI::App& app);
 void add_plot(CLI::App& app);
-void add_search(CLI::App& app);  // search and trials
+void add_search(CLI::App& app);  // search, trials and nas export
 void add_dashboard(CLI::App& app);
 void add_tokenize(CLI::App& app);
 void add_summary(CLI::App& app);
@@ -43,6 +45,10 @@ void add_device_option(CLI::App* cmd, std::string& device);
 // `sets` with device=DEVICE added when `device` is given. Throws RecipeError naming --device when
 // this machine cannot run there.
 std::vector<std::string> with_device(std::vector<std::string> sets, const std::string& device);
+
+// A search trial's parameters as recipe overrides ("key.path=value", after `prefix`): nested
+// objects set dotted keys, and a nested choice's "_name" sets KEY.name.
+void flatten_parameters(const nlohmann::json& j, const std::string& prefix, std::vector<std::string>& sets);
 
 // SIGTERM and SIGINT call `handler` from now on (a run or a search stops at a safe point).
 void on_stop_signals(void (*handler)(int));

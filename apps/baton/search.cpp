@@ -1,6 +1,6 @@
 // baton search: run many trials of a command or a recipe, suggested by a strategy (an Experiment,
 // include/baton/exec/experiment.h: this file parses the flags).
-// baton trials ls|show|pareto: read a search's storage.
+// baton trials ls|show|pareto: read a search's storage. baton nas export: a trial as a recipe.
 #include <signal.h>
 #include <unistd.h>
 
@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,9 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/exec/experiment.h"
+#include "baton/exec/search.h"
 #include "baton/exec/storage.h"
 #include "baton/loggers/mlflow_logger.h"
 #include "baton/loggers/registry.h"
+#include "baton/models/zoo.h"
 #include "baton/train/recipe.h"
 #include "commands.h"
 
@@ -89,14 +92,58 @@ std::shared_ptr<MlflowLogger> search_mlflow_run(const ExperimentOptions& o) {
   return logger;
 }
 
+// --model-space NAME: the trials train the zoo's model space NAME (model.name=NAME), built for the
+// recipe's data; the search space is its choices under model.arch. (with the space file's
+// parameters, when one is given too).
+void use_model_space(const std::string& name, ExperimentOptions& o) {
+  if (o.recipe().empty()) throw BadInput("--model-space " + name + " searches a recipe's model: add --recipe RECIPE");
+  for (const auto& set : o.sets()) {
+    if (set.rfind("model.name=", 0) == 0 && set != "model.name=" + name)
+      throw BadInput("--set " + set + " and --model-space " + name + " name two models; drop the --set");
+  }
+  o.sets().insert(o.sets().begin(), "model.name=" + name);
+  nlohmann::json space;
+  try {
+    space = model_space(name, recipe_model_spec(Recipe::load(o.recipe(), o.sets()))).search_space();
+  } catch (const std::invalid_argument& e) {  // an unknown space, data the space cannot take
+    throw BadInput("--model-space " + name + ": " + e.what());
+  } catch (const std::runtime_error& e) {  // the recipe, its data
+    throw BadInput(e.what());
+  }
+  nlohmann::json definition = nlohmann::json::object();
+  if (!o.space().empty()) {
+    try {
+      definition = SearchSpace::read_file(o.space());
+      (void)SearchSpace::from_json(definition, o.space());
+    } catch (const std::exception& e) {
+      throw BadInput(e.what());
+    }
+  }
+  for (const auto& [label, choice] : space.items()) {
+    const std::string key = "model.arch." + label;
+    if (definition.contains(key)) throw BadInput(o.space() + ": " + key + " is the model space's choice; drop it");
+    definition[key] = choice;
+  }
+  o.space((o.space().empty() ? "" : o.space() + " + ") + "model space " + name);
+  o.space_definition(definition);
+}
+
 // The flags become an Experiment (src/exec/experiment.cpp: what the search does); a signal stops it.
-int run_search_command(ExperimentOptions options) {
+int run_search_command(ExperimentOptions options, const std::string& model_space_name) {
   options.trainer(self_exe());
+  if (!model_space_name.empty()) {
+    use_model_space(model_space_name, options);
+  } else if (options.space().empty()) {
+    throw BadInput("give a search space (a file), --model-space NAME, or both");
+  }
   std::unique_ptr<Experiment> experiment;
   try {
     experiment = std::make_unique<Experiment>(options);
   } catch (const ExperimentError& e) {
     throw BadInput(e.what());
+  }
+  if (!model_space_name.empty()) {  // for the user: the space the search samples
+    std::ofstream(options.run_dir() / "model_space.json") << options.space_definition().dump(2) << "\n";
   }
   const auto mlflow = search_mlflow_run(options);
   g_experiment.store(experiment.get());
@@ -242,6 +289,49 @@ int run_trials_pareto(const std::string& url, bool json) {
   return 0;
 }
 
+// baton nas export: trial `id` (nullopt: the best) of a recipe's search as a recipe of its own:
+// the search's recipe with its --set overrides and the trial's parameters (a model space's
+// architecture: model.name and model.arch), which `baton train OUT` trains again.
+int run_nas_export(const std::string& url, std::optional<int64_t> id, const std::string& out) {
+  auto storage = open_existing(url);
+  const auto meta = storage->meta("search").value_or(nlohmann::json::object());
+  const std::string recipe = meta.is_object() ? meta.value("recipe", std::string()) : std::string();
+  if (recipe.empty()) {
+    throw BadInput("the search in " + url +
+                   " did not train a recipe (a --command search, or one stored before baton kept the recipe): "
+                   "there is no recipe to export");
+  }
+  const auto trials = storage->load_trials();
+  std::optional<Trial> trial = id ? std::nullopt : best_trial(trials, stored_objectives(meta));
+  for (const auto& t : trials) {
+    if (id && t.id == *id) trial = t;
+  }
+  if (!trial) {
+    throw BadInput(id ? "no trial " + std::to_string(*id) + " in " + url + " (baton trials ls --storage " + url + ")"
+                      : "the search in " + url + " has no trained trial yet: give --trial N");
+  }
+  std::vector<std::string> sets = meta.value("sets", std::vector<std::string>{});
+  flatten_parameters(trial->parameters, "", sets);
+  std::string yaml;
+  try {
+    yaml = Recipe::load(recipe, sets).resolved_yaml();
+  } catch (const std::runtime_error& e) {
+    throw BadInput("the search's recipe: " + std::string(e.what()));
+  }
+  const std::string tmp = out + ".tmp";
+  {
+    std::ofstream file(tmp);
+    file << "# trial " << trial->id << " (" << to_string(trial->status) << ", " << final_text(*trial)
+         << ") of the search in " << url << "\n# baton train " << out << " trains it again\n"
+         << yaml << (yaml.empty() || yaml.back() != '\n' ? "\n" : "");
+    if (!file.flush()) throw BadInput(out + ": cannot write here");
+  }
+  std::filesystem::rename(tmp, out);
+  std::printf("wrote %s: trial %lld (%s, %s) %s\n", out.c_str(), static_cast<long long>(trial->id),
+              to_string(trial->status).c_str(), final_text(*trial).c_str(), trial->parameters.dump().c_str());
+  return 0;
+}
+
 template <typename F>
 void guarded(F f) {
   int code = 0;
@@ -258,8 +348,12 @@ void guarded(F f) {
 
 void add_search(CLI::App& app) {
   auto a = std::make_shared<ExperimentOptions>();  // the flags are its options, by the same names
+  auto model_space_name = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("search", "run a hyperparameter search: trials of a command or a recipe");
-  cmd->add_option("space", a->space(), "search space (NNI's format, YAML or JSON)")->required();
+  cmd->add_option("space", a->space(), "search space (NNI's format, YAML or JSON); optional with --model-space");
+  cmd->add_option("--model-space", *model_space_name,
+                  "with --recipe: search the zoo's model space NAME (cnn_space, gpt_space): its choices are "
+                  "model.arch.LABEL parameters, written to RUN_DIR/model_space.json (docs/nas.md)");
   cmd->add_option(
       "--command", a->command(),
       "trial command (sh -c): parameters in $BATON_TRIAL_PARAMETERS, reports 'baton: {\"final\": v}' lines");
@@ -322,11 +416,11 @@ void add_search(CLI::App& app) {
   cmd->add_option("--median-stop", a->median_stop(),
                   "stop a trial whose best intermediate value is worse than the median of completed trials at the "
                   "same step, once N trials completed (default 0: off)");
-  cmd->callback([a, cmd] {
+  cmd->callback([a, cmd, model_space_name] {
     guarded([&] {
       if (!a->objectives().empty() && (cmd->count("--direction") > 0 || cmd->count("--metric") > 0))
         throw BadInput("give either --objective METRIC:max|min (repeatable) or --metric/--direction, not both");
-      return run_search_command(*a);
+      return run_search_command(*a, *model_space_name);
     });
   });
 
@@ -347,6 +441,16 @@ void add_search(CLI::App& app) {
   show->add_option("id", *id, "trial id")->required();
   show->add_option("--storage", *storage, "the search's storage")->required();
   show->callback([storage, id] { guarded([&] { return run_trials_show(*storage, *id); }); });
+
+  auto trial = std::make_shared<std::optional<int64_t>>();
+  auto out = std::make_shared<std::string>();
+  CLI::App* nas = app.add_subcommand("nas", "architecture search: export a searched architecture");
+  nas->require_subcommand(1);
+  CLI::App* exp = nas->add_subcommand("export", "write a trial of a recipe's search (its architecture) as a recipe");
+  exp->add_option("--storage", *storage, "the search's storage (sqlite:///PATH.db or PATH.db)")->required();
+  exp->add_option("--trial", *trial, "trial id (default: the search's best)");
+  exp->add_option("--out", *out, "the recipe to write (YAML)")->required();
+  exp->callback([storage, trial, out] { guarded([&] { return run_nas_export(*storage, *trial, *out); }); });
 }
 
 }  // namespace baton::cli

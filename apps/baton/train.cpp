@@ -186,19 +186,7 @@ nlohmann::json model_meta(const TrainingRun& run) {
 }
 
 // Run as a search trial (baton search --recipe): BATON_TRIAL_PARAMETERS holds the trial's
-// parameters, applied after the command line's --set; nested objects set dotted keys, and a nested
-// choice's "_name" sets KEY.name.
-void flatten_parameters(const nlohmann::json& j, const std::string& prefix, std::vector<std::string>& sets) {
-  for (const auto& [key, value] : j.items()) {
-    const std::string name = key == "_name" ? prefix + "name" : prefix + key;
-    if (value.is_object()) {
-      flatten_parameters(value, name + ".", sets);
-    } else {
-      sets.push_back(name + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
-    }
-  }
-}
-
+// parameters, applied after the command line's --set (flatten_parameters).
 std::vector<std::string> with_trial_parameters(std::vector<std::string> sets) {
   const char* text = std::getenv("BATON_TRIAL_PARAMETERS");
   if (!text) return sets;
@@ -513,6 +501,17 @@ int run_train(const TrainArgs& args) {
 }
 
 }  // namespace
+
+void flatten_parameters(const nlohmann::json& j, const std::string& prefix, std::vector<std::string>& sets) {
+  for (const auto& [key, value] : j.items()) {
+    const std::string name = key == "_name" ? prefix + "name" : prefix + key;
+    if (value.is_object()) {
+      flatten_parameters(value, name + ".", sets);
+    } else {
+      sets.push_back(name + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
+    }
+  }
+}
 
 void add_train(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();

@@ -327,7 +327,7 @@ void Experiment::Impl::say_front(const std::vector<Trial>& front) const {
 // the worker's name) offsets the seed.
 void Experiment::Impl::build_strategy() {
   const SearchSpace space = as_input_error([&] {
-    space_definition = SearchSpace::read_file(o.space());
+    space_definition = o.space_definition().is_null() ? SearchSpace::read_file(o.space()) : o.space_definition();
     return SearchSpace::from_json(space_definition, o.space());
   });
   uint64_t seed = o.seed();
@@ -576,10 +576,17 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   }
   if (!m.join && m.o.resume()) m.prepare_resume();
   const ProcessEngineOptions trials = trial_options(m.o, m.worker, m.slots, m.objectives, m.pbt);
-  const nlohmann::json meta = {
-      {"space", m.o.space()},       {"space_definition", m.space_definition}, {"command", trials.command()},
-      {"strategy", m.o.strategy()}, {"strategy_options", m.settings},         {"direction", direction(m.maximize)},
-      {"seed", m.o.seed()},         {"objectives", m.objectives_json()},      {"constraints", m.constraints_json()}};
+  const nlohmann::json meta = {{"space", m.o.space()},
+                               {"space_definition", m.space_definition},
+                               {"command", trials.command()},
+                               {"strategy", m.o.strategy()},
+                               {"strategy_options", m.settings},
+                               {"direction", direction(m.maximize)},
+                               {"seed", m.o.seed()},
+                               {"objectives", m.objectives_json()},
+                               {"constraints", m.constraints_json()},
+                               {"recipe", m.o.recipe().empty() ? "" : std::filesystem::absolute(m.o.recipe()).string()},
+                               {"sets", m.o.sets()}};
   if (m.join) {
     m.join_search(trials, meta);
   } else {

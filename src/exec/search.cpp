@@ -4,6 +4,22 @@
 
 namespace baton {
 
+bool beats(const Trial& t, const std::optional<Trial>& best, const Objectives& objectives) {
+  if (t.status != TrialStatus::kTrained || !t.metrics.final) return false;
+  if (objectives.usable(t) ? objectives.violation(t) > 0 : !objectives.constraints.empty()) return false;
+  if (!best) return true;
+  return objectives.maximize.front() ? *t.metrics.final > *best->metrics.final
+                                     : *t.metrics.final < *best->metrics.final;
+}
+
+std::optional<Trial> best_trial(const std::vector<Trial>& trials, const Objectives& objectives) {
+  std::optional<Trial> best;
+  for (const auto& t : trials) {
+    if (beats(t, best, objectives)) best = t;
+  }
+  return best;
+}
+
 std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int64_t trials, bool maximize,
                                 const std::function<void(const SearchProgress&)>& on_progress) {
   return run_search(strategy, engine, trials, Objectives{{maximize}, {}}, on_progress);
@@ -13,13 +29,7 @@ std::optional<Trial> run_search(Strategy& strategy, ExecutionEngine& engine, int
                                 const Objectives& objectives,
                                 const std::function<void(const SearchProgress&)>& on_progress) {
   SearchProgress progress;
-  auto better = [&](const Trial& t) {
-    if (t.status != TrialStatus::kTrained || !t.metrics.final) return false;
-    if (objectives.usable(t) ? objectives.violation(t) > 0 : !objectives.constraints.empty()) return false;
-    if (!progress.best) return true;
-    return objectives.maximize.front() ? *t.metrics.final > *progress.best->metrics.final
-                                       : *t.metrics.final < *progress.best->metrics.final;
-  };
+  auto better = [&](const Trial& t) { return beats(t, progress.best, objectives); };
   const auto restored = engine.list();  // an earlier run's trials, on resume
   strategy.restore(restored);
   for (const auto& t : restored) {

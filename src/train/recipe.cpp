@@ -504,8 +504,8 @@ void check_outputs_fit(OptionReader& reader, Model& model, const Dataset& data, 
   if (!problem.empty()) reader.fail("path", path + ": its outputs do not fit loss " + loss.name() + ": " + problem);
 }
 
-void build_model(OptionReader& model, const Loss& loss, TrainingRun& run) {
-  TrainerOptions& o = run.options;
+// The zoo's spec from the data (input shape, outputs) and the model keys.
+void read_model_spec(OptionReader& model, const Loss& loss, TrainingRun& run) {
   run.model_name = model.get<std::string>("name", "fashion_cnn");
   ModelOptions spec = ModelOptions()
                           .input_shape(run.train_data->input_shape())
@@ -521,6 +521,12 @@ void build_model(OptionReader& model, const Loss& loss, TrainingRun& run) {
     spec.arch(model.json()["arch"]);
   }
   run.model_spec = spec;
+}
+
+void build_model(OptionReader& model, const Loss& loss, TrainingRun& run) {
+  TrainerOptions& o = run.options;
+  read_model_spec(model, loss, run);
+  const ModelOptions& spec = run.model_spec;
   if (run.model_name == "torchscript") {
     if (!model.has("path")) model.fail("path", "required for a torchscript model (a file saved with torch.jit.save)");
     run.model_path = model.get<std::string>("path", "");
@@ -713,6 +719,38 @@ void check_targets(OptionReader& top, OptionReader& data, const Loss& loss, cons
   }
 }
 
+// What build_run reads before the data's loaders: the seed, the loss, the loop, the quick look,
+// the device and the data sets.
+struct RunStart {
+  Loss loss;
+  c10::Device device;
+};
+
+RunStart read_up_to_the_data(OptionReader& top, OptionReader& data, std::vector<EvalSetSpec>& eval_sets,
+                             QuickLook& look, TrainingRun& run) {
+  TrainerOptions& o = run.options;
+  const uint64_t seed = top.get<uint64_t>("seed", o.seed());
+  o.seed(seed);
+  // LibTorch seeds its generator at random in each process: seed before the model is built, so
+  // that the same recipe starts from the same weights.
+  torch::manual_seed(seed);
+  Loss loss = read_loss(top);  // first: which metrics fit, how the labels are read
+  read_loop_keys(top, loss, o);
+  eval_sets = read_eval_sets(top, loss);
+  look = read_quick_look(top);
+  // The device first: what auto precision picks and where data.on_device puts the data set.
+  const c10::Device device = read_device_and_precision(top, o);
+  read_step_and_checkpoint_keys(top, o);
+  load_data(data, seed, device, loss, eval_sets, run);
+  check_targets(top, data, loss, *run.train_data);
+  if (o.max_duration().unit() == TimeUnit::kToken && run.train_data->tokens_per_example() == 0) {
+    top.fail("max_duration", "'" + top.get<std::string>("max_duration", "") + "' counts tokens, but data.dataset " +
+                                 data.get<std::string>("dataset", "fashion_mnist") +
+                                 " is not token windows (text, tokens): use ep, ba or sp");
+  }
+  return {std::move(loss), device};
+}
+
 }  // namespace
 
 std::optional<nlohmann::json> recipe_logger_options(const Recipe& recipe, const std::string& name) {
@@ -726,31 +764,29 @@ std::optional<nlohmann::json> recipe_logger_options(const Recipe& recipe, const 
   return options.json();
 }
 
+ModelOptions recipe_model_spec(const Recipe& recipe) {
+  OptionReader top = recipe_reader(recipe.root(), recipe.source(), recipe.set_keys());
+  OptionReader data = top.child("data");
+  TrainingRun run;
+  std::vector<EvalSetSpec> eval_sets;
+  QuickLook look;
+  const RunStart start = read_up_to_the_data(top, data, eval_sets, look, run);
+  OptionReader model = top.child("model");
+  read_model_spec(model, start.loss, run);
+  return run.model_spec;
+}
+
 TrainingRun build_run(const Recipe& recipe) {
   OptionReader top = recipe_reader(recipe.root(), recipe.source(), recipe.set_keys());
+  OptionReader data = top.child("data");
   TrainingRun run;
   TrainerOptions& o = run.options;
-  const uint64_t seed = top.get<uint64_t>("seed", o.seed());
-  o.seed(seed);
-  // LibTorch seeds its generator at random in each process: seed before the model is built, so
-  // that the same recipe starts from the same weights.
-  torch::manual_seed(seed);
-  const Loss loss = read_loss(top);  // first: which metrics fit, how the labels are read
-  read_loop_keys(top, loss, o);
-  std::vector<EvalSetSpec> eval_sets = read_eval_sets(top, loss);
-  const QuickLook look = read_quick_look(top);
-  // The device first: what auto precision picks and where data.on_device puts the data set.
-  const c10::Device device = read_device_and_precision(top, o);
-  read_step_and_checkpoint_keys(top, o);
-  OptionReader data = top.child("data");
-  load_data(data, seed, device, loss, eval_sets, run);
-  check_targets(top, data, loss, *run.train_data);
-  if (o.max_duration().unit() == TimeUnit::kToken && run.train_data->tokens_per_example() == 0) {
-    top.fail("max_duration", "'" + top.get<std::string>("max_duration", "") + "' counts tokens, but data.dataset " +
-                                 data.get<std::string>("dataset", "fashion_mnist") +
-                                 " is not token windows (text, tokens): use ep, ba or sp");
-  }
-  build_loaders(data, seed, eval_sets, look, run);
+  std::vector<EvalSetSpec> eval_sets;
+  QuickLook look;
+  const RunStart start = read_up_to_the_data(top, data, eval_sets, look, run);
+  const Loss& loss = start.loss;
+  const c10::Device& device = start.device;
+  build_loaders(data, o.seed(), eval_sets, look, run);
   OptionReader model = top.child("model");
   build_model(model, loss, run);
   OptionReader optimizer = top.child("optimizer");

@@ -35,7 +35,10 @@ class ExperimentOptions {
   using NamedOptions = std::vector<std::pair<std::string, nlohmann::json>>;
 
  private:
-  BATON_ARG(std::string, space);                     // the search space: NNI's format, a YAML or JSON file
+  BATON_ARG(std::string, space);  // the search space: NNI's format, a YAML or JSON file
+  // The search space itself, instead of reading `space` (which then only names it): a model
+  // space's, say. Null: read the file.
+  BATON_ARG(nlohmann::json, space_definition);
   BATON_ARG(std::string, command);                   // a trial is this command (sh -c), or
   BATON_ARG(std::string, recipe);                    // a trial trains this recipe: `TRAINER train RECIPE --set k=v`...
   BATON_ARG(std::string, trainer) = "baton";         // the program that trains a recipe's trial

@@ -22,6 +22,12 @@ struct SearchProgress {
   std::string stage{};          // where a search of stages is (population-based training's interval)
 };
 
+// Whether `t` would be a search's new best: Trained, feasible, and ahead of `best` (nullopt: none
+// yet) in the first objective.
+bool beats(const Trial& t, const std::optional<Trial>& best, const Objectives& objectives);
+// A search's best trial by that rule (the first of equals); nullopt when none is.
+std::optional<Trial> best_trial(const std::vector<Trial>& trials, const Objectives& objectives);
+
 // The strategy loop: submits while a worker is idle and the budget lasts, until `trials` were
 // submitted (counting those already in the engine, e.g. after a resume), and feeds each completed
 // trial back to the strategy. Event-driven: it sleeps in wait_any between completions.

@@ -53,6 +53,11 @@ struct TrainingRun {
 // std::runtime_error for data that cannot be read.
 TrainingRun build_run(const Recipe& recipe);
 
+// The zoo's spec the recipe's model would be built from (its input shape and outputs from the
+// data, which this reads; its model keys), building nothing: what a search makes a model space
+// from. Throws as build_run does.
+ModelOptions recipe_model_spec(const Recipe& recipe);
+
 // The checked options of the recipe's `loggers: {NAME: {...}}` (nullopt when it names no such
 // logger): what a search's own MLflow run is made with. Throws RecipeError for a bad option.
 std::optional<nlohmann::json> recipe_logger_options(const Recipe& recipe, const std::string& name);

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# baton search --model-space and baton nas export: a search of the zoo's cnn_space (its choices as
+# model.arch.* parameters, with a space file's own parameters beside them) trains architectures of
+# it; the best trial and a named one export as recipes that `baton train` runs and that hold the
+# trial's architecture; --resume goes on with the same space; bad input gets one short error, exit
+# 2, and writes nothing.
+# Usage: nas_test.sh BATON_BINARY SOURCE_DIR
+set -uo pipefail
+baton=$1
+src=$2
+if [ ! -d /usr/share/datasets/fashion-mnist ] && [ -z "${BATON_DATA_DIR:-}" ]; then
+  echo "skipped: no Fashion-MNIST (/usr/share/datasets/fashion-mnist or BATON_DATA_DIR)"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+expect_error() {  # expect_error CODE "substring" -- command...
+  local code=$1 needle=$2
+  shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$code" ] || ! grep -qF -- "$needle" "$tmp/err" || [ "$(wc -l <"$tmp/err")" -gt 3 ]; then
+    fail "$* -> exit $rc (want $code), stderr:"; cat "$tmp/err"
+  fi
+}
+
+recipe="$src/recipes/fashion_mnist.yaml"
+short=(--set max_duration=8ba --set eval_interval=8ba --set limit_eval_batches=1 --set 'loggers={}'
+  --set 'callbacks={}')
+printf 'optimizer.lr: {_type: loguniform, _value: [0.01, 0.1]}\n' >"$tmp/lr.yaml"
+"$baton" search "$tmp/lr.yaml" --model-space cnn_space --recipe "$recipe" "${short[@]}" --trials 3 \
+  --strategy regularized_evolution --strategy-option population=2,sample_size=2 --run-dir "$tmp/s" \
+  >"$tmp/s.log" 2>&1 || { fail "model-space search"; cat "$tmp/s.log"; }
+grep -q "model space cnn_space" "$tmp/s.log" || fail "the search names its space: $(head -1 "$tmp/s.log")"
+"$baton" trials ls --storage "$tmp/s/search.db" --json >"$tmp/ls.json" || fail "trials ls"
+python3 - "$tmp/s/model_space.json" "$tmp/ls.json" <<'P' || fail "the written space and the trials"
+import json, sys
+space = json.load(open(sys.argv[1]))
+labels = {f"stage{s}_{c}" for s in (1, 2, 3) for c in ("op", "width", "depth")}
+assert set(space) == {"optimizer.lr"} | {"model.arch." + l for l in labels}, sorted(space)
+assert space["model.arch.stage2_op"]["_value"] == ["conv3x3", "conv5x5", "dwsep3x3", "maxpool", "identity"], space
+rows = json.load(open(sys.argv[2]))
+assert [(r["id"], r["status"]) for r in rows] == [(0, "trained"), (1, "trained"), (2, "trained")], rows
+assert all(set(r["parameters"]) == set(space) and 0 < r["final"] <= 1 for r in rows), rows
+assert len({json.dumps(r["parameters"], sort_keys=True) for r in rows}) == 3, rows
+P
+
+# The best trial, and trial 2, as recipes: the search's recipe with its overrides and the trial's
+# architecture; they train.
+"$baton" nas export --storage "$tmp/s/search.db" --out "$tmp/best.yaml" >"$tmp/export.log" 2>&1 ||
+  { fail "nas export"; cat "$tmp/export.log"; }
+"$baton" nas export --storage "$tmp/s/search.db" --trial 2 --out "$tmp/two.yaml" >/dev/null 2>&1 || fail "nas export --trial 2"
+python3 - "$tmp/ls.json" "$tmp/best.yaml" "$tmp/two.yaml" <<'P' || fail "the exported recipes"
+import json, sys, yaml
+rows = json.load(open(sys.argv[1]))
+best = max(rows, key=lambda r: r["final"])
+by_id = {r["id"]: r for r in rows}
+for row, path in ((best, sys.argv[2]), (by_id[2], sys.argv[3])):
+    r = yaml.safe_load(open(path))
+    assert r["model"]["name"] == "cnn_space", r["model"]
+    arch = {"model.arch." + k: v for k, v in r["model"]["arch"].items()}
+    assert arch == {k: v for k, v in row["parameters"].items() if k.startswith("model.arch.")}, (arch, row)
+    assert abs(r["optimizer"]["lr"] - row["parameters"]["optimizer.lr"]) < 1e-12 and r["max_duration"] == "8ba", r
+    assert open(path).readline().startswith("# trial %d " % row["id"]), path
+P
+"$baton" train "$tmp/two.yaml" --set fast_dev_run=2 >"$tmp/t.log" 2>&1 || { fail "train the exported recipe"; cat "$tmp/t.log"; }
+
+# --resume: the same space (made again from the recipe) goes on.
+"$baton" search "$tmp/lr.yaml" --model-space cnn_space --recipe "$recipe" "${short[@]}" --trials 4 \
+  --strategy regularized_evolution --strategy-option population=2,sample_size=2 --run-dir "$tmp/s" --resume \
+  >"$tmp/r.log" 2>&1 || { fail "resume a model-space search"; cat "$tmp/r.log"; }
+[ "$("$baton" trials ls --storage "$tmp/s/search.db" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = 4 ] ||
+  fail "the resumed search did not end with 4 trials"
+
+# Bad input: exit 2, one short line, nothing written.
+expect_error 2 "--model-space cnn_space searches a recipe's model: add --recipe RECIPE" -- \
+  "$baton" search --model-space cnn_space --command true --run-dir "$tmp/bad"
+expect_error 2 "unknown model space 'cnn'" -- "$baton" search --model-space cnn --recipe "$recipe" --run-dir "$tmp/bad"
+expect_error 2 "give a search space (a file), --model-space NAME, or both" -- \
+  "$baton" search --recipe "$recipe" --run-dir "$tmp/bad"
+expect_error 2 "--set model.name=mlp and --model-space cnn_space name two models" -- \
+  "$baton" search --model-space cnn_space --recipe "$recipe" --set model.name=mlp --run-dir "$tmp/bad"
+printf 'model.arch.stage1_op: {_type: choice, _value: [conv3x3]}\n' >"$tmp/clash.yaml"
+expect_error 2 "model.arch.stage1_op is the model space's choice; drop it" -- \
+  "$baton" search "$tmp/clash.yaml" --model-space cnn_space --recipe "$recipe" --run-dir "$tmp/bad"
+expect_error 2 "no trial 9 in" -- "$baton" nas export --storage "$tmp/s/search.db" --trial 9 --out "$tmp/bad.yaml"
+expect_error 2 "no such storage file" -- "$baton" nas export --storage "$tmp/none.db" --out "$tmp/bad.yaml"
+[ ! -e "$tmp/bad" ] && [ ! -e "$tmp/bad.yaml" ] || fail "a refused command wrote something"
+# A --command search has no recipe to export.
+printf 'x: {_type: uniform, _value: [0, 1]}\n' >"$tmp/x.yaml"
+"$baton" search "$tmp/x.yaml" --command 'echo "baton: {\"final\": 1}"' --trials 1 --run-dir "$tmp/c" >/dev/null 2>&1 ||
+  fail "command search"
+expect_error 2 "did not train a recipe" -- "$baton" nas export --storage "$tmp/c/search.db" --out "$tmp/bad.yaml"
+
+[ "$failures" -eq 0 ] && echo "nas cli: all passed"
+exit $((failures > 0))
