@@ -181,7 +181,9 @@ nlohmann::json trial_row(const Trial& t) {
                         {"parameters", t.parameters},
                         {"final", t.metrics.final ? nlohmann::json(*t.metrics.final) : nlohmann::json()},
                         {"intermediate", inter},
-                        {"worker", t.worker}};
+                        {"worker", t.worker},
+                        {"started_at", t.started_at},
+                        {"ended_at", t.ended_at}};
   if (!t.metrics.values.empty()) row["values"] = t.metrics.values;
   if (!t.metrics.constraints.empty()) row["constraints"] = t.metrics.constraints;
   if (t.metrics.paused_at) row["paused_at"] = *t.metrics.paused_at;
@@ -431,7 +433,7 @@ void add_search(CLI::App& app) {
   trials->require_subcommand(1);
   CLI::App* ls = trials->add_subcommand("ls", "list the trials in a storage");
   ls->add_option("--storage", *storage, "the search's storage (sqlite:///PATH.db or PATH.db)")->required();
-  ls->add_flag("--json", *json, "one JSON array: [{id, status, parameters, final, intermediate, exploits}]");
+  ls->add_flag("--json", *json, "one JSON array: [{id, status, parameters, final, intermediate, exploits, started_at, ended_at}]");
   ls->callback([storage, json] { guarded([&] { return run_trials_ls(*storage, *json); }); });
   CLI::App* pareto = trials->add_subcommand("pareto", "the Pareto front of a search with several objectives");
   pareto->add_option("--storage", *storage, "the search's storage (sqlite:///PATH.db or PATH.db)")->required();
