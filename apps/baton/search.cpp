@@ -360,6 +360,9 @@ void add_search(CLI::App& app) {
       "--command", a->command(),
       "trial command (sh -c): parameters in $BATON_TRIAL_PARAMETERS, reports 'baton: {\"final\": v}' lines");
   cmd->add_option("--recipe", a->recipe(), "each trial is `baton train RECIPE` with the parameters as --set overrides");
+  cmd->add_option("--engine", a->engine(),
+                  "process (default: trials run) or table:FILE: trials answered from a benchmark table (CSV: the "
+                  "parameter columns, step, the metrics) at no training cost, instead of --command/--recipe");
   cmd->add_option("--metric", a->metric(), "with --recipe: the evaluation metric to optimise (default eval/accuracy)");
   cmd->add_option("--objective", a->objectives(),
                   "METRIC:max or METRIC:min, repeatable: several objectives (a Pareto front), instead of --metric "
@@ -433,7 +436,8 @@ void add_search(CLI::App& app) {
   trials->require_subcommand(1);
   CLI::App* ls = trials->add_subcommand("ls", "list the trials in a storage");
   ls->add_option("--storage", *storage, "the search's storage (sqlite:///PATH.db or PATH.db)")->required();
-  ls->add_flag("--json", *json, "one JSON array: [{id, status, parameters, final, intermediate, exploits, started_at, ended_at}]");
+  ls->add_flag("--json", *json,
+               "one JSON array: [{id, status, parameters, final, intermediate, exploits, started_at, ended_at}]");
   ls->callback([storage, json] { guarded([&] { return run_trials_ls(*storage, *json); }); });
   CLI::App* pareto = trials->add_subcommand("pareto", "the Pareto front of a search with several objectives");
   pareto->add_option("--storage", *storage, "the search's storage (sqlite:///PATH.db or PATH.db)")->required();

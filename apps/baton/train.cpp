@@ -19,6 +19,7 @@
 #include "baton/callbacks/trace_profiler.h"
 #include "baton/core/options.h"
 #include "baton/exec/experiment.h"
+#include "baton/exec/space.h"
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
 #include "baton/io/write.h"
@@ -503,14 +504,8 @@ int run_train(const TrainArgs& args) {
 }  // namespace
 
 void flatten_parameters(const nlohmann::json& j, const std::string& prefix, std::vector<std::string>& sets) {
-  for (const auto& [key, value] : j.items()) {
-    const std::string name = key == "_name" ? prefix + "name" : prefix + key;
-    if (value.is_object()) {
-      flatten_parameters(value, name + ".", sets);
-    } else {
-      sets.push_back(name + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
-    }
-  }
+  for (const auto& [key, value] : flat_parameters(j))
+    sets.push_back(prefix + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
 }
 
 void add_train(CLI::App& app) {

@@ -22,6 +22,7 @@
 #include "baton/exec/registry.h"
 #include "baton/exec/search.h"
 #include "baton/exec/storage.h"
+#include "baton/exec/table.h"
 #include "baton/io/run_dir.h"
 #include "experiment_status.h"
 #include "mpi/comm.h"
@@ -126,9 +127,22 @@ Objectives resolve_objectives(ExperimentOptions& o) {
   return out;
 }
 
+// --engine table:FILE: the table's path; empty for the process engine.
+std::string table_path(const ExperimentOptions& o) {
+  if (o.engine().empty() || o.engine() == "process") return "";
+  if (o.engine().rfind("table:", 0) != 0 || o.engine().size() == 6)
+    throw ExperimentError("--engine " + o.engine() + ": expected process or table:FILE (a benchmark table)");
+  return o.engine().substr(6);
+}
+
 void check_options(const ExperimentOptions& o) {
-  if (o.command().empty() == o.recipe().empty())
+  if (!table_path(o).empty()) {
+    if (!o.command().empty() || !o.recipe().empty())
+      throw ExperimentError("--engine " + o.engine() +
+                            " answers the trials from the table: leave out --command and --recipe");
+  } else if (o.command().empty() == o.recipe().empty()) {
     throw ExperimentError("give exactly one of --command CMD or --recipe RECIPE.yaml");
+  }
   // Upper bounds too: a number CLI11 saturated (2^63 - 1 for 99999999999999999999) is a typo.
   if (o.trials() < 1 || o.trials() > 1000000000) throw ExperimentError("--trials must be from 1 to 1,000,000,000");
   if (o.parallel() < 1 || o.parallel() > 4096) throw ExperimentError("--parallel must be from 1 to 4096");
@@ -173,7 +187,7 @@ ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string
   if (o.trial_timeout() > 0) options.timeout_s(o.trial_timeout());
   options.log_dir(o.run_dir() / "trials");
   options.env()["BATON_SEARCH_WORKER"] = worker;
-  if (!o.command().empty()) {
+  if (o.recipe().empty()) {  // a command's trials (or a table's: none run)
     options.command(o.command());
     return options;
   }
@@ -236,6 +250,7 @@ struct Experiment::Impl {
   std::shared_ptr<TrialStorage> storage;
   std::vector<Trial> previous;  // the storage's trials when the experiment began
   std::shared_ptr<DistributedEngine> distributed;
+  std::shared_ptr<BenchmarkTable> table;  // --engine table:FILE
   std::shared_ptr<ExecutionEngine> engine;
   std::shared_ptr<MedianStop> median;
   std::shared_ptr<Asha> halving;
@@ -256,6 +271,7 @@ struct Experiment::Impl {
   void join_search(const ProcessEngineOptions& options, const nlohmann::json& meta);
   void own_search(const ProcessEngineOptions& options, const nlohmann::json& meta);
   void make_chain();
+  void read_table();
   void check_pbt();
   nlohmann::json pbt_state() const;
   void copy_checkpoint(int64_t id, int64_t from) const;
@@ -443,7 +459,14 @@ void Experiment::Impl::join_search(const ProcessEngineOptions& options, const nl
 // A search of its own: every change of a trial is stored; a resumed search's trials are loaded
 // (the unfinished ones run again).
 void Experiment::Impl::own_search(const ProcessEngineOptions& options, const nlohmann::json& meta) {
-  auto process = std::make_shared<ProcessEngine>(options);
+  std::shared_ptr<TrialTable> process;
+  if (table) {
+    std::vector<std::string> constrained;
+    for (const auto& c : objectives.constraints) constrained.push_back(c.metric);
+    process = std::make_shared<ThreadPoolEngine>(table->trial_function(objectives.metrics, constrained), o.parallel());
+  } else {
+    process = std::make_shared<ProcessEngine>(options);
+  }
   process->set_observer([s = storage](const Trial& t) { s->save_trial(t); });
   storage->set_meta("search", meta);
   storage->set_meta("worker", worker);
@@ -477,6 +500,25 @@ void Experiment::Impl::make_chain() {
   stack.insert(stack.end(), extra.begin(), extra.end());
   chain = std::make_unique<Chain>(stack);
   chain->set_engine(engine);
+}
+
+// --engine table:FILE: the table, checked against the space and the metrics before anything is
+// written; the trials run in this process.
+void Experiment::Impl::read_table() {
+  const std::string path = table_path(o);
+  if (path.empty()) return;
+  if (join)
+    throw ExperimentError("--engine " + o.engine() +
+                          " answers trials in one process; --join and mpirun are not supported");
+  if (pbt != nullptr) throw ExperimentError("--strategy pbt trains recipes; a benchmark table cannot continue a trial");
+  try {
+    table = std::make_shared<BenchmarkTable>(BenchmarkTable::read_csv(path));
+    std::vector<std::string> metrics = objectives.metrics;
+    for (const auto& c : objectives.constraints) metrics.push_back(c.metric);
+    table->check(SearchSpace::from_json(space_definition, o.space()), metrics);
+  } catch (const std::invalid_argument& e) {
+    throw ExperimentError(e.what());
+  }
 }
 
 // Population-based training copies the trials' checkpoints: it trains a recipe, in one search
@@ -568,6 +610,7 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   m.join = m.o.join() || m.launch.has_value();
   m.build_strategy();
   m.pbt = dynamic_cast<PopulationBasedTraining*>(m.strategy.get());
+  m.read_table();
   if (m.pbt != nullptr) m.check_pbt();  // before anything is written
   m.open_study();
   // A resumed PBT search's trials run again as the engine opens: at the interval it was in.
@@ -674,7 +717,7 @@ ExperimentResult Experiment::Impl::finish(const std::optional<Trial>& best, cons
     say_front(front);
   } else if (best) {
     say("best: trial %lld, %s = %.6g, parameters %s\n", static_cast<long long>(best->id),
-        o.recipe().empty() && o.objectives().empty() ? "value" : o.metric().c_str(), *best->metrics.final,
+        o.recipe().empty() && !table && o.objectives().empty() ? "value" : o.metric().c_str(), *best->metrics.final,
         best->parameters.dump().c_str());
   } else {
     say(objectives.constraints.empty() ? "no trial finished with a value\n" : "no feasible trial\n");

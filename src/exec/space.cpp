@@ -318,4 +318,26 @@ std::vector<nlohmann::json> SearchSpace::grid(int points, std::size_t limit) con
 
 bool SearchSpace::contains(const nlohmann::json& parameters) const { return contains_dims(dims_, parameters); }
 
+namespace {
+
+void flatten_into(const nlohmann::json& j, const std::string& prefix,
+                  std::vector<std::pair<std::string, nlohmann::json>>& out) {
+  for (const auto& [key, value] : j.items()) {
+    const std::string name = prefix + (key == "_name" ? "name" : key);
+    if (value.is_object()) {
+      flatten_into(value, name + ".", out);
+    } else {
+      out.emplace_back(name, value);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, nlohmann::json>> flat_parameters(const nlohmann::json& parameters) {
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  flatten_into(parameters, "", out);
+  return out;
+}
+
 }  // namespace baton

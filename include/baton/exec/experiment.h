@@ -39,6 +39,10 @@ class ExperimentOptions {
   // The search space itself, instead of reading `space` (which then only names it): a model
   // space's, say. Null: read the file.
   BATON_ARG(nlohmann::json, space_definition);
+  // "process" (or empty): trials run, a command's or a recipe's; "table:FILE": trials are answered
+  // from the benchmark table FILE (table.h) in this process, at no training cost (no --command or
+  // --recipe; `parallel` trials at once, as workers of equal speed).
+  BATON_ARG(std::string, engine);
   BATON_ARG(std::string, command);                   // a trial is this command (sh -c), or
   BATON_ARG(std::string, recipe);                    // a trial trains this recipe: `TRAINER train RECIPE --set k=v`...
   BATON_ARG(std::string, trainer) = "baton";         // the program that trains a recipe's trial

@@ -6,6 +6,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -49,6 +50,10 @@ class SearchSpace {
  private:
   std::vector<Dimension> dims_;
 };
+
+// A trial's parameters one level deep: a nested object's keys as dotted keys ("optimizer.lr"), a
+// nested choice's "_name" as KEY.name: what a recipe's --set overrides and a table's columns are.
+std::vector<std::pair<std::string, nlohmann::json>> flat_parameters(const nlohmann::json& parameters);
 
 double sample_dimension(const Dimension& d, std::mt19937_64& rng);  // numeric types only
 // round(v / q) * q, without the binary noise (0.15, not 0.15000000000000002).
