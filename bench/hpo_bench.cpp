@@ -3,6 +3,8 @@
 //
 //   build/bin/hpo_bench --function hartmann6 --trials 1000 --seed 0 [--strategy tpe|random|grid|gp]
 //   build/bin/hpo_bench --function mixed --trials 60 --seeds 20 [--parallel 4]
+//   build/bin/hpo_bench --function table:bench/nas_table.csv --trials 100 --seeds 50 --strategy regularized_evolution
+//       a benchmark table's configurations, its first metric maximized (the values printed negated)
 //       seeds 0..19 (from --seed S: S..S+19), one line each, then {"median": .., "worst": ..}:
 //       the strategy alone, trials evaluated in the order they were suggested, `parallel` of them
 //       suggested before the oldest one's value is known (workers of equal speed)
@@ -29,6 +31,7 @@
 #include "baton/exec/process.h"
 #include "baton/exec/search.h"
 #include "baton/exec/storage.h"
+#include "baton/exec/table.h"
 #include "baton/exec/tpe.h"
 
 namespace {
@@ -131,8 +134,9 @@ int usage(const std::string& why) {
       << "hpo_bench: " << why
       << "\nusage: hpo_bench [--function hartmann6|hartmann6_10d|hartmann6_noisy|branin|mixed|edge|trivial\n"
          "                            "
-         "|branin_constrained|hartmann6_constrained|sphere|rosenbrock|zdt1|zdt2|zdt3|dtlz2]\n"
-         "       (sphere, rosenbrock: 10-d; zdt1-3, dtlz2: several objectives, the hypervolume)\n"
+         "|branin_constrained|hartmann6_constrained|sphere|rosenbrock|zdt1|zdt2|zdt3|dtlz2|table:FILE]\n"
+         "       (sphere, rosenbrock: 10-d; zdt1-3, dtlz2: several objectives, the hypervolume; table:FILE: a\n"
+         "        benchmark table's first metric, maximized)\n"
          "       [--trials N] [--seed S] [--seeds N]\n"
       << "       [--strategy tpe|gp|random|grid|evolution|regularized_evolution|nsga2|motpe|cmaes] [--parallel N] "
          "(with --seeds)\n"
@@ -158,6 +162,15 @@ struct Problem {
 
 std::optional<Problem> problem(const std::string& function) {
   Problem p;
+  if (function.rfind("table:", 0) == 0) {  // a benchmark table's first metric, maximized (negated here)
+    const auto table = std::make_shared<baton::BenchmarkTable>(baton::BenchmarkTable::read_csv(function.substr(6)));
+    const std::string metric = table->metrics().front();
+    p.space = table->space();
+    p.objective = [table, metric](const nlohmann::json& x) { return -table->value(x, metric); };
+    p.optimum = INFINITY;
+    for (const auto& [configuration, value] : table->finals(metric)) p.optimum = std::min(p.optimum, -value);
+    return p;
+  }
   if (function == "hartmann6" || function == "hartmann6_10d" || function == "hartmann6_noisy") {
     const int n = function == "hartmann6_10d" ? 10 : 6;  // 10d: x6..x9 do nothing (to be found out)
     if (function == "hartmann6_noisy") p.noise = 0.1;    // as a training's metric: the best is the luckiest
@@ -292,7 +305,9 @@ Outcome best_of(baton::Strategy& strategy, const Problem& p, int64_t trials, int
       feasible = t.metrics.constraints[0] <= p.bound;
     }
     if (feasible && *t.metrics.final < observed_best) observed_best = *t.metrics.final, o.best = value;
-    if (done + 1 == 30 || done + 1 == 60 || done + 1 == 100) o.best_at[std::to_string(done + 1)] = o.best;
+    if (const int64_t n = done + 1; n == 10 || n == 20 || n == 30 || n == 50 || n == 60 || n == 100 || n == 150 ||
+                                    n == 200)
+      o.best_at[std::to_string(n)] = o.best;
     strategy.observe(t);
   }
   return o;
@@ -389,7 +404,13 @@ int main(int argc, char** argv) {
       return usage(a == "--option" ? e.what() : "'" + a + "' needs a number, got '" + v + "'");
     }
   }
-  const auto p = problem(function);
+  std::optional<Problem> p;
+  try {
+    p = problem(function);
+  } catch (const std::exception& e) {  // a table that cannot be read
+    std::cerr << "hpo_bench: " << e.what() << "\n";
+    return 2;
+  }
   if (!p) return usage("unknown function '" + function + "'");
   if (parallel < 1) return usage("--parallel needs a number >= 1");
   try {

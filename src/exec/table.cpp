@@ -213,6 +213,11 @@ TrialFunction BenchmarkTable::trial_function(std::vector<std::string> metrics,
   };
 }
 
+double BenchmarkTable::value(const nlohmann::json& parameters, const std::string& metric) const {
+  const std::size_t m = metric_index(metric);
+  return find(parameters).steps.back().second[m];
+}
+
 std::vector<std::pair<nlohmann::json, double>> BenchmarkTable::finals(const std::string& metric) const {
   const std::size_t m = metric_index(metric);
   std::vector<std::pair<nlohmann::json, double>> out;

@@ -49,6 +49,7 @@ TEST(BenchmarkTable, ReadsColumnsConfigurationsAndItsSpace) {
   ASSERT_EQ(finals.size(), 3U);
   EXPECT_EQ(finals[1].first, nlohmann::json({{"op", "conv"}, {"width", 32}}));
   EXPECT_DOUBLE_EQ(finals[1].second, 0.8);  // the last step's, whatever the rows' order
+  EXPECT_DOUBLE_EQ(table.value({{"op", "po,ol"}, {"width", 16}}, "params"), 10);
   EXPECT_NO_THROW(table.check(two_by_two(), {"eval/accuracy", "params"}));
   EXPECT_EQ(testing::error_of([&] { table.check(two_by_two(), {"eval/acc"}); }),
             table.source() + ": the benchmark table has no metric 'eval/acc' (its metrics: eval/accuracy, params)");

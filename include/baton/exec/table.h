@@ -41,6 +41,9 @@ class BenchmarkTable {
   // have, or has several of (a column the parameters leave open), throws: the trial fails, saying
   // which. A parameter column the trial does not set matches any value.
   TrialFunction trial_function(std::vector<std::string> metrics, std::vector<std::string> constraints = {}) const;
+  // `metric`'s value at the last step of the configuration `parameters` choose; throws as a trial
+  // fails (std::runtime_error: not there, several there; std::invalid_argument: no such metric).
+  double value(const nlohmann::json& parameters, const std::string& metric) const;
   // Each configuration ({column: value}, numbers as numbers) and `metric`'s value at its last step.
   std::vector<std::pair<nlohmann::json, double>> finals(const std::string& metric) const;
   // The table's search space: each parameter column a choice of its values, in the order met.
