@@ -5,6 +5,7 @@
 #
 #   bench/peers/make-venv.sh && .venv-peers/bin/python bench/peers/optuna_bench.py --function branin --trials 60
 #
+# --nni makes .venv-nni/ (requirements-nni.txt: NNI over the peers' venv) and prints its python.
 # --mlflow makes .venv-mlflow/ (requirements-mlflow.txt: the MLflow server and client of the tracking
 # test, tests/cli/mlflow_test.sh) and prints its python.
 # --composer makes .venv-composer/ instead (requirements-composer.txt: Composer pins an older torch)
@@ -56,7 +57,21 @@ pinned_venv() {
   fi
   echo "$venv/bin/python"
 }
+# .venv-nni: NNI (requirements-nni.txt) over the peers' venv, whose packages it sees after its own.
+nni_venv() {
+  local venv="$root/.venv-nni" peers
+  peers=$("$0")  # the peers' venv first
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import nni, torch' 2>/dev/null; then
+    echo "make-venv: installing requirements-nni.txt's pins into .venv-nni (PyPI)" >&2
+    python3 -m venv "$venv"
+    "$peers" -c 'import sys; print("\n".join(p for p in sys.path if p.endswith("-packages")))' \
+      >"$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/peers.pth"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$root/bench/peers/requirements-nni.txt" >&2
+  fi
+  echo "$venv/bin/python"
+}
 case "${1:-}" in
+  --nni) nni_venv; exit 0 ;;  # NNI's strategies on the benchmark table (bench/nas_regret.sh)
   --mlflow) pinned_venv mlflow requirements-mlflow.txt mlflow mlflow; exit 0 ;;  # the tracking test (label mlflow)
   --composer) pinned_venv composer requirements-composer.txt composer mosaicml; exit 0 ;;
 esac
