@@ -305,8 +305,8 @@ Outcome best_of(baton::Strategy& strategy, const Problem& p, int64_t trials, int
       feasible = t.metrics.constraints[0] <= p.bound;
     }
     if (feasible && *t.metrics.final < observed_best) observed_best = *t.metrics.final, o.best = value;
-    if (const int64_t n = done + 1; n == 10 || n == 20 || n == 30 || n == 50 || n == 60 || n == 100 || n == 150 ||
-                                    n == 200)
+    if (const int64_t n = done + 1;
+        n == 10 || n == 20 || n == 30 || n == 50 || n == 60 || n == 100 || n == 150 || n == 200)
       o.best_at[std::to_string(n)] = o.best;
     strategy.observe(t);
   }

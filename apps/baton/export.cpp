@@ -60,7 +60,9 @@ BuiltModel build_model(const ExportArgs& args) {
                             .layers(m.value("layers", defaults.layers()))
                             .width(m.value("width", defaults.width()))
                             .heads(m.value("heads", defaults.heads()))
-                            .dropout(m.value("dropout", defaults.dropout()));
+                            .dropout(m.value("dropout", defaults.dropout()))
+                            .mlp_ratio(m.value("mlp_ratio", defaults.mlp_ratio()))
+                            .arch(m.value("arch", nlohmann::json()));
     const std::string name = m.value("name", "");
     if (name == "torchscript") return {load_torchscript_classifier(m.value("path", "")), spec.input_shape(), {}};
     return {make_model(name, spec), spec.input_shape(), {}};

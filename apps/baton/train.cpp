@@ -181,7 +181,9 @@ nlohmann::json model_meta(const TrainingRun& run) {
                           {"layers", run.model_spec.layers()},
                           {"width", run.model_spec.width()},
                           {"heads", run.model_spec.heads()},
-                          {"dropout", run.model_spec.dropout()}};
+                          {"dropout", run.model_spec.dropout()},
+                          {"mlp_ratio", run.model_spec.mlp_ratio()}};
+  if (!run.model_spec.arch().is_null()) model["arch"] = run.model_spec.arch();  // a model space's architecture
   if (!run.model_path.empty()) model["path"] = std::filesystem::absolute(run.model_path).string();
   return model;
 }

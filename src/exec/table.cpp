@@ -144,22 +144,21 @@ std::size_t BenchmarkTable::metric_index(const std::string& metric) const {
   if (it == metrics_.end()) {
     std::string known;
     for (const auto& m : metrics_) known += (known.empty() ? "" : ", ") + m;
-    throw std::invalid_argument(source_ + ": the benchmark table has no metric '" + metric + "' (its metrics: " +
-                                known + ")");
+    throw std::invalid_argument(source_ + ": the benchmark table has no metric '" + metric +
+                                "' (its metrics: " + known + ")");
   }
   return static_cast<std::size_t>(it - metrics_.begin());
 }
 
 void BenchmarkTable::check(const SearchSpace& space, const std::vector<std::string>& metrics) const {
   for (const auto& d : space.dimensions()) {
-    const bool column = std::any_of(parameters_.begin(), parameters_.end(), [&](const std::string& p) {
-      return p == d.name || p.rfind(d.name + ".", 0) == 0;
-    });
+    const bool column = std::any_of(parameters_.begin(), parameters_.end(),
+                                    [&](const std::string& p) { return p == d.name || p.rfind(d.name + ".", 0) == 0; });
     if (!column) {
       std::string known;
       for (const auto& p : parameters_) known += (known.empty() ? "" : ", ") + p;
-      throw std::invalid_argument(source_ + ": the benchmark table has no column for the space's parameter '" +
-                                  d.name + "' (its parameter columns: " + known + ")");
+      throw std::invalid_argument(source_ + ": the benchmark table has no column for the space's parameter '" + d.name +
+                                  "' (its parameter columns: " + known + ")");
     }
   }
   for (const auto& m : metrics) (void)metric_index(m);

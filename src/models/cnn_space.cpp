@@ -68,18 +68,18 @@ nas::ModelSpace cnn_space(const ModelOptions& spec) {
   });
 }
 
-std::shared_ptr<Model> make_cnn_space(const ModelOptions& spec) {
-  const auto space = cnn_space(spec);
+std::shared_ptr<Model> frozen_space_model(const nas::ModelSpace& space, const ModelOptions& spec) {
+  const std::string& name = space.name();
   if (spec.arch().is_null() || spec.arch().empty()) {
     std::string labels;
     for (const auto& l : space.labels()) labels += (labels.empty() ? "" : ", ") + l;
-    throw OptionError("arch", "model 'cnn_space' is a model space: model.arch chooses its architecture (" + labels +
+    throw OptionError("arch", "model '" + name + "' is a model space: model.arch chooses its architecture (" + labels +
                                   "; docs/nas.md)");
   }
   try {
     return std::make_shared<Classifier>(space.freeze(spec.arch()));
   } catch (const nas::SpaceError& e) {
-    throw OptionError("arch", std::string("model 'cnn_space': ") + e.what());
+    throw OptionError("arch", "model '" + name + "': " + e.what());
   }
 }
 

@@ -1,4 +1,5 @@
 // The zoo's gpt: a decoder-only transformer in GPT-2's layout (nanoGPT's initialisation).
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -6,6 +7,7 @@
 #include <torch/version.h>
 
 #include "baton/core/options.h"
+#include "baton/models/surgery.h"
 #include "models/nets.h"
 
 namespace baton {
@@ -47,12 +49,12 @@ struct SelfAttentionImpl : nn::Module {
 TORCH_MODULE(SelfAttention);
 
 struct BlockImpl : nn::Module {
-  BlockImpl(int64_t width, int64_t heads, double dropout) : dropout(dropout) {
+  BlockImpl(int64_t width, int64_t heads, int64_t mlp_ratio, double dropout) : dropout(dropout) {
     ln1 = register_module("ln1", nn::LayerNorm(nn::LayerNormOptions({width})));
     attn = register_module("attn", SelfAttention(width, heads, dropout));
     ln2 = register_module("ln2", nn::LayerNorm(nn::LayerNormOptions({width})));
-    fc = register_module("fc", nn::Linear(width, 4 * width));
-    proj = register_module("proj", nn::Linear(4 * width, width));
+    fc = register_module("fc", nn::Linear(width, mlp_ratio * width));
+    proj = register_module("proj", nn::Linear(mlp_ratio * width, width));
   }
   at::Tensor forward(at::Tensor x) {
     x = x + attn(ln1(x));
@@ -66,14 +68,17 @@ struct BlockImpl : nn::Module {
 };
 TORCH_MODULE(Block);
 
+// Embeddings, `blocks` (a Stack of them, or a space's Repeat), the final LayerNorm, the tied output.
 struct GptImpl : nn::Module {
-  GptImpl(int64_t vocab, int64_t context, const ModelOptions& spec) : nn::Module("Gpt"), context(context) {
-    tokens = register_module("tokens", nn::Embedding(vocab, spec.width()));
-    positions = register_module("positions", nn::Embedding(context, spec.width()));
-    for (int64_t i = 0; i < spec.layers(); ++i) blocks->push_back(Block(spec.width(), spec.heads(), spec.dropout()));
-    register_module("blocks", blocks);
-    ln = register_module("ln", nn::LayerNorm(nn::LayerNormOptions({spec.width()})));
-    initialize(spec.layers());
+  GptImpl(int64_t vocab, int64_t context, int64_t width, nn::AnyModule blocks)
+      : nn::Module("Gpt"), context(context), blocks(std::move(blocks)) {
+    tokens = register_module("tokens", nn::Embedding(vocab, width));
+    positions = register_module("positions", nn::Embedding(context, width));
+    register_module("blocks", this->blocks.ptr());
+    ln = register_module("ln", nn::LayerNorm(nn::LayerNormOptions({width})));
+    int64_t layers = 0;
+    for (const auto& m : modules(/*include_self=*/false)) layers += dynamic_cast<BlockImpl*>(m.get()) ? 1 : 0;
+    initialize(std::max<int64_t>(layers, 1));
   }
   // GPT-2's: N(0, 0.02) weights, zero biases, the residual projections scaled by 1/√(2·layers).
   void initialize(int64_t layers) {
@@ -98,15 +103,24 @@ struct GptImpl : nn::Module {
                                   std::to_string(context));
     }
     at::Tensor h = tokens(x) + positions(torch::arange(t, x.options().dtype(torch::kLong)));
-    h = ln(blocks->forward(h));
+    h = ln(blocks.forward<at::Tensor>(h));
     return F::linear(h, tokens->weight);  // weight tying: the output layer is the token embedding
   }
   int64_t context;
   nn::Embedding tokens{nullptr}, positions{nullptr};
-  nn::Sequential blocks;
+  nn::AnyModule blocks;
   nn::LayerNorm ln{nullptr};
 };
 TORCH_MODULE(Gpt);
+
+// A gpt (or gpt_space) needs windows of tokens: [context].
+void require_tokens(const std::string& name, const ModelOptions& spec) {
+  if (!(spec.input_shape().size() == 1 && spec.input_shape()[0] >= 1)) {
+    throw std::invalid_argument("model '" + name +
+                                "': needs windows of tokens (data.dataset: text or tokens), but the data has shape " +
+                                c10::str(at::IntArrayRef(spec.input_shape())));
+  }
+}
 
 }  // namespace
 
@@ -114,11 +128,7 @@ std::shared_ptr<Model> make_gpt(const ModelOptions& spec) {
   auto need = [](bool ok, const char* key, const std::string& why) {
     if (!ok) throw OptionError(key, "model 'gpt': " + why);
   };
-  if (!(spec.input_shape().size() == 1 && spec.input_shape()[0] >= 1)) {
-    throw std::invalid_argument(
-        "model 'gpt': needs windows of tokens (data.dataset: text or tokens), but the data has shape " +
-        c10::str(at::IntArrayRef(spec.input_shape())));
-  }
+  require_tokens("gpt", spec);
   constexpr int64_t kMax = 1 << 16;  // more is a typo: 65,536 blocks or a 65,536-wide token vector
   need(spec.layers() >= 1 && spec.layers() <= kMax, "layers", "layers must be from 1 to " + std::to_string(kMax));
   need(spec.heads() >= 1 && spec.heads() <= kMax, "heads", "heads must be from 1 to " + std::to_string(kMax));
@@ -126,7 +136,31 @@ std::shared_ptr<Model> make_gpt(const ModelOptions& spec) {
        "width " + std::to_string(spec.width()) + " must be a multiple of heads " + std::to_string(spec.heads()) +
            " (at most " + std::to_string(kMax) + ")");
   need(spec.dropout() >= 0 && spec.dropout() < 1, "dropout", "dropout must be in [0, 1)");
-  return std::make_shared<Classifier>(Gpt(spec.num_classes(), spec.input_shape()[0], spec).ptr());
+  need(spec.mlp_ratio() >= 1 && spec.mlp_ratio() <= 64, "mlp_ratio", "mlp_ratio must be from 1 to 64");
+  Stack blocks;
+  for (int64_t i = 0; i < spec.layers(); ++i)
+    blocks->push_back(Block(spec.width(), spec.heads(), spec.mlp_ratio(), spec.dropout()));
+  return std::make_shared<Classifier>(
+      Gpt(spec.num_classes(), spec.input_shape()[0], spec.width(), nn::AnyModule(blocks)).ptr());
+}
+
+nas::ModelSpace gpt_space(const ModelOptions& spec) {
+  require_tokens("gpt_space", spec);
+  if (!(spec.dropout() >= 0 && spec.dropout() < 1))
+    throw OptionError("dropout", "model 'gpt_space': dropout must be in [0, 1)");
+  const int64_t vocab = spec.num_classes(), context = spec.input_shape()[0];
+  const double dropout = spec.dropout();
+  return nas::ModelSpace(
+      "gpt_space", spec.input_shape(),
+      [=](nas::Space& s) {
+        const auto width = s.value<int64_t>(nas::ValueChoice("width", {128, 192, 256}));
+        const auto heads = s.value<int64_t>(nas::ValueChoice("heads", {2, 4, 8}));
+        const auto ratio = s.value<int64_t>(nas::ValueChoice("mlp_ratio", {2, 3, 4}));
+        auto blocks = s.repeat(nas::Repeat(
+            "layers", {2, 4, 6}, [=](int64_t) { return nn::AnyModule(Block(width, heads, ratio, dropout)); }));
+        return nn::AnyModule(Gpt(vocab, context, width, std::move(blocks)));
+      },
+      /*token_inputs=*/true);
 }
 
 }  // namespace baton

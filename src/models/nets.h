@@ -28,7 +28,9 @@ std::shared_ptr<Model> make_resnet50(const ModelOptions& spec);
 std::shared_ptr<Model> make_gpt(const ModelOptions& spec);
 // The CNN space (zoo.h) frozen to spec.arch(); OptionError "arch" without one, or for one that
 // does not fit the space.
-std::shared_ptr<Model> make_cnn_space(const ModelOptions& spec);
 nas::ModelSpace cnn_space(const ModelOptions& spec);
+nas::ModelSpace gpt_space(const ModelOptions& spec);
+// A model space's network frozen to spec.arch (OptionError "arch" when it is missing or does not fit).
+std::shared_ptr<Model> frozen_space_model(const nas::ModelSpace& space, const ModelOptions& spec);
 
 }  // namespace baton

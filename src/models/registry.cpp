@@ -13,21 +13,24 @@ namespace {
 using Models = Registry<std::shared_ptr<Model>, const ModelOptions&>;
 
 const Models& model_registry() {
-  static const Models models("model", Models::Order::kRegistration,
-                             {{"fashion_cnn", make_fashion_cnn},
-                              {"mlp", make_mlp},
-                              {"resnet20", make_resnet20},
-                              {"resnet18", make_resnet18},
-                              {"resnet50", make_resnet50},
-                              {"gpt", make_gpt},
-                              {"cnn_space", make_cnn_space}});
+  static const Models models(
+      "model", Models::Order::kRegistration,
+      {{"fashion_cnn", make_fashion_cnn},
+       {"mlp", make_mlp},
+       {"resnet20", make_resnet20},
+       {"resnet18", make_resnet18},
+       {"resnet50", make_resnet50},
+       {"gpt", make_gpt},
+       {"cnn_space", [](const ModelOptions& o) { return frozen_space_model(cnn_space(o), o); }},
+       {"gpt_space", [](const ModelOptions& o) { return frozen_space_model(gpt_space(o), o); }}});
   return models;
 }
 
 using Spaces = Registry<nas::ModelSpace, const ModelOptions&>;
 
 const Spaces& space_registry() {
-  static const Spaces spaces("model space", Spaces::Order::kRegistration, {{"cnn_space", cnn_space}});
+  static const Spaces spaces("model space", Spaces::Order::kRegistration,
+                             {{"cnn_space", cnn_space}, {"gpt_space", gpt_space}});
   return spaces;
 }
 

@@ -404,7 +404,7 @@ void check_known(const nlohmann::json& dims, const nlohmann::json& params, const
 
 }  // namespace
 
-ModelSpace::ModelSpace(std::string name, std::vector<int64_t> input_shape, Builder build)
+ModelSpace::ModelSpace(std::string name, std::vector<int64_t> input_shape, Builder build, bool token_inputs)
     : name_(std::move(name)), input_shape_(std::move(input_shape)), build_(std::move(build)) {
   if (!build_) throw SpaceError("model space '" + name_ + "': no builder");
   if (input_shape_.empty()) throw SpaceError("model space '" + name_ + "': no input shape to check it with");
@@ -416,7 +416,7 @@ ModelSpace::ModelSpace(std::string name, std::vector<int64_t> input_shape, Build
   torch::NoGradGuard no_grad;
   checking = true;
   try {
-    supernet_.forward(torch::zeros(sizes));
+    supernet_.forward(torch::zeros(sizes, token_inputs ? torch::kLong : torch::kFloat));
   } catch (...) {
     checking = false;
     throw;

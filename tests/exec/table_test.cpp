@@ -53,11 +53,12 @@ TEST(BenchmarkTable, ReadsColumnsConfigurationsAndItsSpace) {
   EXPECT_NO_THROW(table.check(two_by_two(), {"eval/accuracy", "params"}));
   EXPECT_EQ(testing::error_of([&] { table.check(two_by_two(), {"eval/acc"}); }),
             table.source() + ": the benchmark table has no metric 'eval/acc' (its metrics: eval/accuracy, params)");
-  const auto wider = SearchSpace::from_json(
-      nlohmann::json::parse(R"({"op": {"_type": "choice", "_value": ["conv"]}, "lr": {"_type": "uniform", "_value": [0, 1]}})"));
+  const auto wider = SearchSpace::from_json(nlohmann::json::parse(
+      R"({"op": {"_type": "choice", "_value": ["conv"]}, "lr": {"_type": "uniform", "_value": [0, 1]}})"));
   EXPECT_EQ(testing::error_of([&] { table.check(wider, {"eval/accuracy"}); }),
-            table.source() + ": the benchmark table has no column for the space's parameter 'lr' (its parameter "
-                             "columns: op, width)");
+            table.source() +
+                ": the benchmark table has no column for the space's parameter 'lr' (its parameter "
+                "columns: op, width)");
 }
 
 TEST(BenchmarkTable, AnswersTrialsAndFailsTheOnesItCannot) {
@@ -138,7 +139,8 @@ TEST(BenchmarkTable, ASearchOnATableStoresItsTrialsAndGoesOnPastAMissingOne) {
   EXPECT_EQ(refusal(ExperimentOptions(options).command("true")),
             "--engine table:" + (dir / "table.csv").string() +
                 " answers the trials from the table: leave out --command and --recipe");
-  EXPECT_NE(refusal(ExperimentOptions(options).metric("eval/loss")).find("has no metric 'eval/loss'"), std::string::npos);
+  EXPECT_NE(refusal(ExperimentOptions(options).metric("eval/loss")).find("has no metric 'eval/loss'"),
+            std::string::npos);
   EXPECT_EQ(refusal(ExperimentOptions(options).engine("tables:x.csv")),
             "--engine tables:x.csv: expected process or table:FILE (a benchmark table)");
   EXPECT_FALSE(std::filesystem::exists(dir / "refused"));

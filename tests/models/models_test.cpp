@@ -45,7 +45,7 @@ TEST(Zoo, RefusesUnknownNamesAndShapesItCannotTake) {
         make_model("vgg", ModelOptions().input_shape({1, 28, 28}));
       },
       ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr(
-          "unknown model 'vgg' (known: fashion_cnn, mlp, resnet20, resnet18, resnet50, gpt, cnn_space)")));
+          "unknown model 'vgg' (known: fashion_cnn, mlp, resnet20, resnet18, resnet50, gpt, cnn_space, gpt_space)")));
   EXPECT_THAT([] { make_model("fashion_cnn", ModelOptions().input_shape({784})); },
               ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("needs image inputs")));
 }

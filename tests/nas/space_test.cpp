@@ -235,5 +235,46 @@ TEST(CnnSpace, ItsStagesChoicesAreASpaceWhoseArchitecturesAreRecipeModels) {
   EXPECT_THAT(error_of([&] { model_space("cnn_spcae", spec); }), HasSubstr("unknown model space 'cnn_spcae'"));
 }
 
+// The zoo's GPT space: layers (a Repeat of blocks), width, heads and MLP ratio; an architecture
+// frozen from it is the zoo's gpt with the same settings (the same parameters, by name and shape).
+TEST(GptSpace, ItsArchitecturesAreTheZoosGptWithTheirSettings) {
+  const auto spec = ModelOptions().input_shape({16}).num_classes(50);
+  const auto space = model_space("gpt_space", spec);
+  EXPECT_EQ(space.labels(), (std::vector<std::string>{"heads", "layers", "mlp_ratio", "width"}));
+  EXPECT_EQ(space.search_space()["layers"]["_value"], nlohmann::json({2, 4, 6}));
+  const auto search = SearchSpace::from_json(space.search_space());
+  std::mt19937_64 rng(5);
+  std::set<int64_t> sizes;
+  std::set<std::string> shapes;  // layers, width and MLP ratio decide the size (heads do not)
+  for (int i = 0; i < 4; ++i) {
+    const auto arch = search.sample(rng);
+    auto frozen = make_model("gpt_space", ModelOptions(spec).arch(arch));
+    auto plain = make_model("gpt", ModelOptions(spec)
+                                       .layers(arch["layers"].get<int64_t>())
+                                       .width(arch["width"].get<int64_t>())
+                                       .heads(arch["heads"].get<int64_t>())
+                                       .mlp_ratio(arch["mlp_ratio"].get<int64_t>()));
+    std::vector<std::pair<std::string, std::vector<int64_t>>> a, b;
+    for (const auto& p : frozen->named_parameters()) a.emplace_back(p.key(), p.value().sizes().vec());
+    for (const auto& p : plain->named_parameters()) b.emplace_back(p.key(), p.value().sizes().vec());
+    EXPECT_EQ(a, b) << arch.dump();
+    sizes.insert(count_parameters(*frozen));
+    shapes.insert(arch["layers"].dump() + arch["width"].dump() + arch["mlp_ratio"].dump());
+    Batch batch;
+    batch.input = torch::randint(50, {2, 16}, torch::kLong);
+    EXPECT_EQ(frozen->forward(batch).sizes(), (std::vector<int64_t>{2, 16, 50})) << arch.dump();
+  }
+  EXPECT_EQ(sizes.size(), shapes.size());
+  EXPECT_GE(shapes.size(), 2U);
+  EXPECT_THAT(error_of([&] {
+                model_space("gpt_space", ModelOptions().input_shape({1, 28, 28}));
+              }),
+              HasSubstr("model 'gpt_space': needs windows of tokens"));
+  EXPECT_THAT(error_of([&] {
+                make_model("gpt_space", ModelOptions(spec).arch({{"layers", 3}}));
+              }),
+              HasSubstr("model 'gpt_space': "));
+}
+
 }  // namespace
 }  // namespace baton::nas

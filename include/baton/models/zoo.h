@@ -23,11 +23,13 @@ class ModelOptions {
   // mlp: the hidden layers' widths. Default: {256, 128}.
   BATON_ARG(std::vector<int64_t>, hidden) = {256, 128};
   // gpt: transformer blocks, the width of a token's vector, attention heads (width must divide by
-  // heads), dropout after attention and MLP. The context is input_shape[0]; the vocabulary num_classes.
+  // heads), dropout after attention and MLP, the MLP's ratio. The context is input_shape[0]; the vocabulary
+  // num_classes.
   BATON_ARG(int64_t, layers) = 6;
   BATON_ARG(int64_t, width) = 384;
   BATON_ARG(int64_t, heads) = 6;
   BATON_ARG(double, dropout) = 0.0;
+  BATON_ARG(int64_t, mlp_ratio) = 4;  // gpt: the MLP's hidden width over `width`
   // A model space's architecture: its choices' values ({label: value}, as a search samples them).
   BATON_ARG(nlohmann::json, arch);
 };
@@ -45,9 +47,9 @@ class ModelOptions {
 //              blocks (256, 512, 1024, 2048 channels), torchvision's names
 // gpt:         a decoder-only transformer (GPT-2's layout, pre-norm): token and position embeddings,
 //              `layers` blocks of causal self-attention (LibTorch's scaled_dot_product_attention on
-//              2.x, so its fused kernels are used) and a 4x GELU MLP, a final LayerNorm, and the
-//              token embedding again as the output layer (weight tying). Inputs are token indices
-//              [N, T] with T <= context; outputs logits [N, T, vocabulary].
+//              2.x, so its fused kernels are used) and a GELU MLP `mlp_ratio` (4) times as wide, a final LayerNorm, and
+//              the token embedding again as the output layer (weight tying). Inputs are token indices [N, T] with T <=
+//              context; outputs logits [N, T, vocabulary].
 // cnn_space:   the CNN space (below) frozen to `arch`
 // Throws std::invalid_argument for an unknown name (listing the known ones) or an input shape the
 // model cannot take.
@@ -63,6 +65,8 @@ std::vector<std::string> model_names();
 //              conv3x3, conv5x5, dwsep3x3 (depthwise 3x3 then pointwise 1x1), maxpool (3x3, stride
 //              1), identity; convolutions with BatchNorm and ReLU), global average pooling, a
 //              linear layer to the classes: 91,125 architectures (45^3).
+// gpt_space:   the gpt (above) for windows of tokens choosing layers (2, 4, 6: a Repeat of blocks),
+//              width (128, 192, 256), heads (2, 4, 8) and mlp_ratio (2, 3, 4): 81 architectures.
 // Throws std::invalid_argument for an unknown name or an input shape the space cannot take.
 nas::ModelSpace model_space(const std::string& name, const ModelOptions& spec);
 std::vector<std::string> model_space_names();

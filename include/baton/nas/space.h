@@ -128,8 +128,9 @@ using Builder = std::function<torch::nn::AnyModule(Space&)>;
 class ModelSpace {
  public:
   // Builds the supernet (every candidate) once and checks it with a forward of zeros shaped
-  // [2, input_shape...]. Throws SpaceError naming the choice that is wrong.
-  ModelSpace(std::string name, std::vector<int64_t> input_shape, Builder build);
+  // [2, input_shape...] (of type long with `token_inputs`: a language model's token indices).
+  // Throws SpaceError naming the choice that is wrong.
+  ModelSpace(std::string name, std::vector<int64_t> input_shape, Builder build, bool token_inputs = false);
 
   const std::string& name() const { return name_; }
   // The search space in NNI's format, what exec's SearchSpace::from_json reads: a choice per label,
