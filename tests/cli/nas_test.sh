@@ -75,6 +75,20 @@ P
 [ "$("$baton" trials ls --storage "$tmp/s/search.db" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = 4 ] ||
   fail "the resumed search did not end with 4 trials"
 
+# The GPT space on Debian's fortunes: its four choices, architectures that train.
+if [ -f /usr/share/games/fortunes/fortunes ] || [ -d /usr/share/games/fortunes ]; then
+  "$baton" search --model-space gpt_space --recipe "$src/recipes/gpt_char.yaml" --set max_duration=2ba \
+    --set eval_interval=2ba --set eval_subset_num_batches=1 --set data.context=32 --set precision=fp32 \
+    --set 'loggers={}' --trials 2 --strategy random --metric eval/loss --direction minimize --run-dir "$tmp/g" \
+    >"$tmp/g.log" 2>&1 || { fail "gpt_space search"; cat "$tmp/g.log"; }
+  "$baton" trials ls --storage "$tmp/g/search.db" --json | python3 -c '
+import json, sys
+rows = json.load(sys.stdin)
+assert [r["status"] for r in rows] == ["trained"] * 2, rows
+assert all(sorted(r["parameters"]) == ["model.arch.heads", "model.arch.layers", "model.arch.mlp_ratio", "model.arch.width"]
+           for r in rows), rows' || fail "gpt_space trials"
+fi
+
 # Bad input: exit 2, one short line, nothing written.
 expect_error 2 "--model-space cnn_space searches a recipe's model: add --recipe RECIPE" -- \
   "$baton" search --model-space cnn_space --command true --run-dir "$tmp/bad"
