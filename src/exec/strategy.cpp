@@ -65,16 +65,21 @@ const EvolutionStrategy::Member& EvolutionStrategy::tournament() {
   return *best;
 }
 
-// The parent with some parameters drawn anew, each until it differs from the parent's (a space
-// where a parameter has one value leaves it); at least one is.
+// The parent with some parameters drawn anew, each until it differs from the parent's; at least
+// one is. A choice of one value is never drawn.
 nlohmann::json EvolutionStrategy::mutate(const nlohmann::json& parent) {
   const auto& dims = space_.dimensions();
+  std::vector<std::size_t> open;  // the parameters that can change: not a choice of one value
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d].type != "choice" || dims[d].choices.size() > 1) open.push_back(d);
+  }
+  if (open.empty()) return parent;
   std::vector<std::size_t> chosen;
   std::bernoulli_distribution draw(options_.mutation_prob());
-  for (std::size_t d = 0; d < dims.size(); ++d) {
+  for (std::size_t d : open) {
     if (options_.mutation_prob() > 0.0 && draw(rng_)) chosen.push_back(d);
   }
-  if (chosen.empty()) chosen.push_back(std::uniform_int_distribution<std::size_t>(0, dims.size() - 1)(rng_));
+  if (chosen.empty()) chosen.push_back(open[std::uniform_int_distribution<std::size_t>(0, open.size() - 1)(rng_)]);
   nlohmann::json child = parent;
   for (std::size_t d : chosen) {
     const std::string& name = dims[d].name;

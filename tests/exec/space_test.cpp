@@ -411,6 +411,20 @@ TEST(Strategies, EvolutionMutatesAtTheGivenRateAndNeverRepeatsWhileOthersAreLeft
   all.observe(finished(1, 4, 1.0));
   all.observe(finished(2, 4, 1.0));
   for (int i = 0; i < 20; ++i) EXPECT_EQ(shared_with(*all.suggest(), 4), 0);
+  // A choice of one value is never the one drawn anew: every child changes x.
+  const auto fixed = SearchSpace::from_json(nlohmann::json::parse(
+      R"({"x": {"_type": "choice", "_value": [0, 1, 2, 3]}, "f": {"_type": "choice", "_value": [7]},
+          "g": {"_type": "choice", "_value": ["a"]}})"));
+  EvolutionStrategy one(fixed, 1, true, EvolutionOptions().population(2).sample_size(1).dedup(false));
+  for (int id = 1; id <= 2; ++id) {
+    Trial t;
+    t.id = id;
+    t.parameters = {{"x", 0}, {"f", 7}, {"g", "a"}};
+    t.status = TrialStatus::kTrained;
+    t.metrics.final = 1.0;
+    one.observe(t);
+  }
+  for (int i = 0; i < 20; ++i) EXPECT_NE((*one.suggest())["x"], 0);
   // Failed trials: left out (the population not yet full: random draws), or the worst.
   EvolutionStrategy worst(ten_cubed(), 3, true, EvolutionOptions().population(2).sample_size(2).failure_is_worst(true));
   worst.observe(finished(1, 7, 0.3));
