@@ -108,6 +108,7 @@
 #include "baton/exec/space.h"
 #include "baton/exec/storage.h"
 #include "baton/exec/strategy.h"
+#include "baton/exec/table.h"
 #include "baton/exec/tpe.h"
 #include "baton/exec/trial.h"
 
