@@ -97,11 +97,14 @@ std::shared_ptr<MlflowLogger> search_mlflow_run(const ExperimentOptions& o) {
 // parameters, when one is given too).
 void use_model_space(const std::string& name, ExperimentOptions& o) {
   if (o.recipe().empty()) throw BadInput("--model-space " + name + " searches a recipe's model: add --recipe RECIPE");
+  const std::string model = "model.name=" + name;
   for (const auto& set : o.sets()) {
-    if (set.rfind("model.name=", 0) == 0 && set != "model.name=" + name)
-      throw BadInput("--set " + set + " and --model-space " + name + " name two models; drop the --set");
+    if (set.rfind("model.name=", 0) != 0 || set == model) continue;
+    std::string why = "--set " + set;
+    why += " and --model-space " + name + " name two models; drop the --set";
+    throw BadInput(why);
   }
-  o.sets().insert(o.sets().begin(), "model.name=" + name);
+  o.sets().insert(o.sets().begin(), model);
   nlohmann::json space;
   try {
     space = model_space(name, recipe_model_spec(Recipe::load(o.recipe(), o.sets()))).search_space();
