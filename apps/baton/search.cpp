@@ -357,7 +357,7 @@ void add_search(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("search", "run a hyperparameter search: trials of a command or a recipe");
   cmd->add_option("space", a->space(), "search space (NNI's format, YAML or JSON); optional with --model-space");
   cmd->add_option("--model-space", *model_space_name,
-                  "with --recipe: search the zoo's model space NAME (e.g. cnn_space): its choices are "
+                  "with --recipe: search the zoo's model space NAME (cnn_space, gpt_space): its choices are "
                   "model.arch.LABEL parameters, written to RUN_DIR/model_space.json (docs/nas.md)");
   cmd->add_option(
       "--command", a->command(),
