@@ -622,6 +622,7 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   const nlohmann::json meta = {{"space", m.o.space()},
                                {"space_definition", m.space_definition},
                                {"command", trials.command()},
+                               {"engine", m.table ? m.o.engine() : std::string("process")},
                                {"strategy", m.o.strategy()},
                                {"strategy_options", m.settings},
                                {"direction", direction(m.maximize)},
