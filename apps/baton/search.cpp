@@ -20,6 +20,7 @@
 #include "baton/exec/experiment.h"
 #include "baton/exec/search.h"
 #include "baton/exec/storage.h"
+#include "baton/io/file.h"
 #include "baton/loggers/mlflow_logger.h"
 #include "baton/loggers/registry.h"
 #include "baton/models/zoo.h"
@@ -323,15 +324,25 @@ int run_nas_export(const std::string& url, std::optional<int64_t> id, const std:
   } catch (const std::runtime_error& e) {
     throw BadInput("the search's recipe: " + std::string(e.what()));
   }
+  try {
+    check_write_target(out, "--out");  // not a folder, a device or a FIFO
+  } catch (const FileError& e) {
+    throw BadInput(e.what());
+  }
   const std::string tmp = out + ".tmp";
   {
     std::ofstream file(tmp);
     file << "# trial " << trial->id << " (" << to_string(trial->status) << ", " << final_text(*trial)
          << ") of the search in " << url << "\n# baton train " << out << " trains it again\n"
          << yaml << (yaml.empty() || yaml.back() != '\n' ? "\n" : "");
-    if (!file.flush()) throw BadInput(out + ": cannot write here");
+    if (!file.flush()) throw BadInput(out + ": cannot write here (is its folder there, and writable?)");
   }
-  std::filesystem::rename(tmp, out);
+  std::error_code ec;
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw BadInput(out + ": cannot write here (is its folder there, and writable?)");
+  }
   std::printf("wrote %s: trial %lld (%s, %s) %s\n", out.c_str(), static_cast<long long>(trial->id),
               to_string(trial->status).c_str(), final_text(*trial).c_str(), trial->parameters.dump().c_str());
   return 0;

@@ -102,6 +102,9 @@ expect_error 2 "model.arch.stage1_op is the model space's choice; drop it" -- \
   "$baton" search "$tmp/clash.yaml" --model-space cnn_space --recipe "$recipe" --run-dir "$tmp/bad"
 expect_error 2 "no trial 9 in" -- "$baton" nas export --storage "$tmp/s/search.db" --trial 9 --out "$tmp/bad.yaml"
 expect_error 2 "no such storage file" -- "$baton" nas export --storage "$tmp/none.db" --out "$tmp/bad.yaml"
+mkdir "$tmp/folder"
+expect_error 2 "--out" -- "$baton" nas export --storage "$tmp/s/search.db" --out "$tmp/folder"
+expect_error 2 "cannot write here" -- "$baton" nas export --storage "$tmp/s/search.db" --out "$tmp/no/such/dir.yaml"
 [ ! -e "$tmp/bad" ] && [ ! -e "$tmp/bad.yaml" ] || fail "a refused command wrote something"
 # A --command search has no recipe to export.
 printf 'x: {_type: uniform, _value: [0, 1]}\n' >"$tmp/x.yaml"
