@@ -1,12 +1,20 @@
 #include "baton/core/options.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace baton {
+
+std::string trimmed(std::string_view text) {
+  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!text.empty() && space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && space(text.back())) text.remove_suffix(1);
+  return std::string(text);
+}
 
 OptionReader::OptionReader(std::string owner, const nlohmann::json& json)
     : OptionReader(std::vector<std::string>{std::move(owner)}, json, nullptr) {}

@@ -40,13 +40,6 @@ std::vector<std::string> image_files(const fs::path& dir) {
   return files;
 }
 
-std::string trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
-
 }  // namespace
 
 std::shared_ptr<ImageFolder> ImageFolder::from_dir(const std::string& dir, ImageFolderOptions options,
@@ -98,10 +91,10 @@ std::shared_ptr<ImageFolder> ImageFolder::from_list(const std::string& list, Ima
     const std::string where = list + ":" + std::to_string(number);
     if (line.size() > kMaxListLine) throw ImageError(where + ": a line longer than 64 KiB");
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (trim(line).empty()) continue;
+    if (trimmed(line).empty()) continue;
     const size_t comma = line.rfind(',');
     if (comma == std::string::npos) throw ImageError(where + ": expected path,label, got '" + line.substr(0, 80) + "'");
-    const std::string path = trim(line.substr(0, comma)), label = trim(line.substr(comma + 1));
+    const std::string path = trimmed(line.substr(0, comma)), label = trimmed(line.substr(comma + 1));
     if (number == 1 && path == "path" && label == "label") continue;  // a header
     int64_t value = -1;
     if (label.empty() || label.size() > 9 || label.find_first_not_of("0123456789") != std::string::npos ||

@@ -10,12 +10,6 @@
 namespace baton {
 namespace {
 
-std::string trim(std::string s) {
-  const auto b = s.find_first_not_of(" \t");
-  const auto e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
-
 // The hypervolume of points that are all better than `reference`, in the first `d` coordinates.
 double volume(std::vector<const std::vector<double>*> points, const std::vector<double>& reference, std::size_t d) {
   if (points.empty()) return 0.0;
@@ -55,8 +49,8 @@ double volume(std::vector<const std::vector<double>*> points, const std::vector<
 
 Objective parse_objective(const std::string& text) {
   const auto colon = text.rfind(':');
-  const std::string direction = colon == std::string::npos ? "" : trim(text.substr(colon + 1));
-  Objective o{colon == std::string::npos ? "" : trim(text.substr(0, colon)), true};
+  const std::string direction = colon == std::string::npos ? "" : trimmed(text.substr(colon + 1));
+  Objective o{colon == std::string::npos ? "" : trimmed(text.substr(0, colon)), true};
   if (direction == "min" || direction == "minimize") {
     o.maximize = false;
   } else if (direction != "max" && direction != "maximize") {
@@ -80,9 +74,9 @@ Constraint parse_constraint(const std::string& text) {
   Constraint c;
   bool ok = at != std::string::npos && at + 1 < text.size() && text[at + 1] == '=';
   if (ok) {
-    c.metric = trim(text.substr(0, at));
+    c.metric = trimmed(text.substr(0, at));
     c.at_most = text[at] == '<';
-    const std::string value = trim(text.substr(at + 2));
+    const std::string value = trimmed(text.substr(at + 2));
     char* end = nullptr;
     c.bound = std::strtod(value.c_str(), &end);
     ok = !c.metric.empty() && !value.empty() && end != nullptr && *end == '\0' && std::isfinite(c.bound);

@@ -8,16 +8,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "baton/core/options.h"
 #include "baton/io/file.h"
 
 namespace baton {
 namespace {
-
-std::string trimmed(const std::string& s) {
-  const auto begin = s.find_first_not_of(" \t\r");
-  if (begin == std::string::npos) return "";
-  return s.substr(begin, s.find_last_not_of(" \t\r") - begin + 1);
-}
 
 // One CSV line's cells (quotes as RFC 4180 writes them: "a,b" and "" inside).
 std::vector<std::string> cells_of(const std::string& line) {

@@ -24,6 +24,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -57,6 +58,9 @@ class OptionError : public std::invalid_argument {
  private:
   std::string key_;
 };
+
+// `text` without its leading and trailing whitespace (what a user's file or flag adds around a value).
+std::string trimmed(std::string_view text);
 
 // "a, b, c": names as every message lists them (or with another separator: "a,b,c").
 inline std::string join_names(const std::vector<std::string>& names, const char* separator = ", ") {
