@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "baton/core/options.h"
 #include "baton/io/file.h"
 #include "data/image_pipeline.h"
 

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "baton/core/options.h"
+
 namespace baton {
 namespace {
 
