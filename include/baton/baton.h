@@ -27,6 +27,7 @@
 #include "baton/core/time.h"
 #include "baton/core/trace.h"
 
+#include "baton/io/csv.h"
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
 #include "baton/io/url.h"

@@ -9,31 +9,11 @@
 #include <stdexcept>
 
 #include "baton/core/options.h"
+#include "baton/io/csv.h"
 #include "baton/io/file.h"
 
 namespace baton {
 namespace {
-
-// One CSV line's cells (quotes as RFC 4180 writes them: "a,b" and "" inside).
-std::vector<std::string> cells_of(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-      out.back() += '"';
-      ++i;
-    } else if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      out.emplace_back();
-    } else {
-      out.back() += c;
-    }
-  }
-  for (auto& cell : out) cell = trimmed(cell);
-  return out;
-}
 
 std::optional<double> number_of(const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -89,7 +69,8 @@ BenchmarkTable BenchmarkTable::read_csv(const std::string& path) {
     ++number;
     const std::string where = path + ":" + std::to_string(number) + ": ";
     if (trimmed(line).empty() || trimmed(line)[0] == '#') continue;
-    auto cells = cells_of(line);
+    auto cells = csv_fields(line);
+    for (auto& cell : cells) cell = trimmed(cell);
     if (header.empty()) {
       header = cells;
       const auto step = std::find(header.begin(), header.end(), "step");

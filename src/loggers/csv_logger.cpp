@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "baton/core/state.h"
+#include "baton/io/csv.h"
 
 namespace baton {
 
@@ -24,30 +25,6 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
-namespace {
-
-// The fields of one CSV line (quoted fields unquoted).
-std::vector<std::string> fields_of(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-      out.back() += '"';
-      ++i;
-    } else if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      out.emplace_back();
-    } else {
-      out.back() += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 CsvLogger::CsvLogger(const std::string& path, bool resume) : path_(path), resume_(resume) {
   std::ofstream out(path_, resume ? std::ios::app : std::ios::trunc);
   if (!out) throw std::runtime_error(path_ + ": cannot write metrics.csv");
@@ -58,11 +35,11 @@ void CsvLogger::read_back(int64_t batch) {
   std::ifstream in(path_);
   std::string line;
   if (batch <= 0 || !std::getline(in, line)) return;
-  const std::vector<std::string> header = fields_of(line);
+  const std::vector<std::string> header = csv_fields(line);
   if (header.size() < 2 || header[0] != "step") return;
   columns_.assign(header.begin() + 2, header.end());
   while (std::getline(in, line)) {
-    const std::vector<std::string> f = fields_of(line);
+    const std::vector<std::string> f = csv_fields(line);
     if (f.size() != header.size()) continue;  // cut short by a kill
     try {
       Row row{std::stoll(f[0]), std::stod(f[1]), {}};
