@@ -1,6 +1,7 @@
 // The baton command line: one function per subcommand (apps/baton/<name>.cpp).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,9 @@ struct ModelSummary;
 struct TrainingRun;
 class Trainer;
 class TrainerOptions;
+class Experiment;
+class ExperimentOptions;
+struct ExperimentResult;
 }  // namespace baton
 
 namespace torch::nn {
@@ -50,6 +54,12 @@ std::vector<std::string> with_device(std::vector<std::string> sets, const std::s
 // objects set dotted keys, and a nested choice's "_name" sets KEY.name.
 void flatten_parameters(const nlohmann::json& j, const std::string& prefix, std::vector<std::string>& sets);
 
+// baton search --strategy spos (spos.cpp): trains the supernet of the model space `options` search
+// (use_model_space made their space), then runs the evolution of inherited-weight evaluations through
+// `run` and trains the best again. Throws std::invalid_argument, RecipeError or ExperimentError for
+// bad input.
+int run_spos_search(ExperimentOptions options,
+                    const std::function<int(Experiment&, const ExperimentOptions&, ExperimentResult&)>& run);
 // SIGTERM and SIGINT call `handler` from now on (a run or a search stops at a safe point).
 void on_stop_signals(void (*handler)(int));
 

@@ -25,6 +25,7 @@
 #include "baton/loggers/registry.h"
 #include "baton/models/zoo.h"
 #include "baton/train/recipe.h"
+#include "baton/train/recipe_file.h"
 #include "commands.h"
 
 namespace baton::cli {
@@ -93,6 +94,33 @@ std::shared_ptr<MlflowLogger> search_mlflow_run(const ExperimentOptions& o) {
   return logger;
 }
 
+// A space file's `key` (a choice of the model space's `choice`) narrowing it to some of its
+// candidates: those candidates, or BadInput naming a value that is not one.
+nlohmann::json narrowed(const std::string& file, const std::string& key, const nlohmann::json& given,
+                        const nlohmann::json& choice) {
+  nlohmann::json out = choice;
+  out["_value"] = nlohmann::json::array();
+  const auto name = [](const nlohmann::json& v) { return v.is_object() ? v.value("_name", nlohmann::json()) : v; };
+  for (const auto& v : given.value("_value", nlohmann::json::array())) {
+    bool found = false;
+    for (const auto& c : choice["_value"]) {
+      if (name(c) == name(v) || (v.is_number() && c.is_number() && v.get<double>() == c.get<double>())) {
+        out["_value"].push_back(c);
+        found = true;
+      }
+    }
+    if (!found) {
+      std::string candidates;
+      for (const auto& c : choice["_value"]) candidates += (candidates.empty() ? "" : ", ") + name(c).dump();
+      throw BadInput(file + ": " + key + ": " + name(v).dump() + " is not one of the model space's candidates (" +
+                     candidates + "); a space file narrows a choice");
+    }
+  }
+  if (given.value("_type", std::string()) != "choice" || out["_value"].empty())
+    throw BadInput(file + ": " + key + ": a model space's choice is narrowed with {_type: choice, _value: [...]}");
+  return out;
+}
+
 // --model-space NAME: the trials train the zoo's model space NAME (model.name=NAME), built for the
 // recipe's data; the search space is its choices under model.arch. (with the space file's
 // parameters, when one is given too).
@@ -123,38 +151,28 @@ void use_model_space(const std::string& name, ExperimentOptions& o) {
       throw BadInput(e.what());
     }
   }
+  for (const auto& [key, value] : definition.items()) {
+    if (key.rfind("model.arch.", 0) == 0 && !space.contains(key.substr(11))) {
+      throw BadInput(o.space() + ": " + key + ": the model space " + name + " has no choice " + key.substr(11) +
+                     " (its choices: model_space.json, or docs/nas.md)");
+    }
+  }
   for (const auto& [label, choice] : space.items()) {
     const std::string key = "model.arch." + label;
-    if (definition.contains(key)) throw BadInput(o.space() + ": " + key + " is the model space's choice; drop it");
-    definition[key] = choice;
+    definition[key] = definition.contains(key) ? narrowed(o.space(), key, definition[key], choice) : choice;
   }
   o.space((o.space().empty() ? "" : o.space() + " + ") + "model space " + name);
   o.space_definition(definition);
 }
 
-// The flags become an Experiment (src/exec/experiment.cpp: what the search does); a signal stops it.
-int run_search_command(ExperimentOptions options, const std::string& model_space_name) {
-  options.trainer(self_exe());
-  if (!model_space_name.empty()) {
-    use_model_space(model_space_name, options);
-  } else if (options.space().empty()) {
-    throw BadInput("give a search space (a file), --model-space NAME, or both");
-  }
-  std::unique_ptr<Experiment> experiment;
-  try {
-    experiment = std::make_unique<Experiment>(options);
-  } catch (const ExperimentError& e) {
-    throw BadInput(e.what());
-  }
-  if (!model_space_name.empty()) {  // for the user: the space the search samples
-    std::ofstream(options.run_dir() / "model_space.json") << options.space_definition().dump(2) << "\n";
-  }
+// Runs `experiment` (the search `options` describe): a signal stops it; a recipe that logs to
+// MLflow gets the search's own run. Its exit code; `result` what it found.
+int run_experiment(Experiment& experiment, const ExperimentOptions& options, ExperimentResult& result) {
   const auto mlflow = search_mlflow_run(options);
-  g_experiment.store(experiment.get());
+  g_experiment.store(&experiment);
   on_stop_signals(on_search_signal);
-  ExperimentResult result;
   try {
-    result = experiment->run();
+    result = experiment.run();
   } catch (const ExperimentError& e) {  // found while it ran: a metric the trials never log
     g_experiment.store(nullptr);
     if (mlflow) {
@@ -175,6 +193,47 @@ int run_search_command(ExperimentOptions options, const std::string& model_space
   }
   if (result.stopped_by != 0) return 128 + result.stopped_by;
   return result.best ? 0 : kRunFailed;
+}
+
+// --strategy spos (spos.cpp): what it finds wrong in the flags, the recipe or the space is bad input.
+int run_spos(const ExperimentOptions& options) {
+  try {
+    return run_spos_search(options, [](Experiment& e, const ExperimentOptions& o, ExperimentResult& r) {
+      return run_experiment(e, o, r);
+    });
+  } catch (const ExperimentError& e) {
+    throw BadInput(e.what());
+  } catch (const RecipeError& e) {
+    throw BadInput(e.what());
+  } catch (const std::invalid_argument& e) {
+    throw BadInput(e.what());
+  }
+}
+
+// The flags become an Experiment (src/exec/experiment.cpp: what the search does); a signal stops it.
+int run_search_command(ExperimentOptions options, const std::string& model_space_name) {
+  options.trainer(self_exe());
+  if (!model_space_name.empty()) {
+    use_model_space(model_space_name, options);
+  } else if (options.space().empty()) {
+    throw BadInput("give a search space (a file), --model-space NAME, or both");
+  }
+  if (options.strategy() == "spos") {
+    if (model_space_name.empty())
+      throw BadInput("--strategy spos trains a model space's supernet: add --model-space NAME (docs/nas.md)");
+    return run_spos(options);
+  }
+  std::unique_ptr<Experiment> experiment;
+  try {
+    experiment = std::make_unique<Experiment>(options);
+  } catch (const ExperimentError& e) {
+    throw BadInput(e.what());
+  }
+  if (!model_space_name.empty()) {  // for the user: the space the search samples
+    std::ofstream(options.run_dir() / "model_space.json") << options.space_definition().dump(2) << "\n";
+  }
+  ExperimentResult result;
+  return run_experiment(*experiment, options, result);
 }
 
 nlohmann::json trial_row(const Trial& t) {
@@ -396,9 +455,9 @@ void add_search(CLI::App& app) {
                   "CPU threads each trial gets, on cores of its own (OMP_NUM_THREADS and the process's affinity)");
   cmd->add_option(
       "--strategy", a->strategy(),
-      "tpe (default), gp, random, grid, evolution, regularized_evolution, cmaes, nsga2, motpe or pbt (several "
-      "objectives: "
-      "nsga2, motpe, tpe, random, grid; pbt: population-based training of a --recipe)");
+      "tpe (default), gp, random, grid, evolution, regularized_evolution, cmaes, nsga2, motpe, pbt or spos "
+      "(several objectives: nsga2, motpe, tpe, random, grid; pbt: population-based training of a --recipe; spos: "
+      "one-shot search of a --model-space, docs/nas.md)");
   cmd->add_option("--strategy-option", a->strategy_options(),
                   "KEY=VALUE: the strategy's options (repeatable, or K1=V1,K2=V2; docs/search.md), e.g. candidates=48");
   cmd->add_option_function<std::string>(

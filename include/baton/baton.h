@@ -60,6 +60,7 @@
 
 #include "baton/algorithms/algorithms.h"
 #include "baton/algorithms/augment.h"
+#include "baton/algorithms/one_shot.h"
 #include "baton/algorithms/registry.h"
 #include "baton/algorithms/surgery.h"
 #include "baton/algorithms/weights.h"
@@ -82,6 +83,7 @@
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_error.h"
 #include "baton/train/checkpoint_saver.h"
+#include "baton/train/one_shot.h"
 #include "baton/train/ranks.h"
 #include "baton/train/recipe.h"
 #include "baton/train/recipe_file.h"

@@ -160,6 +160,13 @@ const ConfiguredRegistry<Algorithm>& algorithm_registry() {
              o.read("ghost_batch_size", g.ghost_batch_size());
              return std::make_shared<GhostBatchNorm>(g);
            }},
+          {"single_path",
+           [](R& o) {
+             SinglePathOptions s;
+             o.read("sampling", s.sampling());
+             o.read("seed", s.seed());
+             return std::make_shared<SinglePath>(s);
+           }},
           {"low_precision_groupnorm", [](R&) { return std::make_shared<LowPrecisionGroupNorm>(); }},
           {"low_precision_layernorm", [](R&) { return std::make_shared<LowPrecisionLayerNorm>(); }},
       });

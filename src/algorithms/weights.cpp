@@ -260,8 +260,9 @@ void anneal_lrs(State& state, const SwaOptions& options, int64_t start_batch, co
   }
 }
 
-// BatchNorm statistics of the averaged weights: one pass over the training data, cumulative.
-void recompute_batch_norm_statistics(State& state, const std::string& algorithm) {
+}  // namespace
+
+void recompute_batch_norm_statistics(State& state, int64_t max_batches) {
   std::vector<std::shared_ptr<torch::nn::BatchNorm2dImpl>> norms;
   for (const auto& m : state.model->modules()) {
     if (auto bn = std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(m)) norms.push_back(bn);
@@ -275,15 +276,18 @@ void recompute_batch_norm_statistics(State& state, const std::string& algorithm)
   }
   const auto pass = state.dataloader->in_order(state.device);
   pass->start_epoch(0);
-  Model& model = detail::model_of(state, algorithm);
+  Model& model = detail::model_of(state, "BatchNorm statistics");
   const bool was_training = model.is_training();
   model.train();
-  while (auto b = pass->next()) model.forward(*b);
+  torch::NoGradGuard no_grad;
+  for (int64_t i = 0; max_batches < 0 || i < max_batches; ++i) {
+    auto b = pass->next();
+    if (!b) break;
+    model.forward(*b);
+  }
   model.train(was_training);
   for (std::size_t i = 0; i < norms.size(); ++i) norms[i]->options.momentum(momenta[i]);
 }
-
-}  // namespace
 
 std::optional<int> Swa::apply(Event event, State& state, Logger& logger) {
   const double batch = static_cast<double>(state.timestamp.batch());
@@ -306,7 +310,7 @@ std::optional<int> Swa::apply(Event event, State& state, Logger& logger) {
       auto it = average_.find(name);
       if (it != average_.end() && at::isFloatingType(tensor.scalar_type())) tensor.copy_(it->second);
     }
-    recompute_batch_norm_statistics(state, name());
+    recompute_batch_norm_statistics(state);
     done_ = true;
     logger.log_metrics({{"swa/num_averaged", static_cast<double>(count_)}});
     return std::nullopt;

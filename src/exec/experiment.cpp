@@ -129,7 +129,7 @@ Objectives resolve_objectives(ExperimentOptions& o) {
 
 // --engine table:FILE: the table's path; empty for the process engine.
 std::string table_path(const ExperimentOptions& o) {
-  if (o.engine().empty() || o.engine() == "process") return "";
+  if (o.engine().empty() || o.engine() == "process" || o.trial_function()) return "";
   if (o.engine().rfind("table:", 0) != 0 || o.engine().size() == 6)
     throw ExperimentError("--engine " + o.engine() + ": expected process or table:FILE (a benchmark table)");
   return o.engine().substr(6);
@@ -460,7 +460,9 @@ void Experiment::Impl::join_search(const ProcessEngineOptions& options, const nl
 // (the unfinished ones run again).
 void Experiment::Impl::own_search(const ProcessEngineOptions& options, const nlohmann::json& meta) {
   std::shared_ptr<TrialTable> process;
-  if (table) {
+  if (o.trial_function()) {
+    process = std::make_shared<ThreadPoolEngine>(o.trial_function(), 1);
+  } else if (table) {
     std::vector<std::string> constrained;
     for (const auto& c : objectives.constraints) constrained.push_back(c.metric);
     process = std::make_shared<ThreadPoolEngine>(table->trial_function(objectives.metrics, constrained), o.parallel());
@@ -505,6 +507,8 @@ void Experiment::Impl::make_chain() {
 // --engine table:FILE: the table, checked against the space and the metrics before anything is
 // written; the trials run in this process.
 void Experiment::Impl::read_table() {
+  if (o.trial_function() && (join || pbt != nullptr))
+    throw ExperimentError("the " + o.engine() + " search runs its trials in this process: no --join, mpirun or pbt");
   const std::string path = table_path(o);
   if (path.empty()) return;
   if (join)
@@ -622,7 +626,7 @@ Experiment::Experiment(ExperimentOptions options) : impl_(std::make_unique<Impl>
   const nlohmann::json meta = {{"space", m.o.space()},
                                {"space_definition", m.space_definition},
                                {"command", trials.command()},
-                               {"engine", m.table ? m.o.engine() : std::string("process")},
+                               {"engine", m.table || m.o.trial_function() ? m.o.engine() : std::string("process")},
                                {"strategy", m.o.strategy()},
                                {"strategy_options", m.settings},
                                {"direction", direction(m.maximize)},

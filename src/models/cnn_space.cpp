@@ -70,6 +70,14 @@ nas::ModelSpace cnn_space(const ModelOptions& spec) {
 
 std::shared_ptr<Model> frozen_space_model(const nas::ModelSpace& space, const ModelOptions& spec) {
   const std::string& name = space.name();
+  if (spec.one_shot()) {  // the supernet, its choices narrowed to model.arch's values
+    try {
+      return std::make_shared<Classifier>(
+          space.one_shot(spec.arch().is_null() ? nlohmann::json::object() : spec.arch()).ptr());
+    } catch (const nas::SpaceError& e) {
+      throw OptionError("arch", "model '" + name + "' (one_shot): " + e.what());
+    }
+  }
   if (spec.arch().is_null() || spec.arch().empty()) {
     std::string labels;
     for (const auto& l : space.labels()) labels += (labels.empty() ? "" : ", ") + l;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <optional>
+#include <random>
 #include <set>
 
 #include <torch/torch.h>
@@ -83,6 +85,9 @@ class LayerChoiceModuleImpl : public torch::nn::Module {
     }
     return first;
   }
+  void select(const std::string& name) {
+    active_ = static_cast<std::size_t>(std::find(names_.begin(), names_.end(), name) - names_.begin());
+  }
 
  private:
   std::string label_;
@@ -114,6 +119,7 @@ class RepeatModuleImpl : public torch::nn::Module {
     }
     return x;
   }
+  void select(int64_t depth) { active_ = depth; }
 
  private:
   [[noreturn]] void disagree(const std::string& input, const std::string& first, int64_t depth,
@@ -231,6 +237,17 @@ at::Tensor InputSelectImpl::forward(const std::vector<at::Tensor>& inputs) {
 
 namespace {
 
+// An InputChoice's candidate "0+2" as the indices {0, 2}.
+std::vector<int64_t> selection(const std::string& name) {
+  std::vector<int64_t> selected;
+  for (std::size_t at = 0; at <= name.size();) {
+    const auto plus = std::min(name.find('+', at), name.size());
+    selected.push_back(std::stoll(name.substr(at, plus - at)));
+    at = plus + 1;
+  }
+  return selected;
+}
+
 // The scope of a LayerChoice's candidate inside `outer`.
 std::shared_ptr<Scope> inner_scope(const Scope& outer, const std::string& label, const std::string& candidate) {
   auto inner = std::make_shared<Scope>();
@@ -282,8 +299,37 @@ nlohmann::json Space::record(const std::string& label, const std::string& kind, 
   return candidates[0];
 }
 
+// A one-shot supernet's candidates of a choice: those `allowed_` names for its label (a value or a
+// list; a LayerChoice's candidates by name), else all of them.
+nlohmann::json Space::allowed(const std::string& label, const std::string& kind,
+                              const nlohmann::json& candidates) const {
+  if (allowed_ == nullptr || !allowed_->contains(label)) return candidates;
+  nlohmann::json wanted = (*allowed_)[label];
+  if (!wanted.is_array()) wanted = nlohmann::json::array({wanted});
+  nlohmann::json out = nlohmann::json::array();
+  for (auto w : wanted) {
+    if (w.is_object()) w = w.value("_name", w.value("name", nlohmann::json()));
+    const auto found = match(candidates, w);
+    if (!found) {
+      throw SpaceError(kind + " '" + label + "': " + w.dump() + " is not one of its candidates (" +
+                       candidates_text(candidates) + ")");
+    }
+    if (!match(out, *found)) out.push_back(*found);
+  }
+  if (out.empty()) throw SpaceError(kind + " '" + label + "': no candidate is allowed (an empty list)");
+  return out;
+}
+
 nlohmann::json Space::resolve(const ValueChoice& choice) {
-  return record(choice.label, "ValueChoice", choice.candidates);
+  const nlohmann::json candidates = allowed(choice.label, "ValueChoice", choice.candidates);
+  if (allowed_ != nullptr && candidates.size() > 1) {
+    throw SpaceError("ValueChoice '" + choice.label + "' has " + std::to_string(candidates.size()) + " candidates (" +
+                     candidates_text(candidates) +
+                     "): a one-shot supernet shares the weights of layer choices, repeats and input choices, not of "
+                     "widths; fix it to one value (a search space's model.arch." +
+                     choice.label + ": {_type: choice, _value: [V]}) or search it with a multi-trial strategy");
+  }
+  return record(choice.label, "ValueChoice", candidates);
 }
 
 torch::nn::AnyModule Space::layer(const LayerChoice& choice) {
@@ -302,10 +348,15 @@ torch::nn::AnyModule Space::layer(const LayerChoice& choice) {
     scopes_.pop_back();
     return made;
   }
-  // The supernet: every candidate, each in its own scope; choices made inside nest under it.
+  // The supernet: every (allowed) candidate, each in its own scope; choices made inside nest under it.
+  const nlohmann::json kept = allowed(choice.label, "LayerChoice", names);
+  std::vector<Candidate> candidates;
+  for (const auto& c : choice.candidates) {
+    if (match(kept, c.name)) candidates.push_back(c);
+  }
   std::vector<torch::nn::AnyModule> made;
   nlohmann::json values = nlohmann::json::array();
-  for (const auto& c : choice.candidates) {
+  for (const auto& c : candidates) {
     auto inner = inner_scope(*scopes_.back(), choice.label, c.name);
     scopes_.push_back(inner);
     made.push_back(c.make());
@@ -319,17 +370,23 @@ torch::nn::AnyModule Space::layer(const LayerChoice& choice) {
     }
   }
   record(choice.label, "LayerChoice", values);
-  return torch::nn::AnyModule(LayerChoiceModule(choice.label, choice.candidates, std::move(made)));
+  LayerChoiceModule module(choice.label, candidates, std::move(made));
+  switches_.emplace_back(choice.label,
+                         [m = module.ptr()](const nlohmann::json& v) { m->select(v.get<std::string>()); });
+  return torch::nn::AnyModule(module);
 }
 
 torch::nn::AnyModule Space::repeat(const Repeat& choice) {
-  const nlohmann::json depths = choice.depths;
+  const nlohmann::json depths = allowed(choice.label, "Repeat", choice.depths);
   const int64_t depth = record(choice.label, "Repeat", depths).get<int64_t>();
-  const int64_t count = supernet() ? choice.depths.back() : depth;
+  const auto kept = depths.get<std::vector<int64_t>>();
+  const int64_t count = supernet() ? *std::max_element(kept.begin(), kept.end()) : depth;
   std::vector<torch::nn::AnyModule> blocks;
   for (int64_t i = 0; i < count; ++i) blocks.push_back(choice.block(i));
-  if (supernet()) return torch::nn::AnyModule(RepeatModule(choice.label, choice.depths, std::move(blocks)));
-  return torch::nn::AnyModule(Chain(std::move(blocks)));
+  if (!supernet()) return torch::nn::AnyModule(Chain(std::move(blocks)));
+  RepeatModule module(choice.label, kept, std::move(blocks));
+  switches_.emplace_back(choice.label, [m = module.ptr()](const nlohmann::json& v) { m->select(v.get<int64_t>()); });
+  return torch::nn::AnyModule(module);
 }
 
 InputSelect Space::input(const InputChoice& choice) {
@@ -350,14 +407,14 @@ InputSelect Space::input(const InputChoice& choice) {
     }
   };
   add(0);
-  const std::string name = record(choice.label, "InputChoice", selections).get<std::string>();
-  std::vector<int64_t> selected;
-  for (std::size_t at = 0; at <= name.size();) {
-    const auto plus = std::min(name.find('+', at), name.size());
-    selected.push_back(std::stoll(name.substr(at, plus - at)));
-    at = plus + 1;
+  const std::string name =
+      record(choice.label, "InputChoice", allowed(choice.label, "InputChoice", selections)).get<std::string>();
+  InputSelect module(choice, selection(name));
+  if (supernet()) {
+    switches_.emplace_back(choice.label,
+                           [m = module.ptr()](const nlohmann::json& v) { m->select(selection(v.get<std::string>())); });
   }
-  return InputSelect(choice, selected);
+  return module;
 }
 
 namespace {
@@ -404,24 +461,156 @@ void check_known(const nlohmann::json& dims, const nlohmann::json& params, const
 
 }  // namespace
 
-ModelSpace::ModelSpace(std::string name, std::vector<int64_t> input_shape, Builder build, bool token_inputs)
-    : name_(std::move(name)), input_shape_(std::move(input_shape)), build_(std::move(build)) {
-  if (!build_) throw SpaceError("model space '" + name_ + "': no builder");
-  if (input_shape_.empty()) throw SpaceError("model space '" + name_ + "': no input shape to check it with");
-  Space space(nullptr);
-  supernet_ = build_(space);
-  space_ = space.scopes_.front()->dims;
+namespace {
+
+// One forward of zeros shaped [2, input_shape...] with every choice module running all its
+// candidates: a SpaceError names the choice whose candidates disagree on the output shape.
+void check_shapes(torch::nn::AnyModule& net, const std::vector<int64_t>& input_shape, bool token_inputs) {
   std::vector<int64_t> sizes{2};
-  sizes.insert(sizes.end(), input_shape_.begin(), input_shape_.end());
+  sizes.insert(sizes.end(), input_shape.begin(), input_shape.end());
   torch::NoGradGuard no_grad;
   checking = true;
   try {
-    supernet_.forward(torch::zeros(sizes, token_inputs ? torch::kLong : torch::kFloat));
+    net.forward(torch::zeros(sizes, token_inputs ? torch::kLong : torch::kFloat));
   } catch (...) {
     checking = false;
     throw;
   }
   checking = false;
+}
+
+uint64_t mix(uint64_t a, uint64_t b) {  // splitmix64 of the pair
+  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+// A path through `dims`: each choice's candidate (see SupernetImpl::sample), nested ones inside.
+nlohmann::json sample_dims(const nlohmann::json& dims, uint64_t seed, int64_t step, bool fair) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [label, d] : dims.items()) {
+    const auto& values = d["_value"];
+    const auto n = static_cast<int64_t>(values.size());
+    const uint64_t h = mix(seed, fnv1a(label));
+    int64_t index = 0;
+    if (fair) {  // step's place in its run of n steps, in that run's shuffled order
+      std::mt19937_64 rng(mix(h, static_cast<uint64_t>(step / n)));
+      std::vector<int64_t> order(static_cast<std::size_t>(n));
+      std::iota(order.begin(), order.end(), 0);
+      for (int64_t i = n - 1; i > 0; --i)
+        std::swap(order[static_cast<std::size_t>(i)], order[rng() % static_cast<uint64_t>(i + 1)]);
+      index = order[static_cast<std::size_t>(step % n)];
+    } else {
+      std::mt19937_64 rng(mix(h, static_cast<uint64_t>(step)));
+      index = static_cast<int64_t>(rng() % static_cast<uint64_t>(n));
+    }
+    const auto& c = values[static_cast<std::size_t>(index)];
+    if (!c.is_object()) {
+      out[label] = c;
+      continue;
+    }
+    nlohmann::json inner = c;
+    inner.erase("_name");
+    out[label] = sample_dims(inner, seed, step, fair);
+    out[label]["_name"] = c["_name"];
+  }
+  return out;
+}
+
+// `path`'s value of each choice of `dims` (nested ones too), checked: {label: candidate}.
+void path_values(const nlohmann::json& dims, const nlohmann::json& path, const std::string& where,
+                 std::map<std::string, nlohmann::json>& out) {
+  for (const auto& [label, d] : dims.items()) {
+    if (!path.contains(label)) {
+      throw SpaceError("the path has no value for '" + label + "'" + where + " (one of " +
+                       candidates_text(d["_value"]) + ")");
+    }
+    const nlohmann::json& v = path[label];
+    const nlohmann::json name = v.is_object() ? v.value("_name", v.value("name", nlohmann::json())) : v;
+    nlohmann::json plain = nlohmann::json::array();
+    for (const auto& c : d["_value"]) plain.push_back(c.is_object() ? c["_name"] : c);
+    const auto found = match(plain, name);
+    if (!found) {
+      throw SpaceError("'" + label + "'" + where + ": " + name.dump() + " is not one of the supernet's candidates (" +
+                       candidates_text(d["_value"]) + ")");
+    }
+    out[label] = *found;
+    for (const auto& c : d["_value"]) {
+      if (!c.is_object() || c["_name"] != *found) continue;
+      nlohmann::json inner = c;
+      inner.erase("_name");
+      static const nlohmann::json kNone = nlohmann::json::object();
+      path_values(inner, v.is_object() ? v : kNone, " inside " + label + "=" + found->get<std::string>(), out);
+    }
+  }
+}
+
+}  // namespace
+
+ModelSpace::ModelSpace(std::string name, std::vector<int64_t> input_shape, Builder build, bool token_inputs)
+    : name_(std::move(name)),
+      input_shape_(std::move(input_shape)),
+      build_(std::move(build)),
+      token_inputs_(token_inputs) {
+  if (!build_) throw SpaceError("model space '" + name_ + "': no builder");
+  if (input_shape_.empty()) throw SpaceError("model space '" + name_ + "': no input shape to check it with");
+  Space space(nullptr);
+  supernet_ = build_(space);
+  space_ = space.scopes_.front()->dims;
+  check_shapes(supernet_, input_shape_, token_inputs_);
+}
+
+Supernet ModelSpace::one_shot(const nlohmann::json& allowed) const {
+  if (!allowed.is_object())
+    throw SpaceError("the allowed values are " + allowed.dump() + ", not an object of {label: value or [values]}");
+  const auto known = labels();
+  for (const auto& [label, values] : allowed.items()) {
+    if (std::find(known.begin(), known.end(), label) == known.end()) unknown_parameter(label, "", known);
+  }
+  Space space(nullptr);
+  space.allowed_ = &allowed;
+  auto net = build_(space);
+  check_shapes(net, input_shape_, token_inputs_);
+  return Supernet(net, space.scopes_.front()->dims, std::move(space.switches_));
+}
+
+SupernetImpl::SupernetImpl(torch::nn::AnyModule net, nlohmann::json space,
+                           std::vector<std::pair<std::string, std::function<void(const nlohmann::json&)>>> switches)
+    : torch::nn::Module("Supernet"), net_(std::move(net)), space_(std::move(space)), switches_(std::move(switches)) {
+  register_module("net", net_.ptr());
+  activate(sample_dims(space_, 0, 0, true));
+}
+
+at::Tensor SupernetImpl::forward(const at::Tensor& x) { return net_.forward<at::Tensor>(x); }
+
+void SupernetImpl::activate(const nlohmann::json& path) {
+  check_known(space_, path, "");
+  std::map<std::string, nlohmann::json> values;
+  path_values(space_, path, "", values);
+  for (const auto& [label, set] : switches_) {
+    const auto it = values.find(label);
+    if (it != values.end()) set(it->second);
+  }
+  active_ = path;
+}
+
+nlohmann::json SupernetImpl::sample(uint64_t seed, int64_t step, bool fair) const {
+  return sample_dims(space_, seed, step, fair);
+}
+
+SupernetImpl* find_supernet(torch::nn::Module& module) {
+  if (auto* s = dynamic_cast<SupernetImpl*>(&module)) return s;
+  for (const auto& m : module.modules(false)) {
+    if (auto* s = dynamic_cast<SupernetImpl*>(m.get())) return s;
+  }
+  return nullptr;
 }
 
 std::vector<std::string> ModelSpace::labels() const {

@@ -516,6 +516,7 @@ void read_model_spec(OptionReader& model, const Loss& loss, TrainingRun& run) {
   model.read("heads", spec.heads());
   model.read("dropout", spec.dropout());
   model.read("mlp_ratio", spec.mlp_ratio());
+  model.read("one_shot", spec.one_shot());
   if (model.has("arch")) {  // a model space's choices: the space checks them
     if (!model.json()["arch"].is_object())
       model.fail("arch", "expected a mapping of a model space's choices ({label: value})");

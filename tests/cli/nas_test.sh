@@ -75,6 +75,40 @@ P
 [ "$("$baton" trials ls --storage "$tmp/s/search.db" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = 4 ] ||
   fail "the resumed search did not end with 4 trials"
 
+# One-shot search (SPOS): a space file narrows the choices (the widths to one value each); the
+# supernet trains, architectures are evaluated with its weights by evolution, the best retrains.
+cat >"$tmp/narrow.yaml" <<'Y'
+model.arch.stage1_width: {_type: choice, _value: [16]}
+model.arch.stage2_width: {_type: choice, _value: [32]}
+model.arch.stage3_width: {_type: choice, _value: [32]}
+model.arch.stage1_op: {_type: choice, _value: [conv3x3, maxpool, identity]}
+Y
+{ cat "$tmp/narrow.yaml"; cat "$tmp/lr.yaml"; } >"$tmp/narrow_lr.yaml"
+spos=(search "$tmp/narrow.yaml" --model-space cnn_space --recipe "$recipe" --strategy spos "${short[@]}"
+  --strategy-option supernet_duration=12ba,sampling=fair,population=3,sample_size=2,recalibrate_batches=2 --run-dir "$tmp/o")
+"$baton" "${spos[@]}" --trials 6 >"$tmp/o.log" 2>&1 || { fail "spos search"; cat "$tmp/o.log"; }
+grep -q "spos: supernet trained 12 batches" "$tmp/o.log" || fail "spos: the supernet's line: $(cat "$tmp/o.log")"
+grep -q "spos: trial [0-9]* retrained: eval/accuracy" "$tmp/o.log" || fail "spos: the retrain's line"
+[ -f "$tmp/o/supernet.ckpt" ] || fail "spos: no supernet.ckpt"
+"$baton" trials ls --storage "$tmp/o/search.db" --json >"$tmp/o.json" || fail "spos: trials ls"
+python3 - "$tmp/o/model_space.json" "$tmp/o.json" "$tmp/o/spos.json" <<'P' || fail "spos: its space, trials and report"
+import json, sys
+space, rows, report = (json.load(open(p)) for p in sys.argv[1:])
+assert space["model.arch.stage1_op"]["_value"] == ["conv3x3", "maxpool", "identity"], space
+assert space["model.arch.stage3_width"]["_value"] == [32] and len(space["model.arch.stage2_op"]["_value"]) == 5, space
+assert [r["status"] for r in rows] == ["trained"] * 6, rows
+assert all(r["parameters"]["model.arch.stage1_op"] in ("conv3x3", "maxpool", "identity") for r in rows), rows
+assert all(0 <= r["final"] <= 1 for r in rows), rows
+best = max(rows, key=lambda r: r["final"])
+assert report["search"]["best"]["trial"] == best["id"] and report["supernet"]["batches"] == 12, report
+assert 0 <= report["retrain"]["eval/accuracy"] <= 1 and report["total"]["cpu_seconds"] > 0, report
+P
+"$baton" "${spos[@]}" --trials 8 --resume >"$tmp/o2.log" 2>&1 || { fail "spos --resume"; cat "$tmp/o2.log"; }
+grep -q "spos: supernet read back from" "$tmp/o2.log" || fail "spos --resume trained the supernet again"
+[ "$("$baton" trials ls --storage "$tmp/o/search.db" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = 8 ] ||
+  fail "the resumed spos search did not end with 8 trials"
+"$baton" nas export --storage "$tmp/o/search.db" --out "$tmp/o_best.yaml" >/dev/null 2>&1 || fail "spos: nas export"
+
 # The GPT space on Debian's fortunes: its four choices, architectures that train.
 if [ -f /usr/share/games/fortunes/fortunes ] || [ -d /usr/share/games/fortunes ]; then
   "$baton" search --model-space gpt_space --recipe "$src/recipes/gpt_char.yaml" --set max_duration=2ba \
@@ -97,9 +131,21 @@ expect_error 2 "give a search space (a file), --model-space NAME, or both" -- \
   "$baton" search --recipe "$recipe" --run-dir "$tmp/bad"
 expect_error 2 "--set model.name=mlp and --model-space cnn_space name two models" -- \
   "$baton" search --model-space cnn_space --recipe "$recipe" --set model.name=mlp --run-dir "$tmp/bad"
-printf 'model.arch.stage1_op: {_type: choice, _value: [conv3x3]}\n' >"$tmp/clash.yaml"
-expect_error 2 "model.arch.stage1_op is the model space's choice; drop it" -- \
+printf 'model.arch.stage1_op: {_type: choice, _value: [conv3x3, conv7x7]}\n' >"$tmp/clash.yaml"
+expect_error 2 "model.arch.stage1_op: \"conv7x7\" is not one of the model space's candidates" -- \
   "$baton" search "$tmp/clash.yaml" --model-space cnn_space --recipe "$recipe" --run-dir "$tmp/bad"
+printf 'model.arch.stage9_op: {_type: choice, _value: [conv3x3]}\n' >"$tmp/clash.yaml"
+expect_error 2 "model.arch.stage9_op: the model space cnn_space has no choice stage9_op" -- \
+  "$baton" search "$tmp/clash.yaml" --model-space cnn_space --recipe "$recipe" --run-dir "$tmp/bad"
+expect_error 2 "ValueChoice 'stage1_width' has 3 candidates (16, 32, 64): a one-shot supernet shares" -- \
+  "$baton" search --model-space cnn_space --recipe "$recipe" --strategy spos --run-dir "$tmp/bad"
+expect_error 2 "--strategy spos trains a model space's supernet: add --model-space NAME" -- \
+  "$baton" search "$tmp/lr.yaml" --recipe "$recipe" --strategy spos --run-dir "$tmp/bad"
+expect_error 2 "--strategy-option samplng=\"fair\": spos's options are" -- \
+  "$baton" search "$tmp/narrow.yaml" --model-space cnn_space --recipe "$recipe" --strategy spos \
+  --strategy-option samplng=fair --run-dir "$tmp/bad"
+expect_error 2 "--strategy spos searches the architecture alone: optimizer.lr" -- \
+  "$baton" search "$tmp/narrow_lr.yaml" --model-space cnn_space --recipe "$recipe" --strategy spos --run-dir "$tmp/bad"
 expect_error 2 "no trial 9 in" -- "$baton" nas export --storage "$tmp/s/search.db" --trial 9 --out "$tmp/bad.yaml"
 expect_error 2 "no such storage file" -- "$baton" nas export --storage "$tmp/none.db" --out "$tmp/bad.yaml"
 mkdir "$tmp/folder"

@@ -276,5 +276,120 @@ TEST(GptSpace, ItsArchitecturesAreTheZoosGptWithTheirSettings) {
               HasSubstr("model 'gpt_space': "));
 }
 
+// One-shot supernets (SPOS): weights shared by the paths, one path at a time.
+TEST(OneShot, ASupernetRefusesWidthsItCannotShareAndNarrowsChoicesToTheAllowedValues) {
+  const auto space = tiny_space();
+  EXPECT_THAT(error_of([&] { space.one_shot(); }),
+              HasSubstr("ValueChoice 'width' has 2 candidates (4, 8): a one-shot supernet shares the weights of "
+                        "layer choices, repeats and input choices, not of widths; fix it to one value"));
+  EXPECT_THAT(error_of([&] {
+                space.one_shot({{"width", 4}, {"kernel", 3}, {"colour", 1}});
+              }),
+              HasSubstr("name 'colour', which the space has no choice of"));
+  EXPECT_THAT(error_of([&] {
+                space.one_shot({{"width", 5}, {"kernel", 3}});
+              }),
+              HasSubstr("ValueChoice 'width': 5 is not one of its candidates (4, 8)"));
+  auto supernet = space.one_shot({{"width", 8}, {"kernel", {3}}, {"op", {"conv", "identity"}}});
+  const auto& dims = supernet->search_space();
+  EXPECT_EQ(dims["width"]["_value"], nlohmann::json({8}));
+  EXPECT_EQ(dims["depth"]["_value"], nlohmann::json({1, 2}));
+  ASSERT_EQ(dims["op"]["_value"].size(), 2U);  // pool is left out, and its module too
+  EXPECT_EQ(dims["op"]["_value"][0],
+            nlohmann::json({{"_name", "conv"}, {"kernel", {{"_type", "choice"}, {"_value", {3}}}}}));
+  EXPECT_EQ(dims["op"]["_value"][1], "identity");
+  for (const auto& p : supernet->named_parameters()) EXPECT_EQ(p.key().find("pool"), std::string::npos) << p.key();
+  EXPECT_THAT(error_of([&] {
+                supernet->activate({{"width", 8}, {"depth", 1}, {"op", "pool"}, {"merge", "0"}});
+              }),
+              HasSubstr("'op': \"pool\" is not one of the supernet's candidates (conv, identity)"));
+  EXPECT_THAT(error_of([&] {
+                supernet->activate({{"width", 8}, {"op", "identity"}, {"merge", "0"}});
+              }),
+              HasSubstr("the path has no value for 'depth' (one of 1, 2)"));
+}
+
+TEST(OneShot, EachPathComputesWithItsOwnWeightsAndOnlyTheyGetGradients) {
+  auto supernet = tiny_space().one_shot({{"width", 4}, {"kernel", 3}});
+  const auto x = torch::randn({3, 1, 8, 8});
+  const nlohmann::json conv = {{"width", 4}, {"depth", 2}, {"op", {{"_name", "conv"}, {"kernel", 3}}}, {"merge", "1"}};
+  const nlohmann::json pool = {{"width", 4}, {"depth", 2}, {"op", "pool"}, {"merge", "1"}};
+  supernet->activate(conv);
+  const auto a = supernet->forward(x);
+  supernet->activate(pool);
+  const auto b = supernet->forward(x);
+  supernet->activate(conv);
+  EXPECT_TRUE(torch::equal(supernet->forward(x), a));
+  EXPECT_FALSE(torch::allclose(a, b));
+  EXPECT_EQ(supernet->active(), conv);
+  supernet->activate(pool);
+  supernet->zero_grad();
+  supernet->forward(x).sum().backward();
+  int on_path = 0;
+  for (const auto& p : supernet->named_parameters()) {
+    const bool off = p.key().find(".conv.") != std::string::npos;  // the conv candidates: off the pool path
+    EXPECT_EQ(p.value().grad().defined(), !off) << p.key();
+    on_path += off ? 0 : 1;
+  }
+  EXPECT_GT(on_path, 0);
+}
+
+TEST(OneShot, APathOfTheCnnSpacesSupernetIsTheFrozenArchitectureWithTheSupernetsWeights) {
+  const ModelOptions spec = ModelOptions().input_shape({1, 12, 12}).num_classes(10);
+  const auto space = model_space("cnn_space", spec);
+  auto supernet = space.one_shot({{"stage1_width", 16}, {"stage2_width", 32}, {"stage3_width", 64}});
+  const std::vector<std::string> ops = {"conv5x5", "dwsep3x3", "conv3x3"};
+  const nlohmann::json path = {{"stage1_width", 16},  {"stage2_width", 32},  {"stage3_width", 64},
+                               {"stage1_depth", 2},   {"stage2_depth", 1},   {"stage3_depth", 3},
+                               {"stage1_op", ops[0]}, {"stage2_op", ops[1]}, {"stage3_op", ops[2]}};
+  supernet->activate(path);
+  auto frozen = space.freeze(path);
+  // The frozen network's tensor "I.J.rest" of the S-th stage's blocks is the supernet's
+  // "net.I.J.OP.rest" (OP the stage's op); any other tensor "net.NAME".
+  std::vector<std::string> repeats;
+  for (const auto& p : frozen.ptr()->named_parameters()) {
+    const auto first = p.key().substr(0, p.key().find('.'));
+    if (!supernet->named_parameters().contains("net." + p.key()) &&
+        std::find(repeats.begin(), repeats.end(), first) == repeats.end())
+      repeats.push_back(first);
+  }
+  ASSERT_EQ(repeats.size(), 3U);
+  const auto supernet_name = [&](const std::string& key) {
+    const auto first = key.substr(0, key.find('.'));
+    const auto stage = std::find(repeats.begin(), repeats.end(), first) - repeats.begin();
+    if (stage == 3) return "net." + key;
+    const auto second = key.find('.', first.size() + 1);
+    return "net." + key.substr(0, second) + "." + ops[static_cast<std::size_t>(stage)] + key.substr(second);
+  };
+  torch::NoGradGuard no_grad;
+  for (auto& p : supernet->parameters()) p.uniform_(-0.3, 0.3);
+  const auto sp = supernet->named_parameters();
+  const auto sb = supernet->named_buffers();
+  for (auto& p : frozen.ptr()->named_parameters()) p.value().copy_(sp[supernet_name(p.key())]);
+  for (auto& b : frozen.ptr()->named_buffers()) b.value().copy_(sb[supernet_name(b.key())]);
+  supernet->eval();
+  frozen.ptr()->eval();
+  const auto x = torch::randn({2, 1, 12, 12});
+  EXPECT_TRUE(torch::allclose(supernet->forward(x), frozen.forward<at::Tensor>(x), 1e-5, 1e-6));
+}
+
+TEST(OneShot, PathsAreAFunctionOfSeedAndStepAndFairSamplingTakesEachCandidateOncePerRun) {
+  auto supernet = model_space("cnn_space", ModelOptions().input_shape({1, 8, 8}))
+                      .one_shot({{"stage1_width", 16}, {"stage2_width", 16}, {"stage3_width", 16}});
+  EXPECT_EQ(supernet->sample(7, 12, false), supernet->sample(7, 12, false));
+  EXPECT_EQ(supernet->sample(7, 12, true), supernet->sample(7, 12, true));
+  std::set<std::string> fair_run, uniform, seeds;
+  for (int64_t step = 10; step < 15; ++step) fair_run.insert(supernet->sample(3, step, true)["stage2_op"]);
+  EXPECT_EQ(fair_run.size(), 5U);  // steps 10..14: the third run of 5, each op once
+  for (int64_t step = 0; step < 60; ++step) uniform.insert(supernet->sample(3, step, false)["stage2_op"]);
+  EXPECT_EQ(uniform.size(), 5U);
+  for (uint64_t seed = 0; seed < 20; ++seed) seeds.insert(supernet->sample(seed, 0, false).dump());
+  EXPECT_GT(seeds.size(), 10U);
+  for (int64_t step = 0; step < 20; ++step) supernet->activate(supernet->sample(1, step, step % 2 == 0));
+  Classifier model(supernet.ptr());
+  EXPECT_EQ(find_supernet(model), supernet.get());
+  EXPECT_EQ(find_supernet(*model_space("cnn_space", ModelOptions().input_shape({1, 8, 8})).supernet().ptr()), nullptr);
+}
+
 }  // namespace
 }  // namespace baton::nas

@@ -12,5 +12,6 @@
 #pragma once
 
 #include "baton/algorithms/augment.h"
+#include "baton/algorithms/one_shot.h"
 #include "baton/algorithms/surgery.h"
 #include "baton/algorithms/weights.h"

@@ -77,6 +77,11 @@ class Ema : public Algorithm {
 enum class AnnealStrategy { kCos, kLinear };
 BATON_ENUM_NAMES(AnnealStrategy, {AnnealStrategy::kCos, "cos"}, {AnnealStrategy::kLinear, "linear"})
 
+// BatchNorm statistics (every BatchNorm2d's running mean and variance) computed anew as cumulative
+// averages over the first `max_batches` batches of the training data in order (-1: all of them),
+// in training mode without gradients: after SWA, or for an architecture of a one-shot supernet.
+void recompute_batch_norm_statistics(State& state, int64_t max_batches = -1);
+
 class SwaOptions {
   BATON_ARG(Time, swa_start) = Time::from_duration(0.7);
   BATON_ARG(Time, swa_end) = Time::from_duration(0.97);

@@ -32,6 +32,9 @@ class ModelOptions {
   BATON_ARG(int64_t, mlp_ratio) = 4;  // gpt: the MLP's hidden width over `width`
   // A model space's architecture: its choices' values ({label: value}, as a search samples them).
   BATON_ARG(nlohmann::json, arch);
+  // A model space as a one-shot supernet (nas::ModelSpace::one_shot) rather than frozen: `arch`
+  // then narrows choices ({label: value or [values]}) and must leave each ValueChoice one value.
+  BATON_ARG(bool, one_shot) = false;
 };
 
 // fashion_cnn: conv(C->32, 3x3, pad 1) relu maxpool2, conv(32->64, 3x3, pad 1) relu maxpool2,
@@ -50,7 +53,7 @@ class ModelOptions {
 //              2.x, so its fused kernels are used) and a GELU MLP `mlp_ratio` (4) times as wide, a final LayerNorm, and
 //              the token embedding again as the output layer (weight tying). Inputs are token indices [N, T] with T <=
 //              context; outputs logits [N, T, vocabulary].
-// cnn_space:   the CNN space (below) frozen to `arch`
+// cnn_space:   the CNN space (below) frozen to `arch` (with `one_shot`: its supernet)
 // Throws std::invalid_argument for an unknown name (listing the known ones) or an input shape the
 // model cannot take.
 std::shared_ptr<Model> make_model(const std::string& name, const ModelOptions& spec);

@@ -98,6 +98,7 @@ class InputSelectImpl : public torch::nn::Module {
 TORCH_MODULE(InputSelect);
 
 class Scope;
+class SupernetImpl;
 
 // What a builder asks its choices of. In a space it records them (and answers with the first
 // candidate, holding every candidate module); in freeze() it answers with the values given.
@@ -117,11 +118,47 @@ class Space {
 
  private:
   friend class ModelSpace;
+  using Switch = std::function<void(const nlohmann::json&)>;
   explicit Space(const nlohmann::json* parameters);
+  nlohmann::json allowed(const std::string& label, const std::string& kind, const nlohmann::json& candidates) const;
   nlohmann::json record(const std::string& label, const std::string& kind, nlohmann::json candidates);
-  const nlohmann::json* parameters_;  // nullptr: the supernet
+  const nlohmann::json* parameters_;         // nullptr: the supernet
+  const nlohmann::json* allowed_ = nullptr;  // a one-shot supernet: {label: the values it may take}
   std::vector<std::shared_ptr<Scope>> scopes_;
+  std::vector<std::pair<std::string, Switch>> switches_;  // a one-shot supernet's: what a path sets
 };
+
+// A one-shot supernet (SPOS, Guo et al. 2020): every candidate's weights, shared by the paths
+// through it, one path active at a time (ModelSpace::one_shot makes it). A ValueChoice is fixed
+// to one value (a width's weights are not sliced between its candidates).
+class SupernetImpl : public torch::nn::Module {
+ public:
+  SupernetImpl(torch::nn::AnyModule net, nlohmann::json space,
+               std::vector<std::pair<std::string, std::function<void(const nlohmann::json&)>>> switches);
+  // The active path's output.
+  at::Tensor forward(const at::Tensor& x);
+  // The choices its paths take (NNI's format, as ModelSpace::search_space, with only the allowed
+  // candidates).
+  const nlohmann::json& search_space() const { return space_; }
+  // Makes `path` ({label: value}, as ModelSpace::freeze takes) the active one. Throws SpaceError
+  // for a label missing or unknown, or a value that is not one of the allowed candidates.
+  void activate(const nlohmann::json& path);
+  const nlohmann::json& active() const { return active_; }
+  // The path of training step `step`, a function of (seed, step) alone: each choice uniformly at
+  // random, or `fair` (FairNAS, Chu et al. 2021: each run of n steps takes each of a choice's n
+  // candidates once, in a random order).
+  nlohmann::json sample(uint64_t seed, int64_t step, bool fair) const;
+
+ private:
+  torch::nn::AnyModule net_;
+  nlohmann::json space_;
+  std::vector<std::pair<std::string, std::function<void(const nlohmann::json&)>>> switches_;
+  nlohmann::json active_;
+};
+TORCH_MODULE(Supernet);
+
+// The one-shot supernet inside `module` (a Model holding one), or nullptr.
+SupernetImpl* find_supernet(torch::nn::Module& module);
 
 using Builder = std::function<torch::nn::AnyModule(Space&)>;
 
@@ -145,6 +182,11 @@ class ModelSpace {
   torch::nn::AnyModule freeze(const nlohmann::json& parameters) const;
   // The supernet built when the space was: every candidate's weights.
   torch::nn::AnyModule supernet() const { return supernet_; }
+  // A supernet for one-shot search, built anew: `allowed` ({label: value or [values]}) narrows
+  // choices to some of their candidates (a choice not named keeps all); each ValueChoice must be
+  // left one value. Throws SpaceError naming a ValueChoice with several, an unknown label or a
+  // value that is not a candidate.
+  Supernet one_shot(const nlohmann::json& allowed = nlohmann::json::object()) const;
 
  private:
   std::string name_;
@@ -152,6 +194,7 @@ class ModelSpace {
   Builder build_;
   nlohmann::json space_;
   torch::nn::AnyModule supernet_;
+  bool token_inputs_ = false;
 };
 
 }  // namespace baton::nas
