@@ -94,6 +94,22 @@ std::shared_ptr<MlflowLogger> search_mlflow_run(const ExperimentOptions& o) {
   return logger;
 }
 
+[[noreturn]] void not_a_candidate(const std::string& file, const std::string& key, const nlohmann::json& value,
+                                  const nlohmann::json& candidates) {
+  std::string names;
+  for (const auto& c : candidates) {
+    names += names.empty() ? "" : ", ";
+    names += (c.is_object() ? c.value("_name", nlohmann::json()) : c).dump();
+  }
+  throw BadInput(file + ": " + key + ": " + value.dump() + " is not one of the model space's candidates (" + names +
+                 "); a space file narrows a choice");
+}
+
+[[noreturn]] void no_choice(const std::string& file, const std::string& key, const std::string& space) {
+  throw BadInput(file + ": " + key + ": the model space " + space + " has no choice " + key.substr(11) +
+                 " (its choices: model_space.json, or docs/nas.md)");
+}
+
 // A space file's `key` (a choice of the model space's `choice`) narrowing it to some of its
 // candidates: those candidates, or BadInput naming a value that is not one.
 nlohmann::json narrowed(const std::string& file, const std::string& key, const nlohmann::json& given,
@@ -109,12 +125,7 @@ nlohmann::json narrowed(const std::string& file, const std::string& key, const n
         found = true;
       }
     }
-    if (!found) {
-      std::string candidates;
-      for (const auto& c : choice["_value"]) candidates += (candidates.empty() ? "" : ", ") + name(c).dump();
-      throw BadInput(file + ": " + key + ": " + name(v).dump() + " is not one of the model space's candidates (" +
-                     candidates + "); a space file narrows a choice");
-    }
+    if (!found) not_a_candidate(file, key, name(v), choice["_value"]);
   }
   if (given.value("_type", std::string()) != "choice" || out["_value"].empty())
     throw BadInput(file + ": " + key + ": a model space's choice is narrowed with {_type: choice, _value: [...]}");
@@ -152,10 +163,7 @@ void use_model_space(const std::string& name, ExperimentOptions& o) {
     }
   }
   for (const auto& [key, value] : definition.items()) {
-    if (key.rfind("model.arch.", 0) == 0 && !space.contains(key.substr(11))) {
-      throw BadInput(o.space() + ": " + key + ": the model space " + name + " has no choice " + key.substr(11) +
-                     " (its choices: model_space.json, or docs/nas.md)");
-    }
+    if (key.rfind("model.arch.", 0) == 0 && !space.contains(key.substr(11))) no_choice(o.space(), key, name);
   }
   for (const auto& [label, choice] : space.items()) {
     const std::string key = "model.arch." + label;

@@ -173,7 +173,10 @@ double retrain(const ExperimentOptions& o, const Trial& best, nlohmann::json& re
   std::optional<double> value;
   for (const auto& [label, metrics] : trainer.eval()) {
     for (const auto& [name, v] : metrics) {
-      if (label + "/" + name == o.metric()) value = v;
+      std::string key = label;
+      key += "/";
+      key += name;
+      if (key == o.metric()) value = v;
     }
   }
   if (!value) throw std::runtime_error("the retrained model's evaluation has no metric " + o.metric());

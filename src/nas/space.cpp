@@ -44,6 +44,17 @@ std::string candidates_text(const nlohmann::json& candidates) {
   return join(names);
 }
 
+[[noreturn]] void not_a_candidate(const std::string& choice, const nlohmann::json& value,
+                                  const nlohmann::json& candidates, const std::string& whose) {
+  throw SpaceError(choice + ": " + value.dump() + " is not one of " + whose + " candidates (" +
+                   candidates_text(candidates) + ")");
+}
+
+[[noreturn]] void no_value(const std::string& label, const std::string& where, const nlohmann::json& candidates) {
+  throw SpaceError("the path has no value for '" + label + "'" + where + " (one of " + candidates_text(candidates) +
+                   ")");
+}
+
 void require_label(const std::string& kind, const std::string& label) {
   if (label.empty()) throw SpaceError(kind + ": the label is empty (every choice needs one)");
   if (label.find_first_of(" .=\t\n") != std::string::npos || label == "_name" || label == "name")
@@ -310,10 +321,7 @@ nlohmann::json Space::allowed(const std::string& label, const std::string& kind,
   for (auto w : wanted) {
     if (w.is_object()) w = w.value("_name", w.value("name", nlohmann::json()));
     const auto found = match(candidates, w);
-    if (!found) {
-      throw SpaceError(kind + " '" + label + "': " + w.dump() + " is not one of its candidates (" +
-                       candidates_text(candidates) + ")");
-    }
+    if (!found) not_a_candidate(kind + " '" + label + "'", w, candidates, "its");
     if (!match(out, *found)) out.push_back(*found);
   }
   if (out.empty()) throw SpaceError(kind + " '" + label + "': no candidate is allowed (an empty list)");
@@ -528,19 +536,13 @@ nlohmann::json sample_dims(const nlohmann::json& dims, uint64_t seed, int64_t st
 void path_values(const nlohmann::json& dims, const nlohmann::json& path, const std::string& where,
                  std::map<std::string, nlohmann::json>& out) {
   for (const auto& [label, d] : dims.items()) {
-    if (!path.contains(label)) {
-      throw SpaceError("the path has no value for '" + label + "'" + where + " (one of " +
-                       candidates_text(d["_value"]) + ")");
-    }
+    if (!path.contains(label)) no_value(label, where, d["_value"]);
     const nlohmann::json& v = path[label];
     const nlohmann::json name = v.is_object() ? v.value("_name", v.value("name", nlohmann::json())) : v;
     nlohmann::json plain = nlohmann::json::array();
     for (const auto& c : d["_value"]) plain.push_back(c.is_object() ? c["_name"] : c);
     const auto found = match(plain, name);
-    if (!found) {
-      throw SpaceError("'" + label + "'" + where + ": " + name.dump() + " is not one of the supernet's candidates (" +
-                       candidates_text(d["_value"]) + ")");
-    }
+    if (!found) not_a_candidate("'" + label + "'" + where, name, d["_value"], "the supernet's");
     out[label] = *found;
     for (const auto& c : d["_value"]) {
       if (!c.is_object() || c["_name"] != *found) continue;

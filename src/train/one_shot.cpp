@@ -27,7 +27,12 @@ std::map<std::string, double> evaluate_path(Trainer& trainer, const nlohmann::js
   }
   std::map<std::string, double> out;
   for (const auto& [label, metrics] : trainer.eval()) {
-    for (const auto& [name, value] : metrics) out[label + "/" + name] = value;
+    for (const auto& [name, value] : metrics) {
+      std::string key = label;
+      key += "/";
+      key += name;
+      out[key] = value;
+    }
   }
   return out;
 }
