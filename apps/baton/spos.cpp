@@ -113,22 +113,26 @@ std::vector<std::string> supernet_sets(const ExperimentOptions& o, const SposSet
   return sets;
 }
 
+// The supernet's trainer: the recipe, the space and the settings checked, nothing written.
+std::unique_ptr<Trainer> supernet_trainer(const ExperimentOptions& o, const SposSettings& s) {
+  TrainingRun run = build_run(Recipe::load(o.recipe(), supernet_sets(o, s)));
+  return std::make_unique<Trainer>(run.options);
+}
+
 // The supernet, trained (or read back from RUN_DIR/supernet.ckpt on --resume).
-std::unique_ptr<Trainer> train_supernet(const ExperimentOptions& o, const SposSettings& s, nlohmann::json& report) {
+void train_supernet(Trainer* trainer, const ExperimentOptions& o, const SposSettings& s, nlohmann::json& report) {
   const auto path = o.run_dir() / "supernet.ckpt";
   const Phase phase;
-  TrainingRun run = build_run(Recipe::load(o.recipe(), supernet_sets(o, s)));
-  auto trainer = std::make_unique<Trainer>(run.options);
-  std::filesystem::create_directories(o.run_dir());  // the supernet is built: the space fits it
+  std::filesystem::create_directories(o.run_dir());
   std::ofstream(o.run_dir() / "model_space.json") << o.space_definition().dump(2) << "\n";
   if (o.resume() && std::filesystem::is_regular_file(path)) {
     trainer->load_checkpoint(path.string(), true, true);
     std::printf("spos: supernet read back from %s\n", path.c_str());
     report["supernet"] = {{"from", path.string()}};
-    return trainer;
+    return;
   }
   std::printf("spos: training the supernet (%s sampling) for %s\n", s.sampling.c_str(),
-              run.options.max_duration().to_string().c_str());
+              trainer->options().max_duration().to_string().c_str());
   std::fflush(stdout);
   trainer->fit();
   trainer->save_checkpoint(path.string(), true);
@@ -139,7 +143,6 @@ std::unique_ptr<Trainer> train_supernet(const ExperimentOptions& o, const SposSe
               static_cast<long long>(trainer->state().timestamp.batch()),
               report["supernet"]["wall_seconds"].get<double>(), report["supernet"]["cpu_seconds"].get<double>(),
               path.c_str());
-  return trainer;
 }
 
 // A trial: its architecture on the supernet, with inherited weights.
@@ -198,16 +201,16 @@ int run_spos_search(ExperimentOptions o,
   const SposSettings s = read_settings(o.strategy_options());
   nlohmann::json report = {{"metric", o.metric()}, {"sampling", s.sampling}};
   const Phase total;
-  auto trainer = train_supernet(o, s, report);
-
-  const Phase search;
+  auto trainer = supernet_trainer(o, s);
   o.strategy("regularized_evolution");
   o.strategy_options({});
   for (const auto& [key, value] : s.evolution.items()) o.strategy_options().push_back(key + "=" + value.dump());
   o.engine("spos");
   o.parallel(1);
   o.trial_function(inherited(*trainer, o.metric(), s.recalibrate_batches));
-  Experiment experiment(o);
+  Experiment experiment(o);  // its options checked before the supernet trains
+  train_supernet(trainer.get(), o, s, report);
+  const Phase search;
   ExperimentResult result;
   const int code = run(experiment, o, result);
   report["search"] = search.done();

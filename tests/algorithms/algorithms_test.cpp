@@ -90,6 +90,7 @@ TEST(Algorithms, ThoseActingInsideTheTrainStepSaySoAndTheOthersDoNot) {
   EXPECT_THAT(make_algorithm("mixup")->graph_blocker(b.state), HasSubstr("before_forward"));
   b.state.timestamp = b.state.timestamp.to_next_batch(8, 0, 0.1);  // batch 1: not a SAM step of interval 2
   EXPECT_THAT(make_algorithm("sam", {{"interval", 2}})->graph_blocker(b.state), HasSubstr("after_train_batch"));
+  EXPECT_THAT(make_algorithm("single_path")->graph_blocker(b.state), HasSubstr("samples a path of the supernet"));
   for (const std::string name : {"ema", "progressive_resizing", "cutout", "blurpool", "layer_freezing", "swa"}) {
     EXPECT_EQ(make_algorithm(name)->graph_blocker(b.state), "") << name;
   }
@@ -708,11 +709,15 @@ TEST(Surgery, LowPrecisionNormsComputeInBf16UnderAutocast) {
 // ---- Registry ----
 
 TEST(Registry, BuildsEveryAlgorithmByNameAndRefusesBadOptions) {
-  EXPECT_EQ(algorithm_names().size(), 20U);
+  EXPECT_EQ(algorithm_names().size(), 21U);
   for (const auto& name : algorithm_names()) {
     auto a = make_algorithm(name);
     EXPECT_EQ(a->recipe_spec()["name"], name);
   }
+  EXPECT_THAT(testing::error_of([] {
+                make_algorithm("single_path", {{"sampling", "sometimes"}});
+              }),
+              HasSubstr("sampling"));
   EXPECT_THAT(testing::error_of([] { make_algorithm("mixupp"); }),
               HasSubstr("unknown algorithm 'mixupp' (known: blurpool"));
   try {

@@ -144,6 +144,8 @@ expect_error 2 "--strategy spos trains a model space's supernet: add --model-spa
 expect_error 2 "--strategy-option samplng=\"fair\": spos's options are" -- \
   "$baton" search "$tmp/narrow.yaml" --model-space cnn_space --recipe "$recipe" --strategy spos \
   --strategy-option samplng=fair --run-dir "$tmp/bad"
+expect_error 2 "population" -- "$baton" search "$tmp/narrow.yaml" --model-space cnn_space --recipe "$recipe" \
+  --strategy spos --strategy-option population=0 --run-dir "$tmp/bad"
 expect_error 2 "--strategy spos searches the architecture alone: optimizer.lr" -- \
   "$baton" search "$tmp/narrow_lr.yaml" --model-space cnn_space --recipe "$recipe" --strategy spos --run-dir "$tmp/bad"
 expect_error 2 "no trial 9 in" -- "$baton" nas export --storage "$tmp/s/search.db" --trial 9 --out "$tmp/bad.yaml"

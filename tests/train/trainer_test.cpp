@@ -392,11 +392,17 @@ class Resume : public ::testing::Test {
 
 // Composer's test over every algorithm: a run resumed from its checkpoint at batch 3 ends with the
 // weights of the run that went on (resnet20 on 16x16 images: every algorithm has something to act
-// on; the same max_duration for both, so schedules by fraction of the run agree).
+// on, single_path a one-shot supernet of cnn_space; the same max_duration for both, so schedules by
+// fraction of the run agree).
 TEST_F(Resume, EveryAlgorithmResumesBitwise) {
   auto options = [&](const std::string& algorithm, const std::string& folder) {
     torch::manual_seed(0);
-    auto model = make_model("resnet20", ModelOptions().input_shape({1, 16, 16}).num_classes(4));
+    auto spec = ModelOptions().input_shape({1, 16, 16}).num_classes(4);
+    auto model =
+        algorithm == "single_path"
+            ? make_model("cnn_space",
+                         spec.one_shot(true).arch({{"stage1_width", 16}, {"stage2_width", 16}, {"stage3_width", 16}}))
+            : make_model("resnet20", spec);
     return TrainerOptions()
         .model(model)
         .train_dataloader(
