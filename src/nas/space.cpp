@@ -44,10 +44,12 @@ std::string candidates_text(const nlohmann::json& candidates) {
   return join(names);
 }
 
-[[noreturn]] void not_a_candidate(const std::string& choice, const nlohmann::json& value,
-                                  const nlohmann::json& candidates, const std::string& whose) {
-  throw SpaceError(choice + ": " + value.dump() + " is not one of " + whose + " candidates (" +
-                   candidates_text(candidates) + ")");
+// "KIND 'label'WHERE: value is not one of WHOSE candidates (...)".
+[[noreturn]] void not_a_candidate(const std::string& kind, const std::string& label, const std::string& where,
+                                  const nlohmann::json& value, const nlohmann::json& candidates,
+                                  const std::string& whose) {
+  throw SpaceError((kind.empty() ? "" : kind + " ") + "'" + label + "'" + where + ": " + value.dump() +
+                   " is not one of " + whose + " candidates (" + candidates_text(candidates) + ")");
 }
 
 [[noreturn]] void no_value(const std::string& label, const std::string& where, const nlohmann::json& candidates) {
@@ -321,7 +323,7 @@ nlohmann::json Space::allowed(const std::string& label, const std::string& kind,
   for (auto w : wanted) {
     if (w.is_object()) w = w.value("_name", w.value("name", nlohmann::json()));
     const auto found = match(candidates, w);
-    if (!found) not_a_candidate(kind + " '" + label + "'", w, candidates, "its");
+    if (!found) not_a_candidate(kind, label, "", w, candidates, "its");
     if (!match(out, *found)) out.push_back(*found);
   }
   if (out.empty()) throw SpaceError(kind + " '" + label + "': no candidate is allowed (an empty list)");
@@ -542,7 +544,7 @@ void path_values(const nlohmann::json& dims, const nlohmann::json& path, const s
     nlohmann::json plain = nlohmann::json::array();
     for (const auto& c : d["_value"]) plain.push_back(c.is_object() ? c["_name"] : c);
     const auto found = match(plain, name);
-    if (!found) not_a_candidate("'" + label + "'" + where, name, d["_value"], "the supernet's");
+    if (!found) not_a_candidate("", label, where, name, d["_value"], "the supernet's");
     out[label] = *found;
     for (const auto& c : d["_value"]) {
       if (!c.is_object() || c["_name"] != *found) continue;
