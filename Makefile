@@ -4,8 +4,8 @@
 #   make test        the same set-up, then the tests of labels unit and integration, each timed
 #   make test-all    every test label (unit, integration, slow, mpi, postgres, nginx, mlflow, faults, browser, gpu),
 #                    then make test-asan and make tidy
-#   make test-asan   the unit and integration tests built with AddressSanitizer +
-#                    UndefinedBehaviorSanitizer against LibTorch 2.x with CUDA (run on the CPU)
+#   make test-asan   the unit tests built with AddressSanitizer + UndefinedBehaviorSanitizer against
+#                    LibTorch 2.x with CUDA (run on the CPU); make test-all adds the integration tests
 #   make build-torch2  the same tree against LibTorch 2.x with CUDA (the pinned PyPI torch wheel in
 #                    .venv-torch2/, scripts/torch2-requirements.txt) in build-torch2/
 #   make test-torch2 its unit and integration tests (on the CPU); make test-gpu: label gpu (skips
@@ -48,7 +48,7 @@ test: build
 test-all: build
 	@scripts/install-deps.sh --browser --servers
 	@bench/peers/make-venv.sh --mlflow >/dev/null || echo "make test-all: no .venv-mlflow (PyPI unreachable?): label mlflow skips"
-	@rc=0; for part in "ctest --preset all -j $(JOBS)" "$(MAKE) --no-print-directory test-asan" \
+	@rc=0; for part in "ctest --preset all -j $(JOBS)" "$(MAKE) --no-print-directory test-asan ASAN_TARGETS=all ASAN_TESTS=asan-all" \
 	  "$(MAKE) --no-print-directory tidy"; do start=$$SECONDS; $$part || rc=$$?; \
 	  echo "make test-all: $$part: $$((SECONDS - start)) s"; done; exit $$rc
 
@@ -65,13 +65,17 @@ test-gpu: build-torch2
 	ctest --test-dir build-torch2 -L gpu --output-on-failure
 
 # The sanitizers' build is against LibTorch 2.x with CUDA, so that it also proves the CUDA files
-# compile and link (CI runs it in place of make test-torch2: one build, not two).
+# compile and link (CI runs it in place of make test-torch2: one build, not two). CI builds and runs
+# the unit programs (and compiles the GPU tests); make test-all builds everything and adds the
+# integration tests (ASAN_TARGETS=all ASAN_TESTS=asan-all).
+ASAN_TARGETS ?= unit_tests gpu_tests
+ASAN_TESTS ?= asan
 test-asan:
 	@scripts/install-deps.sh --torch2
 	@BATON_TORCH2_PREFIX="$$(scripts/torch2-env.sh | tail -n1)" && [ -n "$$BATON_TORCH2_PREFIX" ] && \
 	  BATON_TORCH2_PREFIX="$$BATON_TORCH2_PREFIX" cmake --preset asan >/dev/null
-	cmake --build --preset asan -j $(JOBS)
-	ctest --preset asan -j $(JOBS)
+	cmake --build --preset asan -j $(JOBS) --target $(ASAN_TARGETS)
+	ctest --preset $(ASAN_TESTS) -j $(JOBS)
 
 bench: build
 	@scripts/install-deps.sh --bench

@@ -20,7 +20,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::shared_ptr<TensorDataset> images(int64_t n) {
+std::shared_ptr<TensorDataset> monitored_images(int64_t n) {
   auto gen = at::detail::createCPUGenerator(5);
   return std::make_shared<TensorDataset>(torch::randn({n, 1, 16, 16}, gen),
                                          torch::randint(0, 4, {n}, gen, torch::kLong));
@@ -31,16 +31,17 @@ struct SmallRun {
                     double lr = 0.05) {
     torch::manual_seed(0);
     model = make_model("fashion_cnn", ModelOptions().input_shape({1, 16, 16}).num_classes(4));
-    options = TrainerOptions()
-                  .model(model)
-                  .train_dataloader(std::make_shared<DataLoader>(images(96), DataLoaderOptions().batch_size(16)))
-                  .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(lr), model->parameters())})
-                  .callbacks(std::move(callbacks))
-                  .loggers({memory})
-                  .progress_bar(false)
-                  .console_log_interval("0ba")
-                  .eval_interval("0ep")
-                  .max_duration(duration);
+    options =
+        TrainerOptions()
+            .model(model)
+            .train_dataloader(std::make_shared<DataLoader>(monitored_images(96), DataLoaderOptions().batch_size(16)))
+            .optimizers({make_optimizer(OptimizerOptions().name("sgd").lr(lr), model->parameters())})
+            .callbacks(std::move(callbacks))
+            .loggers({memory})
+            .progress_bar(false)
+            .console_log_interval("0ba")
+            .eval_interval("0ep")
+            .max_duration(duration);
   }
   std::shared_ptr<Model> model;
   std::shared_ptr<InMemoryLogger> memory = std::make_shared<InMemoryLogger>();

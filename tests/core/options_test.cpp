@@ -1,5 +1,7 @@
 #include "baton/core/options.h"
 
+#include "common/test_util.h"
+
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -14,15 +16,7 @@ namespace baton {
 namespace {
 
 using ::testing::ElementsAre;
-
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 TEST(OptionReader, ReadsTypedValuesAndKeepsTheDefaults) {
   OptionReader r("mixup", {{"alpha", 0.4},

@@ -18,8 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::error_of;
 using ::testing::HasSubstr;
-
-void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+using testing::write_file;
 
 std::string decode(const at::Tensor& ids, const std::string& alphabet) {
   std::string out;
@@ -32,7 +31,7 @@ TEST(Text, WindowsAreTheTextAndTheirTargetsTheNextCharacters) {
   const fs::path dir = tmp.path();
   std::string text;
   for (int i = 0; i < 50; ++i) text += "the quick brown fox. ";
-  write(dir / "t.txt", text);
+  write_file(dir / "t.txt", text);
   auto [train, valid] = load_text((dir / "t.txt").string(), TextOptions().context(8).validation_fraction(0.2));
   const std::string alphabet = " .bcefhiknoqrtuwx";  // the distinct characters, sorted
   EXPECT_EQ(train->num_classes(), static_cast<int64_t>(alphabet.size()));
@@ -63,10 +62,10 @@ TEST(Text, WindowsAreTheTextAndTheirTargetsTheNextCharacters) {
 TEST(Text, BytesAFolderAndBadInput) {
   const testing::TempDir tmp("text_folder");
   const fs::path dir = tmp.path();
-  write(dir / "b", std::string(300, 'b'));
-  write(dir / "a", std::string(300, 'a'));
-  write(dir / "a.dat", std::string(300, 'z'));  // fortune's index: skipped
-  fs::create_symlink(dir / "a", dir / "a.u8");  // fortune's links: skipped
+  write_file(dir / "b", std::string(300, 'b'));
+  write_file(dir / "a", std::string(300, 'a'));
+  write_file(dir / "a.dat", std::string(300, 'z'));  // fortune's index: skipped
+  fs::create_symlink(dir / "a", dir / "a.u8");       // fortune's links: skipped
   auto [train, valid] =
       load_text(dir.string(), TextOptions().context(16).tokens(TextTokens::kBytes).validation_fraction(0.5));
   EXPECT_EQ(train->num_classes(), 256);

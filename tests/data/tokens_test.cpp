@@ -21,19 +21,14 @@ namespace {
 namespace fs = std::filesystem;
 using testing::error_of;
 using ::testing::HasSubstr;
+using testing::read_file;
 using ::testing::StartsWith;
+using testing::write_file;
 
 std::vector<uint16_t> counting(int64_t n, int64_t modulo, int64_t from = 0) {
   std::vector<uint16_t> t(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) t[static_cast<std::size_t>(i)] = static_cast<uint16_t>((from + i) % modulo);
   return t;
-}
-
-void write_bytes(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
-
-std::string file_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 TEST(TokenShards, WrittenShardsReadBackAndBadShardsNameTheFile) {
@@ -46,9 +41,9 @@ TEST(TokenShards, WrittenShardsReadBackAndBadShardsNameTheFile) {
   ASSERT_EQ(shard.size(), 1000);
   EXPECT_TRUE(std::equal(tokens.begin(), tokens.end(), shard.tokens()));
 
-  const std::string good = file_bytes(dir / "a.bin");
+  const std::string good = read_file(dir / "a.bin");
   auto shard_error = [&](const std::string& name, const std::string& bytes) {
-    write_bytes(dir / name, bytes);
+    write_file(dir / name, bytes);
     return error_of([&] { TokenShard((dir / name).string()); });
   };
   std::string magic = good;
@@ -83,7 +78,7 @@ TEST(TokenShards, AShardWrittenByNumpyReadsBackIdentically) {
       "toks_np = np.array(toks, dtype=np.uint16)\n"
       "with open(sys.argv[1], 'wb') as f:\n"
       "    f.write(header.tobytes()); f.write(toks_np.tobytes())\n";
-  write_bytes(fs::path(tmp.path()) / "write.py", script);
+  write_file(fs::path(tmp.path()) / "write.py", script);
   const std::string command = "/usr/bin/python3 " + (fs::path(tmp.path()) / "write.py").string() + " " + file.string();
   ASSERT_EQ(std::system(command.c_str()), 0) << "needs /usr/bin/python3 with numpy (Debian's python3-numpy)";
   const TokenShard shard(file.string());
@@ -188,8 +183,8 @@ TEST(Tokenizer, TrainsEncodesDecodesAndWritesShardsWithLineBreaksAndDocumentEnds
   const testing::TempDir tmp("tokenizer");
   const fs::path dir = tmp.path();
   const std::string text = corpus(3000, 1);
-  write_bytes(dir / "a.txt", text);
-  write_bytes(dir / "b.txt", corpus(500, 2));
+  write_file(dir / "a.txt", text);
+  write_file(dir / "b.txt", corpus(500, 2));
   const Tokenizer t = Tokenizer::train({(dir / "a.txt").string()}, (dir / "tok").string(), {.vocab_size = 400});
   EXPECT_EQ(t.vocab_size(), 400);
   ASSERT_TRUE(fs::is_regular_file(dir / "tok.model"));
@@ -231,7 +226,7 @@ TEST(Tokenizer, TrainsEncodesDecodesAndWritesShardsWithLineBreaksAndDocumentEnds
 TEST(Tokenizer, AFileThatIsNotAModelAndTooFewTextsAreNamed) {
   const testing::TempDir tmp("tokenizer_bad");
   const fs::path dir = tmp.path();
-  write_bytes(dir / "x.model", "not a model at all");
+  write_file(dir / "x.model", "not a model at all");
   EXPECT_THAT(error_of([&] { Tokenizer::load((dir / "x.model").string()); }),
               StartsWith((dir / "x.model").string() + ": not a SentencePiece model"));
   EXPECT_THAT(error_of([&] { Tokenizer::load((dir / "none.model").string()); }), HasSubstr("none.model"));
@@ -240,7 +235,7 @@ TEST(Tokenizer, AFileThatIsNotAModelAndTooFewTextsAreNamed) {
   EXPECT_THAT(
       error_of([&] { Tokenizer::train({(dir / "x.model").string()}, (dir / "t").string(), {.vocab_size = 70000}); }),
       HasSubstr("vocab size 70000"));
-  write_bytes(dir / "tiny.txt", "a b c\n");
+  write_file(dir / "tiny.txt", "a b c\n");
   EXPECT_THAT(
       error_of([&] { Tokenizer::train({(dir / "tiny.txt").string()}, (dir / "t").string(), {.vocab_size = 5000}); }),
       HasSubstr("training the tokenizer failed"));

@@ -21,6 +21,7 @@ namespace {
 using testing::error_of;
 using ::testing::HasSubstr;
 using testing::TempDir;
+using testing::write_file;
 using Members = std::vector<std::pair<std::string, std::string>>;
 
 // A tar file (ustar, as GNU tar and Python's tarfile write them) of (name, bytes) members.
@@ -48,11 +49,7 @@ std::string tar_of(const Members& members) {
   return out + std::string(1024, '\0');
 }
 
-void write(const std::filesystem::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-at::Tensor picture(int64_t h, int64_t w, int64_t seed) {
+at::Tensor rgb_picture(int64_t h, int64_t w, int64_t seed) {
   const at::Tensor y = torch::arange(h, torch::kFloat).view({h, 1, 1});
   const at::Tensor x = torch::arange(w, torch::kFloat).view({1, w, 1});
   const at::Tensor c = torch::arange(3, torch::kFloat).view({1, 1, 3});
@@ -82,7 +79,7 @@ struct Pictures {
       std::filesystem::create_directories(dir / "folder" / cls);
       const std::string key = cls + "/img" + std::to_string(i / 3);
       const auto file = dir / "folder" / (key + ".png");
-      write_png(file.string(), picture(20 + i, 24 + 2 * i, i));
+      write_png(file.string(), rgb_picture(20 + i, 24 + 2 * i, i));
       Members& shard = (i % 3) * 4 + i / 3 < 7 ? first : second;
       shard.push_back({key + ".png", read_file(file.string())});
       shard.push_back({key + ".cls", std::to_string(i % 3) + "\n"});
@@ -95,7 +92,7 @@ struct Pictures {
     }
     for (int s = 0; s < 2; ++s) {
       shards.push_back((dir / ("train-00000" + std::to_string(s) + ".tar")).string());
-      write(shards.back(), tar_of(s == 0 ? first : second));
+      write_file(shards.back(), tar_of(s == 0 ? first : second));
     }
   }
 };
@@ -153,11 +150,11 @@ TEST(WebDataset, AnEpochReadsEachChunkOnceInAnOrderFromSeedAndEpochForAnyWorkers
 TEST(WebDataset, BadShardsAndSamplesNameTheShardAndMember) {
   TempDir dir("webdataset_bad");
   const std::string png = [&] {
-    write_png((dir / "p.png").string(), picture(20, 20, 0));
+    write_png((dir / "p.png").string(), rgb_picture(20, 20, 0));
     return read_file((dir / "p.png").string());
   }();
   const auto open = [&](const Members& members, BadFiles bad = BadFiles::kError) {
-    write(dir / "s.tar", tar_of(members));
+    write_file(dir / "s.tar", tar_of(members));
     return WebDataset::open({(dir / "s.tar").string()}, WebDatasetOptions().images(small_images().bad_files(bad)));
   };
   const std::string shard = (dir / "s.tar").string();
@@ -181,24 +178,24 @@ TEST(WebDataset, BadShardsAndSamplesNameTheShardAndMember) {
             }),
             shard + ": a.png: not a JPEG or PNG file");
   // Not a tar file, cut short, missing.
-  write(dir / "junk.tar", std::string(2000, 'x'));
+  write_file(dir / "junk.tar", std::string(2000, 'x'));
   EXPECT_EQ(error_of([&] { WebDataset::open({(dir / "junk.tar").string()}, WebDatasetOptions()); }),
             (dir / "junk.tar").string() + ": not a tar file (no tar header at byte 0)");
   const std::string whole = tar_of({{"a.png", png}, {"a.cls", "0"}});
-  write(dir / "cut.tar", whole.substr(0, 700));
+  write_file(dir / "cut.tar", whole.substr(0, 700));
   EXPECT_EQ(error_of([&] { WebDataset::open({(dir / "cut.tar").string()}, WebDatasetOptions()); }),
             (dir / "cut.tar").string() + ": truncated: the file ends at byte 700, inside member a.png");
   EXPECT_THAT(error_of([&] { WebDataset::open({(dir / "none.tar").string()}, WebDatasetOptions()); }),
               HasSubstr((dir / "none.tar").string() + ": "));
   // An evaluation shard with a class the training set does not have.
-  write(dir / "eval.tar", tar_of({{"e.png", png}, {"e.cls", "4"}}));
+  write_file(dir / "eval.tar", tar_of({{"e.png", png}, {"e.cls", "4"}}));
   EXPECT_EQ(error_of([&] { WebDataset::open({(dir / "eval.tar").string()}, WebDatasetOptions(), 3); }),
             (dir / "eval.tar").string() + ": e.png has label 4 but the training set has 3 classes");
 }
 
 TEST(Url, ARangeOfALocalFileIsThoseBytesAndPastTheEndIsAnError) {
   TempDir dir("url");
-  write(dir / "f.bin", "0123456789");
+  write_file(dir / "f.bin", "0123456789");
   EXPECT_FALSE(is_url((dir / "f.bin").string()));
   EXPECT_TRUE(is_url("http://127.0.0.1/x.tar"));
   EXPECT_EQ(read_range((dir / "f.bin").string(), 3, 4), "3456");

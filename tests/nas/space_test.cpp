@@ -21,7 +21,7 @@ namespace {
 using ::testing::HasSubstr;
 namespace nn = torch::nn;
 
-int64_t count_parameters(const nn::Module& m) {
+int64_t parameters_in(const nn::Module& m) {
   int64_t n = 0;
   for (const auto& p : m.parameters()) n += p.numel();
   return n;
@@ -81,7 +81,7 @@ TEST(ModelSpace, ItsChoicesAreASearchSpaceInNnisFormat) {
   EXPECT_EQ(space.search_space(), expected) << space.search_space().dump();
   EXPECT_EQ(space.labels(), (std::vector<std::string>{"depth", "merge", "op", "kernel", "width"}));
   // The supernet holds every candidate: both convolutions of both blocks.
-  EXPECT_EQ(count_parameters(*space.supernet().ptr()), (1 * 9 * 4 + 4) + 2 * (4 * 4 * 1 + 4) + 4 * 64 * 10 + 10);
+  EXPECT_EQ(parameters_in(*space.supernet().ptr()), (1 * 9 * 4 + 4) + 2 * (4 * 4 * 1 + 4) + 4 * 64 * 10 + 10);
 }
 
 // Every architecture a strategy samples freezes into a network of plain modules that runs, holding
@@ -104,10 +104,10 @@ TEST(ModelSpace, EverySampledArchitectureFreezesIntoAPlainNetworkThatRuns) {
     const bool convs = p["op"].is_object();
     const int64_t kernel = convs ? p["op"]["kernel"].get<int64_t>() : 0;
     const int64_t per_block = convs ? width * width * kernel * kernel + width : 0;
-    EXPECT_EQ(count_parameters(*net.ptr()),
+    EXPECT_EQ(parameters_in(*net.ptr()),
               (9 * width + width) + p["depth"].get<int64_t>() * per_block + width * 64 * 10 + 10)
         << p.dump();
-    sizes.insert(count_parameters(*net.ptr()));
+    sizes.insert(parameters_in(*net.ptr()));
   }
   EXPECT_GE(sizes.size(), 5U);  // the samples differ
 }
@@ -126,13 +126,13 @@ TEST(ModelSpace, ALabelMetAgainIsTheSameDecision) {
   });
   EXPECT_EQ(space.search_space().size(), 1U);
   auto net = space.freeze({{"width", 5}});
-  EXPECT_EQ(count_parameters(*net.ptr()), (2 * 5 + 5) + (5 + 1));
+  EXPECT_EQ(parameters_in(*net.ptr()), (2 * 5 + 5) + (5 + 1));
 }
 
 TEST(ModelSpace, ParametersAsRecipeKeysSpellThemFreezeToo) {  // `name` for `_name`, 8.0 for 8
   const auto space = tiny_space();
   auto net = space.freeze({{"width", 8.0}, {"depth", 1}, {"op", {{"name", "conv"}, {"kernel", 3}}}, {"merge", "1"}});
-  EXPECT_EQ(count_parameters(*net.ptr()), (9 * 8 + 8) + (8 * 8 * 9 + 8) + 8 * 64 * 10 + 10);
+  EXPECT_EQ(parameters_in(*net.ptr()), (9 * 8 + 8) + (8 * 8 * 9 + 8) + 8 * 64 * 10 + 10);
 }
 
 using testing::error_of;
@@ -258,7 +258,7 @@ TEST(GptSpace, ItsArchitecturesAreTheZoosGptWithTheirSettings) {
     for (const auto& p : frozen->named_parameters()) a.emplace_back(p.key(), p.value().sizes().vec());
     for (const auto& p : plain->named_parameters()) b.emplace_back(p.key(), p.value().sizes().vec());
     EXPECT_EQ(a, b) << arch.dump();
-    sizes.insert(count_parameters(*frozen));
+    sizes.insert(parameters_in(*frozen));
     shapes.insert(arch["layers"].dump() + arch["width"].dump() + arch["mlp_ratio"].dump());
     Batch batch;
     batch.input = torch::randint(50, {2, 16}, torch::kLong);
