@@ -39,6 +39,7 @@
 #include "baton/data/image_folder.h"
 #include "baton/data/images.h"
 #include "baton/data/readers.h"
+#include "baton/data/shared_batches.h"
 #include "baton/data/text.h"
 #include "baton/data/tokenizer.h"
 #include "baton/data/tokens.h"

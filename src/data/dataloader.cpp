@@ -1,11 +1,14 @@
 #include "baton/data/dataloader.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
+#include <utility>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include "baton/data/shared_batches.h"
 #include "cuda/cuda.h"
 
 namespace baton {
@@ -59,17 +62,43 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions optio
                                 std::to_string(options_.batch_size()));
   }
   device_ = dataset_->device();
+  if (options_.shared_batches()) stream_handle_ = options_.shared_batches()->attach(stream_signature());
   start_epoch(0);
+}
+
+std::string DataLoader::stream_signature() const {
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", static_cast<const void*>(dataset_.get()));
+  return "data set " + std::string(address) + " (" + std::to_string(dataset_->size()) + " examples) in batches of " +
+         std::to_string(options_.batch_size()) + (options_.shuffle() ? ", shuffled" : ", in order") + ", seed " +
+         std::to_string(options_.seed()) + (options_.drop_last() ? ", drop_last" : "") + ", at most " +
+         std::to_string(options_.max_batches()) + " an epoch, on " + device_.str();
+}
+
+// What the loader's batches are changed (their device, the seed of their order): it joins its
+// stream again, which refuses it when the other loaders' batches differ.
+void DataLoader::rejoin_stream() {
+  if (stream_handle_ < 0) return;
+  options_.shared_batches()->detach(std::exchange(stream_handle_, -1));
+  stream_handle_ = options_.shared_batches()->attach(stream_signature());
+}
+
+void DataLoader::leave_shared_batches() {
+  if (stream_handle_ < 0) return;
+  options_.shared_batches()->detach(std::exchange(stream_handle_, -1));
 }
 
 // A data set on a device is gathered there asynchronously: nothing for a thread to do ahead. Rows
 // in memory that stay on the CPU are copied in line (cheaper than the hand-off).
 bool DataLoader::prefetching() const {
-  return options_.prefetch() && dataset_->device().is_cpu() &&
+  return options_.prefetch() && stream_handle_ < 0 && dataset_->device().is_cpu() &&
          (!dataset_->gather_is_cheap() || device_ != dataset_->device());
 }
 
-DataLoader::~DataLoader() { stop_worker(); }
+DataLoader::~DataLoader() {
+  stop_worker();
+  leave_shared_batches();
+}
 
 void DataLoader::stop_worker() {
   {
@@ -137,6 +166,10 @@ void DataLoader::set_shard(int rank, int world) {
     throw std::invalid_argument("DataLoader::set_shard: rank " + std::to_string(rank) + " of " + std::to_string(world) +
                                 " (want 0 <= rank < world)");
   }
+  if (stream_handle_ >= 0 && world > 1) {
+    throw std::invalid_argument(
+        "DataLoader::set_shard: a loader that shares its batches (fused trials) is not sharded");
+  }
   quiesce();
   shard_rank_ = rank;
   shard_world_ = world;
@@ -145,7 +178,9 @@ void DataLoader::set_shard(int rank, int world) {
 
 void DataLoader::set_device(c10::Device device) {
   quiesce();
+  const bool moved = device != device_;
   device_ = device;
+  if (moved) rejoin_stream();
   if (prefetching() && next_batch_ < num_batches()) request(next_batch_);
 }
 
@@ -221,6 +256,13 @@ Batch DataLoader::take(int64_t index) {
 std::optional<Batch> DataLoader::next() {
   if (next_batch_ >= num_batches()) return std::nullopt;
   const int64_t index = next_batch_++;
+  if (stream_handle_ >= 0) {
+    return options_.shared_batches()->take(stream_handle_, epoch_, index, [&] {
+      Batch made = make_batch(index).finish();
+      if (made.input.defined()) made.input = dataset_->finish_inputs(made.input);
+      return made;
+    });
+  }
   Batch batch = prefetching() ? take(index) : make_batch(index).finish();
   if (prefetching() && next_batch_ < num_batches()) request(next_batch_);
   if (batch.input.defined()) batch.input = dataset_->finish_inputs(batch.input);
@@ -230,7 +272,9 @@ std::optional<Batch> DataLoader::next() {
 DataLoaderPosition DataLoader::position() const { return {epoch_, next_batch_, options_.seed()}; }
 
 void DataLoader::set_position(const DataLoaderPosition& position) {
+  const bool reseeded = position.seed != options_.seed();
   options_.seed() = position.seed;
+  if (reseeded) rejoin_stream();
   start_epoch(position.epoch);
   if (position.batch < 0 || position.batch > num_batches()) {
     throw std::invalid_argument("DataLoader::set_position: batch " + std::to_string(position.batch) +

@@ -1,5 +1,7 @@
 #include "baton/data/dataloader.h"
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -13,9 +15,13 @@
 
 #include "baton/data/dataset.h"
 #include "baton/data/fashion_mnist.h"
+#include "baton/data/shared_batches.h"
+#include "common/test_util.h"
 
 namespace baton {
 namespace {
+
+using testing::error_of;
 
 std::shared_ptr<TensorDataset> numbered(int64_t n) {
   auto x = torch::arange(n, torch::kFloat).unsqueeze(1);
@@ -214,6 +220,88 @@ TEST(DataLoader, BatchesGoToTheDeviceItIsGiven) {
 TEST(DataLoader, RefusesBadOptions) {
   EXPECT_THROW(DataLoader(nullptr), std::invalid_argument);
   EXPECT_THROW(DataLoader(numbered(3), DataLoaderOptions().batch_size(0)), std::invalid_argument);
+}
+
+// A data set whose gathers are counted: what a shared stream saves.
+class CountedGathers : public Dataset {
+ public:
+  explicit CountedGathers(std::shared_ptr<TensorDataset> data) : data_(std::move(data)) {}
+  int64_t size() const override { return data_->size(); }
+  Batch get_batch(const at::Tensor& indices) const override {
+    ++gathers;
+    return data_->get_batch(indices);
+  }
+  std::vector<int64_t> input_shape() const override { return data_->input_shape(); }
+  mutable std::atomic<int64_t> gathers{0};
+
+ private:
+  std::shared_ptr<TensorDataset> data_;
+};
+
+TEST(SharedBatches, EachBatchIsMadeOnceAndEveryLoaderGetsTheBatchesItWouldAlone) {
+  auto data = std::make_shared<CountedGathers>(numbered(100));
+  const auto options = DataLoaderOptions().batch_size(8).seed(3).prefetch(false);
+  DataLoader alone(numbered(100), options);
+  std::vector<std::vector<int64_t>> expected = epoch(alone, 0), second = epoch(alone, 1);
+  expected.insert(expected.end(), second.begin(), second.end());
+
+  auto shared = std::make_shared<SharedBatches>(4);
+  std::vector<std::unique_ptr<DataLoader>> loaders;
+  for (int i = 0; i < 3; ++i)
+    loaders.push_back(std::make_unique<DataLoader>(data, DataLoaderOptions(options).shared_batches(shared)));
+  std::vector<std::vector<std::vector<int64_t>>> got(3);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] {
+      for (int64_t e = 0; e < 2; ++e) {
+        for (auto& b : epoch(*loaders[i], e)) got[i].push_back(b);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i], expected) << "loader " << i;
+  EXPECT_EQ(data->gathers.load(), 26);  // 13 batches an epoch, 2 epochs: once each, not 3 times
+  const SharedBatches::Stats stats = shared->stats();
+  EXPECT_EQ(stats.made, 26);
+  EXPECT_EQ(stats.taken, 78);
+  EXPECT_LE(stats.most_held, 4);
+  EXPECT_GE(stats.make_seconds, 0.0);
+}
+
+TEST(SharedBatches, AFastLoaderWaitsForTheSlowestAndGoesOnWhenItLeaves) {
+  auto shared = std::make_shared<SharedBatches>(2);
+  const auto options = DataLoaderOptions().batch_size(10).shuffle(false).shared_batches(shared);
+  auto data = numbered(100);
+  DataLoader fast(data, options), slow(data, options);
+  ASSERT_EQ(ids(*fast.next()).front(), 0);
+  ASSERT_EQ(ids(*fast.next()).front(), 10);
+  std::atomic<bool> third{false};
+  std::thread ahead([&] {
+    EXPECT_EQ(ids(*fast.next()).front(), 20);  // 2 batches ahead of `slow`, which took none
+    third = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(third.load());
+  EXPECT_EQ(ids(*slow.next()).front(), 0);  // the held batch, not made again
+  slow.leave_shared_batches();              // a trial that stopped: nobody waits for it
+  ahead.join();
+  EXPECT_TRUE(third.load());
+  EXPECT_EQ(ids(*slow.next()).front(), 10);  // its own batches from now on
+  EXPECT_EQ(shared->stats().waits, 1);
+  EXPECT_EQ(shared->stats().made, 3);
+}
+
+TEST(SharedBatches, RefusesALoaderWhoseBatchesDiffer) {
+  auto shared = std::make_shared<SharedBatches>();
+  auto data = numbered(100);
+  DataLoader first(data, DataLoaderOptions().batch_size(10).shared_batches(shared));
+  EXPECT_THAT(error_of([&] { DataLoader(data, DataLoaderOptions().batch_size(20).shared_batches(shared)); }),
+              ::testing::AllOf(::testing::HasSubstr("in batches of 20"), ::testing::HasSubstr("in batches of 10"),
+                               ::testing::HasSubstr("share a data set, batch size and order")));
+  EXPECT_THAT(error_of([&] { DataLoader(numbered(100), DataLoaderOptions().batch_size(10).shared_batches(shared)); }),
+              ::testing::HasSubstr("cannot take the batches of"));
+  EXPECT_THAT(error_of([&] { first.set_shard(0, 2); }), ::testing::HasSubstr("not sharded"));
+  EXPECT_THAT(error_of([] { SharedBatches(0); }), ::testing::HasSubstr("at least 1"));
 }
 
 TEST(FashionMnist, LoadsStandardisedFromTheDebianPackage) {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include <ATen/core/Tensor.h>
@@ -29,6 +30,8 @@
 #include "baton/data/dataset.h"
 
 namespace baton {
+
+class SharedBatches;
 
 class DataLoaderOptions {
   // Examples per batch (the recipe's data.batch_size, whose default is this one).
@@ -48,6 +51,9 @@ class DataLoaderOptions {
   // At most this many batches an epoch (Lightning's limit_train_batches): the epoch ends there, its
   // order still drawn over every example. -1: every batch.
   BATON_ARG(int64_t, max_batches) = -1;
+  // One data stream for several loaders (fused trials, shared_batches.h): each batch made once by
+  // the first loader to ask, the others take it (no prefetch thread of their own, no shards).
+  BATON_ARG(std::shared_ptr<SharedBatches>, shared_batches);
 };
 
 // Where a loader is: the next batch to hand out is `batch` of epoch `epoch`.
@@ -100,6 +106,9 @@ class DataLoader final : public BatchSource {
   c10::Device device() const { return device_; }
 
   DataLoaderPosition position() const;
+  // Leaves the shared data stream (DataLoaderOptions::shared_batches), whose other loaders then
+  // stop waiting for this one (a trial that ended or stopped); later batches are its own.
+  void leave_shared_batches();
   // O(1): recomputes the epoch's order from the seed and moves to the batch.
   // Throws std::invalid_argument for a batch past the end of the epoch.
   void set_position(const DataLoaderPosition& position);
@@ -136,6 +145,11 @@ class DataLoader final : public BatchSource {
   int64_t ready_index_ = -1;
   std::unique_ptr<Staged> ready_;
   std::exception_ptr error_;
+
+  // The batch's signature in a shared stream, and this loader's handle there.
+  std::string stream_signature() const;
+  void rejoin_stream();
+  int stream_handle_ = -1;
 };
 
 }  // namespace baton
