@@ -1,6 +1,7 @@
 // The baton command line: one function per subcommand (apps/baton/<name>.cpp).
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@ class Trainer;
 class TrainerOptions;
 class Experiment;
 class ExperimentOptions;
+class FusedData;
 struct ExperimentResult;
 }  // namespace baton
 
@@ -60,6 +62,15 @@ void flatten_parameters(const nlohmann::json& j, const std::string& prefix, std:
 // bad input.
 int run_spos_search(ExperimentOptions options,
                     const std::function<int(Experiment&, const ExperimentOptions&, ExperimentResult&)>& run);
+// baton search --fuse K (fused.cpp): `options` run up to K trials of their recipe at once in this
+// process over one data stream (trial_function); the FusedData they share. Throws
+// std::invalid_argument saying why for what cannot be fused (a --command, a space that varies the
+// data, the batch size, the seed or the model space, --parallel, --devices, --join, --trial-timeout,
+// pbt, spos).
+std::shared_ptr<FusedData> use_fused_trials(ExperimentOptions& options, int k);
+// RUN_DIR/fused.json: the batches made and taken, the seconds spent making them (the data
+// pipeline's share), this process's CPU seconds; and a line saying so.
+void write_fused_report(const FusedData& fused, int k, const std::filesystem::path& run_dir);
 // SIGTERM and SIGINT call `handler` from now on (a run or a search stops at a safe point).
 void on_stop_signals(void (*handler)(int));
 

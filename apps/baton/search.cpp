@@ -219,7 +219,7 @@ int run_spos(const ExperimentOptions& options) {
 }
 
 // The flags become an Experiment (src/exec/experiment.cpp: what the search does); a signal stops it.
-int run_search_command(ExperimentOptions options, const std::string& model_space_name) {
+int run_search_command(ExperimentOptions options, const std::string& model_space_name, int fuse) {
   options.trainer(self_exe());
   if (!model_space_name.empty()) {
     use_model_space(model_space_name, options);
@@ -231,17 +231,21 @@ int run_search_command(ExperimentOptions options, const std::string& model_space
       throw BadInput("--strategy spos trains a model space's supernet: add --model-space NAME (docs/nas.md)");
     return run_spos(options);
   }
+  std::shared_ptr<FusedData> fused;
   std::unique_ptr<Experiment> experiment;
   try {
+    if (fuse != 0) fused = use_fused_trials(options, fuse);
     experiment = std::make_unique<Experiment>(options);
-  } catch (const ExperimentError& e) {
+  } catch (const std::invalid_argument& e) {  // ExperimentError is one
     throw BadInput(e.what());
   }
   if (!model_space_name.empty()) {  // for the user: the space the search samples
     std::ofstream(options.run_dir() / "model_space.json") << options.space_definition().dump(2) << "\n";
   }
   ExperimentResult result;
-  return run_experiment(*experiment, options, result);
+  const int code = run_experiment(*experiment, options, result);
+  if (fused) write_fused_report(*fused, fuse, options.run_dir());
+  return code;
 }
 
 nlohmann::json trial_row(const Trial& t) {
@@ -432,6 +436,7 @@ void guarded(F f) {
 void add_search(CLI::App& app) {
   auto a = std::make_shared<ExperimentOptions>();  // the flags are its options, by the same names
   auto model_space_name = std::make_shared<std::string>();
+  auto fuse = std::make_shared<int>(0);
   CLI::App* cmd = app.add_subcommand("search", "run a hyperparameter search: trials of a command or a recipe");
   cmd->add_option("space", a->space(), "search space (NNI's format, YAML or JSON); optional with --model-space");
   cmd->add_option("--model-space", *model_space_name,
@@ -455,6 +460,9 @@ void add_search(CLI::App& app) {
   cmd->add_option("--set", a->sets(), "with --recipe: a fixed override for every trial (repeatable)");
   cmd->add_option("--trials", a->trials(), "number of trials (default 10)");
   cmd->add_option("--parallel", a->parallel(), "trials at once (default 1, or one per slot of --devices)");
+  cmd->add_option("--fuse", *fuse,
+                  "with --recipe: up to K trials at once in this process over one data stream, each batch read "
+                  "and prepared once for all of them (docs/nas.md)");
   cmd->add_option("--devices", a->devices(),
                   "devices to deal out to trials, e.g. 0,1,2,3: each trial sees only its own (CUDA_VISIBLE_DEVICES)")
       ->delimiter(',');
@@ -502,11 +510,11 @@ void add_search(CLI::App& app) {
   cmd->add_option("--median-stop", a->median_stop(),
                   "stop a trial whose best intermediate value is worse than the median of completed trials at the "
                   "same step, once N trials completed (default 0: off)");
-  cmd->callback([a, cmd, model_space_name] {
+  cmd->callback([a, cmd, model_space_name, fuse] {
     guarded([&] {
       if (!a->objectives().empty() && (cmd->count("--direction") > 0 || cmd->count("--metric") > 0))
         throw BadInput("give either --objective METRIC:max|min (repeatable) or --metric/--direction, not both");
-      return run_search_command(*a, *model_space_name);
+      return run_search_command(*a, *model_space_name, *fuse);
     });
   });
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 
@@ -30,10 +31,12 @@
 #include "baton/models/summary.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_saver.h"
+#include "baton/train/fused.h"
 #include "baton/train/ranks.h"
 #include "baton/train/recipe.h"
 #include "baton/version.h"
 #include "commands.h"
+#include "train_run.h"
 
 namespace baton::cli {
 namespace {
@@ -47,11 +50,16 @@ extern "C" void on_stop_signal(int sig) {
   if (g_signal.exchange(sig) != 0) _exit(128 + sig);
 }
 
-class SignalStopper : public Callback {
+// Stops the run after the batch once it is asked to (a signal, the search).
+class LinkStopper : public Callback {
  public:
+  explicit LinkStopper(std::function<int()> stop_signal) : stop_signal_(std::move(stop_signal)) {}
   void batch_end(State& state, Logger&) override {
-    if (g_signal.load() != 0) state.stop_training();
+    if (stop_signal_() != 0) state.stop_training();
   }
+
+ private:
+  std::function<int()> stop_signal_;
 };
 
 // Population-based training's interval (BATON_TRIAL_UNTIL, e.g. 1000ba): the run stops there, with
@@ -81,15 +89,6 @@ std::optional<Time> trial_until() {
   }
 }
 
-struct TrainArgs {
-  std::string recipe;
-  std::vector<std::string> sets;
-  std::string run_dir;
-  bool autoresume = false;
-  bool overwrite = false;
-  bool profile = false;
-};
-
 namespace fs = std::filesystem;
 
 std::vector<std::string> present(const fs::path& folder, const std::vector<std::string>& names) {
@@ -115,12 +114,12 @@ fs::path move_aside(const fs::path& folder, const std::vector<std::string>& name
 
 // A run folder that already holds a run is continued (--autoresume), started over with the old
 // files moved aside (--overwrite), or refused: silently writing over it would lose them.
-void prepare_run_folder(const fs::path& dir, const TrainArgs& args, const TrainingRun& run) {
+void prepare_run_folder(const fs::path& dir, const TrainArgs& args, const TrainingRun& run, std::FILE* out) {
   const std::vector<std::string> previous = present(dir, RunDir::run_files());
   if (previous.empty()) return;
   if (args.overwrite) {
-    std::printf("baton train: %s's previous run moved to %s\n", dir.string().c_str(),
-                move_aside(dir, previous).string().c_str());
+    std::fprintf(out, "baton train: %s's previous run moved to %s\n", dir.string().c_str(),
+                 move_aside(dir, previous).string().c_str());
     // Checkpoints kept elsewhere (save_folder) are moved aside there, so the new run cannot resume them.
     const fs::path save = run.options.save_folder();
     std::vector<std::string> files = present(save, {"latest"});
@@ -188,16 +187,9 @@ nlohmann::json model_meta(const TrainingRun& run) {
   return model;
 }
 
-// Run as a search trial (baton search --recipe): BATON_TRIAL_PARAMETERS holds the trial's
-// parameters, applied after the command line's --set (flatten_parameters).
-std::vector<std::string> with_trial_parameters(std::vector<std::string> sets) {
-  const char* text = std::getenv("BATON_TRIAL_PARAMETERS");
-  if (!text) return sets;
-  const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    throw RecipeError(std::string("BATON_TRIAL_PARAMETERS is not a JSON object: ") + text);
-  }
-  flatten_parameters(j, "", sets);
+// A search trial's parameters, applied after the command line's --set (flatten_parameters).
+std::vector<std::string> with_trial_parameters(std::vector<std::string> sets, const nlohmann::json& parameters) {
+  if (!parameters.is_null()) flatten_parameters(parameters, "", sets);
   return sets;
 }
 
@@ -215,41 +207,33 @@ std::vector<std::string> split_commas(const std::string& text) {
 // intermediate value at each evaluation, with the batch as its step; at the end their final values.
 class TrialReporter : public Callback {
  public:
-  TrialReporter(const std::string& metrics, const std::string& constraints)
-      : metrics_(split_commas(metrics)), constraints_(split_commas(constraints)), metric_(metrics_.at(0)) {}
-  const std::vector<std::string>& metrics() const { return metrics_; }
-  const std::vector<std::string>& constraints() const { return constraints_; }
+  explicit TrialReporter(const RunLink& link) : link_(link) {}
+  const std::vector<std::string>& metrics() const { return link_.metrics; }
+  const std::vector<std::string>& constraints() const { return link_.constraints; }
   void eval_after_all(State& state, Logger&) override {
-    if (auto v = value(state)) {
-      std::printf("baton: {\"intermediate\": %.17g, \"step\": %lld}\n", *v,
-                  static_cast<long long>(state.timestamp.batch()));
-      std::fflush(stdout);
-    }
+    if (auto v = state.eval_metric(link_.metrics.at(0)))
+      link_.report({{"intermediate", *v}, {"step", state.timestamp.batch()}});
   }
-  std::optional<double> value(const State& state) const { return state.eval_metric(metric_); }
 
  private:
-  std::vector<std::string> metrics_, constraints_;
-  std::string metric_;
+  const RunLink& link_;
 };
 
 // The run's callbacks: the recipe's (a profiler writing into the run, not the working folder), the
 // signal stopper, a search trial's reporter (returned), --profile's trace profiler.
 std::shared_ptr<TrialReporter> add_run_callbacks(TrainingRun& run, const TrainArgs& args, const fs::path& dir,
-                                                 bool writes) {
+                                                 bool writes, const RunLink& link) {
   auto callbacks = run.options.callbacks();
   for (const auto& callback : callbacks) {
     auto profiler = std::dynamic_pointer_cast<TraceProfiler>(callback);
     if (profiler && fs::path(profiler->folder()).is_relative())
       profiler->set_folder((dir / profiler->folder()).string());
   }
-  callbacks.push_back(std::make_shared<SignalStopper>());
-  if (auto until = trial_until(); until && writes) callbacks.push_back(std::make_shared<PauseAt>(*until));
-  const char* trial_metric = std::getenv("BATON_TRIAL_METRIC");
-  const char* trial_constraints = std::getenv("BATON_TRIAL_CONSTRAINTS");
+  callbacks.push_back(std::make_shared<LinkStopper>(link.stop_signal));
+  if (link.until && writes) callbacks.push_back(std::make_shared<PauseAt>(*link.until));
   std::shared_ptr<TrialReporter> reporter;
-  if (trial_metric && !split_commas(trial_metric).empty() && writes) {
-    reporter = std::make_shared<TrialReporter>(trial_metric, trial_constraints ? trial_constraints : "");
+  if (!link.metrics.empty() && writes) {
+    reporter = std::make_shared<TrialReporter>(link);
     callbacks.push_back(reporter);
   }
   if (args.profile && writes) {
@@ -263,16 +247,15 @@ std::shared_ptr<TrialReporter> add_run_callbacks(TrainingRun& run, const TrainAr
 // The recipe's loggers, writing into the run folder (a resumed run continues the metrics of the one
 // it resumes, each batch once) or sending the run (MLflow: a search's trial is a child run of the
 // search's, named after the trial).
-void add_run_loggers(TrainingRun& run, const TrainArgs& args, const fs::path& dir, bool writes) {
+void add_run_loggers(TrainingRun& run, const TrainArgs& args, const fs::path& dir, bool writes, const RunLink& link) {
   auto loggers = run.options.loggers();
   RunLoggerContext context;
   context.folder = dir.string();
   context.resume = run.options.autoresume();
   context.run_name = run.options.run_name();
   context.source = fs::absolute(args.recipe).string();
-  if (const char* parent = std::getenv("BATON_MLFLOW_PARENT_RUN_ID")) context.parent_run_id = parent;
-  if (const char* trial = std::getenv("BATON_TRIAL_ID"); trial && *trial)
-    context.run_name += "-trial-" + std::string(trial);
+  context.parent_run_id = link.mlflow_parent;
+  if (!link.trial_id.empty()) context.run_name += "-trial-" + link.trial_id;
   for (const auto& [name, options] : writes ? run.loggers : decltype(run.loggers){}) {
     loggers.push_back(make_run_logger(name, context, options));
   }
@@ -281,35 +264,37 @@ void add_run_loggers(TrainingRun& run, const TrainArgs& args, const fs::path& di
 }
 
 // What the trainer says before it trains: data parallelism, the checkpoint it resumes from.
-void print_start(Trainer& trainer, const TrainingRun& run, bool writes) {
+void print_start(Trainer& trainer, const TrainingRun& run, bool writes, std::FILE* out) {
   if (trainer.world_size() > 1 && trainer.rank() == 0) {
-    std::printf("data parallel: %d ranks x %d threads, global batch %lld (each rank about %lld)\n",
-                trainer.world_size(), at::get_num_threads(),
-                static_cast<long long>(run.options.train_dataloader()->batch_size()),
-                static_cast<long long>(run.options.train_dataloader()->batch_size() / trainer.world_size()));
-    std::fflush(stdout);
+    std::fprintf(out, "data parallel: %d ranks x %d threads, global batch %lld (each rank about %lld)\n",
+                 trainer.world_size(), at::get_num_threads(),
+                 static_cast<long long>(run.options.train_dataloader()->batch_size()),
+                 static_cast<long long>(run.options.train_dataloader()->batch_size() / trainer.world_size()));
+    std::fflush(out);
   }
   if (!trainer.loaded_from().empty() && writes) {
-    std::printf("resuming from %s at %s\n", trainer.loaded_from().c_str(),
-                trainer.state().timestamp.to_string().c_str());
+    std::fprintf(out, "resuming from %s at %s\n", trainer.loaded_from().c_str(),
+                 trainer.state().timestamp.to_string().c_str());
   }
 }
 
 // A search trial's final line: its objectives' values (one, or a list) and its constraints'; a
 // metric never logged is named (the search stops on it). `params` is the model's parameter count; paused_at
 // (0 or more): the batch where the run stopped at population-based training's interval end.
-bool report_final(const TrialReporter& reporter, nlohmann::json metrics, const TrainingRun& run, int64_t paused_at) {
+// Returns the error ("" when it reported).
+std::string report_final(const TrialReporter& reporter, const RunLink& link, nlohmann::json metrics,
+                         const TrainingRun& run, int64_t paused_at) {
   int64_t params = 0;
   for (const auto& p : std::dynamic_pointer_cast<torch::nn::Module>(run.options.model())->parameters())
     params += p.numel();
   if (!metrics.contains("params")) metrics["params"] = params;
+  std::string error;
   auto values = [&](const std::vector<std::string>& names, nlohmann::json& out) {
     for (const auto& name : names) {
       if (!metrics.contains(name)) {
         std::vector<std::string> known;
         for (const auto& [key, value] : metrics.items()) known.push_back(key);
-        std::fprintf(stderr, "baton train: %s'%s' (the run logged: %s)\n", kUnknownTrialMetric, name.c_str(),
-                     join_names(known).c_str());
+        error = std::string(kUnknownTrialMetric) + "'" + name + "' (the run logged: " + join_names(known) + ")";
         return false;
       }
       out.push_back(metrics[name]);
@@ -317,20 +302,21 @@ bool report_final(const TrialReporter& reporter, nlohmann::json metrics, const T
     return true;
   };
   nlohmann::json line = {{"final", nlohmann::json::array()}};
-  if (!values(reporter.metrics(), line["final"])) return false;
+  if (!values(reporter.metrics(), line["final"])) return error;
   if (line["final"].size() == 1) line["final"] = line["final"][0];
-  if (!reporter.constraints().empty() && !values(reporter.constraints(), line["constraints"])) return false;
+  if (!reporter.constraints().empty() && !values(reporter.constraints(), line["constraints"])) return error;
   if (paused_at >= 0) {  // stopped at BATON_TRIAL_UNTIL: population-based training's interval end
     line["paused"] = true;
     line["step"] = paused_at;
   }
-  std::printf("baton: %s\n", line.dump().c_str());
-  return true;
+  link.report(line);
+  return "";
 }
 
 // After training (rank 0): model.pt, summary.json, the closing lines, a search trial's final value;
 // returns the exit code.
-int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, const TrialReporter* reporter) {
+int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, const TrialReporter* reporter,
+               const RunLink& link) {
   const RunSummary& s = trainer.summary();
   {
     // Serialised in memory, then written as checkpoints are: a full disk is an error, not an abort
@@ -349,20 +335,30 @@ int finish_run(Trainer& trainer, const TrainingRun& run, const fs::path& dir, co
                                   {"samples", s.samples},         {"samples_per_s", s.samples_per_s()},
                                   {"graph_steps", s.graph_steps}, {"stopped_early", s.stopped_early}};
   write_file_atomically(RunDir(dir).summary().string(), summary.dump(2) + "\n");
-  std::printf("done: %lld steps in %.1f s (%.0f samples/s, evaluation %.1f s)", static_cast<long long>(s.steps),
-              s.train_s, s.samples_per_s(), s.eval_s);
-  if (metrics.contains("eval/accuracy")) std::printf(", test accuracy %.4f", metrics["eval/accuracy"].get<double>());
-  std::printf("\nsummary: %s\n", RunDir(dir).summary().string().c_str());
+  std::fprintf(link.out, "done: %lld steps in %.1f s (%.0f samples/s, evaluation %.1f s)",
+               static_cast<long long>(s.steps), s.train_s, s.samples_per_s(), s.eval_s);
+  if (metrics.contains("eval/accuracy"))
+    std::fprintf(link.out, ", test accuracy %.4f", metrics["eval/accuracy"].get<double>());
+  std::fprintf(link.out, "\nsummary: %s\n", RunDir(dir).summary().string().c_str());
   // Stopped by a signal (the search ended it, a timeout): not finished, nothing to report.
   // Stopped at BATON_TRIAL_UNTIL before max_duration: population-based training's interval end.
   // (Stopped early by anything else, an early stopper, it is done.)
-  const auto until = trial_until();
+  const auto& until = link.until;
   const bool paused = until && s.stopped_early && trainer.state().timestamp.get(until->unit()) >= *until;
   const int64_t paused_at = paused ? s.steps : -1;
-  if (reporter && g_signal.load() == 0 && !report_final(*reporter, metrics, run, paused_at)) return kRunFailed;
-  if (const int sig = g_signal.load(); sig != 0) {
-    std::printf("stopped by signal %d after batch %lld; resume with --autoresume\n", sig,
-                static_cast<long long>(s.steps));
+  const int sig = link.stop_signal();
+  if (reporter && sig == 0) {
+    if (const std::string error = report_final(*reporter, link, metrics, run, paused_at); !error.empty()) {
+      if (link.own_signals) {  // a trial process: its stderr goes to the search
+        std::fprintf(stderr, "baton train: %s\n", error.c_str());
+        return kRunFailed;
+      }
+      throw std::runtime_error(error);
+    }
+  }
+  if (sig != 0) {
+    std::fprintf(link.out, "stopped by signal %d after batch %lld; resume with --autoresume\n", sig,
+                 static_cast<long long>(s.steps));
     return 128 + sig;
   }
   return 0;
@@ -392,46 +388,74 @@ void restore_hyperparameters(const TrainingRun& run, GroupOptions& saved) {
 
 // fast_dev_run: a few batches of training and evaluation to see that the recipe runs end to end;
 // no run folder, checkpoint or logger file, the metrics printed.
-int fast_dev_run(TrainingRun& run, const TrainArgs& args, bool prints) {
+int fast_dev_run(TrainingRun& run, const TrainArgs& args, bool prints, const RunLink& link) {
   if (args.autoresume || args.overwrite || args.profile) {
     throw RecipeError("fast_dev_run writes nothing: --autoresume, --overwrite and --profile do not apply");
   }
   auto callbacks = run.options.callbacks();  // a recipe's trace profiler would write its trace
   std::erase_if(callbacks, [](const auto& c) { return std::dynamic_pointer_cast<TraceProfiler>(c) != nullptr; });
   run.options.callbacks(callbacks);
-  add_run_callbacks(run, args, fs::path(), false);
+  add_run_callbacks(run, args, fs::path(), false, link);
   run.options.console_log_interval("0ep").progress_bar(false);
-  on_stop_signals(on_stop_signal);
+  if (link.own_signals) on_stop_signals(on_stop_signal);
   Trainer trainer(run.options);
   trainer.fit();
   trainer.close();
   if (!prints) return 0;
   const auto n = static_cast<long long>(run.fast_dev_run);
-  std::printf("fast_dev_run: %lld training batch%s and %lld of each evaluation set ran; nothing written\n", n,
-              n == 1 ? "" : "es", n);
-  std::printf("  train/loss %.4f\n", trainer.summary().train_loss);
+  std::fprintf(link.out, "fast_dev_run: %lld training batch%s and %lld of each evaluation set ran; nothing written\n",
+               n, n == 1 ? "" : "es", n);
+  std::fprintf(link.out, "  train/loss %.4f\n", trainer.summary().train_loss);
   for (const auto& [label, values] : trainer.state().eval_metrics) {
-    for (const auto& [name, value] : values) std::printf("  %s/%s %.4f\n", label.c_str(), name.c_str(), value);
+    for (const auto& [name, value] : values)
+      std::fprintf(link.out, "  %s/%s %.4f\n", label.c_str(), name.c_str(), value);
   }
-  return g_signal.load() != 0 ? 128 + g_signal.load() : 0;
+  const int sig = link.stop_signal();
+  return sig != 0 ? 128 + sig : 0;
 }
 
-int run_train(const TrainArgs& args) {
-  const Recipe recipe = Recipe::load(args.recipe, with_trial_parameters(args.sets));
-  TrainingRun run = build_run(recipe);
+}  // namespace
+
+RunLink run_link_from_environment() {
+  RunLink link;
+  if (const char* text = std::getenv("BATON_TRIAL_PARAMETERS")) {
+    link.parameters = nlohmann::json::parse(text, nullptr, false);
+    if (link.parameters.is_discarded() || !link.parameters.is_object()) {
+      throw RecipeError(std::string("BATON_TRIAL_PARAMETERS is not a JSON object: ") + text);
+    }
+  }
+  if (const char* metrics = std::getenv("BATON_TRIAL_METRIC")) link.metrics = split_commas(metrics);
+  if (const char* constraints = std::getenv("BATON_TRIAL_CONSTRAINTS")) link.constraints = split_commas(constraints);
+  link.until = trial_until();
+  if (const char* trial = std::getenv("BATON_TRIAL_ID")) link.trial_id = trial;
+  if (const char* parent = std::getenv("BATON_MLFLOW_PARENT_RUN_ID")) link.mlflow_parent = parent;
+  link.report = [](const nlohmann::json& line) {
+    std::printf("baton: %s\n", line.dump().c_str());
+    std::fflush(stdout);
+  };
+  link.stop_signal = [] { return g_signal.load(); };
+  return link;
+}
+
+int run_training(const TrainArgs& args, const RunLink& link) {
+  // Fused trials set up one at a time (FusedData::setup_mutex), until the trainer is made.
+  std::unique_lock<std::mutex> setup;
+  if (link.fused) setup = std::unique_lock<std::mutex>(link.fused->setup_mutex());
+  const Recipe recipe = Recipe::load(args.recipe, with_trial_parameters(args.sets, link.parameters));
+  TrainingRun run = build_run(recipe, link.fused);
   if (run.options.run_name().empty()) run.options.run_name(fs::path(args.recipe).stem().string());
   const fs::path dir = args.run_dir.empty() ? fs::path("runs") / run.options.run_name() : fs::path(args.run_dir);
   // Under mpirun/srun every rank trains one model with data parallelism; only rank 0 writes the
   // run directory and prints. Under fast_dev_run nothing is written.
   const bool prints = run.options.distributed() == Distributed::kOff || launcher_rank() == 0;
-  if (run.fast_dev_run > 0) return fast_dev_run(run, args, prints);
+  if (run.fast_dev_run > 0) return fast_dev_run(run, args, prints, link);
   const bool writes = prints;
   if (run.options.save_folder().empty() && run.checkpoints) run.options.save_folder(RunDir(dir).checkpoints().string());
   RunDirectory claimed;
   if (writes) {
     claimed = claim_run_dir(dir);
     try {
-      prepare_run_folder(dir, args, run);
+      prepare_run_folder(dir, args, run, link.out);
     } catch (...) {
       release_refused(claimed);
       throw;
@@ -445,18 +469,18 @@ int run_train(const TrainArgs& args) {
                          {"model", model_meta(run)}};
   if (!classes.empty()) meta["classes"] = classes;  // kept with every checkpoint
   run.options.checkpoint_meta(meta);
-  const auto reporter = add_run_callbacks(run, args, dir, writes);
-  add_run_loggers(run, args, dir, writes);
+  const auto reporter = add_run_callbacks(run, args, dir, writes, link);
+  add_run_loggers(run, args, dir, writes, link);
   if (writes) {
-    std::printf("baton train: %s, model %s, %lld training examples, precision %s, %s, run dir %s\n",
-                run.options.run_name().c_str(), run.model_name.c_str(), static_cast<long long>(run.train_data->size()),
-                std::string(to_string(run.options.precision())).c_str(), run.memory_format.c_str(),
-                dir.string().c_str());
-    std::fflush(stdout);
+    std::fprintf(link.out, "baton train: %s, model %s, %lld training examples, precision %s, %s, run dir %s\n",
+                 run.options.run_name().c_str(), run.model_name.c_str(), static_cast<long long>(run.train_data->size()),
+                 std::string(to_string(run.options.precision())).c_str(), run.memory_format.c_str(),
+                 dir.string().c_str());
+    std::fflush(link.out);
   }
-  on_stop_signals(on_stop_signal);
+  if (link.own_signals) on_stop_signals(on_stop_signal);
   std::unique_ptr<Trainer> made;
-  GroupOptions hyperparameters = trial_until() ? recipe_hyperparameters(run) : GroupOptions{};
+  GroupOptions hyperparameters = link.until ? recipe_hyperparameters(run) : GroupOptions{};
   try {
     made = std::make_unique<Trainer>(run.options);  // a resume refused here has written nothing
     restore_hyperparameters(run, hyperparameters);
@@ -472,9 +496,10 @@ int run_train(const TrainArgs& args) {
     throw;
   }
   Trainer& trainer = *made;
+  if (setup.owns_lock()) setup.unlock();
   if (writes) {  // the run is accepted
     const std::string model_summary = summarize_run(run).to_string();
-    std::fputs(model_summary.c_str(), stdout);
+    std::fputs(model_summary.c_str(), link.out);
     for (const auto& logger : run.options.loggers()) {  // MLflow's note on the run
       if (auto mlflow = std::dynamic_pointer_cast<MlflowLogger>(logger))
         mlflow->log_tag("mlflow.note.content", "```\n" + model_summary + "```\n");
@@ -486,24 +511,25 @@ int run_train(const TrainArgs& args) {
       write_file_atomically(RunDir(dir).classes().string(), lines);
     }
   }
-  print_start(trainer, run, writes);
+  print_start(trainer, run, writes, link.out);
   trainer.fit();
+  // Fused trials go on without this one (one that stopped early, or ended first).
+  if (run.options.train_dataloader()) run.options.train_dataloader()->leave_shared_batches();
   if (!writes) {
     trainer.close();
-    return g_signal.load() != 0 ? 128 + g_signal.load() : 0;
+    const int sig = link.stop_signal();
+    return sig != 0 ? 128 + sig : 0;
   }
   // model.pt and summary.json first: closing sends them (MLflow) with the run's end.
-  const int code = finish_run(trainer, run, dir, reporter.get());
+  const int code = finish_run(trainer, run, dir, reporter.get(), link);
   for (const auto& logger : run.options.loggers()) {
     if (auto mlflow = std::dynamic_pointer_cast<MlflowLogger>(logger)) {
-      mlflow->set_end_status(code == 0 ? "FINISHED" : g_signal.load() != 0 ? "KILLED" : "FAILED");
+      mlflow->set_end_status(code == 0 ? "FINISHED" : link.stop_signal() != 0 ? "KILLED" : "FAILED");
     }
   }
   trainer.close();
   return code;
 }
-
-}  // namespace
 
 void flatten_parameters(const nlohmann::json& j, const std::string& prefix, std::vector<std::string>& sets) {
   for (const auto& [key, value] : flat_parameters(j))
@@ -525,7 +551,7 @@ void add_train(CLI::App& app) {
   cmd->add_flag("--profile", args->profile,
                 "record batches 2-6 as a Chrome trace in RUN_DIR/traces (open in chrome://tracing or Perfetto)");
   cmd->callback([args] {
-    if (const int code = run_train(*args); code != 0) throw CLI::RuntimeError(code);
+    if (const int code = run_training(*args, run_link_from_environment()); code != 0) throw CLI::RuntimeError(code);
   });
 }
 

@@ -84,6 +84,7 @@
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_error.h"
 #include "baton/train/checkpoint_saver.h"
+#include "baton/train/fused.h"
 #include "baton/train/one_shot.h"
 #include "baton/train/ranks.h"
 #include "baton/train/recipe.h"

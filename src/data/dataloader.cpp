@@ -72,7 +72,7 @@ std::string DataLoader::stream_signature() const {
   return "data set " + std::string(address) + " (" + std::to_string(dataset_->size()) + " examples) in batches of " +
          std::to_string(options_.batch_size()) + (options_.shuffle() ? ", shuffled" : ", in order") + ", seed " +
          std::to_string(options_.seed()) + (options_.drop_last() ? ", drop_last" : "") + ", at most " +
-         std::to_string(options_.max_batches()) + " an epoch, on " + device_.str();
+         std::to_string(options_.max_batches()) + " an epoch";
 }
 
 // What the loader's batches are changed (their device, the seed of their order): it joins its
@@ -178,9 +178,7 @@ void DataLoader::set_shard(int rank, int world) {
 
 void DataLoader::set_device(c10::Device device) {
   quiesce();
-  const bool moved = device != device_;
   device_ = device;
-  if (moved) rejoin_stream();
   if (prefetching() && next_batch_ < num_batches()) request(next_batch_);
 }
 
@@ -256,12 +254,16 @@ Batch DataLoader::take(int64_t index) {
 std::optional<Batch> DataLoader::next() {
   if (next_batch_ >= num_batches()) return std::nullopt;
   const int64_t index = next_batch_++;
-  if (stream_handle_ >= 0) {
-    return options_.shared_batches()->take(stream_handle_, epoch_, index, [&] {
-      Batch made = make_batch(index).finish();
-      if (made.input.defined()) made.input = dataset_->finish_inputs(made.input);
-      return made;
+  if (stream_handle_ >= 0) {  // gathered (read, decoded, augmented) once, where the examples are
+    Batch batch = options_.shared_batches()->take(stream_handle_, epoch_, index, [&] {
+      const auto [begin, end] = shard_range(index);
+      return dataset_->get_epoch_batch(order_.slice(0, begin, end), epoch_);
     });
+    if (batch.input.defined() && batch.input.device() != device_) {
+      batch = {batch.input.to(device_), batch.target.defined() ? batch.target.to(device_) : batch.target};
+    }
+    if (batch.input.defined()) batch.input = dataset_->finish_inputs(batch.input);
+    return batch;
   }
   Batch batch = prefetching() ? take(index) : make_batch(index).finish();
   if (prefetching() && next_batch_ < num_batches()) request(next_batch_);

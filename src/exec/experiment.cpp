@@ -461,7 +461,7 @@ void Experiment::Impl::join_search(const ProcessEngineOptions& options, const nl
 void Experiment::Impl::own_search(const ProcessEngineOptions& options, const nlohmann::json& meta) {
   std::shared_ptr<TrialTable> process;
   if (o.trial_function()) {
-    process = std::make_shared<ThreadPoolEngine>(o.trial_function(), 1);
+    process = std::make_shared<ThreadPoolEngine>(o.trial_function(), std::max(1, o.parallel()));
   } else if (table) {
     std::vector<std::string> constrained;
     for (const auto& c : objectives.constraints) constrained.push_back(c.metric);

@@ -181,14 +181,28 @@ std::vector<EvalSetSpec> read_eval_sets(OptionReader& top, const Loss& loss) {
 
 // The data section: the data sets (on `device` when data.on_device says so), their targets as the
 // loss needs them; the `eval:` section's sets in the data set kind's keys.
+// A fused trial (`fused` given) takes the sets the first trial of the same data section loaded.
 void load_data(OptionReader& data, uint64_t seed, const c10::Device& device, const Loss& loss,
-               std::vector<EvalSetSpec>& eval_sets, TrainingRun& run) {
+               std::vector<EvalSetSpec>& eval_sets, TrainingRun& run, FusedData* fused) {
   DataSetContext context{seed, loss.float_targets(), {}};
-  for (EvalSetSpec& set : eval_sets) context.eval_sets.push_back(EvalSetKeys{set.name, &set.keys});
-  DataSplit split = load_data_sets(data, context);
-  run.train_data = std::move(split.train);
-  run.eval_data = std::move(split.eval);
-  run.eval_sets = std::move(split.named_evals);
+  nlohmann::json key = {{"data", data.json()},
+                        {"seed", seed},
+                        {"float_targets", loss.float_targets()},
+                        {"device", device.str()},
+                        {"eval", nlohmann::json::object()}};
+  for (EvalSetSpec& set : eval_sets) {
+    context.eval_sets.push_back(EvalSetKeys{set.name, &set.keys});
+    key["eval"][set.name] = set.keys.json();
+  }
+  auto load = [&] {
+    DataSplit split = load_data_sets(data, context);
+    return FusedData::Sets{std::move(split.train), std::move(split.eval), std::move(split.named_evals), nullptr};
+  };
+  FusedData::Sets sets = fused ? fused->sets(key.dump(), load) : load();
+  run.train_data = std::move(sets.train);
+  run.eval_data = std::move(sets.eval);
+  run.eval_sets = std::move(sets.named_evals);
+  run.shared_batches = std::move(sets.batches);
   if (data.get<bool>("on_device", false) && !device.is_cpu()) {  // gathered there, no copy per batch
     auto on_device = [&](const std::shared_ptr<Dataset>& d) -> std::shared_ptr<Dataset> {
       auto tensors = std::dynamic_pointer_cast<TensorDataset>(d);
@@ -444,7 +458,12 @@ void build_loaders(OptionReader& data, uint64_t seed, std::vector<EvalSetSpec>& 
   data.read("drop_last", loader.drop_last());
   data.read("prefetch", loader.prefetch());
   if (look.overfit) loader.shuffle(false);  // the same batches every epoch
-  o.train_dataloader(look.train.apply(std::make_shared<DataLoader>(run.train_data, loader)));
+  std::shared_ptr<DataLoader> train = look.train.apply(std::make_shared<DataLoader>(run.train_data, loader));
+  if (run.shared_batches) {  // a fused trial's: the batches of its stream
+    train = std::make_shared<DataLoader>(train->dataset(),
+                                         DataLoaderOptions(train->options()).shared_batches(run.shared_batches));
+  }
+  o.train_dataloader(train);
   const int64_t eval_batch = data.get<int64_t>("eval_batch_size", 1000);
   if (eval_batch < 1) data.fail("eval_batch_size", "must be at least 1");
   auto eval_loader = [&](const std::shared_ptr<Dataset>& set, int64_t batch) {
@@ -729,7 +748,7 @@ struct RunStart {
 };
 
 RunStart read_up_to_the_data(OptionReader& top, OptionReader& data, std::vector<EvalSetSpec>& eval_sets,
-                             QuickLook& look, TrainingRun& run) {
+                             QuickLook& look, TrainingRun& run, FusedData* fused) {
   TrainerOptions& o = run.options;
   const uint64_t seed = top.get<uint64_t>("seed", o.seed());
   o.seed(seed);
@@ -743,7 +762,7 @@ RunStart read_up_to_the_data(OptionReader& top, OptionReader& data, std::vector<
   // The device first: what auto precision picks and where data.on_device puts the data set.
   const c10::Device device = read_device_and_precision(top, o);
   read_step_and_checkpoint_keys(top, o);
-  load_data(data, seed, device, loss, eval_sets, run);
+  load_data(data, seed, device, loss, eval_sets, run, fused);
   check_targets(top, data, loss, *run.train_data);
   if (o.max_duration().unit() == TimeUnit::kToken && run.train_data->tokens_per_example() == 0) {
     top.fail("max_duration", "'" + top.get<std::string>("max_duration", "") + "' counts tokens, but data.dataset " +
@@ -772,20 +791,20 @@ ModelOptions recipe_model_spec(const Recipe& recipe) {
   TrainingRun run;
   std::vector<EvalSetSpec> eval_sets;
   QuickLook look;
-  const RunStart start = read_up_to_the_data(top, data, eval_sets, look, run);
+  const RunStart start = read_up_to_the_data(top, data, eval_sets, look, run, nullptr);
   OptionReader model = top.child("model");
   read_model_spec(model, start.loss, run);
   return run.model_spec;
 }
 
-TrainingRun build_run(const Recipe& recipe) {
+TrainingRun build_run(const Recipe& recipe, FusedData* fused) {
   OptionReader top = recipe_reader(recipe.root(), recipe.source(), recipe.set_keys());
   OptionReader data = top.child("data");
   TrainingRun run;
   TrainerOptions& o = run.options;
   std::vector<EvalSetSpec> eval_sets;
   QuickLook look;
-  const RunStart start = read_up_to_the_data(top, data, eval_sets, look, run);
+  const RunStart start = read_up_to_the_data(top, data, eval_sets, look, run, fused);
   const Loss& loss = start.loss;
   const c10::Device& device = start.device;
   build_loaders(data, o.seed(), eval_sets, look, run);

@@ -132,6 +132,36 @@ expect_error 2 "give a search space (a file), --model-space NAME, or both" -- \
 expect_error 2 "--set model.name=mlp and --model-space cnn_space name two models" -- \
   "$baton" search --model-space cnn_space --recipe "$recipe" --set model.name=mlp --run-dir "$tmp/bad"
 printf 'model.arch.stage1_op: {_type: choice, _value: [conv3x3, conv7x7]}\n' >"$tmp/clash.yaml"
+# Fused trials: 2 architectures train at once in the search's process over one data stream; each
+# is a trial of its own (its storage entry, its run folder and log) and trains exactly as it does
+# alone (one thread each: the same batches, the same weights, the same accuracy to the last bit).
+"$baton" search "$tmp/narrow.yaml" --model-space cnn_space --recipe "$recipe" "${short[@]}" --strategy random \
+  --trials 2 --fuse 2 --run-dir "$tmp/f" >"$tmp/f.log" 2>&1 || { fail "fused search"; cat "$tmp/f.log"; }
+grep -q "^fused: [0-9]* batches made for 16 taken" "$tmp/f.log" || fail "fused: its line: $(tail -3 "$tmp/f.log")"
+"$baton" trials ls --storage "$tmp/f/search.db" --json >"$tmp/f.json" || fail "fused: trials ls"
+python3 - "$tmp/f.json" "$tmp/f/fused.json" "$tmp/f/trials" <<'P' >"$tmp/f_sets" || fail "fused: its trials and report"
+import json, os, sys
+rows, report, trials = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+assert [r["status"] for r in rows] == ["trained"] * 2, rows
+assert report["fuse"] == 2 and report["batches_taken"] == 16 and 8 <= report["batches_made"] <= 16, report
+for r in rows:
+    run = os.path.join(trials, str(r["id"]))
+    assert json.load(open(run + "/summary.json"))["metrics"]["eval/accuracy"] == r["final"], r
+    assert '"final"' in open(run + "/stdout.log").read() and os.path.isdir(run + "/checkpoints"), run
+r = rows[1]
+print(r["final"], " ".join(f"--set {k}={v}" for k, v in r["parameters"].items()))
+P
+read -r fused_final fused_sets <"$tmp/f_sets"
+# shellcheck disable=SC2086
+"$baton" train "$recipe" "${short[@]}" --set model.name=cnn_space --set num_threads=1 $fused_sets --run-dir "$tmp/alone" \
+  >/dev/null 2>&1 || fail "fused: the trial alone"
+[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metrics"]["eval/accuracy"])' "$tmp/alone/summary.json")" = "$fused_final" ] ||
+  fail "fused: trial 1 reached $fused_final fused, $(cat "$tmp/alone/summary.json") alone"
+printf 'data.batch_size: {_type: choice, _value: [32, 64]}\n' >"$tmp/batch.yaml"
+expect_error 2 "--fuse 2: the fused trials share one data set, batch size and order, and one model space, but the space varies data.batch_size" -- \
+  "$baton" search "$tmp/batch.yaml" --model-space cnn_space --recipe "$recipe" --fuse 2 --run-dir "$tmp/bad"
+expect_error 2 "--fuse 2: fuses the trials of a recipe: add --recipe" -- \
+  "$baton" search "$tmp/lr.yaml" --command true --fuse 2 --run-dir "$tmp/bad"
 expect_error 2 "model.arch.stage1_op: \"conv7x7\" is not one of the model space's candidates" -- \
   "$baton" search "$tmp/clash.yaml" --model-space cnn_space --recipe "$recipe" --run-dir "$tmp/bad"
 printf 'model.arch.stage9_op: {_type: choice, _value: [conv3x3]}\n' >"$tmp/clash.yaml"

@@ -44,9 +44,9 @@ class ExperimentOptions {
   // from the benchmark table FILE (table.h) in this process, at no training cost (no --command or
   // --recipe; `parallel` trials at once, as workers of equal speed).
   BATON_ARG(std::string, engine);
-  // Trials run by this function in this process, one at a time (one-shot search: architectures
-  // evaluated on a supernet); `recipe` is then kept for the record (baton nas export) and `engine`
-  // names the function in the stored meta. Unset: `engine` decides.
+  // Trials run by this function in this process, `parallel` at once (one-shot search: architectures
+  // evaluated on a supernet; fused trials); `recipe` is then kept for the record (baton nas export)
+  // and `engine` names the function in the stored meta. Unset: `engine` decides.
   BATON_ARG(TrialFunction, trial_function);
   BATON_ARG(std::string, command);                   // a trial is this command (sh -c), or
   BATON_ARG(std::string, recipe);                    // a trial trains this recipe: `TRAINER train RECIPE --set k=v`...

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/models/zoo.h"
+#include "baton/train/fused.h"
 #include "baton/train/recipe_file.h"
 #include "baton/train/trainer.h"
 
@@ -47,11 +48,14 @@ struct TrainingRun {
   std::shared_ptr<Dataset> eval_data;
   // The `eval:` section's sets by name (evaluated as "eval/NAME"), in the recipe's order.
   std::vector<std::pair<std::string, std::shared_ptr<Dataset>>> eval_sets;
+  // A fused trial's: the stream of training batches it shares with the others (null: its own).
+  std::shared_ptr<SharedBatches> shared_batches;
 };
 
 // Reads the data, builds the model, optimizer and scheduler. Throws RecipeError for a bad value,
-// std::runtime_error for data that cannot be read.
-TrainingRun build_run(const Recipe& recipe);
+// std::runtime_error for data that cannot be read. A fused trial's (`fused` given) data sets and
+// training batches are those it shares with the other trials of its process (fused.h).
+TrainingRun build_run(const Recipe& recipe, FusedData* fused = nullptr);
 
 // The zoo's spec the recipe's model would be built from (its input shape and outputs from the
 // data, which this reads; its model keys), building nothing: what a search makes a model space

@@ -1,0 +1,144 @@
+// baton search --fuse K: up to K trials of a recipe's search train at once in the search's own
+// process, each on a thread of its own, over one data stream (FusedData: the data sets loaded once,
+// each training batch read and prepared once for all of them). Each is still a trial of its own:
+// its entry in the storage, its run folder (RUN_DIR/trials/ID: checkpoints, metrics, stdout.log),
+// its events; the search stops or prunes it alone (it stops after its batch). What a separate
+// process gives is given up: a crash of one trial ends the search (--resume runs it again).
+#include <signal.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "baton/exec/experiment.h"
+#include "baton/exec/pareto.h"
+#include "baton/exec/space.h"
+#include "baton/train/fused.h"
+#include "commands.h"
+#include "train_run.h"
+
+namespace baton::cli {
+namespace {
+
+// The metrics a trial reports: the objectives' (or --metric) and the constraints', in order.
+void reported_metrics(const ExperimentOptions& o, RunLink& link) {
+  if (o.objectives().empty()) link.metrics = {o.metric()};
+  for (const auto& text : o.objectives()) link.metrics.push_back(parse_objective(text).metric);
+  for (const auto& text : o.constraints()) link.constraints.push_back(parse_constraint(text).metric);
+}
+
+// A trial's protocol line, to the trial's context (and its stdout.log, as a trial process's).
+void report(TrialContext& context, const nlohmann::json& line, std::FILE* log) {
+  std::fprintf(log, "baton: %s\n", line.dump().c_str());
+  std::fflush(log);
+  if (line.contains("intermediate")) {
+    context.report_intermediate(line["intermediate"].get<double>(), line["step"].get<int64_t>());
+    return;
+  }
+  const nlohmann::json& final = line["final"];
+  std::vector<double> values = final.is_array() ? final.get<std::vector<double>>() : std::vector<double>{final};
+  context.report_values(values, line.value("constraints", std::vector<double>{}));
+}
+
+void run_fused_trial(TrialContext& context, const ExperimentOptions& o, FusedData& fused, int threads) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::absolute(o.run_dir() / "trials" / std::to_string(context.trial_id()));
+  fs::create_directories(dir);
+  const std::string log_path = (dir / "stdout.log").string();
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(std::fopen(log_path.c_str(), "a"), &std::fclose);
+  if (!log) throw std::runtime_error(log_path + ": cannot be written");
+  RunLink link;
+  link.out = log.get();
+  link.parameters = context.parameters();
+  reported_metrics(o, link);
+  link.trial_id = std::to_string(context.trial_id());
+  if (const char* parent = std::getenv("BATON_MLFLOW_PARENT_RUN_ID")) link.mlflow_parent = parent;
+  link.report = [&](const nlohmann::json& line) { report(context, line, link.out); };
+  link.stop_signal = [&] { return context.should_stop() ? SIGTERM : 0; };
+  link.fused = &fused;
+  link.own_signals = false;
+  TrainArgs args;
+  args.recipe = o.recipe();
+  // Its threads, and no console lines (the search's status line says how the trials go); the
+  // search's --set may say otherwise.
+  args.sets = {"num_threads=" + std::to_string(threads), "console_log_interval=0ep"};
+  args.sets.insert(args.sets.end(), o.sets().begin(), o.sets().end());
+  args.sets.push_back("progress_bar=false");
+  args.run_dir = dir.string();
+  args.autoresume = true;  // a retried or resumed trial goes on from its checkpoints
+  const int code = run_training(args, link);
+  if (code != 0 && !context.should_stop()) {
+    throw std::runtime_error("the trial ended with exit code " + std::to_string(code) + " (" + log_path + ")");
+  }
+}
+
+// Refuses, saying why, what cannot share one data stream or run in this process.
+void check_fusable(const ExperimentOptions& o, int k) {
+  auto refuse = [&](const std::string& why) {
+    throw std::invalid_argument("--fuse " + std::to_string(k) + ": " + why);
+  };
+  if (k < 1 || k > 64) refuse("expected 1 to 64 trials at once");
+  if (o.recipe().empty()) refuse("fuses the trials of a recipe: add --recipe (a --command's trials are processes)");
+  if (!o.engine().empty() && o.engine() != "process") refuse("the trials train here, not in --engine " + o.engine());
+  if (o.parallel() > 0) refuse("K trials run at once: no --parallel");
+  if (!o.devices().empty()) refuse("fused trials run on the CPU here: no --devices");
+  if (o.join()) refuse("fused trials run in this process: no --join");
+  if (o.trial_timeout() > 0) refuse("a fused trial is a thread, not a process to end: no --trial-timeout");
+  if (o.strategy() == "pbt" || o.strategy() == "spos") refuse("--strategy " + o.strategy() + " is not fused");
+  nlohmann::json space = o.space_definition();
+  if (space.is_null()) {
+    try {
+      space = SearchSpace::read_file(o.space());
+    } catch (const std::exception&) {  // the search reads it again, and says what is wrong with it
+      return;
+    }
+  }
+  for (const auto& [key, value] : space.items()) {
+    if (key.rfind("data.", 0) == 0 || key == "seed" || key == "model.name") {
+      refuse("the fused trials share one data set, batch size and order, and one model space, but the space varies " +
+             key + " (fix it with --set, or search without --fuse)");
+    }
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<FusedData> use_fused_trials(ExperimentOptions& o, int k) {
+  check_fusable(o, k);
+  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const int threads = o.threads_per_trial() > 0 ? o.threads_per_trial() : std::max(1, cores / k);
+  auto fused = std::make_shared<FusedData>();
+  o.parallel(k);
+  o.engine("fused");
+  o.trial_function([o, fused, threads](TrialContext& context) { run_fused_trial(context, o, *fused, threads); });
+  return fused;
+}
+
+void write_fused_report(const FusedData& fused, int k, const std::filesystem::path& run_dir) {
+  timespec cpu{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+  const SharedBatches::Stats s = fused.stats();
+  const nlohmann::json report = {
+      {"fuse", k},
+      {"batches_made", s.made},
+      {"batches_taken", s.taken},
+      {"data_seconds", s.make_seconds},
+      {"process_cpu_seconds", static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) * 1e-9},
+      {"most_held", s.most_held},
+      {"waits_for_the_slowest", s.waits}};
+  std::ofstream(run_dir / "fused.json") << report.dump(2) << "\n";
+  std::printf("fused: %lld batches made for %lld taken, %.1f s of making them (RUN_DIR/fused.json)\n",
+              static_cast<long long>(s.made), static_cast<long long>(s.taken), s.make_seconds);
+}
+
+}  // namespace baton::cli
