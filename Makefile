@@ -4,8 +4,10 @@
 #   make test        the same set-up, then the tests of labels unit and integration, each timed
 #   make test-all    every test label (unit, integration, slow, mpi, postgres, nginx, mlflow, faults, browser, gpu),
 #                    then make test-asan and make tidy
-#   make test-asan   the unit tests built with AddressSanitizer + UndefinedBehaviorSanitizer against
-#                    LibTorch 2.x with CUDA (run on the CPU); make test-all adds the integration tests
+#   make test-asan   the unit and integration tests built with AddressSanitizer +
+#                    UndefinedBehaviorSanitizer against LibTorch 2.x with CUDA (run on the CPU)
+#   make check-torch2  CI's compile check: the library (CUDA files too), the CLI and the GPU tests
+#                    against LibTorch 2.x with CUDA, unoptimised
 #   make build-torch2  the same tree against LibTorch 2.x with CUDA (the pinned PyPI torch wheel in
 #                    .venv-torch2/, scripts/torch2-requirements.txt) in build-torch2/
 #   make test-torch2 its unit and integration tests (on the CPU); make test-gpu: label gpu (skips
@@ -20,7 +22,7 @@ PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 120
 CXX_FILES = $(shell git ls-files '*.h' '*.cpp')
 
-.PHONY: build deps configure demo test test-all test-asan build-torch2 test-torch2 test-gpu bench format format-check tidy tidy-changed fuzz install clean
+.PHONY: build deps configure demo test test-all test-asan check-torch2 build-torch2 test-torch2 test-gpu bench format format-check tidy tidy-changed fuzz install clean
 
 build: configure
 	cmake --build --preset default -j $(JOBS)
@@ -48,7 +50,7 @@ test: build
 test-all: build
 	@scripts/install-deps.sh --browser --servers
 	@bench/peers/make-venv.sh --mlflow >/dev/null || echo "make test-all: no .venv-mlflow (PyPI unreachable?): label mlflow skips"
-	@rc=0; for part in "ctest --preset all -j $(JOBS)" "$(MAKE) --no-print-directory test-asan ASAN_TARGETS=all ASAN_TESTS=asan-all" \
+	@rc=0; for part in "ctest --preset all -j $(JOBS)" "$(MAKE) --no-print-directory test-asan" \
 	  "$(MAKE) --no-print-directory tidy"; do start=$$SECONDS; $$part || rc=$$?; \
 	  echo "make test-all: $$part: $$((SECONDS - start)) s"; done; exit $$rc
 
@@ -65,17 +67,23 @@ test-gpu: build-torch2
 	ctest --test-dir build-torch2 -L gpu --output-on-failure
 
 # The sanitizers' build is against LibTorch 2.x with CUDA, so that it also proves the CUDA files
-# compile and link (CI runs it in place of make test-torch2: one build, not two). CI builds and runs
-# the unit programs (and compiles the GPU tests); make test-all builds everything and adds the
-# integration tests (ASAN_TARGETS=all ASAN_TESTS=asan-all).
-ASAN_TARGETS ?= unit_tests gpu_tests
-ASAN_TESTS ?= asan
+# compile and link; make test-all runs it.
 test-asan:
 	@scripts/install-deps.sh --torch2
 	@BATON_TORCH2_PREFIX="$$(scripts/torch2-env.sh | tail -n1)" && [ -n "$$BATON_TORCH2_PREFIX" ] && \
 	  BATON_TORCH2_PREFIX="$$BATON_TORCH2_PREFIX" cmake --preset asan >/dev/null
-	cmake --build --preset asan -j $(JOBS) --target $(ASAN_TARGETS)
-	ctest --preset $(ASAN_TESTS) -j $(JOBS)
+	cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan -j $(JOBS)
+
+# CI's check of the LibTorch 2.x build (the one the GPU and the benchmarks use): the library with its
+# CUDA files, the CLI and the GPU tests compile and link against the pinned wheel's LibTorch with
+# CUDA, unoptimised (a compile check: nothing runs; make test-torch2 and make test-asan run the tests
+# on that LibTorch).
+check-torch2:
+	@scripts/install-deps.sh --torch2
+	@BATON_TORCH2_PREFIX="$$(scripts/torch2-env.sh | tail -n1)" && [ -n "$$BATON_TORCH2_PREFIX" ] && \
+	  BATON_TORCH2_PREFIX="$$BATON_TORCH2_PREFIX" cmake --preset torch2-check >/dev/null
+	cmake --build --preset torch2-check -j $(JOBS) --target baton_cli gpu_tests
 
 bench: build
 	@scripts/install-deps.sh --bench
@@ -109,4 +117,4 @@ install: build
 	cmake --install build --prefix $(PREFIX)
 
 clean:
-	rm -rf build build-asan build-debug build-fuzz build-tidy build-torch2
+	rm -rf build build-asan build-debug build-fuzz build-tidy build-torch2 build-torch2-check
