@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,17 +31,9 @@
 namespace baton::cli {
 namespace {
 
-// The metrics a trial reports: the objectives' (or --metric) and the constraints', in order.
-void reported_metrics(const ExperimentOptions& o, RunLink& link) {
-  if (o.objectives().empty()) link.metrics = {o.metric()};
-  for (const auto& text : o.objectives()) link.metrics.push_back(parse_objective(text).metric);
-  for (const auto& text : o.constraints()) link.constraints.push_back(parse_constraint(text).metric);
-}
-
 // A trial's protocol line, to the trial's context (and its stdout.log, as a trial process's).
 void report(TrialContext& context, const nlohmann::json& line, std::FILE* log) {
-  std::fprintf(log, "baton: %s\n", line.dump().c_str());
-  std::fflush(log);
+  print_protocol_line(log, line);
   if (line.contains("intermediate")) {
     context.report_intermediate(line["intermediate"].get<double>(), line["step"].get<int64_t>());
     return;
@@ -60,7 +53,7 @@ void run_fused_trial(TrialContext& context, const ExperimentOptions& o, FusedDat
   RunLink link;
   link.out = log.get();
   link.parameters = context.parameters();
-  reported_metrics(o, link);
+  std::tie(link.metrics, link.constraints) = reported_metrics(search_objectives(o));
   link.trial_id = std::to_string(context.trial_id());
   if (const char* parent = std::getenv("BATON_MLFLOW_PARENT_RUN_ID")) link.mlflow_parent = parent;
   link.report = [&](const nlohmann::json& line) { report(context, line, link.out); };
@@ -91,7 +84,8 @@ void check_fusable(const ExperimentOptions& o, int k) {
   if (o.recipe().empty()) refuse("fuses the trials of a recipe: add --recipe (a --command's trials are processes)");
   if (!o.engine().empty() && o.engine() != "process") refuse("the trials train here, not in --engine " + o.engine());
   if (o.parallel() > 0) refuse("K trials run at once: no --parallel");
-  if (!o.devices().empty()) refuse("fused trials run on the CPU here: no --devices");
+  if (!o.devices().empty())
+    refuse("the fused trials share the recipe's device (each on a CUDA stream of its own on a GPU): no --devices");
   if (o.join()) refuse("fused trials run in this process: no --join");
   if (o.trial_timeout() > 0) refuse("a fused trial is a thread, not a process to end: no --trial-timeout");
   if (o.strategy() == "pbt" || o.strategy() == "spos") refuse("--strategy " + o.strategy() + " is not fused");
@@ -128,6 +122,7 @@ void write_fused_report(const FusedData& fused, int k, const std::filesystem::pa
   timespec cpu{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
   const SharedBatches::Stats s = fused.stats();
+  const SharedBatches::Stats e = fused.eval_stats();
   const nlohmann::json report = {
       {"fuse", k},
       {"batches_made", s.made},
@@ -135,10 +130,18 @@ void write_fused_report(const FusedData& fused, int k, const std::filesystem::pa
       {"data_seconds", s.make_seconds},
       {"process_cpu_seconds", static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) * 1e-9},
       {"most_held", s.most_held},
-      {"waits_for_the_slowest", s.waits}};
+      {"most_held_bytes", s.most_held_bytes},
+      {"waits_for_the_slowest", s.waits},
+      {"eval_batches_made", e.made + e.made_alone},
+      {"eval_batches_made_alone", e.made_alone},
+      {"eval_batches_taken", e.taken},
+      {"eval_data_seconds", e.make_seconds}};
   std::ofstream(run_dir / "fused.json") << report.dump(2) << "\n";
-  std::printf("fused: %lld batches made for %lld taken, %.1f s of making them (RUN_DIR/fused.json)\n",
-              static_cast<long long>(s.made), static_cast<long long>(s.taken), s.make_seconds);
+  std::printf(
+      "fused: %lld batches made for %lld taken, %.1f s of making them; evaluations: %lld made for %lld taken, %.1f s "
+      "(RUN_DIR/fused.json)\n",
+      static_cast<long long>(s.made), static_cast<long long>(s.taken), s.make_seconds,
+      static_cast<long long>(e.made + e.made_alone), static_cast<long long>(e.taken), e.make_seconds);
 }
 
 }  // namespace baton::cli

@@ -22,6 +22,7 @@
 #include "baton/core/time.h"
 #include "baton/exec/experiment.h"
 #include "baton/exec/strategy.h"
+#include "baton/io/file.h"
 #include "baton/train/one_shot.h"
 #include "baton/train/recipe.h"
 #include "commands.h"
@@ -119,7 +120,20 @@ std::unique_ptr<Trainer> supernet_trainer(const ExperimentOptions& o, const Spos
   return std::make_unique<Trainer>(run.options);
 }
 
-// The supernet, trained (or read back from RUN_DIR/supernet.ckpt on --resume).
+// What the run before said of its supernet (RUN_DIR/spos.json), for a resumed search's report:
+// null when there is no such report, or it cannot be read.
+nlohmann::json earlier_supernet(const std::filesystem::path& run_dir) {
+  try {
+    const nlohmann::json earlier = nlohmann::json::parse(read_file((run_dir / "spos.json").string()));
+    if (earlier.is_object() && earlier.contains("supernet") && earlier["supernet"].is_object())
+      return earlier["supernet"];
+  } catch (const std::exception&) {  // no report, or a bad one: the figures are unknown
+  }
+  return nullptr;
+}
+
+// The supernet, trained (or read back from RUN_DIR/supernet.ckpt on --resume: the report keeps
+// what the run that trained it measured).
 void train_supernet(Trainer* trainer, const ExperimentOptions& o, const SposSettings& s, nlohmann::json& report) {
   const auto path = o.run_dir() / "supernet.ckpt";
   const Phase phase;
@@ -128,7 +142,9 @@ void train_supernet(Trainer* trainer, const ExperimentOptions& o, const SposSett
   if (o.resume() && std::filesystem::is_regular_file(path)) {
     trainer->load_checkpoint(path.string(), true, true);
     std::printf("spos: supernet read back from %s\n", path.c_str());
-    report["supernet"] = {{"from", path.string()}};
+    report["supernet"] = earlier_supernet(o.run_dir());
+    if (!report["supernet"].is_object()) report["supernet"] = nlohmann::json::object();
+    report["supernet"]["read_back_from"] = path.string();
     return;
   }
   std::printf("spos: training the supernet (%s sampling) for %s\n", s.sampling.c_str(),

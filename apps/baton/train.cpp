@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "baton/callbacks/trace_profiler.h"
+#include "baton/core/device.h"
 #include "baton/core/options.h"
 #include "baton/exec/experiment.h"
 #include "baton/exec/space.h"
@@ -429,12 +430,14 @@ RunLink run_link_from_environment() {
   link.until = trial_until();
   if (const char* trial = std::getenv("BATON_TRIAL_ID")) link.trial_id = trial;
   if (const char* parent = std::getenv("BATON_MLFLOW_PARENT_RUN_ID")) link.mlflow_parent = parent;
-  link.report = [](const nlohmann::json& line) {
-    std::printf("baton: %s\n", line.dump().c_str());
-    std::fflush(stdout);
-  };
+  link.report = [](const nlohmann::json& line) { print_protocol_line(stdout, line); };
   link.stop_signal = [] { return g_signal.load(); };
   return link;
+}
+
+void print_protocol_line(std::FILE* out, const nlohmann::json& line) {
+  std::fprintf(out, "baton: %s\n", line.dump().c_str());
+  std::fflush(out);
 }
 
 int run_training(const TrainArgs& args, const RunLink& link) {
@@ -496,6 +499,10 @@ int run_training(const TrainArgs& args, const RunLink& link) {
     throw;
   }
   Trainer& trainer = *made;
+  // A fused trial's work on a GPU goes to a stream of its own, beside the other trials'. Each was
+  // set up on the default stream, one at a time: its stream starts after every setup before it.
+  std::optional<OwnStreamScope> own_stream;
+  if (link.fused) own_stream.emplace(trainer.device());
   if (setup.owns_lock()) setup.unlock();
   if (writes) {  // the run is accepted
     const std::string model_summary = summarize_run(run).to_string();
@@ -515,6 +522,7 @@ int run_training(const TrainArgs& args, const RunLink& link) {
   trainer.fit();
   // Fused trials go on without this one (one that stopped early, or ended first).
   if (run.options.train_dataloader()) run.options.train_dataloader()->leave_shared_batches();
+  for (const Evaluator& evaluator : run.options.eval_dataloaders()) evaluator.loader->leave_shared_batches();
   if (!writes) {
     trainer.close();
     const int sig = link.stop_signal();

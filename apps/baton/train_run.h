@@ -48,6 +48,8 @@ struct RunLink {
 };
 
 RunLink run_link_from_environment();
+// A trial protocol line as a trial prints it ("baton: {...}"), flushed: the search reads it.
+void print_protocol_line(std::FILE* out, const nlohmann::json& line);
 // Trains `args.recipe` as baton train does; returns its exit code. Throws RecipeError (and the
 // errors of the data, the model) for bad input, before anything is written; a fused trial whose
 // metric was never logged throws std::runtime_error saying so.

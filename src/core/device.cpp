@@ -1,7 +1,9 @@
 #include "baton/core/device.h"
 
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include "cuda/cuda.h"
 
@@ -111,5 +113,55 @@ double DeviceMarker::seconds_since(const DeviceMarker& earlier) const {
   if (impl_->event && earlier.impl_->event) return impl_->event->seconds_since(*earlier.impl_->event);
   return std::chrono::duration<double>(impl_->host - earlier.impl_->host).count();
 }
+
+// ---- OwnStreamScope ---------------------------------------------------------------------------
+
+namespace {
+
+// The streams of scopes that ended, for the next ones: never destroyed, since the allocator records
+// an event on each stream a freed tensor was used on, whenever it is freed.
+struct FreeStreams {
+  std::mutex mutex;
+  std::vector<cuda::OwnStream*> streams;
+};
+FreeStreams& free_streams() {
+  static auto* const streams = new FreeStreams;  // outlives every scope, and static destructors
+  return *streams;
+}
+
+}  // namespace
+
+struct OwnStreamScope::Impl {
+  cuda::OwnStream* stream = nullptr;
+  std::unique_ptr<cuda::SideStream> on_it;
+};
+
+OwnStreamScope::OwnStreamScope(c10::Device device) : impl_(std::make_unique<Impl>()) {
+  if (!device.is_cuda()) return;
+  const int index = device.has_index() ? device.index() : -1;
+  FreeStreams& free = free_streams();
+  {
+    const std::lock_guard<std::mutex> lock(free.mutex);
+    for (auto it = free.streams.begin(); it != free.streams.end(); ++it) {
+      if ((*it)->device() == index) {  // (cuda without an index: a new one)
+        impl_->stream = *it;
+        free.streams.erase(it);
+        break;
+      }
+    }
+  }
+  if (impl_->stream == nullptr) impl_->stream = new cuda::OwnStream(index);  // NOLINT(cppcoreguidelines-owning-memory)
+  impl_->on_it = std::make_unique<cuda::SideStream>(*impl_->stream);
+}
+
+OwnStreamScope::~OwnStreamScope() {
+  if (impl_->stream == nullptr) return;
+  impl_->on_it.reset();
+  FreeStreams& free = free_streams();
+  const std::lock_guard<std::mutex> lock(free.mutex);
+  free.streams.push_back(impl_->stream);
+}
+
+int64_t OwnStreamScope::stream_id() const { return impl_->stream ? impl_->stream->id() : 0; }
 
 }  // namespace baton

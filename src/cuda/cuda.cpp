@@ -155,6 +155,13 @@ int OwnStream::device() const { return impl_->device; }
 
 int64_t OwnStream::id() const { return c10::cuda::getStreamFromExternal(impl_->raw, impl_->device).id(); }
 
+void synchronize_stream(int device) { c10::cuda::getCurrentCUDAStream(index_of(device)).synchronize(); }
+
+void use_on_current_stream(const at::Tensor& tensor) {
+  c10::cuda::CUDACachingAllocator::recordStream(tensor.storage().data_ptr(),
+                                                c10::cuda::getCurrentCUDAStream(tensor.device().index()));
+}
+
 int64_t pool_stream_id(int device) {
   return c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index_of(device)).id();
 }

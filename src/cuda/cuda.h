@@ -102,6 +102,14 @@ class OwnStream {
   std::unique_ptr<Impl> impl_;
 };
 
+// Waits until the calling thread's current stream on `device` has done what it queued (not the
+// device's other streams).
+void synchronize_stream(int device);
+// `tensor` (on a CUDA device), made on another stream, is used on the calling thread's current
+// one: the allocator keeps its memory until this stream has done what it queued when the tensor
+// is freed. (The other stream's work on it must be done, or waited for, before this one reads it.)
+void use_on_current_stream(const at::Tensor& tensor);
+
 // The id of the stream LibTorch's pool hands out next on `device` (tests: never an OwnStream's).
 int64_t pool_stream_id(int device);
 

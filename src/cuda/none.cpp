@@ -41,6 +41,9 @@ int OwnStream::device() const { return 0; }
 int64_t OwnStream::id() const { return 0; }
 int64_t pool_stream_id(int) { no_cuda(); }
 
+void synchronize_stream(int) {}
+void use_on_current_stream(const at::Tensor&) { no_cuda(); }
+
 struct SideStream::Impl {};
 SideStream::SideStream(const OwnStream&) { no_cuda(); }
 SideStream::~SideStream() = default;

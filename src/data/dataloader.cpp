@@ -257,8 +257,14 @@ std::optional<Batch> DataLoader::next() {
   if (stream_handle_ >= 0) {  // gathered (read, decoded, augmented) once, where the examples are
     Batch batch = options_.shared_batches()->take(stream_handle_, epoch_, index, [&] {
       const auto [begin, end] = shard_range(index);
-      return dataset_->get_epoch_batch(order_.slice(0, begin, end), epoch_);
+      Batch made = dataset_->get_epoch_batch(order_.slice(0, begin, end), epoch_);
+      // Gathered on a GPU on this thread's stream, read on the other loaders' (OwnStreamScope).
+      if (made.input.defined() && made.input.is_cuda()) cuda::synchronize_stream(made.input.device().index());
+      return made;
     });
+    for (const at::Tensor& t : {batch.input, batch.target}) {
+      if (t.defined() && t.is_cuda()) cuda::use_on_current_stream(t);
+    }
     if (batch.input.defined() && batch.input.device() != device_) {
       batch = {batch.input.to(device_), batch.target.defined() ? batch.target.to(device_) : batch.target};
     }

@@ -127,6 +127,21 @@ Objectives resolve_objectives(ExperimentOptions& o) {
   return out;
 }
 
+}  // namespace
+
+Objectives search_objectives(const ExperimentOptions& o) {
+  ExperimentOptions copy = o;
+  return resolve_objectives(copy);
+}
+
+std::pair<std::vector<std::string>, std::vector<std::string>> reported_metrics(const Objectives& objectives) {
+  std::vector<std::string> constrained;
+  for (const auto& c : objectives.constraints) constrained.push_back(c.metric);
+  return {objectives.metrics, constrained};
+}
+
+namespace {
+
 // --engine table:FILE: the table's path; empty for the process engine.
 std::string table_path(const ExperimentOptions& o) {
   if (o.engine().empty() || o.engine() == "process" || o.trial_function()) return "";
@@ -199,9 +214,8 @@ ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string
   options.command(cmd);
   // The metrics a recipe's trial reports: its objectives' (comma-separated, in order) and its
   // constraints'.
-  options.env()["BATON_TRIAL_METRIC"] = join_names(objectives.metrics, ",");
-  std::vector<std::string> constrained;
-  for (const auto& c : objectives.constraints) constrained.push_back(c.metric);
+  const auto [metrics, constrained] = reported_metrics(objectives);
+  options.env()["BATON_TRIAL_METRIC"] = join_names(metrics, ",");
   if (!constrained.empty()) options.env()["BATON_TRIAL_CONSTRAINTS"] = join_names(constrained, ",");
   // Population-based training: each run stops at its interval's end.
   if (pbt != nullptr) {

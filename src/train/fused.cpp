@@ -8,21 +8,43 @@ FusedData::Sets FusedData::sets(const std::string& key, const std::function<Sets
   std::lock_guard<std::mutex> lock(mutex_);
   if (const auto it = sets_.find(key); it != sets_.end()) return it->second;
   Sets loaded = load();
-  loaded.batches = std::make_shared<SharedBatches>(max_held_);
+  loaded.streams.train = std::make_shared<SharedBatches>(max_held_bytes_);
+  auto eval_stream = [&] { return std::make_shared<SharedBatches>(max_held_bytes_, SharedBatches::Kind::kEvaluation); };
+  if (loaded.eval) loaded.streams.eval = eval_stream();
+  for (std::size_t i = 0; i < loaded.named_evals.size(); ++i) loaded.streams.named_evals.push_back(eval_stream());
   sets_.emplace(key, loaded);
   return loaded;
 }
 
+namespace {
+
+void add(SharedBatches::Stats& out, const std::shared_ptr<SharedBatches>& stream) {
+  if (!stream) return;
+  const SharedBatches::Stats s = stream->stats();
+  out.made += s.made;
+  out.taken += s.taken;
+  out.make_seconds += s.make_seconds;
+  out.most_held = std::max(out.most_held, s.most_held);
+  out.most_held_bytes = std::max(out.most_held_bytes, s.most_held_bytes);
+  out.waits += s.waits;
+  out.made_alone += s.made_alone;
+}
+
+}  // namespace
+
 SharedBatches::Stats FusedData::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   SharedBatches::Stats out;
+  for (const auto& [key, sets] : sets_) add(out, sets.streams.train);
+  return out;
+}
+
+SharedBatches::Stats FusedData::eval_stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  SharedBatches::Stats out;
   for (const auto& [key, sets] : sets_) {
-    const SharedBatches::Stats s = sets.batches->stats();
-    out.made += s.made;
-    out.taken += s.taken;
-    out.make_seconds += s.make_seconds;
-    out.most_held = std::max(out.most_held, s.most_held);
-    out.waits += s.waits;
+    add(out, sets.streams.eval);
+    for (const auto& stream : sets.streams.named_evals) add(out, stream);
   }
   return out;
 }

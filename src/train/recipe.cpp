@@ -196,13 +196,13 @@ void load_data(OptionReader& data, uint64_t seed, const c10::Device& device, con
   }
   auto load = [&] {
     DataSplit split = load_data_sets(data, context);
-    return FusedData::Sets{std::move(split.train), std::move(split.eval), std::move(split.named_evals), nullptr};
+    return FusedData::Sets{std::move(split.train), std::move(split.eval), std::move(split.named_evals), {}};
   };
   FusedData::Sets sets = fused ? fused->sets(key.dump(), load) : load();
   run.train_data = std::move(sets.train);
   run.eval_data = std::move(sets.eval);
   run.eval_sets = std::move(sets.named_evals);
-  run.shared_batches = std::move(sets.batches);
+  run.shared_batches = std::move(sets.streams);
   if (data.get<bool>("on_device", false) && !device.is_cpu()) {  // gathered there, no copy per batch
     auto on_device = [&](const std::shared_ptr<Dataset>& d) -> std::shared_ptr<Dataset> {
       auto tensors = std::dynamic_pointer_cast<TensorDataset>(d);
@@ -458,24 +458,29 @@ void build_loaders(OptionReader& data, uint64_t seed, std::vector<EvalSetSpec>& 
   data.read("drop_last", loader.drop_last());
   data.read("prefetch", loader.prefetch());
   if (look.overfit) loader.shuffle(false);  // the same batches every epoch
-  std::shared_ptr<DataLoader> train = look.train.apply(std::make_shared<DataLoader>(run.train_data, loader));
-  if (run.shared_batches) {  // a fused trial's: the batches of its stream
-    train = std::make_shared<DataLoader>(train->dataset(),
-                                         DataLoaderOptions(train->options()).shared_batches(run.shared_batches));
-  }
-  o.train_dataloader(train);
+  // A fused trial's loaders take the batches of their streams (made once for every trial).
+  auto on_stream = [](std::shared_ptr<DataLoader> made, const std::shared_ptr<SharedBatches>& stream) {
+    if (!stream) return made;
+    return std::make_shared<DataLoader>(made->dataset(), DataLoaderOptions(made->options()).shared_batches(stream));
+  };
+  o.train_dataloader(
+      on_stream(look.train.apply(std::make_shared<DataLoader>(run.train_data, loader)), run.shared_batches.train));
   const int64_t eval_batch = data.get<int64_t>("eval_batch_size", 1000);
   if (eval_batch < 1) data.fail("eval_batch_size", "must be at least 1");
-  auto eval_loader = [&](const std::shared_ptr<Dataset>& set, int64_t batch) {
-    return look.eval.apply(std::make_shared<DataLoader>(set, DataLoaderOptions().batch_size(batch).shuffle(false)));
+  auto eval_loader = [&](const std::shared_ptr<Dataset>& set, int64_t batch,
+                         const std::shared_ptr<SharedBatches>& stream) {
+    return on_stream(
+        look.eval.apply(std::make_shared<DataLoader>(set, DataLoaderOptions().batch_size(batch).shuffle(false))),
+        stream);
   };
-  if (run.eval_data) o.eval_dataloader("eval", eval_loader(run.eval_data, eval_batch));
+  if (run.eval_data) o.eval_dataloader("eval", eval_loader(run.eval_data, eval_batch, run.shared_batches.eval));
   for (std::size_t i = 0; i < eval_sets.size(); ++i) {
     EvalSetSpec& spec = eval_sets[i];
     const int64_t batch = spec.keys.get<int64_t>("batch_size", eval_batch);
     if (batch < 1) spec.keys.fail("batch_size", "must be at least 1");
-    o.evaluator(
-        Evaluator{"eval/" + spec.name, eval_loader(run.eval_sets[i].second, batch), spec.metrics, spec.interval});
+    const auto stream = i < run.shared_batches.named_evals.size() ? run.shared_batches.named_evals[i] : nullptr;
+    o.evaluator(Evaluator{"eval/" + spec.name, eval_loader(run.eval_sets[i].second, batch, stream), spec.metrics,
+                          spec.interval});
   }
 }
 

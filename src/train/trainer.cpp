@@ -829,9 +829,10 @@ void Trainer::Impl::evaluate(const Evaluator& evaluator) {
 void Trainer::Impl::eval_batches(DataLoader& loader, Model& model, std::vector<std::unique_ptr<Metric>>& metrics) {
   torch::NoGradGuard no_grad;
   loader.start_epoch(0);
-  int64_t seen = 0;
-  while (auto batch = loader.next()) {
-    if (options_.eval_subset_num_batches() >= 0 && seen++ >= options_.eval_subset_num_batches()) break;
+  const int64_t limit = options_.eval_subset_num_batches();
+  for (int64_t seen = 0; limit < 0 || seen < limit; ++seen) {  // (a batch past the limit is not made)
+    std::optional<Batch> batch = loader.next();
+    if (!batch) break;
     state_.batch = std::move(*batch);
     if (state_.batch.size() == 0) continue;  // this rank's share of a short batch
     engine_->run_event(Event::kEvalBatchStart);

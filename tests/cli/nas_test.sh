@@ -105,6 +105,8 @@ assert 0 <= report["retrain"]["eval/accuracy"] <= 1 and report["total"]["cpu_sec
 P
 "$baton" "${spos[@]}" --trials 8 --resume >"$tmp/o2.log" 2>&1 || { fail "spos --resume"; cat "$tmp/o2.log"; }
 grep -q "spos: supernet read back from" "$tmp/o2.log" || fail "spos --resume trained the supernet again"
+python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["supernet"]; assert s["batches"] == 12 and s["read_back_from"], s' \
+  "$tmp/o/spos.json" || fail "spos --resume: the report lost the supernet's figures"
 [ "$("$baton" trials ls --storage "$tmp/o/search.db" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = 8 ] ||
   fail "the resumed spos search did not end with 8 trials"
 "$baton" nas export --storage "$tmp/o/search.db" --out "$tmp/o_best.yaml" >/dev/null 2>&1 || fail "spos: nas export"
@@ -144,6 +146,9 @@ import json, os, sys
 rows, report, trials = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
 assert [r["status"] for r in rows] == ["trained"] * 2, rows
 assert report["fuse"] == 2 and report["batches_taken"] == 16 and 8 <= report["batches_made"] <= 16, report
+# the evaluation sets' batches shared too: each trial took every one, each made once or twice
+assert report["eval_batches_taken"] > 0 and report["eval_batches_taken"] % 2 == 0, report
+assert report["eval_batches_taken"] // 2 <= report["eval_batches_made"] <= report["eval_batches_taken"], report
 for r in rows:
     run = os.path.join(trials, str(r["id"]))
     assert json.load(open(run + "/summary.json"))["metrics"]["eval/accuracy"] == r["final"], r
@@ -157,6 +162,26 @@ read -r fused_final fused_sets <"$tmp/f_sets"
   >/dev/null 2>&1 || fail "fused: the trial alone"
 [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metrics"]["eval/accuracy"])' "$tmp/alone/summary.json")" = "$fused_final" ] ||
   fail "fused: trial 1 reached $fused_final fused, $(cat "$tmp/alone/summary.json") alone"
+# A fused trial is stopped on its own (median stopping, through the engine's stop flag): in grid
+# order two trials learn, fused, and complete; then the third (a learning rate that learns nothing)
+# is stopped at its first evaluation, below their median, while the fourth, fused beside it on the
+# same batches, trains on to its last evaluation (where the rule judges it too).
+printf 'optimizer.lr: {_type: choice, _value: [0.03, 0.04, 1.0e-7, 0.0400001]}\n' >"$tmp/stop.yaml"
+"$baton" search "$tmp/stop.yaml" --recipe "$recipe" --set max_duration=12ba --set eval_interval=4ba \
+  --set limit_eval_batches=1 --set 'loggers={}' --set 'callbacks={}' --set scheduler.name=constant \
+  --strategy grid --trials 4 --fuse 2 --median-stop 2 --run-dir "$tmp/fs" >"$tmp/fs.log" 2>&1 ||
+  { fail "fused search with median stopping"; cat "$tmp/fs.log"; }
+"$baton" trials ls --storage "$tmp/fs/search.db" --json >"$tmp/fs.json" || fail "fused stop: trials ls"
+python3 - "$tmp/fs.json" "$tmp/fs/trials" <<'P' || fail "fused stop: a fused trial stopped on its own"
+import json, os, sys
+rows = {r["parameters"]["optimizer.lr"]: r for r in json.load(open(sys.argv[1]))}
+steps = {lr: [i["step"] for i in r["intermediate"]] for lr, r in rows.items()}
+assert [rows[lr]["status"] for lr in (0.03, 0.04)] == ["trained"] * 2, rows
+stopped = rows[1.0e-7]
+assert stopped["status"] == "interrupted" and stopped["final"] is None and steps[1.0e-7] == [4], rows
+assert "stopped by signal 15" in open(os.path.join(sys.argv[2], str(stopped["id"]), "stdout.log")).read()
+assert steps[0.0400001] == [4, 8, 12], rows
+P
 printf 'data.batch_size: {_type: choice, _value: [32, 64]}\n' >"$tmp/batch.yaml"
 expect_error 2 "--fuse 2: the fused trials share one data set, batch size and order, and one model space, but the space varies data.batch_size" -- \
   "$baton" search "$tmp/batch.yaml" --model-space cnn_space --recipe "$recipe" --fuse 2 --run-dir "$tmp/bad"

@@ -85,6 +85,13 @@ TEST(DeviceMarker, OnTheCpuIsTheHostClock) {
   EXPECT_LT(end.seconds_since(start), 5.0);
 }
 
+// On the CPU a stream scope is nothing: work goes on as it would (the GPU's: tests/gpu).
+TEST(OwnStreamScope, OnTheCpuIsNothing) {
+  const OwnStreamScope scope(c10::Device(c10::kCPU));
+  EXPECT_EQ(scope.stream_id(), 0);
+  EXPECT_EQ((torch::ones({2}) + 1).sum().item<float>(), 4.0F);
+}
+
 TEST(Precision, ParsesItsThreeNames) {
   EXPECT_EQ(parse_precision("fp32"), Precision::kFp32);
   EXPECT_EQ(parse_precision("amp_bf16"), Precision::kAmpBf16);

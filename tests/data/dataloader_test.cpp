@@ -245,7 +245,7 @@ TEST(SharedBatches, EachBatchIsMadeOnceAndEveryLoaderGetsTheBatchesItWouldAlone)
   std::vector<std::vector<int64_t>> expected = epoch(alone, 0), second = epoch(alone, 1);
   expected.insert(expected.end(), second.begin(), second.end());
 
-  auto shared = std::make_shared<SharedBatches>(4);
+  auto shared = std::make_shared<SharedBatches>(4 * 8 * (sizeof(float) + sizeof(int64_t)));  // 4 batches
   std::vector<std::unique_ptr<DataLoader>> loaders;
   for (int i = 0; i < 3; ++i)
     loaders.push_back(std::make_unique<DataLoader>(data, DataLoaderOptions(options).shared_batches(shared)));
@@ -264,12 +264,13 @@ TEST(SharedBatches, EachBatchIsMadeOnceAndEveryLoaderGetsTheBatchesItWouldAlone)
   const SharedBatches::Stats stats = shared->stats();
   EXPECT_EQ(stats.made, 26);
   EXPECT_EQ(stats.taken, 78);
-  EXPECT_LE(stats.most_held, 4);
+  // 4 batches' bytes, and at most the 2 the other loaders were making then
+  EXPECT_LE(stats.most_held_bytes, 6 * 8 * (sizeof(float) + sizeof(int64_t)));
   EXPECT_GE(stats.make_seconds, 0.0);
 }
 
 TEST(SharedBatches, AFastLoaderWaitsForTheSlowestAndGoesOnWhenItLeaves) {
-  auto shared = std::make_shared<SharedBatches>(2);
+  auto shared = std::make_shared<SharedBatches>(2 * 10 * (sizeof(float) + sizeof(int64_t)));  // 2 batches
   const auto options = DataLoaderOptions().batch_size(10).shuffle(false).shared_batches(shared);
   auto data = numbered(100);
   DataLoader fast(data, options), slow(data, options);
@@ -291,6 +292,39 @@ TEST(SharedBatches, AFastLoaderWaitsForTheSlowestAndGoesOnWhenItLeaves) {
   EXPECT_EQ(shared->stats().made, 3);
 }
 
+// An evaluation set's stream: every loader evaluates at points of its own, each reads every batch
+// at each evaluation, and each batch is gathered once for all of them while the bound allows; past
+// it a loader gathers its batch alone (nobody waits).
+TEST(SharedBatches, AnEvaluationStreamKeepsItsBatchesForEveryEvaluation) {
+  auto data = std::make_shared<CountedGathers>(numbered(40));
+  const auto options = DataLoaderOptions().batch_size(10).shuffle(false).prefetch(false);
+  DataLoader alone(numbered(40), options);
+  const std::vector<std::vector<int64_t>> expected = epoch(alone, 0);
+  const int64_t batch_bytes = 10 * (sizeof(float) + sizeof(int64_t));
+  for (const int64_t bound : {int64_t{1} << 20, 2 * batch_bytes}) {
+    data->gathers = 0;
+    auto shared = std::make_shared<SharedBatches>(bound, SharedBatches::Kind::kEvaluation);
+    DataLoader a(data, DataLoaderOptions(options).shared_batches(shared));
+    DataLoader b(data, DataLoaderOptions(options).shared_batches(shared));
+    EXPECT_EQ(epoch(a, 0), expected);  // a evaluates, then b twice, then a again, then b half-way
+    EXPECT_EQ(epoch(b, 0), expected);
+    EXPECT_EQ(epoch(b, 0), expected);
+    EXPECT_EQ(epoch(a, 0), expected);
+    b.start_epoch(0);
+    EXPECT_EQ(ids(*b.next()).front(), 0);
+    const SharedBatches::Stats stats = shared->stats();
+    EXPECT_EQ(stats.taken, 17);
+    if (bound > 4 * batch_bytes) {
+      EXPECT_EQ(data->gathers.load(), 4);  // each batch once
+      EXPECT_EQ(stats.made_alone, 0);
+    } else {
+      EXPECT_EQ(data->gathers.load(), 2 + 4 * 2);  // the first 2 kept; the other 2 made at each evaluation
+      EXPECT_EQ(stats.made, 2);
+      EXPECT_EQ(stats.made_alone, 8);
+    }
+  }
+}
+
 TEST(SharedBatches, RefusesALoaderWhoseBatchesDiffer) {
   auto shared = std::make_shared<SharedBatches>();
   auto data = numbered(100);
@@ -301,7 +335,7 @@ TEST(SharedBatches, RefusesALoaderWhoseBatchesDiffer) {
   EXPECT_THAT(error_of([&] { DataLoader(numbered(100), DataLoaderOptions().batch_size(10).shared_batches(shared)); }),
               ::testing::HasSubstr("cannot take the batches of"));
   EXPECT_THAT(error_of([&] { first.set_shard(0, 2); }), ::testing::HasSubstr("not sharded"));
-  EXPECT_THAT(error_of([] { SharedBatches(0); }), ::testing::HasSubstr("at least 1"));
+  EXPECT_THAT(error_of([] { SharedBatches(0); }), ::testing::HasSubstr("max_held_bytes must be at least 1"));
 }
 
 TEST(FashionMnist, LoadsStandardisedFromTheDebianPackage) {

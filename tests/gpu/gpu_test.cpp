@@ -6,7 +6,9 @@
 #include <csignal>
 #include <filesystem>
 #include <limits>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,6 +18,7 @@
 #include "baton/callbacks/monitors.h"
 #include "baton/core/device.h"
 #include "baton/core/grad_scaler.h"
+#include "baton/data/shared_batches.h"
 #include "baton/loggers/in_memory_logger.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
@@ -647,6 +650,47 @@ TEST(Gpu, EachTrainerCapturesOnAStreamOfItsOwn) {
     EXPECT_NE(pooled, a.id());
     EXPECT_NE(pooled, b.id());
   }
+}
+
+// Fused trials on one GPU (baton search --fuse): three trainers on three threads, each on a stream
+// of its own (OwnStreamScope), over one stream of batches gathered once on the GPU (SharedBatches,
+// made on one trainer's stream, read on the others'): each ends with the weights it has alone,
+// bitwise, and the streams were three, none the default one.
+TEST(Gpu, TrainersOnStreamsOfTheirOwnOverSharedBatchesTrainAsEachAlone) {
+  REQUIRE_GPU();
+  Trainer alone(gpu_options().deterministic(true).max_duration("24ba"));
+  alone.fit();
+  const std::vector<at::Tensor> expected = weights(alone);
+
+  auto data = quadrants(256, 1)->to(kGpu);
+  auto shared = std::make_shared<SharedBatches>(4 * 32 * 16 * 16 * sizeof(float));  // 4 batches' inputs
+  std::vector<std::unique_ptr<Trainer>> trainers;
+  for (int i = 0; i < 3; ++i) {  // set up one at a time, on the default stream (LibTorch's one generator)
+    TrainerOptions o = gpu_options().deterministic(true).max_duration("24ba");
+    o.train_dataloader(
+        std::make_shared<DataLoader>(data, DataLoaderOptions().batch_size(32).seed(3).shared_batches(shared)));
+    trainers.push_back(std::make_unique<Trainer>(o));
+  }
+  std::mutex mutex;
+  std::set<int64_t> streams;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] {
+      OwnStreamScope own(kGpu);
+      {
+        const std::lock_guard<std::mutex> lock(mutex);
+        streams.insert(own.stream_id());
+      }
+      trainers[i]->fit();
+    });
+  }
+  for (auto& t : threads) t.join();
+  synchronize(kGpu);
+  EXPECT_EQ(streams.size(), 3U);
+  EXPECT_EQ(streams.count(0), 0U);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(equal(weights(*trainers[i]), expected)) << "trainer " << i;
+  EXPECT_EQ(shared->stats().made, 24);
+  EXPECT_EQ(shared->stats().taken, 72);
 }
 
 TEST(Gpu, FrozenLayersAreCapturedAgainAndBatchesOfANewShapeGetTheirOwnGraph) {

@@ -69,4 +69,24 @@ class DeviceMarker {
   std::unique_ptr<Impl> impl_;
 };
 
+// While alive, the calling thread's work on a CUDA device goes to a stream made for it alone, so
+// that the work of threads each in such a scope runs side by side on the GPU (fused trials: several
+// models training at once on one GPU). The stream starts after what the thread's current stream
+// had queued, and that stream waits for it (on the device) when the scope ends. Streams are baton's
+// own (not LibTorch's pool, whose streams every caller shares) and live as long as the process:
+// tensors used on one may be freed after the scope. Nothing on the CPU. One thread's scope.
+class OwnStreamScope {
+ public:
+  explicit OwnStreamScope(c10::Device device);
+  ~OwnStreamScope();
+  OwnStreamScope(const OwnStreamScope&) = delete;
+  OwnStreamScope& operator=(const OwnStreamScope&) = delete;
+  // LibTorch's id of the stream (0 on the CPU): tells streams apart.
+  int64_t stream_id() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace baton

@@ -98,6 +98,12 @@ class ExperimentError : public std::invalid_argument {
 // stops at the first such trial, with the rest of the line as its error.
 inline constexpr const char* kUnknownTrialMetric = "the search's metric was never logged: ";
 
+// What a search optimises: its --objective flags (or --metric and --direction) and --constraint
+// flags, with the objectives' metrics in order. Throws ExperimentError for a bad one.
+Objectives search_objectives(const ExperimentOptions& o);
+// The names of the metrics a search's trial reports: its objectives' and its constraints'.
+std::pair<std::vector<std::string>, std::vector<std::string>> reported_metrics(const Objectives& objectives);
+
 // The objectives and constraints of a search as its storage keeps them (meta "search"): one
 // objective (its direction) for a search written before several were possible.
 Objectives stored_objectives(const nlohmann::json& search_meta);

@@ -1,7 +1,8 @@
 // FusedData: what fused trials (baton search --fuse K: up to K trials of one search training in one
 // process, each on its own thread) share: the data sets of their recipe's data section, loaded once,
-// and the training batches, read and prepared once for every trial (SharedBatches). A trial's
-// recipe built with build_run(recipe, &fused) takes them from here.
+// and their batches, read and prepared once for every trial (SharedBatches): the training batches,
+// and the evaluation sets' batches at each evaluation. A trial's recipe built with
+// build_run(recipe, &fused) takes them from here.
 #pragma once
 
 #include <cstdint>
@@ -20,29 +21,38 @@ namespace baton {
 
 class FusedData {
  public:
-  // What one data section gives: its sets, and the stream of its training batches.
+  // The streams of batches of one data section's sets: the training set's, and the evaluation
+  // sets' (SharedBatches::Kind::kEvaluation: made once for every evaluation of every trial).
+  struct Streams {
+    std::shared_ptr<SharedBatches> train;
+    std::shared_ptr<SharedBatches> eval;                      // null: no evaluation set
+    std::vector<std::shared_ptr<SharedBatches>> named_evals;  // the `eval:` sets', in order
+  };
+  // What one data section gives: its sets, and the streams of their batches.
   struct Sets {
     std::shared_ptr<Dataset> train;
     std::shared_ptr<Dataset> eval;                                              // null: none
     std::vector<std::pair<std::string, std::shared_ptr<Dataset>>> named_evals;  // the recipe's `eval:` sets
-    std::shared_ptr<SharedBatches> batches;
+    Streams streams;
   };
 
-  // `max_held`: the batches a stream holds ahead of its slowest trial (SharedBatches).
-  explicit FusedData(int64_t max_held = 16) : max_held_(max_held) {}
+  // `max_held_bytes`: what a stream's batches may take ahead of its slowest trial (SharedBatches).
+  explicit FusedData(int64_t max_held_bytes = int64_t{256} << 20) : max_held_bytes_(max_held_bytes) {}
 
   // The sets of `key` (a data section as resolved, with what shapes its sets: the seed, the loss's
   // targets, the device), loaded by `load` for the first trial that asks (the others wait for it). A
   // load that throws keeps nothing: the next trial loads again, and fails the same way.
   Sets sets(const std::string& key, const std::function<Sets()>& load);
-  // Every stream's batches: made, taken, the seconds spent making them (the data pipeline's share).
+  // The training streams' batches: made, taken, the seconds spent making them (the data pipeline's
+  // share); and the evaluation streams'.
   SharedBatches::Stats stats() const;
+  SharedBatches::Stats eval_stats() const;
   // Held while a trial builds its model and trainer: LibTorch has one random generator, which each
   // seeds, so that trials set up one at a time start exactly as each would alone.
   std::mutex& setup_mutex() { return setup_mutex_; }
 
  private:
-  int64_t max_held_;
+  int64_t max_held_bytes_;
   mutable std::mutex mutex_;
   std::map<std::string, Sets> sets_;
   std::mutex setup_mutex_;

@@ -48,8 +48,8 @@ struct TrainingRun {
   std::shared_ptr<Dataset> eval_data;
   // The `eval:` section's sets by name (evaluated as "eval/NAME"), in the recipe's order.
   std::vector<std::pair<std::string, std::shared_ptr<Dataset>>> eval_sets;
-  // A fused trial's: the stream of training batches it shares with the others (null: its own).
-  std::shared_ptr<SharedBatches> shared_batches;
+  // A fused trial's: the streams of batches it shares with the others (null: its own).
+  FusedData::Streams shared_batches;
 };
 
 // Reads the data, builds the model, optimizer and scheduler. Throws RecipeError for a bad value,
