@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -123,6 +124,7 @@ void write_fused_report(const FusedData& fused, int k, const std::filesystem::pa
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
   const SharedBatches::Stats s = fused.stats();
   const SharedBatches::Stats e = fused.eval_stats();
+  const int64_t eval_made = e.made + e.made_alone;
   const nlohmann::json report = {
       {"fuse", k},
       {"batches_made", s.made},
@@ -132,7 +134,7 @@ void write_fused_report(const FusedData& fused, int k, const std::filesystem::pa
       {"most_held", s.most_held},
       {"most_held_bytes", s.most_held_bytes},
       {"waits_for_the_slowest", s.waits},
-      {"eval_batches_made", e.made + e.made_alone},
+      {"eval_batches_made", eval_made},
       {"eval_batches_made_alone", e.made_alone},
       {"eval_batches_taken", e.taken},
       {"eval_data_seconds", e.make_seconds}};
@@ -141,7 +143,7 @@ void write_fused_report(const FusedData& fused, int k, const std::filesystem::pa
       "fused: %lld batches made for %lld taken, %.1f s of making them; evaluations: %lld made for %lld taken, %.1f s "
       "(RUN_DIR/fused.json)\n",
       static_cast<long long>(s.made), static_cast<long long>(s.taken), s.make_seconds,
-      static_cast<long long>(e.made + e.made_alone), static_cast<long long>(e.taken), e.make_seconds);
+      static_cast<long long>(eval_made), static_cast<long long>(e.taken), e.make_seconds);
 }
 
 }  // namespace baton::cli
