@@ -1,8 +1,12 @@
 // Small, fast data sets and training set-ups shared by the tests.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -13,6 +17,23 @@
 #include "baton/train/trainer.h"
 
 namespace baton::testing {
+
+// A data set that counts its gathers (each one a batch read and prepared) over another one.
+class CountedGathers : public Dataset {
+ public:
+  explicit CountedGathers(std::shared_ptr<Dataset> data) : data_(std::move(data)) {}
+  int64_t size() const override { return data_->size(); }
+  Batch get_batch(const at::Tensor& indices) const override {
+    ++gathers;
+    return data_->get_batch(indices);
+  }
+  std::vector<int64_t> input_shape() const override { return data_->input_shape(); }
+  int64_t num_classes() const override { return data_->num_classes(); }
+  mutable std::atomic<int64_t> gathers{0};
+
+ private:
+  std::shared_ptr<Dataset> data_;
+};
 
 // Four well-separated classes in 8 features.
 inline std::shared_ptr<TensorDataset> blobs(int64_t n, uint64_t seed) {

@@ -16,11 +16,13 @@
 #include "baton/data/dataset.h"
 #include "baton/data/fashion_mnist.h"
 #include "baton/data/shared_batches.h"
+#include "common/fixtures.h"
 #include "common/test_util.h"
 
 namespace baton {
 namespace {
 
+using testing::CountedGathers;
 using testing::error_of;
 
 std::shared_ptr<TensorDataset> numbered(int64_t n) {
@@ -221,22 +223,6 @@ TEST(DataLoader, RefusesBadOptions) {
   EXPECT_THROW(DataLoader(nullptr), std::invalid_argument);
   EXPECT_THROW(DataLoader(numbered(3), DataLoaderOptions().batch_size(0)), std::invalid_argument);
 }
-
-// A data set whose gathers are counted: what a shared stream saves.
-class CountedGathers : public Dataset {
- public:
-  explicit CountedGathers(std::shared_ptr<TensorDataset> data) : data_(std::move(data)) {}
-  int64_t size() const override { return data_->size(); }
-  Batch get_batch(const at::Tensor& indices) const override {
-    ++gathers;
-    return data_->get_batch(indices);
-  }
-  std::vector<int64_t> input_shape() const override { return data_->input_shape(); }
-  mutable std::atomic<int64_t> gathers{0};
-
- private:
-  std::shared_ptr<TensorDataset> data_;
-};
 
 TEST(SharedBatches, EachBatchIsMadeOnceAndEveryLoaderGetsTheBatchesItWouldAlone) {
   auto data = std::make_shared<CountedGathers>(numbered(100));

@@ -181,28 +181,11 @@ TEST(Trainer, LearnsAndEvaluates) {
   EXPECT_GT(trainer.summary().eval_s, 0.0);
 }
 
-// A data set that counts its gathers (each one is a batch read and prepared).
-class CountsGathers : public Dataset {
- public:
-  explicit CountsGathers(std::shared_ptr<Dataset> data) : data_(std::move(data)) {}
-  int64_t size() const override { return data_->size(); }
-  Batch get_batch(const at::Tensor& indices) const override {
-    ++gathers;
-    return data_->get_batch(indices);
-  }
-  std::vector<int64_t> input_shape() const override { return data_->input_shape(); }
-  int64_t num_classes() const override { return data_->num_classes(); }
-  mutable int64_t gathers = 0;
-
- private:
-  std::shared_ptr<Dataset> data_;
-};
-
 // eval_subset_num_batches: an evaluation reads that many batches, not one more (a batch of
 // decoded images past the limit was read and thrown away). (A prefetching loader reads one ahead:
 // limit_eval_batches, a limit of the loader's own, reads none.)
 TEST(Trainer, AnEvaluationSubsetReadsOnlyItsBatches) {
-  auto eval = std::make_shared<CountsGathers>(blobs(64, 4));
+  auto eval = std::make_shared<testing::CountedGathers>(blobs(64, 4));
   TrainerOptions o = small_options().max_duration("2ba").eval_interval("0ep").eval_subset_num_batches(2);
   o.eval_dataloaders(
       {Evaluator{"eval",
@@ -211,7 +194,7 @@ TEST(Trainer, AnEvaluationSubsetReadsOnlyItsBatches) {
                  std::nullopt}});
   Trainer trainer(o);
   trainer.eval();
-  EXPECT_EQ(eval->gathers, 2);
+  EXPECT_EQ(eval->gathers.load(), 2);
 }
 
 TEST(Trainer, EachEvaluatorRunsAtItsOwnIntervalWithItsOwnMetrics) {
