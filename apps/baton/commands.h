@@ -11,6 +11,7 @@
 
 namespace CLI {
 class App;
+class Validator;
 }  // namespace CLI
 
 namespace baton {
@@ -45,6 +46,9 @@ void add_dashboard(CLI::App& app);
 void add_tokenize(CLI::App& app);
 void add_summary(CLI::App& app);
 void add_mlflow(CLI::App& app);  // mlflow sync
+
+// A number option's check: a finite number from `least` to `most` (CLI11's Range lets "nan" through).
+CLI::Validator finite_between(double least, double most);
 
 // --device DEVICE on a subcommand: where it runs (auto, cpu, cuda, cuda:N); default: the recipe's.
 void add_device_option(CLI::App* cmd, std::string& device);

@@ -1,13 +1,18 @@
 // baton eval RECIPE.yaml --load MODEL.pt [--device DEVICE] [--set key=value]...
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
 #include "baton/core/device.h"
+#include "baton/core/options.h"
+#include "baton/core/precision.h"
 #include "baton/io/file.h"
+#include "baton/io/text.h"
 #include "baton/models/safetensors.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/recipe.h"
@@ -27,6 +32,7 @@ void run_eval(const EvalArgs& args) {
   const std::vector<std::string> sets = with_device(args.sets, args.device);
   check_weights_file(args.load);  // before the data is read
   TrainingRun run = build_run(Recipe::load(args.recipe, sets));
+  if (!run.precision_chosen) run.options.precision(Precision::kFp32);  // outputs not rounded by `auto`
   if (!run.eval_data && run.eval_sets.empty()) {
     throw RecipeError(args.recipe + ": the recipe has no evaluation data (the data set's own, or an eval: section)");
   }
@@ -37,6 +43,25 @@ void run_eval(const EvalArgs& args) {
 }
 
 }  // namespace
+
+CLI::Validator finite_between(double least, double most) {
+  const auto number = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return std::string(text);
+  };
+  const std::string range = "a number from " + number(least) + " to " + number(most);
+  return CLI::Validator(
+      [least, most, range](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < least || v > most) {
+          return "expected " + range + ", got '" + one_line(text, 40) + "'";
+        }
+        return {};
+      },
+      range);
+}
 
 void add_device_option(CLI::App* cmd, std::string& device) {
   cmd->add_option("--device", device, "where to run: auto, cpu, cuda or cuda:N (default: the recipe's device)");

@@ -32,11 +32,23 @@ struct BuiltModel {
   std::shared_ptr<Model> model;
   std::vector<int64_t> input_shape;
   std::vector<std::shared_ptr<Algorithm>> algorithms;  // the recipe's: its model surgery applies
+  int64_t vocab = 0;  // a language model's: its inputs are token ids below this (0: float inputs)
 };
 
 BuiltModel from_recipe(const Recipe& recipe) {
   TrainingRun run = build_run(recipe);
-  return {run.options.model(), run.model_spec.input_shape(), run.options.algorithms()};
+  const bool tokens = run.train_data->tokens_per_example() > 0;
+  return {run.options.model(), run.model_spec.input_shape(), run.options.algorithms(),
+          tokens ? run.model_spec.num_classes() : 0};
+}
+
+// An example input to trace the model with: token ids for a language model, else values.
+at::Tensor example_input(const BuiltModel& built, c10::Device device) {
+  std::vector<int64_t> shape = {2};
+  shape.insert(shape.end(), built.input_shape.begin(), built.input_shape.end());
+  torch::manual_seed(0);
+  if (built.vocab > 0) return torch::randint(built.vocab, shape, torch::kLong).to(device);
+  return torch::randn(shape).to(device);
 }
 
 // The model the checkpoint was trained with: from --recipe, else from what baton train wrote
@@ -65,7 +77,8 @@ BuiltModel build_model(const ExportArgs& args) {
                             .arch(m.value("arch", nlohmann::json()));
     const std::string name = m.value("name", "");
     if (name == "torchscript") return {load_torchscript_classifier(m.value("path", "")), spec.input_shape(), {}};
-    return {make_model(name, spec), spec.input_shape(), {}};
+    const bool tokens = name.rfind("gpt", 0) == 0;  // gpt and gpt_space take token ids
+    return {make_model(name, spec), spec.input_shape(), {}, tokens ? spec.num_classes() : 0};
   }
   if (ckpt.meta.contains("recipe") && ckpt.meta["recipe"].is_string()) {
     return from_recipe(Recipe::parse(ckpt.meta["recipe"].get<std::string>(), args.checkpoint + " (its recipe)",
@@ -83,12 +96,8 @@ void run_export(ExportArgs args) {
     args.out = args.torchscript;
   }
   const std::string flag = args.torchscript.empty() ? "--out" : "--torchscript";
-  with_device({}, args.device);  // a device this machine has, before anything is read
-  std::error_code ec;
-  if (std::filesystem::weakly_canonical(args.out, ec) == std::filesystem::weakly_canonical(args.checkpoint, ec)) {
-    throw RecipeError(flag + " " + args.out + " is the file the model is read from; name another file");
-  }
-  check_write_target(args.out, flag);  // not over a device, a FIFO or a folder
+  with_device({}, args.device);                                  // a device this machine has, before anything is read
+  check_output(args.out, flag, {args.checkpoint, args.recipe});  // not over an input, a device, a FIFO, a folder
   check_weights_file(args.checkpoint);
   const c10::Device device = parse_device(args.device);
   BuiltModel built = build_model(args);
@@ -104,10 +113,7 @@ void run_export(ExportArgs args) {
                 tensors.size());
     return;
   }
-  std::vector<int64_t> shape = {2};
-  shape.insert(shape.end(), built.input_shape.begin(), built.input_shape.end());
-  torch::manual_seed(0);
-  const std::string bytes = export_torchscript(*built.model, torch::randn(shape).to(device));
+  const std::string bytes = export_torchscript(*built.model, example_input(built, device));
   write_file_atomically(args.out, bytes);
   std::printf("exported %s to %s (TorchScript, %zu bytes, input [N, %s)\n", args.checkpoint.c_str(), args.out.c_str(),
               bytes.size(), c10::str(at::IntArrayRef(built.input_shape)).substr(1).c_str());

@@ -7,16 +7,19 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "baton/core/device.h"
 #include "baton/core/options.h"
 #include "baton/io/file.h"
+#include "baton/io/text.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/ranks.h"
 #include "baton/train/recipe.h"
@@ -53,6 +56,11 @@ int failed(int code) {
 }
 
 int run(CLI::App& app, int argc, char** argv);
+
+// An error's text as one line: its first (a library's message may run on for many), its control
+// characters written out. baton's own errors are one line already: a name with a line break in it
+// is written out whole (one_line) instead.
+std::string first_line(const std::string& what) { return baton::one_line(what.substr(0, what.find('\n')), 2000); }
 
 // "0.1.0 (LibTorch 2.11.0 with CUDA, 1 GPU)": what this build can train on (and with which BLAS
 // kernels where LibTorch's BLAS is OpenBLAS: "0.1.0 (LibTorch 1.13.0, CPU only, OpenBLAS SkylakeX kernels)").
@@ -105,24 +113,35 @@ int run(CLI::App& app, int argc, char** argv) {
     std::fprintf(stderr, "%s%s (baton %s--help)\n", prefix().c_str(), e.what(), command.c_str());
     return baton::cli::kBadInput;
   } catch (const baton::RecipeError& e) {
-    std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
+    std::fprintf(stderr, "%s%s\n", prefix().c_str(), baton::one_line(e.what(), 2000).c_str());
     return failed(baton::cli::kBadInput);
   } catch (const baton::CheckpointError& e) {
-    std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
+    std::fprintf(stderr, "%s%s\n", prefix().c_str(), baton::one_line(e.what(), 2000).c_str());
     return failed(baton::cli::kBadInput);
   } catch (
       const baton::FileError& e) {  // a file given that is not one, too large, or a write target that is not a file
-    std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
+    std::fprintf(stderr, "%s%s\n", prefix().c_str(), baton::one_line(e.what(), 2000).c_str());
     return failed(baton::cli::kBadInput);
   } catch (const std::invalid_argument& e) {  // a value the library refused: bad input, named by the message
-    std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
+    std::fprintf(stderr, "%s%s\n", prefix().c_str(), baton::one_line(e.what(), 2000).c_str());
     return failed(baton::cli::kBadInput);
   } catch (const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
-    std::fprintf(stderr, "%s%s\n", prefix().c_str(), what.substr(0, what.find('\n')).c_str());
+    std::fprintf(stderr, "%s%s\n", prefix().c_str(), first_line(e.what_without_backtrace()).c_str());
+    return failed(baton::cli::kRunFailed);
+  } catch (const nlohmann::json::exception&) {  // its text is the library's, not a user's
+    std::fprintf(stderr,
+                 "%sa JSON document baton wrote or read is not what it expects (a bug: please report it "
+                 "with the command)\n",
+                 prefix().c_str());
+    return failed(baton::cli::kRunFailed);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "%sout of memory (a size from the input, or the model and batch, too large for this "
+                 "machine)\n",
+                 prefix().c_str());
     return failed(baton::cli::kRunFailed);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s%s\n", prefix().c_str(), e.what());
+    std::fprintf(stderr, "%s%s\n", prefix().c_str(), first_line(e.what()).c_str());
     return failed(baton::cli::kRunFailed);
   }
   return 0;

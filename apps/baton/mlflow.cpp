@@ -8,8 +8,10 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "baton/core/options.h"
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
+#include "baton/io/text.h"
 #include "baton/io/url.h"
 #include "baton/loggers/mlflow_logger.h"
 #include "commands.h"
@@ -28,6 +30,10 @@ int run_sync(const SyncArgs& args) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir.path(), ec)) throw FileError(args.run_dir + ": no such run folder");
   if (!std::filesystem::exists(dir.mlflow_unsent(), ec)) {
+    if (!std::filesystem::exists(dir.mlflow(), ec)) {
+      throw FileError(args.run_dir + ": not the folder of a run that logged to MLflow (no " +
+                      std::string(RunDir::kMlflow) + ", no " + RunDir::kMlflowUnsent + ")");
+    }
     std::printf("%s: nothing to send (no %s)\n", args.run_dir.c_str(), RunDir::kMlflowUnsent);
     return 0;
   }
@@ -39,8 +45,8 @@ int run_sync(const SyncArgs& args) {
   }
   MlflowOptions o;
   o.tracking_uri(args.tracking_uri.empty() ? header["tracking_uri"].get<std::string>() : args.tracking_uri);
-  if (!is_url(o.tracking_uri())) {
-    throw FileError(dir.mlflow_unsent().string() + ": tracking_uri '" + o.tracking_uri() +
+  if (!is_url(o.tracking_uri()) || one_line(o.tracking_uri()) != o.tracking_uri()) {
+    throw FileError(dir.mlflow_unsent().string() + ": tracking_uri '" + one_line(o.tracking_uri(), 100) +
                     "' is not http:// or https:// (give one with --tracking-uri)");
   }
   o.experiment(header.value("experiment", std::string("Default")))
@@ -54,7 +60,8 @@ int run_sync(const SyncArgs& args) {
   logger.start();
   logger.post_close();
   if (logger.unsent() > 0) return kRunFailed;  // the logger said what and why
-  std::printf("%s: sent to %s, run %s\n", args.run_dir.c_str(), o.tracking_uri().c_str(), logger.run_id().c_str());
+  std::printf("%s: sent to %s, run %s\n", args.run_dir.c_str(), o.tracking_uri().c_str(),
+              one_line(logger.run_id(), 100).c_str());  // the server's words: one line
   return 0;
 }
 
@@ -67,7 +74,8 @@ void add_mlflow(CLI::App& app) {
   CLI::App* sync = cmd->add_subcommand("sync", "send RUN_DIR/mlflow_unsent.jsonl to the run's MLflow run");
   sync->add_option("run_dir", args->run_dir, "the run folder")->required();
   sync->add_option("--tracking-uri", args->tracking_uri, "another server than the one the run had");
-  sync->add_option("--wait", args->wait, "seconds to keep trying a server that does not answer (default 60)");
+  sync->add_option("--wait", args->wait, "seconds to keep trying a server that does not answer (default 60)")
+      ->check(finite_between(0, 3600));
   sync->callback([args] {
     if (const int code = run_sync(*args); code != 0) throw CLI::RuntimeError(code);
   });

@@ -55,6 +55,9 @@ Series read_series(const std::string& run, const std::string& metric) {
 }
 
 void run_plot(const PlotArgs& args) {
+  std::vector<std::string> inputs;
+  for (const auto& run : args.runs) inputs.push_back(RunDir(run).metrics_jsonl().string());
+  check_output(args.out, "--out", inputs);
   std::vector<Series> series;
   std::size_t points = 0;
   for (const auto& run : args.runs) {

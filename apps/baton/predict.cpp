@@ -8,11 +8,15 @@
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
+#include "baton/core/options.h"
+#include "baton/core/precision.h"
 #include "baton/data/image_folder.h"
 #include "baton/data/readers.h"
 #include "baton/data/webdataset.h"
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
+#include "baton/io/text.h"
+#include "baton/io/write.h"
 #include "baton/train/recipe.h"
 #include "commands.h"
 
@@ -26,6 +30,7 @@ struct PredictArgs {
   std::string inputs;
   std::string out = "predictions.npy";
   std::string device;
+  double max_output_mib = 1024;
 };
 
 // An image file or a folder: what `--inputs` names when the model trained on image folders.
@@ -55,8 +60,12 @@ std::vector<std::string> class_names(const std::string& weights, const Dataset& 
 
 void run_predict(const PredictArgs& args) {
   const std::vector<std::string> sets = with_device(args.sets, args.device);
+  check_output(args.out, "--out", {args.load, args.inputs, args.recipe});  // before anything is read
+  std::error_code ec;
+  const bool replacing = std::filesystem::exists(args.out, ec);
   check_weights_file(args.load);  // before the data is read
   TrainingRun run = build_run(Recipe::load(args.recipe, sets));
+  if (!run.precision_chosen) run.options.precision(Precision::kFp32);  // outputs not rounded by `auto`
   const auto trainer = trainer_with_weights(run.options, args.load);
   std::shared_ptr<Dataset> data = run.eval_data;
   std::shared_ptr<ImageFolder> images;  // --inputs of image files
@@ -86,21 +95,30 @@ void run_predict(const PredictArgs& args) {
   if (!data) throw RecipeError(args.recipe + ": no evaluation data to predict on; give --inputs FILE");
   if (data->size() == 0)
     throw RecipeError((args.inputs.empty() ? args.recipe : args.inputs) + ": no examples to predict on");
-  DataLoader loader(data, DataLoaderOptions().batch_size(1000).shuffle(false));
-  const at::Tensor logits = torch::cat(trainer->predict(loader)).to(torch::kCPU);
+  // The evaluation's batches: eval_subset_num_batches counts the same batches as in eval.
+  const auto& evaluators = run.options.eval_dataloaders();
+  const int64_t batch = evaluators.empty() ? 1000 : evaluators.front().loader->batch_size();
+  DataLoader loader(data, DataLoaderOptions().batch_size(batch).shuffle(false));
+  const at::Tensor logits =
+      torch::cat(trainer->predict(loader, static_cast<std::uint64_t>(args.max_output_mib * (1 << 20)))).to(torch::kCPU);
   write_npy(args.out, logits);
   if (images) {  // FILE: CLASS (probability)
     const at::Tensor p = torch::softmax(logits.to(torch::kFloat), 1);
     const auto [best, label] = p.max(1);
     for (int64_t i = 0; i < logits.size(0); ++i) {
       const int64_t c = label[i].item<int64_t>();
-      std::printf("%s: %s (%.3f)\n", images->files()[i].c_str(),
+      std::printf("%s: %s (%.3f)\n", one_line(images->files()[i], 4096).c_str(),  // a newline in a name: \n
                   c < static_cast<int64_t>(classes.size()) ? classes[c].c_str() : std::to_string(c).c_str(),
                   best[i].item<double>());
     }
   }
-  std::printf("predicted %lld examples: outputs %s written to %s\n", static_cast<long long>(logits.size(0)),
-              c10::str(logits.sizes()).c_str(), args.out.c_str());
+  std::printf("predicted %lld examples: outputs %s written to %s%s\n", static_cast<long long>(logits.size(0)),
+              c10::str(logits.sizes()).c_str(), args.out.c_str(), replacing ? " (replacing the file there)" : "");
+  if (logits.size(0) < data->size()) {
+    std::printf("(the first %lld of %lld examples: eval_subset_num_batches is %lld)\n",
+                static_cast<long long>(logits.size(0)), static_cast<long long>(data->size()),
+                static_cast<long long>(run.options.eval_subset_num_batches()));
+  }
 }
 
 }  // namespace
@@ -115,6 +133,9 @@ void add_predict(CLI::App& app) {
                   "recipe's evaluation data)");
   cmd->add_option("--out", args->out, "where to write the outputs as .npy (default: predictions.npy)");
   cmd->add_option("--set", args->sets, "override a recipe key: key.path=value (repeatable)");
+  cmd->add_option("--max-output-mib", args->max_output_mib,
+                  "refuse outputs larger than this many MiB in all (default 1024: a language model's logits add up)")
+      ->check(finite_between(1, 1 << 30));
   add_device_option(cmd, args->device);
   cmd->callback([args] { run_predict(*args); });
 }

@@ -11,16 +11,20 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "baton/core/device.h"
+#include "baton/core/options.h"
 #include "baton/exec/experiment.h"
 #include "baton/exec/search.h"
 #include "baton/exec/storage.h"
 #include "baton/io/file.h"
+#include "baton/io/write.h"
 #include "baton/loggers/mlflow_logger.h"
 #include "baton/loggers/registry.h"
 #include "baton/models/zoo.h"
@@ -219,8 +223,24 @@ int run_spos(const ExperimentOptions& options) {
 }
 
 // The flags become an Experiment (src/exec/experiment.cpp: what the search does); a signal stops it.
+// --devices of a recipe's search: each trial trains on its devices, so they must be this machine's
+// CUDA devices (else every trial would train on the CPU, silently).
+void check_recipe_devices(const ExperimentOptions& options) {
+  if (options.recipe().empty() || options.devices().empty()) return;
+  const int count = cuda_device_count();
+  for (const std::string& d : options.devices()) {
+    const bool index = !d.empty() && d.find_first_not_of("0123456789") == std::string::npos && d.size() < 5;
+    if (count == 0 || (index && std::stoi(d) >= count)) {
+      throw BadInput("--devices " + join_names(options.devices(), ",") + ": this machine has " + std::to_string(count) +
+                     " CUDA device(s), so the trials would train on the CPU: name devices "
+                     "it has (nvidia-smi -L), or leave --devices out");
+    }
+  }
+}
+
 int run_search_command(ExperimentOptions options, const std::string& model_space_name, int fuse) {
   options.trainer(self_exe());
+  check_recipe_devices(options);
   if (!model_space_name.empty()) {
     use_model_space(model_space_name, options);
   } else if (options.space().empty()) {
@@ -370,6 +390,7 @@ int run_trials_pareto(const std::string& url, bool json) {
 // the search's recipe with its --set overrides and the trial's parameters (a model space's
 // architecture: model.name and model.arch), which `baton train OUT` trains again.
 int run_nas_export(const std::string& url, std::optional<int64_t> id, const std::string& out) {
+  check_output(out, "--out", {storage_file(url)});  // never over the search's storage
   auto storage = open_existing(url);
   const auto meta = storage->meta("search").value_or(nlohmann::json::object());
   const std::string recipe = meta.is_object() ? meta.value("recipe", std::string()) : std::string();
@@ -395,25 +416,11 @@ int run_nas_export(const std::string& url, std::optional<int64_t> id, const std:
   } catch (const std::runtime_error& e) {
     throw BadInput("the search's recipe: " + std::string(e.what()));
   }
-  try {
-    check_write_target(out, "--out");  // not a folder, a device or a FIFO
-  } catch (const FileError& e) {
-    throw BadInput(e.what());
-  }
-  const std::string tmp = out + ".tmp";
-  {
-    std::ofstream file(tmp);
-    file << "# trial " << trial->id << " (" << to_string(trial->status) << ", " << final_text(*trial)
-         << ") of the search in " << url << "\n# baton train " << out << " trains it again\n"
-         << yaml << (yaml.empty() || yaml.back() != '\n' ? "\n" : "");
-    if (!file.flush()) throw BadInput(out + ": cannot write here (is its folder there, and writable?)");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, out, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw BadInput(out + ": cannot write here (is its folder there, and writable?)");
-  }
+  std::ostringstream text;
+  text << "# trial " << trial->id << " (" << to_string(trial->status) << ", " << final_text(*trial)
+       << ") of the search in " << redact_storage_url(url) << "\n# baton train " << out << " trains it again\n"
+       << yaml << (yaml.empty() || yaml.back() != '\n' ? "\n" : "");
+  write_file_atomically(out, text.str());
   std::printf("wrote %s: trial %lld (%s, %s) %s\n", out.c_str(), static_cast<long long>(trial->id),
               to_string(trial->status).c_str(), final_text(*trial).c_str(), trial->parameters.dump().c_str());
   return 0;

@@ -24,6 +24,8 @@
 #include "baton/exec/space.h"
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
+#include "baton/io/text.h"
+#include "baton/io/url.h"
 #include "baton/io/write.h"
 #include "baton/loggers/mlflow_logger.h"
 #include "baton/loggers/registry.h"
@@ -49,6 +51,7 @@ std::atomic<int> g_signal{0};
 
 extern "C" void on_stop_signal(int sig) {
   if (g_signal.exchange(sig) != 0) _exit(128 + sig);
+  stop_transfers();  // a shard server that stalls never keeps the run from stopping
 }
 
 // Stops the run after the batch once it is asked to (a signal, the search).
@@ -113,9 +116,50 @@ fs::path move_aside(const fs::path& folder, const std::vector<std::string>& name
   return aside;
 }
 
+// The files of `folder` that are not this run's checkpoints: another save_filename's, or unreadable.
+std::vector<std::string> other_files(const fs::path& folder) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name != "latest" && !name.starts_with(".")) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// --autoresume in a folder with a run but no checkpoint of this recipe to resume from: a run killed
+// before its first checkpoint (the same recipe) starts over with its files moved aside; a run this
+// one does not continue (finished, another save_filename or model, another recipe) is refused.
+void start_over_or_refuse(const fs::path& dir, const std::vector<std::string>& previous, const TrainingRun& run,
+                          const std::string& resolved_yaml, std::FILE* out) {
+  const fs::path save = run.options.save_folder();
+  if (!save.empty() && !find_resumable_checkpoint(save.string(), run.options.save_filename()).empty()) return;
+  std::error_code ec;
+  const RunDir files(dir);
+  std::string why;
+  if (fs::exists(files.summary(), ec) || fs::exists(files.model(), ec)) {
+    why = "a finished run";
+  } else if (const auto others = save.empty() ? std::vector<std::string>{} : other_files(save); !others.empty()) {
+    why = "checkpoints this recipe's save_filename '" + run.options.save_filename() + "' does not make (" +
+          join_names(others) + ")";
+  } else if (fs::is_regular_file(files.recipe(), ec) &&
+             read_file(files.recipe().string(), {.what = "the run's recipe"}) != resolved_yaml) {
+    why = "the run of another recipe (its recipe.yaml differs)";
+  }
+  if (!why.empty()) {
+    throw RecipeError(dir.string() + ": --autoresume has nothing to resume here: the folder holds " + why +
+                      ", and starting over would replace its " + join_names(previous) +
+                      "; --overwrite starts over (moving them aside), or give another --run-dir");
+  }
+  std::fprintf(out, "baton train: no checkpoint in %s to resume from: starting over (the files there moved to %s)\n",
+               dir.string().c_str(), move_aside(dir, previous).string().c_str());
+}
+
 // A run folder that already holds a run is continued (--autoresume), started over with the old
 // files moved aside (--overwrite), or refused: silently writing over it would lose them.
-void prepare_run_folder(const fs::path& dir, const TrainArgs& args, const TrainingRun& run, std::FILE* out) {
+void prepare_run_folder(const fs::path& dir, const TrainArgs& args, const TrainingRun& run,
+                        const std::string& resolved_yaml, std::FILE* out) {
   const std::vector<std::string> previous = present(dir, RunDir::run_files());
   if (previous.empty()) return;
   if (args.overwrite) {
@@ -128,7 +172,7 @@ void prepare_run_folder(const fs::path& dir, const TrainArgs& args, const Traini
     if (!save.empty() && !files.empty()) move_aside(save, files);
     return;
   }
-  if (args.autoresume) return;
+  if (args.autoresume) return start_over_or_refuse(dir, previous, run, resolved_yaml, out);
   throw RecipeError(dir.string() + ": a run is already there (" + join_names(previous) +
                     "); --autoresume continues it, --overwrite starts over (moving its files aside), or give "
                     "another --run-dir");
@@ -458,7 +502,7 @@ int run_training(const TrainArgs& args, const RunLink& link) {
   if (writes) {
     claimed = claim_run_dir(dir);
     try {
-      prepare_run_folder(dir, args, run, link.out);
+      prepare_run_folder(dir, args, run, recipe.resolved_yaml(), link.out);
     } catch (...) {
       release_refused(claimed);
       throw;
@@ -519,7 +563,16 @@ int run_training(const TrainArgs& args, const RunLink& link) {
     }
   }
   print_start(trainer, run, writes, link.out);
-  trainer.fit();
+  try {
+    trainer.fit();
+  } catch (const std::exception& e) {
+    const int sig = link.stop_signal();
+    if (sig == 0) throw;
+    // Asked to stop while a batch was being read (its transfer ended): the last checkpoint stands.
+    std::fprintf(link.out, "stopped by signal %d during batch %lld (%s); resume with --autoresume\n", sig,
+                 static_cast<long long>(trainer.state().timestamp.batch() + 1), one_line(e.what()).c_str());
+    return 128 + sig;
+  }
   // Fused trials go on without this one (one that stopped early, or ended first).
   if (run.options.train_dataloader()) run.options.train_dataloader()->leave_shared_batches();
   for (const Evaluator& evaluator : run.options.eval_dataloaders()) evaluator.loader->leave_shared_batches();

@@ -30,6 +30,7 @@
 #include "baton/io/csv.h"
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
+#include "baton/io/text.h"
 #include "baton/io/url.h"
 #include "baton/io/write.h"
 

@@ -30,6 +30,7 @@ const ConfiguredRegistry<Callback>& callback_registry() {
              o.read("patience", e.patience());
              o.read("min_delta", e.min_delta());
              o.read("comparison", e.comparison());
+             o.read("restore_best", e.restore_best());
              return std::make_shared<EarlyStopper>(e);
            }},
           {"speed_monitor",

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
+#include <torch/torch.h>
 
 #include "baton/core/logger.h"
 #include "baton/core/state.h"
@@ -25,6 +26,21 @@ bool greater_is_better(Comparison comparison, const std::string& metric) {
   if (comparison == Comparison::kGe) return true;
   if (comparison == Comparison::kLe) return false;
   return metric.find("loss") == std::string::npos && metric.find("error") == std::string::npos;
+}
+
+// The model's parameters and buffers, copied to host memory.
+std::vector<at::Tensor> weights_of(const torch::nn::Module& model) {
+  std::vector<at::Tensor> out;
+  for (const auto& p : model.parameters()) out.push_back(p.detach().to(torch::kCPU, /*non_blocking=*/false, true));
+  for (const auto& b : model.buffers()) out.push_back(b.detach().to(torch::kCPU, /*non_blocking=*/false, true));
+  return out;
+}
+
+void restore_weights(torch::nn::Module& model, const std::vector<at::Tensor>& saved) {
+  torch::NoGradGuard no_grad;
+  std::size_t i = 0;
+  for (auto& p : model.parameters()) p.copy_(saved.at(i++));
+  for (auto& b : model.buffers()) b.copy_(saved.at(i++));
 }
 
 }  // namespace
@@ -72,11 +88,19 @@ void EarlyStopper::eval_end(State& state, Logger& /*logger*/) {
   if (improved) {
     best_ = *value;
     best_at_ = now;
+    if (options_.restore_best() && state.model) best_weights_ = weights_of(*state.model);
     return;
   }
   if (now - best_at_ >= options_.patience().count()) {
-    spdlog::info("early_stopper: {} has not improved on {:.4f} for {}; stopping at {}", options_.monitor(), *best_,
-                 options_.patience().to_string(), state.timestamp.to_string());
+    std::string restored;
+    if (options_.restore_best() && state.model && !best_weights_.empty()) {
+      restore_weights(*state.model, best_weights_);
+      restored = "; the weights of the best evaluation restored";
+    } else if (options_.restore_best()) {
+      restored = "; the best evaluation was before the run resumed: its weights are not kept, the last stay";
+    }
+    spdlog::info("early_stopper: {} has not improved on {:.4f} for {}; stopping at {}{}", options_.monitor(), *best_,
+                 options_.patience().to_string(), state.timestamp.to_string(), restored);
     state.stop_training();
   }
 }

@@ -16,6 +16,44 @@ std::string trimmed(std::string_view text) {
   return std::string(text);
 }
 
+namespace {
+
+// Edits (insert, delete, replace, swap two neighbours) from `a` to `b`, case aside.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  const auto same = [&](std::size_t i, std::size_t j) {
+    return std::tolower(static_cast<unsigned char>(a[i])) == std::tolower(static_cast<unsigned char>(b[j]));
+  };
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (same(i - 1, j - 1) ? 0 : 1)});
+      if (i > 1 && j > 1 && same(i - 1, j - 2) && same(i - 2, j - 1)) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::string closest_name(std::string_view name, const std::vector<std::string>& known) {
+  if (name.size() > 256) return {};  // not a typo; and the distance grows with the square
+  const std::size_t most = std::max<std::size_t>(1, name.size() / 3);
+  std::string best;
+  std::size_t best_distance = most + 1;
+  for (const std::string& k : known) {
+    if (k == name || k.size() > name.size() + most || name.size() > k.size() + most) continue;
+    if (const std::size_t d = edit_distance(name, k); d < best_distance) best = k, best_distance = d;
+  }
+  return best;
+}
+
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& known) {
+  const std::string close = closest_name(name, known);
+  return close.empty() ? std::string() : "; did you mean '" + close + "'?";
+}
+
 OptionReader::OptionReader(std::string owner, const nlohmann::json& json)
     : OptionReader(std::vector<std::string>{std::move(owner)}, json, nullptr) {}
 
@@ -128,7 +166,8 @@ void OptionReader::check_keys(const std::vector<std::string>& known) const {
   for (const std::string& key : keys()) {  // in written order: the first typo is the one reported
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     const std::string in = path_.empty() ? "" : " in " + dotted();
-    raise(key, true, "", "unknown key '" + dotted(key) + "' (known" + in + ": " + join_names(known) + ")");
+    raise(key, true, "",
+          "unknown key '" + dotted(key) + "' (known" + in + ": " + join_names(known) + ")" + did_you_mean(key, known));
   }
 }
 
@@ -136,7 +175,8 @@ void OptionReader::finish() const {
   if (!json_.is_object()) return;
   for (const auto& item : json_.items()) {
     if (std::find(known_.begin(), known_.end(), item.key()) != known_.end()) continue;
-    fail_at_key(item.key(), "unknown option (known: " + (known_.empty() ? "none" : join_names(known_)) + ")");
+    fail_at_key(item.key(), "unknown option (known: " + (known_.empty() ? "none" : join_names(known_)) + ")" +
+                                did_you_mean(item.key(), known_));
   }
 }
 

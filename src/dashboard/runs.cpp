@@ -137,6 +137,15 @@ std::string Run::status() const {
   return std::min(age_s(RunDir(dir_).metrics_jsonl()), age_s(RunDir(dir_).checkpoints())) < 60 ? "running" : "failed";
 }
 
+// The folder's name; a recipe search's trial (SEARCH/trials/ID) as "SEARCH/trial-ID", not "3".
+std::string Run::display_name() const {
+  const fs::path parent = dir_.parent_path();
+  if (parent.filename() == "trials" && !parent.parent_path().filename().empty()) {
+    return parent.parent_path().filename().string() + "/trial-" + dir_.filename().string();
+  }
+  return dir_.filename().string();
+}
+
 nlohmann::json Run::row() const {
   auto last = [&](const std::string& key) -> nlohmann::json {
     auto it = metrics_.find(key);
@@ -147,7 +156,7 @@ nlohmann::json Run::row() const {
     for (const auto& p : it->second) best = best.is_null() ? p.value : std::max(best.get<double>(), p.value);
   }
   nlohmann::json row = {{"id", id_},
-                        {"name", dir_.filename().string()},
+                        {"name", display_name()},
                         {"path", dir_.string()},
                         {"status", status()},
                         {"steps", last_step_},

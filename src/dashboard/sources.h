@@ -30,8 +30,9 @@ class Run {
   // Files are read only when they resolve inside `root` (the folder given to the dashboard).
   Run(std::string id, std::filesystem::path dir, std::filesystem::path root);
   void refresh();
-  nlohmann::json row() const;     // the runs table's row
-  nlohmann::json detail() const;  // recipe, summary, checkpoints, traces, metric names, problems
+  nlohmann::json row() const;        // the runs table's row
+  nlohmann::json detail() const;     // recipe, summary, checkpoints, traces, metric names, problems
+  std::string display_name() const;  // the folder's name; a search's trial's: SEARCH/trial-ID
   // `keys`' curves against x = "step", "epoch" (when the run logs wall_clock/epoch_s at each
   // epoch's end, as the speed monitor does) or "time" (seconds since the first line), at most about
   // `points` points each: every bucket of steps keeps its first, lowest and highest value.

@@ -50,10 +50,20 @@ void on_jpeg_error(j_common_ptr info) {
   std::longjmp(errors->jump, 1);
 }
 
-// Warnings: a file that ends early is an error (its last rows would be gray); other warnings
-// (extraneous bytes before a marker, common in real files) are what every decoder ignores.
+// Warnings about the image data are errors: a file that ends early, an end-of-image marker in the
+// middle (JWRN_HIT_MARKER), a bad Huffman code or lost restart markers would give gray or garbled
+// rows that look like an image. Extraneous bytes before a marker (common in real files, harmless)
+// and the rest are what every decoder ignores.
 void on_jpeg_message(j_common_ptr info, int level) {
-  if (level < 0 && info->err->msg_code == JWRN_JPEG_EOF) on_jpeg_error(info);
+  if (level >= 0) return;
+  switch (info->err->msg_code) {
+    case JWRN_JPEG_EOF:
+    case JWRN_HIT_MARKER:
+    case JWRN_HUFF_BAD_CODE:
+    case JWRN_MUST_RESYNC:
+    case JWRN_BOGUS_PROGRESSION: on_jpeg_error(info); break;
+    default: break;
+  }
 }
 
 // One decompression. Each step catches libjpeg's error (a longjmp) in a function of its own whose
@@ -201,9 +211,8 @@ void begin_png(PngImage& png, std::string_view bytes, const std::string& name) {
     fail(name, std::string("not a readable PNG (") + png.image.message + ")");
   }
   check_dimensions(name, png.image.height, png.image.width);
-  if (png.image.format & PNG_FORMAT_FLAG_COLORMAP) {
-    fail(name, "a PNG with palette pixels; write it as 8-bit gray or RGB (e.g. convert IN -type TrueColor OUT)");
-  }
+  // Palette pixels (PIL's mode P) are expanded by libpng to the gray or RGB asked for, with their
+  // transparency as alpha.
   if (png.image.format & PNG_FORMAT_FLAG_LINEAR) {
     fail(name, "a PNG with 16-bit pixels; write it with 8 bits a channel (e.g. convert IN -depth 8 OUT)");
   }
@@ -212,7 +221,7 @@ void begin_png(PngImage& png, std::string_view bytes, const std::string& name) {
 Decoded decode_png(std::string_view bytes, const std::string& name, int channels) {
   PngImage png;
   begin_png(png, bytes, name);
-  const bool alpha = png.image.format & PNG_FORMAT_FLAG_ALPHA;
+  const bool alpha = (png.image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
   // With alpha, read it and drop it (as PIL's convert does: no compositing).
   const int read_channels = channels + (alpha ? 1 : 0);
   png.image.format =

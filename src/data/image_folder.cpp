@@ -8,6 +8,7 @@
 
 #include "baton/core/options.h"
 #include "baton/io/file.h"
+#include "baton/io/text.h"
 #include "data/image_pipeline.h"
 
 namespace baton {
@@ -46,14 +47,22 @@ std::vector<std::string> image_files(const fs::path& dir) {
 std::shared_ptr<ImageFolder> ImageFolder::from_dir(const std::string& dir, ImageFolderOptions options,
                                                    std::vector<std::string> classes) {
   std::error_code error;
-  if (!fs::is_directory(dir, error)) throw ImageError(dir + ": " + file_kind(dir) + ", not a folder of class folders");
+  if (!fs::is_directory(dir, error)) {
+    const std::string kind = file_kind(dir);
+    throw ImageError(dir + ": " + kind + ", not a folder of class folders" +
+                     (kind == "nothing" ? where_relative(dir) : std::string()));
+  }
   std::vector<std::string> found;
   for (const auto& entry : fs::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
     if (!entry.is_directory(error) || name[0] == '.') continue;
     if (name.find_first_of("\r\n") != std::string::npos)
-      throw ImageError(entry.path().string() +
+      throw ImageError(one_line(entry.path().string()) +
                        ": a class folder whose name holds a line break (classes.txt has a line a class)");
+    if (valid_utf8_prefix(name) != name.size()) {  // a class name goes into checkpoints, JSON and classes.txt
+      throw ImageError(one_line(entry.path().string()) +
+                       ": a class folder whose name is not UTF-8; rename it (convmv -f latin1 -t utf8 -r --notest)");
+    }
     found.push_back(name);
   }
   if (error) throw ImageError(dir + ": cannot be listed (" + error.message() + ")");
@@ -94,13 +103,16 @@ std::shared_ptr<ImageFolder> ImageFolder::from_list(const std::string& list, Ima
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (trimmed(line).empty()) continue;
     const size_t comma = line.rfind(',');
-    if (comma == std::string::npos) throw ImageError(where + ": expected path,label, got '" + line.substr(0, 80) + "'");
+    if (comma == std::string::npos) throw ImageError(where + ": expected path,label, got '" + one_line(line, 80) + "'");
     const std::string path = trimmed(line.substr(0, comma)), label = trimmed(line.substr(comma + 1));
     if (number == 1 && path == "path" && label == "label") continue;  // a header
     int64_t value = -1;
     if (label.empty() || label.size() > 9 || label.find_first_not_of("0123456789") != std::string::npos ||
         (value = std::stoll(label)) < 0) {
-      throw ImageError(where + ": the label '" + label.substr(0, 40) + "' is not a class index (0, 1, ...)");
+      throw ImageError(where + ": the label '" + one_line(label, 40) + "' is not a class index (0, 1, ...)");
+    }
+    if (value >= kMaxClasses) {  // a label makes that many class names
+      throw ImageError(where + ": the label " + label + " is more than 1,000,000 classes can have");
     }
     if (path.empty()) throw ImageError(where + ": an empty path");
     files.push_back(fs::path(path).is_absolute() ? path : (base / path).string());
@@ -158,6 +170,7 @@ void ImageFolder::check_headers(const std::string& origin) {
     try {
       // The header is in the first bytes; reading the whole file costs little more and checks it is regular.
       sizes_[i] = image_size(read_image_file(files_[i]), files_[i]);
+      pipeline_->check_plan(sizes_[i], files_[i], i);  // smaller than a crop: found now, not mid-run
     } catch (const ImageError& e) {
       if (options().bad_files() == BadFiles::kError) throw;
       errors[i] = e.what();

@@ -104,8 +104,10 @@ ImagePipeline::ImagePipeline(ImageFolderOptions options)
   const int channels = options_.channels();
   if (channels != 1 && channels != 3)
     throw std::invalid_argument("channels must be 1 or 3, got " + std::to_string(channels));
-  if (options_.image_size() < 1 || options_.image_size() > 65535)
-    throw std::invalid_argument("image_size must be from 1 to 65535, got " + std::to_string(options_.image_size()));
+  if (options_.image_size() < 1 || options_.image_size() > kMaxImageSide) {
+    throw std::invalid_argument("image_size must be from 1 to " + std::to_string(kMaxImageSide) + ", got " +
+                                std::to_string(options_.image_size()));
+  }
   std::vector<double> mean = options_.mean(), std = options_.std();
   if (mean.empty()) mean = channels == 3 ? std::vector<double>{0.485, 0.456, 0.406} : std::vector<double>{0.5};
   if (std.empty()) std = channels == 3 ? std::vector<double>{0.229, 0.224, 0.225} : std::vector<double>{0.5};
@@ -124,6 +126,16 @@ ImagePipeline::ImagePipeline(ImageFolderOptions options)
 ImagePipeline::~ImagePipeline() = default;
 
 void ImagePipeline::run(int64_t n, const std::function<void(int64_t)>& f) const { pool_->run(n, f); }
+
+void ImagePipeline::check_plan(ImageSize size, const std::string& name, int64_t index) const {
+  ExampleRng rng(options_.seed(), 0, index);
+  try {
+    transforms_.plan(size, rng);
+  } catch (const ImageError& e) {
+    const std::string why = e.what();
+    throw ImageError(why.rfind(name + ": ", 0) == 0 ? why : name + ": " + why);
+  }
+}
 
 void ImagePipeline::render(std::string_view bytes, const std::string& name, std::optional<ImageSize> size,
                            int64_t index, int64_t epoch, at::Tensor& out) const {

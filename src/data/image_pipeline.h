@@ -40,6 +40,10 @@ class ImagePipeline {
   void render(std::string_view bytes, const std::string& name, std::optional<ImageSize> size, int64_t index,
               int64_t epoch, at::Tensor& out) const;
 
+  // Throws ImageError (naming `name`) when an image of `size` cannot go through the transforms (a
+  // crop larger than it): what would fail mid-run is found when the data set is built.
+  void check_plan(ImageSize size, const std::string& name, int64_t index) const;
+
   // A batch of the examples `indices` of a data set of `count`: example(id, out) renders example id
   // into out and returns its label. With bad_files: skip, an example that throws ImageError is
   // replaced by the next one ((id + 1) % count) and reported. uint8 [N, C, H, W] (channels-last

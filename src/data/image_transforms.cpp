@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "baton/core/options.h"
+#include "baton/data/image_folder.h"
 #include "baton/data/images.h"
 #include "data/image_codec.h"
 
@@ -19,8 +20,10 @@ std::string size_text(ImageSize s) { return std::to_string(s.width) + "x" + std:
 // A size given as N (a square) or [height, width].
 ImageSize read_size(const nlohmann::json& v, const std::string& where) {
   auto side = [&](const nlohmann::json& n) {
-    if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > 65535)
-      throw std::invalid_argument(where + ": expected a size in pixels from 1 to 65535, got '" + n.dump() + "'");
+    if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > kMaxImageSide) {
+      throw std::invalid_argument(where + ": expected a size in pixels from 1 to " + std::to_string(kMaxImageSide) +
+                                  ", got '" + n.dump() + "'");
+    }
     return n.get<int64_t>();
   };
   if (v.is_array() && v.size() == 2) return {side(v[0]), side(v[1])};

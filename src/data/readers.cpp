@@ -14,6 +14,7 @@
 
 #include "array_layout.h"
 #include "baton/io/file.h"
+#include "baton/io/write.h"
 
 namespace baton {
 namespace {
@@ -110,16 +111,12 @@ void write_npy(const std::string& path, const at::Tensor& tensor) {
   std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   header.append(63 - (10 + header.size()) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  if (!out) fail(path, std::string("cannot write: ") + std::strerror(errno));
-  const char magic[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
-  out.write(magic, sizeof magic);
-  const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff),
-                                static_cast<unsigned char>(header.size() >> 8)};
-  out.write(reinterpret_cast<const char*>(len), 2);
-  out << header;
-  out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
-  if (!out) fail(path, "write failed");
+  std::string bytes = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  bytes.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  write_file_atomically(path, bytes);  // a full disk leaves the file there before intact
 }
 
 at::Tensor as_float_inputs(at::Tensor raw) {

@@ -54,8 +54,9 @@ std::vector<std::string> text_files(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (ec || !fs::exists(status)) {
-    throw std::runtime_error(path + ": no such file or folder" +
-                             (path == kDefaultTextPath ? " (install Debian's fortunes package)" : ""));
+    throw std::runtime_error(
+        path + ": no such file or folder" +
+        (path == kDefaultTextPath ? " (install Debian's fortunes package)" : where_relative(path)));
   }
   if (!fs::is_directory(status)) return {path};
   std::vector<std::string> files;

@@ -4,14 +4,17 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <filesystem>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 #include <utility>
 
 #include "baton/data/text.h"
 #include "baton/data/tokens.h"
 #include "baton/io/file.h"
+#include "baton/io/text.h"
 #include "baton/io/write.h"
 #include "data/spm/spm_api.h"
 
@@ -44,7 +47,39 @@ void check_texts(const std::vector<std::string>& files) {
   }
 }
 
-// The lines of the texts, one file in memory at a time, handed to SentencePiece's trainer.
+// Lines are handed to SentencePiece in pieces of at most this many bytes when training (its
+// max_sentence_length: a longer one it would skip, silently) and when encoding (a 200 MB line would
+// take gigabytes inside SentencePiece).
+constexpr std::size_t kTrainingPiece = 16384;
+constexpr std::size_t kEncodingPiece = 1 << 16;
+
+// The next piece of `line` from `at`: at most `most` bytes, cut after the last space or tab in it
+// (else at a character's boundary), so a long line's pieces join back to it exactly.
+std::string_view next_piece(std::string_view line, std::size_t at, std::size_t most) {
+  std::string_view rest = line.substr(at);
+  if (rest.size() <= most) return rest;
+  const std::size_t space = rest.substr(0, most).find_last_of(" \t");
+  if (space != std::string_view::npos && space > most / 2) return rest.substr(0, space + 1);
+  std::size_t cut = most;
+  while (cut > 0 && (static_cast<unsigned char>(rest[cut]) & 0xc0) == 0x80) --cut;  // not inside a character
+  return rest.substr(0, cut > 0 ? cut : most);
+}
+
+// A text SentencePiece reads must be UTF-8: it turns other bytes into U+FFFD, and decoding would not
+// give the text back. Throws naming the file, the line and the byte.
+void check_utf8(const std::string& text, const std::string& file) {
+  const std::size_t valid = valid_utf8_prefix(text);
+  if (valid == text.size()) return;
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(valid), '\n');
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[valid]));
+  throw std::runtime_error(file + ":" + std::to_string(line) + ": byte " + std::to_string(valid) + " (" + byte +
+                           ") is not UTF-8; the tokenizer would replace it and decoding would not give the text "
+                           "back: convert the file to UTF-8 (iconv -f LATIN1 -t UTF-8)");
+}
+
+// The lines of the texts, one file in memory at a time, handed to SentencePiece's trainer (a long
+// line in pieces it keeps).
 class Lines {
  public:
   explicit Lines(std::vector<std::string> files) : files_(std::move(files)) {}
@@ -68,14 +103,17 @@ class Lines {
     while (true) {
       if (at_ < text_.size()) {
         const std::size_t end = std::min(text_.find('\n', at_), text_.size());
+        const std::string_view piece = next_piece(std::string_view(text_).substr(0, end), at_, kTrainingPiece);
         line_start_ = at_;
-        line_size_ = end - at_;
-        at_ = end + 1;
+        line_size_ = piece.size();
+        at_ += piece.size();
+        if (at_ == end) ++at_;  // past the line's end
         if (line_size_ > 0) return true;
         continue;
       }
       if (next_file_ == files_.size()) return false;
-      text_ = read_text_file(files_[next_file_++]);
+      text_ = read_text_file(files_[next_file_]);
+      check_utf8(text_, files_[next_file_++]);
       at_ = 0;
     }
   }
@@ -269,9 +307,15 @@ TokenizeSummary tokenize_files(const std::vector<std::string>& texts, const Toke
   for (const std::string& file : files) {
     std::vector<uint16_t> ids;
     const std::string text = read_text_file(file);
+    check_utf8(text, file);
     for (std::size_t at = 0; at < text.size();) {
       const std::size_t end = std::min(text.find('\n', at), text.size());
-      for (int id : tokenizer.encode(text.substr(at, end - at))) ids.push_back(static_cast<uint16_t>(id));
+      const std::string_view line = std::string_view(text).substr(0, end);
+      for (std::size_t from = at; from < end;) {  // a long line in pieces: memory stays bounded
+        const std::string_view piece = next_piece(line, from, kEncodingPiece);
+        for (int id : tokenizer.encode(std::string(piece))) ids.push_back(static_cast<uint16_t>(id));
+        from += piece.size();
+      }
       if (end < text.size() && tokenizer.newline_id() >= 0)
         ids.push_back(static_cast<uint16_t>(tokenizer.newline_id()));
       at = end + 1;

@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <glob.h>
-#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,8 +23,15 @@ namespace {
 constexpr std::size_t kHeaderBytes = kTokenShardHeaderInts * sizeof(int32_t);
 // A shard's count is an int32: at most 2^31 - 1 tokens (4 GiB of them).
 constexpr uint64_t kMaxShardBytes = kHeaderBytes + (uint64_t{1} << 32);
+// Tokens read whole when the data set opens, to find one outside the vocabulary before a run
+// starts (8 GiB of them: seconds); beyond, as windows are read.
+constexpr int64_t kCheckedAtOpen = int64_t{1} << 32;
 
 std::string errno_text() { return std::strerror(errno); }
+
+std::int64_t modified_ns(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
 
 }  // namespace
 
@@ -56,19 +63,42 @@ TokenShard::TokenShard(const std::string& path) : path_(path) {
                                std::to_string(expected) + " bytes) but the file has " + std::to_string(size) +
                                " bytes: cut short or not a token shard");
     }
-    map_bytes_ = size;
-    map_ = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, file.fd(), 0);
-    if (map_ == MAP_FAILED) {
-      map_ = nullptr;
-      throw std::runtime_error(path + ": cannot map it: " + errno_text());
-    }
+    struct stat st {};
+    ::fstat(file.fd(), &st);
+    device_ = st.st_dev;
+    inode_ = st.st_ino;
+    modified_ns_ = modified_ns(st);
   }
-  ::madvise(map_, map_bytes_, MADV_RANDOM);  // windows are read in shuffled order: no read-ahead wasted
-  tokens_ = reinterpret_cast<const uint16_t*>(static_cast<const char*>(map_) + kHeaderBytes);
 }
 
-TokenShard::~TokenShard() {
-  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+void TokenShard::read(int64_t start, int64_t count, uint16_t* out) const {
+  if (start < 0 || count < 0 || start + count > count_) {
+    throw std::out_of_range(path_ + ": tokens " + std::to_string(start) + " to " + std::to_string(start + count) +
+                            " of " + std::to_string(count_));
+  }
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st {};
+  const uint64_t expected = kHeaderBytes + static_cast<uint64_t>(count_) * 2;
+  const bool same = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                    static_cast<uint64_t>(st.st_size) == expected && st.st_dev == device_ && st.st_ino == inode_ &&
+                    modified_ns(st) == modified_ns_;
+  std::size_t got = 0;
+  const std::size_t want = static_cast<std::size_t>(count) * sizeof(uint16_t);
+  auto* bytes = reinterpret_cast<char*>(out);
+  while (same && got < want) {
+    const ssize_t n =
+        ::pread(fd, bytes + got, want - got, static_cast<off_t>(kHeaderBytes + static_cast<uint64_t>(start) * 2 + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  if (fd >= 0) ::close(fd);
+  if (!same || got < want) {
+    throw std::runtime_error(
+        path_ + ": the token shard changed while it was read (" +
+        (fd < 0 ? "it is gone" : "now " + std::to_string(st.st_size) + " bytes, was " + std::to_string(expected)) +
+        "): a shard must not change under a run; restore it and resume");
+  }
 }
 
 void write_token_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
@@ -103,7 +133,7 @@ std::vector<std::string> expand_globs(const std::vector<std::string>& patterns, 
     ::globfree(&found);
     if (matched == 0) {
       std::string why = what;
-      why += ": '" + pattern + "' matches no regular file";
+      why += ": '" + pattern + "' matches no regular file" + where_relative(pattern);
       throw std::runtime_error(why);
     }
   }
@@ -122,16 +152,35 @@ std::shared_ptr<TokenDataset> TokenDataset::open(const std::vector<std::string>&
   }
   std::shared_ptr<TokenDataset> data(new TokenDataset());
   data->options_ = options;
-  int64_t largest = -1;
+  int64_t total = 0;
   for (const std::string& file : files) {
     auto shard = std::make_shared<TokenShard>(file);
     data->first_window_.push_back(data->windows_);
     data->windows_ += std::max<int64_t>(0, (shard->size() - 1) / options.context());
-    if (options.vocab_size() == 0) {
-      const uint16_t* t = shard->tokens();
-      if (shard->size() > 0) largest = std::max<int64_t>(largest, *std::max_element(t, t + shard->size()));
-    }
+    total += shard->size();
     data->shards_.push_back(std::move(shard));
+  }
+  // One pass over the tokens: the vocabulary's size when not given, else a token at or above it
+  // found now (before a run is made) rather than mid-run; a corpus too large for a pass at start
+  // is checked as its windows are read.
+  int64_t largest = -1;
+  if (options.vocab_size() == 0 || total <= kCheckedAtOpen) {
+    std::vector<uint16_t> block(1 << 20);
+    for (const auto& shard : data->shards_) {
+      for (int64_t at = 0; at < shard->size(); at += static_cast<int64_t>(block.size())) {
+        const int64_t n = std::min<int64_t>(static_cast<int64_t>(block.size()), shard->size() - at);
+        shard->read(at, n, block.data());
+        const auto end = block.begin() + n;
+        const auto top = std::max_element(block.begin(), end);
+        if (options.vocab_size() > 0 && *top >= options.vocab_size()) {  // the first such token named
+          const auto bad = std::find_if(block.begin(), end, [&](uint16_t t) { return t >= options.vocab_size(); });
+          throw std::runtime_error(shard->path() + ": token " + std::to_string(*bad) + " at position " +
+                                   std::to_string(at + (bad - block.begin())) + " is not below vocab_size " +
+                                   std::to_string(options.vocab_size()));
+        }
+        largest = std::max<int64_t>(largest, *top);
+      }
+    }
   }
   data->first_window_.push_back(data->windows_);
   if (data->windows_ == 0) {
@@ -157,6 +206,7 @@ Batch TokenDataset::get_epoch_batch(const at::Tensor& indices, int64_t epoch) co
   const int64_t* want = idx.data_ptr<int64_t>();
   int64_t* out = windows.data_ptr<int64_t>();
   const auto vocab = static_cast<uint16_t>(std::min<int64_t>(options_.vocab_size() - 1, 65535));
+  std::vector<uint16_t> window(static_cast<std::size_t>(t + 1));
   for (int64_t e = 0; e < n; ++e) {
     const int64_t i = want[e];
     if (i < 0 || i >= windows_) {
@@ -170,7 +220,8 @@ Batch TokenDataset::get_epoch_batch(const at::Tensor& indices, int64_t epoch) co
       const int64_t room = std::min<int64_t>(t - 1, shard.size() - 1 - t - start);  // stays in the shard
       if (room > 0) start += ExampleRng(options_.seed(), epoch, i).below(room + 1);
     }
-    const uint16_t* from = shard.tokens() + start;
+    shard.read(start, t + 1, window.data());
+    const uint16_t* from = window.data();
     int64_t* row = out + e * (t + 1);
     for (int64_t k = 0; k <= t; ++k) {
       if (from[k] > vocab) {

@@ -14,7 +14,9 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "baton/core/options.h"
 #include "baton/io/file.h"
+#include "baton/io/text.h"
 #include "baton/io/url.h"
 #include "baton/io/write.h"
 #include "data/image_pipeline.h"
@@ -22,14 +24,13 @@
 namespace baton {
 namespace {
 
-constexpr size_t kMaxNames = 1'000'000;            // shards a pattern names
-constexpr int64_t kMaxSamples = 100'000'000;       // samples in one data set
-constexpr size_t kMaxMembers = 10'000'000;         // members of one shard (an endless stream stops here)
-constexpr uint64_t kMaxImageBytes = 64ull << 20;   // as read_image_file's bound
-constexpr uint64_t kMaxChunkBytes = 256ull << 20;  // one read
-constexpr uint64_t kMaxLongName = 64 << 10;        // a GNU long name or pax header
-constexpr uint64_t kMaxLabelBytes = 64;            // a .cls member
-constexpr int64_t kMaxClasses = 1'000'000;
+constexpr size_t kMaxNames = 1'000'000;                 // shards a pattern names
+constexpr int64_t kMaxSamples = 100'000'000;            // samples in one data set
+constexpr uint64_t kMaxMemberBytes = 1ull << 30;        // a member larger is refused as soon as its header is read
+constexpr uint64_t kMaxImageBytes = 64ull << 20;        // as read_image_file's bound
+constexpr uint64_t kMaxChunkBytes = 256ull << 20;       // one read
+constexpr uint64_t kMaxLongName = 64 << 10;             // a GNU long name or pax header
+constexpr uint64_t kMaxLabelBytes = 64;                 // a .cls member
 constexpr size_t kHeldBeyondBatch = 3;                  // chunks kept besides the current batch's
 constexpr int kIndexFormat = 1;                         // of a kept index file
 constexpr uint64_t kOrderSalt = 0x5745424441544153ULL;  // the order's random numbers, apart from the crops'
@@ -76,6 +77,32 @@ std::vector<std::string> brace_items(const std::string& inside, const std::strin
   return items;
 }
 
+// A tar header's number field: octal, or base-256 (GNU, for large sizes); UINT64_MAX when neither.
+uint64_t tar_number(const char* field, size_t size) {
+  if (static_cast<unsigned char>(field[0]) & 0x80) {  // base-256 (GNU, for large sizes)
+    uint64_t v = static_cast<unsigned char>(field[0]) & 0x7f;
+    for (size_t i = 1; i < size; ++i) {
+      if (v > (UINT64_MAX >> 9)) return UINT64_MAX;  // beyond any size (and never wrapped to a small one)
+      v = (v << 8) | static_cast<unsigned char>(field[i]);
+    }
+    return v;
+  }
+  uint64_t v = 0;
+  for (size_t i = 0; i < size && field[i] != '\0'; ++i) {
+    if (field[i] == ' ') continue;
+    if (field[i] < '0' || field[i] > '7') return UINT64_MAX;
+    v = v * 8 + static_cast<uint64_t>(field[i] - '0');
+  }
+  return v;
+}
+
+// Whether `block` (512 bytes) is a tar header whose checksum holds.
+bool tar_checksum_holds(std::string_view block) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < 512; ++i) sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(block[i]);
+  return tar_number(&block[148], 8) == sum;
+}
+
 // A member of a tar file: its name, where its bytes are, and (a .cls member) its text.
 struct Member {
   std::string name;
@@ -89,7 +116,7 @@ struct Member {
 // there), or every byte (a stream).
 class TarScanner {
  public:
-  explicit TarScanner(std::string shard) : shard_(std::move(shard)) {}
+  TarScanner(std::string shard, int64_t max_headers) : shard_(std::move(shard)), max_headers_(max_headers) {}
   bool done() const { return want_ == Want::kDone; }
   uint64_t need_offset() const { return need_; }
   size_t need_length() const { return length_; }
@@ -138,38 +165,29 @@ class TarScanner {
     expect(Want::kHeader, next_header_, 512);
   }
 
-  static uint64_t number(const char* field, size_t size) {
-    if (static_cast<unsigned char>(field[0]) & 0x80) {  // base-256 (GNU, for large sizes)
-      uint64_t v = static_cast<unsigned char>(field[0]) & 0x7f;
-      for (size_t i = 1; i < size; ++i) v = (v << 8) | static_cast<unsigned char>(field[i]);
-      return v;
-    }
-    uint64_t v = 0;
-    for (size_t i = 0; i < size && field[i] != '\0'; ++i) {
-      if (field[i] == ' ') continue;
-      if (field[i] < '0' || field[i] > '7') return UINT64_MAX;
-      v = v * 8 + static_cast<uint64_t>(field[i] - '0');
-    }
-    return v;
-  }
-
   void header(const std::string& block) {
     if (std::all_of(block.begin(), block.end(), [](char c) { return c == '\0'; })) {
       want_ = Want::kDone;
       return;
     }
-    uint64_t sum = 0;
-    for (size_t i = 0; i < 512; ++i) sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(block[i]);
-    if (number(&block[148], 8) != sum) {
+    if (!tar_checksum_holds(block)) {
       throw ImageError(shard_ + ": not a tar file (no tar header at byte " + std::to_string(need_) + ")");
+    }
+    if (++headers_ > max_headers_) {  // every kind counts: directories, long names, pax records, files
+      throw ImageError(shard_ + ": more than " + std::to_string(max_headers_) +
+                       " tar headers in one shard (max_tar_headers); split it into shards");
     }
     std::string name(block.data(), strnlen(block.data(), 100));
     if (std::memcmp(&block[257], "ustar\0", 6) == 0 && block[345] != '\0') {
       name = std::string(&block[345], strnlen(&block[345], 155)) + "/" + name;
     }
     if (!long_name_.empty()) name = std::exchange(long_name_, {});
-    const uint64_t size = number(&block[124], 12);
-    if (size > (1ull << 40)) throw ImageError(shard_ + ": the tar header of " + name + " gives a bad size");
+    const uint64_t size = tar_number(&block[124], 12);
+    if (size == UINT64_MAX) throw ImageError(shard_ + ": the tar header of " + one_line(name) + " gives a bad size");
+    if (size > kMaxMemberBytes) {  // refused now, never read (or streamed) through
+      throw ImageError(shard_ + ": member " + one_line(name) + " claims " + human_bytes(size) +
+                       ", more than the 1 GiB a WebDataset member may have");
+    }
     const uint64_t content = need_ + 512;
     next_header_ = content + (size + 511) / 512 * 512;
     const char type = block[156];
@@ -181,9 +199,6 @@ class TarScanner {
       return expect(type == 'L' ? Want::kLongName : Want::kPax, content, size);
     }
     if (type == '0' || type == '\0' || type == '7') {
-      if (members_.size() >= kMaxMembers) {
-        throw ImageError(shard_ + ": more than 10,000,000 members in one shard; split it into shards");
-      }
       members_.push_back({name, content, size, {}});
       if (lower(name).ends_with(".cls") && size > 0) {
         bounded(kMaxLabelBytes, "a .cls member");
@@ -214,6 +229,8 @@ class TarScanner {
   std::string long_name_;
   uint64_t next_header_ = 0;
   std::vector<Member> members_;
+  int64_t max_headers_;
+  int64_t headers_ = 0;
 };
 
 // The index a URL shard had when the server gave `info`, from `path`; nullopt when there is none,
@@ -229,13 +246,28 @@ std::optional<std::vector<Member>> cached_index(const std::string& path, const s
     }
     std::vector<Member> members;
     members.reserve(j.at("members").size());
+    uint64_t end = 0;
     for (const auto& m : j.at("members")) {
       members.push_back(
           {m.at(0).get<std::string>(), m.at(1).get<uint64_t>(), m.at(2).get<uint64_t>(), m.at(3).get<std::string>()});
+      const Member& last = members.back();
+      // In order, inside the shard, each after a header: else the index is not this shard's.
+      if (last.offset < end + 512 || last.size > kMaxMemberBytes || last.offset + last.size > info.size ||
+          last.text.size() > kMaxLabelBytes) {
+        spdlog::warn("{}: the kept index of {} does not match the shard (member {} at byte {}); indexing it again",
+                     path, url, one_line(last.name, 80), last.offset);
+        return std::nullopt;
+      }
+      end = last.offset + last.size;
     }
     return members;
+  } catch (const nlohmann::json::exception&) {  // its text names nlohmann's internals: not for a user
+    spdlog::warn("{}: the kept index of {} is not one this baton wrote (corrupt?); indexing the shard again", path,
+                 url);
+    return std::nullopt;
   } catch (const std::exception& e) {
-    spdlog::warn("{}: the kept index of {} does not read ({}); indexing it again", path, url, e.what());
+    spdlog::warn("{}: the kept index of {} does not read ({}); indexing the shard again", path, url,
+                 one_line(e.what()));
     return std::nullopt;
   }
 }
@@ -264,10 +296,17 @@ std::string index_folder(const WebDatasetOptions& options) {
   return base + "/baton/webdataset";
 }
 
+// Where a URL shard's index is kept.
+std::string kept_index_path(const std::string& shard, const WebDatasetOptions& options) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "%016llx.json", static_cast<unsigned long long>(std::hash<std::string>{}(shard)));
+  return index_folder(options) + "/" + name;
+}
+
 // A shard's members: a local file's headers read where they are, a URL's kept index when the server
 // still has that version, else the URL streamed once (and its index kept).
 std::vector<Member> scan_shard(const std::string& shard, const WebDatasetOptions& options) {
-  TarScanner scanner(shard);
+  TarScanner scanner(shard, options.max_tar_headers());
   const UrlOptions url{.retry_seconds = options.retry_seconds()};
   try {
     if (is_url(shard)) {
@@ -275,10 +314,7 @@ std::vector<Member> scan_shard(const std::string& shard, const WebDatasetOptions
       std::string kept;
       if (options.cache_index()) {
         info = url_info(shard, url);
-        char name[32];
-        std::snprintf(name, sizeof(name), "%016llx.json",
-                      static_cast<unsigned long long>(std::hash<std::string>{}(shard)));
-        kept = index_folder(options) + "/" + name;
+        kept = kept_index_path(shard, options);
         if (auto members = cached_index(kept, shard, info)) return std::move(*members);
       }
       uint64_t at = 0;
@@ -339,7 +375,12 @@ struct WebDataset::Index {
     int32_t label = 0;
     uint64_t offset = 0;  // the image's bytes in the shard
     uint64_t size = 0;
-    std::string key;  // the image member's name
+    std::string key;            // the image member's name
+    uint64_t label_offset = 0;  // the .cls member's bytes
+    uint64_t label_size = 0;
+    // The bytes a read must cover: both members and their tar headers (checked against the index).
+    uint64_t first() const { return std::min(offset, label_offset) - 512; }
+    uint64_t last() const { return std::max(offset + size, label_offset + label_size); }
   };
   // A run of one shard's samples read with one request: bytes [begin, end) of the shard.
   struct Chunk {
@@ -399,9 +440,36 @@ struct WebDataset::Index {
         bad(where + image->name + ": larger than 64 MiB");
         continue;
       }
-      samples.push_back({shard, std::stoi(text), image->offset, image->size, image->name});
+      if (image->offset < 512 || label->offset < 512) {
+        bad(where + key + ": a member without its tar header");
+        continue;
+      }
+      samples.push_back({shard, std::stoi(text), image->offset, image->size, image->name, label->offset, label->size});
       if (static_cast<int64_t>(samples.size()) > kMaxSamples)
         throw ImageError(name + ": more than 100,000,000 samples");
+    }
+  }
+
+  // The bytes read for a sample are what the index says: both members' tar headers (checksum,
+  // size) and the label in its .cls member. A shard that changed, or a kept index that was altered
+  // (`kept`: its path), is an error naming them, never a sample trained on with another label.
+  static void check(const std::string& bytes, uint64_t begin, const Sample& s, const std::string& shard,
+                    const std::string& kept) {
+    const auto fault = [&](const std::string& what) {
+      std::string why = shard + ": " + one_line(s.key) + ": " + what + "; the shard changed since it was indexed";
+      if (!kept.empty()) why += ", or its kept index " + kept + " was altered (delete it)";
+      throw ImageError(why);
+    };
+    for (const auto& [offset, size] : {std::pair{s.offset, s.size}, std::pair{s.label_offset, s.label_size}}) {
+      const std::string_view header(bytes.data() + (offset - 512 - begin), 512);
+      if (!tar_checksum_holds(header) || tar_number(&header[124], 12) != size) {
+        fault("no tar header of a " + std::to_string(size) + "-byte member at byte " + std::to_string(offset - 512));
+      }
+    }
+    std::string text(bytes.data() + (s.label_offset - begin), s.label_size);
+    std::erase_if(text, [](unsigned char c) { return std::isspace(c); });
+    if (text != std::to_string(s.label)) {
+      fault("its .cls holds '" + one_line(text, 20) + "', not the indexed label " + std::to_string(s.label));
     }
   }
 
@@ -410,11 +478,11 @@ struct WebDataset::Index {
     for (int64_t i = 0; i < static_cast<int64_t>(samples.size()); ++i) {
       const Sample& s = samples[i];
       if (chunks.empty() || chunks.back().shard != s.shard || chunks.back().end - chunks.back().first >= per_chunk ||
-          s.offset + s.size - chunks.back().begin > kMaxChunkBytes) {
-        chunks.push_back({s.shard, i, i, s.offset, s.offset});
+          s.first() < chunks.back().begin || s.last() - chunks.back().begin > kMaxChunkBytes) {
+        chunks.push_back({s.shard, i, i, s.first(), s.last()});
       }
       chunks.back().end = i + 1;
-      chunks.back().finish = s.offset + s.size;
+      chunks.back().finish = std::max(chunks.back().finish, s.last());
     }
   }
 };
@@ -571,6 +639,8 @@ Batch WebDataset::get_epoch_batch(const at::Tensor& indices, int64_t epoch) cons
     const std::shared_ptr<const std::string> bytes =
         (it != wanted.end() && *it == c) ? held[it - wanted.begin()] : load(c);
     const Index::Sample& s = index_->samples[id];
+    Index::check(*bytes, index_->chunks[c].begin, s, shards_[s.shard],
+                 is_url(shards_[s.shard]) && options_.cache_index() ? kept_index_path(shards_[s.shard], options_) : "");
     const std::string_view image(bytes->data() + (s.offset - index_->chunks[c].begin), s.size);
     pipeline_->render(image, shards_[s.shard] + ": " + s.key, std::nullopt, id, epoch, out);
     return static_cast<int64_t>(s.label);

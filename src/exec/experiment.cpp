@@ -753,6 +753,7 @@ ExperimentResult Experiment::run() {
   m.say("baton search: %s, %lld trials, %d at once, strategy %s (%s), storage %s\n", m.o.space().c_str(),
         static_cast<long long>(m.o.trials()), m.o.parallel(), m.o.strategy().c_str(), direction(m.maximize),
         redact_storage_url(m.storage_url).c_str());
+  if (m.strategy != nullptr && !m.strategy->plan().empty()) m.say("%s\n", m.strategy->plan().c_str());
   std::optional<Trial> best;
   bool stopped = false;
   detail::StatusTicker ticker(*m.chain, status, m.stop_signal);  // stopped by its destructor when run_search throws

@@ -12,6 +12,13 @@ ModelStrategy::ModelStrategy(SearchSpace space, uint64_t seed, Objectives object
 
 ModelStrategy::~ModelStrategy() = default;
 
+std::string ModelStrategy::plan() const {
+  if (startup_trials_ <= 0) return {};
+  return name() + ": the first " + std::to_string(startup_trials_) +
+         " trials are spread over the space at random (a Latin hypercube; startup_trials), then its model "
+         "chooses";
+}
+
 ModelStrategy& ModelStrategy::branch(std::size_t dimension, std::size_t choice) {
   auto& sub = branches_[{dimension, choice}];
   if (!sub) sub = nested(SearchSpace::from_dimensions(space_.dimensions()[dimension].nested[choice]), rng_());

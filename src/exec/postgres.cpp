@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kLockKey = "7301264907";  // the advisory lock that serialises baton's claims
 
 // libpq's messages span lines ("...failed: Connection refused\n\tIs the server running..."): one line.
-std::string one_line(std::string why) {
+std::string joined_lines(std::string why) {
   std::string out;
   for (char c : why) {
     if (c == '\n' || c == '\t') {
@@ -37,7 +37,7 @@ class PostgresConnection : public Connection {
   explicit PostgresConnection(const std::string& url) : url_(redact_storage_url(url)) {
     conn_ = PQconnectdb(url.c_str());
     if (PQstatus(conn_) != CONNECTION_OK) {
-      const std::string why = one_line(PQerrorMessage(conn_));
+      const std::string why = joined_lines(PQerrorMessage(conn_));
       PQfinish(conn_);
       conn_ = nullptr;
       throw std::runtime_error(url_ + ": cannot connect: " + why);
@@ -112,7 +112,7 @@ class PostgresConnection : public Connection {
                           nullptr, 0));
     const auto status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-      const std::string why = one_line(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_));
+      const std::string why = joined_lines(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_));
       throw std::runtime_error(url_ + ": " + why + " (in: " + sql.substr(0, 60) + ")");
     }
     return r;

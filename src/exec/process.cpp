@@ -107,12 +107,31 @@ int spawn_shell(std::string command, std::vector<std::string> env, int out, int 
 
 }  // namespace
 
+namespace {
+
+// A name CUDA_VISIBLE_DEVICES takes: an index (0 to 1023), or a GPU-/MIG- UUID.
+bool is_device_name(const std::string& name) {
+  if (!name.empty() && name.size() <= 4 && name.find_first_not_of("0123456789") == std::string::npos) {
+    return std::stoi(name) < 1024 && (name == "0" || name[0] != '0');
+  }
+  const bool uuid = name.rfind("GPU-", 0) == 0 || name.rfind("MIG-", 0) == 0;
+  return uuid && name.size() > 4 && name.size() <= 96 &&
+         name.find_first_not_of("0123456789abcdefABCDEF-/", 4) == std::string::npos;
+}
+
+}  // namespace
+
 std::vector<TrialSlot> make_trial_slots(const std::vector<std::string>& devices, int per_trial, int threads, int count,
                                         const std::vector<int>& cpus) {
   std::vector<TrialSlot> slots;
   if (!devices.empty()) {
     for (auto it = devices.begin(); it != devices.end(); ++it) {
       if (it->empty()) throw std::invalid_argument("--devices: an empty device name");
+      if (!is_device_name(*it)) {  // CUDA_VISIBLE_DEVICES would hide every device: trials on the CPU
+        throw std::invalid_argument("--devices: '" + it->substr(0, 40) +
+                                    "' is not a device (an index such as 0, or a GPU-... or MIG-... UUID as "
+                                    "nvidia-smi -L prints it)");
+      }
       if (std::find(devices.begin(), it, *it) != it) {
         throw std::invalid_argument("--devices: device " + *it + " is named twice");
       }

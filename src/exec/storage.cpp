@@ -221,14 +221,16 @@ SqliteStorage::SqliteStorage(const std::string& path) : SqlStorage(sql::open_sql
 
 PostgresStorage::PostgresStorage(const std::string& url) : SqlStorage(sql::open_postgres(url)) {}
 
+std::string storage_file(const std::string& url) {
+  if (url.rfind("sqlite:///", 0) == 0) return url.substr(9);
+  if (url.rfind("sqlite:", 0) == 0) return url.substr(7);
+  const bool sqlite_name = url.ends_with(".db") || url.ends_with(".sqlite") || url.ends_with(".sqlite3");
+  if (url.find("://") == std::string::npos && sqlite_name) return url;
+  return {};
+}
+
 std::unique_ptr<TrialStorage> open_storage(const std::string& url) {
-  auto ends_with = [&](const std::string& suffix) {
-    return url.size() >= suffix.size() && url.compare(url.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (url.rfind("sqlite:///", 0) == 0) return std::make_unique<SqliteStorage>(url.substr(9));
-  if (url.rfind("sqlite:", 0) == 0) return std::make_unique<SqliteStorage>(url.substr(7));
-  if (url.find("://") == std::string::npos && (ends_with(".db") || ends_with(".sqlite") || ends_with(".sqlite3")))
-    return std::make_unique<SqliteStorage>(url);
+  if (const std::string file = storage_file(url); !file.empty()) return std::make_unique<SqliteStorage>(file);
   if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
     return std::make_unique<PostgresStorage>(url);
   throw std::invalid_argument("storage '" + redact_storage_url(url) +

@@ -88,8 +88,10 @@ BenchmarkTable BenchmarkTable::read_csv(const std::string& path) {
     std::vector<std::string> keys(cells.begin(), cells.begin() + static_cast<std::ptrdiff_t>(step_column));
     for (auto& k : keys) k = canonical(k);
     const auto step = number_of(cells[step_column]);
-    if (!step || *step != std::floor(*step))
-      throw std::invalid_argument(where + "step '" + cells[step_column] + "' is not a whole number");
+    // A step beyond 2^53 is no longer a whole number a double holds (and beyond 2^63 turned negative).
+    if (!step || *step != std::floor(*step) || *step < 0 || *step > 9007199254740992.0) {
+      throw std::invalid_argument(where + "step '" + cells[step_column] + "' is not a whole number from 0 to 2^53");
+    }
     std::vector<double> values;
     for (std::size_t m = step_column + 1; m < cells.size(); ++m) {
       const auto v = number_of(cells[m]);

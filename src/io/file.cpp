@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -51,7 +52,8 @@ ReadableFile::ReadableFile(const std::string& path, const ReadOptions& options) 
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd_ < 0) {
     const int err = errno;
-    io_fail(path, std::string("cannot open ") + std::string(options.what) + " (" + std::strerror(err) + ")");
+    io_fail(path, std::string("cannot open ") + std::string(options.what) + " (" + std::strerror(err) + ")" +
+                      (err == ENOENT ? where_relative(path) : std::string()));
   }
   struct stat st {};
   if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -129,6 +131,14 @@ std::string read_file(const std::string& path, const ReadOptions& options) {
   return out;
 }
 
+std::string where_relative(const std::string& path) {
+  if (path.empty() || fs::path(path).is_absolute()) return {};
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(path, ec);
+  if (ec) return {};
+  return " (read from the current folder: it is " + absolute.lexically_normal().string() + ")";
+}
+
 std::string file_kind(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) return kind_of_mode(st.st_mode);
@@ -200,7 +210,12 @@ int remove_stale_temporaries(const std::string& folder) {
     }
     const long pid = std::stol(pid_text);
     if (pid == ::getpid() || (pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM))) continue;
-    if (!fs::is_regular_file(entry.symlink_status(ec)) && !fs::is_symlink(entry.symlink_status(ec))) continue;
+    const auto status = entry.symlink_status(ec);
+    if (fs::is_directory(status)) {  // a folder staged for a rename (baton tokenize's)
+      if (fs::remove_all(entry.path(), ec) > 0) ++removed;
+      continue;
+    }
+    if (!fs::is_regular_file(status) && !fs::is_symlink(status)) continue;
     if (fs::remove(entry.path(), ec)) ++removed;
   }
   return removed;
@@ -208,6 +223,11 @@ int remove_stale_temporaries(const std::string& folder) {
 
 std::string human_bytes(std::uint64_t bytes) {
   if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) return std::to_string(bytes >> 30) + " GiB";
+  if (bytes >= (1ull << 30)) {  // "7.5 GiB"
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
+    return text;
+  }
   if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
   if (bytes >= (1ull << 10) && bytes % (1ull << 10) == 0) return std::to_string(bytes >> 10) + " KiB";
   if (bytes >= (1ull << 20)) return std::to_string(bytes >> 20) + " MiB";

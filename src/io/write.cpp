@@ -1,6 +1,7 @@
 #include "baton/io/write.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,7 +27,49 @@ void fsync_folder(const std::string& path) {
   }
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {
+  }, sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+[[noreturn]] void is_input(const std::string& path, std::string_view what, const std::string& input, const char* how) {
+  std::string why = path;
+  why.append(": ").append(what).append(how).append(input);
+  throw FileError(why.append(", an input of this command; write elsewhere (nothing was written)"));
+}
+
 }  // namespace
+
+void check_output(const std::string& path, std::string_view what, const std::vector<std::string>& inputs) {
+  if (path.empty()) throw FileError(std::string(what) + ": no file named (an empty path)");
+  check_write_target(path, what);
+  const std::filesystem::path target(path);
+  const std::string folder = target.has_parent_path() ? target.parent_path().string() : std::string(".");
+  if (const std::string kind = file_kind(folder); kind != "a folder") {
+    throw FileError(path + ": " + std::string(what) + ": cannot write here: its folder " + folder +
+                    (kind == "nothing" ? " does not exist" : " is " + kind + ", not a folder") +
+                    where_relative(folder) + " (make it first, or write elsewhere)");
+  }
+  for (const std::string& input : inputs) {
+    if (!input.empty() && (same_file(path, input) || resolves_inside(input, path))) is_input(path, what, input, " is ");
+  }
+}
+
+void check_output_folder(const std::string& path, std::string_view what, const std::vector<std::string>& inputs) {
+  if (path.empty()) throw FileError(std::string(what) + ": no folder named (an empty path)");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    throw FileError(path + ": " + std::string(what) + ": " + file_kind(path) + " is there, not a folder");
+  }
+  for (const std::string& input : inputs) {
+    if (input.empty()) continue;
+    if (same_file(path, input) || resolves_inside(path, input)) {
+      is_input(path, what, input, resolves_inside(input, path) || same_file(path, input) ? " is " : " is inside ");
+    }
+    if (resolves_inside(input, path)) is_input(path, what, input, " holds ");
+  }
+}
 
 void write_file_atomically(const std::string& path, std::string_view bytes) {
   const std::filesystem::path target(path);

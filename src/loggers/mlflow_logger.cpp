@@ -15,6 +15,7 @@
 
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
+#include "baton/io/text.h"
 #include "baton/io/url.h"
 #include "baton/io/write.h"
 #include "baton/version.h"
@@ -126,15 +127,86 @@ MlflowError answer_error(const std::string& what, const HttpAnswer& answer) {
     code = j.value("error_code", std::string());
     message = j.value("message", std::string());
   }
-  if (message.empty()) message = cut(answer.body, 200);
+  if (message.empty()) message = answer.body;
+  // A server's words reach a terminal: one line, its control characters (ANSI escapes) written out.
+  message = one_line(message, 200);
   return {what + ": HTTP " + std::to_string(answer.status) + (message.empty() ? "" : " (" + message + ")"),
-          answer.passing(), code};
+          answer.passing(), one_line(code, 100)};
 }
 
-MlflowClient::RunInfo run_info(const nlohmann::json& answer) {
-  const auto& info = answer.at("run").at("info");
-  return {info.at("run_id").get<std::string>(), info.value("experiment_id", std::string()),
-          info.value("artifact_uri", std::string())};
+// The text at `path` of a server's JSON answer; an answer without it is the server's fault, said so.
+std::string answer_text(const nlohmann::json& answer, std::initializer_list<const char*> path,
+                        const std::string& what) {
+  const nlohmann::json* j = &answer;
+  std::string dotted;
+  for (const char* key : path) {
+    dotted += (dotted.empty() ? "" : ".") + std::string(key);
+    if (!j->is_object() || !j->contains(key)) throw MlflowError(what + ": an answer without " + dotted, true);
+    j = &(*j)[key];
+  }
+  if (!j->is_string()) throw MlflowError(what + ": an answer whose " + dotted + " is not text", true);
+  return j->get<std::string>();
+}
+
+MlflowClient::RunInfo run_info(const nlohmann::json& answer, const std::string& what) {
+  MlflowClient::RunInfo info;
+  info.run_id = answer_text(answer, {"run", "info", "run_id"}, what);
+  const auto& fields = answer["run"]["info"];
+  if (fields.contains("experiment_id") && fields["experiment_id"].is_string())
+    info.experiment_id = fields["experiment_id"].get<std::string>();
+  if (fields.contains("artifact_uri") && fields["artifact_uri"].is_string())
+    info.artifact_uri = fields["artifact_uri"].get<std::string>();
+  return info;
+}
+
+// Where a server's `file:` artifact store would have baton write: only inside `root`, the folder the
+// run's own configuration names (artifact_root); a server's word is not a path.
+fs::path local_artifact_folder(const std::string& uri, const std::string& root) {
+  std::string path = uri;
+  if (path.starts_with("file://")) {
+    path = path.substr(7);
+    if (!path.starts_with("/") && !path.starts_with("localhost/")) {
+      throw MlflowError("the run's artifact store '" + one_line(uri) + "' names another machine", false);
+    }
+    if (path.starts_with("localhost/")) path = path.substr(9);
+  } else if (path.starts_with("file:")) {
+    path = path.substr(5);
+  }
+  const fs::path folder(path);
+  if (!folder.is_absolute()) {
+    throw MlflowError("the run's artifact store " + one_line(uri) +
+                          " is not one baton writes (mlflow-artifacts:/ through the server, or a local folder): "
+                          "start the server with --serve-artifacts",
+                      false);
+  }
+  for (const auto& part : folder) {
+    if (part == "..") throw MlflowError("the run's artifact store '" + one_line(uri) + "' climbs out with '..'", false);
+  }
+  if (root.empty() || !resolves_inside(folder.string(), root)) {
+    throw MlflowError("the run's artifact store '" + one_line(uri) + "' is a local folder " +
+                          (root.empty() ? std::string("and loggers.mlflow.artifact_root names none")
+                                        : "outside loggers.mlflow.artifact_root " + root) +
+                          ": baton writes a server's local store only inside that folder (or start the server with "
+                          "--serve-artifacts)",
+                      false);
+  }
+  return folder;
+}
+
+// The path of an mlflow-artifacts: URI (mlflow-artifacts:/PATH or ://host/PATH) as the proxy's URL
+// path; a path that could reach another endpoint of the server is refused.
+std::string proxy_path(const std::string& uri) {
+  std::string path = uri.substr(17);
+  if (path.starts_with("//")) path = path.substr(std::min(path.size(), path.find('/', 2)));
+  while (path.starts_with("/")) path.erase(0, 1);
+  const bool odd = std::any_of(path.begin(), path.end(), [](unsigned char c) {
+    return c < 0x20 || c == 0x7f || c == '?' || c == '#' || c == '%' || c == '\\';
+  });
+  if (odd || path == ".." || path.starts_with("../") || path.find("/../") != std::string::npos ||
+      path.ends_with("/..")) {
+    throw MlflowError("the run's artifact store '" + one_line(uri) + "' is not a plain path", false);
+  }
+  return path;
 }
 
 // The git directory of the work tree holding `start` ("" when none): .git as a folder, or a file
@@ -174,7 +246,7 @@ bool is_commit(const std::string& s) {
 // ---- options, params, git ----
 
 void read_mlflow_options(OptionReader& r, MlflowOptions& o) {
-  r.check_keys({"tracking_uri", "experiment", "run_name", "tags", "flush_seconds", "max_buffered"});
+  r.check_keys({"tracking_uri", "experiment", "run_name", "tags", "flush_seconds", "max_buffered", "artifact_root"});
   r.read("tracking_uri", o.tracking_uri());
   if (!r.has("tracking_uri")) r.fail_self("tracking_uri is required (the server's http:// or https:// address)");
   if (!is_url(o.tracking_uri())) {
@@ -189,7 +261,15 @@ void read_mlflow_options(OptionReader& r, MlflowOptions& o) {
     for (const auto& key : tags.keys()) o.tags()[key] = tags.text(key, "");
     tags.finish();
   }
-  r.read("flush_seconds", o.flush_seconds(), 0, 3600);
+  r.read("flush_seconds", o.flush_seconds());
+  if (!(o.flush_seconds() >= 0 && o.flush_seconds() <= 3600)) {  // 0: what is not sent at the end is kept at once
+    r.fail("flush_seconds", "expected seconds from 0 to 3600, got " + nlohmann::json(o.flush_seconds()).dump());
+  }
+  r.read("artifact_root", o.artifact_root());
+  if (r.has("artifact_root") && !fs::path(o.artifact_root()).is_absolute()) {
+    r.fail("artifact_root", "expected an absolute folder (where a server's file: artifact store may be), got '" +
+                                o.artifact_root() + "'");
+  }
   r.read("max_buffered", o.max_buffered());
   if (o.max_buffered() < 100) r.fail("max_buffered", "expected at least 100 entries");
 }
@@ -277,15 +357,14 @@ std::string MlflowClient::experiment_id(const std::string& name) const {
   }
   for (int attempt = 0; attempt < 2; ++attempt) {
     try {
-      return call("GET", "experiments/get-by-name?experiment_name=" + query, {})
-          .at("experiment")
-          .at("experiment_id")
-          .get<std::string>();
+      return answer_text(call("GET", "experiments/get-by-name?experiment_name=" + query, {}),
+                         {"experiment", "experiment_id"}, root_ + " experiments/get-by-name");
     } catch (const MlflowError& e) {
       if (e.code() != "RESOURCE_DOES_NOT_EXIST") throw;
     }
     try {
-      return call("POST", "experiments/create", {{"name", name}}).at("experiment_id").get<std::string>();
+      return answer_text(call("POST", "experiments/create", {{"name", name}}), {"experiment_id"},
+                         root_ + " experiments/create");
     } catch (const MlflowError& e) {
       if (e.code() != "RESOURCE_ALREADY_EXISTS") throw;  // made meanwhile by another run: read it again
     }
@@ -299,11 +378,11 @@ MlflowClient::RunInfo MlflowClient::create_run(const std::string& experiment_id,
   if (!run_name.empty()) body["run_name"] = run_name;
   body["tags"] = nlohmann::json::array();
   for (const auto& [key, value] : tags) body["tags"].push_back({{"key", key}, {"value", cut(value, kMaxTagValue)}});
-  return run_info(call("POST", "runs/create", body));
+  return run_info(call("POST", "runs/create", body), root_ + " runs/create");
 }
 
 MlflowClient::RunInfo MlflowClient::get_run(const std::string& run_id) const {
-  return run_info(call("GET", "runs/get?run_id=" + run_id, {}));
+  return run_info(call("GET", "runs/get?run_id=" + run_id, {}), root_ + " runs/get");
 }
 
 void MlflowClient::log_batch(const std::string& run_id, const nlohmann::json& metrics, const nlohmann::json& params,
@@ -319,23 +398,23 @@ void MlflowClient::update_run(const std::string& run_id, const std::string& stat
 
 void MlflowClient::upload_artifact(const RunInfo& run, const std::string& name, const std::string& bytes) const {
   const std::string& uri = run.artifact_uri;
-  if (uri.starts_with("mlflow-artifacts:")) {  // the server's proxy: mlflow-artifacts:/PATH or ://host/PATH
-    std::string path = uri.substr(17);
-    if (path.starts_with("//")) path = path.substr(std::min(path.size(), path.find('/', 2)));
-    while (path.starts_with("/")) path.erase(0, 1);
-    const std::string url = root_ + "/api/2.0/mlflow-artifacts/artifacts/" + path + "/" + name;
+  if (!is_plain_name(name) || one_line(name) != name) {
+    throw MlflowError("artifact '" + one_line(name) + "' is not the name of a file of the run folder", false);
+  }
+  if (uri.starts_with("mlflow-artifacts:")) {  // the server's proxy
+    const std::string url = root_ + "/api/2.0/mlflow-artifacts/artifacts/" + proxy_path(uri) + "/" + name;
     const HttpAnswer answer =
         http_request("PUT", url, bytes, "application/octet-stream", headers_, request_seconds_, cancel_);
     if (!answer.ok()) throw answer_error(root_ + " artifact " + name, answer);
     return;
   }
-  fs::path dir = uri.starts_with("file://") ? fs::path(uri.substr(7)) : fs::path(uri);
-  if ((uri.find("://") != std::string::npos && !uri.starts_with("file://")) || !dir.is_absolute()) {
-    throw MlflowError("the run's artifact store " + uri +
+  if (uri.find("://") != std::string::npos && !uri.starts_with("file://")) {
+    throw MlflowError("the run's artifact store " + one_line(uri) +
                           " is not one baton writes (mlflow-artifacts:/ through the server, or a local folder): "
                           "start the server with --serve-artifacts",
                       false);
   }
+  const fs::path dir = local_artifact_folder(uri, artifact_root_);
   std::error_code ec;
   fs::create_directories(dir, ec);
   try {
@@ -405,6 +484,7 @@ struct MlflowLogger::Impl {
 
 MlflowLogger::Impl::Impl(MlflowOptions options) : o(std::move(options)), client(o.tracking_uri(), o.request_seconds()) {
   client.set_cancel(&cancel);
+  client.set_artifact_root(o.artifact_root());
   run_tags = o.tags();
   run_tags["baton.version"] = BATON_VERSION_STRING;
   run_tags["baton.host"] = host_name();
@@ -453,8 +533,9 @@ void MlflowLogger::Impl::open_pending() {
     }
     std::fseek(pending, 0, SEEK_END);
   }
+  // The unsent file stays until what replaces it is safe (write_unsent): a sync killed now loses
+  // nothing (its entries, sent again, are the same values at the same steps).
   push(std::move(unsent_entries));
-  fs::remove(dir.mlflow_unsent(), ec);  // its entries are in the pending file now
 }
 
 void MlflowLogger::Impl::push(std::vector<Entry> entries) {
@@ -585,7 +666,7 @@ void MlflowLogger::Impl::perform(const Next& next) {
       const fs::path path = fs::path(o.folder()) / next.file;
       std::string bytes;
       try {
-        bytes = read_file(path.string(), {.what = "the artifact", .max_bytes = kMaxArtifact});
+        bytes = read_file(path.string(), {.what = "the artifact", .max_bytes = kMaxArtifact, .inside = o.folder()});
       } catch (const FileError& e) {
         throw MlflowError(e.what(), false);
       }
@@ -685,9 +766,17 @@ void MlflowLogger::Impl::load_unsent(std::vector<Entry>& entries) {
     if (auto e = Entry::from_json(j)) {
       entries.push_back(std::move(*e));
     } else if (j.is_object() && j.contains("file") && j["file"].is_string()) {
-      old_files.push_back(j["file"].get<std::string>());
+      // Only a file of the run folder itself: a tampered entry naming ../../x is never read or sent.
+      const std::string file = j["file"].get<std::string>();
+      if (is_plain_name(file) && one_line(file) == file) {
+        old_files.push_back(file);
+      } else if (refused++ == 0) {
+        first_refusal = path.string() + ": file '" + one_line(file, 80) +
+                        "' is not a file of the run folder (a plain name); left out";
+      }
     } else if (j.is_object() && j.contains("end") && j["end"].is_string()) {
-      end_status = j["end"].get<std::string>();  // what the run ended as (a training resumed says again)
+      const std::string end = j["end"].get<std::string>();  // what the run ended as (a training resumed says again)
+      if (end == "FINISHED" || end == "FAILED" || end == "KILLED") end_status = end;
     }
   }
 }
@@ -724,8 +813,12 @@ void MlflowLogger::Impl::write_unsent() {
   if (o.folder().empty()) return;
   const RunDir dir(o.folder());
   try {
-    if (unsent > 0 || !ended) write_file_atomically(dir.mlflow_unsent().string(), lines);
     std::error_code ec;
+    if (unsent > 0 || !ended) {
+      write_file_atomically(dir.mlflow_unsent().string(), lines);
+    } else {
+      fs::remove(dir.mlflow_unsent(), ec);  // everything reached the server
+    }
     fs::remove(dir.mlflow_pending(), ec);  // after: a kill between the two loses nothing
     sent_to = 0;
     if (have_run) save_run_file();
@@ -768,7 +861,7 @@ void MlflowLogger::Impl::close() {
                  last_error.empty() ? "the server did not answer in time" : last_error.c_str(), where.c_str());
   }
   if (refused > 0) {
-    std::fprintf(stderr, "baton: mlflow: the server refused %lld entries or files (the first: %s)\n",
+    std::fprintf(stderr, "baton: mlflow: %lld entries or files refused and left out (the first: %s)\n",
                  static_cast<long long>(refused), first_refusal.c_str());
   }
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/io/file.h"
+#include "baton/io/text.h"
 #include "baton/io/write.h"
 
 namespace baton {
@@ -191,8 +192,15 @@ NamedTensors model_tensors(const torch::nn::Module& module) {
 void load_safetensors(torch::nn::Module& module, const std::string& path) {
   const NamedTensors file = read_safetensors(path);
   std::map<std::string, at::Tensor> by_name;
+  std::map<std::string, std::string> given;  // the name the model knows -> the file's name for it
   for (const auto& [name, t] : file) {
-    by_name[name.starts_with(kModulePrefix) ? name.substr(std::strlen(kModulePrefix)) : name] = t;
+    const std::string key = name.starts_with(kModulePrefix) ? name.substr(std::strlen(kModulePrefix)) : name;
+    if (const auto [at, fresh] = given.emplace(key, name); !fresh) {  // never one silently winning
+      throw std::runtime_error(path + ": tensors '" + one_line(at->second, 120) + "' and '" + one_line(name, 120) +
+                               "' are both the model's '" + one_line(key, 120) +
+                               "' (a DataParallel 'module.' prefix on one of them): keep one");
+    }
+    by_name[key] = t;
   }
   std::vector<std::string> missing;
   std::set<std::string> used;

@@ -127,7 +127,7 @@ class OneCycle : public Scheduler {
   // Anneals start -> peak over the first pct_start of the run, then peak -> end.
   double phase(double batch, const ScheduleClock& c, double start, double peak, double end) const {
     const double total = c.max_batches;
-    if (total < 2) throw std::invalid_argument("scheduler 'one_cycle' needs a run of at least 2 batches");
+    if (total < 2) return start;  // a run of one batch (fast_dev_run, a smoke run): its first value
     const double up_end = spec_.pct_start() * total - 1.0;
     const double down_end = total - 1.0;
     auto anneal = [](double from, double to, double pct) {

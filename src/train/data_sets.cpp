@@ -19,9 +19,6 @@
 
 namespace baton {
 
-// More classes than this is a label written wrong (a model would need that many outputs).
-constexpr int64_t kMaxClasses = 1000000;
-
 // data.dataset: fashion_mnist — the IDX files of Fashion-MNIST in `dir`.
 // A named evaluation set: {dir: D}, the test files of D, standardised as the training set.
 DataSplit load_fashion_mnist_data(OptionReader& data, const DataSetContext& context) {
@@ -181,8 +178,11 @@ ImageKeys read_image_keys(OptionReader& data, const DataSetContext& context) {
   data.read("channels", base.channels(), 1, 3);
   if (base.channels() == 2) data.fail("channels", "expected 1 (gray) or 3 (RGB), got '2'");
   if (data.has("image_size")) base.image_size(data.get<int64_t>("image_size", 0));
-  if (base.image_size() < 1 || base.image_size() > 65535)
-    data.fail("image_size", "expected a size in pixels from 1 to 65535");
+  if (base.image_size() < 1 || base.image_size() > kMaxImageSide) {
+    data.fail("image_size", "expected a size in pixels from 1 to " + std::to_string(kMaxImageSide) +
+                                " (an RGB image of that side is " +
+                                std::to_string(kMaxImageSide * kMaxImageSide * 12 >> 20) + " MiB as floats)");
+  }
   if (data.has("normalize")) {
     OptionReader normalize = data.child("normalize");
     normalize.read("mean", base.mean());

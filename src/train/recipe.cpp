@@ -166,7 +166,7 @@ std::vector<EvalSetSpec> read_eval_sets(OptionReader& top, const Loss& loss) {
     const bool plain = std::all_of(name.begin(), name.end(), [](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
     });
-    if (!plain || name == "." || name == "..") {
+    if (!plain || name.empty() || name == "." || name == "..") {  // "": eval//accuracy
       eval.fail_at_key(name, "an evaluation set's name is letters, digits, '_', '-' or '.' (it is logged as eval/" +
                                  name + "/METRIC)");
     }
@@ -346,6 +346,10 @@ void read_step_and_checkpoint_keys(OptionReader& top, TrainerOptions& o) {
   top.read("save_filename", o.save_filename());
   top.read("save_num_checkpoints_to_keep", o.save_num_checkpoints_to_keep());
   top.read("save_top_k", o.save_top_k());
+  // A recipe keeps the newest few, not every epoch's (a disk filled by a long run); the library's
+  // TrainerOptions keep all, as Composer's. With save_top_k, its own rule.
+  if (!top.has("save_num_checkpoints_to_keep") && o.save_top_k() == 0)
+    o.save_num_checkpoints_to_keep(kRecipeCheckpointsKept);
   top.read("save_monitor", o.save_monitor());
   top.read("save_mode", o.save_mode());
   if (o.save_num_checkpoints_to_keep() < -1) {
@@ -731,8 +735,15 @@ void check_targets(OptionReader& top, OptionReader& data, const Loss& loss, cons
                                                  : " gives none"));
   }
   if (loss.task() == TaskKind::kClasses && train.num_classes() == 1) {
-    data.fail("train_labels",
-              "every label is class 0: cross_entropy needs two classes at least (values? set loss: mse)");
+    // The key that gave the labels, as this kind of data set names it.
+    const std::string key = kind == "images"       ? (data.has("train_list") ? "train_list" : "train_dir")
+                            : kind == "webdataset" ? "train_shards"
+                            : kind == "files"      ? "train_labels"
+                                                   : "dataset";
+    const std::string why = kind == "images" && key == "train_dir"
+                                ? "one class folder: cross_entropy needs two classes at least (a folder a class)"
+                                : "every label is class 0: cross_entropy needs two classes at least";
+    data.fail(key, why + (kind == "files" ? " (values? set loss: mse)" : ""));
   }
   const auto* tensors = dynamic_cast<const TensorDataset*>(&train);
   if (loss.task() == TaskKind::kBinary && tensors != nullptr && train.target_values() > 0) {
@@ -766,6 +777,7 @@ RunStart read_up_to_the_data(OptionReader& top, OptionReader& data, std::vector<
   look = read_quick_look(top);
   // The device first: what auto precision picks and where data.on_device puts the data set.
   const c10::Device device = read_device_and_precision(top, o);
+  run.precision_chosen = top.get<std::string>("precision", "auto") != "auto";
   read_step_and_checkpoint_keys(top, o);
   load_data(data, seed, device, loss, eval_sets, run, fused);
   check_targets(top, data, loss, *run.train_data);

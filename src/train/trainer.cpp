@@ -212,6 +212,11 @@ void Trainer::Impl::setup_distributed() {
     ddp_ = std::make_unique<detail::DataParallel>(static_cast<int64_t>(options_.ddp_bucket_mb() * 1024 * 1024),
                                                   options_.ddp_overlap(), state_.device, nccl);
     if (ddp_->size() == 1 && options_.distributed() == Distributed::kAuto) ddp_.reset();
+    if (ddp_ && ddp_->size() == 1 && mpi::launched_size() <= 1) {  // asked for, and alone: never silently
+      spdlog::warn(
+          "distributed: on, but this process was not started by mpirun or srun: data parallelism over 1 rank "
+          "(start it with mpirun -n N, or set distributed: auto)");
+    }
   }
   configure_threads(options_.num_threads() == 0 && ddp_ ? mpi::cores_per_local_rank() : options_.num_threads());
   if (ddp_) {
@@ -826,6 +831,23 @@ void Trainer::Impl::evaluate(const Evaluator& evaluator) {
   engine_->run_event(Event::kEvalEnd);
 }
 
+namespace {
+
+// Refuses, at the first batch, outputs that would come to more than `most` bytes in all (a language
+// model's logits: examples x positions x vocabulary), before they fill the memory and the disk.
+void check_output_bytes(const at::Tensor& first, int64_t batches, std::uint64_t most) {
+  const auto per_batch = static_cast<double>(first.nbytes());
+  const double total = per_batch * static_cast<double>(batches);
+  if (total <= static_cast<double>(most)) return;
+  const auto mib = [](double bytes) { return std::to_string(static_cast<int64_t>(std::ceil(bytes / (1 << 20)))); };
+  throw std::invalid_argument("predict: the outputs would be about " + mib(total) + " MiB (" + mib(per_batch) +
+                              " MiB a batch of shape " + c10::str(first.sizes()) + " x " + std::to_string(batches) +
+                              " batches), more than the " + mib(static_cast<double>(most)) +
+                              " MiB allowed: predict fewer examples (eval_subset_num_batches) or allow more");
+}
+
+}  // namespace
+
 void Trainer::Impl::eval_batches(DataLoader& loader, Model& model, std::vector<std::unique_ptr<Metric>>& metrics) {
   torch::NoGradGuard no_grad;
   loader.start_epoch(0);
@@ -900,7 +922,7 @@ std::map<std::string, Metrics> Trainer::Impl::eval() {
   return out;
 }
 
-std::vector<at::Tensor> Trainer::Impl::predict(DataLoader& loader) {
+std::vector<at::Tensor> Trainer::Impl::predict(DataLoader& loader, std::uint64_t max_output_bytes) {
   std::vector<at::Tensor> outputs;
   Model& model = current_model();
   const bool was_training = model.is_training();
@@ -910,7 +932,11 @@ std::vector<at::Tensor> Trainer::Impl::predict(DataLoader& loader) {
     torch::NoGradGuard no_grad;
     loader.set_device(state_.device);
     loader.start_epoch(0);
-    while (auto batch = loader.next()) {
+    const int64_t limit = options_.eval_subset_num_batches();
+    const int64_t batches = limit < 0 ? loader.num_batches() : std::min(limit, loader.num_batches());
+    for (int64_t seen = 0; seen < batches; ++seen) {
+      auto batch = loader.next();
+      if (!batch) break;
       state_.batch = std::move(*batch);
       engine_->run_event(Event::kPredictBatchStart);
       engine_->run_event(Event::kPredictBeforeForward);
@@ -918,6 +944,7 @@ std::vector<at::Tensor> Trainer::Impl::predict(DataLoader& loader) {
       engine_->run_event(Event::kPredictAfterForward);
       outputs.push_back(state_.outputs.to(torch::kFloat));
       engine_->run_event(Event::kPredictBatchEnd);
+      check_output_bytes(outputs.front(), batches, max_output_bytes);
     }
   }
   engine_->run_event(Event::kPredictEnd);
@@ -932,7 +959,9 @@ Trainer::~Trainer() = default;
 void Trainer::fit() { impl_->fit(); }
 void Trainer::fit(const Time& max_duration) { impl_->fit(max_duration); }
 std::map<std::string, Metrics> Trainer::eval() { return impl_->eval(); }
-std::vector<at::Tensor> Trainer::predict(DataLoader& loader) { return impl_->predict(loader); }
+std::vector<at::Tensor> Trainer::predict(DataLoader& loader, std::uint64_t max_output_bytes) {
+  return impl_->predict(loader, max_output_bytes);
+}
 void Trainer::close() { impl_->close(); }
 State& Trainer::state() { return impl_->state_; }
 Logger& Trainer::logger() { return *impl_->logger_; }

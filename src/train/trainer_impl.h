@@ -30,7 +30,7 @@ struct Trainer::Impl {
   void fit();
   void fit(const Time& max_duration);
   std::map<std::string, Metrics> eval();
-  std::vector<at::Tensor> predict(DataLoader& loader);
+  std::vector<at::Tensor> predict(DataLoader& loader, std::uint64_t max_output_bytes);
   void close();
   int64_t microbatch_size() const;
   StateDict snapshot(bool weights_only) const;

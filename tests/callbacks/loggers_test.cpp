@@ -16,6 +16,7 @@
 #include "baton/loggers/plot.h"
 #include "baton/loggers/registry.h"
 #include "baton/loggers/tensorboard_logger.h"
+#include "common/scripted_server.h"
 #include "common/test_util.h"
 
 namespace baton {
@@ -442,6 +443,117 @@ TEST(Mlflow, WithoutARunFolderWhatTheBufferCannotHoldIsCountedAsNotSent) {
   logger.start();
   logger.post_close();
   EXPECT_EQ(logger.unsent(), 150);
+}
+
+// A fake MLflow server: the run it makes has `artifact_uri`; log-batch answers `batch_status`
+// with `batch_body`; artifacts PUT through its proxy are recorded as requests.
+testing::ScriptedServer fake_mlflow(const std::string& artifact_uri, int batch_status = 200,
+                                    const std::string& batch_body = "{}") {
+  return testing::ScriptedServer([=](const testing::ScriptedServer::Request& r, testing::ScriptedServer::Reply& out) {
+    if (r.target.find("experiments/get-by-name") != std::string::npos) {
+      out.answer(200, R"({"experiment": {"experiment_id": "1"}})");
+    } else if (r.target.find("runs/create") != std::string::npos) {
+      out.answer(200,
+                 nlohmann::json{
+                     {"run", {{"info", {{"run_id", "r1"}, {"experiment_id", "1"}, {"artifact_uri", artifact_uri}}}}}}
+                     .dump());
+    } else if (r.target.find("runs/log-batch") != std::string::npos) {
+      out.answer(batch_status, batch_body);
+    } else {
+      out.answer(200, "{}");
+    }
+  });
+}
+
+// A run folder holding model.pt, logged to `server` and closed; what the logger printed.
+std::string run_against(const testing::ScriptedServer& server, const std::filesystem::path& folder,
+                        const std::string& artifact_root = "", bool resume = false) {
+  testing::write_file(folder / "model.pt", "weights");
+  ::testing::internal::CaptureStderr();
+  {
+    MlflowLogger logger(MlflowOptions()
+                            .tracking_uri(server.url())
+                            .folder(folder.string())
+                            .artifacts({"model.pt"})
+                            .artifact_root(artifact_root)
+                            .resume(resume)
+                            .flush_seconds(5));
+    logger.log_metrics({{"loss", 1.0}}, 1);
+    logger.start();
+    logger.post_close();
+  }
+  return ::testing::internal::GetCapturedStderr();
+}
+
+TEST(MlflowSecurity, AServersArtifactStoreIsWrittenOnlyInsideTheFolderTheRunsConfigurationNames) {
+  const TempDir dir("mlflow-artifacts");
+  std::filesystem::create_directories(dir / "root");
+  std::filesystem::create_directories(dir / "run");
+  const std::string root = (dir / "root").string(), outside = (dir / "outside").string();
+  for (const std::string& uri : {"file://" + outside, "file://" + root + "/../outside", outside,
+                                 "file://evil.example" + outside, "file:" + outside}) {
+    for (const std::string& allowed : {std::string(), root}) {
+      const auto server = fake_mlflow(uri);
+      const std::string said = run_against(server, dir / "run", allowed);
+      EXPECT_FALSE(std::filesystem::exists(dir / "outside")) << uri << " with artifact_root '" << allowed << "'";
+      EXPECT_THAT(said, ::testing::HasSubstr("refused and left out")) << uri;
+      EXPECT_THAT(said, ::testing::HasSubstr(uri.find("evil") != std::string::npos ? "another machine"
+                                             : uri.find("..") != std::string::npos ? "'..'"
+                                                                                   : "artifact_root"))
+          << said;
+    }
+  }
+  // Inside the folder the recipe names: written there.
+  const auto server = fake_mlflow("file://" + root + "/1/r1/artifacts");
+  EXPECT_EQ(run_against(server, dir / "run", root), "");
+  EXPECT_EQ(testing::read_file(dir / "root/1/r1/artifacts/model.pt"), "weights");
+  // Through the server's proxy: a path that climbs to another endpoint is never asked for.
+  const auto proxy = fake_mlflow("mlflow-artifacts:/../../mlflow/runs/delete");
+  EXPECT_THAT(run_against(proxy, dir / "run"), ::testing::HasSubstr("not a plain path"));
+  for (const auto& r : proxy.requests()) EXPECT_EQ(r.method == "PUT", false) << r.target;
+}
+
+TEST(MlflowSecurity, AServersMessageReachesTheTerminalAsOneLineWithItsControlCharactersWrittenOut) {
+  const TempDir dir("mlflow-ansi");
+  const auto server = fake_mlflow(
+      "mlflow-artifacts:/1/r1/artifacts", 400,
+      nlohmann::json{{"error_code", "INVALID_PARAMETER_VALUE"}, {"message", "\x1b[2J\x1b[31mowned\nsecond line\r"}}
+          .dump());
+  const std::string said = run_against(server, dir.path());
+  EXPECT_THAT(said, ::testing::HasSubstr("\\x1b[31mowned\\nsecond line\\r"));
+  EXPECT_EQ(said.find('\x1b'), std::string::npos);
+  EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
+}
+
+TEST(MlflowSecurity, AnUnsentFileEntryNamesOnlyAFileOfItsRunFolder) {
+  const TempDir dir("mlflow-unsent");
+  std::filesystem::create_directories(dir / "run");
+  testing::write_file(dir / "secret", "do not send");
+  testing::write_file(dir / "run/mlflow_unsent.jsonl",
+                      "{\"tracking_uri\": \"x\"}\n{\"file\": \"../secret\"}\n{\"file\": \"" +
+                          (dir / "secret").string() + "\"}\n{\"file\": \"model.pt\"}\n");
+  const auto server = fake_mlflow("mlflow-artifacts:/1/r1/artifacts");
+  const std::string said = run_against(server, dir / "run", "", true);
+  EXPECT_THAT(said, ::testing::HasSubstr("file '../secret' is not a file of the run folder"));
+  std::vector<std::string> sent;
+  for (const auto& r : server.requests()) {
+    if (r.method == "PUT") sent.push_back(r.target.substr(r.target.rfind('/') + 1) + "=" + r.body);
+  }
+  EXPECT_EQ(sent, (std::vector<std::string>{"model.pt=weights"}));
+  EXPECT_FALSE(std::filesystem::exists(dir / "run/mlflow_unsent.jsonl"));  // all sent: the file goes
+}
+
+TEST(MlflowSecurity, AKilledSyncLosesNothingTheUnsentFileStaysUntilWhatReplacesItIsSafe) {
+  const TempDir dir("mlflow-kill");
+  const std::string unsent = "{\"tracking_uri\": \"http://127.0.0.1:1\"}\n" +
+                             nlohmann::json{{"metric", "loss"}, {"value", 1}, {"step", 1}, {"timestamp", 1}}.dump() +
+                             "\n";
+  testing::write_file(dir / "mlflow_unsent.jsonl", unsent);
+  {  // a sync that has read the file and not yet sent: then killed (never closed)
+    MlflowLogger logger(unreachable(dir.path()).resume(true));
+    EXPECT_EQ(testing::read_file(dir / "mlflow_unsent.jsonl"), unsent);
+  }
+  EXPECT_EQ(testing::read_file(dir / "mlflow_unsent.jsonl"), unsent);
 }
 
 TEST(Plot, AnSvgWithOnePathPerRunAxesAndALegend) {

@@ -1,5 +1,7 @@
 #include "baton/callbacks/stoppers.h"
 
+#include <map>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -58,6 +60,32 @@ TEST(EarlyStopper, StopsWhenTheMetricStopsImproving) {
   trainer.fit();
   EXPECT_TRUE(trainer.summary().stopped_early);
   EXPECT_LT(trainer.summary().steps, 160);
+}
+
+// The model's first weight at each evaluation, before the stopper acts on it.
+class WeightsAtEvaluations : public Callback {
+ public:
+  void eval_end(State& state, Logger&) override {
+    seen[state.timestamp.batch()] = state.model->parameters()[0].detach().clone();
+  }
+  std::map<int64_t, at::Tensor> seen;
+};
+
+TEST(EarlyStopper, TheWeightsOfTheBestEvaluationAreWhatTheRunEndsWith) {
+  for (const bool restore : {true, false}) {
+    auto spy = std::make_shared<WeightsAtEvaluations>();
+    auto stopper =
+        make_callback("early_stopper", {{"monitor", "eval/accuracy"}, {"patience", "4ba"}, {"restore_best", restore}});
+    Trainer trainer(options(spy).callbacks({spy, stopper}));
+    trainer.fit();
+    ASSERT_TRUE(trainer.summary().stopped_early);
+    const int64_t best = dynamic_cast<EarlyStopper*>(stopper.get())->best_at();
+    const int64_t last = trainer.summary().steps;
+    ASSERT_LT(best, last);
+    ASSERT_FALSE(torch::equal(spy->seen.at(best), spy->seen.at(last)));  // training went on meanwhile
+    const at::Tensor now = trainer.state().model->parameters()[0];
+    EXPECT_TRUE(torch::equal(now, spy->seen.at(restore ? best : last))) << "restore_best " << restore;
+  }
 }
 
 TEST(CallbackRegistry, RefusesUnknownNamesAndOptions) {

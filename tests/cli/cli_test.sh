@@ -200,7 +200,7 @@ PY
   [ ! -e "$tmp/cut.ts" ] || { echo "FAIL: a failed export left $tmp/cut.ts"; failures=$((failures + 1)); }
   expect_error 2 "pass --recipe" -- "$baton" export "$tmp/run/model.pt" --torchscript "$tmp/m2.ts"
   cp "$tmp/run/checkpoints/ep0-ba20.ckpt" "$tmp/self.ckpt"
-  expect_error 2 "is the file the model is read from" -- "$baton" export "$tmp/self.ckpt" --torchscript "$tmp/self.ckpt"
+  expect_error 2 "an input of this command" -- "$baton" export "$tmp/self.ckpt" --torchscript "$tmp/self.ckpt"
   cmp -s "$tmp/self.ckpt" "$tmp/run/checkpoints/ep0-ba20.ckpt" || { echo "FAIL: export wrote over its input"; failures=$((failures + 1)); }
   "$baton" export "$tmp/run/model.pt" --recipe "$src/recipes/fashion_mnist.yaml" --torchscript "$tmp/m2.ts" >"$tmp/export2.out" 2>&1 ||
     { echo "FAIL: baton export model.pt --recipe"; cat "$tmp/export2.out"; failures=$((failures + 1)); }

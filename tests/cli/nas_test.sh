@@ -166,7 +166,7 @@ read -r fused_final fused_sets <"$tmp/f_sets"
 # order two trials learn, fused, and complete; then the third (a learning rate that learns nothing)
 # is stopped at its first evaluation, below their median, while the fourth, fused beside it on the
 # same batches, trains on to its last evaluation (where the rule judges it too).
-printf 'optimizer.lr: {_type: choice, _value: [0.03, 0.04, 1.0e-7, 0.0400001]}\n' >"$tmp/stop.yaml"
+printf 'optimizer.lr: {_type: choice, _value: [0.01, 0.02, 1.0e-7, 0.04]}\n' >"$tmp/stop.yaml"
 "$baton" search "$tmp/stop.yaml" --recipe "$recipe" --set max_duration=12ba --set eval_interval=4ba \
   --set limit_eval_batches=1 --set 'loggers={}' --set 'callbacks={}' --set scheduler.name=constant \
   --strategy grid --trials 4 --fuse 2 --median-stop 2 --run-dir "$tmp/fs" >"$tmp/fs.log" 2>&1 ||
@@ -176,11 +176,11 @@ python3 - "$tmp/fs.json" "$tmp/fs/trials" <<'P' || fail "fused stop: a fused tri
 import json, os, sys
 rows = {r["parameters"]["optimizer.lr"]: r for r in json.load(open(sys.argv[1]))}
 steps = {lr: [i["step"] for i in r["intermediate"]] for lr, r in rows.items()}
-assert [rows[lr]["status"] for lr in (0.03, 0.04)] == ["trained"] * 2, rows
+assert [rows[lr]["status"] for lr in (0.01, 0.02)] == ["trained"] * 2, rows
 stopped = rows[1.0e-7]
 assert stopped["status"] == "interrupted" and stopped["final"] is None and steps[1.0e-7] == [4], rows
 assert "stopped by signal 15" in open(os.path.join(sys.argv[2], str(stopped["id"]), "stdout.log")).read()
-assert steps[0.0400001] == [4, 8, 12], rows
+assert steps[0.04] == [4, 8, 12], rows
 P
 printf 'data.batch_size: {_type: choice, _value: [32, 64]}\n' >"$tmp/batch.yaml"
 expect_error 2 "--fuse 2: the fused trials share one data set, batch size and order, and one model space, but the space varies data.batch_size" -- \

@@ -6,26 +6,11 @@
 # Usage: trust_test.sh BATON_BINARY
 set -uo pipefail
 baton=$1
-tmp=$(mktemp -d)
+source "$(dirname "$0")/common.sh"
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 # One level down, so that what a name escaping to ../ would write lands in this test's own folder
 # (a shared /tmp may hold a ../x of someone else's).
 mkdir "$tmp/w" && cd "$tmp/w" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-# expect CODE "substring" -- command...: the exit code, the text on stderr, at most 3 lines, within 10 s.
-expect() {
-  local code=$1 needle=$2
-  shift 3
-  timeout 10 "$@" >out 2>err
-  local rc=$?
-  if [ "$rc" -ne "$code" ] || ! grep -qF -- "$needle" err || [ "$(wc -l <err)" -gt 3 ] ||
-    grep -qE "Exception raised from|INTERNAL ASSERT|json.exception|terminate called" err; then
-    fail "$* -> exit $rc (want $code), stderr:"
-    cat err
-  fi
-}
 
 # A small data set: 64 examples of 4 features (.npy written here, no numpy needed).
 python3 - <<'PY'

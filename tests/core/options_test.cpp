@@ -101,11 +101,26 @@ TEST(OptionReader, ReadsEveryWholeNumberItsTypeHoldsExactly) {
             0U);
 }
 
+TEST(OptionReader, ATypoOfAKnownNameIsSaidAsDidYouMean) {
+  EXPECT_EQ(unknown_name("scheduler", "cosine_with_warmup", {"cosine", "cosine_warmup", "one_cycle"}),
+            "unknown scheduler 'cosine_with_warmup' (known: cosine, cosine_warmup, one_cycle); did you mean "
+            "'cosine_warmup'?");
+  EXPECT_EQ(unknown_name("logger", "xml", {"csv", "jsonl"}), "unknown logger 'xml' (known: csv, jsonl)");
+  EXPECT_EQ(closest_name("Max_Duration", {"max_duration", "seed"}), "max_duration");  // case aside
+  EXPECT_EQ(closest_name("lr", {"seed", "device"}), "");
+  const OptionReader r("optimizer", {{"nme", "sgd"}});
+  EXPECT_EQ(error_of([&] {
+              r.check_keys({"name", "lr"});
+            }),
+            "unknown key 'optimizer.nme' (known in optimizer: name, lr); did you mean 'name'?");
+}
+
 TEST(OptionReader, AccountsForEveryKey) {
   OptionReader r("mixup", {{"alpha", 0.4}, {"alpah", 0.2}});
   r.number("alpha", 0);
   r.boolean("interpolate_loss", false);
-  EXPECT_EQ(error_of([&] { r.finish(); }), "mixup.alpah: unknown option (known: alpha, interpolate_loss)");
+  EXPECT_EQ(error_of([&] { r.finish(); }),
+            "mixup.alpah: unknown option (known: alpha, interpolate_loss); did you mean 'alpha'?");  // swapped
   const OptionReader listed("data", {{"batch_size", 1}, {"bach", 2}});
   EXPECT_EQ(error_of([&] {
               listed.check_keys({"batch_size", "shuffle"});

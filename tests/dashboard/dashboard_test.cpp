@@ -169,6 +169,7 @@ TEST_F(DashboardApi, ASearchsTrialsHistoryAndImportance) {
   ASSERT_EQ(s["trials_table"].size(), 30U);
   const auto run = s["trials_table"][2].value("run", "");  // trial 3 links to its run
   EXPECT_EQ(get(d, "/api/runs/" + run)["row"]["path"], (root_ / "runs" / "search" / "trials" / "3").string());
+  EXPECT_EQ(get(d, "/api/runs/" + run)["row"]["name"], "search/trial-3");  // not "3"
   EXPECT_FALSE(s["trials_table"][1].contains("run"));
   EXPECT_EQ(s["trials_table"][4]["status"], "running");
   EXPECT_DOUBLE_EQ(s["trials_table"][0]["duration_s"].get<double>(), 1.0);

@@ -109,15 +109,37 @@ TEST(Images, BadFilesAreOneLineErrorsNamingTheFile) {
   ASSERT_TRUE(png_image_write_to_file(&image, (dir / "deep.png").c_str(), 0, deep.data(), 0, nullptr));
   EXPECT_THAT(error_of([&] { decode_image(bytes_of(dir / "deep.png"), "deep.png", 3); }),
               HasSubstr("deep.png: a PNG with 16-bit pixels"));
-  png_image palette{};
-  palette.version = PNG_IMAGE_VERSION;
-  palette.width = 4, palette.height = 4, palette.format = PNG_FORMAT_RGB_COLORMAP, palette.colormap_entries = 2;
-  std::vector<uint8_t> indices(16, 1), colours = {0, 0, 0, 255, 255, 255};
-  ASSERT_TRUE(png_image_write_to_file(&palette, (dir / "pal.png").c_str(), 0, indices.data(), 0, colours.data()));
-  EXPECT_THAT(error_of([&] { image_size(bytes_of(dir / "pal.png"), "pal.png"); }),
-              HasSubstr("pal.png: a PNG with palette pixels"));
+  // An end-of-image marker in the middle of the scan: libjpeg fills the rest with gray and warns.
+  const size_t scan = jpeg.find("\xFF\xDA");
+  const std::string early_end = jpeg.substr(0, scan + (jpeg.size() - scan) / 2) + "\xFF\xD9";
+  EXPECT_THAT(error_of([&] { decode_image(early_end, "eoi.jpg", 3); }),
+              HasSubstr("eoi.jpg: a truncated or corrupt JPEG"));
   EXPECT_THAT(error_of([&] { read_image_file((dir / "none.jpg").string()); }), HasSubstr("none.jpg"));
   EXPECT_THAT(error_of([&] { read_image_file(dir.str()); }), HasSubstr("not a regular file"));
+}
+
+TEST(Images, PalettePngsAndGrayWithAlphaAsPilWritesThemDecode) {
+  const TempDir dir("png_kinds");
+  png_image palette{};
+  palette.version = PNG_IMAGE_VERSION;
+  palette.width = 4, palette.height = 2, palette.format = PNG_FORMAT_RGBA_COLORMAP, palette.colormap_entries = 2;
+  std::vector<uint8_t> indices = {0, 1, 1, 0, 1, 1, 1, 1};
+  std::vector<uint8_t> colours = {10, 20, 30, 0, 200, 100, 50, 255};  // the first transparent (PIL's mode P + tRNS)
+  ASSERT_TRUE(png_image_write_to_file(&palette, (dir / "pal.png").c_str(), 0, indices.data(), 0, colours.data()));
+  const at::Tensor rgb = decode_image(bytes_of(dir / "pal.png"), "pal.png", 3);
+  ASSERT_EQ(rgb.sizes(), (std::vector<int64_t>{2, 4, 3}));
+  EXPECT_EQ(rgb[0][1][0].item<int>(), 200);  // index 1: its colour, alpha dropped as PIL's convert('RGB')
+  EXPECT_EQ(rgb[0][1][2].item<int>(), 50);
+  EXPECT_EQ(rgb[0][0][0].item<int>(), 10);  // index 0, transparent: its colour all the same
+  png_image gray_alpha{};
+  gray_alpha.version = PNG_IMAGE_VERSION;
+  gray_alpha.width = 2, gray_alpha.height = 1, gray_alpha.format = PNG_FORMAT_GA;
+  std::vector<uint8_t> ga = {90, 255, 180, 128};  // (gray, alpha) pairs: PIL's mode LA
+  ASSERT_TRUE(png_image_write_to_file(&gray_alpha, (dir / "la.png").c_str(), 0, ga.data(), 0, nullptr));
+  const at::Tensor gray = decode_image(bytes_of(dir / "la.png"), "la.png", 1);
+  ASSERT_EQ(gray.sizes(), (std::vector<int64_t>{1, 2, 1}));
+  EXPECT_EQ(gray[0][0][0].item<int>(), 90);
+  EXPECT_EQ(decode_image(bytes_of(dir / "la.png"), "la.png", 3).sizes(), (std::vector<int64_t>{1, 2, 3}));
 }
 
 TEST(ImageTransforms, FoldIntoOnePlanDrawnFromSeedEpochAndIndex) {
@@ -264,12 +286,16 @@ TEST(ImageFolder, BadFolderFilesAndListsAreErrorsOrSkipped) {
   std::ofstream(dir / "bad2.csv") << "train/cat/a.png,zero\n";
   EXPECT_THAT(error_of([&] { ImageFolder::from_list((dir / "bad2.csv").string(), opts); }),
               HasSubstr("bad2.csv:1: the label 'zero' is not a class index"));
-  // An image smaller than the crop.
-  auto cropping = ImageFolder::from_dir(
-      (dir / "train").string(),
-      ImageFolderOptions(opts).image_size(64).transforms(nlohmann::json::parse(R"([{"center_crop": 64}])")));
-  EXPECT_THAT(error_of([&] { cropping->get_batch(torch::tensor({0})); }),
+  // An image smaller than the crop: found when the data set is built (before a run folder is made),
+  // not at the batch that reads it; with bad_files: skip, left out.
+  const auto cropping =
+      ImageFolderOptions(opts).image_size(64).transforms(nlohmann::json::parse(R"([{"center_crop": 64}])"));
+  EXPECT_THAT(error_of([&] { ImageFolder::from_dir((dir / "train").string(), cropping); }),
               HasSubstr("a.png: an image of 60x40 is smaller than center_crop's 64x64"));
+  const auto too_small =
+      ImageFolder::from_dir((dir / "train").string(), ImageFolderOptions(cropping).bad_files(BadFiles::kSkip));
+  EXPECT_LT(too_small->size(), 5);
+  EXPECT_THAT(too_small->skipped().front(), HasSubstr("is smaller than center_crop's 64x64"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "baton/data/webdataset.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "baton/data/images.h"
 #include "baton/io/file.h"
 #include "baton/io/url.h"
+#include "common/scripted_server.h"
 #include "common/test_util.h"
 
 namespace baton {
@@ -24,27 +26,30 @@ using testing::TempDir;
 using testing::write_file;
 using Members = std::vector<std::pair<std::string, std::string>>;
 
+// A tar header alone: `name` of `type` ('0' a file, '5' a folder, 'L' a GNU long name) claiming
+// `size` bytes (octal, as tar writes sizes up to 8 GiB).
+std::string tar_header(const std::string& name, char type, uint64_t size) {
+  std::string h(512, '\0');
+  std::memcpy(h.data(), name.data(), std::min<size_t>(name.size(), 99));
+  std::snprintf(&h[100], 8, "%07o", 0644);
+  std::snprintf(&h[124], 12, "%011llo", static_cast<unsigned long long>(size));
+  h[156] = type;
+  std::memcpy(&h[257],
+              "ustar\0"
+              "00",
+              8);
+  std::memset(&h[148], ' ', 8);
+  unsigned sum = 0;
+  for (char c : h) sum += static_cast<unsigned char>(c);
+  std::snprintf(&h[148], 8, "%06o", sum);
+  return h;
+}
+
 // A tar file (ustar, as GNU tar and Python's tarfile write them) of (name, bytes) members.
 std::string tar_of(const Members& members) {
   std::string out;
   for (const auto& [name, bytes] : members) {
-    std::string h(512, '\0');
-    std::memcpy(h.data(), name.data(), std::min<size_t>(name.size(), 99));
-    std::snprintf(&h[100], 8, "%07o", 0644);
-    std::snprintf(&h[108], 8, "%07o", 0);
-    std::snprintf(&h[116], 8, "%07o", 0);
-    std::snprintf(&h[124], 12, "%011llo", static_cast<unsigned long long>(bytes.size()));
-    std::snprintf(&h[136], 12, "%011o", 0);
-    h[156] = '0';
-    std::memcpy(&h[257],
-                "ustar\0"
-                "00",
-                8);
-    std::memset(&h[148], ' ', 8);
-    unsigned sum = 0;
-    for (char c : h) sum += static_cast<unsigned char>(c);
-    std::snprintf(&h[148], 8, "%06o", sum);
-    out += h + bytes + std::string((512 - bytes.size() % 512) % 512, '\0');
+    out += tar_header(name, '0', bytes.size()) + bytes + std::string((512 - bytes.size() % 512) % 512, '\0');
   }
   return out + std::string(1024, '\0');
 }
@@ -191,6 +196,87 @@ TEST(WebDataset, BadShardsAndSamplesNameTheShardAndMember) {
   write_file(dir / "eval.tar", tar_of({{"e.png", png}, {"e.cls", "4"}}));
   EXPECT_EQ(error_of([&] { WebDataset::open({(dir / "eval.tar").string()}, WebDatasetOptions(), 3); }),
             (dir / "eval.tar").string() + ": e.png has label 4 but the training set has 3 classes");
+}
+
+// A file server of one shard: HEAD (its size and ETag) and ranges, as nginx answers them.
+testing::ScriptedServer serving(const std::string& bytes) {
+  return testing::ScriptedServer(
+      [bytes](const testing::ScriptedServer::Request& r, testing::ScriptedServer::Reply& out) {
+        const std::string etag = "ETag: \"v1\"\r\n";
+        if (r.method == "HEAD") {
+          out.send("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(bytes.size()) + "\r\n" + etag + "\r\n");
+          return;
+        }
+        const size_t range = r.head.find("Range: bytes=");
+        if (range == std::string::npos) return (void)out.answer(200, bytes, etag);
+        const size_t from = std::stoul(r.head.substr(range + 13));
+        const size_t dash = r.head.find('-', range + 13);
+        const size_t to = r.head[dash + 1] == '\r' ? bytes.size() - 1 : std::stoul(r.head.substr(dash + 1));
+        out.answer(206, bytes.substr(from, to - from + 1),
+                   etag + "Content-Range: bytes " + std::to_string(from) + "-" + std::to_string(to) + "/" +
+                       std::to_string(bytes.size()) + "\r\n");
+      });
+}
+
+TEST(WebDatasetHostile, EveryKindOfTarHeaderCountsAgainstTheBound) {
+  TempDir dir("webdataset_headers");
+  std::string tar;
+  for (int i = 0; i < 30; ++i) tar += tar_header("d" + std::to_string(i) + "/", '5', 0);  // folders
+  write_file(dir / "s.tar", tar + std::string(1024, '\0'));
+  const auto options = WebDatasetOptions().max_tar_headers(20);
+  EXPECT_EQ(
+      error_of([&] { WebDataset::open({(dir / "s.tar").string()}, options); }),
+      (dir / "s.tar").string() + ": more than 20 tar headers in one shard (max_tar_headers); split it into shards");
+}
+
+TEST(WebDatasetHostile, AMemberClaimingATerabyteIsRefusedAtItsHeaderNotStreamedThrough) {
+  // The header, then nothing: a scanner that read through the claim would wait on the stall.
+  const testing::ScriptedServer server(
+      [](const testing::ScriptedServer::Request&, testing::ScriptedServer::Reply& out) {
+        out.send("HTTP/1.1 200 OK\r\nContent-Length: 9000000000\r\n\r\n" + tar_header("a.png", '0', 8000000000ull));
+        out.stall(60);
+      });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT(error_of([&] {
+                WebDataset::open({server.url("/s.tar")}, WebDatasetOptions().cache_index(false).retry_seconds(30));
+              }),
+              HasSubstr("member a.png claims 7.5 GiB, more than the 1 GiB a WebDataset member may have"));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  // The refusal was thrown from inside the transfer: this thread's next transfer still works (an
+  // exception through libcurl's frames left its handle broken: "Failed initialization").
+  EXPECT_THAT(error_of([] { read_range("http://127.0.0.1:9/x.tar", 0, 4, {.retry_seconds = 0.3}); }),
+              HasSubstr("Couldn't connect to server"));
+}
+
+TEST(WebDatasetHostile, AKeptIndexWithAlteredLabelsIsFoundOutNotTrainedOn) {
+  const Pictures pictures;
+  const std::string bytes = read_file(pictures.shards[0]);
+  const auto server = serving(bytes);
+  TempDir cache("webdataset_kept");
+  const auto options = WebDatasetOptions().images(small_images()).index_cache(cache.str()).retry_seconds(5);
+  const auto first = WebDataset::open({server.url("/s.tar")}, options);
+  const at::Tensor labels = first->get_batch(torch::arange(first->size())).target;
+  // The kept index, its first label changed (a member: [name, offset, size, text]).
+  std::filesystem::path kept;
+  for (const auto& entry : std::filesystem::directory_iterator(cache.path())) kept = entry.path();
+  ASSERT_FALSE(kept.empty());
+  auto index = nlohmann::json::parse(read_file(kept.string()));
+  for (auto& m : index["members"]) {
+    if (m[0].get<std::string>().ends_with(".cls")) {
+      m[3] = std::to_string((std::stoi(m[3].get<std::string>()) + 1) % 3);
+      break;
+    }
+  }
+  write_file(kept, index.dump());
+  const auto second = WebDataset::open({server.url("/s.tar")}, options);
+  EXPECT_THAT(error_of([&] { second->get_batch(torch::arange(second->size())); }),
+              HasSubstr("the shard changed since it was indexed, or its kept index " + kept.string() +
+                        " was altered (delete it)"));
+  // Offsets past the shard's end: not the shard's index; indexed again, the labels right.
+  for (auto& m : index["members"]) m[1] = m[1].get<uint64_t>() + bytes.size();
+  write_file(kept, index.dump());
+  const auto third = WebDataset::open({server.url("/s.tar")}, options);
+  EXPECT_TRUE(torch::equal(third->get_batch(torch::arange(third->size())).target, labels));
 }
 
 TEST(Url, ARangeOfALocalFileIsThoseBytesAndPastTheEndIsAnError) {

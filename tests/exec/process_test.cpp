@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "baton/exec/process.h"
@@ -209,6 +210,15 @@ TEST(TrialSlots, DevicesAreDealtPerTrialAndThreadsGetCoresOfTheirOwn) {
               make_trial_slots({"0", "1"}, 3, 0, 0, {0});
             }),
             "--devices-per-trial 3: expected 1 to 2 (the number of --devices)");
+  // What CUDA_VISIBLE_DEVICES would read as no device at all (every trial on the CPU, silently).
+  for (const std::string junk : {"-1", "gpu0", "01", "1024", "0x1", "GPU-", "GPU-zz"}) {
+    EXPECT_THAT(testing::error_of([&] {
+                  make_trial_slots({"0", junk}, 1, 0, 0, {0});
+                }),
+                ::testing::HasSubstr("--devices: '" + junk + "' is not a device (an index such as 0, or a GPU-"))
+        << junk;
+  }
+  EXPECT_EQ(make_trial_slots({"GPU-8f6e9f3c-1b2a-4c5d", "MIG-0a1b/1/0"}, 1, 0, 0, {0}).size(), 2U);
   EXPECT_EQ(testing::error_of([] {
               make_trial_slots({}, 1, 2, 3, {0, 1, 2, 3});
             }),

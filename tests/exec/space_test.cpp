@@ -73,7 +73,7 @@ TEST(SearchSpace, MalformedSpacesSayWhatAndWhere) {
   };
   EXPECT_EQ(error(R"({"lr": {"_type": "unifrom", "_value": [0, 1]}})"),
             "space.json: 'lr': unknown _type 'unifrom' (known: choice, randint, uniform, quniform, loguniform, "
-            "qloguniform, normal)");
+            "qloguniform, normal); did you mean 'uniform'?");
   EXPECT_NE(error(R"({"lr": {"_type": "uniform", "_value": [1, 0]}})").find("low must be below high"),
             std::string::npos);
   EXPECT_NE(error(R"({"lr": {"_type": "loguniform", "_value": [0, 1]}})").find("needs low > 0"), std::string::npos);
@@ -334,7 +334,7 @@ TEST(Strategies, BadOptionsSayWhichAndWhatIsKnown) {
   };
   EXPECT_EQ(message("tpe", {{"candidate", 4}}),
             "strategy tpe.candidate: unknown option (known: startup_trials, candidates, multivariate, prior_weight, "
-            "max_rest, constant_liar, gamma, ei_weights, clip_exponent, min_bandwidth)");
+            "max_rest, constant_liar, gamma, ei_weights, clip_exponent, min_bandwidth); did you mean 'candidates'?");
   EXPECT_EQ(message("tpe", {{"gamma", 1.5}}), "strategy tpe.gamma: expected a number > 0.0 and <= 1.0, got '1.5'");
   EXPECT_EQ(message("tpe", {{"min_bandwidth", 0.5}}),
             "strategy tpe.min_bandwidth: expected a number > 0.0 and <= 0.1, got '0.5'");

@@ -101,7 +101,9 @@ TEST(BenchmarkTable, RefusesAMalformedFileNamingTheLine) {
             ":1: the header needs the parameter columns, then `step`, then the metrics");
   EXPECT_EQ(error("op,step\nconv,1\n"), ":1: the header needs the parameter columns, then `step`, then the metrics");
   EXPECT_EQ(error("op,step,acc\nconv,1\n"), ":2: 2 cells, but the header has 3");
-  EXPECT_EQ(error("op,step,acc\nconv,1.5,0.1\n"), ":2: step '1.5' is not a whole number");
+  EXPECT_EQ(error("op,step,acc\nconv,1.5,0.1\n"), ":2: step '1.5' is not a whole number from 0 to 2^53");
+  EXPECT_EQ(error("op,step,acc\nconv,1e19,0.1\n"), ":2: step '1e19' is not a whole number from 0 to 2^53");
+  EXPECT_EQ(error("op,step,acc\nconv,-3,0.1\n"), ":2: step '-3' is not a whole number from 0 to 2^53");
   EXPECT_EQ(error("# made by hand\nop,step,acc\nconv,1,high\n"), ":3: acc 'high' is not a number");
   EXPECT_EQ(error("op,step,acc\nconv,1,0.1\nconv,1,0.2\n"), ":3: step 1 of this configuration is there twice");
   EXPECT_EQ(error("op,step,acc\n"), ": the benchmark table has no rows");

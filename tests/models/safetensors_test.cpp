@@ -139,6 +139,12 @@ TEST(Safetensors, ZooResNetsHaveTorchvisionsNamesAndLoadTheirOwnWeights) {
   EXPECT_THAT(error_of([&] { load_safetensors(*ten, path); }),
               HasSubstr("r18.safetensors: tensor 'fc.weight' has shape [1000, 512] but the model's is [10, 512]"));
   EXPECT_THAT(error_of([&] { load_safetensors(*resnet50, path); }), HasSubstr("r18.safetensors: "));
+  // Both a tensor and its "module." twin: one would silently win.
+  NamedTensors twins = names;
+  twins.emplace_back("module.fc.bias", torch::zeros(1000));
+  write_safetensors((tmp.path() / "twins.st").string(), twins);
+  EXPECT_THAT(error_of([&] { load_safetensors(*other, (tmp.path() / "twins.st").string()); }),
+              HasSubstr("twins.st: tensors 'fc.bias' and 'module.fc.bias' are both the model's 'fc.bias'"));
   NamedTensors fewer(names.begin() + 1, names.end());
   write_safetensors((tmp.path() / "fewer.st").string(), fewer);
   EXPECT_THAT(error_of([&] { load_safetensors(*other, (tmp.path() / "fewer.st").string()); }),

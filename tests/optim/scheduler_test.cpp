@@ -92,6 +92,13 @@ TEST(Scheduler, OneCycleMatchesPyTorch) {
   }
 }
 
+TEST(Scheduler, OneCycleOverARunOfOneBatchGivesItsFirstValue) {  // a smoke run (fast_dev_run) runs
+  const ScheduleClock one{/*batches_per_epoch=*/1, /*batch_size=*/32, /*max_batches=*/1};
+  auto s = make_scheduler(SchedulerOptions().name("one_cycle").max_lr(0.1));
+  EXPECT_NEAR(s->lr(0.05, 0, one), 0.004, 1e-12);
+  EXPECT_NEAR(*s->momentum(0, one), 0.95, 1e-12);
+}
+
 TEST(Scheduler, UnknownNamesAreListed) {
   try {
     make_scheduler(SchedulerOptions().name("cosine"));

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include <caffe2/serialize/inline_container.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/script.h>
@@ -370,6 +371,51 @@ def forward(self, x):
               ::testing::ThrowsMessage<std::runtime_error>(
                   HasSubstr("missing.pt: cannot open the TorchScript module (No such file or directory)")));
   std::filesystem::remove_all(dir);
+}
+
+// A TorchScript file saved by LibTorch, its code records rewritten by `edit` (as a newer PyTorch,
+// or a hostile hand, would have written them).
+std::string edited_torchscript(const std::string& dir, const std::function<std::string(std::string)>& edit) {
+  const std::string saved = dir + "/saved.pt", out = dir + "/edited.pt";
+  {
+    torch::jit::Module m("Net");
+    m.register_parameter("w", torch::randn({8, 4}), false);
+    m.define("def forward(self, x):\n    return torch.relu(torch.matmul(x, self.w))\n");
+    m.save(saved);
+  }
+  caffe2::serialize::PyTorchStreamReader reader(saved);
+  caffe2::serialize::PyTorchStreamWriter writer(out);
+  for (const std::string& name : reader.getAllRecords()) {
+    auto [data, size] = reader.getRecord(name);
+    std::string bytes(static_cast<const char*>(data.get()), size);
+    if (name.find("code/") != std::string::npos && name.ends_with(".py")) bytes = edit(bytes);
+    if (name != "version" && name != ".data/version") writer.writeRecord(name, bytes.data(), bytes.size());
+  }
+  writer.writeEndOfFile();
+  return out;
+}
+
+TEST(TorchScript, AnOperatorThisLibTorchLacksIsNamedInOneLineWithTheBuildThatHasIt) {
+  const testing::TempDir dir("ts_newer");
+  const std::string path = edited_torchscript(dir.str(), [](std::string code) {
+    const size_t at = code.find("torch.relu(");
+    return at == std::string::npos ? code : code.replace(at, 10, "torch.rms_norm");
+  });
+  const std::string error = testing::error_of([&] { load_torchscript_classifier(path); });
+  EXPECT_THAT(error, HasSubstr("edited.pt: the module uses operator aten::rms_norm, which this LibTorch ("));
+  EXPECT_THAT(error, HasSubstr("LibTorch 2.4 has"));
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+}
+
+TEST(TorchScript, CodeNestedTooDeepForLibTorchsParserIsRefusedNotACrash) {
+  const testing::TempDir dir("ts_deep");
+  const std::string path = edited_torchscript(dir.str(), [](std::string code) {
+    const size_t line = code.rfind('\n', code.find("return"));  // a line before the return, indented as it
+    const std::string indent = code.substr(line + 1, code.find("return") - line - 1);
+    return code.insert(line + 1, indent + "deep = " + std::string(50000, '(') + "1" + std::string(50000, ')') + "\n");
+  });
+  EXPECT_THAT(testing::error_of([&] { load_torchscript_classifier(path); }),
+              HasSubstr("deep, more than the 200 baton reads"));
 }
 
 }  // namespace

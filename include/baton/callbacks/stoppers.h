@@ -7,6 +7,9 @@
 
 #include <optional>
 #include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
 
 #include "baton/core/callback.h"
 #include "baton/core/options.h"
@@ -52,6 +55,10 @@ class EarlyStopperOptions {
   BATON_ARG(Time, patience) = Time::from_epoch(1);
   BATON_ARG(double, min_delta) = 0.0;  // a change smaller than this is no improvement
   BATON_ARG(Comparison, comparison) = Comparison::kAuto;
+  // When it stops the run, the model's weights go back to those of the best evaluation (Keras's
+  // restore_best_weights), so what the run saves last (model.pt, the last checkpoint) is the best
+  // model, not the one patience later. A copy of the weights is kept in host memory for it.
+  BATON_ARG(bool, restore_best) = true;
 };
 // Stops when the monitored metric has not improved by min_delta for `patience`.
 class EarlyStopper : public Callback {
@@ -61,6 +68,7 @@ class EarlyStopper : public Callback {
   StateDict state_dict() const override;
   void load_state_dict(const StateDict& state) override;
   std::optional<double> best() const { return best_; }
+  int64_t best_at() const { return best_at_; }  // in patience's unit
 
  private:
   EarlyStopperOptions options_;
@@ -68,7 +76,8 @@ class EarlyStopper : public Callback {
   std::string metric_;
   bool greater_;
   std::optional<double> best_;
-  int64_t best_at_ = 0;  // in patience's unit
+  int64_t best_at_ = 0;                   // in patience's unit
+  std::vector<at::Tensor> best_weights_;  // the model's parameters and buffers then, on the CPU
 };
 
 }  // namespace baton

@@ -69,10 +69,19 @@ inline std::string join_names(const std::vector<std::string>& names, const char*
   return out;
 }
 
-// The one message for a name that is not one of `known`: "unknown <kind> 'x' (known: a, b, c)".
+// The name of `known` a typo of `name` most likely meant (edit distance at most a third of its
+// length, at least 1, ties to the first), or "" when none is that close.
+std::string closest_name(std::string_view name, const std::vector<std::string>& known);
+
+// "; did you mean 'x'?" for a name close to one of `known`, else "".
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& known);
+
+// The one message for a name that is not one of `known`: "unknown <kind> 'x' (known: a, b, c)",
+// with "; did you mean 'y'?" after it when `name` is a typo of one of them.
 inline std::string unknown_name(const std::string& kind, const std::string& name,
                                 const std::vector<std::string>& known) {
-  return "unknown " + kind + " '" + name + "' (known: " + (known.empty() ? "none" : join_names(known)) + ")";
+  return "unknown " + kind + " '" + name + "' (known: " + (known.empty() ? "none" : join_names(known)) + ")" +
+         did_you_mean(name, known);
 }
 
 // "a, b or c": the choices of a closed set, as a message lists them.

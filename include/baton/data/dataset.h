@@ -17,6 +17,10 @@
 
 namespace baton {
 
+// The classes a data set may have: a label makes as many class names (a list's label of 999999999
+// would be a billion of them).
+inline constexpr int64_t kMaxClasses = 1'000'000;
+
 // The random numbers of one example in one epoch, drawn from (seed, epoch, index) only: a data set
 // whose examples are random (crops, window offsets) gives the same batches for any number of
 // workers, in any order, and after a resume.

@@ -29,6 +29,10 @@ class ImagePipeline;
 enum class BadFiles { kError, kSkip };
 BATON_ENUM_NAMES(BadFiles, {BadFiles::kError, "error"}, {BadFiles::kSkip, "skip"});
 
+// The largest side an image is made at (image_size, a resize or a crop): one RGB image of 8192 x
+// 8192 is 768 MiB as floats; a larger one would fail inside the allocator mid-run.
+inline constexpr int64_t kMaxImageSide = 8192;
+
 class ImageFolderOptions {
   // 1 (gray) or 3 (RGB).
   BATON_ARG(int, channels) = 3;

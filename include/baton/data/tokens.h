@@ -1,13 +1,15 @@
-// Token shards: tokenized corpora in llm.c's format (nanoGPT's and llm.c's `.bin` files),
-// memory-mapped and cut into windows of `context` tokens for next-token prediction.
+// Token shards: tokenized corpora in llm.c's format (nanoGPT's and llm.c's `.bin` files), read a
+// window at a time and cut into windows of `context` tokens for next-token prediction.
 //
 //   auto shards = baton::expand_globs({"data/train_*.bin"}, "train_files");
 //   auto train = baton::TokenDataset::open(shards, baton::TokenOptions().context(1024).vocab_size(50257));
 //   baton::Batch b = train->get_epoch_batch(torch::arange(8), /*epoch=*/0);  // int64 [8, 1024] twice
 //
 // A shard is a header of 256 little-endian int32 (magic 20240520, version 1, the token count, the
-// rest 0) and then that many uint16 tokens. Shards are mapped, never read whole into memory: a
-// corpus larger than memory trains, and the operating system's page cache is the only copy.
+// rest 0) and then that many uint16 tokens. Shards are never read whole into memory (each window is
+// read where it is, pread): a corpus larger than memory trains, and the operating system's page
+// cache is the only copy. A shard that changes while it is read (cut short, replaced) is an error
+// naming it, never a crash (a memory map would have been a SIGBUS).
 #pragma once
 
 #include <cstdint>
@@ -24,26 +26,24 @@ inline constexpr int32_t kTokenShardMagic = 20240520;
 inline constexpr int32_t kTokenShardVersion = 1;
 inline constexpr int64_t kTokenShardHeaderInts = 256;
 
-// One shard, mapped read-only; unmapped when destroyed.
+// One shard: its header checked once, its tokens read where they are.
 class TokenShard {
  public:
   // Throws std::runtime_error naming the file: not a regular file, shorter than the header, a wrong
   // magic or version, a token count that does not match the file's size.
   explicit TokenShard(const std::string& path);
-  ~TokenShard();
-  TokenShard(const TokenShard&) = delete;
-  TokenShard& operator=(const TokenShard&) = delete;
 
   const std::string& path() const { return path_; }
   int64_t size() const { return count_; }  // tokens
-  const uint16_t* tokens() const { return tokens_; }
+  // Tokens [start, start + count) into `out`. Throws std::runtime_error naming the file when it
+  // changed since it was opened (cut short, grown, replaced) or cannot be read.
+  void read(int64_t start, int64_t count, uint16_t* out) const;
 
  private:
   std::string path_;
-  void* map_ = nullptr;
-  std::size_t map_bytes_ = 0;
-  const uint16_t* tokens_ = nullptr;
   int64_t count_ = 0;
+  std::uint64_t device_ = 0, inode_ = 0;  // the file opened first: a replaced one is another
+  std::int64_t modified_ns_ = 0;
 };
 
 // Writes `tokens` as a shard at `path` (a temporary file renamed into place: a kill leaves the old

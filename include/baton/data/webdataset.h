@@ -39,6 +39,9 @@ class WebDatasetOptions {
   // Last-Modified (one HEAD request), so a second run or a resume does not download it again.
   BATON_ARG(bool, cache_index) = true;
   BATON_ARG(std::string, index_cache);
+  // Tar headers of every kind (files, folders, long names, pax records) one shard may have: an
+  // endless or hostile stream stops within this many (512 MB of empty members at the default).
+  BATON_ARG(int64_t, max_tar_headers) = 1'000'000;
 };
 
 // "train-{000000..000099}.tar" → 100 names, zero padding kept; "{a,b}" lists; several braces

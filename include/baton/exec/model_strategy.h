@@ -25,6 +25,9 @@ class LatinHypercube;
 class ModelStrategy : public Strategy {
  public:
   ~ModelStrategy() override;
+  // "tpe: the first 10 trials are spread over the space at random (a Latin hypercube;
+  // startup_trials), then its model chooses".
+  std::string plan() const override;
   std::optional<nlohmann::json> suggest() override;
   void observe(const Trial& trial) override;
   void restore(const std::vector<Trial>& trials) override;

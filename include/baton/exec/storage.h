@@ -116,6 +116,9 @@ class PostgresStorage : public SqlStorage {
 // naming the accepted forms. A storage that cannot be opened: std::runtime_error saying why.
 std::unique_ptr<TrialStorage> open_storage(const std::string& url);
 
+// The file of a SQLite storage's URL (as open_storage reads it); "" for another storage.
+std::string storage_file(const std::string& url);
+
 // The storage URL as it may be shown or logged: a password in it (postgresql://user:PW@host/db,
 // ?password=PW, password=PW) becomes ***.
 std::string redact_storage_url(const std::string& url);

@@ -25,6 +25,9 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual std::string name() const = 0;
+  // How it chooses, said when a search starts where it is not what its name says ("the first 10
+  // trials are spread over the space ..."); "" when it is.
+  virtual std::string plan() const { return {}; }
   // The next parameters to try; nullopt when the strategy has nothing more (a finished grid).
   virtual std::optional<nlohmann::json> suggest() = 0;
   // A completed trial (in any order).

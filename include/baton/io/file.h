@@ -50,6 +50,11 @@ class ReadableFile {
 // The whole file. Throws FileError (the path, and what is wrong with it).
 std::string read_file(const std::string& path, const ReadOptions& options = {});
 
+// For a message about a relative path that names nothing: " (read from the current folder: it
+// is /abs/path)", since recipes' and flags' relative paths are read from the current folder, not
+// the recipe's; "" for an absolute path.
+std::string where_relative(const std::string& path);
+
 // What is at `path`, in a message's words: "a regular file", "a folder", "a FIFO", "a character
 // device", "a block device", "a socket", "a link to nothing", "nothing".
 std::string file_kind(const std::string& path);
@@ -86,8 +91,8 @@ class FileLock {
   long holder_ = 0;
 };
 
-// Removes `folder`'s temporary files ".NAME.tmp.PID" whose process is gone (a write that a kill
-// cut short); those of live processes are left alone. Returns how many were removed.
+// Removes `folder`'s temporary files and folders ".NAME.tmp.PID" whose process is gone (a write
+// that a kill cut short); those of live processes are left alone. Returns how many were removed.
 int remove_stale_temporaries(const std::string& folder);
 
 // "4 MiB", "512 KiB", "12 bytes": sizes in messages.

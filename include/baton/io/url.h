@@ -20,8 +20,9 @@
 namespace baton {
 
 struct UrlOptions {
-  // How long a URL's failures that may pass (a refused or broken connection, 5xx, a stall of 30 s)
-  // are retried, with waits from 0.1 s doubling to 2 s, before the error.
+  // How long a URL's failures that may pass (a refused or broken connection, 5xx, a transfer below
+  // 1 KiB/s for retry_seconds, at most 30 s) are retried, with waits from 0.1 s doubling to 2 s,
+  // before the error; each MiB received starts the window again.
   double retry_seconds = 60;
   // A local file: at most this large.
   std::uint64_t max_bytes = 1ull << 40;
@@ -29,6 +30,11 @@ struct UrlOptions {
 
 // http:// or https://.
 bool is_url(std::string_view source);
+
+// Ends every transfer of this process within about a second, for good (their reads throw
+// FileError "transfer stopped"): what a SIGTERM handler calls, so that a stalled server never keeps
+// a stopping process waiting. Async-signal-safe.
+void stop_transfers() noexcept;
 
 // What a URL's HEAD answer says of its current version: the size (UINT64_MAX when not given), the
 // ETag and Last-Modified headers (empty when not given). Retried as a read is.

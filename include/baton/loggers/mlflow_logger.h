@@ -45,10 +45,15 @@ struct MlflowOptions {
   BATON_ARG(int64_t, max_buffered) = 100000;       // entries in memory (at least 100); more wait on disk
   BATON_ARG(double, flush_seconds) = 10;           // at close: how long a server that is down is awaited
   BATON_ARG(double, request_seconds) = 10;         // one request's limit
+  // A folder (absolute) where a server whose run's artifact store is a local `file:` folder may
+  // have the files written: only inside it. Default: none (only the server's proxy,
+  // mlflow-artifacts:, is written through).
+  BATON_ARG(std::string, artifact_root);
 };
 
 // Reads a recipe's `loggers: {mlflow: {...}}` (tracking_uri, experiment, run_name, tags,
-// flush_seconds, max_buffered) into `options`; refuses a missing or non-HTTP tracking_uri.
+// flush_seconds, max_buffered, artifact_root) into `options`; refuses a missing or non-HTTP
+// tracking_uri.
 void read_mlflow_options(OptionReader& reader, MlflowOptions& options);
 
 // The answer of a request the server refused or never gave.
@@ -87,6 +92,8 @@ class MlflowClient {
   // `bytes` as the run's artifact `name` (mlflow-artifacts:/ through the server; file:/ written).
   void upload_artifact(const RunInfo& run, const std::string& name, const std::string& bytes) const;
   void set_request_seconds(double seconds) { request_seconds_ = seconds; }
+  // A server's `file:` artifact store is written only inside this folder (none: never).
+  void set_artifact_root(std::string folder) { artifact_root_ = std::move(folder); }
   // A request in flight ends (as "given up") once `*cancel` turns true.
   void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
 
@@ -94,6 +101,7 @@ class MlflowClient {
 
  private:
   std::string root_;
+  std::string artifact_root_;
   double request_seconds_;
   std::vector<std::string> headers_;
   const std::atomic<bool>* cancel_ = nullptr;

@@ -27,6 +27,9 @@
 namespace baton {
 
 // What a recipe builds: the trainer's options and the data it holds.
+// The checkpoints a recipe keeps when it does not say (save_num_checkpoints_to_keep): the newest 3.
+inline constexpr int kRecipeCheckpointsKept = 3;
+
 struct TrainingRun {
   TrainerOptions options;
   std::string model_name;
@@ -42,6 +45,10 @@ struct TrainingRun {
   // fast_dev_run: batches of training and of each evaluation set; 0 when off. baton train then
   // writes nothing (no run folder, checkpoint or logger file).
   int64_t fast_dev_run = 0;
+  // Whether the recipe names its precision (else `auto` chose it: bfloat16 where the device has it,
+  // for training; eval and predict then compute in fp32, so no output is rounded by a precision the
+  // user never chose).
+  bool precision_chosen = false;
   // The layout of images and 4-d weights: channels_last or contiguous (memory_format, resolved).
   std::string memory_format = "contiguous";
   std::shared_ptr<Dataset> train_data;

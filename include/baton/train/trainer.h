@@ -235,8 +235,10 @@ class Trainer {
   // Standalone evaluation on every evaluator: eval_standalone_start … eval_standalone_end.
   // Returns the metrics by evaluator name.
   std::map<std::string, Metrics> eval();
-  // The model's outputs for every batch of `loader`, in order.
-  std::vector<at::Tensor> predict(DataLoader& loader);
+  // The model's outputs (float) for the batches of `loader` in order: every batch, or the first
+  // eval_subset_num_batches. Throws std::invalid_argument at the first batch when the outputs would
+  // come to more than `max_output_bytes` (a language model's logits add up fast).
+  std::vector<at::Tensor> predict(DataLoader& loader, std::uint64_t max_output_bytes = UINT64_MAX);
   // Closes the engine: every callback's close() and post_close(). Idempotent.
   void close();
 
