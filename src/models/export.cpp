@@ -38,6 +38,13 @@ std::string first_line(const c10::Error& e) {
   return what.substr(0, what.find('\n'));
 }
 
+// The line of an interpreter's error that says what failed ("RuntimeError: ..."), else its first.
+std::string cause_of(const std::string& what) {
+  const std::size_t error = what.rfind("Error: ");
+  const std::size_t start = error == std::string::npos ? 0 : what.rfind('\n', error) + 1;
+  return what.substr(start, what.find('\n', start) - start);
+}
+
 class TrainingModeRestorer {
  public:
   explicit TrainingModeRestorer(Model& model) : model_(model), was_training_(model.is_training()) {}
@@ -127,7 +134,8 @@ std::string export_torchscript(Model& model, const at::Tensor& example_input) {
   TrainingModeRestorer restore(model);
   model.eval();
   torch::NoGradGuard no_grad;
-  const at::Tensor input = example_input.to(torch::kFloat);
+  // Token ids (a language model's inputs) stay integers; values are traced as float.
+  const at::Tensor input = example_input.is_floating_point() ? example_input.to(torch::kFloat) : example_input;
   // Checked on other data than it was traced on, in another batch size: a trace that baked in
   // the example's branches or its batch size fails here, not in the user's hands.
   const at::Tensor check = torch::cat({input.flip(0), input.narrow(0, 0, 1)});
@@ -147,8 +155,8 @@ std::string export_torchscript(Model& model, const at::Tensor& example_input) {
   at::Tensor got;
   try {
     got = loaded.forward({check}).toTensor();
-  } catch (const c10::Error& e) {
-    throw std::runtime_error("the traced TorchScript model fails on another batch size: " + first_line(e) +
+  } catch (const std::exception& e) {  // c10::Error, or the interpreter's JITException
+    throw std::runtime_error("the traced TorchScript model fails on another batch size: " + cause_of(e.what()) +
                              " (its forward depends on the example's shape, which tracing cannot record)");
   }
   if (!got.sizes().equals(expected.sizes()) || !torch::allclose(got, expected, 1e-4, 1e-5)) {

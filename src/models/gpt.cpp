@@ -36,10 +36,11 @@ struct SelfAttentionImpl : nn::Module {
     proj = register_module("proj", nn::Linear(width, width));
   }
   at::Tensor forward(const at::Tensor& x) {
-    const int64_t n = x.size(0), t = x.size(1), c = x.size(2);
-    const auto parts = qkv(x).view({n, t, 3, heads, c / heads}).permute({2, 0, 3, 1, 4}).unbind(0);
+    // The batch dimension as -1, not a number: a traced model (baton export) takes any batch size.
+    const int64_t t = x.size(1), c = x.size(2);
+    const auto parts = qkv(x).view({-1, t, 3, heads, c / heads}).permute({2, 0, 3, 1, 4}).unbind(0);
     const at::Tensor y = causal_attention(parts[0], parts[1], parts[2], is_training() ? dropout : 0.0);
-    return F::dropout(proj(y.transpose(1, 2).reshape({n, t, c})),
+    return F::dropout(proj(y.transpose(1, 2).reshape({-1, t, c})),
                       F::DropoutFuncOptions().p(dropout).training(is_training()));
   }
   int64_t heads;

@@ -49,6 +49,13 @@ assert speeds and all(s > 0 for s in speeds), "no throughput/tokens_per_sec"
 assert any("eval/loss" in r for r in rows), "no evaluation"
 PY
 
+# The language model exported as TorchScript: it takes token ids (once: traced on floats).
+"$baton" export run/checkpoints/latest --torchscript gpt.pt >export.log 2>&1 || fail "export of the gpt: $(tail -1 export.log)"
+# predict on it: the recipe's eval_subset_num_batches limits it; logits beyond --max-output-mib are refused.
+refused "logits too large" "predict: the outputs would be about" "$baton" predict gpt.yaml --load run/model.pt \
+  --out big.npy --max-output-mib 1
+[ ! -e big.npy ] || fail "refused predictions were written"
+
 # A named evaluation set of token shards: eval/NAME/METRIC beside eval/loss.
 "$baton" train gpt.yaml --run-dir sets --set max_duration=4ba \
   --set 'eval={held: {files: "shards/val_*.bin", metrics: [loss, perplexity], batch_size: 4}}' >sets.log 2>&1 ||

@@ -73,6 +73,21 @@ TEST_P(ExportEachModel, TorchJitLoadGivesTheModelsOutputsOnOtherBatchSizes) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ExportEachModel, ::testing::Values("fashion_cnn", "mlp", "resnet20", "resnet18"));
 
+TEST(Export, AGptTakesTokenIdsAndAnyBatchSize) {  // once: indices given as float; a batch size baked in
+  torch::manual_seed(3);
+  auto model = make_model("gpt", ModelOptions().input_shape({16}).num_classes(50).layers(1).width(32).heads(2));
+  const std::string bytes = export_torchscript(*model, torch::randint(50, {2, 16}, torch::kLong));
+  std::istringstream in(bytes);
+  torch::jit::Module loaded = torch::jit::load(in);
+  const at::Tensor tokens = torch::randint(50, {5, 16}, torch::kLong);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const at::Tensor want = model->eval_forward(Batch{tokens, at::Tensor()});
+  const at::Tensor got = loaded.forward({tokens}).toTensor();
+  ASSERT_EQ(got.sizes(), want.sizes());
+  EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-6)) << (got - want).abs().max();
+}
+
 TEST(Export, PythonTorchJitLoadGivesTheSameOutputs) {
   if (std::system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "Debian's python3-torch is not installed";
