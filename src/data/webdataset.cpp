@@ -20,17 +20,15 @@
 #include "baton/io/url.h"
 #include "baton/io/write.h"
 #include "data/image_pipeline.h"
+#include "data/tar_scanner.h"
 
 namespace baton {
 namespace {
 
 constexpr size_t kMaxNames = 1'000'000;                 // shards a pattern names
 constexpr int64_t kMaxSamples = 100'000'000;            // samples in one data set
-constexpr uint64_t kMaxMemberBytes = 1ull << 30;        // a member larger is refused as soon as its header is read
 constexpr uint64_t kMaxImageBytes = 64ull << 20;        // as read_image_file's bound
 constexpr uint64_t kMaxChunkBytes = 256ull << 20;       // one read
-constexpr uint64_t kMaxLongName = 64 << 10;             // a GNU long name or pax header
-constexpr uint64_t kMaxLabelBytes = 64;                 // a .cls member
 constexpr size_t kHeldBeyondBatch = 3;                  // chunks kept besides the current batch's
 constexpr int kIndexFormat = 1;                         // of a kept index file
 constexpr uint64_t kOrderSalt = 0x5745424441544153ULL;  // the order's random numbers, apart from the crops'
@@ -76,162 +74,6 @@ std::vector<std::string> brace_items(const std::string& inside, const std::strin
   }
   return items;
 }
-
-// A tar header's number field: octal, or base-256 (GNU, for large sizes); UINT64_MAX when neither.
-uint64_t tar_number(const char* field, size_t size) {
-  if (static_cast<unsigned char>(field[0]) & 0x80) {  // base-256 (GNU, for large sizes)
-    uint64_t v = static_cast<unsigned char>(field[0]) & 0x7f;
-    for (size_t i = 1; i < size; ++i) {
-      if (v > (UINT64_MAX >> 9)) return UINT64_MAX;  // beyond any size (and never wrapped to a small one)
-      v = (v << 8) | static_cast<unsigned char>(field[i]);
-    }
-    return v;
-  }
-  uint64_t v = 0;
-  for (size_t i = 0; i < size && field[i] != '\0'; ++i) {
-    if (field[i] == ' ') continue;
-    if (field[i] < '0' || field[i] > '7') return UINT64_MAX;
-    v = v * 8 + static_cast<uint64_t>(field[i] - '0');
-  }
-  return v;
-}
-
-// Whether `block` (512 bytes) is a tar header whose checksum holds.
-bool tar_checksum_holds(std::string_view block) {
-  uint64_t sum = 0;
-  for (size_t i = 0; i < 512; ++i) sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(block[i]);
-  return tar_number(&block[148], 8) == sum;
-}
-
-// A member of a tar file: its name, where its bytes are, and (a .cls member) its text.
-struct Member {
-  std::string name;
-  uint64_t offset = 0;
-  uint64_t size = 0;
-  std::string text;
-};
-
-// Reads a tar file's headers (ustar, GNU long names, pax paths) from pieces of it given in order,
-// skipping the members' bytes: feed() what need_offset()/need_length() ask for (a local file, read
-// there), or every byte (a stream).
-class TarScanner {
- public:
-  TarScanner(std::string shard, int64_t max_headers) : shard_(std::move(shard)), max_headers_(max_headers) {}
-  bool done() const { return want_ == Want::kDone; }
-  uint64_t need_offset() const { return need_; }
-  size_t need_length() const { return length_; }
-  std::vector<Member>& members() { return members_; }
-
-  void feed(uint64_t offset, std::string_view data) {
-    while (!data.empty() && !done()) {
-      const uint64_t at = need_ + buffer_.size();  // the next byte wanted
-      if (offset + data.size() <= at) return;
-      if (offset < at) data.remove_prefix(at - offset), offset = at;
-      if (offset > at) throw std::logic_error("TarScanner: a gap in the bytes fed");
-      const size_t take = std::min(length_ - buffer_.size(), data.size());
-      buffer_.append(data.substr(0, take));
-      data.remove_prefix(take), offset += take;
-      if (buffer_.size() == length_) {
-        const std::string piece = std::exchange(buffer_, {});
-        process(piece);
-      }
-    }
-  }
-
-  // The file ends at byte `end`: an archive without its closing blocks is whole when it ends at a
-  // header; anything else was cut.
-  void finish(uint64_t end) {
-    if (done() || (want_ == Want::kHeader && need_ == end && buffer_.empty())) {
-      want_ = Want::kDone;
-      return;
-    }
-    const std::string what = members_.empty() ? std::string("a header") : "member " + members_.back().name;
-    throw ImageError(shard_ + ": truncated: the file ends at byte " + std::to_string(end) + ", inside " + what);
-  }
-
- private:
-  enum class Want { kHeader, kLongName, kPax, kLabel, kDone };
-
-  void expect(Want want, uint64_t offset, uint64_t length) { want_ = want, need_ = offset, length_ = length; }
-
-  void process(const std::string& piece) {
-    switch (want_) {
-      case Want::kHeader: return header(piece);
-      case Want::kLongName: long_name_ = piece.substr(0, piece.find('\0')); break;
-      case Want::kPax: pax(piece); break;
-      case Want::kLabel: members_.back().text = piece; break;
-      case Want::kDone: return;
-    }
-    expect(Want::kHeader, next_header_, 512);
-  }
-
-  void header(const std::string& block) {
-    if (std::all_of(block.begin(), block.end(), [](char c) { return c == '\0'; })) {
-      want_ = Want::kDone;
-      return;
-    }
-    if (!tar_checksum_holds(block)) {
-      throw ImageError(shard_ + ": not a tar file (no tar header at byte " + std::to_string(need_) + ")");
-    }
-    if (++headers_ > max_headers_) {  // every kind counts: directories, long names, pax records, files
-      throw ImageError(shard_ + ": more than " + std::to_string(max_headers_) +
-                       " tar headers in one shard (max_tar_headers); split it into shards");
-    }
-    std::string name(block.data(), strnlen(block.data(), 100));
-    if (std::memcmp(&block[257], "ustar\0", 6) == 0 && block[345] != '\0') {
-      name = std::string(&block[345], strnlen(&block[345], 155)) + "/" + name;
-    }
-    if (!long_name_.empty()) name = std::exchange(long_name_, {});
-    const uint64_t size = tar_number(&block[124], 12);
-    if (size == UINT64_MAX) throw ImageError(shard_ + ": the tar header of " + one_line(name) + " gives a bad size");
-    if (size > kMaxMemberBytes) {  // refused now, never read (or streamed) through
-      throw ImageError(shard_ + ": member " + one_line(name) + " claims " + human_bytes(size) +
-                       ", more than the 1 GiB a WebDataset member may have");
-    }
-    const uint64_t content = need_ + 512;
-    next_header_ = content + (size + 511) / 512 * 512;
-    const char type = block[156];
-    const auto bounded = [&](uint64_t most, const char* what) {
-      if (size > most) throw ImageError(shard_ + ": " + what + " of " + std::to_string(size) + " bytes at " + name);
-    };
-    if ((type == 'L' || type == 'x') && size > 0) {
-      bounded(kMaxLongName, type == 'L' ? "a long name" : "a pax header");
-      return expect(type == 'L' ? Want::kLongName : Want::kPax, content, size);
-    }
-    if (type == '0' || type == '\0' || type == '7') {
-      members_.push_back({name, content, size, {}});
-      if (lower(name).ends_with(".cls") && size > 0) {
-        bounded(kMaxLabelBytes, "a .cls member");
-        return expect(Want::kLabel, content, size);
-      }
-    }
-    expect(Want::kHeader, next_header_, 512);
-  }
-
-  // pax records "LENGTH key=value\n": the path is the next member's name.
-  void pax(const std::string& records) {
-    for (size_t at = 0; at < records.size();) {
-      const size_t space = records.find(' ', at);
-      if (space == std::string::npos) break;
-      const uint64_t length = std::strtoull(records.c_str() + at, nullptr, 10);
-      if (length == 0 || at + length > records.size()) break;
-      const std::string record = records.substr(space + 1, at + length - space - 2);
-      if (record.rfind("path=", 0) == 0) long_name_ = record.substr(5);
-      at += length;
-    }
-  }
-
-  std::string shard_;
-  Want want_ = Want::kHeader;
-  uint64_t need_ = 0;
-  size_t length_ = 512;
-  std::string buffer_;
-  std::string long_name_;
-  uint64_t next_header_ = 0;
-  std::vector<Member> members_;
-  int64_t max_headers_;
-  int64_t headers_ = 0;
-};
 
 // The index a URL shard had when the server gave `info`, from `path`; nullopt when there is none,
 // it is another version's, or it does not read (then the shard is indexed again).
@@ -340,6 +182,8 @@ std::vector<Member> scan_shard(const std::string& shard, const WebDatasetOptions
       scanner.feed(at, read_range(shard, at, length, url));
     }
   } catch (const FileError& e) {
+    throw ImageError(e.what());
+  } catch (const TarError& e) {
     throw ImageError(e.what());
   }
   return std::move(scanner.members());

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include "baton/io/url.h"
 #include "common/scripted_server.h"
 #include "common/test_util.h"
+#include "fuzz/tar_stream.h"
 
 namespace baton {
 namespace {
@@ -216,6 +218,32 @@ testing::ScriptedServer serving(const std::string& bytes) {
                    etag + "Content-Range: bytes " + std::to_string(from) + "-" + std::to_string(to) + "/" +
                        std::to_string(bytes.size()) + "\r\n");
       });
+}
+
+// The fuzzer's corpus (tests/fuzz/corpus/tar_stream: long names, pax paths, a member cut short, a
+// claim of 8 GiB, 250 folders, not a tar) through what the fuzzer checks, as a stream and as a file.
+TEST(WebDatasetHostile, TheTarStreamFuzzersCorpusHoldsWhatTheFuzzerChecks) {
+  std::map<std::string, std::string> outcome;
+  const int inputs =
+      testing::for_each_corpus_input("tar_stream", [&](const std::string& name, const std::string& bytes) {
+        EXPECT_NO_THROW(fuzz::check_tar_stream(bytes)) << name;
+        try {
+          TarScanner scanner(name, fuzz::kFuzzHeaders);
+          scanner.feed(0, std::string_view(bytes).substr(1));
+          scanner.finish(bytes.size() - 1);
+          outcome[name] = std::to_string(scanner.members().size()) + " members";
+        } catch (const TarError& e) {
+          outcome[name] = e.what();
+        }
+      });
+  EXPECT_GE(inputs, 8);
+  EXPECT_EQ(outcome["samples"], "4 members");
+  EXPECT_EQ(outcome["gnu_long_name"], "2 members");
+  EXPECT_EQ(outcome["pax_path"], "2 members");
+  EXPECT_THAT(outcome["claims_8_gib"], HasSubstr("member big.png claims 8.0 GiB, more than the 1 GiB"));
+  EXPECT_THAT(outcome["many_folders"], HasSubstr("more than 200 tar headers in one shard"));
+  EXPECT_THAT(outcome["cut_in_a_member"], HasSubstr("truncated: the file ends at byte 900, inside member a.png"));
+  EXPECT_THAT(outcome["not_a_tar"], HasSubstr("not a tar file"));
 }
 
 TEST(WebDatasetHostile, EveryKindOfTarHeaderCountsAgainstTheBound) {
