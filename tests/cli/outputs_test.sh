@@ -8,6 +8,7 @@
 #     a list's label of 999999999, image_size 40000.
 #  4. Silently wrong no more: an evaluation set named "", --devices that are no devices, predictions
 #     rounded by a precision nobody chose, a newline in a file name splitting a prediction line.
+#  5. What a newcomer met is said: distributed=on without a launcher, TPE's random start, a typo.
 # Every refusal: exit 2, one line, within 10 s, no library's text.
 # Usage: outputs_test.sh BATON_BINARY
 set -uo pipefail
@@ -166,6 +167,15 @@ line.png"
   fail "predict on images: $(tail -1 named.log)"
 [ "$(grep -c ': [ab] (' named.log)" -eq 4 ] || fail "prediction lines: $(cat named.log)"
 grep -qF 'new\nline.png: ' named.log || fail "the newline was not written out: $(cat named.log)"
+
+# ---- 5. what a newcomer met, said ----
+"$baton" train r.yaml --run-dir dist --set distributed=on >dist.log 2>&1 || fail "distributed=on alone: $(tail -1 dist.log)"
+grep -q "distributed: on, but this process was not started by mpirun or srun" dist.log ||
+  fail "distributed=on without a launcher trained alone without a word"
+printf 'optimizer.lr: {_type: loguniform, _value: [0.01, 0.1]}\n' >tpe.yaml
+"$baton" search tpe.yaml --command true --trials 1 --strategy tpe --run-dir tpe >tpe.log 2>&1
+grep -q "tpe: the first 10 trials are spread over the space at random" tpe.log || fail "TPE's random start not said"
+expect 2 "did you mean 'max_duration'?" -- "$baton" train r.yaml --run-dir typo --set max_duraton=3ba
 
 [ "$failures" -eq 0 ] || exit 1
 echo "outputs: all passed"
