@@ -600,6 +600,10 @@ void build_model(OptionReader& model, const Loss& loss, TrainingRun& run) {
 
 void build_optimizer(OptionReader& opt, TrainerOptions& o) {
   OptimizerOptions os;
+  // A recipe that names no optimizer gets one that learns on most models without tuning (AdamW at
+  // 1e-3, PyTorch's defaults); a section that names one starts from the keys' defaults below.
+  if (opt.json().is_null() || (opt.json().is_object() && opt.json().empty()))
+    os.name("adamw").lr(1e-3).weight_decay(0.01);
   opt.read("name", os.name());
   opt.read("lr", os.lr());
   opt.read("momentum", os.momentum());

@@ -46,7 +46,8 @@ fi
 # ---- training, killed at random moments, then resumed ------------------------------------------
 steps=150
 train=(train "$recipe" --set max_duration=${steps}ba --set eval_interval=50ba --set deterministic=true
-       --set precision=fp32 --set progress_bar=false --set loggers.tensorboard=false)
+       --set precision=fp32 --set progress_bar=false --set loggers.tensorboard=false
+       --set save_num_checkpoints_to_keep=-1)  # every checkpoint kept: none saved may change or vanish
 "$baton" "${train[@]}" --set save_interval=5ba --run-dir "$tmp/clean" >/dev/null 2>&1 || { echo "faults: the clean run failed"; exit 1; }
 clean=$(weights "$tmp/clean/checkpoints/latest")
 
