@@ -24,6 +24,7 @@
 #include "baton/exec/search.h"
 #include "baton/exec/storage.h"
 #include "baton/io/file.h"
+#include "baton/io/url.h"
 #include "baton/io/write.h"
 #include "baton/loggers/mlflow_logger.h"
 #include "baton/loggers/registry.h"
@@ -42,6 +43,7 @@ std::atomic<Experiment*> g_experiment{nullptr};
 
 extern "C" void on_search_signal(int sig) {
   if (g_search_signal.exchange(sig) != 0) _exit(128 + sig);
+  stop_transfers();  // fused trials read their shards in this process: a stalled server never holds it
   if (Experiment* e = g_experiment.load()) e->stop(sig);
 }
 

@@ -229,7 +229,7 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const std::str
   baton_spm* model = spm().train(args.data(), args.size(), &Lines::next, &lines, error.data(), error.size());
   if (model == nullptr) {
     if (!lines.error().empty()) throw std::runtime_error(lines.error());
-    throw std::runtime_error("training the tokenizer failed: " + std::string(error.data()) +
+    throw std::runtime_error("training the tokenizer failed: " + one_line(error.data(), 200) +
                              " (a smaller --vocab-size, or more text)");
   }
   Tokenizer t(model);

@@ -58,7 +58,9 @@ SqlStorage::SqlStorage(std::unique_ptr<sql::Connection> connection) : impl_(std:
       db.execute("ALTER TABLE trials ADD COLUMN heartbeat DOUBLE PRECISION NOT NULL DEFAULT 0");
     });
   }
-  db.execute("CREATE INDEX IF NOT EXISTS trials_queue ON trials (status, worker)");
+  // Under the write lock too: PostgreSQL's IF NOT EXISTS is not safe against a second worker
+  // making the same index at the same moment (a duplicate key in pg_class, one worker gone).
+  sql::write_transaction(db, [&] { db.execute("CREATE INDEX IF NOT EXISTS trials_queue ON trials (status, worker)"); });
 }
 
 SqlStorage::~SqlStorage() = default;

@@ -137,8 +137,30 @@ bool passing(CURLcode rc, long code) {
          rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_GOT_NOTHING || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
 }
 
+// A transfer that failed, in baton's words (libcurl's own texts name its internals).
+std::string transfer_problem(CURLcode rc) {
+  switch (rc) {
+    case CURLE_COULDNT_CONNECT: return "no server answers there (connection refused or unreachable)";
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY: return "the host's name does not resolve";
+    case CURLE_OPERATION_TIMEDOUT: return "no answer in time";
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE: return "the connection broke";
+    case CURLE_TOO_MANY_REDIRECTS: return "more than 5 redirects";
+    case CURLE_UNSUPPORTED_PROTOCOL: return "not http:// or https://";
+    case CURLE_URL_MALFORMAT: return "not a well-formed URL";
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE: return "the TLS connection failed (a certificate not trusted, or not TLS)";
+    case CURLE_ABORTED_BY_CALLBACK: return "stopped";
+    default: return "the transfer failed (transfer error " + std::to_string(static_cast<int>(rc)) + ")";
+  }
+}
+
 std::string describe(CURLcode rc, long code) {
-  if (rc != CURLE_HTTP_RETURNED_ERROR) return curl_easy_strerror(rc);
+  if (rc != CURLE_HTTP_RETURNED_ERROR) return transfer_problem(rc);
   const char* reason = code == 404   ? " (not found)"
                        : code == 403 ? " (forbidden)"
                        : code == 401 ? " (unauthorized)"
@@ -333,7 +355,7 @@ HttpAnswer http_request(const std::string& method, const std::string& url, const
     answer.error = rc == CURLE_ABORTED_BY_CALLBACK ? (g_stop_transfers.load() ? "stopped" : "given up")
                    : rc == CURLE_OPERATION_TIMEDOUT
                        ? "no answer in " + std::to_string(static_cast<int>(std::ceil(timeout_seconds))) + " s"
-                       : curl_easy_strerror(rc);
+                       : transfer_problem(rc);
     return answer;
   }
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &answer.status);

@@ -273,7 +273,7 @@ void two_model_workers(const std::string& url, const std::string& strategy, int 
     workers.insert(t.worker);
   }
   EXPECT_EQ(PostgresStorage(url).load_trials().size(), static_cast<std::size_t>(trials));
-  EXPECT_EQ(workers.size(), 2U);
+  EXPECT_EQ(workers.size(), 2U) << log_of(dir, 0) << log_of(dir, 1);
   EXPECT_LT(best, goal) << log_of(dir, 0) << log_of(dir, 1);
   fs::remove_all(dir);
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# kill -9 at random moments (label slow): a deterministic run killed with SIGKILL 5 times and
+# kill -9 at random moments (label slow): a deterministic run killed with SIGKILL 5 times (past the
+# checkpoints at 1/6 ... 5/6 of the run, a random moment later, on a fast machine or a slow one) and
 # resumed with --autoresume each time ends with the same weights (weights_sha256) as a run that
 # never stopped. Usage: kill_resume.sh BATON_BINARY SOURCE_DIR [--set key=value]... (more recipe keys);
 # RECIPE=file.yaml trains another recipe than recipes/fashion_mnist.yaml, STEPS=N for N batches.
@@ -22,7 +23,15 @@ for attempt in $(seq 40); do
   "$baton" train "$recipe" "${common[@]}" --run-dir "$tmp/killed" --autoresume >>"$tmp/killed.log" 2>&1 &
   pid=$!
   if [ "$kills" -lt 5 ]; then
-    sleep "$(python3 -c "import random; print(round(random.uniform(0.5, 3.0), 2))")"
+    # Kill i lands past the checkpoint at i/6 of the run, a random moment later (mid-batch, or
+    # mid-write of the next checkpoint), whatever this machine's speed.
+    goal=$(( (kills + 1) * steps / 6 ))
+    while kill -0 "$pid" 2>/dev/null; do
+      at=$(readlink "$tmp/killed/checkpoints/latest" 2>/dev/null | sed -n 's/.*ba\([0-9]*\)\.ckpt/\1/p')
+      [ "${at:-0}" -ge "$goal" ] && break
+      sleep 0.05
+    done
+    sleep "$(python3 -c "import random; print(round(random.uniform(0, 0.3), 3))")"
     if kill -9 "$pid" 2>/dev/null; then kills=$((kills + 1)); fi
     wait "$pid" 2>/dev/null
   else

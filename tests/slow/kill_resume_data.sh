@@ -76,7 +76,7 @@ model: {name: gpt, layers: 2, width: 64, heads: 4}
 optimizer: {name: adamw, lr: 0.003}
 data: {dataset: tokens, train_files: "shards/train_*.bin", context: 64, batch_size: 8}
 YAML
-    steps=1500  # about 15 s here: five kills land before the end
+    steps=1500
     ;;
   *) echo "usage: kill_resume_data.sh BATON_BINARY SOURCE_DIR images|webdataset|tokens" >&2; exit 2 ;;
 esac
