@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <glob.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +29,15 @@ constexpr uint64_t kMaxShardBytes = kHeaderBytes + (uint64_t{1} << 32);
 constexpr int64_t kCheckedAtOpen = int64_t{1} << 32;
 
 std::string errno_text() { return std::strerror(errno); }
+
+// Each shard keeps a descriptor open: the soft limit on open files raised (to the hard one) when a
+// corpus has that many shards.
+void allow_open_files(std::size_t shards) {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= shards + 256) return;
+  limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, shards + 256);
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+}
 
 std::int64_t modified_ns(const struct stat& st) {
   return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
@@ -65,10 +75,13 @@ TokenShard::TokenShard(const std::string& path) : path_(path) {
     }
     struct stat st {};
     ::fstat(file.fd(), &st);
-    device_ = st.st_dev;
-    inode_ = st.st_ino;
     modified_ns_ = modified_ns(st);
+    fd_ = file.release();  // kept: the shard's windows are read through it, two system calls a window
   }
+}
+
+TokenShard::~TokenShard() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void TokenShard::read(int64_t start, int64_t count, uint16_t* out) const {
@@ -76,28 +89,29 @@ void TokenShard::read(int64_t start, int64_t count, uint16_t* out) const {
     throw std::out_of_range(path_ + ": tokens " + std::to_string(start) + " to " + std::to_string(start + count) +
                             " of " + std::to_string(count_));
   }
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  // The file opened first, as it is now: cut short or rewritten in place is an error (a memory map
+  // would have been a SIGBUS); replaced by a rename, the file opened goes on being read whole.
   struct stat st {};
   const uint64_t expected = kHeaderBytes + static_cast<uint64_t>(count_) * 2;
-  const bool same = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-                    static_cast<uint64_t>(st.st_size) == expected && st.st_dev == device_ && st.st_ino == inode_ &&
-                    modified_ns(st) == modified_ns_;
+  const bool same =
+      ::fstat(fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) == expected && modified_ns(st) == modified_ns_;
   std::size_t got = 0;
   const std::size_t want = static_cast<std::size_t>(count) * sizeof(uint16_t);
   auto* bytes = reinterpret_cast<char*>(out);
   while (same && got < want) {
-    const ssize_t n =
-        ::pread(fd, bytes + got, want - got, static_cast<off_t>(kHeaderBytes + static_cast<uint64_t>(start) * 2 + got));
+    const ssize_t n = ::pread(fd_, bytes + got, want - got,
+                              static_cast<off_t>(kHeaderBytes + static_cast<uint64_t>(start) * 2 + got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
   }
-  if (fd >= 0) ::close(fd);
   if (!same || got < want) {
-    throw std::runtime_error(
-        path_ + ": the token shard changed while it was read (" +
-        (fd < 0 ? "it is gone" : "now " + std::to_string(st.st_size) + " bytes, was " + std::to_string(expected)) +
-        "): a shard must not change under a run; restore it and resume");
+    throw std::runtime_error(path_ + ": the token shard changed while it was read (now " + std::to_string(st.st_size) +
+                             " bytes, was " + std::to_string(expected) +
+                             (same                                            ? ""
+                              : static_cast<uint64_t>(st.st_size) == expected ? ", rewritten"
+                                                                              : "") +
+                             "): a shard must not change under a run; restore it and resume");
   }
 }
 
@@ -152,6 +166,7 @@ std::shared_ptr<TokenDataset> TokenDataset::open(const std::vector<std::string>&
   }
   std::shared_ptr<TokenDataset> data(new TokenDataset());
   data->options_ = options;
+  allow_open_files(files.size());
   int64_t total = 0;
   for (const std::string& file : files) {
     auto shard = std::make_shared<TokenShard>(file);

@@ -3,10 +3,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -42,12 +44,30 @@ TEST(TokenShards, AShardCutShortOrReplacedWhileTrainingIsAnErrorNamingItNeverACr
   ASSERT_EQ(::truncate(path.c_str(), 1024 + 100), 0);
   EXPECT_THAT(error_of([&] { data->get_batch(torch::tensor({200})); }),
               HasSubstr("a.bin: the token shard changed while it was read (now 1124 bytes, was 11024)"));
-  // Replaced by another file of the same size: another file, not the one indexed.
-  write_token_shard(path + ".new", counting(5000, 100, 1));
+}
+
+TEST(TokenShards, AShardRewrittenInPlaceIsAnErrorOneReplacedByARenameIsReadAsItWasOpened) {
+  const testing::TempDir tmp("token_shards_replaced");
+  const std::string path = (tmp.path() / "a.bin").string();
+  write_token_shard(path, counting(5000, 100));
+  const auto data = TokenDataset::open({path}, TokenOptions().context(16).vocab_size(100).random_offsets(false));
+  const at::Tensor first = data->get_batch(torch::tensor({1})).input;
+  write_token_shard(path + ".new", counting(5000, 100, 1));  // a new version renamed over it
   fs::rename(path + ".new", path);
-  EXPECT_THAT(error_of([&] { data->get_batch(torch::tensor({1})); }), HasSubstr("a.bin: the token shard changed"));
+  EXPECT_TRUE(torch::equal(data->get_batch(torch::tensor({1})).input, first));  // the one indexed, whole
   fs::remove(path);
-  EXPECT_THAT(error_of([&] { data->get_batch(torch::tensor({1})); }), HasSubstr("it is gone"));
+  EXPECT_TRUE(torch::equal(data->get_batch(torch::tensor({1})).input, first));
+  const std::string other = (tmp.path() / "b.bin").string();
+  write_token_shard(other, counting(5000, 100));
+  const auto second = TokenDataset::open({other}, TokenOptions().context(16).vocab_size(100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {  // the same size, other tokens, written in place (cp over it)
+    std::fstream f(other, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(2000);
+    f.write("\x05\x00", 2);
+  }
+  EXPECT_THAT(error_of([&] { second->get_batch(torch::tensor({1})); }),
+              HasSubstr("b.bin: the token shard changed while it was read (now 11024 bytes, was 11024, rewritten)"));
 }
 
 TEST(TokenShards, WrittenShardsReadBackAndBadShardsNameTheFile) {

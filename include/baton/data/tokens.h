@@ -8,8 +8,8 @@
 // A shard is a header of 256 little-endian int32 (magic 20240520, version 1, the token count, the
 // rest 0) and then that many uint16 tokens. Shards are never read whole into memory (each window is
 // read where it is, pread): a corpus larger than memory trains, and the operating system's page
-// cache is the only copy. A shard that changes while it is read (cut short, replaced) is an error
-// naming it, never a crash (a memory map would have been a SIGBUS).
+// cache is the only copy. A shard that changes while it is read (cut short, rewritten in place) is
+// an error naming it, never a crash (a memory map would have been a SIGBUS).
 #pragma once
 
 #include <cstdint>
@@ -26,23 +26,27 @@ inline constexpr int32_t kTokenShardMagic = 20240520;
 inline constexpr int32_t kTokenShardVersion = 1;
 inline constexpr int64_t kTokenShardHeaderInts = 256;
 
-// One shard: its header checked once, its tokens read where they are.
+// One shard: its header checked once, its tokens read where they are (a descriptor kept open).
 class TokenShard {
  public:
   // Throws std::runtime_error naming the file: not a regular file, shorter than the header, a wrong
   // magic or version, a token count that does not match the file's size.
   explicit TokenShard(const std::string& path);
+  ~TokenShard();
+  TokenShard(const TokenShard&) = delete;
+  TokenShard& operator=(const TokenShard&) = delete;
 
   const std::string& path() const { return path_; }
   int64_t size() const { return count_; }  // tokens
   // Tokens [start, start + count) into `out`. Throws std::runtime_error naming the file when it
-  // changed since it was opened (cut short, grown, replaced) or cannot be read.
+  // changed since it was opened (cut short, grown, rewritten in place) or cannot be read; a file
+  // replaced by a rename goes on being read as it was opened.
   void read(int64_t start, int64_t count, uint16_t* out) const;
 
  private:
   std::string path_;
+  int fd_ = -1;  // kept open
   int64_t count_ = 0;
-  std::uint64_t device_ = 0, inode_ = 0;  // the file opened first: a replaced one is another
   std::int64_t modified_ns_ = 0;
 };
 
