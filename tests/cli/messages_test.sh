@@ -51,7 +51,7 @@ for key in sorted(set(keys)):
         cases.append(["train", "r.yaml", "--run-dir", "x", "--set", f"{key}={value}"])
 bad_files = ["missing.yaml", "folder", "fifo", "/dev/zero", "line\nbreak.yaml", "empty", "garbage"]
 for f in bad_files:
-    cases += [["train", f, "--run-dir", "x"], ["eval", "r.yaml", "--load", f], ["predict", "r.yaml", "--load", f],
+    cases += [["train", f, "--run-dir", "x", "--set", "fast_dev_run=true"],  # an empty recipe is the defaults ["eval", "r.yaml", "--load", f], ["predict", "r.yaml", "--load", f],
               ["predict", "r.yaml", "--load", "good/model.pt", "--inputs", f, "--out", "p.npy"],
               ["export", f, "--torchscript", "t.pt"], ["checkpoint", "inspect", f], ["plot", f, "--out", "p.svg"],
               ["summary", f], ["tokenize", f, "--vocab-size", "300", "--out", "tok"],
