@@ -25,6 +25,7 @@
 #include "baton/exec/experiment.h"
 #include "baton/exec/pareto.h"
 #include "baton/exec/space.h"
+#include "baton/io/write.h"
 #include "baton/train/fused.h"
 #include "commands.h"
 #include "train_run.h"
@@ -138,7 +139,7 @@ void write_fused_report(const FusedData& fused, int k, const std::filesystem::pa
       {"eval_batches_made_alone", e.made_alone},
       {"eval_batches_taken", e.taken},
       {"eval_data_seconds", e.make_seconds}};
-  std::ofstream(run_dir / "fused.json") << report.dump(2) << "\n";
+  write_file_atomically((run_dir / "fused.json").string(), report.dump(2) + "\n");
   std::printf(
       "fused: %lld batches made for %lld taken, %.1f s of making them; evaluations: %lld made for %lld taken, %.1f s "
       "(RUN_DIR/fused.json)\n",

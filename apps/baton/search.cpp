@@ -262,7 +262,7 @@ int run_search_command(ExperimentOptions options, const std::string& model_space
     throw BadInput(e.what());
   }
   if (!model_space_name.empty()) {  // for the user: the space the search samples
-    std::ofstream(options.run_dir() / "model_space.json") << options.space_definition().dump(2) << "\n";
+    write_file_atomically((options.run_dir() / "model_space.json").string(), options.space_definition().dump(2) + "\n");
   }
   ExperimentResult result;
   const int code = run_experiment(*experiment, options, result);

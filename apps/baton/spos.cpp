@@ -23,6 +23,7 @@
 #include "baton/exec/experiment.h"
 #include "baton/exec/strategy.h"
 #include "baton/io/file.h"
+#include "baton/io/write.h"
 #include "baton/train/one_shot.h"
 #include "baton/train/recipe.h"
 #include "commands.h"
@@ -138,7 +139,7 @@ void train_supernet(Trainer* trainer, const ExperimentOptions& o, const SposSett
   const auto path = o.run_dir() / "supernet.ckpt";
   const Phase phase;
   std::filesystem::create_directories(o.run_dir());
-  std::ofstream(o.run_dir() / "model_space.json") << o.space_definition().dump(2) << "\n";
+  write_file_atomically((o.run_dir() / "model_space.json").string(), o.space_definition().dump(2) + "\n");
   if (o.resume() && std::filesystem::is_regular_file(path)) {
     trainer->load_checkpoint(path.string(), true, true);
     std::printf("spos: supernet read back from %s\n", path.c_str());
@@ -241,7 +242,7 @@ int run_spos_search(ExperimentOptions o,
                 o.metric().c_str(), value, *best->metrics.final);
   }
   report["total"] = total.done();
-  std::ofstream(o.run_dir() / "spos.json") << report.dump(2) << "\n";
+  write_file_atomically((o.run_dir() / "spos.json").string(), report.dump(2) + "\n");
   std::printf("spos: %.1f s of CPU in all (supernet, %lld evaluations%s): %s\n",
               report["total"]["cpu_seconds"].get<double>(), static_cast<long long>(o.trials()),
               s.retrain ? ", retrain" : "", (o.run_dir() / "spos.json").c_str());

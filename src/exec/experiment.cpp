@@ -24,6 +24,7 @@
 #include "baton/exec/storage.h"
 #include "baton/exec/table.h"
 #include "baton/io/run_dir.h"
+#include "baton/io/write.h"
 #include "experiment_status.h"
 #include "mpi/comm.h"
 
@@ -718,11 +719,10 @@ ExperimentResult Experiment::Impl::finish(const std::optional<Trial>& best, cons
     });
   }
   if (distributed) summary["worker"] = {{"name", worker}, {"requeued_from_silent_workers", distributed->requeued()}};
-  // Written whole then renamed: the workers of a shared search may write it at the same time.
+  // Written whole then renamed (flushed: a full disk leaves the one before): the workers of a
+  // shared search may write it at the same time.
   const RunDir dir(o.run_dir());
-  const auto tmp = o.run_dir() / (std::string(RunDir::kSummary) + ".tmp." + std::to_string(::getpid()));
-  std::ofstream(tmp) << summary.dump(2) << "\n";
-  std::filesystem::rename(tmp, dir.summary());
+  write_file_atomically(dir.summary().string(), summary.dump(2) + "\n");
   for (const auto& t : all) {
     if (t.status == TrialStatus::kFailed)
       say("trial %lld failed: %s\n", static_cast<long long>(t.id), t.error.substr(0, 300).c_str());
