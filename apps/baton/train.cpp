@@ -570,7 +570,7 @@ int run_training(const TrainArgs& args, const RunLink& link) {
     if (sig == 0) throw;
     // Asked to stop while a batch was being read (its transfer ended): the last checkpoint stands.
     std::fprintf(link.out, "stopped by signal %d during batch %lld (%s); resume with --autoresume\n", sig,
-                 static_cast<long long>(trainer.state().timestamp.batch() + 1), one_line(e.what()).c_str());
+                 static_cast<long long>(trainer.state().timestamp.batch()) + 1, one_line(e.what()).c_str());
     return 128 + sig;
   }
   // Fused trials go on without this one (one that stopped early, or ended first).

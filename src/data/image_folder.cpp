@@ -112,7 +112,8 @@ std::shared_ptr<ImageFolder> ImageFolder::from_list(const std::string& list, Ima
       throw ImageError(where + ": the label '" + one_line(label, 40) + "' is not a class index (0, 1, ...)");
     }
     if (value >= kMaxClasses) {  // a label makes that many class names
-      throw ImageError(where + ": the label " + label + " is more than 1,000,000 classes can have");
+      std::string why = where;
+      throw ImageError(why.append(": the label ").append(label).append(" is more than 1,000,000 classes can have"));
     }
     if (path.empty()) throw ImageError(where + ": an empty path");
     files.push_back(fs::path(path).is_absolute() ? path : (base / path).string());

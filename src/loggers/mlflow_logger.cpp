@@ -139,11 +139,16 @@ std::string answer_text(const nlohmann::json& answer, std::initializer_list<cons
                         const std::string& what) {
   const nlohmann::json* j = &answer;
   std::string dotted;
+  bool found = true;
   for (const char* key : path) {
-    dotted += (dotted.empty() ? "" : ".") + std::string(key);
-    if (!j->is_object() || !j->contains(key)) throw MlflowError(what + ": an answer without " + dotted, true);
+    dotted.append(dotted.empty() ? "" : ".").append(key);
+    if (!j->is_object() || !j->contains(key)) {
+      found = false;
+      break;
+    }
     j = &(*j)[key];
   }
+  if (!found) throw MlflowError(what + ": an answer without " + dotted, true);
   if (!j->is_string()) throw MlflowError(what + ": an answer whose " + dotted + " is not text", true);
   return j->get<std::string>();
 }
@@ -172,7 +177,7 @@ fs::path local_artifact_folder(const std::string& uri, const std::string& root) 
   } else if (path.starts_with("file:")) {
     path = path.substr(5);
   }
-  const fs::path folder(path);
+  fs::path folder(path);
   if (!folder.is_absolute()) {
     throw MlflowError("the run's artifact store " + one_line(uri) +
                           " is not one baton writes (mlflow-artifacts:/ through the server, or a local folder): "

@@ -179,8 +179,10 @@ void check_archive(const std::string& path) {
     auto [data, size] = reader.getRecord(name);
     const std::string_view text(static_cast<const char*>(data.get()), size);
     if (const int depth = nesting(text); depth > kMaxNesting) {
-      throw std::runtime_error(path + ": " + name + " nests brackets " + std::to_string(depth) +
-                               " deep, more than the " + std::to_string(kMaxNesting) + " baton reads");
+      std::string why = path;
+      why.append(": ").append(name).append(" nests brackets ").append(std::to_string(depth));
+      throw std::runtime_error(
+          why.append(" deep, more than the ").append(std::to_string(kMaxNesting)).append(" baton reads"));
     }
   }
 }
