@@ -96,8 +96,13 @@ void run_export(ExportArgs args) {
     args.out = args.torchscript;
   }
   const std::string flag = args.torchscript.empty() ? "--out" : "--torchscript";
-  with_device({}, args.device);                                  // a device this machine has, before anything is read
-  check_output(args.out, flag, {args.checkpoint, args.recipe});  // not over an input, a device, a FIFO, a folder
+  with_device({}, args.device);  // a device this machine has, before anything is read
+  std::vector<std::string> inputs = {args.checkpoint, args.recipe};
+  if (!args.recipe.empty()) {
+    const auto read = Recipe::load(args.recipe, args.sets).input_files();
+    inputs.insert(inputs.end(), read.begin(), read.end());
+  }
+  check_output(args.out, flag, inputs);  // not over an input, a device, a FIFO, a folder
   check_weights_file(args.checkpoint);
   const c10::Device device = parse_device(args.device);
   BuiltModel built = build_model(args);

@@ -60,11 +60,14 @@ std::vector<std::string> class_names(const std::string& weights, const Dataset& 
 
 void run_predict(const PredictArgs& args) {
   const std::vector<std::string> sets = with_device(args.sets, args.device);
-  check_output(args.out, "--out", {args.load, args.inputs, args.recipe});  // before anything is read
+  const Recipe recipe = Recipe::load(args.recipe, sets);
+  std::vector<std::string> inputs = recipe.input_files();  // its data too
+  inputs.insert(inputs.end(), {args.load, args.inputs, args.recipe});
+  check_output(args.out, "--out", inputs);  // before anything is read
   std::error_code ec;
   const bool replacing = std::filesystem::exists(args.out, ec);
   check_weights_file(args.load);  // before the data is read
-  TrainingRun run = build_run(Recipe::load(args.recipe, sets));
+  TrainingRun run = build_run(recipe);
   if (!run.precision_chosen) run.options.precision(Precision::kFp32);  // outputs not rounded by `auto`
   const auto trainer = trainer_with_weights(run.options, args.load);
   std::shared_ptr<Dataset> data = run.eval_data;

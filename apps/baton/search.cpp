@@ -411,6 +411,7 @@ int run_nas_export(const std::string& url, std::optional<int64_t> id, const std:
                       : "the search in " + url + " has no trained trial yet: give --trial N");
   }
   std::vector<std::string> sets = meta.value("sets", std::vector<std::string>{});
+  check_output(out, "--out", {storage_file(url), recipe});  // nor over the search's recipe
   flatten_parameters(trial->parameters, "", sets);
   std::string yaml;
   try {

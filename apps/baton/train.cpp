@@ -187,6 +187,20 @@ struct RunDirectory {
   std::unique_ptr<FileLock> lock{};
 };
 
+// The run folder is never one of the recipe's data folders, nor inside one (its checkpoints would
+// become a class folder, its files read as data), nor one of its files.
+void check_run_dir_against_inputs(const fs::path& dir, const Recipe& recipe) {
+  std::error_code ec;
+  for (const std::string& input : recipe.input_files()) {
+    const bool folder = fs::is_directory(input, ec);
+    if (resolves_inside(dir.string(), input) && (folder || fs::equivalent(dir, input, ec))) {
+      throw RecipeError(dir.string() + ": the run folder is " +
+                        (folder && !fs::equivalent(dir, input, ec) ? "inside " : "") + input +
+                        ", which the recipe reads; give another --run-dir");
+    }
+  }
+}
+
 RunDirectory claim_run_dir(const fs::path& dir) {
   RunDirectory out;
   out.dir = dir;
@@ -500,6 +514,7 @@ int run_training(const TrainArgs& args, const RunLink& link) {
   if (run.options.save_folder().empty() && run.checkpoints) run.options.save_folder(RunDir(dir).checkpoints().string());
   RunDirectory claimed;
   if (writes) {
+    check_run_dir_against_inputs(dir, recipe);
     claimed = claim_run_dir(dir);
     try {
       prepare_run_folder(dir, args, run, recipe.resolved_yaml(), link.out);

@@ -1,5 +1,7 @@
 #include "baton/train/recipe_file.h"
 
+#include <glob.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -30,6 +32,38 @@ Recipe& Recipe::operator=(const Recipe& other) {
 Recipe::~Recipe() = default;
 
 const YAML::Node& Recipe::root() const { return *root_; }
+
+std::vector<std::string> Recipe::input_files() const {
+  std::vector<std::string> out;
+  if (!source_.empty() && std::filesystem::is_regular_file(source_)) out.push_back(source_);
+  const auto walk = [&](const auto& self, const YAML::Node& node, int depth) -> void {
+    if (depth > 32) return;
+    if (node.IsMap()) {
+      for (const auto& item : node) self(self, item.second, depth + 1);
+    } else if (node.IsSequence()) {
+      for (const auto& item : node) self(self, item, depth + 1);
+    } else if (node.IsScalar()) {
+      const std::string& text = node.Scalar();
+      if (text.empty() || text.size() > 4096 || text.find('\n') != std::string::npos) return;
+      std::error_code ec;
+      if (std::filesystem::exists(text, ec)) {
+        out.push_back(text);
+      } else if (text.find_first_of("*?[") != std::string::npos) {  // a glob: the files it matches
+        glob_t found{};
+        if (::glob(text.c_str(), 0, nullptr, &found) == 0) {
+          for (std::size_t i = 0; i < found.gl_pathc && i < 100000; ++i) out.emplace_back(found.gl_pathv[i]);
+        }
+        ::globfree(&found);
+      }
+    }
+  };
+  const YAML::Node& root = *root_;  // const: reading a key never adds it
+  if (!root.IsMap()) return out;
+  for (const char* key : {"data", "eval", "model", "load_path"}) {  // not save_folder or a profiler's: outputs
+    if (root[key]) walk(walk, root[key], 0);
+  }
+  return out;
+}
 
 namespace {
 

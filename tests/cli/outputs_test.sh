@@ -62,6 +62,7 @@ expect 2 "base/model.pt: --out is base/model.pt, an input of this command" -- \
   "$baton" predict r.yaml --load base/model.pt --out base/model.pt
 expect 2 "--out is x.npy, an input" -- "$baton" predict r.yaml --load base/model.pt --inputs x.npy --out x.npy
 expect 2 "--out is r.yaml, an input" -- "$baton" predict r.yaml --load base/model.pt --out ./r.yaml
+expect 2 "--out is y.npy, an input" -- "$baton" predict r.yaml --load base/model.pt --out y.npy  # the recipe's data
 ln -s base/model.pt weights.pt
 expect 2 "an input of this command" -- "$baton" predict r.yaml --load weights.pt --out base/model.pt
 mkfifo fifo.npy
@@ -134,6 +135,10 @@ expect 2 "image_size: expected a size in pixels from 1 to 8192" -- "$baton" trai
 expect 2 "data.train_dir: one class folder" -- "$baton" train r.yaml --run-dir i4 \
   --set 'data={dataset: images, train_dir: single, channels: 1, image_size: 8, batch_size: 2}'
 [ ! -e i1 ] && [ ! -e i2 ] && [ ! -e i3 ] && [ ! -e i4 ] || fail "a refused recipe made its run folder"
+# A run folder inside the data it reads: its checkpoints/ would become a class folder.
+expect 2 "ok/a: the run folder is inside ok, which the recipe reads; give another --run-dir" -- "$baton" train r.yaml \
+  --run-dir ok/a --set 'data={dataset: images, train_dir: ok, channels: 1, image_size: 8, batch_size: 2}'
+[ "$(ls ok/a | grep -vc png)" -eq 0 ] || fail "the refused run wrote into the image folder: $(ls ok/a)"
 
 # ---- 4. silently wrong ----
 expect 2 "an evaluation set's name is letters" -- "$baton" train r.yaml --run-dir e1 --set 'eval={"": {inputs: x.npy, labels: y.npy}}'

@@ -319,9 +319,10 @@ TEST(Url, ARangeOfALocalFileIsThoseBytesAndPastTheEndIsAnError) {
   read_stream((dir / "f.bin").string(), [&](std::string_view piece) { return streamed.append(piece), true; });
   EXPECT_EQ(streamed, "0123456789");
   // A URL nothing answers is retried until retry_seconds pass, then named.
-  EXPECT_THAT(error_of([] { read_range("http://127.0.0.1:9/x.tar", 0, 4, {.retry_seconds = 0.3}); }),
-              HasSubstr("http://127.0.0.1:9/x.tar: no server answers there (connection refused or unreachable) at byte 0 "
-                        "(retried for 0 s)"));
+  EXPECT_THAT(
+      error_of([] { read_range("http://127.0.0.1:9/x.tar", 0, 4, {.retry_seconds = 0.3}); }),
+      HasSubstr("http://127.0.0.1:9/x.tar: no server answers there (connection refused or unreachable) at byte 0 "
+                "(retried for 0 s)"));
 }
 
 }  // namespace

@@ -36,6 +36,10 @@ class Recipe {
   const YAML::Node& root() const;
   // The keys that --set gave (dotted paths).
   const std::set<std::string>& set_keys() const { return set_keys_; }
+  // The files and folders it reads: the recipe file, and every value of `data`, `eval`, `model` and
+  // `load_path` that names an existing file or folder (or a glob that matches some: token shards).
+  // What a command writes must not be one of them (check_output).
+  std::vector<std::string> input_files() const;
 
  private:
   Recipe();
