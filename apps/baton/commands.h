@@ -56,27 +56,12 @@ void add_device_option(CLI::App* cmd, std::string& device);
 // this machine cannot run there.
 std::vector<std::string> with_device(std::vector<std::string> sets, const std::string& device);
 
-// A search trial's parameters as recipe overrides ("key.path=value", after `prefix`): nested
-// objects set dotted keys, and a nested choice's "_name" sets KEY.name.
-void flatten_parameters(const nlohmann::json& j, const std::string& prefix, std::vector<std::string>& sets);
-
 // baton search --strategy spos (spos.cpp): trains the supernet of the model space `options` search
 // (use_model_space made their space), then runs the evolution of inherited-weight evaluations through
 // `run` and trains the best again. Throws std::invalid_argument, RecipeError or ExperimentError for
 // bad input.
 int run_spos_search(ExperimentOptions options,
                     const std::function<int(Experiment&, const ExperimentOptions&, ExperimentResult&)>& run);
-// baton search --fuse K (fused.cpp): `options` run up to K trials of their recipe at once in this
-// process over one data stream (trial_function); the FusedData they share. Throws
-// std::invalid_argument saying why for what cannot be fused (a --command, a space that varies the
-// data, the batch size, the seed or the model space, --parallel, --devices, --join, --trial-timeout,
-// pbt, spos).
-std::shared_ptr<FusedData> use_fused_trials(ExperimentOptions& options, int k);
-// RUN_DIR/fused.json: the batches made and taken, the seconds spent making them (the data
-// pipeline's share), this process's CPU seconds; and a line saying so.
-void write_fused_report(const FusedData& fused, int k, const std::filesystem::path& run_dir);
-// SIGTERM and SIGINT call `handler` from now on (a run or a search stops at a safe point).
-void on_stop_signals(void (*handler)(int));
 
 // Whether `path` is a baton checkpoint (else, say, a model.pt written with torch::save).
 bool is_checkpoint(const std::string& path);
@@ -87,9 +72,6 @@ void check_weights_file(const std::string& path);
 // (blurpool, squeeze-excite, …); another file (model.pt) is loaded after the options' algorithms
 // changed the model at init. Errors name the file.
 std::unique_ptr<Trainer> trainer_with_weights(TrainerOptions options, const std::string& path);
-// The summary of the model a recipe built (its FLOPs from two training examples, on the model's
-// device), as baton train prints it and baton summary shows it.
-ModelSummary summarize_run(const TrainingRun& run);
 // Loads a model.pt (torch::save) into `module`, where its weights are; a clear error when they do
 // not fit.
 void load_weights(torch::nn::Module& module, const std::string& path);

@@ -28,18 +28,6 @@
 #include "baton/version.h"
 #include "commands.h"
 
-namespace baton::cli {
-
-void on_stop_signals(void (*handler)(int)) {
-  struct sigaction action = {};
-  action.sa_handler = handler;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
-}
-
-}  // namespace baton::cli
-
 namespace {
 
 // "baton: ", or "baton: rank R: " in a job of several ranks (mpirun, srun), MPI started or not.

@@ -29,6 +29,8 @@
 #include "baton/loggers/mlflow_logger.h"
 #include "baton/loggers/registry.h"
 #include "baton/models/zoo.h"
+#include "baton/runs/fused_trials.h"
+#include "baton/runs/train_recipe.h"
 #include "baton/train/recipe.h"
 #include "baton/train/recipe_file.h"
 #include "commands.h"

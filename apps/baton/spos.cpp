@@ -24,6 +24,7 @@
 #include "baton/exec/strategy.h"
 #include "baton/io/file.h"
 #include "baton/io/write.h"
+#include "baton/runs/train_recipe.h"
 #include "baton/train/one_shot.h"
 #include "baton/train/recipe.h"
 #include "commands.h"

@@ -6,21 +6,11 @@
 #include <CLI/CLI.hpp>
 
 #include "baton/models/summary.h"
+#include "baton/runs/train_recipe.h"
 #include "baton/train/recipe.h"
 #include "commands.h"
 
 namespace baton::cli {
-
-ModelSummary summarize_run(const TrainingRun& run) {
-  Model& model = *run.options.model();
-  at::Tensor example;
-  if (run.train_data->size() > 0) {
-    const auto params = model.parameters();
-    const c10::Device device = params.empty() ? c10::Device(c10::kCPU) : params.front().device();
-    example = run.train_data->get_batch(torch::arange(std::min<int64_t>(2, run.train_data->size()))).input.to(device);
-  }
-  return summarize(model, example);
-}
 
 namespace {
 

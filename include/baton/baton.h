@@ -82,6 +82,8 @@
 #include "baton/loggers/table_files.h"
 #include "baton/loggers/tensorboard_logger.h"
 
+#include "baton/runs/fused_trials.h"
+#include "baton/runs/train_recipe.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_error.h"
 #include "baton/train/checkpoint_saver.h"
@@ -90,6 +92,7 @@
 #include "baton/train/ranks.h"
 #include "baton/train/recipe.h"
 #include "baton/train/recipe_file.h"
+#include "baton/train/run_folder.h"
 #include "baton/train/threads.h"
 #include "baton/train/trainer.h"
 

@@ -274,7 +274,11 @@ void fetch(const std::string& url, std::uint64_t from, std::uint64_t length,
   double wait = 0.1;
   std::uint64_t at = from, left = length, since_failure = 0;
   while (true) {
-    Attempt attempt{curl, &sink, at, left};
+    Attempt attempt;
+    attempt.curl = curl;
+    attempt.sink = &sink;
+    attempt.from = at;
+    attempt.left = left;
     set_request(curl, url, at, left, attempt, options);
     const CURLcode rc = curl_easy_perform(curl);
     if (attempt.thrown) std::rethrow_exception(attempt.thrown);

@@ -21,14 +21,19 @@ step "configure examples/ against the install tree" \
   cmake -S "$examples" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" "${launcher[@]}"
 step "build examples/" cmake --build "$tmp/build" -j "$(nproc)"
 
-for exe in "$tmp"/build/custom_algorithm "$tmp"/build/simulated_fit "$tmp"/build/train_classifier; do
+for exe in "$tmp"/build/custom_algorithm "$tmp"/build/simulated_fit "$tmp"/build/train_classifier "$tmp"/build/train_recipe; do
   # ldd into a variable first: `ldd | grep -q` under pipefail fails at random when grep exits early.
   libs=$(ldd "$exe")
   if ! grep -q "$tmp/prefix/lib/libbaton" <<<"$libs"; then
     echo "FAIL: $(basename "$exe") does not link the installed libbaton:"; grep baton <<<"$libs"; exit 1
   fi
-  "$exe" >"$tmp/$(basename "$exe").txt" || { echo "FAIL: $(basename "$exe") exited $?"; cat "$tmp/$(basename "$exe").txt"; exit 1; }
+  "$exe" "$tmp/$(basename "$exe").run" >"$tmp/$(basename "$exe").txt" || { echo "FAIL: $(basename "$exe") exited $?"; cat "$tmp/$(basename "$exe").txt"; exit 1; }
 done
 grep -q "fit_end" "$tmp/simulated_fit.txt" || { echo "FAIL: simulated_fit did not reach fit_end"; exit 1; }
 grep -q "eval/accuracy" "$tmp/train_classifier.txt" || { echo "FAIL: train_classifier printed no accuracy"; exit 1; }
-echo "install tree: find_package(baton) built and ran $(ls "$tmp"/build | grep -c -E '^(custom_algorithm|simulated_fit|train_classifier)$') examples"
+# baton train as a library call: the run, its resume from step 20 to 40, the refusal of a third.
+for line in "first run: 20 steps" "resumed run: 40 steps in all" "refused: .*a run is already there"; do
+  grep -q "$line" "$tmp/train_recipe.txt" || { echo "FAIL: train_recipe did not print '$line':"; cat "$tmp/train_recipe.txt"; exit 1; }
+done
+[ -f "$tmp/train_recipe.run/run/model.pt" ] || { echo "FAIL: train_recipe wrote no run/model.pt"; exit 1; }
+echo "install tree: find_package(baton) built and ran $(ls "$tmp"/build | grep -c -E '^(custom_algorithm|simulated_fit|train_classifier|train_recipe)$') examples"

@@ -1,9 +1,7 @@
-// baton search --fuse K: up to K trials of a recipe's search train at once in the search's own
-// process, each on a thread of its own, over one data stream (FusedData: the data sets loaded once,
-// each training batch read and prepared once for all of them). Each is still a trial of its own:
-// its entry in the storage, its run folder (RUN_DIR/trials/ID: checkpoints, metrics, stdout.log),
-// its events; the search stops or prunes it alone (it stops after its batch). What a separate
-// process gives is given up: a crash of one trial ends the search (--resume runs it again).
+// Fused trials (include/baton/runs/fused_trials.h): each trial trains its recipe with train_recipe
+// on a thread of its own, its protocol lines going to its context and its stdout.log.
+#include "baton/runs/fused_trials.h"
+
 #include <signal.h>
 #include <time.h>
 
@@ -26,11 +24,10 @@
 #include "baton/exec/pareto.h"
 #include "baton/exec/space.h"
 #include "baton/io/write.h"
+#include "baton/runs/train_recipe.h"
 #include "baton/train/fused.h"
-#include "commands.h"
-#include "train_run.h"
 
-namespace baton::cli {
+namespace baton {
 namespace {
 
 // A trial's protocol line, to the trial's context (and its stdout.log, as a trial process's).
@@ -62,7 +59,7 @@ void run_fused_trial(TrialContext& context, const ExperimentOptions& o, FusedDat
   link.stop_signal = [&] { return context.should_stop() ? SIGTERM : 0; };
   link.fused = &fused;
   link.own_signals = false;
-  TrainArgs args;
+  TrainRequest args;
   args.recipe = o.recipe();
   // Its threads, and no console lines (the search's status line says how the trials go); the
   // search's --set may say otherwise.
@@ -71,7 +68,7 @@ void run_fused_trial(TrialContext& context, const ExperimentOptions& o, FusedDat
   args.sets.push_back("progress_bar=false");
   args.run_dir = dir.string();
   args.autoresume = true;  // a retried or resumed trial goes on from its checkpoints
-  const int code = run_training(args, link);
+  const int code = train_recipe(args, link);
   if (code != 0 && !context.should_stop()) {
     throw std::runtime_error("the trial ended with exit code " + std::to_string(code) + " (" + log_path + ")");
   }
@@ -147,4 +144,4 @@ void write_fused_report(const FusedData& fused, int k, const std::filesystem::pa
       static_cast<long long>(eval_made), static_cast<long long>(e.taken), e.make_seconds);
 }
 
-}  // namespace baton::cli
+}  // namespace baton
