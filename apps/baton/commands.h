@@ -56,24 +56,4 @@ void add_device_option(CLI::App* cmd, std::string& device);
 // this machine cannot run there.
 std::vector<std::string> with_device(std::vector<std::string> sets, const std::string& device);
 
-// baton search --strategy spos (spos.cpp): trains the supernet of the model space `options` search
-// (use_model_space made their space), then runs the evolution of inherited-weight evaluations through
-// `run` and trains the best again. Throws std::invalid_argument, RecipeError or ExperimentError for
-// bad input.
-int run_spos_search(ExperimentOptions options,
-                    const std::function<int(Experiment&, const ExperimentOptions&, ExperimentResult&)>& run);
-
-// Whether `path` is a baton checkpoint (else, say, a model.pt written with torch::save).
-bool is_checkpoint(const std::string& path);
-// Throws RecipeError naming `path` unless it opens and is a checkpoint or a model.pt.
-void check_weights_file(const std::string& path);
-// A trainer of `options` (quiet) whose model holds the weights of `path`: a checkpoint goes
-// through the trainer's own load, which first applies the model surgery it was saved with
-// (blurpool, squeeze-excite, …); another file (model.pt) is loaded after the options' algorithms
-// changed the model at init. Errors name the file.
-std::unique_ptr<Trainer> trainer_with_weights(TrainerOptions options, const std::string& path);
-// Loads a model.pt (torch::save) into `module`, where its weights are; a clear error when they do
-// not fit.
-void load_weights(torch::nn::Module& module, const std::string& path);
-
 }  // namespace baton::cli

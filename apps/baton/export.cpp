@@ -13,6 +13,7 @@
 #include "baton/models/zoo.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/recipe.h"
+#include "baton/train/weights_file.h"
 #include "commands.h"
 
 namespace baton::cli {

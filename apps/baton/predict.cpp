@@ -18,6 +18,7 @@
 #include "baton/io/text.h"
 #include "baton/io/write.h"
 #include "baton/train/recipe.h"
+#include "baton/train/weights_file.h"
 #include "commands.h"
 
 namespace baton::cli {

@@ -30,6 +30,8 @@
 #include "baton/loggers/registry.h"
 #include "baton/models/zoo.h"
 #include "baton/runs/fused_trials.h"
+#include "baton/runs/model_space_search.h"
+#include "baton/runs/one_shot_search.h"
 #include "baton/runs/train_recipe.h"
 #include "baton/train/recipe.h"
 #include "baton/train/recipe_file.h"
@@ -102,85 +104,6 @@ std::shared_ptr<MlflowLogger> search_mlflow_run(const ExperimentOptions& o) {
   return logger;
 }
 
-[[noreturn]] void not_a_candidate(const std::string& file, const std::string& key, const nlohmann::json& value,
-                                  const nlohmann::json& candidates) {
-  std::string names;
-  for (const auto& c : candidates) {
-    names += names.empty() ? "" : ", ";
-    names += (c.is_object() ? c.value("_name", nlohmann::json()) : c).dump();
-  }
-  throw BadInput(file + ": " + key + ": " + value.dump() + " is not one of the model space's candidates (" + names +
-                 "); a space file narrows a choice");
-}
-
-[[noreturn]] void no_choice(const std::string& file, const std::string& key, const std::string& space) {
-  throw BadInput(file + ": " + key + ": the model space " + space + " has no choice " + key.substr(11) +
-                 " (its choices: model_space.json, or docs/nas.md)");
-}
-
-// A space file's `key` (a choice of the model space's `choice`) narrowing it to some of its
-// candidates: those candidates, or BadInput naming a value that is not one.
-nlohmann::json narrowed(const std::string& file, const std::string& key, const nlohmann::json& given,
-                        const nlohmann::json& choice) {
-  nlohmann::json out = choice;
-  out["_value"] = nlohmann::json::array();
-  const auto name = [](const nlohmann::json& v) { return v.is_object() ? v.value("_name", nlohmann::json()) : v; };
-  for (const auto& v : given.value("_value", nlohmann::json::array())) {
-    bool found = false;
-    for (const auto& c : choice["_value"]) {
-      if (name(c) == name(v) || (v.is_number() && c.is_number() && v.get<double>() == c.get<double>())) {
-        out["_value"].push_back(c);
-        found = true;
-      }
-    }
-    if (!found) not_a_candidate(file, key, name(v), choice["_value"]);
-  }
-  if (given.value("_type", std::string()) != "choice" || out["_value"].empty())
-    throw BadInput(file + ": " + key + ": a model space's choice is narrowed with {_type: choice, _value: [...]}");
-  return out;
-}
-
-// --model-space NAME: the trials train the zoo's model space NAME (model.name=NAME), built for the
-// recipe's data; the search space is its choices under model.arch. (with the space file's
-// parameters, when one is given too).
-void use_model_space(const std::string& name, ExperimentOptions& o) {
-  if (o.recipe().empty()) throw BadInput("--model-space " + name + " searches a recipe's model: add --recipe RECIPE");
-  const std::string model = "model.name=" + name;
-  for (const auto& set : o.sets()) {
-    if (set.rfind("model.name=", 0) != 0 || set == model) continue;
-    std::string why = "--set " + set;
-    why += " and --model-space " + name + " name two models; drop the --set";
-    throw BadInput(why);
-  }
-  o.sets().insert(o.sets().begin(), model);
-  nlohmann::json space;
-  try {
-    space = model_space(name, recipe_model_spec(Recipe::load(o.recipe(), o.sets()))).search_space();
-  } catch (const std::invalid_argument& e) {  // an unknown space, data the space cannot take
-    throw BadInput("--model-space " + name + ": " + e.what());
-  } catch (const std::runtime_error& e) {  // the recipe, its data
-    throw BadInput(e.what());
-  }
-  nlohmann::json definition = nlohmann::json::object();
-  if (!o.space().empty()) {
-    try {
-      definition = SearchSpace::read_file(o.space());
-      (void)SearchSpace::from_json(definition, o.space());
-    } catch (const std::exception& e) {
-      throw BadInput(e.what());
-    }
-  }
-  for (const auto& [key, value] : definition.items()) {
-    if (key.rfind("model.arch.", 0) == 0 && !space.contains(key.substr(11))) no_choice(o.space(), key, name);
-  }
-  for (const auto& [label, choice] : space.items()) {
-    const std::string key = "model.arch." + label;
-    definition[key] = definition.contains(key) ? narrowed(o.space(), key, definition[key], choice) : choice;
-  }
-  o.space((o.space().empty() ? "" : o.space() + " + ") + "model space " + name);
-  o.space_definition(definition);
-}
-
 // Runs `experiment` (the search `options` describe): a signal stops it; a recipe that logs to
 // MLflow gets the search's own run. Its exit code; `result` what it found.
 int run_experiment(Experiment& experiment, const ExperimentOptions& options, ExperimentResult& result) {
@@ -211,10 +134,10 @@ int run_experiment(Experiment& experiment, const ExperimentOptions& options, Exp
   return result.best ? 0 : kRunFailed;
 }
 
-// --strategy spos (spos.cpp): what it finds wrong in the flags, the recipe or the space is bad input.
+// --strategy spos (runs/one_shot_search.h): what it finds wrong in the flags, the recipe or the space is bad input.
 int run_spos(const ExperimentOptions& options) {
   try {
-    return run_spos_search(options, [](Experiment& e, const ExperimentOptions& o, ExperimentResult& r) {
+    return one_shot_search(options, [](Experiment& e, const ExperimentOptions& o, ExperimentResult& r) {
       return run_experiment(e, o, r);
     });
   } catch (const ExperimentError& e) {
@@ -246,7 +169,13 @@ int run_search_command(ExperimentOptions options, const std::string& model_space
   options.trainer(self_exe());
   check_recipe_devices(options);
   if (!model_space_name.empty()) {
-    use_model_space(model_space_name, options);
+    try {
+      use_model_space(model_space_name, options);
+    } catch (const std::runtime_error& e) {  // the recipe, its data
+      throw BadInput(e.what());
+    } catch (const std::invalid_argument& e) {  // the space, the flags
+      throw BadInput(e.what());
+    }
   } else if (options.space().empty()) {
     throw BadInput("give a search space (a file), --model-space NAME, or both");
   }

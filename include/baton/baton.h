@@ -83,6 +83,8 @@
 #include "baton/loggers/tensorboard_logger.h"
 
 #include "baton/runs/fused_trials.h"
+#include "baton/runs/model_space_search.h"
+#include "baton/runs/one_shot_search.h"
 #include "baton/runs/train_recipe.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_error.h"
@@ -95,6 +97,7 @@
 #include "baton/train/run_folder.h"
 #include "baton/train/threads.h"
 #include "baton/train/trainer.h"
+#include "baton/train/weights_file.h"
 
 #include "baton/plan/mpi.h"
 #include "baton/plan/session.h"

@@ -4,6 +4,8 @@
 // batches), suggested by regularized evolution, each a trial in the search's storage; the best is
 // trained again from scratch with the recipe. Writes RUN_DIR/supernet.ckpt (a --resume reuses it)
 // and RUN_DIR/spos.json (the phases' times and results).
+#include "baton/runs/one_shot_search.h"
+
 #include <time.h>
 
 #include <chrono>
@@ -27,9 +29,8 @@
 #include "baton/runs/train_recipe.h"
 #include "baton/train/one_shot.h"
 #include "baton/train/recipe.h"
-#include "commands.h"
 
-namespace baton::cli {
+namespace baton {
 namespace {
 
 const std::string kArch = "model.arch.";
@@ -209,7 +210,7 @@ double retrain(const ExperimentOptions& o, const Trial& best, nlohmann::json& re
 
 }  // namespace
 
-int run_spos_search(ExperimentOptions o,
+int one_shot_search(ExperimentOptions o,
                     const std::function<int(Experiment&, const ExperimentOptions&, ExperimentResult&)>& run) {
   if (!o.engine().empty() && o.engine() != "process")
     throw std::invalid_argument("--strategy spos evaluates on its supernet: leave out --engine");
@@ -250,4 +251,4 @@ int run_spos_search(ExperimentOptions o,
   return 0;
 }
 
-}  // namespace baton::cli
+}  // namespace baton
