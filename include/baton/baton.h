@@ -85,6 +85,7 @@
 #include "baton/runs/fused_trials.h"
 #include "baton/runs/model_space_search.h"
 #include "baton/runs/one_shot_search.h"
+#include "baton/runs/search_run.h"
 #include "baton/runs/train_recipe.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/checkpoint_error.h"
