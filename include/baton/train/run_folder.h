@@ -40,10 +40,10 @@ class RunFolder {
   };
   struct Prepare {
     Existing existing = Existing::kRefuse;
-    std::string recipe_yaml;    // the run's resolved recipe (a resume of another recipe is refused)
-    std::string save_folder;    // where the run's checkpoints go ("" : none)
-    std::string save_filename;  // their names' pattern (another pattern's checkpoints are not resumed)
-    std::FILE* out = stdout;    // where a move aside is said
+    std::string recipe_yaml{};    // the run's resolved recipe (a resume of another recipe is refused)
+    std::string save_folder{};    // where the run's checkpoints go ("" : none)
+    std::string save_filename{};  // their names' pattern (another pattern's checkpoints are not resumed)
+    std::FILE* out = stdout;      // where a move aside is said
   };
 
   // Refuses (RecipeError) a run folder that is one of `inputs` (a recipe's files and data folders,
