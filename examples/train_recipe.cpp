@@ -53,9 +53,8 @@ int main(int argc, char** argv) {
   fs::create_directories(folder);
   write_inputs(folder);
 
-  baton::TrainRequest request;
-  request.recipe = (folder / "recipe.yaml").string();  // relative paths in it: from the current folder
-  request.run_dir = (folder / "run").string();
+  // Relative paths in the recipe are from the current folder.
+  baton::TrainRequest request{.recipe = (folder / "recipe.yaml").string(), .run_dir = (folder / "run").string()};
   if (const int code = baton::train_recipe(request); code != 0) return code;
   const auto first = summary(request.run_dir);
   std::printf("first run: %lld steps, train/loss %.3f\n", first["steps"].get<long long>(),

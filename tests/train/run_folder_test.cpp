@@ -14,8 +14,8 @@ namespace baton {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 void write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
@@ -74,9 +74,7 @@ TEST(RunFolder, AFolderWithARunIsRefusedUnlessToldToResumeOrStartOver) {
   EXPECT_THAT(error_of([&] { folder.prepare({.existing = RunFolder::Existing::kRefuse}); }),
               HasSubstr("a run is already there (recipe.yaml, summary.json)"));
   // --autoresume of a finished run with nothing to resume: refused, nothing moved.
-  EXPECT_THAT(error_of([&] {
-                folder.prepare({.existing = RunFolder::Existing::kResume, .recipe_yaml = "seed: 0\n"});
-              }),
+  EXPECT_THAT(error_of([&] { folder.prepare({.existing = RunFolder::Existing::kResume, .recipe_yaml = "seed: 0\n"}); }),
               HasSubstr("--autoresume has nothing to resume here: the folder holds a finished run"));
   EXPECT_TRUE(fs::exists(dir / "summary.json"));
   // --overwrite: moved aside, never deleted.
@@ -95,9 +93,7 @@ TEST(RunFolder, AutoresumeStartsOverARunOfTheSameRecipeKilledBeforeItsFirstCheck
   write(dir / "recipe.yaml", "seed: 0\n");
   write(dir / "metrics.jsonl", "{}\n");
   RunFolder folder = RunFolder::claim(dir);
-  EXPECT_THAT(error_of([&] {
-                folder.prepare({.existing = RunFolder::Existing::kResume, .recipe_yaml = "seed: 1\n"});
-              }),
+  EXPECT_THAT(error_of([&] { folder.prepare({.existing = RunFolder::Existing::kResume, .recipe_yaml = "seed: 1\n"}); }),
               HasSubstr("the run of another recipe"));
   std::FILE* quiet = std::fopen("/dev/null", "w");
   folder.prepare({.existing = RunFolder::Existing::kResume, .recipe_yaml = "seed: 0\n", .out = quiet});

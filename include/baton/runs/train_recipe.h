@@ -29,12 +29,12 @@ struct ModelSummary;
 struct TrainingRun;
 
 struct TrainRequest {
-  std::string recipe;             // the recipe file
-  std::vector<std::string> sets;  // overrides, "key.path=value", applied in order
-  std::string run_dir;            // "" : runs/<run_name>
-  bool autoresume = false;        // continue the run in run_dir (RunFolder::Existing::kResume)
-  bool overwrite = false;         // start over, the previous run moved aside (kStartOver)
-  bool profile = false;           // batches 2-6 as a Chrome trace in RUN_DIR/traces
+  std::string recipe{};             // the recipe file
+  std::vector<std::string> sets{};  // overrides, "key.path=value", applied in order
+  std::string run_dir{};            // "" : runs/<run_name>
+  bool autoresume = false;          // continue the run in run_dir (RunFolder::Existing::kResume)
+  bool overwrite = false;           // start over, the previous run moved aside (kStartOver)
+  bool profile = false;             // batches 2-6 as a Chrome trace in RUN_DIR/traces
 };
 
 // How a run is a search's trial, and where it speaks. A trial process takes it from its environment
