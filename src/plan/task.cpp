@@ -54,76 +54,111 @@ std::string Node::current() { return current_node ? current_node->name_ : "local
 
 // ---- ExecutionStep ----------------------------------------------------------------------------
 
+struct ExecutionStep::Impl {
+  std::string name_;
+  StepFunction function_;
+  std::vector<std::shared_ptr<ExecutionStep>> substeps_;
+  std::optional<int64_t> num_iter_;
+  bool concurrent_ = false;
+  std::function<bool(const Workspace&)> stop_predicate_;
+  std::string stop_flag_;
+  bool only_once_ = false;
+  std::optional<int64_t> run_every_ms_;
+  int instances_ = 1;
+  bool create_workspace_ = false;
+  std::vector<std::pair<SetupScope, std::shared_ptr<StepSetup>>> setups_;
+  std::vector<std::shared_ptr<StepSetup>> guards_;
+  std::string task_name_;
+};
+
+ExecutionStep::ExecutionStep() : impl_(std::make_unique<Impl>()) {}
+ExecutionStep::~ExecutionStep() = default;
+
+const std::vector<std::shared_ptr<StepSetup>>& ExecutionStep::guards() const { return impl_->guards_; }
+const std::string& ExecutionStep::task_name() const { return impl_->task_name_; }
+const std::string& ExecutionStep::name() const { return impl_->name_; }
+const StepFunction& ExecutionStep::function() const { return impl_->function_; }
+const std::vector<std::shared_ptr<ExecutionStep>>& ExecutionStep::substeps() const { return impl_->substeps_; }
+std::optional<int64_t> ExecutionStep::iterations() const { return impl_->num_iter_; }
+bool ExecutionStep::is_concurrent() const { return impl_->concurrent_; }
+bool ExecutionStep::is_only_once() const { return impl_->only_once_; }
+std::optional<int64_t> ExecutionStep::every_ms() const { return impl_->run_every_ms_; }
+int ExecutionStep::instances() const { return impl_->instances_; }
+bool ExecutionStep::creates_workspace() const { return impl_->create_workspace_; }
+bool ExecutionStep::has_stop_condition() const {
+  return static_cast<bool>(impl_->stop_predicate_) || !impl_->stop_flag_.empty();
+}
+
 std::shared_ptr<ExecutionStep> ExecutionStep::make(std::string name, StepFunction function) {
   auto s = std::shared_ptr<ExecutionStep>(new ExecutionStep());
-  s->name_ = std::move(name);
-  s->function_ = std::move(function);
+  s->impl_->name_ = std::move(name);
+  s->impl_->function_ = std::move(function);
   return s;
 }
 
 std::shared_ptr<ExecutionStep> ExecutionStep::make(std::string name,
                                                    std::vector<std::shared_ptr<ExecutionStep>> substeps) {
   auto s = std::shared_ptr<ExecutionStep>(new ExecutionStep());
-  s->name_ = std::move(name);
+  s->impl_->name_ = std::move(name);
   for (const auto& sub : substeps) {
-    if (!sub) throw std::invalid_argument("ExecutionStep '" + s->name_ + "': a substep is null");
+    if (!sub) throw std::invalid_argument("ExecutionStep '" + s->impl_->name_ + "': a substep is null");
   }
-  s->substeps_ = std::move(substeps);
+  s->impl_->substeps_ = std::move(substeps);
   return s;
 }
 
 std::shared_ptr<ExecutionStep> ExecutionStep::guarded(std::string name, std::vector<std::shared_ptr<StepSetup>> setups,
                                                       std::shared_ptr<ExecutionStep> body) {
   auto s = make(std::move(name), std::vector<std::shared_ptr<ExecutionStep>>{std::move(body)});
-  s->guards_ = std::move(setups);
+  s->impl_->guards_ = std::move(setups);
   return s;
 }
 
 ExecutionStep& ExecutionStep::num_iter(int64_t n) {
-  if (n < 0) throw std::invalid_argument("ExecutionStep '" + name_ + "': num_iter < 0");
-  num_iter_ = n;
+  if (n < 0) throw std::invalid_argument("ExecutionStep '" + impl_->name_ + "': num_iter < 0");
+  impl_->num_iter_ = n;
   return *this;
 }
 ExecutionStep& ExecutionStep::concurrent_substeps(bool on) {
-  concurrent_ = on;
+  impl_->concurrent_ = on;
   return *this;
 }
 ExecutionStep& ExecutionStep::should_stop(std::function<bool(const Workspace&)> predicate) {
-  stop_predicate_ = std::move(predicate);
+  impl_->stop_predicate_ = std::move(predicate);
   return *this;
 }
 ExecutionStep& ExecutionStep::should_stop_flag(std::string name) {
-  stop_flag_ = std::move(name);
+  impl_->stop_flag_ = std::move(name);
   return *this;
 }
 ExecutionStep& ExecutionStep::only_once(bool on) {
-  only_once_ = on;
+  impl_->only_once_ = on;
   return *this;
 }
 ExecutionStep& ExecutionStep::run_every_ms(int64_t ms) {
-  if (ms <= 0) throw std::invalid_argument("ExecutionStep '" + name_ + "': run_every_ms must be > 0");
-  run_every_ms_ = ms;
+  if (ms <= 0) throw std::invalid_argument("ExecutionStep '" + impl_->name_ + "': run_every_ms must be > 0");
+  impl_->run_every_ms_ = ms;
   return *this;
 }
 ExecutionStep& ExecutionStep::num_concurrent_instances(int n) {
-  if (n < 1) throw std::invalid_argument("ExecutionStep '" + name_ + "': num_concurrent_instances < 1");
-  instances_ = n;
+  if (n < 1) throw std::invalid_argument("ExecutionStep '" + impl_->name_ + "': num_concurrent_instances < 1");
+  impl_->instances_ = n;
   return *this;
 }
 ExecutionStep& ExecutionStep::create_workspace(bool on) {
-  create_workspace_ = on;
+  impl_->create_workspace_ = on;
   return *this;
 }
 ExecutionStep& ExecutionStep::add_setup(SetupScope scope, std::shared_ptr<StepSetup> setup) {
-  if (!setup) throw std::invalid_argument("ExecutionStep '" + name_ + "': null setup");
-  setups_.emplace_back(scope, std::move(setup));
+  if (!setup) throw std::invalid_argument("ExecutionStep '" + impl_->name_ + "': null setup");
+  impl_->setups_.emplace_back(scope, std::move(setup));
   return *this;
 }
 
 bool ExecutionStep::stops(const Workspace& ws) const {
-  if (stop_predicate_ && stop_predicate_(ws)) return true;
-  if (!stop_flag_.empty()) {
-    auto v = ws.get(stop_flag_);
+  if (impl_->stop_predicate_ && impl_->stop_predicate_(ws)) return true;
+  if (!impl_->stop_flag_.empty()) {
+    auto v = ws.get(impl_->stop_flag_);
     if (v) {
       if (const bool* b = std::get_if<bool>(&*v)) return *b;
       if (const int64_t* i = std::get_if<int64_t>(&*v)) return *i != 0;
@@ -135,8 +170,8 @@ bool ExecutionStep::stops(const Workspace& ws) const {
 
 std::vector<std::shared_ptr<StepSetup>> ExecutionStep::setups(SetupScope scope) const {
   std::vector<std::shared_ptr<StepSetup>> out;
-  if (substeps_.empty()) {  // a leaf (most tasks): no walk, no sets
-    for (const auto& [sc, setup] : setups_) {
+  if (impl_->substeps_.empty()) {  // a leaf (most tasks): no walk, no sets
+    for (const auto& [sc, setup] : impl_->setups_) {
       if (sc == scope && std::find(out.begin(), out.end(), setup) == out.end()) out.push_back(setup);
     }
     return out;
@@ -145,10 +180,10 @@ std::vector<std::shared_ptr<StepSetup>> ExecutionStep::setups(SetupScope scope) 
   std::set<const ExecutionStep*> visited;
   std::function<void(const ExecutionStep&)> walk = [&](const ExecutionStep& s) {
     if (!visited.insert(&s).second) return;
-    for (const auto& [sc, setup] : s.setups_) {
+    for (const auto& [sc, setup] : s.impl_->setups_) {
       if (sc == scope && seen.insert(setup.get()).second) out.push_back(setup);
     }
-    for (const auto& sub : s.substeps_) walk(*sub);
+    for (const auto& sub : s.impl_->substeps_) walk(*sub);
   };
   walk(*this);
   return out;
@@ -202,7 +237,7 @@ std::shared_ptr<ExecutionStep> Task::step_with_setup() const {
     instance->num_concurrent_instances(options_.num_instances());
   }
   auto root = ExecutionStep::guarded(name_, body->setups(SetupScope::kTask), instance);
-  root->task_name_ = name_;
+  root->impl_->task_name_ = name_;
   return root;
 }
 

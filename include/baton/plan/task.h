@@ -97,19 +97,22 @@ struct StepSetup {
 // Substeps or a function over the workspace, and how to run them.
 class ExecutionStep : public std::enable_shared_from_this<ExecutionStep> {
  public:
+  ~ExecutionStep();
+  ExecutionStep(const ExecutionStep&) = delete;
+  ExecutionStep& operator=(const ExecutionStep&) = delete;
   static std::shared_ptr<ExecutionStep> make(std::string name, StepFunction function);
   static std::shared_ptr<ExecutionStep> make(std::string name, std::vector<std::shared_ptr<ExecutionStep>> substeps);
   // `body` between the setups' inits (in order) and their exits (in reverse); an exit runs when its
   // init ran, even when the body failed or was cancelled.
   static std::shared_ptr<ExecutionStep> guarded(std::string name, std::vector<std::shared_ptr<StepSetup>> setups,
                                                 std::shared_ptr<ExecutionStep> body);
-  const std::vector<std::shared_ptr<StepSetup>>& guards() const { return guards_; }
+  const std::vector<std::shared_ptr<StepSetup>>& guards() const;
   // Set on the root of Task::step_with_setup(): steps under it run as that task ("node/name").
-  const std::string& task_name() const { return task_name_; }
+  const std::string& task_name() const;
 
-  const std::string& name() const { return name_; }
-  const StepFunction& function() const { return function_; }
-  const std::vector<std::shared_ptr<ExecutionStep>>& substeps() const { return substeps_; }
+  const std::string& name() const;
+  const StepFunction& function() const;
+  const std::vector<std::shared_ptr<ExecutionStep>>& substeps() const;
 
   // Run the body this many times (default once; with should_stop and no num_iter: until it stops).
   ExecutionStep& num_iter(int64_t n);
@@ -128,33 +131,21 @@ class ExecutionStep : public std::enable_shared_from_this<ExecutionStep> {
   ExecutionStep& create_workspace(bool on = true);
   ExecutionStep& add_setup(SetupScope scope, std::shared_ptr<StepSetup> setup);
 
-  std::optional<int64_t> iterations() const { return num_iter_; }
-  bool is_concurrent() const { return concurrent_; }
-  bool is_only_once() const { return only_once_; }
-  std::optional<int64_t> every_ms() const { return run_every_ms_; }
-  int instances() const { return instances_; }
-  bool creates_workspace() const { return create_workspace_; }
+  std::optional<int64_t> iterations() const;
+  bool is_concurrent() const;
+  bool is_only_once() const;
+  std::optional<int64_t> every_ms() const;
+  int instances() const;
+  bool creates_workspace() const;
   bool stops(const Workspace& ws) const;
-  bool has_stop_condition() const { return static_cast<bool>(stop_predicate_) || !stop_flag_.empty(); }
+  bool has_stop_condition() const;
   // This step's and its substeps' setups of a scope, each once, in the order found.
   std::vector<std::shared_ptr<StepSetup>> setups(SetupScope scope) const;
 
  private:
-  ExecutionStep() = default;
-  std::string name_;
-  StepFunction function_;
-  std::vector<std::shared_ptr<ExecutionStep>> substeps_;
-  std::optional<int64_t> num_iter_;
-  bool concurrent_ = false;
-  std::function<bool(const Workspace&)> stop_predicate_;
-  std::string stop_flag_;
-  bool only_once_ = false;
-  std::optional<int64_t> run_every_ms_;
-  int instances_ = 1;
-  bool create_workspace_ = false;
-  std::vector<std::pair<SetupScope, std::shared_ptr<StepSetup>>> setups_;
-  std::vector<std::shared_ptr<StepSetup>> guards_;
-  std::string task_name_;
+  ExecutionStep();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
   friend class Task;
 };
 
