@@ -207,37 +207,65 @@ void TaskOutput::set(std::vector<WorkspaceValue> values) {
   ready_ = true;
 }
 
-Task::Task(std::shared_ptr<ExecutionStep> step, TaskOptions options)
-    : step_(std::move(step)), options_(std::move(options)) {
-  if (options_.num_instances() < 1) throw std::invalid_argument("Task '" + options_.name() + "': num_instances < 1");
-  if (options_.name().empty()) options_.name(step_ ? step_->name() : "task");
-  if (options_.node()) Cluster::current().add_node(*options_.node());
-  node_ = options_.node().value_or(Node::current());
-  if (!options_.node() && node_ == "local") Cluster::current().add_node(node_);
-  name_ = node_ + "/" + options_.name();
+struct Task::Impl {
+  std::shared_ptr<ExecutionStep> step_;
+  TaskOptions options_;
+  std::string name_;
+  std::string node_;
+  std::vector<std::shared_ptr<TaskOutput>> outputs_;
+};
+
+Task::Task(std::shared_ptr<ExecutionStep> step, TaskOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->step_ = std::move(step);
+  impl_->options_ = std::move(options);
+  if (impl_->options_.num_instances() < 1)
+    throw std::invalid_argument("Task '" + impl_->options_.name() + "': num_instances < 1");
+  if (impl_->options_.name().empty()) impl_->options_.name(impl_->step_ ? impl_->step_->name() : "task");
+  if (impl_->options_.node()) Cluster::current().add_node(*impl_->options_.node());
+  impl_->node_ = impl_->options_.node().value_or(Node::current());
+  if (!impl_->options_.node() && impl_->node_ == "local") Cluster::current().add_node(impl_->node_);
+  impl_->name_ = impl_->node_ + "/" + impl_->options_.name();
 }
+
+Task::Task(const Task& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
+Task& Task::operator=(const Task& other) {
+  if (this != &other) impl_ = std::make_unique<Impl>(*other.impl_);
+  return *this;
+}
+Task::Task(Task&&) noexcept = default;
+Task& Task::operator=(Task&&) noexcept = default;
+Task::~Task() = default;
+
+const std::string& Task::name() const { return impl_->name_; }
+const std::string& Task::node() const { return impl_->node_; }
+int Task::num_instances() const { return impl_->options_.num_instances(); }
+std::optional<WorkspaceType> Task::workspace_type() const { return impl_->options_.workspace_type(); }
+const std::shared_ptr<ExecutionStep>& Task::step() const { return impl_->step_; }
+const std::vector<std::shared_ptr<TaskOutput>>& Task::outputs() const { return impl_->outputs_; }
 
 std::shared_ptr<TaskOutput> Task::add_output(const std::string& name) {
   return add_output(std::vector<std::string>{name});
 }
 
 std::shared_ptr<TaskOutput> Task::add_output(std::vector<std::string> names) {
-  outputs_.push_back(std::make_shared<TaskOutput>(std::move(names)));
-  return outputs_.back();
+  impl_->outputs_.push_back(std::make_shared<TaskOutput>(std::move(names)));
+  return impl_->outputs_.back();
 }
 
 std::shared_ptr<ExecutionStep> Task::step_with_setup() const {
-  auto body = step_ ? step_ : ExecutionStep::make(name_, std::vector<std::shared_ptr<ExecutionStep>>{});
+  auto body =
+      impl_->step_ ? impl_->step_ : ExecutionStep::make(impl_->name_, std::vector<std::shared_ptr<ExecutionStep>>{});
   auto instance_setups = body->setups(SetupScope::kInstance);
   // Without instance setups the instance is the body itself (one step less per task).
-  auto instance =
-      instance_setups.empty() ? body : ExecutionStep::guarded(name_ + ":instance", std::move(instance_setups), body);
-  if (options_.num_instances() > 1) {
-    instance = ExecutionStep::make(name_ + ":parallel", std::vector<std::shared_ptr<ExecutionStep>>{instance});
-    instance->num_concurrent_instances(options_.num_instances());
+  auto instance = instance_setups.empty()
+                      ? body
+                      : ExecutionStep::guarded(impl_->name_ + ":instance", std::move(instance_setups), body);
+  if (impl_->options_.num_instances() > 1) {
+    instance = ExecutionStep::make(impl_->name_ + ":parallel", std::vector<std::shared_ptr<ExecutionStep>>{instance});
+    instance->num_concurrent_instances(impl_->options_.num_instances());
   }
-  auto root = ExecutionStep::guarded(name_, body->setups(SetupScope::kTask), instance);
-  root->impl_->task_name_ = name_;
+  auto root = ExecutionStep::guarded(impl_->name_, body->setups(SetupScope::kTask), instance);
+  root->impl_->task_name_ = impl_->name_;
   return root;
 }
 
@@ -256,11 +284,14 @@ TaskGroup::TaskGroup(std::optional<WorkspaceType> workspace_type) : workspace_ty
 
 Task& TaskGroup::add(Task task) {
   if (by_node_) throw std::logic_error("TaskGroup: cannot add a task after tasks_by_node()");
-  if (workspace_type_ && task.options_.workspace_type() && *workspace_type_ != *task.options_.workspace_type())
-    throw std::invalid_argument("TaskGroup: task '" + task.name_ + "' has another workspace type than its group");
-  if (!task.options_.workspace_type()) task.options_.workspace_type(workspace_type_.value_or(WorkspaceType::kPrivate));
-  if (!workspace_type_) workspace_type_ = task.options_.workspace_type();
-  const std::string base = task.node_ + "/" + task.options_.name();
+  if (workspace_type_ && task.impl_->options_.workspace_type() &&
+      *workspace_type_ != *task.impl_->options_.workspace_type())
+    throw std::invalid_argument("TaskGroup: task '" + task.impl_->name_ +
+                                "' has another workspace type than its group");
+  if (!task.impl_->options_.workspace_type())
+    task.impl_->options_.workspace_type(workspace_type_.value_or(WorkspaceType::kPrivate));
+  if (!workspace_type_) workspace_type_ = task.impl_->options_.workspace_type();
+  const std::string base = task.impl_->node_ + "/" + task.impl_->options_.name();
   std::string name = base;
   if (names_.count(name)) {  // the next free suffix, starting after the last one given to this base
     int& next = next_suffix_[base];
@@ -268,7 +299,7 @@ Task& TaskGroup::add(Task task) {
     while (names_.count(name));
   }
   names_.insert(name);
-  task.name_ = name;
+  task.impl_->name_ = name;
   tasks_.push_back(std::move(task));
   return tasks_.back();
 }
@@ -276,7 +307,7 @@ Task& TaskGroup::add(Task task) {
 std::vector<std::string> TaskGroup::used_nodes() const {
   std::vector<std::string> used;
   for (const auto& t : tasks_) {
-    if (std::find(used.begin(), used.end(), t.node_) == used.end()) used.push_back(t.node_);
+    if (std::find(used.begin(), used.end(), t.impl_->node_) == used.end()) used.push_back(t.impl_->node_);
   }
   return used;
 }
@@ -309,10 +340,10 @@ Task TaskGroup::node_task(const std::string& node, const std::map<std::string, s
   std::vector<std::shared_ptr<TaskOutput>> outputs;
   WorkspaceType type = WorkspaceType::kPrivate;
   for (const auto& t : tasks_) {
-    if (map.at(t.node_) != node) continue;
+    if (map.at(t.impl_->node_) != node) continue;
     steps.push_back(t.step_with_setup());
-    if (t.step_) originals.push_back(t.step_);
-    outputs.insert(outputs.end(), t.outputs_.begin(), t.outputs_.end());
+    if (t.impl_->step_) originals.push_back(t.impl_->step_);
+    outputs.insert(outputs.end(), t.impl_->outputs_.begin(), t.impl_->outputs_.end());
     if (t.workspace_type() == WorkspaceType::kGlobal) type = WorkspaceType::kGlobal;
   }
   auto body = ExecutionStep::make(node + ":body", steps);
@@ -326,8 +357,8 @@ Task TaskGroup::node_task(const std::string& node, const std::map<std::string, s
   }
   Task combined(ExecutionStep::guarded(node, node_setups, body),
                 TaskOptions().name("grouped_by_node").workspace_type(type).node(node));
-  combined.outputs_ = outputs;
-  combined.name_ = node + "/grouped_by_node";
+  combined.impl_->outputs_ = outputs;
+  combined.impl_->name_ = node + "/grouped_by_node";
   return combined;
 }
 
@@ -341,7 +372,7 @@ const TaskGroup& TaskGroup::tasks_by_node(const std::function<std::string(const 
   auto add = [&](const std::string& n) {
     if (std::find(order.begin(), order.end(), map.at(n)) == order.end()) order.push_back(map.at(n));
   };
-  for (const auto& t : tasks_) add(t.node_);
+  for (const auto& t : tasks_) add(t.impl_->node_);
   for (const auto& [n, step] : report_steps_) add(n);
   auto grouped = std::make_shared<TaskGroup>();
   for (const auto& node : order) grouped->tasks_.push_back(node_task(node, map));

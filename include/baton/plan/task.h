@@ -196,14 +196,19 @@ class TaskOptions {
 class Task {
  public:
   explicit Task(std::shared_ptr<ExecutionStep> step = nullptr, TaskOptions options = TaskOptions());
-  const std::string& name() const { return name_; }  // "node/name", unique in its group once added
-  const std::string& node() const { return node_; }
-  int num_instances() const { return options_.num_instances(); }
-  std::optional<WorkspaceType> workspace_type() const { return options_.workspace_type(); }
-  const std::shared_ptr<ExecutionStep>& step() const { return step_; }
+  Task(const Task& other);
+  Task& operator=(const Task& other);
+  Task(Task&&) noexcept;
+  Task& operator=(Task&&) noexcept;
+  ~Task();
+  const std::string& name() const;  // "node/name", unique in its group once added
+  const std::string& node() const;
+  int num_instances() const;
+  std::optional<WorkspaceType> workspace_type() const;
+  const std::shared_ptr<ExecutionStep>& step() const;
   std::shared_ptr<TaskOutput> add_output(const std::string& name);
   std::shared_ptr<TaskOutput> add_output(std::vector<std::string> names);
-  const std::vector<std::shared_ptr<TaskOutput>>& outputs() const { return outputs_; }
+  const std::vector<std::shared_ptr<TaskOutput>>& outputs() const;
   // The step with its task and instance setups and its instances: what a session runs.
   std::shared_ptr<ExecutionStep> step_with_setup() const;
 
@@ -222,11 +227,8 @@ class Task {
 
  private:
   friend class TaskGroup;
-  std::shared_ptr<ExecutionStep> step_;
-  TaskOptions options_;
-  std::string name_;
-  std::string node_;
-  std::vector<std::shared_ptr<TaskOutput>> outputs_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Adds an output to the current task (Task::Scope); throws std::logic_error without one.
