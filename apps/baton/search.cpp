@@ -228,8 +228,9 @@ void add_search(CLI::App& app) {
       "trial command (sh -c): parameters in $BATON_TRIAL_PARAMETERS, reports 'baton: {\"final\": v}' lines");
   cmd->add_option("--recipe", a->recipe(), "each trial is `baton train RECIPE` with the parameters as --set overrides");
   cmd->add_option("--engine", a->engine(),
-                  "process (default: trials run) or table:FILE: trials answered from a benchmark table (CSV: the "
-                  "parameter columns, step, the metrics) at no training cost, instead of --command/--recipe");
+                  experiment_engine_forms() +
+                      "; default process. A table (CSV: the parameter columns, step, the "
+                      "metrics) answers at no training cost, instead of --command/--recipe");
   cmd->add_option("--metric", a->metric(), "with --recipe: the evaluation metric to optimise (default eval/accuracy)");
   cmd->add_option("--objective", a->objectives(),
                   "METRIC:max or METRIC:min, repeatable: several objectives (a Pareto front), instead of --metric "
@@ -252,9 +253,9 @@ void add_search(CLI::App& app) {
                   "CPU threads each trial gets, on cores of its own (OMP_NUM_THREADS and the process's affinity)");
   cmd->add_option(
       "--strategy", a->strategy(),
-      "tpe (default), gp, random, grid, evolution, regularized_evolution, cmaes, nsga2, motpe, pbt or spos "
-      "(several objectives: nsga2, motpe, tpe, random, grid; pbt: population-based training of a --recipe; spos: "
-      "one-shot search of a --model-space, docs/nas.md)");
+      join_names(search_strategy_names()) +
+          " (default tpe; pbt trains a --recipe's population, spos a --model-space's supernet; which take several "
+          "objectives: docs/search.md)");
   cmd->add_option("--strategy-option", a->strategy_options(),
                   "KEY=VALUE: the strategy's options (repeatable, or K1=V1,K2=V2; docs/search.md), e.g. candidates=48");
   cmd->add_option_function<std::string>(
@@ -267,8 +268,7 @@ void add_search(CLI::App& app) {
       },
       "maximize (default) or minimize");
   cmd->add_option("--seed", a->seed(), "strategy seed (default 0)");
-  cmd->add_option("--storage", a->storage(),
-                  "sqlite:///PATH.db (default RUN_DIR/search.db) or postgresql://USER@HOST:PORT/DATABASE");
+  cmd->add_option("--storage", a->storage(), storage_forms() + "; default RUN_DIR/search.db");
   cmd->add_option("--run-dir", a->run_dir(), "where trials' logs and summary.json go (default runs/search)");
   cmd->add_flag("--resume", a->resume(),
                 "continue the search in the storage: finished trials kept, unfinished run again");

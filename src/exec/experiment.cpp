@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "baton/core/registry.h"
 #include "baton/exec/distributed.h"
 #include "baton/exec/middleware.h"
 #include "baton/exec/pbt.h"
@@ -143,12 +144,34 @@ std::pair<std::vector<std::string>, std::vector<std::string>> reported_metrics(c
 
 namespace {
 
+// What --engine may name: each kind, the form a user writes, and whether a file follows its colon.
+struct EngineKind {
+  std::string form;
+  bool takes_file = false;
+};
+using EngineKinds = Registry<EngineKind>;
+
+const EngineKinds& engine_kinds() {
+  static const EngineKinds table("engine", EngineKinds::Order::kRegistration,
+                                 {{"process",
+                                   [] {
+                                     return EngineKind{"process (trials run)", false};
+                                   }},
+                                  {"table", [] {
+                                     return EngineKind{"table:FILE (trials answered from a benchmark table)", true};
+                                   }}});
+  return table;
+}
+
 // --engine table:FILE: the table's path; empty for the process engine.
 std::string table_path(const ExperimentOptions& o) {
-  if (o.engine().empty() || o.engine() == "process" || o.trial_function()) return "";
-  if (o.engine().rfind("table:", 0) != 0 || o.engine().size() == 6)
-    throw ExperimentError("--engine " + o.engine() + ": expected process or table:FILE (a benchmark table)");
-  return o.engine().substr(6);
+  if (o.engine().empty() || o.trial_function()) return "";
+  const auto colon = o.engine().find(':');
+  const std::string name = o.engine().substr(0, colon);
+  std::string file = colon == std::string::npos ? "" : o.engine().substr(colon + 1);
+  if (!engine_kinds().contains(name) || engine_kinds().make(name).takes_file == file.empty())
+    throw ExperimentError("--engine " + o.engine() + ": expected " + experiment_engine_forms());
+  return file;
 }
 
 void check_options(const ExperimentOptions& o) {
@@ -785,6 +808,12 @@ ExperimentResult Experiment::run() {
   if (status.tty()) m.say("\n");
   m.chain->shutdown();
   return m.finish(best, status);
+}
+
+std::string experiment_engine_forms() {
+  std::vector<std::string> forms;
+  for (const std::string& name : engine_kinds().names()) forms.push_back(engine_kinds().make(name).form);
+  return either_of(forms);
 }
 
 }  // namespace baton

@@ -2,13 +2,36 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 
 namespace baton {
 
+struct PopulationBasedTraining::Impl {
+  SearchSpace space_;
+  uint64_t seed_;
+  bool maximize_;
+  PbtOptions options_;
+  std::mt19937_64 rng_;
+  int suggested_ = 0;
+  std::atomic<int64_t> round_{0};
+};
+
+PopulationBasedTraining::~PopulationBasedTraining() = default;
+
+const PbtOptions& PopulationBasedTraining::options() const { return impl_->options_; }
+bool PopulationBasedTraining::maximize() const { return impl_->maximize_; }
+int64_t PopulationBasedTraining::round() const { return impl_->round_.load(); }
+void PopulationBasedTraining::set_round(int64_t round) { impl_->round_.store(round); }
+
 PopulationBasedTraining::PopulationBasedTraining(SearchSpace space, uint64_t seed, bool maximize, PbtOptions options)
-    : space_(std::move(space)), seed_(seed), maximize_(maximize), options_(std::move(options)), rng_(seed) {
-  const PbtOptions& o = options_;
+    : impl_(std::make_unique<Impl>()) {
+  impl_->space_ = std::move(space);
+  impl_->seed_ = seed;
+  impl_->maximize_ = maximize;
+  impl_->options_ = std::move(options);
+  impl_->rng_.seed(seed);
+  const PbtOptions& o = impl_->options_;
   if (!o.interval())
     throw std::invalid_argument(
         "strategy pbt needs interval=TIME, the training between exploits (e.g. interval=500ba or interval=1ep)");
@@ -30,29 +53,29 @@ PopulationBasedTraining::PopulationBasedTraining(SearchSpace space, uint64_t see
 }
 
 std::optional<nlohmann::json> PopulationBasedTraining::suggest() {
-  if (suggested_ >= options_.population()) return std::nullopt;
-  ++suggested_;
-  return space_.sample(rng_);
+  if (impl_->suggested_ >= impl_->options_.population()) return std::nullopt;
+  ++impl_->suggested_;
+  return impl_->space_.sample(impl_->rng_);
 }
 
 Time PopulationBasedTraining::until(int64_t round) const {
-  return *options_.interval() * static_cast<double>(round + 1);
+  return *impl_->options_.interval() * static_cast<double>(round + 1);
 }
 
 std::size_t PopulationBasedTraining::quantile_size(std::size_t n) const {
-  auto k = static_cast<std::size_t>(std::ceil(static_cast<double>(n) * options_.quantile() - 1e-9));
+  auto k = static_cast<std::size_t>(std::ceil(static_cast<double>(n) * impl_->options_.quantile() - 1e-9));
   return std::min(k, n / 2);
 }
 
 std::vector<PbtDecision> PopulationBasedTraining::exploit(int64_t round, const std::vector<PbtMember>& members) const {
   std::vector<PbtMember> sorted = members;  // worst first
   std::stable_sort(sorted.begin(), sorted.end(), [&](const PbtMember& a, const PbtMember& b) {
-    if (a.score != b.score) return maximize_ ? a.score < b.score : a.score > b.score;
+    if (a.score != b.score) return impl_->maximize_ ? a.score < b.score : a.score > b.score;
     return a.id < b.id;
   });
   const std::size_t k = quantile_size(sorted.size());
-  std::seed_seq seq{static_cast<uint32_t>(seed_), static_cast<uint32_t>(seed_ >> 32), static_cast<uint32_t>(round),
-                    0x9b7u};
+  std::seed_seq seq{static_cast<uint32_t>(impl_->seed_), static_cast<uint32_t>(impl_->seed_ >> 32),
+                    static_cast<uint32_t>(round), 0x9b7u};
   std::mt19937_64 rng(seq);
   std::vector<PbtDecision> out;
   for (std::size_t i = 0; i < k; ++i) {
@@ -71,7 +94,7 @@ std::vector<PbtDecision> PopulationBasedTraining::exploit(int64_t round, const s
 
 nlohmann::json PopulationBasedTraining::explore(const nlohmann::json& parameters, std::mt19937_64& rng) const {
   nlohmann::json out = parameters;
-  for (const Dimension& d : space_.dimensions()) {
+  for (const Dimension& d : impl_->space_.dimensions()) {
     out[d.name] = explore_one(d, parameters.contains(d.name) ? parameters[d.name] : nlohmann::json(), rng);
   }
   return out;
@@ -107,7 +130,7 @@ nlohmann::json fit_number(const Dimension& d, double v) {
 nlohmann::json PopulationBasedTraining::explore_one(const Dimension& d, const nlohmann::json& value,
                                                     std::mt19937_64& rng) const {
   std::uniform_real_distribution<double> u01(0.0, 1.0);
-  const bool resample = u01(rng) < options_.resample_probability();
+  const bool resample = u01(rng) < impl_->options_.resample_probability();
   auto fresh = [&] { return SearchSpace::from_dimensions({d}).sample(rng)[d.name]; };
   if (d.type == "choice") {
     const int i = choice_index(d, value);
@@ -127,8 +150,8 @@ nlohmann::json PopulationBasedTraining::explore_one(const Dimension& d, const nl
     return inner;
   }
   if (resample || !value.is_number()) return fresh();
-  std::uniform_int_distribution<std::size_t> factor(0, options_.perturb().size() - 1);
-  return fit_number(d, value.get<double>() * options_.perturb()[factor(rng)]);
+  std::uniform_int_distribution<std::size_t> factor(0, impl_->options_.perturb().size() - 1);
+  return fit_number(d, value.get<double>() * impl_->options_.perturb()[factor(rng)]);
 }
 
 namespace {

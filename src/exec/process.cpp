@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <memory>
 
 #include <algorithm>
 #include <cerrno>
@@ -243,6 +244,16 @@ std::string protocol_count_error(const ProcessEngineOptions& o, const nlohmann::
 
 }  // namespace
 
+struct ProcessEngine::Impl {
+  ProcessEngineOptions options_;
+  std::map<int64_t, std::unique_ptr<Run>> running_;  // touched by the monitor thread only
+  std::vector<int64_t> slot_trial_;                  // each slot's trial, or -1 (monitor thread only)
+  std::set<int64_t> kill_requests_;
+  int active_ = 0;  // started, not yet finished (under mutex_)
+  int wake_pipe_[2] = {-1, -1};
+  std::thread monitor_;
+};
+
 struct ProcessEngine::Run {
   pid_t pid = -1;
   int out = -1, err = -1;
@@ -260,40 +271,41 @@ struct ProcessEngine::Run {
 };
 
 ProcessEngine::ProcessEngine(ProcessEngineOptions options)
-    : QueuedEngine("ProcessEngine"), options_(std::move(options)) {
-  if (options_.command().empty()) throw std::invalid_argument("ProcessEngine: no command");
-  if (options_.workers() < 1) throw std::invalid_argument("ProcessEngine: workers must be at least 1");
-  if (options_.timeout_s() && !(*options_.timeout_s() > 0))
+    : QueuedEngine("ProcessEngine"), impl_(std::make_unique<Impl>()) {
+  impl_->options_ = std::move(options);
+  if (impl_->options_.command().empty()) throw std::invalid_argument("ProcessEngine: no command");
+  if (impl_->options_.workers() < 1) throw std::invalid_argument("ProcessEngine: workers must be at least 1");
+  if (impl_->options_.timeout_s() && !(*impl_->options_.timeout_s() > 0))
     throw std::invalid_argument("ProcessEngine: timeout must be > 0");
-  if (!options_.slots().empty()) {
-    options_.workers(std::min(options_.workers(), static_cast<int>(options_.slots().size())));
-    slot_trial_.assign(options_.slots().size(), -1);
+  if (!impl_->options_.slots().empty()) {
+    impl_->options_.workers(std::min(impl_->options_.workers(), static_cast<int>(impl_->options_.slots().size())));
+    impl_->slot_trial_.assign(impl_->options_.slots().size(), -1);
   }
-  if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("ProcessEngine: pipe failed");
-  monitor_ = std::thread([this] { monitor(); });
+  if (::pipe2(impl_->wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("ProcessEngine: pipe failed");
+  impl_->monitor_ = std::thread([this] { monitor(); });
 }
 
 ProcessEngine::~ProcessEngine() {
   shutdown();
-  ::close(wake_pipe_[0]);
-  ::close(wake_pipe_[1]);
+  ::close(impl_->wake_pipe_[0]);
+  ::close(impl_->wake_pipe_[1]);
 }
 
 void ProcessEngine::wake() {
   const char c = 1;
-  [[maybe_unused]] auto n = ::write(wake_pipe_[1], &c, 1);
+  [[maybe_unused]] auto n = ::write(impl_->wake_pipe_[1], &c, 1);
 }
 
 void ProcessEngine::queued(int64_t) { wake(); }
 
 void ProcessEngine::stop_running(int64_t id) {
-  kill_requests_.insert(id);
+  impl_->kill_requests_.insert(id);
   wake();
 }
 
 int ProcessEngine::idle_workers() const {
   std::lock_guard lock(mutex_);
-  return std::max(0, options_.workers() - active_ - static_cast<int>(queue_.size()));
+  return std::max(0, impl_->options_.workers() - impl_->active_ - static_cast<int>(queue_.size()));
 }
 
 void ProcessEngine::shutdown() {
@@ -302,7 +314,7 @@ void ProcessEngine::shutdown() {
     if (shutting_down_) return;
   }
   close_queue([this] { wake(); });
-  if (monitor_.joinable()) monitor_.join();
+  if (impl_->monitor_.joinable()) impl_->monitor_.join();
 }
 
 void ProcessEngine::start(int64_t id) {
@@ -314,24 +326,24 @@ void ProcessEngine::start(int64_t id) {
   TrainingStart started(id);
   dispatch(started);
   // A free slot (there is one: no more trials run than slots).
-  const auto slot = std::find(slot_trial_.begin(), slot_trial_.end(), -1);
+  const auto slot = std::find(impl_->slot_trial_.begin(), impl_->slot_trial_.end(), -1);
   const TrialSlot* where = nullptr;
-  ProcessEngineOptions::Env env = options_.env();
-  if (options_.trial_env()) {
-    for (auto& [name, value] : options_.trial_env()(id)) env[name] = value;
+  ProcessEngineOptions::Env env = impl_->options_.env();
+  if (impl_->options_.trial_env()) {
+    for (auto& [name, value] : impl_->options_.trial_env()(id)) env[name] = value;
   }
-  if (slot != slot_trial_.end()) {
+  if (slot != impl_->slot_trial_.end()) {
     *slot = id;
-    const auto index = static_cast<int>(slot - slot_trial_.begin());
-    where = &options_.slots()[static_cast<size_t>(index)];
+    const auto index = static_cast<int>(slot - impl_->slot_trial_.begin());
+    where = &impl_->options_.slots()[static_cast<size_t>(index)];
     env = slot_environment(*where, index, std::move(env));
   }
   auto fail = [&](const std::string& why) {
-    std::replace(slot_trial_.begin(), slot_trial_.end(), id, int64_t{-1});
+    std::replace(impl_->slot_trial_.begin(), impl_->slot_trial_.end(), id, int64_t{-1});
     TrainingEnd end(id, TrialStatus::kFailed, why);
     dispatch(end);
     std::lock_guard lock(mutex_);
-    --active_;
+    --impl_->active_;
   };
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
@@ -339,7 +351,7 @@ void ProcessEngine::start(int64_t id) {
   }
   auto run = std::make_unique<Run>();
   const int rc = spawn_on(where != nullptr ? where->cpus : std::vector<int>{}, [&] {
-    return spawn_shell(options_.command(), trial_environment(id, parameters, env), out[1], err[1], run->pid);
+    return spawn_shell(impl_->options_.command(), trial_environment(id, parameters, env), out[1], err[1], run->pid);
   });
   ::close(out[1]);
   ::close(err[1]);
@@ -351,15 +363,15 @@ void ProcessEngine::start(int64_t id) {
   run->out = out[0];
   run->err = err[0];
   run->pidfd = static_cast<int>(::syscall(SYS_pidfd_open, run->pid, 0));
-  if (options_.timeout_s()) run->deadline = mono_s() + *options_.timeout_s();
-  if (!options_.log_dir().empty()) {
-    const auto dir = options_.log_dir() / std::to_string(id);
+  if (impl_->options_.timeout_s()) run->deadline = mono_s() + *impl_->options_.timeout_s();
+  if (!impl_->options_.log_dir().empty()) {
+    const auto dir = impl_->options_.log_dir() / std::to_string(id);
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     run->out_log.open(dir / "stdout.log", std::ios::app);
     run->err_log.open(dir / "stderr.log", std::ios::app);
   }
-  running_[id] = std::move(run);
+  impl_->running_[id] = std::move(run);
 }
 
 void ProcessEngine::finish(int64_t id, Run& run) {
@@ -378,7 +390,7 @@ void ProcessEngine::finish(int64_t id, Run& run) {
     error = "killed";
   } else if (run.timed_out) {
     result = TrialStatus::kFailed;
-    error = with_tail("timed out after " + std::to_string(*options_.timeout_s()) + " s");
+    error = with_tail("timed out after " + std::to_string(*impl_->options_.timeout_s()) + " s");
   } else if (WIFSIGNALED(status)) {
     result = TrialStatus::kFailed;
     error = with_tail(std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
@@ -393,11 +405,12 @@ void ProcessEngine::finish(int64_t id, Run& run) {
     result = TrialStatus::kFailed;
     error = with_tail("exited 0 without printing a line baton: {\"final\": VALUE}");
   }
-  std::replace(slot_trial_.begin(), slot_trial_.end(), id, int64_t{-1});  // the slot is free, however it ended
+  std::replace(impl_->slot_trial_.begin(), impl_->slot_trial_.end(), id,
+               int64_t{-1});  // the slot is free, however it ended
   {
     std::lock_guard lock(mutex_);
-    --active_;
-    kill_requests_.erase(id);
+    --impl_->active_;
+    impl_->kill_requests_.erase(id);
   }
   TrainingEnd end(id, result, error);
   dispatch_or_log(id, end);
@@ -419,14 +432,14 @@ void ProcessEngine::dispatch_or_log(int64_t id, ModelEvent& event) {
 // is read, or after the group's grace.
 void ProcessEngine::reap_exited(std::vector<int64_t>& done) {
   const double now = mono_s();
-  for (auto& [id, run] : running_) {
+  for (auto& [id, run] : impl_->running_) {
     if (!run->exited && ::waitpid(run->pid, &run->status, WNOHANG) == run->pid) {
       run->exited = true;
       if (::kill(-run->pid, 0) == 0) {  // others of its group live on
         ::kill(-run->pid, SIGTERM);
-        if (run->kill_at == 0.0) run->kill_at = now + options_.kill_grace_s();
+        if (run->kill_at == 0.0) run->kill_at = now + impl_->options_.kill_grace_s();
       }
-      run->close_at = now + options_.kill_grace_s() + 1.0;
+      run->close_at = now + impl_->options_.kill_grace_s() + 1.0;
     }
     if (run->exited && now >= run->close_at && (run->out >= 0 || run->err >= 0)) {
       for (int* fd : {&run->out, &run->err}) {
@@ -445,16 +458,16 @@ void ProcessEngine::monitor() {
   std::vector<char> buffer(1 << 16);
   for (;;) {
     const bool stopping = start_and_signal();
-    if (stopping && running_.empty()) return;
+    if (stopping && impl_->running_.empty()) return;
     std::vector<int64_t> done;
     for (const auto& [id, is_stdout] : wait_for_output()) {
-      if (read_output(id, *running_.at(id), is_stdout, buffer)) done.push_back(id);
+      if (read_output(id, *impl_->running_.at(id), is_stdout, buffer)) done.push_back(id);
     }
     reap_exited(done);
     std::sort(done.begin(), done.end());
     done.erase(std::unique(done.begin(), done.end()), done.end());
     for (int64_t id : done) {
-      auto node = running_.extract(id);
+      auto node = impl_->running_.extract(id);
       finish(id, *node.mapped());
     }
   }
@@ -467,22 +480,22 @@ bool ProcessEngine::start_and_signal() {
   {
     std::lock_guard lock(mutex_);
     stopping = shutting_down_;
-    while (!stopping && !queue_.empty() && active_ < options_.workers()) {
+    while (!stopping && !queue_.empty() && impl_->active_ < impl_->options_.workers()) {
       to_start.push_back(queue_.front());
       queue_.pop_front();
-      ++active_;
+      ++impl_->active_;
     }
-    kills.swap(kill_requests_);
+    kills.swap(impl_->kill_requests_);
   }
   for (int64_t id : to_start) start(id);
   const double now = mono_s();
-  for (auto& [id, run] : running_) {
+  for (auto& [id, run] : impl_->running_) {
     const bool kill_it = stopping || kills.count(id);
     if (kill_it && !run->interrupted && !run->timed_out) run->interrupted = true;
     if (run->deadline > 0 && now >= run->deadline && !run->interrupted && !run->timed_out) run->timed_out = true;
     if ((run->interrupted || run->timed_out) && run->kill_at == 0.0) {
       ::kill(-run->pid, SIGTERM);
-      run->kill_at = now + options_.kill_grace_s();
+      run->kill_at = now + impl_->options_.kill_grace_s();
     }
     if (run->kill_at > 0.0 && now >= run->kill_at) {
       ::kill(-run->pid, SIGKILL);
@@ -493,10 +506,10 @@ bool ProcessEngine::start_and_signal() {
 }
 
 std::vector<std::pair<int64_t, bool>> ProcessEngine::wait_for_output() {
-  std::vector<pollfd> fds = {{wake_pipe_[0], POLLIN, 0}};
+  std::vector<pollfd> fds = {{impl_->wake_pipe_[0], POLLIN, 0}};
   std::vector<std::pair<int64_t, bool>> owners = {{-1, false}};
   double next = -1;
-  for (auto& [id, run] : running_) {
+  for (auto& [id, run] : impl_->running_) {
     if (run->pidfd >= 0 && !run->exited) {
       fds.push_back({run->pidfd, POLLIN, 0});
       owners.push_back({-1, false});
@@ -521,7 +534,7 @@ std::vector<std::pair<int64_t, bool>> ProcessEngine::wait_for_output() {
   if (n <= 0) return {};
   if (fds[0].revents) {
     char drain[256];
-    while (::read(wake_pipe_[0], drain, sizeof drain) > 0) {
+    while (::read(impl_->wake_pipe_[0], drain, sizeof drain) > 0) {
     }
   }
   std::vector<std::pair<int64_t, bool>> ready;
@@ -581,8 +594,8 @@ void ProcessEngine::report(int64_t id, Run& run, const std::string& line) {
     if (j->contains("constraints")) e.constraints = (*j)["constraints"].get<std::vector<double>>();
     if (j->value("paused", false)) e.paused_at = (*j)["step"].get<int64_t>();
     const std::size_t count = v.is_array() ? v.size() : 1;
-    if (count != options_.objectives() || e.constraints.size() != options_.constraints()) {
-      if (run.protocol_error.empty()) run.protocol_error = protocol_count_error(options_, *j);
+    if (count != impl_->options_.objectives() || e.constraints.size() != impl_->options_.constraints()) {
+      if (run.protocol_error.empty()) run.protocol_error = protocol_count_error(impl_->options_, *j);
       return;
     }
     run.final_reported = true;

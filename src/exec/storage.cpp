@@ -2,9 +2,14 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
+#include "baton/core/registry.h"
 #include "exec/sql.h"
 
 namespace baton {
@@ -231,13 +236,52 @@ std::string storage_file(const std::string& url) {
   return {};
 }
 
+namespace {
+
+// The storages by URL scheme: the forms a user may write, and how each opens.
+struct StorageKind {
+  std::string forms;
+  std::function<std::unique_ptr<TrialStorage>(const std::string& url)> open;
+};
+using Storages = Registry<StorageKind>;
+
+const Storages& storage_registry() {
+  static const Storages table(
+      "storage", Storages::Order::kRegistration,
+      {{"sqlite",
+        [] {
+          return StorageKind{"sqlite:///ABSOLUTE/PATH.db, sqlite:RELATIVE.db, a path ending in .db",
+                             [](const std::string& url) { return std::make_unique<SqliteStorage>(storage_file(url)); }};
+        }},
+       {"postgresql", [] {
+          return StorageKind{"postgresql://USER@HOST:PORT/DATABASE (or postgres://)",
+                             [](const std::string& url) { return std::make_unique<PostgresStorage>(url); }};
+        }}});
+  return table;
+}
+
+// The registered storage a URL names ("" for none): a SQLite file's forms, or its scheme.
+std::string storage_scheme(const std::string& url) {
+  if (!storage_file(url).empty()) return "sqlite";
+  const auto end = url.find("://");
+  const std::string scheme = end == std::string::npos ? "" : url.substr(0, end);
+  if (scheme == "postgres") return "postgresql";
+  return storage_registry().contains(scheme) ? scheme : "";
+}
+
+}  // namespace
+
+std::string storage_forms() {
+  std::vector<std::string> forms;
+  for (const std::string& name : storage_registry().names()) forms.push_back(storage_registry().make(name).forms);
+  return either_of(forms);
+}
+
 std::unique_ptr<TrialStorage> open_storage(const std::string& url) {
-  if (const std::string file = storage_file(url); !file.empty()) return std::make_unique<SqliteStorage>(file);
-  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
-    return std::make_unique<PostgresStorage>(url);
-  throw std::invalid_argument("storage '" + redact_storage_url(url) +
-                              "': expected sqlite:///ABSOLUTE/PATH.db, sqlite:RELATIVE.db, a path ending in .db, or "
-                              "postgresql://USER@HOST:PORT/DATABASE");
+  const std::string scheme = storage_scheme(url);
+  if (scheme.empty())
+    throw std::invalid_argument("storage '" + redact_storage_url(url) + "': expected " + storage_forms());
+  return storage_registry().make(scheme).open(url);
 }
 
 std::string redact_storage_url(const std::string& url) {

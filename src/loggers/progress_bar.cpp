@@ -1,6 +1,7 @@
 #include "baton/loggers/progress_bar.h"
 
 #include <unistd.h>
+#include <memory>
 
 #include <cmath>
 
@@ -43,39 +44,55 @@ int64_t total_epochs(const State& state) {
 
 }  // namespace
 
-ProgressBar::ProgressBar(std::FILE* out, std::optional<bool> terminal)
-    : out_(out), terminal_(terminal.value_or(isatty(fileno(out)) == 1)) {}
+struct ProgressBar::Impl {
+  std::FILE* out_;
+  bool terminal_;
+  bool line_open_ = false;
+  std::chrono::steady_clock::time_point last_draw_{};
+  std::chrono::steady_clock::time_point epoch_start_{};
+  int64_t epoch_start_sample_ = 0;
+  double loss_ = 0.0;
+  Metrics last_eval_;
+};
+
+ProgressBar::~ProgressBar() = default;
+
+ProgressBar::ProgressBar(std::FILE* out, std::optional<bool> terminal) : impl_(std::make_unique<Impl>()) {
+  impl_->out_ = out;
+  impl_->terminal_ = terminal.value_or(isatty(fileno(out)) == 1);
+}
 
 void ProgressBar::fit_start(State& state, Logger& logger) { epoch_start(state, logger); }
 
 void ProgressBar::epoch_start(State& state, Logger&) {
-  epoch_start_ = std::chrono::steady_clock::now();
-  epoch_start_sample_ = state.timestamp.sample();
+  impl_->epoch_start_ = std::chrono::steady_clock::now();
+  impl_->epoch_start_sample_ = state.timestamp.sample();
 }
 
 void ProgressBar::log_metrics(const Metrics& metrics, int64_t) {
   for (const auto& [name, value] : metrics) {
     if (name == "train/loss")
-      loss_ = value;
+      impl_->loss_ = value;
     else if (name.find('/') != std::string::npos && name.rfind("train/", 0) != 0)
-      last_eval_[name] = value;
+      impl_->last_eval_[name] = value;
   }
 }
 
 void ProgressBar::batch_end(State& state, Logger&) {
-  if (terminal_) draw(state, false);
+  if (impl_->terminal_) draw(state, false);
 }
 
 void ProgressBar::draw(const State& state, bool force, bool epoch_done) {
   const auto now = std::chrono::steady_clock::now();
-  if (!force && now - last_draw_ < std::chrono::milliseconds(100)) return;
-  last_draw_ = now;
+  if (!force && now - impl_->last_draw_ < std::chrono::milliseconds(100)) return;
+  impl_->last_draw_ = now;
   const int64_t total = state.dataloader_len.value_or(0);
   // At epoch_end the timestamp already points at the next epoch: show the finished one, full.
   const int64_t done = epoch_done ? total : state.timestamp.batch_in_epoch();
   const int64_t epoch = epoch_done ? state.timestamp.epoch() : state.timestamp.epoch() + 1;
-  const double elapsed = std::chrono::duration<double>(now - epoch_start_).count();
-  const double rate = elapsed > 0 ? static_cast<double>(state.timestamp.sample() - epoch_start_sample_) / elapsed : 0;
+  const double elapsed = std::chrono::duration<double>(now - impl_->epoch_start_).count();
+  const double rate =
+      elapsed > 0 ? static_cast<double>(state.timestamp.sample() - impl_->epoch_start_sample_) / elapsed : 0;
   const double eta =
       done > 0 && total > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : NAN;
   constexpr int kWidth = 20;
@@ -83,42 +100,43 @@ void ProgressBar::draw(const State& state, bool force, bool epoch_done) {
   std::string bar =
       std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kWidth - filled), '.');
   const int64_t epochs = total_epochs(state);
-  const std::string eval = last_eval_.empty() ? "" : "  " + metrics_text(last_eval_);
-  std::fprintf(out_, "\repoch %lld%s [%s] %lld/%lld batches  %.0f sp/s  ETA %s  loss %.4f%s\033[K",
+  const std::string eval = impl_->last_eval_.empty() ? "" : "  " + metrics_text(impl_->last_eval_);
+  std::fprintf(impl_->out_, "\repoch %lld%s [%s] %lld/%lld batches  %.0f sp/s  ETA %s  loss %.4f%s\033[K",
                static_cast<long long>(epoch), epochs > 0 ? ("/" + std::to_string(epochs)).c_str() : "", bar.c_str(),
-               static_cast<long long>(done), static_cast<long long>(total), rate, clock_text(eta).c_str(), loss_,
+               static_cast<long long>(done), static_cast<long long>(total), rate, clock_text(eta).c_str(), impl_->loss_,
                eval.c_str());
-  std::fflush(out_);
-  line_open_ = true;
+  std::fflush(impl_->out_);
+  impl_->line_open_ = true;
 }
 
 void ProgressBar::finish_line() {
-  if (line_open_) std::fputc('\n', out_);
-  line_open_ = false;
+  if (impl_->line_open_) std::fputc('\n', impl_->out_);
+  impl_->line_open_ = false;
 }
 
 void ProgressBar::epoch_end(State& state, Logger&) {
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start_).count();
-  const double rate = elapsed > 0 ? static_cast<double>(state.timestamp.sample() - epoch_start_sample_) / elapsed : 0;
-  if (terminal_) {
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - impl_->epoch_start_).count();
+  const double rate =
+      elapsed > 0 ? static_cast<double>(state.timestamp.sample() - impl_->epoch_start_sample_) / elapsed : 0;
+  if (impl_->terminal_) {
     draw(state, true, /*epoch_done=*/true);
     finish_line();
     return;
   }
-  std::fprintf(out_, "epoch %lld done: %lld batches in %s, %.0f samples/s, train/loss %.4f\n",
+  std::fprintf(impl_->out_, "epoch %lld done: %lld batches in %s, %.0f samples/s, train/loss %.4f\n",
                static_cast<long long>(state.timestamp.epoch()), static_cast<long long>(state.timestamp.batch()),
-               clock_text(elapsed).c_str(), rate, loss_);
-  std::fflush(out_);
+               clock_text(elapsed).c_str(), rate, impl_->loss_);
+  std::fflush(impl_->out_);
 }
 
 void ProgressBar::eval_end(State& state, Logger&) {
   finish_line();
   Metrics mine;
-  for (const auto& [name, value] : last_eval_) {
+  for (const auto& [name, value] : impl_->last_eval_) {
     if (name.rfind(state.dataloader_label + "/", 0) == 0) mine[name] = value;
   }
-  std::fprintf(out_, "eval at %s: %s\n", state.timestamp.to_string().c_str(), metrics_text(mine).c_str());
-  std::fflush(out_);
+  std::fprintf(impl_->out_, "eval at %s: %s\n", state.timestamp.to_string().c_str(), metrics_text(mine).c_str());
+  std::fflush(impl_->out_);
 }
 
 void ProgressBar::fit_end(State&, Logger&) { finish_line(); }

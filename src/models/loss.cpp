@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "baton/core/options.h"
+#include "baton/core/registry.h"
 #include "baton/models/model.h"
 
 namespace baton {
@@ -13,29 +14,45 @@ namespace {
 
 namespace F = torch::nn::functional;
 
-struct Kind {
-  const char* name;
-  TaskKind task;
-};
-
-constexpr Kind kKinds[] = {{"cross_entropy", TaskKind::kClasses},
-                           {"binary_cross_entropy", TaskKind::kBinary},
-                           {"mse", TaskKind::kRegression},
-                           {"l1", TaskKind::kRegression},
-                           {"smooth_l1", TaskKind::kRegression}};
-
 std::string shape(const at::Tensor& t) { return c10::str(t.sizes()); }
 
-// Each element's loss, the targets prepared: [N, K].
-at::Tensor elementwise(const Loss& loss, const at::Tensor& outputs, const at::Tensor& targets) {
-  const std::string& name = loss.name();
-  if (name == "binary_cross_entropy") {
-    return F::binary_cross_entropy_with_logits(outputs, targets,
-                                               F::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kNone));
-  }
-  if (name == "mse") return F::mse_loss(outputs, targets, F::MSELossFuncOptions().reduction(torch::kNone));
-  if (name == "l1") return F::l1_loss(outputs, targets, F::L1LossFuncOptions().reduction(torch::kNone));
-  return F::smooth_l1_loss(outputs, targets, F::SmoothL1LossFuncOptions().reduction(torch::kNone), loss.beta());
+// What a name computes: the task it serves and each element's loss (outputs and prepared targets
+// [N, K], `beta` for smooth_l1); cross_entropy's is soft_cross_entropy, over classes.
+struct LossKind {
+  TaskKind task = TaskKind::kClasses;
+  at::Tensor (*elementwise)(const at::Tensor& outputs, const at::Tensor& targets, double beta) = nullptr;
+};
+using Losses = Registry<LossKind>;
+
+const Losses& loss_registry() {
+  static const Losses table(
+      "loss", Losses::Order::kRegistration,
+      {{"cross_entropy", [] { return LossKind{}; }},
+       {"binary_cross_entropy",
+        [] {
+          return LossKind{TaskKind::kBinary, [](const at::Tensor& o, const at::Tensor& t, double) {
+                            return F::binary_cross_entropy_with_logits(
+                                o, t, F::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kNone));
+                          }};
+        }},
+       {"mse",
+        [] {
+          return LossKind{TaskKind::kRegression, [](const at::Tensor& o, const at::Tensor& t, double) {
+                            return F::mse_loss(o, t, F::MSELossFuncOptions().reduction(torch::kNone));
+                          }};
+        }},
+       {"l1",
+        [] {
+          return LossKind{TaskKind::kRegression, [](const at::Tensor& o, const at::Tensor& t, double) {
+                            return F::l1_loss(o, t, F::L1LossFuncOptions().reduction(torch::kNone));
+                          }};
+        }},
+       {"smooth_l1", [] {
+          return LossKind{TaskKind::kRegression, [](const at::Tensor& o, const at::Tensor& t, double beta) {
+                            return F::smooth_l1_loss(o, t, F::SmoothL1LossFuncOptions().reduction(torch::kNone), beta);
+                          }};
+        }}});
+  return table;
 }
 
 }  // namespace
@@ -45,24 +62,16 @@ Loss Loss::named(const std::string& name, double beta) {
     throw std::invalid_argument("loss " + name + ": beta must be a finite number of at least 0, got " +
                                 std::to_string(beta));
   }
-  for (const Kind& kind : kKinds) {
-    if (name == kind.name) {
-      Loss loss;
-      loss.name_ = name;
-      loss.task_ = kind.task;
-      loss.beta_ = beta;
-      return loss;
-    }
-  }
-  throw std::invalid_argument(unknown_name("loss", name, names()));
+  const LossKind kind = loss_registry().make(name);
+  Loss loss;
+  loss.name_ = name;
+  loss.task_ = kind.task;
+  loss.beta_ = beta;
+  loss.elementwise_ = kind.elementwise;
+  return loss;
 }
 
-std::vector<std::string> Loss::names() {
-  std::vector<std::string> out;
-  out.reserve(std::size(kKinds));
-  for (const Kind& kind : kKinds) out.emplace_back(kind.name);
-  return out;
-}
+std::vector<std::string> Loss::names() { return loss_registry().names(); }
 
 std::vector<std::string> Loss::default_metrics() const {
   if (task_ == TaskKind::kRegression) return {"mae", "loss"};
@@ -88,12 +97,12 @@ at::Tensor Loss::prepare_targets(const at::Tensor& outputs, const at::Tensor& ta
 
 at::Tensor Loss::operator()(const at::Tensor& outputs, const at::Tensor& targets) const {
   if (task_ == TaskKind::kClasses) return soft_cross_entropy(outputs, targets);
-  return elementwise(*this, outputs, prepare_targets(outputs, targets)).mean();
+  return elementwise_(outputs, prepare_targets(outputs, targets), beta_).mean();
 }
 
 at::Tensor Loss::per_example(const at::Tensor& outputs, const at::Tensor& targets) const {
   if (task_ == TaskKind::kClasses) return soft_cross_entropy_per_example(outputs, targets);
-  return elementwise(*this, outputs, prepare_targets(outputs, targets)).mean(1);
+  return elementwise_(outputs, prepare_targets(outputs, targets), beta_).mean(1);
 }
 
 }  // namespace baton

@@ -24,6 +24,7 @@
 #include "baton/exec/pareto.h"
 #include "baton/exec/space.h"
 #include "baton/io/write.h"
+#include "baton/runs/search_run.h"
 #include "baton/runs/train_recipe.h"
 #include "baton/train/fused.h"
 
@@ -87,7 +88,7 @@ void check_fusable(const ExperimentOptions& o, int k) {
     refuse("the fused trials share the recipe's device (each on a CUDA stream of its own on a GPU): no --devices");
   if (o.join()) refuse("fused trials run in this process: no --join");
   if (o.trial_timeout() > 0) refuse("a fused trial is a thread, not a process to end: no --trial-timeout");
-  if (o.strategy() == "pbt" || o.strategy() == "spos") refuse("--strategy " + o.strategy() + " is not fused");
+  if (o.strategy() == "pbt" || is_one_shot_search(o.strategy())) refuse("--strategy " + o.strategy() + " is not fused");
   nlohmann::json space = o.space_definition();
   if (space.is_null()) {
     try {

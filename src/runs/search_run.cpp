@@ -5,20 +5,25 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "baton/core/device.h"
 #include "baton/core/options.h"
+#include "baton/core/registry.h"
 #include "baton/exec/experiment.h"
+#include "baton/exec/strategy.h"
 #include "baton/io/url.h"
 #include "baton/io/write.h"
 #include "baton/loggers/mlflow_logger.h"
@@ -32,6 +37,18 @@
 
 namespace baton {
 namespace {
+
+// The one-shot searches by strategy name: each runs the whole search from the options (a model
+// space's already in them) and returns its exit code; `run` runs an Experiment it makes.
+using RunExperiment = std::function<int(Experiment&, const ExperimentOptions&, ExperimentResult&)>;
+using OneShotSearches = Registry<int, const ExperimentOptions&, const RunExperiment&>;
+
+const OneShotSearches& one_shot_registry() {
+  static const OneShotSearches table(
+      "one-shot search", OneShotSearches::Order::kRegistration,
+      {{"spos", [](const ExperimentOptions& o, const RunExperiment& run) { return one_shot_search(o, run); }}});
+  return table;
+}
 
 // SIGTERM / SIGINT: the first stops the search (its running trials' process groups are ended and
 // stored as interrupted, for --resume to run again); a second one exits at once.
@@ -149,13 +166,16 @@ int run_search(SearchRequest request) {
   } else if (options.space().empty()) {
     throw std::invalid_argument("give a search space (a file), --model-space NAME, or both");
   }
-  if (options.strategy() == "spos") {
+  const std::vector<std::string> strategies = search_strategy_names();
+  if (std::find(strategies.begin(), strategies.end(), options.strategy()) == strategies.end())
+    throw std::invalid_argument(unknown_name("strategy", options.strategy(), strategies));
+  if (is_one_shot_search(options.strategy())) {
     if (model_space_name.empty())
-      throw std::invalid_argument(
-          "--strategy spos trains a model space's supernet: add --model-space NAME (docs/nas.md)");
-    return one_shot_search(options, [](Experiment& e, const ExperimentOptions& o, ExperimentResult& r) {
-      return run_experiment(e, o, r);
-    });
+      throw std::invalid_argument("--strategy " + options.strategy() +
+                                  " trains a model space's supernet: add --model-space NAME (docs/nas.md)");
+    return one_shot_registry().make(
+        options.strategy(), options,
+        [](Experiment& e, const ExperimentOptions& o, ExperimentResult& r) { return run_experiment(e, o, r); });
   }
   std::shared_ptr<FusedData> fused;
   if (fuse != 0) fused = use_fused_trials(options, fuse);
@@ -168,5 +188,13 @@ int run_search(SearchRequest request) {
   if (fused) write_fused_report(*fused, fuse, options.run_dir());
   return code;
 }
+
+std::vector<std::string> search_strategy_names() {
+  std::vector<std::string> names = strategy_names();
+  for (const std::string& name : one_shot_registry().names()) names.push_back(name);
+  return names;
+}
+
+bool is_one_shot_search(const std::string& strategy) { return one_shot_registry().contains(strategy); }
 
 }  // namespace baton

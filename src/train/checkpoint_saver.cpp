@@ -1,6 +1,7 @@
 #include "baton/train/checkpoint_saver.h"
 
 #include <unistd.h>
+#include <memory>
 
 #include <algorithm>
 #include <cctype>
@@ -176,61 +177,85 @@ void check_checkpoint_filename(const std::string& filename) {
   if (filename.front() == '.') refuse("a name starting with '.' is hidden (the saver's temporary files are)");
 }
 
+struct CheckpointSaver::Impl {
+  CheckpointSaverOptions options_;
+  Snapshot snapshot_;
+  Meta meta_;
+  std::future<void> pending_;
+  std::vector<std::string> written_;
+  std::pair<int64_t, int64_t> last_saved_{-1, -1};
+  bool last_save_ranked_ = false;
+  std::vector<Ranked> ranked_;
+  int64_t order_ = 0;
+  int64_t monitor_evaluated_at_ = -1;
+  std::string best_;
+};
+
+const std::vector<std::string>& CheckpointSaver::written() const { return impl_->written_; }
+
 CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options, Snapshot snapshot, Meta meta)
-    : options_(std::move(options)), snapshot_(std::move(snapshot)), meta_(std::move(meta)) {
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = std::move(options);
+  impl_->snapshot_ = std::move(snapshot);
+  impl_->meta_ = std::move(meta);
   try {
-    check_checkpoint_filename(options_.filename());
+    check_checkpoint_filename(impl_->options_.filename());
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string("save_filename ") + e.what());
   }
   std::error_code ec;
-  fs::create_directories(options_.folder(), ec);
-  if (ec) throw CheckpointError(options_.folder() + ": cannot create the checkpoint folder (" + ec.message() + ")");
-  if (::access(options_.folder().c_str(), W_OK) != 0) {
-    throw CheckpointError(options_.folder() + ": the checkpoint folder is not writable (" + std::strerror(errno) + ")");
+  fs::create_directories(impl_->options_.folder(), ec);
+  if (ec)
+    throw CheckpointError(impl_->options_.folder() + ": cannot create the checkpoint folder (" + ec.message() + ")");
+  if (::access(impl_->options_.folder().c_str(), W_OK) != 0) {
+    throw CheckpointError(impl_->options_.folder() + ": the checkpoint folder is not writable (" +
+                          std::strerror(errno) + ")");
   }
-  if (const int n = remove_stale_temporaries(options_.folder()); n > 0) {
-    spdlog::info("{}: removed {} temporary file(s) that a stopped run left", options_.folder(), n);
+  if (const int n = remove_stale_temporaries(impl_->options_.folder()); n > 0) {
+    spdlog::info("{}: removed {} temporary file(s) that a stopped run left", impl_->options_.folder(), n);
   }
 }
 
 void CheckpointSaver::adopt_existing() {
-  std::vector<CheckpointFileAt> files = checkpoint_files(options_.folder(), options_.filename());
+  std::vector<CheckpointFileAt> files = checkpoint_files(impl_->options_.folder(), impl_->options_.filename());
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.written < b.written; });
   std::vector<std::string> paths;
   for (const auto& f : files) {
     if (f.path.filename() != "latest") paths.push_back(f.path.string());
   }
-  for (const auto& p : written_) {
+  for (const auto& p : impl_->written_) {
     if (std::find(paths.begin(), paths.end(), p) == paths.end()) paths.push_back(p);
   }
-  written_ = std::move(paths);
-  if (options_.top_k() <= 0) return;
-  ranked_.clear();
-  for (const auto& path : written_) {  // oldest first: the order they were written
+  impl_->written_ = std::move(paths);
+  if (impl_->options_.top_k() <= 0) return;
+  impl_->ranked_.clear();
+  for (const auto& path : impl_->written_) {  // oldest first: the order they were written
     try {
       const nlohmann::json monitor = read_checkpoint_meta(path).value("monitor", nlohmann::json::object());
-      if (monitor.value("key", "") == options_.monitor() && monitor.contains("value") && monitor["value"].is_number()) {
-        ranked_.push_back(Ranked{path, monitor["value"].get<double>(), monitor.value("batch", int64_t{-1}), order_++});
+      if (monitor.value("key", "") == impl_->options_.monitor() && monitor.contains("value") &&
+          monitor["value"].is_number()) {
+        impl_->ranked_.push_back(
+            Ranked{path, monitor["value"].get<double>(), monitor.value("batch", int64_t{-1}), impl_->order_++});
       }
     } catch (const CheckpointError& e) {  // unreadable: not ranked (deleted at the next save unless latest)
       spdlog::warn("{}", e.what());
     }
   }
-  const fs::path best = fs::path(options_.folder()) / kBestCheckpoint;
+  const fs::path best = fs::path(impl_->options_.folder()) / kBestCheckpoint;
   std::error_code ec;
-  best_ =
-      fs::is_symlink(best, ec) ? (fs::path(options_.folder()) / fs::read_symlink(best, ec).filename()).string() : "";
+  impl_->best_ = fs::is_symlink(best, ec)
+                     ? (fs::path(impl_->options_.folder()) / fs::read_symlink(best, ec).filename()).string()
+                     : "";
   // A run stopped between writing a better checkpoint and moving the link: the link moves now.
-  if (const auto sorted = ranked(); !sorted.empty() && sorted.front().first != best_) {
-    best_ = sorted.front().first;
-    point_link_at(options_.folder(), kBestCheckpoint, best_);
+  if (const auto sorted = ranked(); !sorted.empty() && sorted.front().first != impl_->best_) {
+    impl_->best_ = sorted.front().first;
+    point_link_at(impl_->options_.folder(), kBestCheckpoint, impl_->best_);
   }
 }
 
 std::vector<std::pair<std::string, double>> CheckpointSaver::ranked() const {
-  std::vector<Ranked> sorted = ranked_;
-  const bool greater = options_.greater_is_better();
+  std::vector<Ranked> sorted = impl_->ranked_;
+  const bool greater = impl_->options_.greater_is_better();
   std::sort(sorted.begin(), sorted.end(), [&](const Ranked& a, const Ranked& b) {
     if (a.value != b.value) return greater ? a.value > b.value : a.value < b.value;
     return a.order > b.order;  // a tie: the newer weights first
@@ -246,21 +271,22 @@ std::vector<std::pair<std::string, double>> CheckpointSaver::ranked() const {
 std::vector<std::string> CheckpointSaver::keep_top_k(const std::string& path, std::optional<double> value,
                                                      int64_t batch) {
   // A file written again, or the same weights written again at an epoch's end, replaces its entry.
-  std::erase_if(ranked_, [&](const Ranked& r) { return r.path == path || (value && r.batch == batch); });
-  if (value) ranked_.push_back(Ranked{path, *value, batch, order_++});
+  std::erase_if(impl_->ranked_, [&](const Ranked& r) { return r.path == path || (value && r.batch == batch); });
+  if (value) impl_->ranked_.push_back(Ranked{path, *value, batch, impl_->order_++});
   std::vector<std::pair<std::string, double>> sorted = ranked();
-  if (sorted.size() > static_cast<std::size_t>(options_.top_k()))
-    sorted.resize(static_cast<std::size_t>(options_.top_k()));
-  std::erase_if(ranked_, [&](const Ranked& r) {
+  if (sorted.size() > static_cast<std::size_t>(impl_->options_.top_k()))
+    sorted.resize(static_cast<std::size_t>(impl_->options_.top_k()));
+  std::erase_if(impl_->ranked_, [&](const Ranked& r) {
     return std::none_of(sorted.begin(), sorted.end(), [&](const auto& kept) { return kept.first == r.path; });
   });
   std::vector<std::string> doomed;
   std::vector<std::string> kept;
-  for (const auto& p : written_) {
-    const bool ranked_now = std::any_of(ranked_.begin(), ranked_.end(), [&](const Ranked& r) { return r.path == p; });
+  for (const auto& p : impl_->written_) {
+    const bool ranked_now =
+        std::any_of(impl_->ranked_.begin(), impl_->ranked_.end(), [&](const Ranked& r) { return r.path == p; });
     (ranked_now || p == path ? kept : doomed).push_back(p);
   }
-  written_ = std::move(kept);
+  impl_->written_ = std::move(kept);
   return doomed;
 }
 
@@ -273,46 +299,47 @@ CheckpointSaver::~CheckpointSaver() {
 }
 
 void CheckpointSaver::wait() {
-  if (pending_.valid()) pending_.get();
+  if (impl_->pending_.valid()) impl_->pending_.get();
 }
 
 std::string CheckpointSaver::save(const State& state) {
   wait();
-  StateDict snapshot = snapshot_();
-  nlohmann::json meta = meta_ ? meta_() : nlohmann::json::object();
+  StateDict snapshot = impl_->snapshot_();
+  nlohmann::json meta = impl_->meta_ ? impl_->meta_() : nlohmann::json::object();
   // Ranked (top_k) only with a value of these weights: the monitor's set evaluated at this batch.
   std::optional<double> value;
-  if (options_.top_k() > 0 && monitor_evaluated_at_ == state.timestamp.batch()) {
-    value = state.eval_metric(options_.monitor());
+  if (impl_->options_.top_k() > 0 && impl_->monitor_evaluated_at_ == state.timestamp.batch()) {
+    value = state.eval_metric(impl_->options_.monitor());
     if (value && !std::isfinite(*value)) value.reset();
-    if (value) meta["monitor"] = {{"key", options_.monitor()}, {"value", *value}, {"batch", state.timestamp.batch()}};
+    if (value)
+      meta["monitor"] = {{"key", impl_->options_.monitor()}, {"value", *value}, {"batch", state.timestamp.batch()}};
   }
-  last_save_ranked_ = value.has_value();
-  const std::string name = fill(options_.filename(), state);
+  impl_->last_save_ranked_ = value.has_value();
+  const std::string name = fill(impl_->options_.filename(), state);
   check_checkpoint_filename(name);  // {run_name} may make a name the pattern did not
-  std::string path = (fs::path(options_.folder()) / name).string();
-  last_saved_ = {state.timestamp.epoch(), state.timestamp.batch()};
-  written_.erase(std::remove(written_.begin(), written_.end(), path), written_.end());
-  written_.push_back(path);
+  std::string path = (fs::path(impl_->options_.folder()) / name).string();
+  impl_->last_saved_ = {state.timestamp.epoch(), state.timestamp.batch()};
+  impl_->written_.erase(std::remove(impl_->written_.begin(), impl_->written_.end(), path), impl_->written_.end());
+  impl_->written_.push_back(path);
   std::vector<std::string> doomed;
   std::string best;  // where best.ckpt is to point, when that changes
-  if (options_.top_k() > 0) {
+  if (impl_->options_.top_k() > 0) {
     doomed = keep_top_k(path, value, state.timestamp.batch());
     const auto sorted = ranked();
-    if (!sorted.empty() && sorted.front().first != best_) best = best_ = sorted.front().first;
-  } else if (options_.num_checkpoints_to_keep() >= 0) {
-    while (written_.size() > static_cast<std::size_t>(std::max(1, options_.num_checkpoints_to_keep()))) {
-      doomed.push_back(written_.front());
-      written_.erase(written_.begin());
+    if (!sorted.empty() && sorted.front().first != impl_->best_) best = impl_->best_ = sorted.front().first;
+  } else if (impl_->options_.num_checkpoints_to_keep() >= 0) {
+    while (impl_->written_.size() > static_cast<std::size_t>(std::max(1, impl_->options_.num_checkpoints_to_keep()))) {
+      doomed.push_back(impl_->written_.front());
+      impl_->written_.erase(impl_->written_.begin());
     }
   }
   // The file, then the links, then what they no longer need: a kill at any point leaves latest and
   // best.ckpt each naming one whole checkpoint.
-  pending_ = std::async(std::launch::async, [this, path, best, snapshot = std::move(snapshot), meta = std::move(meta),
-                                             doomed = std::move(doomed)] {
+  impl_->pending_ = std::async(std::launch::async, [this, path, best, snapshot = std::move(snapshot),
+                                                    meta = std::move(meta), doomed = std::move(doomed)] {
     write_checkpoint(path, snapshot, meta);
-    point_latest_at(options_.folder(), path);
-    if (!best.empty()) point_link_at(options_.folder(), kBestCheckpoint, best);
+    point_latest_at(impl_->options_.folder(), path);
+    if (!best.empty()) point_link_at(impl_->options_.folder(), kBestCheckpoint, best);
     for (const auto& old : doomed) {
       std::error_code ec;
       fs::remove(old, ec);
@@ -322,10 +349,10 @@ std::string CheckpointSaver::save(const State& state) {
 }
 
 void CheckpointSaver::eval_end(State& state, Logger&) {
-  const auto slash = options_.monitor().rfind('/');
-  if (options_.top_k() > 0 && slash != std::string::npos &&
-      state.dataloader_label == options_.monitor().substr(0, slash)) {
-    monitor_evaluated_at_ = state.timestamp.batch();
+  const auto slash = impl_->options_.monitor().rfind('/');
+  if (impl_->options_.top_k() > 0 && slash != std::string::npos &&
+      state.dataloader_label == impl_->options_.monitor().substr(0, slash)) {
+    impl_->monitor_evaluated_at_ = state.timestamp.batch();
   }
 }
 
@@ -335,7 +362,7 @@ void CheckpointSaver::batch_checkpoint(State& state, Logger&) {
     save(state);
     return;
   }
-  const Time& every = options_.interval();
+  const Time& every = impl_->options_.interval();
   if (every.value() <= 0) return;
   if (every.unit() == TimeUnit::kBatch && state.timestamp.batch() % every.count() == 0) save(state);
   if (every.unit() == TimeUnit::kSample) {
@@ -349,7 +376,7 @@ void CheckpointSaver::epoch_checkpoint(State& state, Logger&) {
     save(state);
     return;
   }
-  const Time& every = options_.interval();
+  const Time& every = impl_->options_.interval();
   if (every.unit() == TimeUnit::kEpoch && every.count() > 0 && state.timestamp.epoch() % every.count() == 0) {
     if (!saved_now(state)) save(state);
   }
@@ -357,12 +384,12 @@ void CheckpointSaver::epoch_checkpoint(State& state, Logger&) {
 
 // top_k: the monitor's set was evaluated at this batch, and these weights have no ranked checkpoint.
 bool CheckpointSaver::rank_now(const State& state) const {
-  return options_.top_k() > 0 && monitor_evaluated_at_ == state.timestamp.batch() &&
-         !(saved_now(state) && last_save_ranked_);
+  return impl_->options_.top_k() > 0 && impl_->monitor_evaluated_at_ == state.timestamp.batch() &&
+         !(saved_now(state) && impl_->last_save_ranked_);
 }
 
 bool CheckpointSaver::saved_now(const State& state) const {
-  return last_saved_ == std::pair<int64_t, int64_t>{state.timestamp.epoch(), state.timestamp.batch()};
+  return impl_->last_saved_ == std::pair<int64_t, int64_t>{state.timestamp.epoch(), state.timestamp.batch()};
 }
 
 void CheckpointSaver::fit_end(State& state, Logger&) {

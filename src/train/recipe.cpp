@@ -64,7 +64,7 @@ std::vector<std::shared_ptr<T>> build_named(OptionReader& top, const std::string
   return out;
 }
 
-// loss: a name (cross_entropy, binary_cross_entropy, mse, l1, smooth_l1) or one name's options
+// loss: a name (Loss::names()) or one name's options
 // ({smooth_l1: {beta: 0.5}}). Default cross_entropy.
 Loss read_loss(OptionReader& top) {
   if (!top.has("loss")) return Loss();
@@ -83,9 +83,8 @@ Loss read_loss(OptionReader& top) {
         top.fail("loss", "beta is smooth_l1's option, not " + name + "'s");
     }
   } else {
-    top.fail("loss",
-             "expected a loss's name (cross_entropy, binary_cross_entropy, mse, l1, smooth_l1) or one "
-             "name with its options ({smooth_l1: {beta: 0.5}})");
+    top.fail("loss", "expected a loss's name (" + join_names(Loss::names()) +
+                         ") or one name with its options ({smooth_l1: {beta: 0.5}})");
   }
   try {
     return Loss::named(name, beta);

@@ -7,7 +7,8 @@
 # Usage: eval_sets_test.sh BATON_BINARY
 set -uo pipefail
 baton=$1
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/../common/lib.sh"
+cd "$tmp" || exit 1
 REFUSED_ONE_LINE=1
 
 /usr/bin/python3 - <<'PY'

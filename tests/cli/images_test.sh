@@ -4,11 +4,8 @@
 # Usage: images_test.sh BATON_BINARY
 set -uo pipefail
 baton=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../common/lib.sh"
 cd "$tmp" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # Two classes of 16x16 gray PNGs (a bright left or right half), written with zlib alone.
 python3 - <<'PY'

@@ -11,11 +11,8 @@ baton=$1
 py=/usr/bin/python3
 "$py" -c "import sklearn, numpy" 2>/dev/null ||
   { echo "skipped: scikit-learn is not installed for $py (scripts/install-deps.sh installs python3-sklearn)"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../common/lib.sh"
 cd "$tmp" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 "$py" - <<'PY'
 import numpy as np

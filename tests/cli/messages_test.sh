@@ -10,7 +10,8 @@
 set -uo pipefail
 baton=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=$(cd "$2" && pwd)
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/../common/lib.sh"
+cd "$tmp" || exit 1
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 
 /usr/bin/python3 - <<'PY'

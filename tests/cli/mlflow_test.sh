@@ -23,7 +23,8 @@ if ! "$venv/bin/python" -c "import mlflow" >/dev/null 2>&1; then
   exit 77
 fi
 command -v curl >/dev/null || { echo "skipped: no curl"; exit 77; }
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/../common/lib.sh"
+cd "$tmp" || exit 1
 REFUSED_ONE_LINE=1
 py=$venv/bin/python
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

@@ -12,20 +12,10 @@ if [ ! -d /usr/share/datasets/fashion-mnist ] && [ -z "${BATON_DATA_DIR:-}" ]; t
   echo "skipped: no Fashion-MNIST (/usr/share/datasets/fashion-mnist or BATON_DATA_DIR)"
   exit 77
 fi
-tmp=$(mktemp -d)
+source "$(dirname "$0")/../common/lib.sh"
 trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-expect_error() {  # expect_error CODE "substring" -- command...
-  local code=$1 needle=$2
-  shift 3
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne "$code" ] || ! grep -qF -- "$needle" "$tmp/err" || [ "$(wc -l <"$tmp/err")" -gt 3 ]; then
-    fail "$* -> exit $rc (want $code), stderr:"; cat "$tmp/err"
-  fi
-}
+EXPECT_TIMEOUT=300  # a search may run a trial before its error
 
 recipe="$src/recipes/fashion_mnist.yaml"
 short=(--set max_duration=8ba --set eval_interval=8ba --set limit_eval_batches=1 --set 'loggers={}'
@@ -126,12 +116,12 @@ assert all(sorted(r["parameters"]) == ["model.arch.heads", "model.arch.layers", 
 fi
 
 # Bad input: exit 2, one short line, nothing written.
-expect_error 2 "--model-space cnn_space searches a recipe's model: add --recipe RECIPE" -- \
+expect 2 "--model-space cnn_space searches a recipe's model: add --recipe RECIPE" -- \
   "$baton" search --model-space cnn_space --command true --run-dir "$tmp/bad"
-expect_error 2 "unknown model space 'cnn'" -- "$baton" search --model-space cnn --recipe "$recipe" --run-dir "$tmp/bad"
-expect_error 2 "give a search space (a file), --model-space NAME, or both" -- \
+expect 2 "unknown model space 'cnn'" -- "$baton" search --model-space cnn --recipe "$recipe" --run-dir "$tmp/bad"
+expect 2 "give a search space (a file), --model-space NAME, or both" -- \
   "$baton" search --recipe "$recipe" --run-dir "$tmp/bad"
-expect_error 2 "--set model.name=mlp and --model-space cnn_space name two models" -- \
+expect 2 "--set model.name=mlp and --model-space cnn_space name two models" -- \
   "$baton" search --model-space cnn_space --recipe "$recipe" --set model.name=mlp --run-dir "$tmp/bad"
 printf 'model.arch.stage1_op: {_type: choice, _value: [conv3x3, conv7x7]}\n' >"$tmp/clash.yaml"
 # Fused trials: 2 architectures train at once in the search's process over one data stream; each
@@ -183,37 +173,37 @@ assert "stopped by signal 15" in open(os.path.join(sys.argv[2], str(stopped["id"
 assert steps[0.04] == [4, 8, 12], rows
 P
 printf 'data.batch_size: {_type: choice, _value: [32, 64]}\n' >"$tmp/batch.yaml"
-expect_error 2 "--fuse 2: the fused trials share one data set, batch size and order, and one model space, but the space varies data.batch_size" -- \
+expect 2 "--fuse 2: the fused trials share one data set, batch size and order, and one model space, but the space varies data.batch_size" -- \
   "$baton" search "$tmp/batch.yaml" --model-space cnn_space --recipe "$recipe" --fuse 2 --run-dir "$tmp/bad"
-expect_error 2 "--fuse 2: fuses the trials of a recipe: add --recipe" -- \
+expect 2 "--fuse 2: fuses the trials of a recipe: add --recipe" -- \
   "$baton" search "$tmp/lr.yaml" --command true --fuse 2 --run-dir "$tmp/bad"
-expect_error 2 "model.arch.stage1_op: \"conv7x7\" is not one of the model space's candidates" -- \
+expect 2 "model.arch.stage1_op: \"conv7x7\" is not one of the model space's candidates" -- \
   "$baton" search "$tmp/clash.yaml" --model-space cnn_space --recipe "$recipe" --run-dir "$tmp/bad"
 printf 'model.arch.stage9_op: {_type: choice, _value: [conv3x3]}\n' >"$tmp/clash.yaml"
-expect_error 2 "model.arch.stage9_op: the model space cnn_space has no choice stage9_op" -- \
+expect 2 "model.arch.stage9_op: the model space cnn_space has no choice stage9_op" -- \
   "$baton" search "$tmp/clash.yaml" --model-space cnn_space --recipe "$recipe" --run-dir "$tmp/bad"
-expect_error 2 "ValueChoice 'stage1_width' has 3 candidates (16, 32, 64): a one-shot supernet shares" -- \
+expect 2 "ValueChoice 'stage1_width' has 3 candidates (16, 32, 64): a one-shot supernet shares" -- \
   "$baton" search --model-space cnn_space --recipe "$recipe" --strategy spos --run-dir "$tmp/bad"
-expect_error 2 "--strategy spos trains a model space's supernet: add --model-space NAME" -- \
+expect 2 "--strategy spos trains a model space's supernet: add --model-space NAME" -- \
   "$baton" search "$tmp/lr.yaml" --recipe "$recipe" --strategy spos --run-dir "$tmp/bad"
-expect_error 2 "--strategy-option samplng=\"fair\": spos's options are" -- \
+expect 2 "--strategy-option samplng=\"fair\": spos's options are" -- \
   "$baton" search "$tmp/narrow.yaml" --model-space cnn_space --recipe "$recipe" --strategy spos \
   --strategy-option samplng=fair --run-dir "$tmp/bad"
-expect_error 2 "population" -- "$baton" search "$tmp/narrow.yaml" --model-space cnn_space --recipe "$recipe" \
+expect 2 "population" -- "$baton" search "$tmp/narrow.yaml" --model-space cnn_space --recipe "$recipe" \
   --strategy spos --strategy-option population=0 --run-dir "$tmp/bad"
-expect_error 2 "--strategy spos searches the architecture alone: optimizer.lr" -- \
+expect 2 "--strategy spos searches the architecture alone: optimizer.lr" -- \
   "$baton" search "$tmp/narrow_lr.yaml" --model-space cnn_space --recipe "$recipe" --strategy spos --run-dir "$tmp/bad"
-expect_error 2 "no trial 9 in" -- "$baton" nas export --storage "$tmp/s/search.db" --trial 9 --out "$tmp/bad.yaml"
-expect_error 2 "no such storage file" -- "$baton" nas export --storage "$tmp/none.db" --out "$tmp/bad.yaml"
+expect 2 "no trial 9 in" -- "$baton" nas export --storage "$tmp/s/search.db" --trial 9 --out "$tmp/bad.yaml"
+expect 2 "no such storage file" -- "$baton" nas export --storage "$tmp/none.db" --out "$tmp/bad.yaml"
 mkdir "$tmp/folder"
-expect_error 2 "--out" -- "$baton" nas export --storage "$tmp/s/search.db" --out "$tmp/folder"
-expect_error 2 "cannot write here" -- "$baton" nas export --storage "$tmp/s/search.db" --out "$tmp/no/such/dir.yaml"
+expect 2 "--out" -- "$baton" nas export --storage "$tmp/s/search.db" --out "$tmp/folder"
+expect 2 "cannot write here" -- "$baton" nas export --storage "$tmp/s/search.db" --out "$tmp/no/such/dir.yaml"
 [ ! -e "$tmp/bad" ] && [ ! -e "$tmp/bad.yaml" ] || fail "a refused command wrote something"
 # A --command search has no recipe to export.
 printf 'x: {_type: uniform, _value: [0, 1]}\n' >"$tmp/x.yaml"
 "$baton" search "$tmp/x.yaml" --command 'echo "baton: {\"final\": 1}"' --trials 1 --run-dir "$tmp/c" >/dev/null 2>&1 ||
   fail "command search"
-expect_error 2 "did not train a recipe" -- "$baton" nas export --storage "$tmp/c/search.db" --out "$tmp/bad.yaml"
+expect 2 "did not train a recipe" -- "$baton" nas export --storage "$tmp/c/search.db" --out "$tmp/bad.yaml"
 
 [ "$failures" -eq 0 ] && echo "nas cli: all passed"
 exit $((failures > 0))

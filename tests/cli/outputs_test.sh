@@ -13,7 +13,8 @@
 # Usage: outputs_test.sh BATON_BINARY
 set -uo pipefail
 baton=$1
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/../common/lib.sh"
+cd "$tmp" || exit 1
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 
 EXPECT_LINES=1

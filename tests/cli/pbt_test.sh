@@ -8,8 +8,9 @@
 set -uo pipefail
 baton=$1
 src=$2
-# shellcheck source=common.sh
-. "$(dirname "$0")/common.sh"
+# shellcheck source=../common/lib.sh
+source "$(dirname "$0")/../common/lib.sh"
+cd "$tmp" || exit 1
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 export REFUSED_ONE_LINE=1
 

@@ -15,7 +15,8 @@ if [ ! -d /usr/share/datasets/fashion-mnist ]; then
   echo "skipped: no /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist; scripts/install-deps.sh)"
   exit 77
 fi
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/../common/lib.sh"
+cd "$tmp" || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
 # The fixtures: images (PNG, 3 classes), WebDataset shards of them, a text, .npy files.

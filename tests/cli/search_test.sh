@@ -7,20 +7,9 @@
 set -uo pipefail
 baton=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/../common/lib.sh"
 
-expect_error() {  # expect_error CODE "substring" -- command...
-  local code=$1 needle=$2
-  shift 3
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne "$code" ] || ! grep -qF -- "$needle" "$tmp/err" || [ "$(wc -l <"$tmp/err")" -gt 3 ]; then
-    fail "$* -> exit $rc (want $code), stderr:"; cat "$tmp/err"
-  fi
-}
+EXPECT_TIMEOUT=300  # a search may run a trial before its error
 
 cat >"$tmp/space.yaml" <<'Y'
 x: {_type: uniform, _value: [-5, 10]}
@@ -107,9 +96,9 @@ resumed, never = (json.load(open(p)) for p in sys.argv[1:3])
 assert [r["status"] for r in resumed] == ["trained"] * 14, resumed
 assert [r["parameters"] for r in resumed] == [r["parameters"] for r in never]
 P
-expect_error 2 "strategy gp.candidate: unknown option (known: startup_trials, candidates" -- \
+expect 2 "strategy gp.candidate: unknown option (known: startup_trials, candidates" -- \
   "$baton" search "$tmp/space.yaml" --command true --strategy gp --strategy-option candidate=5 --run-dir "$tmp/x"
-expect_error 2 "needs KEY=VALUE" -- "$baton" search "$tmp/space.yaml" --command true --strategy-option 5 --run-dir "$tmp/x"
+expect 2 "needs KEY=VALUE" -- "$baton" search "$tmp/space.yaml" --command true --strategy-option 5 --run-dir "$tmp/x"
 
 # SIGTERM stops a search cleanly: its running trials' processes end too (none left as orphans),
 # they are stored as interrupted, and --resume runs them again.
@@ -141,7 +130,7 @@ P
 
 # --resume with another space is refused, with the difference; --new-study starts over beside it.
 printf 'x: {_type: uniform, _value: [0, 3]}\nk: {_type: choice, _value: [1, 2, 3]}\n' >"$tmp/other.yaml"
-expect_error 2 "is not the space of the search in" -- "$baton" search "$tmp/other.yaml" --command "$tmp/trial.sh" --trials 4 --run-dir "$tmp/t" --resume
+expect 2 "is not the space of the search in" -- "$baton" search "$tmp/other.yaml" --command "$tmp/trial.sh" --trials 4 --run-dir "$tmp/t" --resume
 grep -q 'x was {"_type":"uniform","_value":\[-5,10\]}, now' "$tmp/err" || { fail "the space difference is not named"; cat "$tmp/err"; }
 "$baton" search "$tmp/other.yaml" --command "$tmp/trial.sh" --trials 2 --run-dir "$tmp/t" --new-study >"$tmp/ns.log" 2>&1 &&
   [ "$("$baton" trials ls --storage "$tmp/t/search.db" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" -eq 2 ] &&
@@ -203,16 +192,16 @@ s = json.load(open(sys.argv[1]))
 assert s["pareto"] and all(0 < t["values"][0] <= 1 and t["values"][1] > 1000 for t in s["pareto"]), s
 P
   # A metric the run never logs: the first trial says which it did, the search stops (not 5 failures).
-  expect_error 2 "the metric was never logged: 'eval/acc' (the run logged: eval/accuracy" -- "$baton" search "$tmp/lr.yaml" \
+  expect 2 "the metric was never logged: 'eval/acc' (the run logged: eval/accuracy" -- "$baton" search "$tmp/lr.yaml" \
     --recipe "$src/recipes/fashion_mnist.yaml" --set max_duration=10ba --set 'loggers={}' --set 'callbacks={}' \
     --trials 5 --objective eval/acc:max --objective params:min --run-dir "$tmp/rbad"
   [ "$("$baton" trials ls --storage "$tmp/rbad/search.db" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = 1 ] ||
     fail "the search went on after a trial without its metric"
 fi
 
-expect_error 2 "unknown strategy 'anneal'" -- "$baton" search "$tmp/space.yaml" --command true --strategy anneal --run-dir "$tmp/x"
+expect 2 "unknown strategy 'anneal'" -- "$baton" search "$tmp/space.yaml" --command true --strategy anneal --run-dir "$tmp/x"
 printf 'lr: {_type: unifrom, _value: [0, 1]}\n' >"$tmp/typo.yaml"
-expect_error 2 "'lr': unknown _type 'unifrom'" -- "$baton" search "$tmp/typo.yaml" --command true --run-dir "$tmp/x"
+expect 2 "'lr': unknown _type 'unifrom'" -- "$baton" search "$tmp/typo.yaml" --command true --run-dir "$tmp/x"
 # ---- a search shared by several workers (--join): no trial twice, all in one storage ----
 : >"$tmp/runs.txt"
 for w in 1 2 3; do
@@ -318,20 +307,20 @@ for i, (a, s1, e1) in enumerate(seen):
     for b, s2, e2 in seen[i + 1:]:
         assert e1 < s2 or e2 < s1 or not (a & b), (a, b)
 P
-expect_error 2 "device 1 is named twice" -- "$baton" search "$tmp/space.yaml" --command true --devices 0,1,1 --run-dir "$tmp/x"
-expect_error 2 "--devices-per-trial 3: expected 1 to 2" -- "$baton" search "$tmp/space.yaml" --command true --devices 0,1 --devices-per-trial 3 --run-dir "$tmp/x"
-expect_error 2 "--parallel 3: only 2 trial slots" -- "$baton" search "$tmp/space.yaml" --command true --devices 0,1 --parallel 3 --run-dir "$tmp/x"
-expect_error 2 "--devices-per-trial needs --devices" -- "$baton" search "$tmp/space.yaml" --command true --devices-per-trial 2 --run-dir "$tmp/x"
-expect_error 2 "needs 2048 cores" -- "$baton" search "$tmp/space.yaml" --command true --threads-per-trial 1024 --parallel 2 --run-dir "$tmp/x"
+expect 2 "device 1 is named twice" -- "$baton" search "$tmp/space.yaml" --command true --devices 0,1,1 --run-dir "$tmp/x"
+expect 2 "--devices-per-trial 3: expected 1 to 2" -- "$baton" search "$tmp/space.yaml" --command true --devices 0,1 --devices-per-trial 3 --run-dir "$tmp/x"
+expect 2 "--parallel 3: only 2 trial slots" -- "$baton" search "$tmp/space.yaml" --command true --devices 0,1 --parallel 3 --run-dir "$tmp/x"
+expect 2 "--devices-per-trial needs --devices" -- "$baton" search "$tmp/space.yaml" --command true --devices-per-trial 2 --run-dir "$tmp/x"
+expect 2 "needs 2048 cores" -- "$baton" search "$tmp/space.yaml" --command true --threads-per-trial 1024 --parallel 2 --run-dir "$tmp/x"
 
 printf 'lr: {_type: uniform, _value: [0, 1\n' >"$tmp/broken.yaml"
-expect_error 2 "broken.yaml:2:1" -- "$baton" search "$tmp/broken.yaml" --command true --run-dir "$tmp/x"
-expect_error 2 "give exactly one of --command" -- "$baton" search "$tmp/space.yaml" --run-dir "$tmp/x"
-expect_error 2 "--direction must be maximize or minimize" -- "$baton" search "$tmp/space.yaml" --command true --direction up --run-dir "$tmp/x"
-expect_error 2 "cannot connect" -- "$baton" search "$tmp/space.yaml" --command true --storage postgresql://127.0.0.1:1/x --run-dir "$tmp/x"
-expect_error 2 "--heartbeat must be" -- "$baton" search "$tmp/space.yaml" --command true --join --heartbeat 0 --run-dir "$tmp/hb"
-expect_error 2 "--brackets needs --asha" -- "$baton" search "$tmp/space.yaml" --command true --brackets 3 --run-dir "$tmp/br"
-expect_error 2 "no such storage file" -- "$baton" trials ls --storage "$tmp/none.db"
+expect 2 "broken.yaml:2:1" -- "$baton" search "$tmp/broken.yaml" --command true --run-dir "$tmp/x"
+expect 2 "give exactly one of --command" -- "$baton" search "$tmp/space.yaml" --run-dir "$tmp/x"
+expect 2 "--direction must be maximize or minimize" -- "$baton" search "$tmp/space.yaml" --command true --direction up --run-dir "$tmp/x"
+expect 2 "cannot connect" -- "$baton" search "$tmp/space.yaml" --command true --storage postgresql://127.0.0.1:1/x --run-dir "$tmp/x"
+expect 2 "--heartbeat must be" -- "$baton" search "$tmp/space.yaml" --command true --join --heartbeat 0 --run-dir "$tmp/hb"
+expect 2 "--brackets needs --asha" -- "$baton" search "$tmp/space.yaml" --command true --brackets 3 --run-dir "$tmp/br"
+expect 2 "no such storage file" -- "$baton" trials ls --storage "$tmp/none.db"
 
 # ---- several objectives and a constraint: minimise x and (x - 5)^2 with x >= 0: the front is x in [0, 5] ----
 printf 'x: {_type: uniform, _value: [-5, 10]}\n' >"$tmp/mo.yaml"
@@ -356,12 +345,12 @@ assert all(len(t["values"]) == 2 and t["constraints"][0] >= 0 for t in p["pareto
 assert s["objectives"] == [{"metric": "a", "direction": "minimize"}, {"metric": "b", "direction": "minimize"}], s
 assert 0 < s["trials"]["feasible"] < 24, s["trials"]
 P
-expect_error 2 "give either --objective" -- "$baton" search "$tmp/mo.yaml" --command true --objective a:min --direction minimize --run-dir "$tmp/x"
-expect_error 2 "strategy gp optimises one objective" -- "$baton" search "$tmp/mo.yaml" --command true --objective a:min --objective b:max --strategy gp --run-dir "$tmp/x"
-expect_error 2 "expected METRIC<=VALUE or METRIC>=VALUE" -- "$baton" search "$tmp/mo.yaml" --command true --constraint 'a=<1' --run-dir "$tmp/x"
-expect_error 2 "has one objective" -- "$baton" trials pareto --storage "$tmp/a/search.db"
+expect 2 "give either --objective" -- "$baton" search "$tmp/mo.yaml" --command true --objective a:min --direction minimize --run-dir "$tmp/x"
+expect 2 "strategy gp optimises one objective" -- "$baton" search "$tmp/mo.yaml" --command true --objective a:min --objective b:max --strategy gp --run-dir "$tmp/x"
+expect 2 "expected METRIC<=VALUE or METRIC>=VALUE" -- "$baton" search "$tmp/mo.yaml" --command true --constraint 'a=<1' --run-dir "$tmp/x"
+expect 2 "has one objective" -- "$baton" trials pareto --storage "$tmp/a/search.db"
 printf 'act: {_type: choice, _value: [relu, gelu]}\n' >"$tmp/choices.yaml"
-expect_error 2 "strategy cmaes: the space has only choices" -- "$baton" search "$tmp/choices.yaml" --command true --strategy cmaes --run-dir "$tmp/x"
+expect 2 "strategy cmaes: the space has only choices" -- "$baton" search "$tmp/choices.yaml" --command true --strategy cmaes --run-dir "$tmp/x"
 
 [ $failures -eq 0 ] && echo "search cli: ok"
 exit $((failures > 0))

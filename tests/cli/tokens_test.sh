@@ -5,7 +5,8 @@
 # Usage: tokens_test.sh BATON_BINARY
 set -uo pipefail
 baton=$1
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/../common/lib.sh"
+cd "$tmp" || exit 1
 
 mkdir corpus
 /usr/bin/python3 - <<'PY'

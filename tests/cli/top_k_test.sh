@@ -7,7 +7,8 @@
 # Usage: top_k_test.sh BATON_BINARY
 set -uo pipefail
 baton=$1
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/../common/lib.sh"
+cd "$tmp" || exit 1
 
 /usr/bin/python3 - <<'PY'
 import numpy as np

@@ -6,7 +6,8 @@
 # Usage: trust_test.sh BATON_BINARY
 set -uo pipefail
 baton=$1
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/../common/lib.sh"
+cd "$tmp" || exit 1
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 # One level down, so that what a name escaping to ../ would write lands in this test's own folder
 # (a shared /tmp may hold a ../x of someone else's).

@@ -144,7 +144,8 @@ TEST(BenchmarkTable, ASearchOnATableStoresItsTrialsAndGoesOnPastAMissingOne) {
   EXPECT_NE(refusal(ExperimentOptions(options).metric("eval/loss")).find("has no metric 'eval/loss'"),
             std::string::npos);
   EXPECT_EQ(refusal(ExperimentOptions(options).engine("tables:x.csv")),
-            "--engine tables:x.csv: expected process or table:FILE (a benchmark table)");
+            "--engine tables:x.csv: expected process (trials run) or table:FILE (trials answered from a benchmark "
+            "table)");
   EXPECT_FALSE(std::filesystem::exists(dir / "refused"));
 }
 

@@ -38,8 +38,8 @@ P
 }
 weights() { "$baton" checkpoint inspect "$1" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['weights_sha256'])"; }
 
-if [ ! -d /usr/share/datasets/fashion-mnist ]; then
-  echo "faults: skipped: no Fashion-MNIST (scripts/install-deps.sh installs dataset-fashion-mnist)"
+if [ ! -d "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" ]; then
+  echo "skipped: no Fashion-MNIST (scripts/install-deps.sh installs dataset-fashion-mnist, or set FASHION_MNIST_DIR)"
   exit 77
 fi
 

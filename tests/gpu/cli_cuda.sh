@@ -7,15 +7,10 @@
 set -uo pipefail
 baton=$1
 src=$2
-# shellcheck source=lib/require_cuda.sh
-source "$(dirname "$0")/lib/require_cuda.sh"
+# shellcheck source=../common/lib.sh
+source "$(dirname "$0")/../common/lib.sh"
 require_cuda "$baton"
-data=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
-[ -d "$data" ] || { echo "skipped: no Fashion-MNIST at $data"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+require_fashion
 recipe=$src/recipes/fashion_mnist.yaml
 
 "$baton" train "$recipe" --set device=cuda --set max_duration=200ba --set eval_interval=0 --set progress_bar=false \

@@ -5,8 +5,9 @@
 set -uo pipefail
 baton=$1
 src=$2
-# shellcheck source=lib/require_cuda.sh
-source "$(dirname "$0")/lib/require_cuda.sh"
+# shellcheck source=../common/lib.sh
+source "$(dirname "$0")/../common/lib.sh"
 require_cuda "$baton"
+require_fashion
 # A GPU trains the default recipe's 600 steps in about a second: more steps, so that kills land mid-run.
 STEPS=${STEPS:-4000} exec "$src/tests/slow/kill_resume.sh" "$baton" "$src" --set device=cuda

@@ -10,10 +10,8 @@ set -uo pipefail
 baton=$1
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$nginx" ] || { echo "nginx is not installed (Debian's nginx package: scripts/install-deps.sh --servers)"; exit 77; }
-tmp=$(mktemp -d)
+source "$(dirname "$0")/../common/lib.sh"
 cd "$tmp" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 stop_nginx() { [ -f nginx/nginx.pid ] && kill -TERM "$(cat nginx/nginx.pid)" 2>/dev/null; sleep 0.3; }
 trap 'stop_nginx; rm -rf "$tmp"' EXIT
 

@@ -7,7 +7,7 @@ set -euo pipefail
 script=$(cd "$(dirname "$0")/../.." && pwd)/scripts/install-deps.sh
 fake=$(mktemp -d)
 trap 'rm -rf "$fake"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../common/lib.sh"
 
 make_fakes() {  # $1: uid, $2: "installed" or "missing"
   cat >"$fake/dpkg-query" <<EOS
@@ -24,13 +24,13 @@ EOS
 
 # Root, nothing installed.
 make_fakes 0 missing
-out=$(PATH="$fake:$PATH" "$script" 2>&1) || fail "root install exited $?: $out"
-[ "$(head -1 "$fake/apt.log")" = "update -qq" ] || fail "apt-get update did not come first: $(cat "$fake/apt.log")"
+out=$(PATH="$fake:$PATH" "$script" 2>&1) || fail_now "root install exited $?: $out"
+[ "$(head -1 "$fake/apt.log")" = "update -qq" ] || fail_now "apt-get update did not come first: $(cat "$fake/apt.log")"
 install_line=$(sed -n 2p "$fake/apt.log")
 for pkg in libtorch-dev libopenblas0-pthread dataset-fashion-mnist libyaml-cpp-dev openmpi-bin postgresql ccache; do
-  grep -qw -- "$pkg" <<<"$install_line" || fail "apt-get install misses $pkg: $install_line"
+  grep -qw -- "$pkg" <<<"$install_line" || fail_now "apt-get install misses $pkg: $install_line"
 done
-[ "$(wc -l <"$fake/apt.log")" -eq 2 ] || fail "expected two apt-get calls: $(cat "$fake/apt.log")"
+[ "$(wc -l <"$fake/apt.log")" -eq 2 ] || fail_now "expected two apt-get calls: $(cat "$fake/apt.log")"
 
 # A user without sudo, nothing installed: one line, exit 1, no apt-get.
 make_fakes 1000 missing
@@ -38,16 +38,16 @@ set +e
 out=$(PATH="$fake:$PATH" "$script" 2>&1)
 rc=$?
 set -e
-[ $rc -eq 1 ] || fail "non-root exit code $rc"
-[ "$(wc -l <<<"$out")" -eq 1 ] || fail "expected one line, got: $out"
-grep -q "run as root: apt-get install -y .*libtorch-dev" <<<"$out" || fail "unclear message: $out"
-[ ! -e "$fake/apt.log" ] || fail "apt-get ran without root"
+[ $rc -eq 1 ] || fail_now "non-root exit code $rc"
+[ "$(wc -l <<<"$out")" -eq 1 ] || fail_now "expected one line, got: $out"
+grep -q "run as root: apt-get install -y .*libtorch-dev" <<<"$out" || fail_now "unclear message: $out"
+[ ! -e "$fake/apt.log" ] || fail_now "apt-get ran without root"
 
 # Everything present: nothing to do.
 make_fakes 1000 installed
-out=$(PATH="$fake:$PATH" "$script" 2>&1) || fail "present: exit $?"
-grep -q "all .* packages present" <<<"$out" || fail "unexpected: $out"
-[ ! -e "$fake/apt.log" ] || fail "apt-get ran with everything present"
+out=$(PATH="$fake:$PATH" "$script" 2>&1) || fail_now "present: exit $?"
+grep -q "all .* packages present" <<<"$out" || fail_now "unexpected: $out"
+[ ! -e "$fake/apt.log" ] || fail_now "apt-get ran with everything present"
 
 # --check reports missing packages with exit 1; an unknown option is refused with exit 2.
 make_fakes 0 missing
@@ -55,7 +55,7 @@ set +e
 PATH="$fake:$PATH" "$script" --check >/dev/null 2>&1; rc_check=$?
 PATH="$fake:$PATH" "$script" --frobnicate >/dev/null 2>&1; rc_bad=$?
 set -e
-[ $rc_check -eq 1 ] || fail "--check exit $rc_check"
-[ $rc_bad -eq 2 ] || fail "unknown option exit $rc_bad"
-[ ! -e "$fake/apt.log" ] || fail "--check installed something"
+[ $rc_check -eq 1 ] || fail_now "--check exit $rc_check"
+[ $rc_bad -eq 2 ] || fail_now "unknown option exit $rc_bad"
+[ ! -e "$fake/apt.log" ] || fail_now "--check installed something"
 echo "install-deps: ok"

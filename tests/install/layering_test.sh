@@ -5,8 +5,7 @@
 # public header.
 set -euo pipefail
 src=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../common/lib.sh"
 mkdir -p "$tmp/src/exec" "$tmp/src/foo" "$tmp/include/baton/models" "$tmp/docs"
 sed 's/^exec       ──► core mpi io$/exec       ──► core plan io/' "$src/docs/architecture.md" >"$tmp/docs/architecture.md"
 grep -q "exec       ──► core plan io" "$tmp/docs/architecture.md" || { echo "layering_test: the diagram has no line 'exec ──► core mpi io' to change"; exit 1; }
@@ -16,7 +15,6 @@ touch "$tmp/src/foo/x.cpp"
 printf '#pragma once\n#include "baton/core/state.h"\n' >"$tmp/include/baton/baton.h"
 rc=0
 out=$("$src/scripts/check-layering.sh" "$tmp") || rc=$?
-fail() { echo "layering_test: $1"; echo "$out"; exit 1; }
 [ "$rc" -eq 1 ] || fail "exit $rc, expected 1"
 grep -q "src/exec/a.cpp:1: module 'exec' includes 'dashboard'" <<<"$out" || fail "missed a src/-rooted include"
 grep -q "src/exec/a.cpp:2: module 'exec' includes 'train'" <<<"$out" || fail "missed a public include"
@@ -28,4 +26,5 @@ grep -q "the diagram draws exec ──► core plan io; the code says: core io m
 grep -q "baton.h: does not include baton/models/m.h" <<<"$out" || fail "missed a header the umbrella leaves out"
 grep -q "m.h:2: public header includes <torch/torch.h>" <<<"$out" || fail "missed torch/torch.h"
 "$src/scripts/check-layering.sh" "$src" >/dev/null || fail "the project itself does not pass"
-echo "layering_test: ok"
+[ "$failures" -eq 0 ] || echo "$out"
+finish layering_test

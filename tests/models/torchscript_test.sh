@@ -13,11 +13,8 @@ if ! "$python" -c "import torch, numpy" >/dev/null 2>&1; then
   echo "skipped: $python has no torch and numpy (scripts/torch2-env.sh installs them)"
   exit 77
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../common/lib.sh"
 cd "$tmp" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 cat >make.py <<'PY'
 import numpy as np, torch

@@ -12,11 +12,8 @@ if ! "$python" -c "import torch, torchvision, safetensors, numpy" >/dev/null 2>&
   echo "skipped: $python has no torch, torchvision, safetensors and numpy (scripts/torch2-env.sh installs them)"
   exit 77
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../common/lib.sh"
 cd "$tmp" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 "$python" - <<'PY' || { echo "FAIL: writing torchvision's weights"; exit 1; }
 import numpy as np, torch, torchvision

@@ -4,8 +4,8 @@
 set -euo pipefail
 baton=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../common/lib.sh"
+require_fashion
 "$baton" train "$src/recipes/fashion_mnist.yaml" --set progress_bar=false --run-dir "$tmp/run" >"$tmp/out"
 python3 - "$tmp/run/metrics.jsonl" "$tmp/run/summary.json" <<'PY'
 import json, sys

@@ -8,8 +8,8 @@ set -uo pipefail
 baton=$1
 src=$2
 shift 2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../common/lib.sh"
+[ -n "${RECIPE:-}" ] || require_fashion
 steps=${STEPS:-600}
 recipe=${RECIPE:-$src/recipes/fashion_mnist.yaml}
 common=(--set max_duration=${steps}ba --set eval_interval=0 --set progress_bar=false --set deterministic=true

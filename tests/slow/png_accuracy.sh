@@ -6,9 +6,9 @@
 set -uo pipefail
 baton=$1
 src=$2
-idx=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../common/lib.sh"
+require_fashion
+idx=$fashion_mnist
 cd "$tmp" || exit 1
 
 # The PNGs (8-bit gray, written with zlib alone), train.csv and test.csv in the IDX order, and the

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -34,6 +35,7 @@ class TraceProfilerOptions {
 
 class TraceProfiler : public Callback, public Profiler, public std::enable_shared_from_this<TraceProfiler> {
  public:
+  ~TraceProfiler() override;
   explicit TraceProfiler(TraceProfilerOptions options = TraceProfilerOptions());
 
   // Profiler: spans started while a batch is recorded are kept, with their ends.
@@ -48,10 +50,10 @@ class TraceProfiler : public Callback, public Profiler, public std::enable_share
   void close(State& state, Logger& logger) override;
 
   // The files written so far.
-  const std::vector<std::string>& files() const { return files_; }
+  const std::vector<std::string>& files() const;
   // Where the traces go (baton train puts a relative folder inside the run directory).
-  const std::string& folder() const { return options_.folder(); }
-  void set_folder(std::string folder) { options_.folder(std::move(folder)); }
+  const std::string& folder() const;
+  void set_folder(std::string folder);
   // What the schedule does at batch `step` (0-based): 0 off, 1 warmup, 2 recorded.
   int phase(int64_t step) const;
 
@@ -67,15 +69,8 @@ class TraceProfiler : public Callback, public Profiler, public std::enable_share
   double now_us() const;
   int tid();
 
-  TraceProfilerOptions options_;
-  std::mutex mutex_;
-  bool recording_ = false;
-  std::vector<Span> events_;
-  std::vector<std::pair<std::string, bool>> open_;  // per span start: its name, whether recorded
-  std::string window_name_;
-  std::vector<std::string> files_;
-  std::vector<std::thread::id> threads_;
-  std::chrono::steady_clock::time_point origin_ = std::chrono::steady_clock::now();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

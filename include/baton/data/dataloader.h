@@ -79,9 +79,9 @@ class DataLoader final : public BatchSource {
   // Batches in one epoch.
   int64_t num_batches() const override;
   int64_t num_samples() const;
-  int64_t batch_size() const override { return options_.batch_size(); }
-  const std::shared_ptr<Dataset>& dataset() const { return dataset_; }
-  const DataLoaderOptions& options() const { return options_; }
+  int64_t batch_size() const override;
+  const std::shared_ptr<Dataset>& dataset() const;
+  const DataLoaderOptions& options() const;
 
   // Begins epoch `epoch` at its first batch.
   void start_epoch(int64_t epoch) override;
@@ -95,15 +95,15 @@ class DataLoader final : public BatchSource {
   // batch count, batch_size() and the order stay those of the whole loader. (0, 1): no sharding.
   // Throws std::invalid_argument unless 0 <= rank < world.
   void set_shard(int rank, int world);
-  int shard_rank() const { return shard_rank_; }
-  int shard_world() const { return shard_world_; }
+  int shard_rank() const;
+  int shard_world() const;
   // Examples in batch `index` of the epoch: all ranks' (global), and this rank's share.
   int64_t global_batch_samples(int64_t index) const;
   int64_t shard_batch_samples(int64_t index) const;
 
   // Batches go to `device` (their inputs and targets). Default: where the dataset is.
   void set_device(c10::Device device);
-  c10::Device device() const { return device_; }
+  c10::Device device() const;
 
   DataLoaderPosition position() const;
   // Leaves the shared data stream (DataLoaderOptions::shared_batches), whose other loaders then
@@ -125,31 +125,13 @@ class DataLoader final : public BatchSource {
   void quiesce();
   void stop_worker();
 
-  std::shared_ptr<Dataset> dataset_;
-  DataLoaderOptions options_;
-  int64_t epoch_ = 0;
-  int64_t next_batch_ = 0;
-  at::Tensor order_;  // the epoch's permutation of example indices, where the dataset is
-  c10::Device device_ = c10::Device(c10::kCPU);
-  int shard_rank_ = 0;
-  int shard_world_ = 1;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
   std::pair<int64_t, int64_t> shard_range(int64_t index) const;  // [begin, end) in order_
-
-  // One-slot prefetch.
-  std::thread worker_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  int64_t requested_ = -1;  // batch index the worker should build
-  bool busy_ = false;       // the worker is building a batch
-  int64_t ready_index_ = -1;
-  std::unique_ptr<Staged> ready_;
-  std::exception_ptr error_;
 
   // The batch's signature in a shared stream, and this loader's handle there.
   std::string stream_signature() const;
   void rejoin_stream();
-  int stream_handle_ = -1;
 };
 
 }  // namespace baton

@@ -30,6 +30,7 @@ namespace baton {
 
 class SharedBatches {
  public:
+  ~SharedBatches();
   // kTraining: the loaders go through the epochs once; a batch is dropped once every loader passed
   // it, and a loader ahead of the slowest while the batches held take max_held_bytes waits for it.
   // kEvaluation: the loaders read the same batches at every evaluation (an evaluation set's, in
@@ -83,16 +84,8 @@ class SharedBatches {
   // An evaluation stream's take.
   Batch take_kept(const Key& key, const std::function<Batch()>& make);
 
-  const int64_t max_held_bytes_;
-  const Kind kind_;
-  int64_t held_bytes_ = 0;  // of the ready batches held
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::string signature_;
-  int next_handle_ = 0;
-  std::map<int, Key> positions_;  // each attached loader's next batch
-  std::map<Key, Entry> held_;
-  Stats stats_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -35,11 +36,12 @@ class CmaEsOptions {
 
 class CmaEsStrategy : public Strategy {
  public:
+  ~CmaEsStrategy() override;
   CmaEsStrategy(SearchSpace space, uint64_t seed, bool maximize, CmaEsOptions options = {});
   std::string name() const override { return "cmaes"; }
   std::optional<nlohmann::json> suggest() override;
   void observe(const Trial& trial) override;
-  int restarts() const { return restarts_; }
+  int restarts() const;
 
  private:
   void start_run(bool random_mean);
@@ -48,26 +50,8 @@ class CmaEsStrategy : public Strategy {
   void decompose();
   std::vector<double> inverse_sqrt_times(const std::vector<double>& v) const;
 
-  SearchSpace space_;
-  std::mt19937_64 rng_;
-  bool maximize_;
-  CmaEsOptions options_;
-  std::vector<std::size_t> numeric_;  // the space's numeric dimensions
-  std::size_t n_ = 0;
-  bool separable_ = false;
-  // The distribution, in [0, 1]^n.
-  int lambda_ = 0, mu_ = 0;
-  std::vector<double> weights_;
-  double mu_eff_ = 0, c_sigma_ = 0, d_sigma_ = 0, c_c_ = 0, c_1_ = 0, c_mu_ = 0, chi_n_ = 0;
-  std::vector<double> mean_, p_sigma_, p_c_, cov_, eigen_vectors_, eigen_values_;  // cov: n x n (diagonal: n)
-  double sigma_ = 0;
-  int64_t generation_ = 0;  // within the run
-  int restarts_ = 0;
-  std::vector<double> best_history_;  // each generation's best value (this run)
-  // Suggested candidates of the current generation by their parameters: their y = (x - mean) / sigma.
-  std::map<std::string, std::vector<double>> pending_;
-  std::vector<double> mirror_;
-  std::vector<std::pair<double, std::vector<double>>> told_;  // (loss, y) this generation
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

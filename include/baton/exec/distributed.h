@@ -56,9 +56,9 @@ class DistributedEngine : public TrialTable {
   void shutdown() override;
   void load_state_dict(const nlohmann::json& state) override;  // the state is the storage: refused
 
-  const std::string& worker() const { return options_.worker(); }
+  const std::string& worker() const;
   // Trials of silent workers this worker put back in the queue.
-  int64_t requeued() const { return requeued_; }
+  int64_t requeued() const;
 
  protected:
   void requeue(int64_t id) override;
@@ -75,24 +75,9 @@ class DistributedEngine : public TrialTable {
   void run_here(const Trial& trial);
   void wake();
 
-  std::shared_ptr<TrialStorage> storage_;
-  std::shared_ptr<TrialTable> local_;
-  DistributedOptions options_;
-  int capacity_ = 1;
-  std::mutex claim_mutex_;  // a claim and its bookkeeping, against a give-back of the same trial
-  mutable std::mutex own_mutex_;
-  std::set<int64_t> owned_;  // trials this worker owns in the storage (running here, or unscheduled)
-  int active_ = 0;           // running here
-  int claimable_ = 0;        // unowned waiting trials at the last read
-  int64_t known_ = 0;        // trials in the storage at the last read
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
   std::function<void(const Trial&)> user_observer_;
-  std::atomic<int64_t> requeued_{0};
-  std::vector<int> handles_;
-  std::mutex loop_mutex_;
-  std::condition_variable loop_wake_;
-  bool stopping_ = false;
-  bool woken_ = false;
-  std::thread thread_;
 };
 
 // "host:pid" of this process.

@@ -43,7 +43,7 @@ class ExperimentOptions {
   // "process" (or empty): trials run, a command's or a recipe's; "table:FILE": trials are answered
   // from the benchmark table FILE (table.h) in this process, at no training cost (no --command or
   // --recipe; `parallel` trials at once, as workers of equal speed).
-  BATON_ARG(std::string, engine);
+  BATON_ARG(std::string, engine);  // experiment_engine_forms() lists what it may be
   // Trials run by this function in this process, `parallel` at once (one-shot search: architectures
   // evaluated on a supernet; fused trials); `recipe` is then kept for the record (baton nas export)
   // and `engine` names the function in the stored meta. Unset: `engine` decides.
@@ -103,6 +103,10 @@ inline constexpr const char* kUnknownTrialMetric = "the search's metric was neve
 Objectives search_objectives(const ExperimentOptions& o);
 // The names of the metrics a search's trial reports: its objectives' and its constraints'.
 std::pair<std::vector<std::string>, std::vector<std::string>> reported_metrics(const Objectives& objectives);
+
+// What ExperimentOptions::engine may be, from the registry of engine kinds: "process (trials
+// run) or table:FILE (...)", for help and errors.
+std::string experiment_engine_forms();
 
 // The objectives and constraints of a search as its storage keeps them (meta "search"): one
 // objective (its direction) for a search written before several were possible.

@@ -57,13 +57,8 @@ class Nsga2Strategy : public Strategy {
   nlohmann::json child_of(const Member& a, const Member& b);
   void select();
 
-  SearchSpace space_;
-  std::mt19937_64 rng_;
-  Objectives objectives_;
-  Nsga2Options options_;
-  std::unique_ptr<coordinates::LatinHypercube> start_;
-  int64_t started_ = 0;  // first-generation suggestions made
-  std::vector<Member> parents_, offspring_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

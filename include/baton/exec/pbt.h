@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -54,6 +55,7 @@ struct PbtDecision {
 
 class PopulationBasedTraining : public Strategy {
  public:
+  ~PopulationBasedTraining() override;
   // Throws std::invalid_argument for options out of range or no interval.
   PopulationBasedTraining(SearchSpace space, uint64_t seed, bool maximize, PbtOptions options);
   std::string name() const override { return "pbt"; }
@@ -68,23 +70,18 @@ class PopulationBasedTraining : public Strategy {
   // How many trials of `n` are in each quantile: ceil(n * quantile), at most n / 2.
   std::size_t quantile_size(std::size_t n) const;
 
-  const PbtOptions& options() const { return options_; }
-  bool maximize() const { return maximize_; }
+  const PbtOptions& options() const;
+  bool maximize() const;
   // Where the runs of interval `round` stop: (round + 1) * interval ("1000ba").
   Time until(int64_t round) const;
   // The interval the population trains now (run_pbt sets it; the trial runs read it as they start).
-  int64_t round() const { return round_.load(); }
-  void set_round(int64_t round) { round_.store(round); }
+  int64_t round() const;
+  void set_round(int64_t round);
 
  private:
   nlohmann::json explore_one(const Dimension& d, const nlohmann::json& value, std::mt19937_64& rng) const;
-  SearchSpace space_;
-  uint64_t seed_;
-  bool maximize_;
-  PbtOptions options_;
-  std::mt19937_64 rng_;
-  int suggested_ = 0;
-  std::atomic<int64_t> round_{0};
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // What run_pbt needs from the search around it.

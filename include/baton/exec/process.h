@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -95,13 +96,8 @@ class ProcessEngine : public QueuedEngine {
   void finish(int64_t id, Run& run);
   void reap_exited(std::vector<int64_t>& done);
   void dispatch_or_log(int64_t id, ModelEvent& event);
-  ProcessEngineOptions options_;
-  std::map<int64_t, std::unique_ptr<Run>> running_;  // touched by the monitor thread only
-  std::vector<int64_t> slot_trial_;                  // each slot's trial, or -1 (monitor thread only)
-  std::set<int64_t> kill_requests_;
-  int active_ = 0;  // started, not yet finished (under mutex_)
-  int wake_pipe_[2] = {-1, -1};
-  std::thread monitor_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // The trial processes (and their children) of a search worker that died: every process of this

@@ -115,6 +115,8 @@ class PostgresStorage : public SqlStorage {
 // "postgresql://[user[:password]@]host[:port]/database". Unknown schemes: std::invalid_argument
 // naming the accepted forms. A storage that cannot be opened: std::runtime_error saying why.
 std::unique_ptr<TrialStorage> open_storage(const std::string& url);
+// The URL forms open_storage takes, from its registry of storages (for help and errors).
+std::string storage_forms();
 
 // The file of a SQLite storage's URL (as open_storage reads it); "" for another storage.
 std::string storage_file(const std::string& url);

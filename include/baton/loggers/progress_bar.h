@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,7 @@ namespace baton {
 
 class ProgressBar : public LoggerDestination {
  public:
+  ~ProgressBar() override;
   // `out` defaults to stdout; `terminal` defaults to whether it is a terminal.
   explicit ProgressBar(std::FILE* out = stdout, std::optional<bool> terminal = std::nullopt);
 
@@ -34,14 +36,8 @@ class ProgressBar : public LoggerDestination {
   void draw(const State& state, bool force, bool epoch_done = false);
   void finish_line();
 
-  std::FILE* out_;
-  bool terminal_;
-  bool line_open_ = false;
-  std::chrono::steady_clock::time_point last_draw_{};
-  std::chrono::steady_clock::time_point epoch_start_{};
-  int64_t epoch_start_sample_ = 0;
-  double loss_ = 0.0;
-  Metrics last_eval_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Prints the latest metrics every `interval` of training (ep or ba), one line each.

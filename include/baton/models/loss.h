@@ -51,6 +51,8 @@ class Loss {
   std::string name_ = "cross_entropy";
   TaskKind task_ = TaskKind::kClasses;
   double beta_ = 1.0;
+  // Each element's loss (not cross_entropy's): the registered function of the name.
+  at::Tensor (*elementwise_)(const at::Tensor&, const at::Tensor&, double) = nullptr;
 };
 
 }  // namespace baton

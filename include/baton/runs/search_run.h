@@ -1,6 +1,6 @@
 // `baton search` as a library call: a search of a recipe's (or a command's) trials, as the command
 // runs it — a model space's (use_model_space), fused trials (use_fused_trials), single-path
-// one-shot (strategy "spos"); the search's own MLflow run when the recipe logs to MLflow (its
+// one-shot (a one-shot strategy: spos); the search's own MLflow run when the recipe logs to MLflow (its
 // trials' runs its children); SIGTERM and SIGINT stop it (its running trials stored as
 // interrupted, for options.resume() to run again), a second signal exits at once.
 //
@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "baton/exec/experiment.h"
 
@@ -27,5 +28,12 @@ struct SearchRequest {
 // input — flags that do not go together, a space, a recipe, --devices this machine does not have —
 // before a trial runs.
 int run_search(SearchRequest request);
+
+// What --strategy may name: exec's trial strategies (strategy_names()), then the one-shot searches
+// that train a supernet rather than trials (spos). Every list of strategies a user sees (help,
+// errors, docs) is this one.
+std::vector<std::string> search_strategy_names();
+// Whether `strategy` is a one-shot search (run_search runs it itself, not as an Experiment).
+bool is_one_shot_search(const std::string& strategy);
 
 }  // namespace baton

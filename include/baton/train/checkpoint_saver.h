@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <future>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -56,7 +57,7 @@ class CheckpointSaver : public Callback {
   // Waits for the write in flight; rethrows its error.
   void wait();
   // Paths written by this saver, oldest first (those not deleted).
-  const std::vector<std::string>& written() const { return written_; }
+  const std::vector<std::string>& written() const;
   // A resumed run's saver takes the folder's checkpoints (those its filename makes) as its own,
   // oldest first, so that num_checkpoints_to_keep counts them too; with top_k, ranked by the
   // monitored value each one's metadata holds.
@@ -65,16 +66,11 @@ class CheckpointSaver : public Callback {
   std::vector<std::pair<std::string, double>> ranked() const;
 
  private:
-  CheckpointSaverOptions options_;
-  Snapshot snapshot_;
-  Meta meta_;
-  std::future<void> pending_;
-  std::vector<std::string> written_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
   // Whether the last save was at this timestamp (epoch, batch).
   bool saved_now(const State& state) const;
   bool rank_now(const State& state) const;
-  std::pair<int64_t, int64_t> last_saved_{-1, -1};
-  bool last_save_ranked_ = false;
   // top_k: the ranked checkpoints (path, value, order written), and the batch after which the
   // monitor's evaluation set last ran (a checkpoint is ranked only with a value of its own weights).
   struct Ranked {
@@ -83,10 +79,6 @@ class CheckpointSaver : public Callback {
     int64_t batch;  // the weights' batch
     int64_t order;
   };
-  std::vector<Ranked> ranked_;
-  int64_t order_ = 0;
-  int64_t monitor_evaluated_at_ = -1;
-  std::string best_;
   // The files to delete after `path` is written: keeps the top_k ranked plus the latest.
   std::vector<std::string> keep_top_k(const std::string& path, std::optional<double> value, int64_t batch);
 };
