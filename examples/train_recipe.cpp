@@ -1,6 +1,7 @@
 // `baton train` from a C++ program: a recipe trained into its run folder with train_recipe, then
-// continued with a longer max_duration (--autoresume), then a third call refused because the
-// folder holds a run it was not told to continue. The run folder is what the command writes:
+// continued with a longer max_duration (--autoresume), its weights evaluated and exported
+// (evaluate_recipe, export_model), then a third call refused because the folder holds a run it
+// was not told to continue. The run folder is what the command writes:
 // recipe.yaml, metrics.jsonl, checkpoints/, model.pt, summary.json.
 //
 //   build/bin/train_recipe [FOLDER]   (default: a new folder under /tmp)
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <baton/runs/model_commands.h>
 #include <baton/runs/train_recipe.h>
 #include <baton/train/recipe_file.h>
 
@@ -65,6 +67,16 @@ int main(int argc, char** argv) {
   request.autoresume = true;
   if (const int code = baton::train_recipe(request); code != 0) return code;
   std::printf("resumed run: %lld steps in all\n", summary(request.run_dir)["steps"].get<long long>());
+
+  // The trained weights evaluated and exported, as `baton eval` and `baton export` do.
+  const std::string weights = (fs::path(request.run_dir) / "model.pt").string();
+  const auto metrics = baton::evaluate_recipe({.recipe = request.recipe, .weights = weights});
+  std::printf("evaluated: eval/loss %.3f\n", metrics.at("eval").at("loss"));
+  const baton::Exported exported = baton::export_model({.checkpoint = weights,
+                                                        .format = "safetensors",
+                                                        .out = (folder / "model.safetensors").string(),
+                                                        .recipe = request.recipe});
+  std::printf("exported: %zu tensors to model.safetensors\n", exported.tensors);
 
   // A folder that holds a run is never written over silently.
   request.autoresume = false;

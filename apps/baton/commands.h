@@ -52,8 +52,5 @@ CLI::Validator finite_between(double least, double most);
 
 // --device DEVICE on a subcommand: where it runs (auto, cpu, cuda, cuda:N); default: the recipe's.
 void add_device_option(CLI::App* cmd, std::string& device);
-// `sets` with device=DEVICE added when `device` is given. Throws RecipeError naming --device when
-// this machine cannot run there.
-std::vector<std::string> with_device(std::vector<std::string> sets, const std::string& device);
 
 }  // namespace baton::cli

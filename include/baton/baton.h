@@ -83,6 +83,7 @@
 #include "baton/loggers/tensorboard_logger.h"
 
 #include "baton/runs/fused_trials.h"
+#include "baton/runs/model_commands.h"
 #include "baton/runs/model_space_search.h"
 #include "baton/runs/one_shot_search.h"
 #include "baton/runs/search_run.h"

@@ -31,8 +31,10 @@ for exe in "$tmp"/build/custom_algorithm "$tmp"/build/simulated_fit "$tmp"/build
 done
 grep -q "fit_end" "$tmp/simulated_fit.txt" || { echo "FAIL: simulated_fit did not reach fit_end"; exit 1; }
 grep -q "eval/accuracy" "$tmp/train_classifier.txt" || { echo "FAIL: train_classifier printed no accuracy"; exit 1; }
-# baton train as a library call: the run, its resume from step 20 to 40, the refusal of a third.
-for line in "first run: 20 steps" "resumed run: 40 steps in all" "refused: .*a run is already there"; do
+# baton train, eval and export as library calls: the run, its resume from step 20 to 40, its weights
+# evaluated and exported, the refusal of a third run.
+for line in "first run: 20 steps" "resumed run: 40 steps in all" "evaluated: eval/loss [0-9]" "exported: [1-9][0-9]* tensors" \
+  "refused: .*a run is already there"; do
   grep -q "$line" "$tmp/train_recipe.txt" || { echo "FAIL: train_recipe did not print '$line':"; cat "$tmp/train_recipe.txt"; exit 1; }
 done
 [ -f "$tmp/train_recipe.run/run/model.pt" ] || { echo "FAIL: train_recipe wrote no run/model.pt"; exit 1; }
