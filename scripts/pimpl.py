@@ -78,10 +78,10 @@ def main():
                 out.append("  std::unique_ptr<Impl> impl_;")
             continue
         if start < i < end:
-            m = re.match(r"^(\s*)(.*?)\s*\{(.*)\}\s*$", line)
+            m = re.match(r"^(\s*)(.*?)\s*\{(.*)\}\s*(//.*)?$", line)
             if m and "(" in m.group(2) and name_re.search(m.group(3)):
                 sig = m.group(2)
-                out.append(m.group(1) + sig + ";")
+                out.append(m.group(1) + sig + ";" + ("  " + m.group(4) if m.group(4) else ""))
                 moved_inline.append((sig, m.group(3)))
                 continue
         out.append(line)

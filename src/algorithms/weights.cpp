@@ -2,6 +2,7 @@
 // selective backprop.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 
 #include <torch/torch.h>
@@ -229,17 +230,32 @@ void Ema::load_state_dict(const StateDict& state) {
 
 // ---- SWA ------------------------------------------------------------------------------------
 
-Swa::Swa(SwaOptions options) : options_(options) {
-  if (options_.anneal_steps() < 1) throw std::invalid_argument("anneal_steps must be at least 1");
-  const TimeUnit u = options_.update_interval().unit();
+struct Swa::Impl {
+  SwaOptions options_;
+  std::map<std::string, at::Tensor> average_;
+  int64_t count_ = 0;
+  bool done_ = false;
+  int64_t start_batch_ = -1;
+  std::vector<double> base_lrs_;
+};
+
+Swa::~Swa() = default;
+
+int64_t Swa::num_averaged() const { return impl_->count_; }
+bool Swa::done() const { return impl_->done_; }
+
+Swa::Swa(SwaOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = options;
+  if (impl_->options_.anneal_steps() < 1) throw std::invalid_argument("anneal_steps must be at least 1");
+  const TimeUnit u = impl_->options_.update_interval().unit();
   if (u != TimeUnit::kBatch && u != TimeUnit::kEpoch)
     throw std::invalid_argument("update_interval must be in ba or ep");
 }
 
 bool Swa::match(Event event, const State& /*state*/) {
-  if (done_) return false;
+  if (impl_->done_) return false;
   return event == Event::kBatchEnd || event == Event::kEpochEnd ||
-         (options_.schedule_swa_lr() && event == Event::kBeforeTrainBatch);
+         (impl_->options_.schedule_swa_lr() && event == Event::kBeforeTrainBatch);
 }
 
 namespace {
@@ -291,41 +307,42 @@ void recompute_batch_norm_statistics(State& state, int64_t max_batches) {
 
 std::optional<int> Swa::apply(Event event, State& state, Logger& logger) {
   const double batch = static_cast<double>(state.timestamp.batch());
-  if (batch < batches_of(state, options_.swa_start())) return std::nullopt;
+  if (batch < batches_of(state, impl_->options_.swa_start())) return std::nullopt;
   if (event == Event::kBeforeTrainBatch) {
-    if (start_batch_ < 0) {
-      start_batch_ = state.timestamp.batch();
-      base_lrs_.clear();
+    if (impl_->start_batch_ < 0) {
+      impl_->start_batch_ = state.timestamp.batch();
+      impl_->base_lrs_.clear();
       for (const auto& o : state.optimizers) {
-        for (auto& g : o->param_groups()) base_lrs_.push_back(g.options().get_lr());
+        for (auto& g : o->param_groups()) impl_->base_lrs_.push_back(g.options().get_lr());
       }
     }
-    anneal_lrs(state, options_, start_batch_, base_lrs_);
+    anneal_lrs(state, impl_->options_, impl_->start_batch_, impl_->base_lrs_);
     return std::nullopt;
   }
   torch::NoGradGuard no_grad;
-  if (batch >= batches_of(state, options_.swa_end())) {  // the end: the model takes the average
-    if (count_ == 0) return std::nullopt;
+  if (batch >= batches_of(state, impl_->options_.swa_end())) {  // the end: the model takes the average
+    if (impl_->count_ == 0) return std::nullopt;
     for (auto& [name, tensor] : named_tensors(*state.model)) {
-      auto it = average_.find(name);
-      if (it != average_.end() && at::isFloatingType(tensor.scalar_type())) tensor.copy_(it->second);
+      auto it = impl_->average_.find(name);
+      if (it != impl_->average_.end() && at::isFloatingType(tensor.scalar_type())) tensor.copy_(it->second);
     }
     recompute_batch_norm_statistics(state);
-    done_ = true;
-    logger.log_metrics({{"swa/num_averaged", static_cast<double>(count_)}});
+    impl_->done_ = true;
+    logger.log_metrics({{"swa/num_averaged", static_cast<double>(impl_->count_)}});
     return std::nullopt;
   }
-  if (!is_update_event(event, options_.update_interval()) || !interval_due(state, options_.update_interval())) {
+  if (!is_update_event(event, impl_->options_.update_interval()) ||
+      !interval_due(state, impl_->options_.update_interval())) {
     return std::nullopt;
   }
-  ++count_;
+  ++impl_->count_;
   for (auto& [name, tensor] : named_tensors(*state.model)) {
     if (!at::isFloatingType(tensor.scalar_type())) continue;
-    auto it = average_.find(name);
-    if (it == average_.end()) {
-      average_[name] = tensor.detach().clone();
+    auto it = impl_->average_.find(name);
+    if (it == impl_->average_.end()) {
+      impl_->average_[name] = tensor.detach().clone();
     } else {
-      it->second.add_(tensor.detach() - it->second, 1.0 / static_cast<double>(count_));
+      it->second.add_(tensor.detach() - it->second, 1.0 / static_cast<double>(impl_->count_));
     }
   }
   return std::nullopt;
@@ -333,18 +350,21 @@ std::optional<int> Swa::apply(Event event, State& state, Logger& logger) {
 
 StateDict Swa::state_dict() const {
   StateDict sd;
-  sd.values = {{"count", count_}, {"done", done_}, {"start_batch", start_batch_}, {"base_lrs", base_lrs_}};
-  for (const auto& [name, tensor] : average_) sd.tensors[name] = tensor;
+  sd.values = {{"count", impl_->count_},
+               {"done", impl_->done_},
+               {"start_batch", impl_->start_batch_},
+               {"base_lrs", impl_->base_lrs_}};
+  for (const auto& [name, tensor] : impl_->average_) sd.tensors[name] = tensor;
   return sd;
 }
 
 void Swa::load_state_dict(const StateDict& state) {
-  count_ = state.values.value("count", int64_t{0});
-  done_ = state.values.value("done", false);
-  start_batch_ = state.values.value("start_batch", int64_t{-1});
-  base_lrs_ = state.values.value("base_lrs", std::vector<double>{});
-  average_.clear();
-  for (const auto& [name, tensor] : state.tensors) average_[name] = tensor.clone();
+  impl_->count_ = state.values.value("count", int64_t{0});
+  impl_->done_ = state.values.value("done", false);
+  impl_->start_batch_ = state.values.value("start_batch", int64_t{-1});
+  impl_->base_lrs_ = state.values.value("base_lrs", std::vector<double>{});
+  impl_->average_.clear();
+  for (const auto& [name, tensor] : state.tensors) impl_->average_[name] = tensor.clone();
 }
 
 // ---- GradientClipping -----------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -37,69 +38,86 @@ double status_mb(const std::string& field) {
 
 // ---- SpeedMonitor ---------------------------------------------------------------------------
 
-SpeedMonitor::SpeedMonitor(SpeedMonitorOptions options) : window_size_(options.window_size()) {
-  if (window_size_ < 1) throw std::invalid_argument("window_size must be at least 1");
+struct SpeedMonitor::Impl {
+  int64_t window_size_;
+  std::deque<std::pair<double, int64_t>> window_;  // (seconds, samples) per batch
+  std::deque<InFlight> in_flight_;                 // batches the device may not have done yet
+  Clock::time_point epoch_start_{};
+  double macs_ = 0;
+  int64_t tokens_per_sample_ = 0;  // windows of token indices ([N, T] integers): T
+  bool counted_ = false;
+};
+
+SpeedMonitor::~SpeedMonitor() = default;
+
+double SpeedMonitor::multiply_adds() const { return impl_->macs_; }
+
+SpeedMonitor::SpeedMonitor(SpeedMonitorOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->window_size_ = options.window_size();
+  if (impl_->window_size_ < 1) throw std::invalid_argument("window_size must be at least 1");
 }
 
 void SpeedMonitor::fit_start(State& /*state*/, Logger& /*logger*/) {
-  window_.clear();
-  in_flight_.clear();
+  impl_->window_.clear();
+  impl_->in_flight_.clear();
 }
 
-void SpeedMonitor::epoch_start(State& /*state*/, Logger& /*logger*/) { epoch_start_ = Clock::now(); }
+void SpeedMonitor::epoch_start(State& /*state*/, Logger& /*logger*/) { impl_->epoch_start_ = Clock::now(); }
 
 void SpeedMonitor::batch_start(State& state, Logger& /*logger*/) {
-  in_flight_.push_back({DeviceMarker(state.device), std::nullopt, 0, 0});
-  if (counted_) return;
-  counted_ = true;
+  impl_->in_flight_.push_back({DeviceMarker(state.device), std::nullopt, 0, 0});
+  if (impl_->counted_) return;
+  impl_->counted_ = true;
   auto* model = dynamic_cast<Model*>(state.model.get());
   if (model == nullptr || !state.batch.input.defined()) return;
   const at::Tensor& input = state.batch.input;
-  if (input.dim() == 2 && !at::isFloatingType(input.scalar_type())) tokens_per_sample_ = input.size(1);
+  if (input.dim() == 2 && !at::isFloatingType(input.scalar_type())) impl_->tokens_per_sample_ = input.size(1);
   try {
-    macs_ = count_multiply_adds(*model, state.batch.input.narrow(0, 0, std::min<int64_t>(2, state.batch.size())));
+    impl_->macs_ =
+        count_multiply_adds(*model, state.batch.input.narrow(0, 0, std::min<int64_t>(2, state.batch.size())));
   } catch (const std::exception& e) {
     spdlog::info("speed_monitor: no FLOP estimate ({})", e.what());
   }
 }
 
 void SpeedMonitor::batch_end(State& state, Logger& logger) {
-  if (in_flight_.empty() || in_flight_.back().end) return;  // no batch_start seen for this batch
-  InFlight& batch = in_flight_.back();
+  if (impl_->in_flight_.empty() || impl_->in_flight_.back().end) return;  // no batch_start seen for this batch
+  InFlight& batch = impl_->in_flight_.back();
   batch.end.emplace(state.device);
   // Every data-parallel rank's samples: the job's throughput.
   batch.samples = state.batch_samples > 0 ? state.batch_samples : state.batch.size();
   batch.step = state.timestamp.batch();
   // What the device has finished, in order; a device far behind loses its oldest measurements.
-  while (!in_flight_.empty() && in_flight_.front().end &&
-         (in_flight_.front().end->done() || static_cast<int64_t>(in_flight_.size()) > 4 * window_size_ + 64)) {
-    if (in_flight_.front().end->done()) measure(in_flight_.front(), logger);
-    in_flight_.pop_front();
+  while (!impl_->in_flight_.empty() && impl_->in_flight_.front().end &&
+         (impl_->in_flight_.front().end->done() ||
+          static_cast<int64_t>(impl_->in_flight_.size()) > 4 * impl_->window_size_ + 64)) {
+    if (impl_->in_flight_.front().end->done()) measure(impl_->in_flight_.front(), logger);
+    impl_->in_flight_.pop_front();
   }
 }
 
 void SpeedMonitor::measure(const InFlight& batch, Logger& logger) {
-  window_.emplace_back(batch.end->seconds_since(batch.start), batch.samples);
-  while (static_cast<int64_t>(window_.size()) > window_size_) window_.pop_front();
+  impl_->window_.emplace_back(batch.end->seconds_since(batch.start), batch.samples);
+  while (static_cast<int64_t>(impl_->window_.size()) > impl_->window_size_) impl_->window_.pop_front();
   double s = 0;
   int64_t samples = 0;
-  for (const auto& [sec, n] : window_) {
+  for (const auto& [sec, n] : impl_->window_) {
     s += sec;
     samples += n;
   }
   if (s <= 0) return;
   Metrics m = {{"throughput/samples_per_sec", static_cast<double>(samples) / s},
-               {"throughput/batches_per_sec", static_cast<double>(window_.size()) / s}};
-  if (macs_ > 0) m["throughput/flops_per_sec"] = 2.0 * 3.0 * macs_ * static_cast<double>(samples) / s;
-  if (tokens_per_sample_ > 0) {
-    m["throughput/tokens_per_sec"] = static_cast<double>(tokens_per_sample_ * samples) / s;
+               {"throughput/batches_per_sec", static_cast<double>(impl_->window_.size()) / s}};
+  if (impl_->macs_ > 0) m["throughput/flops_per_sec"] = 2.0 * 3.0 * impl_->macs_ * static_cast<double>(samples) / s;
+  if (impl_->tokens_per_sample_ > 0) {
+    m["throughput/tokens_per_sec"] = static_cast<double>(impl_->tokens_per_sample_ * samples) / s;
   }
   logger.log_metrics(m, batch.step);
 }
 
 void SpeedMonitor::epoch_end(State& /*state*/, Logger& logger) {
-  if (epoch_start_ != Clock::time_point{})
-    logger.log_metrics({{"wall_clock/epoch_s", seconds(Clock::now() - epoch_start_)}});
+  if (impl_->epoch_start_ != Clock::time_point{})
+    logger.log_metrics({{"wall_clock/epoch_s", seconds(Clock::now() - impl_->epoch_start_)}});
 }
 
 // ---- LrMonitor ------------------------------------------------------------------------------

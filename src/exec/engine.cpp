@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 
 #include "exec/clock.h"
@@ -340,43 +341,57 @@ bool TrialTable::retry(int64_t id) {
 
 // ---- SequentialEngine -----------------------------------------------------------------------
 
-SequentialEngine::SequentialEngine(TrialFunction function) : function_(std::move(function)) {}
+struct SequentialEngine::Impl {
+  TrialFunction function_;
+  std::deque<int64_t> pending_;
+  bool running_ = false;
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> current_{-1};
+};
+
+SequentialEngine::~SequentialEngine() = default;
+
+int SequentialEngine::idle_workers() const { return impl_->running_ ? 0 : 1; }
+
+SequentialEngine::SequentialEngine(TrialFunction function) : impl_(std::make_unique<Impl>()) {
+  impl_->function_ = std::move(function);
+}
 
 int64_t SequentialEngine::submit(const nlohmann::json& parameters) {
   const int64_t id = add_trial(parameters);
-  pending_.push_back(id);
+  impl_->pending_.push_back(id);
   drain();
   return id;
 }
 
 void SequentialEngine::requeue(int64_t id) {
-  pending_.push_back(id);
-  if (!running_) drain();
+  impl_->pending_.push_back(id);
+  if (!impl_->running_) drain();
 }
 
 void SequentialEngine::drain() {
-  while (!pending_.empty() && !running_) {
-    const int64_t id = pending_.front();
-    pending_.pop_front();
+  while (!impl_->pending_.empty() && !impl_->running_) {
+    const int64_t id = impl_->pending_.front();
+    impl_->pending_.pop_front();
     auto trial = get(id);
     if (!trial || trial->completed()) continue;
-    running_ = true;
-    stop_ = false;
-    current_ = id;
-    run_trial_function(*this, function_, id, trial->parameters, stop_);
-    current_ = -1;
-    running_ = false;
+    impl_->running_ = true;
+    impl_->stop_ = false;
+    impl_->current_ = id;
+    run_trial_function(*this, impl_->function_, id, trial->parameters, impl_->stop_);
+    impl_->current_ = -1;
+    impl_->running_ = false;
   }
 }
 
 bool SequentialEngine::kill(int64_t id) {
   auto trial = get(id);
   if (!trial || trial->completed()) return false;
-  if (current_ == id) {
-    stop_ = true;
+  if (impl_->current_ == id) {
+    impl_->stop_ = true;
     return true;
   }
-  std::erase(pending_, id);
+  std::erase(impl_->pending_, id);
   TrainingEnd event(id, TrialStatus::kInterrupted, "killed");
   dispatch(event);
   return true;
@@ -440,19 +455,30 @@ void QueuedEngine::close_queue(const std::function<void()>& under_lock) {
 
 // ---- ThreadPoolEngine -----------------------------------------------------------------------
 
+struct ThreadPoolEngine::Impl {
+  TrialFunction function_;
+  int workers_;
+  std::map<int64_t, std::shared_ptr<std::atomic<bool>>> stop_flags_;  // of the running trials
+  int busy_ = 0;
+  std::condition_variable work_ready_;
+  std::vector<std::thread> threads_;
+};
+
 ThreadPoolEngine::ThreadPoolEngine(TrialFunction function, int workers)
-    : QueuedEngine("ThreadPoolEngine"), function_(std::move(function)), workers_(workers) {
+    : QueuedEngine("ThreadPoolEngine"), impl_(std::make_unique<Impl>()) {
+  impl_->function_ = std::move(function);
+  impl_->workers_ = workers;
   if (workers < 1)
     throw std::invalid_argument("ThreadPoolEngine: workers must be at least 1, got " + std::to_string(workers));
-  for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+  for (int i = 0; i < workers; ++i) impl_->threads_.emplace_back([this] { work(); });
 }
 
 ThreadPoolEngine::~ThreadPoolEngine() { shutdown(); }
 
-void ThreadPoolEngine::queued(int64_t) { work_ready_.notify_one(); }
+void ThreadPoolEngine::queued(int64_t) { impl_->work_ready_.notify_one(); }
 
 void ThreadPoolEngine::stop_running(int64_t id) {
-  if (auto f = stop_flags_.find(id); f != stop_flags_.end()) *f->second = true;
+  if (auto f = impl_->stop_flags_.find(id); f != impl_->stop_flags_.end()) *f->second = true;
 }
 
 void ThreadPoolEngine::work() {
@@ -462,19 +488,19 @@ void ThreadPoolEngine::work() {
     std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
     {
       std::unique_lock lock(mutex_);
-      work_ready_.wait(lock, [&] { return shutting_down_ || !queue_.empty(); });
+      impl_->work_ready_.wait(lock, [&] { return shutting_down_ || !queue_.empty(); });
       if (queue_.empty()) return;
       id = queue_.front();
       queue_.pop_front();
       parameters = trials_.at(id).parameters;
-      stop_flags_[id] = stop;
-      ++busy_;
+      impl_->stop_flags_[id] = stop;
+      ++impl_->busy_;
     }
-    run_trial_function(*this, function_, id, parameters, *stop);
+    run_trial_function(*this, impl_->function_, id, parameters, *stop);
     {
       std::lock_guard lock(mutex_);
-      --busy_;
-      if (stop_flags_.count(id) && stop_flags_[id] == stop) stop_flags_.erase(id);
+      --impl_->busy_;
+      if (impl_->stop_flags_.count(id) && impl_->stop_flags_[id] == stop) impl_->stop_flags_.erase(id);
     }
     changed_.notify_all();
   }
@@ -482,20 +508,20 @@ void ThreadPoolEngine::work() {
 
 int ThreadPoolEngine::idle_workers() const {
   std::lock_guard lock(mutex_);
-  return std::max(0, workers_ - busy_ - static_cast<int>(queue_.size()));
+  return std::max(0, impl_->workers_ - impl_->busy_ - static_cast<int>(queue_.size()));
 }
 
 void ThreadPoolEngine::shutdown() {
   {
     std::lock_guard lock(mutex_);
-    if (shutting_down_ && threads_.empty()) return;
+    if (shutting_down_ && impl_->threads_.empty()) return;
   }
   close_queue([this] {
-    for (auto& [id, flag] : stop_flags_) *flag = true;  // running ones stop at their next check
+    for (auto& [id, flag] : impl_->stop_flags_) *flag = true;  // running ones stop at their next check
   });
-  work_ready_.notify_all();
-  for (auto& t : threads_) t.join();
-  threads_.clear();
+  impl_->work_ready_.notify_all();
+  for (auto& t : impl_->threads_) t.join();
+  impl_->threads_.clear();
 }
 
 }  // namespace baton

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 
 #include "exec/clock.h"
@@ -125,27 +126,41 @@ void FailureHandler::on_engine_set() {
 
 // ---- MedianStop -----------------------------------------------------------------------------
 
-MedianStop::MedianStop(MedianStopOptions options)
-    : maximize_(options.maximize()), warmup_trials_(options.warmup_trials()), warmup_steps_(options.warmup_steps()) {}
+struct MedianStop::Impl {
+  bool maximize_;
+  int warmup_trials_;
+  int64_t warmup_steps_;
+  std::atomic<int64_t> kills_{0};
+};
+
+MedianStop::~MedianStop() = default;
+
+int64_t MedianStop::kills() const { return impl_->kills_; }
+
+MedianStop::MedianStop(MedianStopOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->maximize_ = options.maximize();
+  impl_->warmup_trials_ = options.warmup_trials();
+  impl_->warmup_steps_ = options.warmup_steps();
+}
 
 void MedianStop::on_engine_set() {
   engine().register_callback(ModelEventType::kIntermediateMetric, [this](ModelEvent& event) {
     const auto& e = static_cast<const IntermediateMetric&>(event);
-    if (e.step < warmup_steps_) return;
+    if (e.step < impl_->warmup_steps_) return;
     const auto trial = engine().get(e.trial_id());
     if (!trial || trial->status != TrialStatus::kRunning) return;
     std::vector<double> others;
     for (const auto& t : engine().list(TrialStatus::kTrained)) {
-      if (auto best = t.best_up_to(e.step, maximize_)) others.push_back(*best);
+      if (auto best = t.best_up_to(e.step, impl_->maximize_)) others.push_back(*best);
     }
-    if (static_cast<int>(others.size()) < warmup_trials_ || others.empty()) return;
+    if (static_cast<int>(others.size()) < impl_->warmup_trials_ || others.empty()) return;
     std::sort(others.begin(), others.end());
     const std::size_t n = others.size();
     const double median = n % 2 ? others[n / 2] : 0.5 * (others[n / 2 - 1] + others[n / 2]);
-    std::optional<double> best = trial->best_up_to(e.step, maximize_);
-    best = best ? (maximize_ ? std::max(*best, e.value) : std::min(*best, e.value)) : e.value;
-    if (maximize_ ? *best < median : *best > median) {
-      ++kills_;
+    std::optional<double> best = trial->best_up_to(e.step, impl_->maximize_);
+    best = best ? (impl_->maximize_ ? std::max(*best, e.value) : std::min(*best, e.value)) : e.value;
+    if (impl_->maximize_ ? *best < median : *best > median) {
+      ++impl_->kills_;
       engine().kill(e.trial_id());
     }
   });
@@ -153,12 +168,27 @@ void MedianStop::on_engine_set() {
 
 // ---- Asha -----------------------------------------------------------------------------------
 
-Asha::Asha(AshaOptions options)
-    : maximize_(options.maximize()),
-      min_step_(options.min_step()),
-      eta_(options.reduction_factor()),
-      brackets_(options.brackets()) {
-  if (min_step_ < 1 || eta_ < 2 || brackets_ < 1)
+struct Asha::Impl {
+  bool maximize_;
+  int64_t min_step_;
+  int eta_;
+  std::mutex mutex_;
+  int brackets_;
+  std::map<std::pair<int, int>, std::vector<double>> rungs_;  // (bracket, rung) -> values recorded there
+  std::map<int64_t, int> next_rung_;                          // trial -> the next rung it has to pass
+  std::atomic<int64_t> kills_{0};
+};
+
+Asha::~Asha() = default;
+
+int64_t Asha::kills() const { return impl_->kills_; }
+
+Asha::Asha(AshaOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->maximize_ = options.maximize();
+  impl_->min_step_ = options.min_step();
+  impl_->eta_ = options.reduction_factor();
+  impl_->brackets_ = options.brackets();
+  if (impl_->min_step_ < 1 || impl_->eta_ < 2 || impl_->brackets_ < 1)
     throw std::invalid_argument("Asha: min_step >= 1, reduction_factor >= 2 and brackets >= 1");
 }
 
@@ -167,31 +197,32 @@ void Asha::on_engine_set() {
     const auto& e = static_cast<const IntermediateMetric&>(event);
     bool stop = false;
     {
-      std::lock_guard lock(mutex_);
-      int& rung = next_rung_[e.trial_id()];
-      const int bracket = static_cast<int>(e.trial_id() % brackets_);
+      std::lock_guard lock(impl_->mutex_);
+      int& rung = impl_->next_rung_[e.trial_id()];
+      const int bracket = static_cast<int>(e.trial_id() % impl_->brackets_);
       for (;;) {
-        const double rung_step = static_cast<double>(min_step_) * std::pow(static_cast<double>(eta_), rung + bracket);
+        const double rung_step =
+            static_cast<double>(impl_->min_step_) * std::pow(static_cast<double>(impl_->eta_), rung + bracket);
         if (static_cast<double>(e.step) < rung_step) break;
-        auto& values = rungs_[{bracket, rung}];
+        auto& values = impl_->rungs_[{bracket, rung}];
         values.push_back(e.value);
         ++rung;
         // The best 1/eta of the values at this rung (at least one) go on.
-        const std::size_t keep = std::max<std::size_t>(1, values.size() / static_cast<std::size_t>(eta_));
+        const std::size_t keep = std::max<std::size_t>(1, values.size() / static_cast<std::size_t>(impl_->eta_));
         std::vector<double> sorted = values;
-        if (maximize_)
+        if (impl_->maximize_)
           std::sort(sorted.begin(), sorted.end(), std::greater<>());
         else
           std::sort(sorted.begin(), sorted.end());
         const double cutoff = sorted[keep - 1];
-        if (values.size() > 1 && (maximize_ ? e.value < cutoff : e.value > cutoff)) {
+        if (values.size() > 1 && (impl_->maximize_ ? e.value < cutoff : e.value > cutoff)) {
           stop = true;
           break;
         }
       }
     }
     if (stop) {
-      ++kills_;
+      ++impl_->kills_;
       engine().kill(e.trial_id());
     }
   });

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 
@@ -37,13 +38,29 @@ std::optional<nlohmann::json> GridStrategy::suggest() {
 
 void GridStrategy::observe(const Trial& trial) { done_.insert(trial.parameters.dump()); }
 
+struct EvolutionStrategy::Impl {
+  SearchSpace space_;
+  std::mt19937_64 rng_;
+  bool maximize_;
+  EvolutionOptions options_;
+  std::size_t population_, sample_size_;
+  std::deque<Member> living_;  // in the order they finished (aging: the front is the oldest)
+  std::set<std::string> suggested_;
+};
+
+EvolutionStrategy::~EvolutionStrategy() = default;
+
+std::string EvolutionStrategy::name() const { return impl_->options_.aging() ? "regularized_evolution" : "evolution"; }
+bool EvolutionStrategy::better(double a, double b) const { return impl_->maximize_ ? a > b : a < b; }
+
 EvolutionStrategy::EvolutionStrategy(SearchSpace space, uint64_t seed, bool maximize, EvolutionOptions options)
-    : space_(std::move(space)),
-      rng_(seed),
-      maximize_(maximize),
-      options_(options),
-      population_(static_cast<std::size_t>(options.population())),
-      sample_size_(static_cast<std::size_t>(options.sample_size())) {
+    : impl_(std::make_unique<Impl>()) {
+  impl_->space_ = std::move(space);
+  impl_->rng_.seed(seed);
+  impl_->maximize_ = maximize;
+  impl_->options_ = options;
+  impl_->population_ = static_cast<std::size_t>(options.population());
+  impl_->sample_size_ = static_cast<std::size_t>(options.sample_size());
   if (options.population() < 2 || options.sample_size() < 1 || options.sample_size() > options.population())
     throw std::invalid_argument(name() + ": need population >= 2 and 1 <= sample_size <= population");
   if (!(options.mutation_prob() >= 0.0 && options.mutation_prob() <= 1.0))
@@ -52,14 +69,14 @@ EvolutionStrategy::EvolutionStrategy(SearchSpace space, uint64_t seed, bool maxi
 
 // The best of `sample_size` members drawn without replacement (the first of equals).
 const EvolutionStrategy::Member& EvolutionStrategy::tournament() {
-  std::vector<std::size_t> order(living_.size());
+  std::vector<std::size_t> order(impl_->living_.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  const std::size_t n = std::min(sample_size_, order.size());
+  const std::size_t n = std::min(impl_->sample_size_, order.size());
   const Member* best = nullptr;
   for (std::size_t i = 0; i < n; ++i) {  // a partial Fisher-Yates shuffle
     std::uniform_int_distribution<std::size_t> pick(i, order.size() - 1);
-    std::swap(order[i], order[pick(rng_)]);
-    const Member& m = living_[order[i]];
+    std::swap(order[i], order[pick(impl_->rng_)]);
+    const Member& m = impl_->living_[order[i]];
     if (best == nullptr || better(m.second, best->second)) best = &m;
   }
   return *best;
@@ -68,35 +85,36 @@ const EvolutionStrategy::Member& EvolutionStrategy::tournament() {
 // The parent with some parameters drawn anew, each until it differs from the parent's; at least
 // one is. A choice of one value is never drawn.
 nlohmann::json EvolutionStrategy::mutate(const nlohmann::json& parent) {
-  const auto& dims = space_.dimensions();
+  const auto& dims = impl_->space_.dimensions();
   std::vector<std::size_t> open;  // the parameters that can change: not a choice of one value
   for (std::size_t d = 0; d < dims.size(); ++d) {
     if (dims[d].type != "choice" || dims[d].choices.size() > 1) open.push_back(d);
   }
   if (open.empty()) return parent;
   std::vector<std::size_t> chosen;
-  std::bernoulli_distribution draw(options_.mutation_prob());
+  std::bernoulli_distribution draw(impl_->options_.mutation_prob());
   for (std::size_t d : open) {
-    if (options_.mutation_prob() > 0.0 && draw(rng_)) chosen.push_back(d);
+    if (impl_->options_.mutation_prob() > 0.0 && draw(impl_->rng_)) chosen.push_back(d);
   }
-  if (chosen.empty()) chosen.push_back(open[std::uniform_int_distribution<std::size_t>(0, open.size() - 1)(rng_)]);
+  if (chosen.empty())
+    chosen.push_back(open[std::uniform_int_distribution<std::size_t>(0, open.size() - 1)(impl_->rng_)]);
   nlohmann::json child = parent;
   for (std::size_t d : chosen) {
     const std::string& name = dims[d].name;
     for (int attempt = 0; attempt < 32 && child[name] == parent[name]; ++attempt)
-      child[name] = space_.sample(rng_)[name];
+      child[name] = impl_->space_.sample(impl_->rng_)[name];
   }
   return child;
 }
 
 std::optional<nlohmann::json> EvolutionStrategy::suggest() {
-  const bool breed = living_.size() >= population_;
-  auto fresh = [&] { return breed ? mutate(tournament().first) : space_.sample(rng_); };
+  const bool breed = impl_->living_.size() >= impl_->population_;
+  auto fresh = [&] { return breed ? mutate(tournament().first) : impl_->space_.sample(impl_->rng_); };
   nlohmann::json child = fresh();
   // dedup: another mutation (or draw) while this one was suggested before; then a random draw.
-  for (int attempt = 0; options_.dedup() && suggested_.count(child.dump()) > 0 && attempt < 64; ++attempt)
-    child = attempt < 48 ? fresh() : space_.sample(rng_);
-  suggested_.insert(child.dump());
+  for (int attempt = 0; impl_->options_.dedup() && impl_->suggested_.count(child.dump()) > 0 && attempt < 64; ++attempt)
+    child = attempt < 48 ? fresh() : impl_->space_.sample(impl_->rng_);
+  impl_->suggested_.insert(child.dump());
   return child;
 }
 
@@ -104,22 +122,22 @@ void EvolutionStrategy::observe(const Trial& trial) {
   double value = 0.0;
   if (trial.status == TrialStatus::kTrained && trial.metrics.final && std::isfinite(*trial.metrics.final)) {
     value = *trial.metrics.final;
-  } else if (trial.status == TrialStatus::kFailed && options_.failure_is_worst()) {
-    value = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  } else if (trial.status == TrialStatus::kFailed && impl_->options_.failure_is_worst()) {
+    value = impl_->maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
   } else {
     return;
   }
-  living_.emplace_back(trial.parameters, value);
-  if (living_.size() <= population_) return;
-  if (options_.aging()) {
-    living_.pop_front();  // the oldest dies
+  impl_->living_.emplace_back(trial.parameters, value);
+  if (impl_->living_.size() <= impl_->population_) return;
+  if (impl_->options_.aging()) {
+    impl_->living_.pop_front();  // the oldest dies
     return;
   }
-  auto worst = living_.begin();  // the worst dies (the oldest of equals)
-  for (auto it = living_.begin(); it != living_.end(); ++it) {
+  auto worst = impl_->living_.begin();  // the worst dies (the oldest of equals)
+  for (auto it = impl_->living_.begin(); it != impl_->living_.end(); ++it) {
     if (better(worst->second, it->second)) worst = it;
   }
-  living_.erase(worst);
+  impl_->living_.erase(worst);
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -25,19 +26,32 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
-CsvLogger::CsvLogger(const std::string& path, bool resume) : path_(path), resume_(resume) {
-  std::ofstream out(path_, resume ? std::ios::app : std::ios::trunc);
-  if (!out) throw std::runtime_error(path_ + ": cannot write metrics.csv");
+struct CsvLogger::Impl {
+  std::string path_;
+  std::vector<std::string> columns_;
+  std::vector<Row> rows_;  // written rows (kept to rewrite the file when a column appears)
+  bool open_row_ = false;
+  bool resume_ = false;
+  Row current_{};
+};
+
+CsvLogger::~CsvLogger() = default;
+
+CsvLogger::CsvLogger(const std::string& path, bool resume) : impl_(std::make_unique<Impl>()) {
+  impl_->path_ = path;
+  impl_->resume_ = resume;
+  std::ofstream out(impl_->path_, resume ? std::ios::app : std::ios::trunc);
+  if (!out) throw std::runtime_error(impl_->path_ + ": cannot write metrics.csv");
   if (!resume) out << "step,time\n";
 }
 
 void CsvLogger::read_back(int64_t batch) {
-  std::ifstream in(path_);
+  std::ifstream in(impl_->path_);
   std::string line;
   if (batch <= 0 || !std::getline(in, line)) return;
   const std::vector<std::string> header = csv_fields(line);
   if (header.size() < 2 || header[0] != "step") return;
-  columns_.assign(header.begin() + 2, header.end());
+  impl_->columns_.assign(header.begin() + 2, header.end());
   while (std::getline(in, line)) {
     const std::vector<std::string> f = csv_fields(line);
     if (f.size() != header.size()) continue;  // cut short by a kill
@@ -47,76 +61,76 @@ void CsvLogger::read_back(int64_t batch) {
       for (std::size_t c = 2; c < f.size(); ++c) {
         if (!f[c].empty()) row.values[header[c]] = std::stod(f[c]);
       }
-      rows_.push_back(std::move(row));
+      impl_->rows_.push_back(std::move(row));
     } catch (const std::exception&) {  // not a row baton wrote
     }
   }
 }
 
 void CsvLogger::after_load(State& state, Logger& /*logger*/) {
-  if (!resume_) return;
-  resume_ = false;
+  if (!impl_->resume_) return;
+  impl_->resume_ = false;
   read_back(state.timestamp.batch());
   rewrite();
 }
 
 void CsvLogger::log_metrics(const Metrics& metrics, int64_t step) {
-  if (open_row_ && step != current_.step) flush_row();
-  if (!open_row_) {
-    current_ =
+  if (impl_->open_row_ && step != impl_->current_.step) flush_row();
+  if (!impl_->open_row_) {
+    impl_->current_ =
         Row{step, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(), {}};
-    open_row_ = true;
+    impl_->open_row_ = true;
   }
-  for (const auto& [name, value] : metrics) current_.values[name] = value;
+  for (const auto& [name, value] : metrics) impl_->current_.values[name] = value;
 }
 
 void CsvLogger::flush_row() {
-  if (!open_row_) return;
-  open_row_ = false;
+  if (!impl_->open_row_) return;
+  impl_->open_row_ = false;
   bool grown = false;
-  for (const auto& [name, value] : current_.values) {
-    if (std::find(columns_.begin(), columns_.end(), name) == columns_.end()) {
-      columns_.push_back(name);
+  for (const auto& [name, value] : impl_->current_.values) {
+    if (std::find(impl_->columns_.begin(), impl_->columns_.end(), name) == impl_->columns_.end()) {
+      impl_->columns_.push_back(name);
       grown = true;
     }
   }
-  rows_.push_back(current_);
+  impl_->rows_.push_back(impl_->current_);
   if (grown) {
     rewrite();
   } else {
-    append(current_);
+    append(impl_->current_);
   }
 }
 
 void CsvLogger::rewrite() {
-  const std::string tmp = path_ + ".tmp";
+  const std::string tmp = impl_->path_ + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw std::runtime_error(path_ + ": cannot write metrics.csv");
+    if (!out) throw std::runtime_error(impl_->path_ + ": cannot write metrics.csv");
     out << "step,time";
-    for (const auto& c : columns_) out << ',' << csv_field(c);
+    for (const auto& c : impl_->columns_) out << ',' << csv_field(c);
     out << '\n';
     out.flush();
-    if (!out) throw std::runtime_error(path_ + ": cannot write metrics.csv (the disk is full?)");
+    if (!out) throw std::runtime_error(impl_->path_ + ": cannot write metrics.csv (the disk is full?)");
   }
-  std::rename(tmp.c_str(), path_.c_str());
-  for (const auto& row : rows_) append(row);
+  std::rename(tmp.c_str(), impl_->path_.c_str());
+  for (const auto& row : impl_->rows_) append(row);
 }
 
 void CsvLogger::append(const Row& row) {
-  std::ofstream out(path_, std::ios::app);
-  if (!out) throw std::runtime_error(path_ + ": cannot write metrics.csv");
+  std::ofstream out(impl_->path_, std::ios::app);
+  if (!out) throw std::runtime_error(impl_->path_ + ": cannot write metrics.csv");
   char time[32];
   std::snprintf(time, sizeof time, "%.3f", row.time);
   out << row.step << ',' << time;
-  for (const auto& c : columns_) {
+  for (const auto& c : impl_->columns_) {
     out << ',';
     const auto it = row.values.find(c);
     if (it != row.values.end()) out << csv_number(it->second);
   }
   out << '\n';
   out.flush();
-  if (!out) throw std::runtime_error(path_ + ": cannot write metrics.csv (the disk is full?)");
+  if (!out) throw std::runtime_error(impl_->path_ + ": cannot write metrics.csv (the disk is full?)");
 }
 
 void CsvLogger::epoch_end(State& /*state*/, Logger& /*logger*/) { flush_row(); }

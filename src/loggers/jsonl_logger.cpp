@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 
@@ -24,21 +25,32 @@ double seconds_since_epoch() {
 
 }  // namespace
 
-JsonlLogger::JsonlLogger(const std::string& path, bool resume)
-    : file_(open_or_throw(path, resume ? "a" : "w")), path_(path), deciding_(resume) {}
+struct JsonlLogger::Impl {
+  std::FILE* file_;
+  std::string path_;
+  bool deciding_ = false;                // resume: lines wait until after_load says from where
+  std::vector<std::string> waiting_;     // meanwhile
+  std::map<std::string, int64_t> runs_;  // trace key -> times it ran since the last traces line
+};
+
+JsonlLogger::JsonlLogger(const std::string& path, bool resume) : impl_(std::make_unique<Impl>()) {
+  impl_->file_ = open_or_throw(path, resume ? "a" : "w");
+  impl_->path_ = path;
+  impl_->deciding_ = resume;
+}
 
 JsonlLogger::~JsonlLogger() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (impl_->file_ != nullptr) std::fclose(impl_->file_);
 }
 
 // Each line reaches the file at once (one write of ~200 bytes, a few microseconds): a checkpoint
 // written after it must never cover a batch whose line a kill -9 could still take away.
 void JsonlLogger::write(const std::string& line) {
-  if (deciding_) {
-    waiting_.push_back(line);
-  } else if (file_ != nullptr &&
-             (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)) {
-    throw std::runtime_error(path_ + ": cannot write metrics (" + std::strerror(errno) + ")");
+  if (impl_->deciding_) {
+    impl_->waiting_.push_back(line);
+  } else if (impl_->file_ != nullptr && (std::fwrite(line.data(), 1, line.size(), impl_->file_) != line.size() ||
+                                         std::fflush(impl_->file_) != 0)) {
+    throw std::runtime_error(impl_->path_ + ": cannot write metrics (" + std::strerror(errno) + ")");
   }
 }
 
@@ -54,21 +66,21 @@ void JsonlLogger::log_hyperparameters(const nlohmann::json& hyperparameters) {
 
 void JsonlLogger::log_traces(const Traces& traces) {
   for (const auto& [key, trace] : traces) {
-    if (trace.run) ++runs_[key];
+    if (trace.run) ++impl_->runs_[key];
   }
 }
 
 void JsonlLogger::write_traces(int64_t step) {
-  if (runs_.empty()) return;
-  const nlohmann::json line = {{"step", step}, {"time", seconds_since_epoch()}, {"traces", runs_}};
-  runs_.clear();
+  if (impl_->runs_.empty()) return;
+  const nlohmann::json line = {{"step", step}, {"time", seconds_since_epoch()}, {"traces", impl_->runs_}};
+  impl_->runs_.clear();
   write(line.dump() + "\n");
 }
 
 void JsonlLogger::continue_from(int64_t batch) {
   std::string kept;
   if (batch > 0) {
-    std::ifstream in(path_);
+    std::ifstream in(impl_->path_);
     std::string line;
     while (std::getline(in, line)) {
       const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
@@ -78,37 +90,37 @@ void JsonlLogger::continue_from(int64_t batch) {
     }
   }
   // Written beside and renamed: a kill now leaves the old file or the new one, whole.
-  const std::string tmp = path_ + ".tmp";
+  const std::string tmp = impl_->path_ + ".tmp";
   std::FILE* out = open_or_throw(tmp, "w");
   std::fwrite(kept.data(), 1, kept.size(), out);
-  for (const auto& line : waiting_) std::fwrite(line.data(), 1, line.size(), out);
-  if (std::fclose(out) != 0 || std::rename(tmp.c_str(), path_.c_str()) != 0) {
-    throw std::runtime_error(path_ + ": cannot write metrics (" + std::strerror(errno) + ")");
+  for (const auto& line : impl_->waiting_) std::fwrite(line.data(), 1, line.size(), out);
+  if (std::fclose(out) != 0 || std::rename(tmp.c_str(), impl_->path_.c_str()) != 0) {
+    throw std::runtime_error(impl_->path_ + ": cannot write metrics (" + std::strerror(errno) + ")");
   }
-  waiting_.clear();
-  deciding_ = false;
-  if (file_ != nullptr) std::fclose(file_);
-  file_ = open_or_throw(path_, "a");
+  impl_->waiting_.clear();
+  impl_->deciding_ = false;
+  if (impl_->file_ != nullptr) std::fclose(impl_->file_);
+  impl_->file_ = open_or_throw(impl_->path_, "a");
 }
 
 void JsonlLogger::after_load(State& state, Logger&) {
-  if (deciding_) continue_from(state.timestamp.batch());
+  if (impl_->deciding_) continue_from(state.timestamp.batch());
 }
 
 void JsonlLogger::epoch_end(State& state, Logger&) {
   write_traces(state.timestamp.batch());
-  if (file_ != nullptr && std::fflush(file_) != 0) {
-    throw std::runtime_error(path_ + ": cannot write metrics (" + std::strerror(errno) + ")");
+  if (impl_->file_ != nullptr && std::fflush(impl_->file_) != 0) {
+    throw std::runtime_error(impl_->path_ + ": cannot write metrics (" + std::strerror(errno) + ")");
   }
 }
 
 void JsonlLogger::close(State& state, Logger&) {
   // Still deciding: the run never got past loading (a resume refused): its file stays as it was.
-  if (deciding_) waiting_.clear();
-  if (!deciding_) write_traces(state.timestamp.batch());
-  std::FILE* file = std::exchange(file_, nullptr);
+  if (impl_->deciding_) impl_->waiting_.clear();
+  if (!impl_->deciding_) write_traces(state.timestamp.batch());
+  std::FILE* file = std::exchange(impl_->file_, nullptr);
   if (file != nullptr && std::fclose(file) != 0) {  // what was buffered could not be written
-    throw std::runtime_error(path_ + ": cannot write metrics (" + std::strerror(errno) + ")");
+    throw std::runtime_error(impl_->path_ + ": cannot write metrics (" + std::strerror(errno) + ")");
   }
 }
 

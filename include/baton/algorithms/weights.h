@@ -97,21 +97,18 @@ class SwaOptions {
 // the learning rate is annealed to swa_lr from swa_start (before_train_batch).
 class Swa : public Algorithm {
  public:
+  ~Swa() override;
   explicit Swa(SwaOptions options = SwaOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   StateDict state_dict() const override;
   void load_state_dict(const StateDict& state) override;
-  int64_t num_averaged() const { return count_; }
-  bool done() const { return done_; }
+  int64_t num_averaged() const;
+  bool done() const;
 
  private:
-  SwaOptions options_;
-  std::map<std::string, at::Tensor> average_;
-  int64_t count_ = 0;
-  bool done_ = false;
-  int64_t start_batch_ = -1;
-  std::vector<double> base_lrs_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // norm: the global L2 norm; value: each element; adaptive: AGC.

@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -33,6 +34,7 @@ class SpeedMonitorOptions {
 
 class SpeedMonitor : public Callback {
  public:
+  ~SpeedMonitor() override;
   explicit SpeedMonitor(SpeedMonitorOptions options = {});
   void fit_start(State& state, Logger& logger) override;
   void epoch_start(State& state, Logger& logger) override;
@@ -40,7 +42,7 @@ class SpeedMonitor : public Callback {
   void batch_end(State& state, Logger& logger) override;
   void epoch_end(State& state, Logger& logger) override;
   // Multiply-adds of one example's forward; 0 until counted (or when the model cannot be traced).
-  double multiply_adds() const { return macs_; }
+  double multiply_adds() const;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -52,13 +54,8 @@ class SpeedMonitor : public Callback {
   };
   void measure(const InFlight& batch, Logger& logger);
 
-  int64_t window_size_;
-  std::deque<std::pair<double, int64_t>> window_;  // (seconds, samples) per batch
-  std::deque<InFlight> in_flight_;                 // batches the device may not have done yet
-  Clock::time_point epoch_start_{};
-  double macs_ = 0;
-  int64_t tokens_per_sample_ = 0;  // windows of token indices ([N, T] integers): T
-  bool counted_ = false;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Logs each optimizer parameter group's learning rate (lr-optimizer/group<i>) every batch, as the

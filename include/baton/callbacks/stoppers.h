@@ -5,6 +5,7 @@
 //       baton::ThresholdStopperOptions().monitor("eval/accuracy").threshold(0.91));
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,19 +34,17 @@ class ThresholdStopperOptions {
 // summary().stopped_early set.
 class ThresholdStopper : public Callback {
  public:
+  ~ThresholdStopper() override;
   explicit ThresholdStopper(ThresholdStopperOptions options);
   void eval_end(State& state, Logger& logger) override;
   void batch_end(State& state, Logger& logger) override;
   // The step at which it stopped the run; nullopt before.
-  std::optional<int64_t> stopped_at() const { return stopped_at_; }
+  std::optional<int64_t> stopped_at() const;
 
  private:
   void check(State& state, double value);
-  ThresholdStopperOptions options_;
-  std::string label_;
-  std::string metric_;
-  bool greater_;
-  std::optional<int64_t> stopped_at_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 class EarlyStopperOptions {
@@ -63,21 +62,17 @@ class EarlyStopperOptions {
 // Stops when the monitored metric has not improved by min_delta for `patience`.
 class EarlyStopper : public Callback {
  public:
+  ~EarlyStopper() override;
   explicit EarlyStopper(EarlyStopperOptions options);
   void eval_end(State& state, Logger& logger) override;
   StateDict state_dict() const override;
   void load_state_dict(const StateDict& state) override;
-  std::optional<double> best() const { return best_; }
-  int64_t best_at() const { return best_at_; }  // in patience's unit
+  std::optional<double> best() const;
+  int64_t best_at() const;  // in patience's unit
 
  private:
-  EarlyStopperOptions options_;
-  std::string label_;
-  std::string metric_;
-  bool greater_;
-  std::optional<double> best_;
-  int64_t best_at_ = 0;                   // in patience's unit
-  std::vector<at::Tensor> best_weights_;  // the model's parameters and buffers then, on the CPU
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

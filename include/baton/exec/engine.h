@@ -136,10 +136,11 @@ class TrialTable : public ExecutionEngine {
 // Runs each trial in the calling thread, inside submit(). One worker.
 class SequentialEngine : public TrialTable {
  public:
+  ~SequentialEngine() override;
   explicit SequentialEngine(TrialFunction function);
   int64_t submit(const nlohmann::json& parameters) override;
   bool kill(int64_t id) override;
-  int idle_workers() const override { return running_ ? 0 : 1; }
+  int idle_workers() const override;
   void shutdown() override {}
 
  protected:
@@ -147,11 +148,8 @@ class SequentialEngine : public TrialTable {
 
  private:
   void drain();
-  TrialFunction function_;
-  std::deque<int64_t> pending_;
-  bool running_ = false;
-  std::atomic<bool> stop_{false};
-  std::atomic<int64_t> current_{-1};
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // The engines whose workers (threads, processes) take trials from a queue: one submit and requeue
@@ -192,12 +190,8 @@ class ThreadPoolEngine : public QueuedEngine {
 
  private:
   void work();
-  TrialFunction function_;
-  int workers_;
-  std::map<int64_t, std::shared_ptr<std::atomic<bool>>> stop_flags_;  // of the running trials
-  int busy_ = 0;
-  std::condition_variable work_ready_;
-  std::vector<std::thread> threads_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Runs one trial function to its end and dispatches its events on `engine` (shared by the engines).

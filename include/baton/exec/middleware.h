@@ -133,17 +133,16 @@ class MedianStopOptions {
 
 class MedianStop : public Middleware {
  public:
+  ~MedianStop() override;
   explicit MedianStop(MedianStopOptions options = {});
-  int64_t kills() const { return kills_; }
+  int64_t kills() const;
 
  protected:
   void on_engine_set() override;
 
  private:
-  bool maximize_;
-  int warmup_trials_;
-  int64_t warmup_steps_;
-  std::atomic<int64_t> kills_{0};
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Asynchronous successive halving (ASHA, Li et al. 2020; Optuna's SuccessiveHalvingPruner): rungs
@@ -164,22 +163,17 @@ class AshaOptions {
 
 class Asha : public Middleware {
  public:
+  ~Asha() override;
   // Throws std::invalid_argument for min_step < 1, reduction_factor < 2 or brackets < 1.
   explicit Asha(AshaOptions options = {});
-  int64_t kills() const { return kills_; }
+  int64_t kills() const;
 
  protected:
   void on_engine_set() override;
 
  private:
-  bool maximize_;
-  int64_t min_step_;
-  int eta_;
-  std::mutex mutex_;
-  int brackets_;
-  std::map<std::pair<int, int>, std::vector<double>> rungs_;  // (bracket, rung) -> values recorded there
-  std::map<int64_t, int> next_rung_;                          // trial -> the next rung it has to pass
-  std::atomic<int64_t> kills_{0};
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 class BudgetOptions {

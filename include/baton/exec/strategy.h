@@ -115,8 +115,9 @@ class EvolutionOptions {
 
 class EvolutionStrategy : public Strategy {
  public:
+  ~EvolutionStrategy() override;
   EvolutionStrategy(SearchSpace space, uint64_t seed, bool maximize, EvolutionOptions options = {});
-  std::string name() const override { return options_.aging() ? "regularized_evolution" : "evolution"; }
+  std::string name() const override;
   std::optional<nlohmann::json> suggest() override;
   void observe(const Trial& trial) override;
 
@@ -124,15 +125,10 @@ class EvolutionStrategy : public Strategy {
   using Member = std::pair<nlohmann::json, double>;
   const Member& tournament();
   nlohmann::json mutate(const nlohmann::json& parent);
-  bool better(double a, double b) const { return maximize_ ? a > b : a < b; }
+  bool better(double a, double b) const;
 
-  SearchSpace space_;
-  std::mt19937_64 rng_;
-  bool maximize_;
-  EvolutionOptions options_;
-  std::size_t population_, sample_size_;
-  std::deque<Member> living_;  // in the order they finished (aging: the front is the oldest)
-  std::set<std::string> suggested_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ namespace baton {
 
 class CsvLogger : public LoggerDestination {
  public:
+  ~CsvLogger() override;
   // Creates or truncates `path`. With `resume` (baton train --autoresume) it keeps the rows of the
   // run it continues instead: at after_load, those up to the batch the run resumed from (none when
   // it starts afresh; a row cut short by a kill is dropped). Throws std::runtime_error naming the
@@ -40,12 +42,8 @@ class CsvLogger : public LoggerDestination {
   void rewrite();
   void append(const Row& row);
 
-  std::string path_;
-  std::vector<std::string> columns_;
-  std::vector<Row> rows_;  // written rows (kept to rewrite the file when a column appears)
-  bool open_row_ = false;
-  bool resume_ = false;
-  Row current_{};
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // One CSV field: quoted when it holds a comma, a quote or a line break.

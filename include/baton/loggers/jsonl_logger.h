@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,11 +38,8 @@ class JsonlLogger : public LoggerDestination {
   // The traces line for what ran since the last one, if anything did.
   void write_traces(int64_t step);
 
-  std::FILE* file_;
-  std::string path_;
-  bool deciding_ = false;                // resume: lines wait until after_load says from where
-  std::vector<std::string> waiting_;     // meanwhile
-  std::map<std::string, int64_t> runs_;  // trace key -> times it ran since the last traces line
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton
