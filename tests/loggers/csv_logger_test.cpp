@@ -14,10 +14,8 @@
 namespace baton {
 namespace {
 
-using testing::loss_steps;
 using testing::move_to_batch;
 using testing::TempDir;
-using testing::well_formed;
 
 TEST(CsvLogger, OneRowPerStepColumnsGrowAsMetricsAppear) {
   const TempDir dir("loggers");

@@ -1,7 +1,6 @@
-// What several logger tests share: a state moved to a batch, the steps of a metrics.jsonl, and an XML check.
+// What several logger tests share: a state moved to a batch, the steps of a metrics.jsonl.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <sstream>
@@ -29,27 +28,6 @@ inline std::vector<int64_t> loss_steps(const std::filesystem::path& path) {
     if (j.contains("train/loss")) steps.push_back(j["step"].get<int64_t>());
   }
   return steps;
-}
-
-// Tags balance (every <a> closed by </a> or self-closed), and attribute values are quoted.
-inline bool well_formed(const std::string& xml) {
-  std::vector<std::string> open;
-  std::size_t i = 0;
-  while ((i = xml.find('<', i)) != std::string::npos) {
-    const std::size_t end = xml.find('>', i);
-    if (end == std::string::npos) return false;
-    const std::string tag = xml.substr(i + 1, end - i - 1);
-    i = end + 1;
-    if (tag.empty() || tag[0] == '?' || tag[0] == '!') continue;
-    if (std::count(tag.begin(), tag.end(), '"') % 2 != 0) return false;
-    if (tag[0] == '/') {
-      if (open.empty() || open.back() != tag.substr(1)) return false;
-      open.pop_back();
-    } else if (tag.back() != '/') {
-      open.push_back(tag.substr(0, tag.find(' ')));
-    }
-  }
-  return open.empty();
 }
 
 }  // namespace baton::testing

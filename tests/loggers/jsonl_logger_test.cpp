@@ -18,7 +18,6 @@ namespace {
 using testing::loss_steps;
 using testing::move_to_batch;
 using testing::TempDir;
-using testing::well_formed;
 
 TEST(JsonlLogger, AResumedRunKeepsTheLinesUpToItsBatchAndAppendsAfterThem) {
   const TempDir dir("loggers");

@@ -1,18 +1,38 @@
 // Charts of runs as SVG (src/loggers/plot.cpp).
 
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "baton/loggers/plot.h"
-#include "loggers/helpers.h"
 
 namespace baton {
 namespace {
 
-using testing::loss_steps;
-using testing::move_to_batch;
-using testing::TempDir;
-using testing::well_formed;
+// Tags balance (every <a> closed by </a> or self-closed), and attribute values are quoted.
+bool well_formed(const std::string& xml) {
+  std::vector<std::string> open;
+  std::size_t i = 0;
+  while ((i = xml.find('<', i)) != std::string::npos) {
+    const std::size_t end = xml.find('>', i);
+    if (end == std::string::npos) return false;
+    const std::string tag = xml.substr(i + 1, end - i - 1);
+    i = end + 1;
+    if (tag.empty() || tag[0] == '?' || tag[0] == '!') continue;
+    if (std::count(tag.begin(), tag.end(), '"') % 2 != 0) return false;
+    if (tag[0] == '/') {
+      if (open.empty() || open.back() != tag.substr(1)) return false;
+      open.pop_back();
+    } else if (tag.back() != '/') {
+      open.push_back(tag.substr(0, tag.find(' ')));
+    }
+  }
+  return open.empty();
+}
 
 TEST(Plot, AnSvgWithOnePathPerRunAxesAndALegend) {
   const std::string svg = line_chart_svg(
