@@ -8,8 +8,9 @@ What it does, mechanically: the private data members (as ../shared/tools/private
 them) and the comment lines just above each go into the Impl; the member functions defined in the
 source use `impl_->name_`; a constructor's initialisers of moved members become assignments in its
 body; one-line inline functions of the header that read a moved member move to the source. The
-class gets an out-of-line destructor. What it cannot do (a multi-line inline function, a copy of
-the class) the compiler says; finish those by hand.
+class gets an out-of-line destructor (and a constructor when it had none: the implicit one would
+leave impl_ empty). What it cannot do (a multi-line inline function, a copy of the class, a
+delegating constructor, `other.member_` of another object) the compiler says; finish those by hand.
 """
 import re
 import sys
@@ -66,11 +67,16 @@ def main():
     remove, decls, names = members(h, start, end)
     if not names:
         sys.exit("no private data members")
+    if "impl_" in names:
+        sys.exit(f"{cls} has an implementation pointer already: move the members into its Impl by hand")
     name_re = re.compile(r"(?<![\w>.])(" + "|".join(map(re.escape, names)) + r")\b")
     moved_inline = []
     out = []
     polymorphic = any("override" in h[i] or "virtual" in h[i] for i in range(start, end)) or ": public" in h[start]
     has_dtor = any(re.search(r"~" + cls + r"\s*\(", h[i]) for i in range(start, end))
+    # a class without a constructor gets one: the implicit one would leave impl_ empty
+    has_ctor = any(re.search(r"(?<![~\w])" + cls + r"\s*\((?!\s*(const\s+)?" + cls + r"\s*&)", h[i])
+                   for i in range(start, end))
     for i, line in enumerate(h):
         if start < i < end and i in remove:
             if i == remove[0]:
@@ -92,6 +98,8 @@ def main():
         for k in range(start, len(out)):
             if re.match(r"^\s*public\s*:", out[k]):
                 out.insert(k + 1, f"  ~{cls}()" + (" override" if polymorphic else "") + ";")
+                if not has_ctor:
+                    out.insert(k + 1, f"  {cls}();")
                 break
     text = "\n".join(out)
     if "#include <memory>" not in text:
@@ -101,6 +109,8 @@ def main():
     s = open(source).read()
     impl = f"struct {cls}::Impl {{\n" + "\n".join(decls) + "\n};\n\n"
     if not has_dtor:
+        if not has_ctor:
+            impl += f"{cls}::{cls}() : impl_(std::make_unique<Impl>()) {{}}\n"
         impl += f"{cls}::~{cls}() = default;\n\n"
     for sig, body in moved_inline:
         sig = re.sub(r"^(?:static\s+|inline\s+|virtual\s+)", "", sig)

@@ -2,6 +2,7 @@
 // RandAugment, progressive resizing.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 
 #include <torch/torch.h>
@@ -51,27 +52,40 @@ double sample_beta(double alpha) {
 
 }  // namespace
 
-MixUp::MixUp(MixOptions options) : options_(options) {
-  if (options_.alpha() < 0.0)
-    throw std::invalid_argument("alpha must be at least 0, got " + std::to_string(options_.alpha()));
+struct MixUp::Impl {
+  MixOptions options_;
+  double mixing_ = 0.0;  // the weight of the permuted examples
+  at::Tensor permutation_;
+  at::Tensor original_;
+};
+
+MixUp::~MixUp() = default;
+
+bool MixUp::interpolate_loss() const { return impl_->options_.interpolate_loss(); }
+double MixUp::mixing() const { return impl_->mixing_; }
+
+MixUp::MixUp(MixOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = options;
+  if (impl_->options_.alpha() < 0.0)
+    throw std::invalid_argument("alpha must be at least 0, got " + std::to_string(impl_->options_.alpha()));
 }
 
 bool MixUp::match(Event event, const State& /*state*/) {
   if (event == Event::kBeforeForward) return true;
-  if (options_.interpolate_loss()) return event == Event::kBeforeBackward;
+  if (impl_->options_.interpolate_loss()) return event == Event::kBeforeBackward;
   return event == Event::kBeforeLoss || event == Event::kAfterLoss;
 }
 
 void MixUp::mix_inputs(State& state) {
-  const double lambda = sample_beta(options_.alpha());
-  mixing_ = std::min(lambda, 1.0 - lambda);  // the original example stays the main one
+  const double lambda = sample_beta(impl_->options_.alpha());
+  impl_->mixing_ = std::min(lambda, 1.0 - lambda);  // the original example stays the main one
   const at::Tensor& x = state.batch.input;
-  state.batch.input = x * (1.0 - mixing_) + x.index_select(0, permutation_) * mixing_;
+  state.batch.input = x * (1.0 - impl_->mixing_) + x.index_select(0, impl_->permutation_) * impl_->mixing_;
 }
 
 void CutMix::mix_inputs(State& state) {
   detail::require_images(state.batch.input, "CutMix");
-  const double lambda = sample_beta(options_.alpha());
+  const double lambda = sample_beta(impl_->options_.alpha());
   const int64_t h = state.batch.input.size(2);
   const int64_t w = state.batch.input.size(3);
   const double cut = std::sqrt(1.0 - lambda);
@@ -79,7 +93,7 @@ void CutMix::mix_inputs(State& state) {
   const auto cut_w = static_cast<int64_t>(std::round(static_cast<double>(w) * cut));
   // The box's centre: anywhere (the box may be clipped), or where the whole box fits.
   auto centre = [&](int64_t side, int64_t len) {
-    if (options_.uniform_sampling() || len >= side) return torch::randint(side, {1}).item<int64_t>();
+    if (impl_->options_.uniform_sampling() || len >= side) return torch::randint(side, {1}).item<int64_t>();
     return len / 2 + torch::randint(side - len + 1, {1}).item<int64_t>();
   };
   const int64_t cy = centre(h, cut_h);
@@ -92,9 +106,9 @@ void CutMix::mix_inputs(State& state) {
   using torch::indexing::Slice;
   mixed.index_put_(
       {Slice(), Slice(), Slice(y0, y1), Slice(x0, x1)},
-      state.batch.input.index_select(0, permutation_).index({Slice(), Slice(), Slice(y0, y1), Slice(x0, x1)}));
+      state.batch.input.index_select(0, impl_->permutation_).index({Slice(), Slice(), Slice(y0, y1), Slice(x0, x1)}));
   state.batch.input = mixed;
-  mixing_ = static_cast<double>((y1 - y0) * (x1 - x0)) / static_cast<double>(h * w);
+  impl_->mixing_ = static_cast<double>((y1 - y0) * (x1 - x0)) / static_cast<double>(h * w);
 }
 
 CutMix::CutMix(MixOptions options) : MixUp(options) {}
@@ -102,24 +116,24 @@ CutMix::CutMix(MixOptions options) : MixUp(options) {}
 std::optional<int> MixUp::apply(Event event, State& state, Logger& /*logger*/) {
   switch (event) {
     case Event::kBeforeForward:
-      permutation_ = detail::on_device_of(state.batch.input, torch::randperm(state.batch.size(), torch::kLong));
+      impl_->permutation_ = detail::on_device_of(state.batch.input, torch::randperm(state.batch.size(), torch::kLong));
       mix_inputs(state);
       break;
     case Event::kBeforeLoss: {
-      original_ = state.batch.target;
+      impl_->original_ = state.batch.target;
       const at::Tensor soft = detail::soft_targets(state.batch.target, state.outputs.size(1));
-      state.batch.target = soft * (1.0 - mixing_) + soft.index_select(0, permutation_) * mixing_;
+      state.batch.target = soft * (1.0 - impl_->mixing_) + soft.index_select(0, impl_->permutation_) * impl_->mixing_;
       break;
     }
     case Event::kAfterLoss:
-      if (original_.defined()) state.batch.target = original_;
-      original_ = at::Tensor();
+      if (impl_->original_.defined()) state.batch.target = impl_->original_;
+      impl_->original_ = at::Tensor();
       break;
     case Event::kBeforeBackward: {
       Model& model = detail::model_of(state, name());
-      const Batch permuted{state.batch.input, state.batch.target.index_select(0, permutation_)};
+      const Batch permuted{state.batch.input, state.batch.target.index_select(0, impl_->permutation_)};
       AutocastGuard autocast(state.precision, state.device.type());
-      state.loss = state.loss * (1.0 - mixing_) + model.loss(state.outputs, permuted) * mixing_;
+      state.loss = state.loss * (1.0 - impl_->mixing_) + model.loss(state.outputs, permuted) * impl_->mixing_;
       break;
     }
     default: break;

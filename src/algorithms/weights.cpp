@@ -50,21 +50,33 @@ double batches_of(const State& state, const Time& t) { return detail::clock_of(s
 
 // ---- LayerFreezing --------------------------------------------------------------------------
 
-LayerFreezing::LayerFreezing(LayerFreezingOptions options) : options_(options) {
-  if (!(options_.freeze_start() >= 0.0 && options_.freeze_start() < 1.0))
+struct LayerFreezing::Impl {
+  LayerFreezingOptions options_;
+  int64_t frozen_ = 0;
+  int64_t pending_load_ = -1;
+};
+
+LayerFreezing::~LayerFreezing() = default;
+
+int64_t LayerFreezing::frozen_layers() const { return impl_->frozen_; }
+
+LayerFreezing::LayerFreezing(LayerFreezingOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = options;
+  if (!(impl_->options_.freeze_start() >= 0.0 && impl_->options_.freeze_start() < 1.0))
     throw std::invalid_argument("freeze_start must be in [0, 1)");
-  if (!(options_.freeze_level() >= 0.0 && options_.freeze_level() <= 1.0))
+  if (!(impl_->options_.freeze_level() >= 0.0 && impl_->options_.freeze_level() <= 1.0))
     throw std::invalid_argument("freeze_level must be in [0, 1]");
-  const TimeUnit u = options_.freeze_interval().unit();
+  const TimeUnit u = impl_->options_.freeze_interval().unit();
   if ((u != TimeUnit::kBatch && u != TimeUnit::kEpoch && u != TimeUnit::kSample) ||
-      options_.freeze_interval().count() < 1) {
+      impl_->options_.freeze_interval().count() < 1) {
     throw std::invalid_argument("freeze_interval must be a positive number of ep, ba or sp");
   }
 }
 
 bool LayerFreezing::match(Event event, const State& state) {
-  if (event == Event::kFitStart) return pending_load_ >= 0;
-  return is_update_event(event, options_.freeze_interval()) && interval_due(state, options_.freeze_interval());
+  if (event == Event::kFitStart) return impl_->pending_load_ >= 0;
+  return is_update_event(event, impl_->options_.freeze_interval()) &&
+         interval_due(state, impl_->options_.freeze_interval());
 }
 
 void LayerFreezing::freeze(State& state, int64_t count) {
@@ -80,48 +92,62 @@ void LayerFreezing::freeze(State& state, int64_t count) {
       p.mutable_grad() = at::Tensor();  // no gradient, so the optimizer skips it (weight decay too)
     }
   }
-  frozen_ = std::max(frozen_, count);
+  impl_->frozen_ = std::max(impl_->frozen_, count);
 }
 
 std::optional<int> LayerFreezing::apply(Event event, State& state, Logger& logger) {
   if (event == Event::kFitStart) {
-    freeze(state, pending_load_);
-    pending_load_ = -1;
+    freeze(state, impl_->pending_load_);
+    impl_->pending_load_ = -1;
     return std::nullopt;
   }
   const double t = detail::elapsed(state);
-  if (t < options_.freeze_start()) return std::nullopt;
+  if (t < impl_->options_.freeze_start()) return std::nullopt;
   int64_t layers = 0;
   for (const auto& m : state.model->modules(true)) layers += m->named_parameters(false).is_empty() ? 0 : 1;
-  const double fraction = options_.freeze_level() * (t - options_.freeze_start()) / (1.0 - options_.freeze_start());
+  const double fraction =
+      impl_->options_.freeze_level() * (t - impl_->options_.freeze_start()) / (1.0 - impl_->options_.freeze_start());
   const auto count = static_cast<int64_t>(std::floor(std::min(1.0, fraction) * static_cast<double>(layers)));
-  if (count > frozen_) {
+  if (count > impl_->frozen_) {
     freeze(state, count);
-    logger.log_metrics({{"layer_freezing/frozen_layers", static_cast<double>(frozen_)}});
+    logger.log_metrics({{"layer_freezing/frozen_layers", static_cast<double>(impl_->frozen_)}});
   }
   return std::nullopt;
 }
 
 StateDict LayerFreezing::state_dict() const {
   StateDict sd;
-  sd.values["frozen_layers"] = frozen_;
+  sd.values["frozen_layers"] = impl_->frozen_;
   return sd;
 }
 
 void LayerFreezing::load_state_dict(const StateDict& state) {
-  pending_load_ = state.values.value("frozen_layers", int64_t{0});  // frozen again when fit starts
-  frozen_ = 0;
+  impl_->pending_load_ = state.values.value("frozen_layers", int64_t{0});  // frozen again when fit starts
+  impl_->frozen_ = 0;
 }
 
 // ---- EMA ------------------------------------------------------------------------------------
 
-Ema::Ema(EmaOptions options) : options_(options) {
-  if (options_.smoothing() && !(*options_.smoothing() >= 0.0 && *options_.smoothing() < 1.0)) {
+struct Ema::Impl {
+  EmaOptions options_;
+  std::map<std::string, at::Tensor> ema_;
+  bool swapped_ = false;
+  bool swapped_for_eval_ = false;
+};
+
+Ema::~Ema() = default;
+
+const std::map<std::string, at::Tensor>& Ema::ema_weights() const { return impl_->ema_; }
+bool Ema::swapped_in() const { return impl_->swapped_; }
+
+Ema::Ema(EmaOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = options;
+  if (impl_->options_.smoothing() && !(*impl_->options_.smoothing() >= 0.0 && *impl_->options_.smoothing() < 1.0)) {
     throw std::invalid_argument("smoothing must be in [0, 1)");
   }
-  if (!options_.smoothing() && options_.half_life().value() <= 0.0)
+  if (!impl_->options_.smoothing() && impl_->options_.half_life().value() <= 0.0)
     throw std::invalid_argument("half_life must be positive");
-  const TimeUnit u = options_.update_interval().unit();
+  const TimeUnit u = impl_->options_.update_interval().unit();
   if (u != TimeUnit::kBatch && u != TimeUnit::kEpoch && u != TimeUnit::kSample) {
     throw std::invalid_argument("update_interval must be in ba, ep or sp");
   }
@@ -143,8 +169,8 @@ bool Ema::match(Event event, const State& /*state*/) {
 }
 
 bool Ema::started(const State& state) const {
-  if (options_.ema_start().value() <= 0.0) return true;
-  return static_cast<double>(state.timestamp.batch()) >= batches_of(state, options_.ema_start());
+  if (impl_->options_.ema_start().value() <= 0.0) return true;
+  return static_cast<double>(state.timestamp.batch()) >= batches_of(state, impl_->options_.ema_start());
 }
 
 // Exchanges the model's tensors with the averaged ones without copying: each parameter keeps its
@@ -152,62 +178,62 @@ bool Ema::started(const State& state) const {
 void Ema::swap(State& state) {
   torch::NoGradGuard no_grad;
   for (auto& [name, tensor] : named_tensors(*state.model)) {
-    auto it = ema_.find(name);
-    if (it == ema_.end()) continue;
+    auto it = impl_->ema_.find(name);
+    if (it == impl_->ema_.end()) continue;
     at::Tensor live = tensor.detach();  // shares the current storage
     tensor.set_data(it->second);
     it->second = live;
   }
-  swapped_ = !swapped_;
+  impl_->swapped_ = !impl_->swapped_;
 }
 
 std::optional<int> Ema::apply(Event event, State& state, Logger& /*logger*/) {
   switch (event) {
     case Event::kFitStart:
     case Event::kBatchStart:
-      if (swapped_) swap(state);
+      if (impl_->swapped_) swap(state);
       break;
     case Event::kBatchEnd:
     case Event::kEpochEnd: {
-      if (!is_update_event(event, options_.update_interval()) || !interval_due(state, options_.update_interval()) ||
-          !started(state)) {
+      if (!is_update_event(event, impl_->options_.update_interval()) ||
+          !interval_due(state, impl_->options_.update_interval()) || !started(state)) {
         break;
       }
       // At an epoch's end the average may still be in place from the last batch's checkpoint.
-      if (swapped_) swap(state);
+      if (impl_->swapped_) swap(state);
       torch::NoGradGuard no_grad;
-      if (ema_.empty()) {
-        for (auto& [name, tensor] : named_tensors(*state.model)) ema_[name] = tensor.detach().clone();
+      if (impl_->ema_.empty()) {
+        for (auto& [name, tensor] : named_tensors(*state.model)) impl_->ema_[name] = tensor.detach().clone();
         break;
       }
       double s = 0.0;
-      if (options_.smoothing()) {
-        s = *options_.smoothing();
+      if (impl_->options_.smoothing()) {
+        s = *impl_->options_.smoothing();
       } else {
-        const double interval = batches_of(state, options_.update_interval());
-        s = std::pow(0.5, interval / batches_of(state, options_.half_life()));
+        const double interval = batches_of(state, impl_->options_.update_interval());
+        s = std::pow(0.5, interval / batches_of(state, impl_->options_.half_life()));
       }
       for (const auto& p : state.model->named_parameters()) {
-        at::Tensor& e = ema_.at(p.key());
+        at::Tensor& e = impl_->ema_.at(p.key());
         if (at::isFloatingType(e.scalar_type())) e.mul_(s).add_(p.value().detach(), 1.0 - s);
       }
-      for (const auto& b : state.model->named_buffers()) ema_.at(b.key()).copy_(b.value());
+      for (const auto& b : state.model->named_buffers()) impl_->ema_.at(b.key()).copy_(b.value());
       break;
     }
     case Event::kEvalStart:
-      if (!swapped_ && !ema_.empty()) {
+      if (!impl_->swapped_ && !impl_->ema_.empty()) {
         swap(state);
-        swapped_for_eval_ = true;
+        impl_->swapped_for_eval_ = true;
       }
       break;
     case Event::kEvalEnd:
-      if (swapped_for_eval_ && swapped_) swap(state);
-      swapped_for_eval_ = false;
+      if (impl_->swapped_for_eval_ && impl_->swapped_) swap(state);
+      impl_->swapped_for_eval_ = false;
       break;
     case Event::kBatchCheckpoint:
     case Event::kEpochCheckpoint:
     case Event::kFitEnd:
-      if (!swapped_ && !ema_.empty()) swap(state);
+      if (!impl_->swapped_ && !impl_->ema_.empty()) swap(state);
       break;
     default: break;
   }
@@ -216,16 +242,16 @@ std::optional<int> Ema::apply(Event event, State& state, Logger& /*logger*/) {
 
 StateDict Ema::state_dict() const {
   StateDict sd;
-  sd.values["swapped_in"] = swapped_;
-  for (const auto& [name, tensor] : ema_) sd.tensors[name] = tensor;
+  sd.values["swapped_in"] = impl_->swapped_;
+  for (const auto& [name, tensor] : impl_->ema_) sd.tensors[name] = tensor;
   return sd;
 }
 
 void Ema::load_state_dict(const StateDict& state) {
-  ema_.clear();
-  for (const auto& [name, tensor] : state.tensors) ema_[name] = tensor.clone();
-  swapped_ = state.values.value("swapped_in", false);
-  swapped_for_eval_ = false;
+  impl_->ema_.clear();
+  for (const auto& [name, tensor] : state.tensors) impl_->ema_[name] = tensor.clone();
+  impl_->swapped_ = state.values.value("swapped_in", false);
+  impl_->swapped_for_eval_ = false;
 }
 
 // ---- SWA ------------------------------------------------------------------------------------

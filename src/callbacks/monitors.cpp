@@ -192,19 +192,30 @@ void NanMonitor::after_loss(State& state, Logger& /*logger*/) {
 
 // ---- RuntimeEstimator -----------------------------------------------------------------------
 
+struct RuntimeEstimator::Impl {
+  std::chrono::steady_clock::time_point start_{};
+  double done_at_start_ = 0;
+  std::optional<double> remaining_;
+};
+
+RuntimeEstimator::RuntimeEstimator() : impl_(std::make_unique<Impl>()) {}
+RuntimeEstimator::~RuntimeEstimator() = default;
+
+std::optional<double> RuntimeEstimator::remaining_s() const { return impl_->remaining_; }
+
 void RuntimeEstimator::fit_start(State& state, Logger& /*logger*/) {
-  start_ = std::chrono::steady_clock::now();
-  done_at_start_ = state.elapsed_duration().value_or(0.0);
+  impl_->start_ = std::chrono::steady_clock::now();
+  impl_->done_at_start_ = state.elapsed_duration().value_or(0.0);
 }
 
 void RuntimeEstimator::batch_end(State& state, Logger& logger) {
   const auto done = state.elapsed_duration();
   if (!done) return;
-  const double elapsed = seconds(std::chrono::steady_clock::now() - start_);
-  const double progress = *done - done_at_start_;
+  const double elapsed = seconds(std::chrono::steady_clock::now() - impl_->start_);
+  const double progress = *done - impl_->done_at_start_;
   if (progress <= 0) return;
-  remaining_ = std::max(0.0, elapsed / progress * (1.0 - *done));
-  logger.log_metrics({{"time/remaining_estimate_s", *remaining_}, {"time/elapsed_s", elapsed}});
+  impl_->remaining_ = std::max(0.0, elapsed / progress * (1.0 - *done));
+  logger.log_metrics({{"time/remaining_estimate_s", *impl_->remaining_}, {"time/elapsed_s", elapsed}});
 }
 
 // ---- FreeOutputs, LambdaCallback ------------------------------------------------------------

@@ -1,6 +1,7 @@
 #include "baton/core/engine.h"
 
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -27,6 +28,26 @@ struct Engine::CacheEntry {
   Compiled compiled;
 };
 
+struct Engine::Impl {
+  Impl(State& state, Logger& logger) : state_(state), logger_(logger) {}
+  State& state_;
+  Logger& logger_;
+  std::vector<AlgorithmPass> passes_;
+  bool closed_ = false;
+  bool debug_ = false;
+  // Snapshots of State::algorithms / State::callbacks, refreshed when those change.
+  std::vector<const void*> algorithm_ids_;
+  std::vector<Algorithm*> algorithms_;
+  std::vector<const void*> callback_ids_;
+  std::vector<Callback*> callbacks_in_order_;    // non-loggers, then loggers
+  std::vector<Callback*> callbacks_init_order_;  // loggers, then non-loggers
+  // Per event: the passes' result for each matched set seen so far.
+  std::vector<std::vector<CacheEntry>> cache_ = std::vector<std::vector<CacheEntry>>(kNumEvents);
+};
+
+const std::vector<AlgorithmPass>& Engine::passes() const { return impl_->passes_; }
+bool Engine::closed() const { return impl_->closed_; }
+
 namespace {
 
 // More algorithms than bits in the mask: compile every time instead of caching.
@@ -49,72 +70,70 @@ bool env_flag(const char* name) {
 }  // namespace
 
 Engine::Engine(State& state, Logger& logger, std::vector<AlgorithmPass> extra_passes)
-    : state_(state),
-      logger_(logger),
-      passes_(default_passes()),
-      debug_(env_flag("BATON_ENGINE_DEBUG")),
-      cache_(kNumEvents) {
-  for (auto& pass : extra_passes) passes_.push_back(std::move(pass));
+    : impl_(std::make_unique<Impl>(state, logger)) {
+  impl_->passes_ = default_passes();
+  impl_->debug_ = env_flag("BATON_ENGINE_DEBUG");
+  for (auto& pass : extra_passes) impl_->passes_.push_back(std::move(pass));
 }
 
 Engine::~Engine() { close(); }
 
 void Engine::register_pass(AlgorithmPass pass, int index) {
   if (index == -1) {
-    passes_.push_back(std::move(pass));
-  } else if (index < 0 || static_cast<std::size_t>(index) > passes_.size()) {
+    impl_->passes_.push_back(std::move(pass));
+  } else if (index < 0 || static_cast<std::size_t>(index) > impl_->passes_.size()) {
     throw std::out_of_range("Engine::register_pass: index " + std::to_string(index) + " is outside 0.." +
-                            std::to_string(passes_.size()) + " (use -1 to append)");
+                            std::to_string(impl_->passes_.size()) + " (use -1 to append)");
   } else {
-    passes_.insert(passes_.begin() + index, std::move(pass));
+    impl_->passes_.insert(impl_->passes_.begin() + index, std::move(pass));
   }
-  for (auto& entries : cache_) entries.clear();
+  for (auto& entries : impl_->cache_) entries.clear();
 }
 
 void Engine::refresh_algorithms() {
-  const auto& current = state_.algorithms;
-  bool same = current.size() == algorithm_ids_.size();
-  for (std::size_t i = 0; same && i < current.size(); ++i) same = current[i].get() == algorithm_ids_[i];
+  const auto& current = impl_->state_.algorithms;
+  bool same = current.size() == impl_->algorithm_ids_.size();
+  for (std::size_t i = 0; same && i < current.size(); ++i) same = current[i].get() == impl_->algorithm_ids_[i];
   if (same) return;
-  algorithm_ids_.clear();
-  algorithms_.clear();
+  impl_->algorithm_ids_.clear();
+  impl_->algorithms_.clear();
   for (const auto& a : current) {
     if (!a) throw std::invalid_argument("State::algorithms holds a null algorithm");
-    algorithm_ids_.push_back(a.get());
-    algorithms_.push_back(a.get());
+    impl_->algorithm_ids_.push_back(a.get());
+    impl_->algorithms_.push_back(a.get());
   }
-  for (auto& entries : cache_) entries.clear();
+  for (auto& entries : impl_->cache_) entries.clear();
 }
 
 void Engine::refresh_callbacks() {
-  const auto& current = state_.callbacks;
-  bool same = current.size() == callback_ids_.size();
-  for (std::size_t i = 0; same && i < current.size(); ++i) same = current[i].get() == callback_ids_[i];
+  const auto& current = impl_->state_.callbacks;
+  bool same = current.size() == impl_->callback_ids_.size();
+  for (std::size_t i = 0; same && i < current.size(); ++i) same = current[i].get() == impl_->callback_ids_[i];
   if (same) return;
-  callback_ids_.clear();
-  callbacks_in_order_.clear();
-  callbacks_init_order_.clear();
+  impl_->callback_ids_.clear();
+  impl_->callbacks_in_order_.clear();
+  impl_->callbacks_init_order_.clear();
   std::vector<Callback*> loggers;
   std::vector<Callback*> others;
   for (const auto& c : current) {
     if (!c) throw std::invalid_argument("State::callbacks holds a null callback");
-    callback_ids_.push_back(c.get());
+    impl_->callback_ids_.push_back(c.get());
     (c->is_logger_destination() ? loggers : others).push_back(c.get());
   }
-  callbacks_in_order_ = others;
-  callbacks_in_order_.insert(callbacks_in_order_.end(), loggers.begin(), loggers.end());
-  callbacks_init_order_ = loggers;
-  callbacks_init_order_.insert(callbacks_init_order_.end(), others.begin(), others.end());
+  impl_->callbacks_in_order_ = others;
+  impl_->callbacks_in_order_.insert(impl_->callbacks_in_order_.end(), loggers.begin(), loggers.end());
+  impl_->callbacks_init_order_ = loggers;
+  impl_->callbacks_init_order_.insert(impl_->callbacks_init_order_.end(), others.begin(), others.end());
 }
 
 const Engine::Compiled& Engine::compile(Event event, uint64_t mask, const std::vector<Algorithm*>& matched) {
-  auto& entries = cache_[static_cast<std::size_t>(event)];
+  auto& entries = impl_->cache_[static_cast<std::size_t>(event)];
   for (const auto& entry : entries) {
     if (entry.mask == mask) return entry.compiled;
   }
   Compiled compiled;
   compiled.order = matched;
-  for (const auto& pass : passes_) compiled.order = pass(std::move(compiled.order), event);
+  for (const auto& pass : impl_->passes_) compiled.order = pass(std::move(compiled.order), event);
   std::string suffix = "/";
   suffix.append(to_string(event));
   int order = 0;
@@ -134,13 +153,13 @@ const Engine::Compiled& Engine::compile(Event event, uint64_t mask, const std::v
 
 Traces Engine::run_algorithms(Event event) {
   refresh_algorithms();
-  if (algorithms_.empty()) return {};
+  if (impl_->algorithms_.empty()) return {};
   std::vector<Algorithm*> matched;
   uint64_t mask = 0;
-  const bool cachable = algorithms_.size() <= kMaxCachedAlgorithms;
-  for (std::size_t i = 0; i < algorithms_.size(); ++i) {
-    if (algorithms_[i]->match(event, state_)) {
-      matched.push_back(algorithms_[i]);
+  const bool cachable = impl_->algorithms_.size() <= kMaxCachedAlgorithms;
+  for (std::size_t i = 0; i < impl_->algorithms_.size(); ++i) {
+    if (impl_->algorithms_[i]->match(event, impl_->state_)) {
+      matched.push_back(impl_->algorithms_[i]);
       if (cachable) mask |= uint64_t{1} << i;
     }
   }
@@ -149,28 +168,28 @@ Traces Engine::run_algorithms(Event event) {
   if (compiled.order.empty()) return {};
 
   Traces traces = compiled.traces;
-  Profiler* profiler = state_.profiler.get();
+  Profiler* profiler = impl_->state_.profiler.get();
   for (std::size_t i = 0; i < compiled.order.size(); ++i) {
     Algorithm* algorithm = compiled.order[i];
-    if (debug_) debug_log(event, "Running algorithm " + traces[i].second.name);
+    if (impl_->debug_) debug_log(event, "Running algorithm " + traces[i].second.name);
     ScopedMarker marker(profiler, compiled.marker_names[i]);
-    traces[i].second.exit_code = algorithm->apply(event, state_, logger_);
+    traces[i].second.exit_code = algorithm->apply(event, impl_->state_, impl_->logger_);
   }
-  logger_.log_traces(traces);
+  impl_->logger_.log_traces(traces);
   return traces;
 }
 
 void Engine::run_callbacks(Event event, bool loggers_first) {
   refresh_callbacks();
-  Profiler* profiler = state_.profiler.get();
-  for (Callback* callback : loggers_first ? callbacks_init_order_ : callbacks_in_order_) {
-    if (debug_) debug_log(event, "Running callback " + callback->name());
+  Profiler* profiler = impl_->state_.profiler.get();
+  for (Callback* callback : loggers_first ? impl_->callbacks_init_order_ : impl_->callbacks_in_order_) {
+    if (impl_->debug_) debug_log(event, "Running callback " + callback->name());
     if (profiler != nullptr) {
       const std::string marker_name = "callback/" + callback->name() + "/event/" + std::string(to_string(event));
       ScopedMarker marker(profiler, marker_name);
-      callback->run_event(event, state_, logger_);
+      callback->run_event(event, impl_->state_, impl_->logger_);
     } else {
-      callback->run_event(event, state_, logger_);
+      callback->run_event(event, impl_->state_, impl_->logger_);
     }
   }
 }
@@ -178,7 +197,7 @@ void Engine::run_callbacks(Event event, bool loggers_first) {
 void Engine::claim_callbacks() {
   refresh_callbacks();
   std::vector<Callback*> claimed;
-  for (Callback* callback : callbacks_init_order_) {
+  for (Callback* callback : impl_->callbacks_init_order_) {
     const Engine* expected = nullptr;
     if (callback->open_in_.compare_exchange_strong(expected, this) || expected == this) {
       claimed.push_back(callback);
@@ -192,7 +211,7 @@ void Engine::claim_callbacks() {
 }
 
 void Engine::release_callbacks() {
-  for (const auto& callback : state_.callbacks) {
+  for (const auto& callback : impl_->state_.callbacks) {
     if (!callback) continue;
     const Engine* expected = this;
     callback->open_in_.compare_exchange_strong(expected, nullptr);
@@ -200,13 +219,13 @@ void Engine::release_callbacks() {
 }
 
 Traces Engine::run_event(Event event) {
-  if (closed_) {
+  if (impl_->closed_) {
     throw std::logic_error("Engine::run_event(" + std::string(to_string(event)) +
                            "): the engine is closed; create a new Engine (and Trainer) to run again");
   }
-  Profiler* profiler = state_.profiler.get();
+  Profiler* profiler = impl_->state_.profiler.get();
   if (profiler != nullptr && is_before_event(event)) profiler->start(event_marker_name(event));
-  if (debug_) debug_log(event, "Running event");
+  if (impl_->debug_) debug_log(event, "Running event");
 
   Traces traces;
   if (event == Event::kInit) {
@@ -223,16 +242,16 @@ Traces Engine::run_event(Event event) {
 }
 
 void Engine::close() {
-  if (closed_) return;
-  closed_ = true;
+  if (impl_->closed_) return;
+  impl_->closed_ = true;
   std::vector<Callback*> succeeded;
-  for (const auto& callback : state_.callbacks) {
+  for (const auto& callback : impl_->state_.callbacks) {
     // A callback open in another engine is that engine's to close.
     if (!callback) continue;
     const Engine* owner = callback->open_in_.load();
     if (owner != nullptr && owner != this) continue;
     try {
-      callback->close(state_, logger_);
+      callback->close(impl_->state_, impl_->logger_);
       succeeded.push_back(callback.get());
     } catch (const std::exception& e) {
       spdlog::error("{}.close() failed: {}; skipping its post_close()", callback->name(), e.what());
@@ -253,8 +272,8 @@ void Engine::close() {
 }
 
 void Engine::debug_log(Event event, const std::string& what) const {
-  spdlog::info("[ep={}][ba={}][event={}]: {}", state_.timestamp.epoch(), state_.timestamp.batch(), to_string(event),
-               what);
+  spdlog::info("[ep={}][ba={}][event={}]: {}", impl_->state_.timestamp.epoch(), impl_->state_.timestamp.batch(),
+               to_string(event), what);
 }
 
 }  // namespace baton

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -11,25 +12,42 @@
 
 namespace baton {
 
-GradScaler::GradScaler(GradScalerOptions options) : options_(options), scale_(options.init_scale()) {
-  if (!(options_.init_scale() > 0.0 && std::isfinite(options_.init_scale())))
-    throw std::invalid_argument("init_scale must be a positive number, got " + std::to_string(options_.init_scale()));
-  if (!(options_.growth_factor() > 1.0)) throw std::invalid_argument("growth_factor must be above 1");
-  if (!(options_.backoff_factor() > 0.0 && options_.backoff_factor() < 1.0))
+struct GradScaler::Impl {
+  GradScalerOptions options_;
+  double scale_;
+  int64_t growth_tracker_ = 0;
+  int64_t skipped_ = 0;
+  std::map<const torch::optim::Optimizer*, Pending> pending_;  // this step's, per optimizer
+};
+
+GradScaler::~GradScaler() = default;
+
+void GradScaler::mark_scaled(torch::optim::Optimizer& optimizer) { impl_->pending_[&optimizer].unscaled = false; }
+double GradScaler::get_scale() const { return impl_->scale_; }
+int64_t GradScaler::skipped_steps() const { return impl_->skipped_; }
+
+GradScaler::GradScaler(GradScalerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = options;
+  impl_->scale_ = options.init_scale();
+  if (!(impl_->options_.init_scale() > 0.0 && std::isfinite(impl_->options_.init_scale())))
+    throw std::invalid_argument("init_scale must be a positive number, got " +
+                                std::to_string(impl_->options_.init_scale()));
+  if (!(impl_->options_.growth_factor() > 1.0)) throw std::invalid_argument("growth_factor must be above 1");
+  if (!(impl_->options_.backoff_factor() > 0.0 && impl_->options_.backoff_factor() < 1.0))
     throw std::invalid_argument("backoff_factor must be in (0, 1)");
-  if (options_.growth_interval() < 1) throw std::invalid_argument("growth_interval must be at least 1");
+  if (impl_->options_.growth_interval() < 1) throw std::invalid_argument("growth_interval must be at least 1");
 }
 
-at::Tensor GradScaler::scale(const at::Tensor& loss) const { return loss * scale_; }
+at::Tensor GradScaler::scale(const at::Tensor& loss) const { return loss * impl_->scale_; }
 
 // On a GPU the gradients of one device and type are unscaled and checked by LibTorch's fused kernel
 // (a launch or two for all of them, as PyTorch's GradScaler does), elsewhere one by one (LibTorch
 // 1.13 has that kernel for CUDA only).
 void GradScaler::unscale(torch::optim::Optimizer& optimizer) {
-  Pending& p = pending_[&optimizer];
+  Pending& p = impl_->pending_[&optimizer];
   if (p.unscaled) return;
   torch::NoGradGuard no_grad;
-  const double inverse = 1.0 / scale_;
+  const double inverse = 1.0 / impl_->scale_;
   auto note = [&](const at::Tensor& bad) { p.found_inf = p.found_inf.defined() ? p.found_inf.logical_or(bad) : bad; };
   std::map<std::pair<int, int>, std::vector<at::Tensor>> fused;  // (device index, type) -> gradients
   for (auto& group : optimizer.param_groups()) {
@@ -55,7 +73,7 @@ void GradScaler::unscale(torch::optim::Optimizer& optimizer) {
 
 bool GradScaler::step(torch::optim::Optimizer& optimizer) {
   unscale(optimizer);
-  Pending& p = pending_[&optimizer];
+  Pending& p = impl_->pending_[&optimizer];
   p.overflow = p.found_inf.defined() && p.found_inf.item<bool>();
   if (!p.overflow) optimizer.step();
   return !p.overflow;
@@ -63,20 +81,20 @@ bool GradScaler::step(torch::optim::Optimizer& optimizer) {
 
 void GradScaler::update() {
   bool overflow = false;
-  for (const auto& [optimizer, p] : pending_) overflow = overflow || p.overflow;
-  pending_.clear();
+  for (const auto& [optimizer, p] : impl_->pending_) overflow = overflow || p.overflow;
+  impl_->pending_.clear();
   if (overflow) {
-    scale_ *= options_.backoff_factor();
-    growth_tracker_ = 0;
-    ++skipped_;
-  } else if (++growth_tracker_ >= options_.growth_interval()) {
-    scale_ *= options_.growth_factor();
-    growth_tracker_ = 0;
+    impl_->scale_ *= impl_->options_.backoff_factor();
+    impl_->growth_tracker_ = 0;
+    ++impl_->skipped_;
+  } else if (++impl_->growth_tracker_ >= impl_->options_.growth_interval()) {
+    impl_->scale_ *= impl_->options_.growth_factor();
+    impl_->growth_tracker_ = 0;
   }
 }
 
 nlohmann::json GradScaler::state_dict() const {
-  return {{"scale", scale_}, {"growth_tracker", growth_tracker_}, {"skipped", skipped_}};
+  return {{"scale", impl_->scale_}, {"growth_tracker", impl_->growth_tracker_}, {"skipped", impl_->skipped_}};
 }
 
 void GradScaler::load_state_dict(const nlohmann::json& state) {
@@ -84,10 +102,10 @@ void GradScaler::load_state_dict(const nlohmann::json& state) {
       !(state["scale"].get<double>() > 0.0)) {
     throw std::invalid_argument("grad scaler state: 'scale' is missing or not a positive number");
   }
-  scale_ = state["scale"].get<double>();
-  growth_tracker_ = state.value("growth_tracker", int64_t{0});
-  skipped_ = state.value("skipped", int64_t{0});
-  pending_.clear();
+  impl_->scale_ = state["scale"].get<double>();
+  impl_->growth_tracker_ = state.value("growth_tracker", int64_t{0});
+  impl_->skipped_ = state.value("skipped", int64_t{0});
+  impl_->pending_.clear();
 }
 
 }  // namespace baton

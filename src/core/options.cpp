@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,6 +55,24 @@ std::string did_you_mean(std::string_view name, const std::vector<std::string>& 
   return close.empty() ? std::string() : "; did you mean '" + close + "'?";
 }
 
+struct OptionReader::Impl {
+  std::vector<std::string> path_;
+  nlohmann::json json_;
+  std::shared_ptr<const OptionOrigin> origin_;
+  std::vector<std::string> known_;
+};
+
+OptionReader::~OptionReader() = default;
+OptionReader::OptionReader(OptionReader&&) noexcept = default;
+OptionReader& OptionReader::operator=(OptionReader&&) noexcept = default;
+
+const nlohmann::json* OptionReader::take(const std::string& key) {
+  impl_->known_.push_back(key);
+  return has(key) ? &impl_->json_[key] : nullptr;
+}
+
+const nlohmann::json& OptionReader::json() const { return impl_->json_; }
+
 OptionReader::OptionReader(std::string owner, const nlohmann::json& json)
     : OptionReader(std::vector<std::string>{std::move(owner)}, json, nullptr) {}
 
@@ -62,43 +81,47 @@ OptionReader::OptionReader(const nlohmann::json& json, std::shared_ptr<const Opt
 
 OptionReader::OptionReader(std::vector<std::string> path, const nlohmann::json& json,
                            std::shared_ptr<const OptionOrigin> origin)
-    : path_(std::move(path)), json_(json), origin_(std::move(origin)) {
-  if (!json_.is_null() && !json_.is_object()) {
-    raise("", false, dotted(), "expected a mapping of keys to values, got '" + shown(json_) + "'");
+    : impl_(std::make_unique<Impl>()) {
+  impl_->path_ = std::move(path);
+  impl_->json_ = json;
+  impl_->origin_ = std::move(origin);
+  if (!impl_->json_.is_null() && !impl_->json_.is_object()) {
+    raise("", false, dotted(), "expected a mapping of keys to values, got '" + shown(impl_->json_) + "'");
   }
 }
 
 OptionReader OptionReader::child(const std::string& key) const {
-  return OptionReader(path_to(key), has(key) ? json_[key] : nlohmann::json(), origin_);
+  return OptionReader(path_to(key), has(key) ? impl_->json_[key] : nlohmann::json(), impl_->origin_);
 }
 
 bool OptionReader::has(const std::string& key) const {
-  return json_.is_object() && json_.contains(key) && !json_[key].is_null();
+  return impl_->json_.is_object() && impl_->json_.contains(key) && !impl_->json_[key].is_null();
 }
 
 std::vector<std::string> OptionReader::keys() const {
-  std::vector<std::string> out = origin_ ? origin_->order(path_) : std::vector<std::string>{};
-  if (!out.empty() || !json_.is_object()) return out;
-  for (const auto& item : json_.items()) out.push_back(item.key());
+  std::vector<std::string> out = impl_->origin_ ? impl_->origin_->order(impl_->path_) : std::vector<std::string>{};
+  if (!out.empty() || !impl_->json_.is_object()) return out;
+  for (const auto& item : impl_->json_.items()) out.push_back(item.key());
   return out;
 }
 
 std::string OptionReader::dotted(const std::string& key) const {
   std::string out;
-  for (const auto& part : path_) out += (out.empty() ? "" : ".") + part;
+  for (const auto& part : impl_->path_) out += (out.empty() ? "" : ".") + part;
   if (!key.empty()) out += (out.empty() ? "" : ".") + key;
   return out;
 }
 
 std::vector<std::string> OptionReader::path_to(const std::string& key) const {
-  std::vector<std::string> path = path_;
+  std::vector<std::string> path = impl_->path_;
   path.push_back(key);
   return path;
 }
 
 void OptionReader::raise(const std::string& key, bool at_key, const std::string& subject,
                          const std::string& why) const {
-  const std::string where = origin_ ? origin_->where(key.empty() ? path_ : path_to(key), at_key) : "";
+  const std::string where =
+      impl_->origin_ ? impl_->origin_->where(key.empty() ? impl_->path_ : path_to(key), at_key) : "";
   // A place that names the value already ("--set a.b") is not followed by its path again.
   const bool named = !subject.empty() && where.size() > subject.size() &&
                      where.compare(where.size() - subject.size() - 1, std::string::npos, " " + subject) == 0;
@@ -106,7 +129,7 @@ void OptionReader::raise(const std::string& key, bool at_key, const std::string&
   for (const std::string* part : {&subject, &why}) {
     if (!part->empty() && !(named && part == &subject)) message += (message.empty() ? "" : ": ") + *part;
   }
-  if (origin_) origin_->raise(key, message);
+  if (impl_->origin_) impl_->origin_->raise(key, message);
   throw OptionError(key, message);
 }
 
@@ -121,9 +144,9 @@ void OptionReader::fail_self(const std::string& why, const std::string& key) con
 }
 
 Time OptionReader::time(const std::string& key, Time fallback, bool zero_means_none) {
-  known_.push_back(key);
+  impl_->known_.push_back(key);
   if (!has(key)) return fallback;
-  const nlohmann::json& v = json_[key];
+  const nlohmann::json& v = impl_->json_[key];
   if (zero_means_none && ((v.is_number() && v.get<double>() == 0) || v == "0" || v == "0.0")) {
     return Time::from_epoch(0);
   }
@@ -140,9 +163,9 @@ Time OptionReader::parse_time(const std::string& key, const nlohmann::json& v) c
 }
 
 void OptionReader::read(const std::string& key, int& field, int64_t least, int64_t most) {
-  known_.push_back(key);
+  impl_->known_.push_back(key);
   if (!has(key)) return;
-  const nlohmann::json& v = json_[key];
+  const nlohmann::json& v = impl_->json_[key];
   if (!v.is_number_integer() || v.get<int64_t>() < least || v.get<int64_t>() > most) {
     wrong_type(key, ("a whole number from " + std::to_string(least) + " to " + std::to_string(most)).c_str(), v);
   }
@@ -150,9 +173,9 @@ void OptionReader::read(const std::string& key, int& field, int64_t least, int64
 }
 
 void OptionReader::read(const std::string& key, double& field, double above, double at_most) {
-  known_.push_back(key);
+  impl_->known_.push_back(key);
   if (!has(key)) return;
-  const nlohmann::json& v = json_[key];
+  const nlohmann::json& v = impl_->json_[key];
   if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > above) ||
       !(v.get<double>() <= at_most)) {
     const std::string range = "a number > " + nlohmann::json(above).dump() +
@@ -165,18 +188,18 @@ void OptionReader::read(const std::string& key, double& field, double above, dou
 void OptionReader::check_keys(const std::vector<std::string>& known) const {
   for (const std::string& key : keys()) {  // in written order: the first typo is the one reported
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-    const std::string in = path_.empty() ? "" : " in " + dotted();
+    const std::string in = impl_->path_.empty() ? "" : " in " + dotted();
     raise(key, true, "",
           "unknown key '" + dotted(key) + "' (known" + in + ": " + join_names(known) + ")" + did_you_mean(key, known));
   }
 }
 
 void OptionReader::finish() const {
-  if (!json_.is_object()) return;
-  for (const auto& item : json_.items()) {
-    if (std::find(known_.begin(), known_.end(), item.key()) != known_.end()) continue;
-    fail_at_key(item.key(), "unknown option (known: " + (known_.empty() ? "none" : join_names(known_)) + ")" +
-                                did_you_mean(item.key(), known_));
+  if (!impl_->json_.is_object()) return;
+  for (const auto& item : impl_->json_.items()) {
+    if (std::find(impl_->known_.begin(), impl_->known_.end(), item.key()) != impl_->known_.end()) continue;
+    fail_at_key(item.key(), "unknown option (known: " + (impl_->known_.empty() ? "none" : join_names(impl_->known_)) +
+                                ")" + did_you_mean(item.key(), impl_->known_));
   }
 }
 

@@ -1,5 +1,6 @@
 #include "baton/core/precision.h"
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -64,20 +65,28 @@ c10::ScalarType autocast_dtype(c10::DeviceType device) {
 #endif
 }
 
-AutocastGuard::AutocastGuard(Precision precision, c10::DeviceType device)
-    : on_(precision != Precision::kFp32), device_(device) {
-  if (!on_) return;
-  was_enabled_ = autocast_enabled(device_);
-  was_dtype_ = autocast_dtype(device_);
-  set_autocast(device_, true, compute_dtype(precision));
+struct AutocastGuard::Impl {
+  bool on_ = false;
+  c10::DeviceType device_ = c10::DeviceType::CPU;
+  bool was_enabled_ = false;
+  c10::ScalarType was_dtype_ = c10::ScalarType::BFloat16;
+};
+
+AutocastGuard::AutocastGuard(Precision precision, c10::DeviceType device) : impl_(std::make_unique<Impl>()) {
+  impl_->on_ = precision != Precision::kFp32;
+  impl_->device_ = device;
+  if (!impl_->on_) return;
+  impl_->was_enabled_ = autocast_enabled(impl_->device_);
+  impl_->was_dtype_ = autocast_dtype(impl_->device_);
+  set_autocast(impl_->device_, true, compute_dtype(precision));
   at::autocast::increment_nesting();
 }
 
 AutocastGuard::~AutocastGuard() {
-  if (!on_) return;
+  if (!impl_->on_) return;
   // Weights cast once per forward are cached until the outermost region ends.
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-  set_autocast(device_, was_enabled_, was_dtype_);
+  set_autocast(impl_->device_, impl_->was_enabled_, impl_->was_dtype_);
 }
 
 }  // namespace baton

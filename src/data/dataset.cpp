@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include <stdexcept>
@@ -36,26 +37,43 @@ int64_t ExampleRng::below(int64_t n) {
   return static_cast<int64_t>(next() % static_cast<uint64_t>(n));  // a bias of n / 2^64: none that shows
 }
 
-TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets)
-    : inputs_(inputs.contiguous()), targets_(targets.contiguous()) {
-  if (!inputs_.defined() || inputs_.dim() < 1)
+struct TensorDataset::Impl {
+  at::Tensor inputs_;
+  at::Tensor targets_;
+  int64_t num_classes_ = 0;
+  std::optional<Standardization> standardization_;
+};
+
+TensorDataset::~TensorDataset() = default;
+
+int64_t TensorDataset::num_classes() const { return impl_->num_classes_; }
+c10::Device TensorDataset::device() const { return impl_->inputs_.device(); }
+const std::optional<Standardization>& TensorDataset::standardization() const { return impl_->standardization_; }
+void TensorDataset::set_standardization(Standardization s) { impl_->standardization_ = s; }
+const at::Tensor& TensorDataset::inputs() const { return impl_->inputs_; }
+const at::Tensor& TensorDataset::targets() const { return impl_->targets_; }
+
+TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets) : impl_(std::make_unique<Impl>()) {
+  impl_->inputs_ = inputs.contiguous();
+  impl_->targets_ = targets.contiguous();
+  if (!impl_->inputs_.defined() || impl_->inputs_.dim() < 1)
     throw std::invalid_argument("TensorDataset: inputs must have a leading example dimension");
-  if (!targets_.defined() || targets_.dim() < 1)
+  if (!impl_->targets_.defined() || impl_->targets_.dim() < 1)
     throw std::invalid_argument("TensorDataset: targets must have a leading example dimension");
-  if (inputs_.size(0) != targets_.size(0)) {
-    throw std::invalid_argument("TensorDataset: " + std::to_string(inputs_.size(0)) + " inputs but " +
-                                std::to_string(targets_.size(0)) + " targets; they must be equal");
+  if (impl_->inputs_.size(0) != impl_->targets_.size(0)) {
+    throw std::invalid_argument("TensorDataset: " + std::to_string(impl_->inputs_.size(0)) + " inputs but " +
+                                std::to_string(impl_->targets_.size(0)) + " targets; they must be equal");
   }
-  if (targets_.dim() == 1 && !at::isFloatingType(targets_.scalar_type()) && targets_.numel() > 0) {
-    num_classes_ = targets_.max().item<int64_t>() + 1;
+  if (impl_->targets_.dim() == 1 && !at::isFloatingType(impl_->targets_.scalar_type()) && impl_->targets_.numel() > 0) {
+    impl_->num_classes_ = impl_->targets_.max().item<int64_t>() + 1;
   }
 }
 
-int64_t TensorDataset::size() const { return inputs_.size(0); }
+int64_t TensorDataset::size() const { return impl_->inputs_.size(0); }
 
 int64_t TensorDataset::target_values() const {
-  if (!at::isFloatingType(targets_.scalar_type())) return 0;
-  return targets_.dim() == 1 ? 1 : targets_.numel() / std::max<int64_t>(1, targets_.size(0));
+  if (!at::isFloatingType(impl_->targets_.scalar_type())) return 0;
+  return impl_->targets_.dim() == 1 ? 1 : impl_->targets_.numel() / std::max<int64_t>(1, impl_->targets_.size(0));
 }
 
 namespace {
@@ -87,27 +105,32 @@ at::Tensor gather_rows(const at::Tensor& source, const at::Tensor& indices) {
 }  // namespace
 
 Batch TensorDataset::get_batch(const at::Tensor& indices) const {
-  const at::Tensor at = indices.device() == inputs_.device() ? indices : indices.to(inputs_.device());
-  return {gather_rows(inputs_, at), gather_rows(targets_, at)};
+  const at::Tensor at = indices.device() == impl_->inputs_.device() ? indices : indices.to(impl_->inputs_.device());
+  return {gather_rows(impl_->inputs_, at), gather_rows(impl_->targets_, at)};
 }
 
 TensorDataset::TensorDataset(at::Tensor inputs, at::Tensor targets, int64_t num_classes)
-    : inputs_(std::move(inputs)), targets_(std::move(targets)), num_classes_(num_classes) {}
+    : impl_(std::make_unique<Impl>()) {
+  impl_->inputs_ = std::move(inputs);
+  impl_->targets_ = std::move(targets);
+  impl_->num_classes_ = num_classes;
+}
 
 std::shared_ptr<TensorDataset> TensorDataset::to(c10::Device device) const {
   // Checked and counted already: nothing to read back from the device.
-  auto moved = std::shared_ptr<TensorDataset>(new TensorDataset(inputs_.to(device), targets_.to(device), num_classes_));
-  moved->standardization_ = standardization_;
+  auto moved = std::shared_ptr<TensorDataset>(
+      new TensorDataset(impl_->inputs_.to(device), impl_->targets_.to(device), impl_->num_classes_));
+  moved->impl_->standardization_ = impl_->standardization_;
   return moved;
 }
 
 at::Tensor TensorDataset::standardize(const at::Tensor& raw) const {
-  if (!standardization_) return raw;
-  return (raw - standardization_->mean) / standardization_->std;
+  if (!impl_->standardization_) return raw;
+  return (raw - impl_->standardization_->mean) / impl_->standardization_->std;
 }
 
 std::vector<int64_t> TensorDataset::input_shape() const {
-  auto sizes = inputs_.sizes();
+  auto sizes = impl_->inputs_.sizes();
   return {sizes.begin() + 1, sizes.end()};
 }
 

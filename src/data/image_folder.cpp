@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 
 #include <torch/torch.h>
@@ -43,6 +44,20 @@ std::vector<std::string> image_files(const fs::path& dir) {
 }
 
 }  // namespace
+
+struct ImageFolder::Impl {
+  std::unique_ptr<image_detail::ImagePipeline> pipeline_;
+  std::vector<std::string> classes_;
+  std::vector<std::string> files_;
+  std::vector<int64_t> labels_;
+  std::vector<ImageSize> sizes_;
+};
+
+int64_t ImageFolder::num_classes() const { return static_cast<int64_t>(impl_->classes_.size()); }
+std::vector<std::string> ImageFolder::class_names() const { return impl_->classes_; }
+const std::vector<std::string>& ImageFolder::classes() const { return impl_->classes_; }
+const std::vector<std::string>& ImageFolder::files() const { return impl_->files_; }
+const std::vector<int64_t>& ImageFolder::labels() const { return impl_->labels_; }
 
 std::shared_ptr<ImageFolder> ImageFolder::from_dir(const std::string& dir, ImageFolderOptions options,
                                                    std::vector<std::string> classes) {
@@ -152,10 +167,11 @@ std::shared_ptr<ImageFolder> ImageFolder::from_files(const std::string& path, Im
 
 ImageFolder::ImageFolder(ImageFolderOptions options, std::vector<std::string> classes, std::vector<std::string> files,
                          std::vector<int64_t> labels, const std::string& origin)
-    : pipeline_(std::make_unique<image_detail::ImagePipeline>(std::move(options))),
-      classes_(std::move(classes)),
-      files_(std::move(files)),
-      labels_(std::move(labels)) {
+    : impl_(std::make_unique<Impl>()) {
+  impl_->pipeline_ = std::make_unique<image_detail::ImagePipeline>(std::move(options));
+  impl_->classes_ = std::move(classes);
+  impl_->files_ = std::move(files);
+  impl_->labels_ = std::move(labels);
   check_headers(origin);
 }
 
@@ -164,14 +180,15 @@ ImageFolder::~ImageFolder() = default;
 // Reads every file's header (on the decode threads): its size for the plans, and a file that is not
 // an image found before training. With bad_files: skip, such files leave the examples.
 void ImageFolder::check_headers(const std::string& origin) {
-  const auto n = static_cast<int64_t>(files_.size());
-  sizes_.assign(n, ImageSize{});
+  const auto n = static_cast<int64_t>(impl_->files_.size());
+  impl_->sizes_.assign(n, ImageSize{});
   std::vector<std::string> errors(n);
-  pipeline_->run(n, [&](int64_t i) {
+  impl_->pipeline_->run(n, [&](int64_t i) {
     try {
       // The header is in the first bytes; reading the whole file costs little more and checks it is regular.
-      sizes_[i] = image_size(read_image_file(files_[i]), files_[i]);
-      pipeline_->check_plan(sizes_[i], files_[i], i);  // smaller than a crop: found now, not mid-run
+      impl_->sizes_[i] = image_size(read_image_file(impl_->files_[i]), impl_->files_[i]);
+      impl_->pipeline_->check_plan(impl_->sizes_[i], impl_->files_[i],
+                                   i);  // smaller than a crop: found now, not mid-run
     } catch (const ImageError& e) {
       if (options().bad_files() == BadFiles::kError) throw;
       errors[i] = e.what();
@@ -182,40 +199,42 @@ void ImageFolder::check_headers(const std::string& origin) {
   std::vector<ImageSize> sizes;
   for (int64_t i = 0; i < n; ++i) {
     if (!errors[i].empty()) {
-      pipeline_->report_skip(errors[i]);
+      impl_->pipeline_->report_skip(errors[i]);
       continue;
     }
-    files.push_back(std::move(files_[i]));
-    labels.push_back(labels_[i]);
-    sizes.push_back(sizes_[i]);
+    files.push_back(std::move(impl_->files_[i]));
+    labels.push_back(impl_->labels_[i]);
+    sizes.push_back(impl_->sizes_[i]);
   }
-  pipeline_->warn_skipped(origin, n);
+  impl_->pipeline_->warn_skipped(origin, n);
   if (files.empty()) throw ImageError(origin + ": no readable images");
-  files_ = std::move(files), labels_ = std::move(labels), sizes_ = std::move(sizes);
+  impl_->files_ = std::move(files), impl_->labels_ = std::move(labels), impl_->sizes_ = std::move(sizes);
 }
 
-int64_t ImageFolder::size() const { return static_cast<int64_t>(files_.size()); }
+int64_t ImageFolder::size() const { return static_cast<int64_t>(impl_->files_.size()); }
 
-const ImageFolderOptions& ImageFolder::options() const { return pipeline_->options(); }
+const ImageFolderOptions& ImageFolder::options() const { return impl_->pipeline_->options(); }
 
-std::vector<int64_t> ImageFolder::input_shape() const { return pipeline_->input_shape(); }
+std::vector<int64_t> ImageFolder::input_shape() const { return impl_->pipeline_->input_shape(); }
 
-std::vector<std::string> ImageFolder::skipped() const { return pipeline_->skipped(); }
+std::vector<std::string> ImageFolder::skipped() const { return impl_->pipeline_->skipped(); }
 
 void ImageFolder::render(int64_t index, int64_t epoch, at::Tensor& out) const {
-  const std::string& file = files_[index];
-  pipeline_->render(read_image_file(file), file, sizes_[index], index, epoch, out);
+  const std::string& file = impl_->files_[index];
+  impl_->pipeline_->render(read_image_file(file), file, impl_->sizes_[index], index, epoch, out);
 }
 
 Batch ImageFolder::get_batch(const at::Tensor& indices) const { return get_epoch_batch(indices, 0); }
 
 Batch ImageFolder::get_epoch_batch(const at::Tensor& indices, int64_t epoch) const {
-  return pipeline_->batch(indices, size(), [&](int64_t id, at::Tensor& out) {
+  return impl_->pipeline_->batch(indices, size(), [&](int64_t id, at::Tensor& out) {
     render(id, epoch, out);
-    return labels_[id];
+    return impl_->labels_[id];
   });
 }
 
-at::Tensor ImageFolder::finish_inputs(const at::Tensor& inputs) const { return pipeline_->finish_inputs(inputs); }
+at::Tensor ImageFolder::finish_inputs(const at::Tensor& inputs) const {
+  return impl_->pipeline_->finish_inputs(inputs);
+}
 
 }  // namespace baton

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -77,40 +78,64 @@ std::string read_text_file(const std::string& path) {
   }
 }
 
+struct TextDataset::Impl {
+  at::Tensor tokens_;
+  int64_t context_;
+  int64_t vocab_;
+  bool random_offsets_;
+  uint64_t seed_;
+};
+
+TextDataset::~TextDataset() = default;
+
+std::vector<int64_t> TextDataset::input_shape() const { return {impl_->context_}; }
+int64_t TextDataset::tokens_per_example() const { return impl_->context_; }
+int64_t TextDataset::num_classes() const { return impl_->vocab_; }
+const at::Tensor& TextDataset::tokens() const { return impl_->tokens_; }
+
 TextDataset::TextDataset(at::Tensor tokens, int64_t context, int64_t vocab, bool random_offsets, uint64_t seed)
-    : tokens_(std::move(tokens)), context_(context), vocab_(vocab), random_offsets_(random_offsets), seed_(seed) {
-  if (context_ < 1) throw std::invalid_argument("context must be at least 1, got " + std::to_string(context_));
-  if (tokens_.dim() != 1 || tokens_.size(0) < context_ + 1) {
-    throw std::invalid_argument("a text of " + std::to_string(tokens_.numel()) +
-                                " tokens is too short for a window of " + std::to_string(context_) +
+    : impl_(std::make_unique<Impl>()) {
+  impl_->tokens_ = std::move(tokens);
+  impl_->context_ = context;
+  impl_->vocab_ = vocab;
+  impl_->random_offsets_ = random_offsets;
+  impl_->seed_ = seed;
+  if (impl_->context_ < 1)
+    throw std::invalid_argument("context must be at least 1, got " + std::to_string(impl_->context_));
+  if (impl_->tokens_.dim() != 1 || impl_->tokens_.size(0) < impl_->context_ + 1) {
+    throw std::invalid_argument("a text of " + std::to_string(impl_->tokens_.numel()) +
+                                " tokens is too short for a window of " + std::to_string(impl_->context_) +
                                 " tokens and its next token");
   }
 }
 
-int64_t TextDataset::size() const { return (tokens_.size(0) - 1) / context_; }
+int64_t TextDataset::size() const { return (impl_->tokens_.size(0) - 1) / impl_->context_; }
 
-c10::Device TextDataset::device() const { return tokens_.device(); }
+c10::Device TextDataset::device() const { return impl_->tokens_.device(); }
 
 std::shared_ptr<TextDataset> TextDataset::to(c10::Device device) const {
-  return std::make_shared<TextDataset>(tokens_.to(device), context_, vocab_, random_offsets_, seed_);
+  return std::make_shared<TextDataset>(impl_->tokens_.to(device), impl_->context_, impl_->vocab_,
+                                       impl_->random_offsets_, impl_->seed_);
 }
 
 Batch TextDataset::get_epoch_batch(const at::Tensor& indices, int64_t epoch) const {
-  const int64_t last_start = tokens_.size(0) - 1 - context_;
-  at::Tensor starts = indices.to(torch::kCPU, torch::kLong).contiguous() * context_;
-  if (random_offsets_) {
+  const int64_t last_start = impl_->tokens_.size(0) - 1 - impl_->context_;
+  at::Tensor starts = indices.to(torch::kCPU, torch::kLong).contiguous() * impl_->context_;
+  if (impl_->random_offsets_) {
     const at::Tensor index = indices.to(torch::kCPU, torch::kLong).contiguous();
     std::vector<int64_t> offsets(static_cast<std::size_t>(index.numel()));
     for (std::size_t e = 0; e < offsets.size(); ++e) {
-      offsets[e] = ExampleRng(seed_, epoch, index.data_ptr<int64_t>()[e]).below(context_);
+      offsets[e] = ExampleRng(impl_->seed_, epoch, index.data_ptr<int64_t>()[e]).below(impl_->context_);
     }
     starts = starts + torch::tensor(offsets, torch::kLong);
   }
   const at::Tensor positions =
-      (starts.clamp_max(last_start).unsqueeze(1) + torch::arange(context_ + 1, torch::kLong)).to(tokens_.device());
-  const at::Tensor windows = tokens_.index_select(0, positions.flatten()).view({indices.numel(), context_ + 1});
+      (starts.clamp_max(last_start).unsqueeze(1) + torch::arange(impl_->context_ + 1, torch::kLong))
+          .to(impl_->tokens_.device());
+  const at::Tensor windows =
+      impl_->tokens_.index_select(0, positions.flatten()).view({indices.numel(), impl_->context_ + 1});
   Batch batch;
-  batch.input = windows.slice(1, 0, context_).contiguous();
+  batch.input = windows.slice(1, 0, impl_->context_).contiguous();
   batch.target = windows.slice(1, 1).contiguous();
   return batch;
 }

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <memory>
 
 #include <algorithm>
 #include <array>
@@ -45,7 +46,18 @@ std::int64_t modified_ns(const struct stat& st) {
 
 }  // namespace
 
-TokenShard::TokenShard(const std::string& path) : path_(path) {
+struct TokenShard::Impl {
+  std::string path_;
+  int fd_ = -1;  // kept open
+  int64_t count_ = 0;
+  std::int64_t modified_ns_ = 0;
+};
+
+const std::string& TokenShard::path() const { return impl_->path_; }
+int64_t TokenShard::size() const { return impl_->count_; }
+
+TokenShard::TokenShard(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  impl_->path_ = path;
   std::array<int32_t, kTokenShardHeaderInts> header{};
   uint64_t size = 0;
   {
@@ -66,48 +78,48 @@ TokenShard::TokenShard(const std::string& path) : path_(path) {
       throw std::runtime_error(path + ": version " + std::to_string(header[1]) + " (uint16 tokens are version " +
                                std::to_string(kTokenShardVersion) + ")");
     }
-    count_ = header[2];
-    const uint64_t expected = kHeaderBytes + static_cast<uint64_t>(std::max<int64_t>(count_, 0)) * 2;
-    if (count_ < 0 || expected != size) {
-      throw std::runtime_error(path + ": the header counts " + std::to_string(count_) + " tokens (" +
+    impl_->count_ = header[2];
+    const uint64_t expected = kHeaderBytes + static_cast<uint64_t>(std::max<int64_t>(impl_->count_, 0)) * 2;
+    if (impl_->count_ < 0 || expected != size) {
+      throw std::runtime_error(path + ": the header counts " + std::to_string(impl_->count_) + " tokens (" +
                                std::to_string(expected) + " bytes) but the file has " + std::to_string(size) +
                                " bytes: cut short or not a token shard");
     }
     struct stat st {};
     ::fstat(file.fd(), &st);
-    modified_ns_ = modified_ns(st);
-    fd_ = file.release();  // kept: the shard's windows are read through it, two system calls a window
+    impl_->modified_ns_ = modified_ns(st);
+    impl_->fd_ = file.release();  // kept: the shard's windows are read through it, two system calls a window
   }
 }
 
 TokenShard::~TokenShard() {
-  if (fd_ >= 0) ::close(fd_);
+  if (impl_->fd_ >= 0) ::close(impl_->fd_);
 }
 
 void TokenShard::read(int64_t start, int64_t count, uint16_t* out) const {
-  if (start < 0 || count < 0 || start + count > count_) {
-    throw std::out_of_range(path_ + ": tokens " + std::to_string(start) + " to " + std::to_string(start + count) +
-                            " of " + std::to_string(count_));
+  if (start < 0 || count < 0 || start + count > impl_->count_) {
+    throw std::out_of_range(impl_->path_ + ": tokens " + std::to_string(start) + " to " +
+                            std::to_string(start + count) + " of " + std::to_string(impl_->count_));
   }
   // The file opened first, as it is now: cut short or rewritten in place is an error (a memory map
   // would have been a SIGBUS); replaced by a rename, the file opened goes on being read whole.
   struct stat st {};
-  const uint64_t expected = kHeaderBytes + static_cast<uint64_t>(count_) * 2;
-  const bool same =
-      ::fstat(fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) == expected && modified_ns(st) == modified_ns_;
+  const uint64_t expected = kHeaderBytes + static_cast<uint64_t>(impl_->count_) * 2;
+  const bool same = ::fstat(impl_->fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) == expected &&
+                    modified_ns(st) == impl_->modified_ns_;
   std::size_t got = 0;
   const std::size_t want = static_cast<std::size_t>(count) * sizeof(uint16_t);
   auto* bytes = reinterpret_cast<char*>(out);
   while (same && got < want) {
-    const ssize_t n = ::pread(fd_, bytes + got, want - got,
+    const ssize_t n = ::pread(impl_->fd_, bytes + got, want - got,
                               static_cast<off_t>(kHeaderBytes + static_cast<uint64_t>(start) * 2 + got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
   }
   if (!same || got < want) {
-    throw std::runtime_error(path_ + ": the token shard changed while it was read (now " + std::to_string(st.st_size) +
-                             " bytes, was " + std::to_string(expected) +
+    throw std::runtime_error(impl_->path_ + ": the token shard changed while it was read (now " +
+                             std::to_string(st.st_size) + " bytes, was " + std::to_string(expected) +
                              (same                                            ? ""
                               : static_cast<uint64_t>(st.st_size) == expected ? ", rewritten"
                                                                               : "") +
@@ -156,6 +168,22 @@ std::vector<std::string> expand_globs(const std::vector<std::string>& patterns, 
   return files;
 }
 
+struct TokenDataset::Impl {
+  TokenOptions options_;
+  std::vector<std::shared_ptr<TokenShard>> shards_;
+  std::vector<int64_t> first_window_;  // per shard: the index of its first window; then the total
+  int64_t windows_ = 0;
+};
+
+TokenDataset::TokenDataset() : impl_(std::make_unique<Impl>()) {}
+TokenDataset::~TokenDataset() = default;
+
+int64_t TokenDataset::size() const { return impl_->windows_; }
+std::vector<int64_t> TokenDataset::input_shape() const { return {impl_->options_.context()}; }
+int64_t TokenDataset::tokens_per_example() const { return impl_->options_.context(); }
+int64_t TokenDataset::num_classes() const { return impl_->options_.vocab_size(); }
+const std::vector<std::shared_ptr<TokenShard>>& TokenDataset::shards() const { return impl_->shards_; }
+
 std::shared_ptr<TokenDataset> TokenDataset::open(const std::vector<std::string>& files, const TokenOptions& options) {
   if (options.context() < 1 || options.context() > (int64_t{1} << 24)) {
     throw OptionError("context", "expected a window of 1 to 16777216 tokens, got " + std::to_string(options.context()));
@@ -165,15 +193,15 @@ std::shared_ptr<TokenDataset> TokenDataset::open(const std::vector<std::string>&
                                         std::to_string(options.vocab_size()));
   }
   std::shared_ptr<TokenDataset> data(new TokenDataset());
-  data->options_ = options;
+  data->impl_->options_ = options;
   allow_open_files(files.size());
   int64_t total = 0;
   for (const std::string& file : files) {
     auto shard = std::make_shared<TokenShard>(file);
-    data->first_window_.push_back(data->windows_);
-    data->windows_ += std::max<int64_t>(0, (shard->size() - 1) / options.context());
+    data->impl_->first_window_.push_back(data->impl_->windows_);
+    data->impl_->windows_ += std::max<int64_t>(0, (shard->size() - 1) / options.context());
     total += shard->size();
-    data->shards_.push_back(std::move(shard));
+    data->impl_->shards_.push_back(std::move(shard));
   }
   // One pass over the tokens: the vocabulary's size when not given, else a token at or above it
   // found now (before a run is made) rather than mid-run; a corpus too large for a pass at start
@@ -181,7 +209,7 @@ std::shared_ptr<TokenDataset> TokenDataset::open(const std::vector<std::string>&
   int64_t largest = -1;
   if (options.vocab_size() == 0 || total <= kCheckedAtOpen) {
     std::vector<uint16_t> block(1 << 20);
-    for (const auto& shard : data->shards_) {
+    for (const auto& shard : data->impl_->shards_) {
       for (int64_t at = 0; at < shard->size(); at += static_cast<int64_t>(block.size())) {
         const int64_t n = std::min<int64_t>(static_cast<int64_t>(block.size()), shard->size() - at);
         shard->read(at, n, block.data());
@@ -197,43 +225,44 @@ std::shared_ptr<TokenDataset> TokenDataset::open(const std::vector<std::string>&
       }
     }
   }
-  data->first_window_.push_back(data->windows_);
-  if (data->windows_ == 0) {
+  data->impl_->first_window_.push_back(data->impl_->windows_);
+  if (data->impl_->windows_ == 0) {
     throw std::invalid_argument("no shard of " + std::to_string(files.size()) + " holds a window of " +
                                 std::to_string(options.context()) + " tokens and its next token (" +
                                 std::to_string(data->tokens()) + " tokens in all): lower context");
   }
-  if (options.vocab_size() == 0) data->options_.vocab_size(largest + 1);
+  if (options.vocab_size() == 0) data->impl_->options_.vocab_size(largest + 1);
   return data;
 }
 
 int64_t TokenDataset::tokens() const {
   int64_t n = 0;
-  for (const auto& s : shards_) n += s->size();
+  for (const auto& s : impl_->shards_) n += s->size();
   return n;
 }
 
 Batch TokenDataset::get_epoch_batch(const at::Tensor& indices, int64_t epoch) const {
   const at::Tensor idx = indices.to(torch::kCPU, torch::kLong).contiguous();
   const int64_t n = idx.numel();
-  const int64_t t = options_.context();
+  const int64_t t = impl_->options_.context();
   at::Tensor windows = torch::empty({n, t + 1}, torch::kLong);
   const int64_t* want = idx.data_ptr<int64_t>();
   int64_t* out = windows.data_ptr<int64_t>();
-  const auto vocab = static_cast<uint16_t>(std::min<int64_t>(options_.vocab_size() - 1, 65535));
+  const auto vocab = static_cast<uint16_t>(std::min<int64_t>(impl_->options_.vocab_size() - 1, 65535));
   std::vector<uint16_t> window(static_cast<std::size_t>(t + 1));
   for (int64_t e = 0; e < n; ++e) {
     const int64_t i = want[e];
-    if (i < 0 || i >= windows_) {
-      throw std::out_of_range("window " + std::to_string(i) + " of " + std::to_string(windows_));
+    if (i < 0 || i >= impl_->windows_) {
+      throw std::out_of_range("window " + std::to_string(i) + " of " + std::to_string(impl_->windows_));
     }
-    const auto s = static_cast<std::size_t>(std::upper_bound(first_window_.begin(), first_window_.end(), i) -
-                                            first_window_.begin() - 1);
-    const TokenShard& shard = *shards_[s];
-    int64_t start = (i - first_window_[s]) * t;
-    if (options_.random_offsets()) {
+    const auto s =
+        static_cast<std::size_t>(std::upper_bound(impl_->first_window_.begin(), impl_->first_window_.end(), i) -
+                                 impl_->first_window_.begin() - 1);
+    const TokenShard& shard = *impl_->shards_[s];
+    int64_t start = (i - impl_->first_window_[s]) * t;
+    if (impl_->options_.random_offsets()) {
       const int64_t room = std::min<int64_t>(t - 1, shard.size() - 1 - t - start);  // stays in the shard
-      if (room > 0) start += ExampleRng(options_.seed(), epoch, i).below(room + 1);
+      if (room > 0) start += ExampleRng(impl_->options_.seed(), epoch, i).below(room + 1);
     }
     shard.read(start, t + 1, window.data());
     const uint16_t* from = window.data();
@@ -242,7 +271,7 @@ Batch TokenDataset::get_epoch_batch(const at::Tensor& indices, int64_t epoch) co
       if (from[k] > vocab) {
         throw std::runtime_error(shard.path() + ": token " + std::to_string(from[k]) + " at position " +
                                  std::to_string(start + k) + " is not below vocab_size " +
-                                 std::to_string(options_.vocab_size()));
+                                 std::to_string(impl_->options_.vocab_size()));
       }
       row[k] = from[k];
     }

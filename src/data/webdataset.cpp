@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -213,7 +214,7 @@ std::vector<std::string> expand_braces(const std::string& pattern) {
   return names;
 }
 
-struct WebDataset::Index {
+struct ShardIndex {
   struct Sample {
     uint32_t shard = 0;
     int32_t label = 0;
@@ -332,18 +333,32 @@ struct WebDataset::Index {
 };
 
 // The chunks read lately, the most recent last.
-struct WebDataset::Cache {
+struct ChunkCache {
   std::mutex mutex;
   std::vector<std::pair<int64_t, std::shared_ptr<const std::string>>> held;
   std::atomic<int64_t> reads{0};
 };
 
-WebDataset::WebDataset(std::vector<std::string> shards, WebDatasetOptions options)
-    : shards_(std::move(shards)),
-      options_(std::move(options)),
-      pipeline_(std::make_unique<image_detail::ImagePipeline>(options_.images())),
-      index_(std::make_unique<Index>()),
-      cache_(std::make_unique<Cache>()) {}
+struct WebDataset::Impl {
+  std::vector<std::string> shards_;
+  WebDatasetOptions options_;
+  std::unique_ptr<image_detail::ImagePipeline> pipeline_;
+  std::unique_ptr<ShardIndex> index_;
+  std::unique_ptr<ChunkCache> cache_;
+  int64_t num_classes_ = 0;
+};
+
+int64_t WebDataset::num_classes() const { return impl_->num_classes_; }
+const std::vector<std::string>& WebDataset::shards() const { return impl_->shards_; }
+const WebDatasetOptions& WebDataset::options() const { return impl_->options_; }
+
+WebDataset::WebDataset(std::vector<std::string> shards, WebDatasetOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->shards_ = std::move(shards);
+  impl_->options_ = std::move(options);
+  impl_->pipeline_ = std::make_unique<image_detail::ImagePipeline>(impl_->options_.images());
+  impl_->index_ = std::make_unique<ShardIndex>();
+  impl_->cache_ = std::make_unique<ChunkCache>();
+}
 
 WebDataset::~WebDataset() = default;
 
@@ -356,19 +371,19 @@ std::shared_ptr<WebDataset> WebDataset::open(const std::vector<std::string>& sha
   if (!(options.retry_seconds() >= 0)) throw std::invalid_argument("retry_seconds must be 0 or more");
   std::shared_ptr<WebDataset> data(new WebDataset(shards, std::move(options)));
   std::vector<std::vector<Member>> members(shards.size());
-  data->pipeline_->run(static_cast<int64_t>(shards.size()),
-                       [&](int64_t i) { members[i] = scan_shard(shards[i], data->options_); });
-  const bool skip = data->options_.images().bad_files() == BadFiles::kSkip;
-  Index& index = *data->index_;
+  data->impl_->pipeline_->run(static_cast<int64_t>(shards.size()),
+                              [&](int64_t i) { members[i] = scan_shard(shards[i], data->impl_->options_); });
+  const bool skip = data->impl_->options_.images().bad_files() == BadFiles::kSkip;
+  ShardIndex& index = *data->impl_->index_;
   for (size_t s = 0; s < shards.size(); ++s) {
     index.add(static_cast<uint32_t>(s), shards[s], members[s], [&](std::string why) {
       if (!skip) throw ImageError(why);
-      data->pipeline_->report_skip(std::move(why));
+      data->impl_->pipeline_->report_skip(std::move(why));
     });
     members[s] = {};
   }
-  const auto groups = static_cast<int64_t>(index.samples.size() + data->pipeline_->skipped().size());
-  data->pipeline_->warn_skipped(shards.front() + (shards.size() > 1 ? " ..." : ""), groups, "samples");
+  const auto groups = static_cast<int64_t>(index.samples.size() + data->impl_->pipeline_->skipped().size());
+  data->impl_->pipeline_->warn_skipped(shards.front() + (shards.size() > 1 ? " ..." : ""), groups, "samples");
   if (index.samples.empty()) throw ImageError(shards.front() + (shards.size() > 1 ? " ...: " : ": ") + "no samples");
   int64_t largest = 0;
   for (const auto& s : index.samples) largest = std::max<int64_t>(largest, s.label);
@@ -380,34 +395,34 @@ std::shared_ptr<WebDataset> WebDataset::open(const std::vector<std::string>& sha
     throw ImageError(shards[it->shard] + ": " + it->key + " has label " + std::to_string(largest) +
                      " but the training set has " + std::to_string(num_classes) + " classes");
   }
-  data->num_classes_ = num_classes > 0 ? num_classes : largest + 1;
-  index.cut(data->options_.shuffle_buffer());
+  data->impl_->num_classes_ = num_classes > 0 ? num_classes : largest + 1;
+  index.cut(data->impl_->options_.shuffle_buffer());
   return data;
 }
 
-int64_t WebDataset::size() const { return static_cast<int64_t>(index_->samples.size()); }
+int64_t WebDataset::size() const { return static_cast<int64_t>(impl_->index_->samples.size()); }
 
-std::vector<int64_t> WebDataset::input_shape() const { return pipeline_->input_shape(); }
+std::vector<int64_t> WebDataset::input_shape() const { return impl_->pipeline_->input_shape(); }
 
-at::Tensor WebDataset::finish_inputs(const at::Tensor& inputs) const { return pipeline_->finish_inputs(inputs); }
+at::Tensor WebDataset::finish_inputs(const at::Tensor& inputs) const { return impl_->pipeline_->finish_inputs(inputs); }
 
 std::vector<std::string> WebDataset::class_names() const {
   std::vector<std::string> names;
-  names.reserve(num_classes_);
-  for (int64_t c = 0; c < num_classes_; ++c) names.push_back(std::to_string(c));
+  names.reserve(impl_->num_classes_);
+  for (int64_t c = 0; c < impl_->num_classes_; ++c) names.push_back(std::to_string(c));
   return names;
 }
 
 std::string WebDataset::sample_name(int64_t index) const {
-  const auto& s = index_->samples.at(index);
-  return shards_[s.shard] + ": " + s.key;
+  const auto& s = impl_->index_->samples.at(index);
+  return impl_->shards_[s.shard] + ": " + s.key;
 }
 
-int64_t WebDataset::label(int64_t index) const { return index_->samples.at(index).label; }
+int64_t WebDataset::label(int64_t index) const { return impl_->index_->samples.at(index).label; }
 
-std::vector<std::string> WebDataset::skipped() const { return pipeline_->skipped(); }
+std::vector<std::string> WebDataset::skipped() const { return impl_->pipeline_->skipped(); }
 
-int64_t WebDataset::chunk_reads() const { return cache_->reads.load(); }
+int64_t WebDataset::chunk_reads() const { return impl_->cache_->reads.load(); }
 
 at::Tensor WebDataset::epoch_order(int64_t epoch, uint64_t seed, bool shuffle) const {
   const int64_t n = size();
@@ -417,7 +432,7 @@ at::Tensor WebDataset::epoch_order(int64_t epoch, uint64_t seed, bool shuffle) c
     std::iota(o, o + n, int64_t{0});
     return order;
   }
-  const auto& chunks = index_->chunks;
+  const auto& chunks = impl_->index_->chunks;
   std::vector<int64_t> chunk_order(chunks.size());
   std::iota(chunk_order.begin(), chunk_order.end(), int64_t{0});
   ExampleRng rng(seed ^ kOrderSalt, epoch, -1);
@@ -427,7 +442,7 @@ at::Tensor WebDataset::epoch_order(int64_t epoch, uint64_t seed, bool shuffle) c
   for (int64_t c : chunk_order) {
     for (int64_t s = chunks[c].first; s < chunks[c].end; ++s) o[at++] = s;
   }
-  const int64_t window = options_.shuffle_buffer();
+  const int64_t window = impl_->options_.shuffle_buffer();
   for (int64_t w = 0; w * window < n; ++w) {  // the shuffle buffer: samples permuted within a window
     ExampleRng r(seed ^ kOrderSalt, epoch, w);
     int64_t* begin = o + w * window;
@@ -444,49 +459,51 @@ Batch WebDataset::get_epoch_batch(const at::Tensor& indices, int64_t epoch) cons
   const int64_t* ids = index.data_ptr<int64_t>();
   std::vector<int64_t> wanted;
   for (int64_t i = 0; i < index.numel(); ++i) {
-    if (ids[i] >= 0 && ids[i] < size()) wanted.push_back(index_->chunk_of(ids[i]));
+    if (ids[i] >= 0 && ids[i] < size()) wanted.push_back(impl_->index_->chunk_of(ids[i]));
   }
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
   // Each chunk from the cache or one read (in parallel), before any decoding: a read that fails is
   // an error of the shard, never a bad image to skip.
-  const UrlOptions url{.retry_seconds = options_.retry_seconds()};
+  const UrlOptions url{.retry_seconds = impl_->options_.retry_seconds()};
   const auto load = [&](int64_t c) -> std::shared_ptr<const std::string> {
     {
-      std::lock_guard<std::mutex> lock(cache_->mutex);
-      auto& held = cache_->held;
+      std::lock_guard<std::mutex> lock(impl_->cache_->mutex);
+      auto& held = impl_->cache_->held;
       const auto it = std::find_if(held.begin(), held.end(), [&](const auto& e) { return e.first == c; });
       if (it != held.end()) {
         std::rotate(it, it + 1, held.end());
         return held.back().second;
       }
     }
-    const Index::Chunk& chunk = index_->chunks[c];
+    const ShardIndex::Chunk& chunk = impl_->index_->chunks[c];
     auto bytes = std::make_shared<const std::string>(
-        read_range(shards_[chunk.shard], chunk.begin, chunk.finish - chunk.begin, url));
-    cache_->reads.fetch_add(1);
-    std::lock_guard<std::mutex> lock(cache_->mutex);
-    cache_->held.emplace_back(c, bytes);
+        read_range(impl_->shards_[chunk.shard], chunk.begin, chunk.finish - chunk.begin, url));
+    impl_->cache_->reads.fetch_add(1);
+    std::lock_guard<std::mutex> lock(impl_->cache_->mutex);
+    impl_->cache_->held.emplace_back(c, bytes);
     return bytes;
   };
   std::vector<std::shared_ptr<const std::string>> held(wanted.size());
-  pipeline_->run(static_cast<int64_t>(wanted.size()), [&](int64_t i) { held[i] = load(wanted[i]); });
+  impl_->pipeline_->run(static_cast<int64_t>(wanted.size()), [&](int64_t i) { held[i] = load(wanted[i]); });
   {
-    std::lock_guard<std::mutex> lock(cache_->mutex);
-    auto& kept = cache_->held;
+    std::lock_guard<std::mutex> lock(impl_->cache_->mutex);
+    auto& kept = impl_->cache_->held;
     if (kept.size() > wanted.size() + kHeldBeyondBatch)
       kept.erase(kept.begin(), kept.end() - (wanted.size() + kHeldBeyondBatch));
   }
-  return pipeline_->batch(index, size(), [&](int64_t id, at::Tensor& out) {
-    const int64_t c = index_->chunk_of(id);
+  return impl_->pipeline_->batch(index, size(), [&](int64_t id, at::Tensor& out) {
+    const int64_t c = impl_->index_->chunk_of(id);
     const auto it = std::lower_bound(wanted.begin(), wanted.end(), c);
     const std::shared_ptr<const std::string> bytes =
         (it != wanted.end() && *it == c) ? held[it - wanted.begin()] : load(c);
-    const Index::Sample& s = index_->samples[id];
-    Index::check(*bytes, index_->chunks[c].begin, s, shards_[s.shard],
-                 is_url(shards_[s.shard]) && options_.cache_index() ? kept_index_path(shards_[s.shard], options_) : "");
-    const std::string_view image(bytes->data() + (s.offset - index_->chunks[c].begin), s.size);
-    pipeline_->render(image, shards_[s.shard] + ": " + s.key, std::nullopt, id, epoch, out);
+    const ShardIndex::Sample& s = impl_->index_->samples[id];
+    ShardIndex::check(*bytes, impl_->index_->chunks[c].begin, s, impl_->shards_[s.shard],
+                      is_url(impl_->shards_[s.shard]) && impl_->options_.cache_index()
+                          ? kept_index_path(impl_->shards_[s.shard], impl_->options_)
+                          : "");
+    const std::string_view image(bytes->data() + (s.offset - impl_->index_->chunks[c].begin), s.size);
+    impl_->pipeline_->render(image, impl_->shards_[s.shard] + ": " + s.key, std::nullopt, id, epoch, out);
     return static_cast<int64_t>(s.label);
   });
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 
@@ -227,17 +228,26 @@ std::vector<std::size_t> latest(const Observations& sorted, std::size_t count) {
 
 }  // namespace
 
+struct GpStrategy::Impl {
+  GpOptions options_;
+  std::vector<double> hyper_;  // the last fit's raw hyper-parameters: the next fit starts there
+  int64_t fits_ = 0;
+};
+
+GpStrategy::~GpStrategy() = default;
+
 GpStrategy::GpStrategy(SearchSpace space, GpOptions options)
     : ModelStrategy(std::move(space), options.seed(), Objectives{{options.maximize()}, options.constraints()},
                     options.startup_trials()),
-      options_(options) {
-  if (options_.candidates() < 1 || options_.local_starts() < 0 || options_.startup_trials() < 0) {
+      impl_(std::make_unique<Impl>()) {
+  impl_->options_ = options;
+  if (options.candidates() < 1 || options.local_starts() < 0 || options.startup_trials() < 0) {
     throw std::invalid_argument("gp: candidates must be >= 1, local_starts and startup_trials >= 0");
   }
 }
 
 std::unique_ptr<ModelStrategy> GpStrategy::nested(SearchSpace space, uint64_t seed) const {
-  GpOptions o = options_;
+  GpOptions o = impl_->options_;
   o.seed(seed);
   return std::make_unique<GpStrategy>(std::move(space), o);
 }
@@ -247,9 +257,9 @@ std::vector<double> GpStrategy::model_point(const std::vector<Observation>& sort
   const Scaling scaling(space().dimensions());
   Gp gp = observed(scaling, sorted, [](const Observation& o) { return o.loss; });
   const double best = gp.y.front();  // sorted: the lowest feasible first
-  const std::vector<double> fitted = fit(gp, hyper_, fits_++);
-  hyper_ = fitted;
-  if (options_.constant_liar() && !running.empty()) {  // kriging believer: a running trial gives its mean
+  const std::vector<double> fitted = fit(gp, impl_->hyper_, impl_->fits_++);
+  impl_->hyper_ = fitted;
+  if (impl_->options_.constant_liar() && !running.empty()) {  // kriging believer: a running trial gives its mean
     if (!gp.condition(fitted)) return scaling.unscale(&gp.x[0]);
     // Each mean from the observed trials' model: a point believed at its mean leaves the mean
     // elsewhere as it was, so the order does not matter (the model grows only once all are in).
@@ -279,8 +289,8 @@ std::vector<double> GpStrategy::model_point(const std::vector<Observation>& sort
     feasibility.emplace_back(&constraint_models.back(), -mean / sd);
   }
   const LogEi acq{gp, best, feasibility, sorted.front().violation <= 0};
-  const std::size_t count = static_cast<std::size_t>(options_.candidates());
-  const std::size_t starts = std::min<std::size_t>(static_cast<std::size_t>(options_.local_starts()), count);
+  const std::size_t count = static_cast<std::size_t>(impl_->options_.candidates());
+  const std::size_t starts = std::min<std::size_t>(static_cast<std::size_t>(impl_->options_.local_starts()), count);
   auto scored = candidates(gp, scaling, acq, sorted.size(), count, starts, rng());
   for (std::size_t s = 0; s < starts; ++s) {
     std::vector<double> u = scored[s].second;

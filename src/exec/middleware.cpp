@@ -47,28 +47,38 @@ void Chain::set_engine(std::shared_ptr<ExecutionEngine> engine) {
 
 // ---- Deduplication --------------------------------------------------------------------------
 
-Deduplication::Deduplication(DeduplicationOptions options) : action_(options.action()) {}
+struct Deduplication::Impl {
+  DuplicateAction action_;
+  std::mutex mutex_;
+  std::map<std::string, int64_t> seen_;  // canonical parameters -> first trial
+};
+
+Deduplication::~Deduplication() = default;
+
+Deduplication::Deduplication(DeduplicationOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->action_ = options.action();
+}
 
 void Deduplication::on_engine_set() {
-  std::lock_guard lock(mutex_);
-  for (const auto& t : engine().list()) seen_.emplace(t.parameters.dump(), t.id);
+  std::lock_guard lock(impl_->mutex_);
+  for (const auto& t : engine().list()) impl_->seen_.emplace(t.parameters.dump(), t.id);
 }
 
 int64_t Deduplication::submit(const nlohmann::json& parameters) {
   const std::string key = parameters.dump();  // nlohmann's objects are sorted: a canonical form
   std::optional<int64_t> first;
   {
-    std::lock_guard lock(mutex_);
-    if (auto it = seen_.find(key); it != seen_.end()) first = it->second;
+    std::lock_guard lock(impl_->mutex_);
+    if (auto it = impl_->seen_.find(key); it != impl_->seen_.end()) first = it->second;
   }
   if (!first) {
     const int64_t id = engine().submit(parameters);
-    std::lock_guard lock(mutex_);
-    seen_.emplace(key, id);
+    std::lock_guard lock(impl_->mutex_);
+    impl_->seen_.emplace(key, id);
     return id;
   }
   const auto earlier = engine().get(*first);
-  if (action_ == DuplicateAction::kInvalid || !earlier || !earlier->completed()) {
+  if (impl_->action_ == DuplicateAction::kInvalid || !earlier || !earlier->completed()) {
     return submit_invalid(parameters, "duplicate of trial " + std::to_string(*first));
   }
   const int64_t id = engine().add_unscheduled(parameters);
@@ -230,29 +240,39 @@ void Asha::on_engine_set() {
 
 // ---- Budget ---------------------------------------------------------------------------------
 
-Budget::Budget(BudgetOptions options) : options_(options) {
-  if (options_.max_trials() && *options_.max_trials() < 0) throw std::invalid_argument("Budget: max_trials < 0");
+struct Budget::Impl {
+  BudgetOptions options_;
+  std::atomic<int64_t> submitted_{0};
+  double start_s_ = 0.0;
+};
+
+Budget::~Budget() = default;
+
+Budget::Budget(BudgetOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = options;
+  if (impl_->options_.max_trials() && *impl_->options_.max_trials() < 0)
+    throw std::invalid_argument("Budget: max_trials < 0");
 }
 
-void Budget::on_engine_set() { start_s_ = now_s(); }
+void Budget::on_engine_set() { impl_->start_s_ = now_s(); }
 
 bool Budget::budget_available() const {
-  if (options_.max_trials() && submitted_ >= *options_.max_trials()) return false;
-  if (options_.max_wall_s() && now_s() - start_s_ >= *options_.max_wall_s()) return false;
-  if (options_.max_trial_seconds()) {
+  if (impl_->options_.max_trials() && impl_->submitted_ >= *impl_->options_.max_trials()) return false;
+  if (impl_->options_.max_wall_s() && now_s() - impl_->start_s_ >= *impl_->options_.max_wall_s()) return false;
+  if (impl_->options_.max_trial_seconds()) {
     const double now = now_s();
     double spent = 0.0;
     for (const auto& t : engine().list()) {
       if (t.started_at > 0.0) spent += (t.ended_at > 0.0 ? t.ended_at : now) - t.started_at;
     }
-    if (spent >= *options_.max_trial_seconds()) return false;
+    if (spent >= *impl_->options_.max_trial_seconds()) return false;
   }
   return engine().budget_available();
 }
 
 int64_t Budget::submit(const nlohmann::json& parameters) {
   if (!budget_available()) throw std::runtime_error("Budget: the budget is spent; no more trials");
-  ++submitted_;
+  ++impl_->submitted_;
   return engine().submit(parameters);
 }
 

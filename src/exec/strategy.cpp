@@ -26,17 +26,27 @@ RandomStrategy::RandomStrategy(SearchSpace space, uint64_t seed) : space_(std::m
 
 std::optional<nlohmann::json> RandomStrategy::suggest() { return space_.sample(rng_); }
 
-GridStrategy::GridStrategy(const SearchSpace& space, int points) : grid_(space.grid(points)) {}
+struct GridStrategy::Impl {
+  std::vector<nlohmann::json> grid_;
+  std::size_t next_ = 0;
+  std::set<std::string> done_;  // restored trials are not suggested again
+};
+
+GridStrategy::~GridStrategy() = default;
+
+GridStrategy::GridStrategy(const SearchSpace& space, int points) : impl_(std::make_unique<Impl>()) {
+  impl_->grid_ = space.grid(points);
+}
 
 std::optional<nlohmann::json> GridStrategy::suggest() {
-  while (next_ < grid_.size()) {
-    const auto& p = grid_[next_++];
-    if (!done_.count(p.dump())) return p;
+  while (impl_->next_ < impl_->grid_.size()) {
+    const auto& p = impl_->grid_[impl_->next_++];
+    if (!impl_->done_.count(p.dump())) return p;
   }
   return std::nullopt;
 }
 
-void GridStrategy::observe(const Trial& trial) { done_.insert(trial.parameters.dump()); }
+void GridStrategy::observe(const Trial& trial) { impl_->done_.insert(trial.parameters.dump()); }
 
 struct EvolutionStrategy::Impl {
   SearchSpace space_;

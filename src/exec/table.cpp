@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -51,6 +52,22 @@ nlohmann::json cell_value(const std::string& text) {
 
 }  // namespace
 
+struct BenchmarkTable::Impl {
+  std::string source_;
+  std::vector<std::string> parameters_, metrics_;
+  std::vector<Configuration> configurations_;
+};
+
+BenchmarkTable::BenchmarkTable() : impl_(std::make_unique<Impl>()) {}
+BenchmarkTable::~BenchmarkTable() = default;
+BenchmarkTable::BenchmarkTable(BenchmarkTable&&) noexcept = default;
+BenchmarkTable& BenchmarkTable::operator=(BenchmarkTable&&) noexcept = default;
+
+const std::string& BenchmarkTable::source() const { return impl_->source_; }
+const std::vector<std::string>& BenchmarkTable::parameters() const { return impl_->parameters_; }
+const std::vector<std::string>& BenchmarkTable::metrics() const { return impl_->metrics_; }
+std::size_t BenchmarkTable::configurations() const { return impl_->configurations_.size(); }
+
 BenchmarkTable BenchmarkTable::read_csv(const std::string& path) {
   std::string text;
   try {
@@ -59,7 +76,7 @@ BenchmarkTable BenchmarkTable::read_csv(const std::string& path) {
     throw std::invalid_argument(e.what());
   }
   BenchmarkTable table;
-  table.source_ = path;
+  table.impl_->source_ = path;
   std::istringstream in(text);
   std::vector<std::string> header;
   std::size_t step_column = 0;
@@ -77,8 +94,8 @@ BenchmarkTable BenchmarkTable::read_csv(const std::string& path) {
       if (step == header.end() || step + 1 == header.end())
         throw std::invalid_argument(where + "the header needs the parameter columns, then `step`, then the metrics");
       step_column = static_cast<std::size_t>(step - header.begin());
-      table.parameters_.assign(header.begin(), step);
-      table.metrics_.assign(step + 1, header.end());
+      table.impl_->parameters_.assign(header.begin(), step);
+      table.impl_->metrics_.assign(step + 1, header.end());
       continue;
     }
     if (cells.size() != header.size()) {
@@ -98,45 +115,45 @@ BenchmarkTable BenchmarkTable::read_csv(const std::string& path) {
       if (!v) throw std::invalid_argument(where + header[m] + " '" + cells[m] + "' is not a number");
       values.push_back(*v);
     }
-    auto [at, added] = index.try_emplace(keys, table.configurations_.size());
+    auto [at, added] = index.try_emplace(keys, table.impl_->configurations_.size());
     if (added) {
       Configuration c;
       c.keys = keys;
       c.parameters = nlohmann::json::object();
       for (std::size_t p = 0; p < step_column; ++p) c.parameters[header[p]] = cell_value(cells[p]);
-      table.configurations_.push_back(std::move(c));
+      table.impl_->configurations_.push_back(std::move(c));
     }
-    auto& steps = table.configurations_[at->second].steps;
+    auto& steps = table.impl_->configurations_[at->second].steps;
     const auto s = static_cast<long long>(*step);
     if (std::any_of(steps.begin(), steps.end(), [&](const auto& e) { return e.first == s; }))
       throw std::invalid_argument(where + "step " + std::to_string(s) + " of this configuration is there twice");
     steps.emplace_back(s, std::move(values));
   }
-  if (table.configurations_.empty()) throw std::invalid_argument(path + ": the benchmark table has no rows");
-  for (auto& c : table.configurations_) std::sort(c.steps.begin(), c.steps.end());
+  if (table.impl_->configurations_.empty()) throw std::invalid_argument(path + ": the benchmark table has no rows");
+  for (auto& c : table.impl_->configurations_) std::sort(c.steps.begin(), c.steps.end());
   return table;
 }
 
 std::size_t BenchmarkTable::metric_index(const std::string& metric) const {
-  const auto it = std::find(metrics_.begin(), metrics_.end(), metric);
-  if (it == metrics_.end()) {
+  const auto it = std::find(impl_->metrics_.begin(), impl_->metrics_.end(), metric);
+  if (it == impl_->metrics_.end()) {
     std::string known;
-    for (const auto& m : metrics_) known += (known.empty() ? "" : ", ") + m;
-    throw std::invalid_argument(source_ + ": the benchmark table has no metric '" + metric +
+    for (const auto& m : impl_->metrics_) known += (known.empty() ? "" : ", ") + m;
+    throw std::invalid_argument(impl_->source_ + ": the benchmark table has no metric '" + metric +
                                 "' (its metrics: " + known + ")");
   }
-  return static_cast<std::size_t>(it - metrics_.begin());
+  return static_cast<std::size_t>(it - impl_->metrics_.begin());
 }
 
 void BenchmarkTable::check(const SearchSpace& space, const std::vector<std::string>& metrics) const {
   for (const auto& d : space.dimensions()) {
-    const bool column = std::any_of(parameters_.begin(), parameters_.end(),
+    const bool column = std::any_of(impl_->parameters_.begin(), impl_->parameters_.end(),
                                     [&](const std::string& p) { return p == d.name || p.rfind(d.name + ".", 0) == 0; });
     if (!column) {
       std::string known;
-      for (const auto& p : parameters_) known += (known.empty() ? "" : ", ") + p;
-      throw std::invalid_argument(source_ + ": the benchmark table has no column for the space's parameter '" + d.name +
-                                  "' (its parameter columns: " + known + ")");
+      for (const auto& p : impl_->parameters_) known += (known.empty() ? "" : ", ") + p;
+      throw std::invalid_argument(impl_->source_ + ": the benchmark table has no column for the space's parameter '" +
+                                  d.name + "' (its parameter columns: " + known + ")");
     }
   }
   for (const auto& m : metrics) (void)metric_index(m);
@@ -145,24 +162,24 @@ void BenchmarkTable::check(const SearchSpace& space, const std::vector<std::stri
 const BenchmarkTable::Configuration& BenchmarkTable::find(const nlohmann::json& parameters) const {
   std::vector<std::pair<std::size_t, std::string>> wanted;  // column, canonical value
   for (const auto& [key, value] : flat_parameters(parameters)) {
-    const auto it = std::find(parameters_.begin(), parameters_.end(), key);
-    if (it == parameters_.end())
-      throw std::runtime_error(source_ + ": the benchmark table has no column '" + key + "'");
-    wanted.emplace_back(static_cast<std::size_t>(it - parameters_.begin()), canonical(value));
+    const auto it = std::find(impl_->parameters_.begin(), impl_->parameters_.end(), key);
+    if (it == impl_->parameters_.end())
+      throw std::runtime_error(impl_->source_ + ": the benchmark table has no column '" + key + "'");
+    wanted.emplace_back(static_cast<std::size_t>(it - impl_->parameters_.begin()), canonical(value));
   }
   const Configuration* found = nullptr;
-  for (const auto& c : configurations_) {
+  for (const auto& c : impl_->configurations_) {
     if (!std::all_of(wanted.begin(), wanted.end(), [&](const auto& w) { return c.keys[w.first] == w.second; }))
       continue;
     if (found != nullptr) {
-      throw std::runtime_error(source_ + ": the benchmark table has several configurations for " + parameters.dump() +
-                               " (" + found->parameters.dump() + ", " + c.parameters.dump() +
+      throw std::runtime_error(impl_->source_ + ": the benchmark table has several configurations for " +
+                               parameters.dump() + " (" + found->parameters.dump() + ", " + c.parameters.dump() +
                                "): the space must set every column that varies");
     }
     found = &c;
   }
   if (found == nullptr)
-    throw std::runtime_error(source_ + ": the benchmark table has no configuration " + parameters.dump());
+    throw std::runtime_error(impl_->source_ + ": the benchmark table has no configuration " + parameters.dump());
   return *found;
 }
 
@@ -198,21 +215,21 @@ double BenchmarkTable::value(const nlohmann::json& parameters, const std::string
 std::vector<std::pair<nlohmann::json, double>> BenchmarkTable::finals(const std::string& metric) const {
   const std::size_t m = metric_index(metric);
   std::vector<std::pair<nlohmann::json, double>> out;
-  for (const auto& c : configurations_) out.emplace_back(c.parameters, c.steps.back().second[m]);
+  for (const auto& c : impl_->configurations_) out.emplace_back(c.parameters, c.steps.back().second[m]);
   return out;
 }
 
 nlohmann::json BenchmarkTable::space() const {
   nlohmann::json out = nlohmann::json::object();
-  for (std::size_t p = 0; p < parameters_.size(); ++p) {
+  for (std::size_t p = 0; p < impl_->parameters_.size(); ++p) {
     nlohmann::json values = nlohmann::json::array();
     std::vector<std::string> seen;
-    for (const auto& c : configurations_) {
+    for (const auto& c : impl_->configurations_) {
       if (std::find(seen.begin(), seen.end(), c.keys[p]) != seen.end()) continue;
       seen.push_back(c.keys[p]);
-      values.push_back(c.parameters[parameters_[p]]);
+      values.push_back(c.parameters[impl_->parameters_[p]]);
     }
-    out[parameters_[p]] = {{"_type", "choice"}, {"_value", values}};
+    out[impl_->parameters_[p]] = {{"_type", "choice"}, {"_value", values}};
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <memory>
 
 #include <cerrno>
 #include <cstdio>
@@ -174,27 +175,36 @@ bool is_plain_name(std::string_view name) {
          name.find('\0') == std::string_view::npos;
 }
 
-FileLock::FileLock(const std::string& path) {
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
-  if (fd_ < 0) {
+struct FileLock::Impl {
+  int fd_ = -1;
+  bool held_ = false;
+  long holder_ = 0;
+};
+
+bool FileLock::held() const { return impl_->held_; }
+long FileLock::holder() const { return impl_->holder_; }
+
+FileLock::FileLock(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  impl_->fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (impl_->fd_ < 0) {
     const int err = errno;
     io_fail(path, std::string("cannot make the lock file (") + std::strerror(err) + ")");
   }
   struct flock lock {};
   lock.l_type = F_WRLCK;
   lock.l_whence = SEEK_SET;
-  if (::fcntl(fd_, F_SETLK, &lock) == 0) {
-    held_ = true;
+  if (::fcntl(impl_->fd_, F_SETLK, &lock) == 0) {
+    impl_->held_ = true;
     return;
   }
   struct flock probe {};
   probe.l_type = F_WRLCK;
   probe.l_whence = SEEK_SET;
-  if (::fcntl(fd_, F_GETLK, &probe) == 0 && probe.l_type != F_UNLCK) holder_ = probe.l_pid;
+  if (::fcntl(impl_->fd_, F_GETLK, &probe) == 0 && probe.l_type != F_UNLCK) impl_->holder_ = probe.l_pid;
 }
 
 FileLock::~FileLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  if (impl_->fd_ >= 0) ::close(impl_->fd_);  // closing releases the lock
 }
 
 int remove_stale_temporaries(const std::string& folder) {

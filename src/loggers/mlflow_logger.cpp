@@ -1,6 +1,7 @@
 #include "baton/loggers/mlflow_logger.h"
 
 #include <unistd.h>
+#include <memory>
 
 #include <algorithm>
 #include <chrono>
@@ -248,6 +249,20 @@ bool is_commit(const std::string& s) {
 
 }  // namespace
 
+struct MlflowClient::Impl {
+  std::string root_;
+  std::string artifact_root_;
+  double request_seconds_;
+  std::vector<std::string> headers_;
+  const std::atomic<bool>* cancel_ = nullptr;
+};
+
+MlflowClient::~MlflowClient() = default;
+
+void MlflowClient::set_request_seconds(double seconds) { impl_->request_seconds_ = seconds; }
+void MlflowClient::set_artifact_root(std::string folder) { impl_->artifact_root_ = std::move(folder); }
+void MlflowClient::set_cancel(const std::atomic<bool>* cancel) { impl_->cancel_ = cancel; }
+
 // ---- options, params, git ----
 
 void read_mlflow_options(OptionReader& r, MlflowOptions& o) {
@@ -325,27 +340,28 @@ std::string git_commit_of(const std::string& path) {
 
 // ---- the client ----
 
-MlflowClient::MlflowClient(std::string tracking_uri, double request_seconds)
-    : root_(std::move(tracking_uri)), request_seconds_(request_seconds) {
-  while (!root_.empty() && root_.back() == '/') root_.pop_back();
+MlflowClient::MlflowClient(std::string tracking_uri, double request_seconds) : impl_(std::make_unique<Impl>()) {
+  impl_->root_ = std::move(tracking_uri);
+  impl_->request_seconds_ = request_seconds;
+  while (!impl_->root_.empty() && impl_->root_.back() == '/') impl_->root_.pop_back();
   const char* token = std::getenv("MLFLOW_TRACKING_TOKEN");
   const char* user = std::getenv("MLFLOW_TRACKING_USERNAME");
   const char* password = std::getenv("MLFLOW_TRACKING_PASSWORD");
   if (token && *token) {
-    headers_.push_back(std::string("Authorization: Bearer ") + token);
+    impl_->headers_.push_back(std::string("Authorization: Bearer ") + token);
   } else if (user && *user) {
-    headers_.push_back("Authorization: Basic " + base64(std::string(user) + ":" + (password ? password : "")));
+    impl_->headers_.push_back("Authorization: Basic " + base64(std::string(user) + ":" + (password ? password : "")));
   }
 }
 
 nlohmann::json MlflowClient::call(const std::string& method, const std::string& endpoint,
                                   const nlohmann::json& body) const {
-  const std::string url = root_ + "/api/2.0/mlflow/" + endpoint;
+  const std::string url = impl_->root_ + "/api/2.0/mlflow/" + endpoint;
   const HttpAnswer answer = http_request(method, url, method == "GET" ? std::string() : body.dump(), "application/json",
-                                         headers_, request_seconds_, cancel_);
-  if (!answer.ok()) throw answer_error(root_ + " " + endpoint, answer);
+                                         impl_->headers_, impl_->request_seconds_, impl_->cancel_);
+  if (!answer.ok()) throw answer_error(impl_->root_ + " " + endpoint, answer);
   auto j = nlohmann::json::parse(answer.body, nullptr, false);
-  if (j.is_discarded()) throw MlflowError(root_ + " " + endpoint + ": an answer that is not JSON", true);
+  if (j.is_discarded()) throw MlflowError(impl_->root_ + " " + endpoint + ": an answer that is not JSON", true);
   return j;
 }
 
@@ -363,18 +379,18 @@ std::string MlflowClient::experiment_id(const std::string& name) const {
   for (int attempt = 0; attempt < 2; ++attempt) {
     try {
       return answer_text(call("GET", "experiments/get-by-name?experiment_name=" + query, {}),
-                         {"experiment", "experiment_id"}, root_ + " experiments/get-by-name");
+                         {"experiment", "experiment_id"}, impl_->root_ + " experiments/get-by-name");
     } catch (const MlflowError& e) {
       if (e.code() != "RESOURCE_DOES_NOT_EXIST") throw;
     }
     try {
       return answer_text(call("POST", "experiments/create", {{"name", name}}), {"experiment_id"},
-                         root_ + " experiments/create");
+                         impl_->root_ + " experiments/create");
     } catch (const MlflowError& e) {
       if (e.code() != "RESOURCE_ALREADY_EXISTS") throw;  // made meanwhile by another run: read it again
     }
   }
-  throw MlflowError(root_ + ": experiment '" + name + "' could not be made", true);
+  throw MlflowError(impl_->root_ + ": experiment '" + name + "' could not be made", true);
 }
 
 MlflowClient::RunInfo MlflowClient::create_run(const std::string& experiment_id, const std::string& run_name,
@@ -383,11 +399,11 @@ MlflowClient::RunInfo MlflowClient::create_run(const std::string& experiment_id,
   if (!run_name.empty()) body["run_name"] = run_name;
   body["tags"] = nlohmann::json::array();
   for (const auto& [key, value] : tags) body["tags"].push_back({{"key", key}, {"value", cut(value, kMaxTagValue)}});
-  return run_info(call("POST", "runs/create", body), root_ + " runs/create");
+  return run_info(call("POST", "runs/create", body), impl_->root_ + " runs/create");
 }
 
 MlflowClient::RunInfo MlflowClient::get_run(const std::string& run_id) const {
-  return run_info(call("GET", "runs/get?run_id=" + run_id, {}), root_ + " runs/get");
+  return run_info(call("GET", "runs/get?run_id=" + run_id, {}), impl_->root_ + " runs/get");
 }
 
 void MlflowClient::log_batch(const std::string& run_id, const nlohmann::json& metrics, const nlohmann::json& params,
@@ -407,10 +423,10 @@ void MlflowClient::upload_artifact(const RunInfo& run, const std::string& name, 
     throw MlflowError("artifact '" + one_line(name) + "' is not the name of a file of the run folder", false);
   }
   if (uri.starts_with("mlflow-artifacts:")) {  // the server's proxy
-    const std::string url = root_ + "/api/2.0/mlflow-artifacts/artifacts/" + proxy_path(uri) + "/" + name;
-    const HttpAnswer answer =
-        http_request("PUT", url, bytes, "application/octet-stream", headers_, request_seconds_, cancel_);
-    if (!answer.ok()) throw answer_error(root_ + " artifact " + name, answer);
+    const std::string url = impl_->root_ + "/api/2.0/mlflow-artifacts/artifacts/" + proxy_path(uri) + "/" + name;
+    const HttpAnswer answer = http_request("PUT", url, bytes, "application/octet-stream", impl_->headers_,
+                                           impl_->request_seconds_, impl_->cancel_);
+    if (!answer.ok()) throw answer_error(impl_->root_ + " artifact " + name, answer);
     return;
   }
   if (uri.find("://") != std::string::npos && !uri.starts_with("file://")) {
@@ -419,7 +435,7 @@ void MlflowClient::upload_artifact(const RunInfo& run, const std::string& name, 
                           "start the server with --serve-artifacts",
                       false);
   }
-  const fs::path dir = local_artifact_folder(uri, artifact_root_);
+  const fs::path dir = local_artifact_folder(uri, impl_->artifact_root_);
   std::error_code ec;
   fs::create_directories(dir, ec);
   try {
@@ -435,6 +451,7 @@ void MlflowClient::upload_artifact(const RunInfo& run, const std::string& name, 
 // to the buffer in memory while it has room; the sending thread reads back what it could not hold.
 // mlflow.json's "sent" is how far into that file the server has it all, so a resumed run sends the
 // rest. Without a folder the buffer alone holds them, and what it cannot hold is lost (and counted).
+
 struct MlflowLogger::Impl {
   explicit Impl(MlflowOptions options);
   // What the sending thread does next, taken under the lock.
@@ -485,6 +502,7 @@ struct MlflowLogger::Impl {
   int64_t unsent = 0;
   std::atomic<bool> cancel{false};  // past the wait at close: a request in flight ends
   std::thread thread;
+  std::atomic<bool> started_{false};  // the first event came
 };
 
 MlflowLogger::Impl::Impl(MlflowOptions options) : o(std::move(options)), client(o.tracking_uri(), o.request_seconds()) {
@@ -876,11 +894,11 @@ MlflowLogger::MlflowLogger(MlflowOptions options) : impl_(std::make_unique<Impl>
 void MlflowLogger::start() {
   std::lock_guard lock(impl_->mu);
   if (!impl_->thread.joinable() && !impl_->closed) impl_->thread = std::thread([this] { impl_->loop(); });
-  started_ = true;
+  impl_->started_ = true;
 }
 
 void MlflowLogger::batch_start(State&, Logger&) {
-  if (!started_.load(std::memory_order_relaxed)) start();
+  if (!impl_->started_.load(std::memory_order_relaxed)) start();
 }
 
 MlflowLogger::~MlflowLogger() {
@@ -928,7 +946,7 @@ void MlflowLogger::set_end_status(const std::string& status) {
 }
 
 void MlflowLogger::post_close() {
-  if (started_.load()) impl_->close();  // else nothing was trained: the destructor discards quietly
+  if (impl_->started_.load()) impl_->close();  // else nothing was trained: the destructor discards quietly
 }
 
 std::string MlflowLogger::wait_for_run(double seconds) {

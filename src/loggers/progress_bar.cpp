@@ -141,35 +141,47 @@ void ProgressBar::eval_end(State& state, Logger&) {
 
 void ProgressBar::fit_end(State&, Logger&) { finish_line(); }
 
-ConsoleLogger::ConsoleLogger(Time interval, std::FILE* out, ProgressBar* bar)
-    : interval_(interval), out_(out), bar_(bar) {}
+struct ConsoleLogger::Impl {
+  Time interval_ = Time(1, TimeUnit::kEpoch);
+  std::FILE* out_ = nullptr;
+  ProgressBar* bar_ = nullptr;
+  Metrics latest_;
+};
+
+ConsoleLogger::~ConsoleLogger() = default;
+
+ConsoleLogger::ConsoleLogger(Time interval, std::FILE* out, ProgressBar* bar) : impl_(std::make_unique<Impl>()) {
+  impl_->interval_ = interval;
+  impl_->out_ = out;
+  impl_->bar_ = bar;
+}
 
 void ConsoleLogger::log_metrics(const Metrics& metrics, int64_t) {
-  for (const auto& [name, value] : metrics) latest_[name] = value;
+  for (const auto& [name, value] : metrics) impl_->latest_[name] = value;
 }
 
 void ConsoleLogger::print(const State& state) {
-  if (bar_ != nullptr) bar_->finish_line();
-  std::fprintf(out_, "%s %s\n", state.timestamp.to_string().c_str(), metrics_text(latest_).c_str());
-  std::fflush(out_);
+  if (impl_->bar_ != nullptr) impl_->bar_->finish_line();
+  std::fprintf(impl_->out_, "%s %s\n", state.timestamp.to_string().c_str(), metrics_text(impl_->latest_).c_str());
+  std::fflush(impl_->out_);
 }
 
 void ConsoleLogger::batch_end(State& state, Logger&) {
-  if (interval_.unit() == TimeUnit::kBatch && interval_.count() > 0 &&
-      state.timestamp.batch() % interval_.count() == 0) {
+  if (impl_->interval_.unit() == TimeUnit::kBatch && impl_->interval_.count() > 0 &&
+      state.timestamp.batch() % impl_->interval_.count() == 0) {
     print(state);
   }
 }
 
 void ConsoleLogger::epoch_end(State& state, Logger&) {
-  if (interval_.unit() == TimeUnit::kEpoch && interval_.count() > 0 &&
-      state.timestamp.epoch() % interval_.count() == 0) {
+  if (impl_->interval_.unit() == TimeUnit::kEpoch && impl_->interval_.count() > 0 &&
+      state.timestamp.epoch() % impl_->interval_.count() == 0) {
     print(state);
   }
 }
 
 void ConsoleLogger::eval_end(State& state, Logger&) {
-  if (interval_.value() > 0 && bar_ == nullptr) print(state);
+  if (impl_->interval_.value() > 0 && impl_->bar_ == nullptr) print(state);
 }
 
 }  // namespace baton

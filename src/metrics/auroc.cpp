@@ -8,7 +8,7 @@
 #include <torch/torch.h>
 
 #include "baton/core/state.h"
-#include "baton/metrics/metrics.h"
+#include "metrics/kinds.h"
 
 namespace baton {
 

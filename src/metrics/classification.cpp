@@ -8,8 +8,8 @@
 #include <torch/torch.h>
 
 #include "baton/core/state.h"
-#include "baton/metrics/metrics.h"
 #include "metrics/decisions.h"
+#include "metrics/kinds.h"
 
 namespace baton {
 namespace {

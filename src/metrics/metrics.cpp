@@ -1,4 +1,5 @@
 #include "baton/metrics/metrics.h"
+#include "metrics/kinds.h"
 
 #include <cmath>
 #include <stdexcept>

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "baton/metrics/metrics.h"
+#include "metrics/kinds.h"
 
 namespace baton {
 namespace {

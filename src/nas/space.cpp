@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -558,17 +559,34 @@ void path_values(const nlohmann::json& dims, const nlohmann::json& path, const s
 
 }  // namespace
 
+struct ModelSpace::Impl {
+  std::string name_;
+  std::vector<int64_t> input_shape_;
+  Builder build_;
+  nlohmann::json space_;
+  torch::nn::AnyModule supernet_;
+  bool token_inputs_ = false;
+};
+
+ModelSpace::~ModelSpace() = default;
+
+const std::string& ModelSpace::name() const { return impl_->name_; }
+const nlohmann::json& ModelSpace::search_space() const { return impl_->space_; }
+torch::nn::AnyModule ModelSpace::supernet() const { return impl_->supernet_; }
+
 ModelSpace::ModelSpace(std::string name, std::vector<int64_t> input_shape, Builder build, bool token_inputs)
-    : name_(std::move(name)),
-      input_shape_(std::move(input_shape)),
-      build_(std::move(build)),
-      token_inputs_(token_inputs) {
-  if (!build_) throw SpaceError("model space '" + name_ + "': no builder");
-  if (input_shape_.empty()) throw SpaceError("model space '" + name_ + "': no input shape to check it with");
+    : impl_(std::make_unique<Impl>()) {
+  impl_->name_ = std::move(name);
+  impl_->input_shape_ = std::move(input_shape);
+  impl_->build_ = std::move(build);
+  impl_->token_inputs_ = token_inputs;
+  if (!impl_->build_) throw SpaceError("model space '" + impl_->name_ + "': no builder");
+  if (impl_->input_shape_.empty())
+    throw SpaceError("model space '" + impl_->name_ + "': no input shape to check it with");
   Space space(nullptr);
-  supernet_ = build_(space);
-  space_ = space.scopes_.front()->dims;
-  check_shapes(supernet_, input_shape_, token_inputs_);
+  impl_->supernet_ = impl_->build_(space);
+  impl_->space_ = space.scopes_.front()->dims;
+  check_shapes(impl_->supernet_, impl_->input_shape_, impl_->token_inputs_);
 }
 
 Supernet ModelSpace::one_shot(const nlohmann::json& allowed) const {
@@ -580,8 +598,8 @@ Supernet ModelSpace::one_shot(const nlohmann::json& allowed) const {
   }
   Space space(nullptr);
   space.allowed_ = &allowed;
-  auto net = build_(space);
-  check_shapes(net, input_shape_, token_inputs_);
+  auto net = impl_->build_(space);
+  check_shapes(net, impl_->input_shape_, impl_->token_inputs_);
   return Supernet(net, space.scopes_.front()->dims, std::move(space.switches_));
 }
 
@@ -619,14 +637,14 @@ SupernetImpl* find_supernet(torch::nn::Module& module) {
 
 std::vector<std::string> ModelSpace::labels() const {
   std::vector<std::string> out;
-  collect_labels(space_, out);
+  collect_labels(impl_->space_, out);
   return out;
 }
 
 torch::nn::AnyModule ModelSpace::freeze(const nlohmann::json& parameters) const {
-  check_known(space_, parameters, "");
+  check_known(impl_->space_, parameters, "");
   Space space(&parameters);
-  return build_(space);
+  return impl_->build_(space);
 }
 
 }  // namespace baton::nas

@@ -1,6 +1,7 @@
 #include "baton/optim/capturable_step.h"
 
 #include <cmath>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
@@ -49,7 +50,7 @@ void require_capturable(bool ok, const std::string& what) {
 // Adam and AdamW: -lr / bias correction 1, sqrt(bias correction 2), AdamW's decay factor.
 constexpr int64_t kScalars = 3;
 
-struct CapturableStep::Group {
+struct CapturableGroup {
   std::size_t index = 0;  // in the optimizer's param_groups()
   detail::StepKind kind = detail::StepKind::kSgd;
   std::vector<at::Tensor> params;  // those with a gradient when the step was built
@@ -58,13 +59,20 @@ struct CapturableStep::Group {
   double initial_lr = 1.0;
 };
 
-CapturableStep::CapturableStep(std::shared_ptr<torch::optim::Optimizer> optimizer) : optimizer_(std::move(optimizer)) {
-  require_capturable(optimizer_ != nullptr, "no optimizer");
-  auto& state = optimizer_->state();
-  const auto* sgdw = dynamic_cast<const detail::DecoupledSGDW*>(optimizer_.get());
-  for (std::size_t g = 0; g < optimizer_->param_groups().size(); ++g) {
-    auto& group = optimizer_->param_groups()[g];
-    Group out;
+struct CapturableStep::Impl {
+  std::shared_ptr<torch::optim::Optimizer> optimizer_;
+  std::vector<CapturableGroup> groups_;
+  at::Tensor scalars_;  // on the device: per group, kScalars values
+};
+
+CapturableStep::CapturableStep(std::shared_ptr<torch::optim::Optimizer> optimizer) : impl_(std::make_unique<Impl>()) {
+  impl_->optimizer_ = std::move(optimizer);
+  require_capturable(impl_->optimizer_ != nullptr, "no optimizer");
+  auto& state = impl_->optimizer_->state();
+  const auto* sgdw = dynamic_cast<const detail::DecoupledSGDW*>(impl_->optimizer_.get());
+  for (std::size_t g = 0; g < impl_->optimizer_->param_groups().size(); ++g) {
+    auto& group = impl_->optimizer_->param_groups()[g];
+    CapturableGroup out;
     out.index = g;
     if (dynamic_cast<torch::optim::SGDOptions*>(&group.options()) != nullptr) {
       out.kind = Kind::kSgd;
@@ -96,20 +104,21 @@ CapturableStep::CapturableStep(std::shared_ptr<torch::optim::Optimizer> optimize
       out.params.push_back(p);
       out.states.push_back(s);
     }
-    groups_.push_back(std::move(out));
+    impl_->groups_.push_back(std::move(out));
   }
-  const at::Device device =
-      groups_.empty() || groups_[0].params.empty() ? at::Device(at::kCPU) : groups_[0].params[0].device();
-  scalars_ = torch::zeros({static_cast<int64_t>(groups_.size()), kScalars},
-                          torch::TensorOptions().dtype(torch::kFloat).device(device));
+  const at::Device device = impl_->groups_.empty() || impl_->groups_[0].params.empty()
+                                ? at::Device(at::kCPU)
+                                : impl_->groups_[0].params[0].device();
+  impl_->scalars_ = torch::zeros({static_cast<int64_t>(impl_->groups_.size()), kScalars},
+                                 torch::TensorOptions().dtype(torch::kFloat).device(device));
 }
 
 CapturableStep::~CapturableStep() = default;
 
 void CapturableStep::prepare() {
   std::vector<float> values;
-  for (auto& g : groups_) {
-    auto& options = optimizer_->param_groups()[g.index].options();
+  for (auto& g : impl_->groups_) {
+    auto& options = impl_->optimizer_->param_groups()[g.index].options();
     const double lr = options.get_lr();
     if (g.kind == Kind::kSgd) {
       const auto& sgd = static_cast<torch::optim::SGDOptions&>(options);
@@ -132,21 +141,21 @@ void CapturableStep::prepare() {
     values.insert(values.end(),
                   {static_cast<float>(-lr / bias1), static_cast<float>(std::sqrt(bias2)), static_cast<float>(decay)});
   }
-  at::Tensor host = torch::tensor(values, torch::kFloat).reshape(scalars_.sizes());
+  at::Tensor host = torch::tensor(values, torch::kFloat).reshape(impl_->scalars_.sizes());
   // From pinned memory the copy neither waits nor lets the host change the values under it (the
   // caching host allocator keeps the block until the copy is done).
-  if (scalars_.is_cuda()) host = host.pin_memory();
-  scalars_.copy_(host, /*non_blocking=*/true);
+  if (impl_->scalars_.is_cuda()) host = host.pin_memory();
+  impl_->scalars_.copy_(host, /*non_blocking=*/true);
 }
 
 void CapturableStep::run() {
   torch::NoGradGuard no_grad;
-  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
-    const Group& g = groups_[gi];
-    auto& options = optimizer_->param_groups()[g.index].options();
-    const at::Tensor first = scalars_[static_cast<int64_t>(gi)][0];
-    const at::Tensor second = scalars_[static_cast<int64_t>(gi)][1];
-    const at::Tensor decay = scalars_[static_cast<int64_t>(gi)][2];
+  for (std::size_t gi = 0; gi < impl_->groups_.size(); ++gi) {
+    const CapturableGroup& g = impl_->groups_[gi];
+    auto& options = impl_->optimizer_->param_groups()[g.index].options();
+    const at::Tensor first = impl_->scalars_[static_cast<int64_t>(gi)][0];
+    const at::Tensor second = impl_->scalars_[static_cast<int64_t>(gi)][1];
+    const at::Tensor decay = impl_->scalars_[static_cast<int64_t>(gi)][2];
     for (std::size_t i = 0; i < g.params.size(); ++i) {
       at::Tensor p = g.params[i];
       const at::Tensor& grad = p.grad();

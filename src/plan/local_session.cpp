@@ -1,3 +1,4 @@
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -174,19 +175,27 @@ class Runner {
 
 }  // namespace
 
-LocalSession::LocalSession(LocalSessionOptions options)
-    : executor_(std::make_unique<detail::Executor>(
-          options.threads() > 0 ? options.threads()
-                                : static_cast<int>(std::max(1U, std::thread::hardware_concurrency())))),
-      ticker_(std::make_unique<detail::Ticker>()) {}
+struct LocalSession::Impl {
+  std::unique_ptr<detail::Executor> executor_;
+  std::unique_ptr<detail::Ticker> ticker_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Workspace>> workspaces_;
+  std::shared_ptr<detail::Run> current_;
+};
+
+LocalSession::LocalSession(LocalSessionOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->executor_ = std::make_unique<detail::Executor>(
+      options.threads() > 0 ? options.threads() : static_cast<int>(std::max(1U, std::thread::hardware_concurrency())));
+  impl_->ticker_ = std::make_unique<detail::Ticker>();
+}
 
 LocalSession::~LocalSession() = default;
 
-int LocalSession::threads() const { return executor_->threads(); }
+int LocalSession::threads() const { return impl_->executor_->threads(); }
 
 std::shared_ptr<Workspace> LocalSession::node_workspace(const std::string& node) {
-  std::lock_guard lock(mutex_);
-  auto& ws = workspaces_[node];
+  std::lock_guard lock(impl_->mutex_);
+  auto& ws = impl_->workspaces_[node];
   if (!ws) ws = Workspace::create();
   return ws;
 }
@@ -194,8 +203,8 @@ std::shared_ptr<Workspace> LocalSession::node_workspace(const std::string& node)
 void LocalSession::cancel(const std::string& why) {
   std::shared_ptr<detail::Run> run;
   {
-    std::lock_guard lock(mutex_);
-    run = current_;
+    std::lock_guard lock(impl_->mutex_);
+    run = impl_->current_;
   }
   if (run) run->fail("", "", "", why);
 }
@@ -239,26 +248,27 @@ void LocalSession::run(TaskGroup& group) {
 std::optional<PlanError> LocalSession::run_nodes(const std::vector<const Task*>& combined) {
   auto run = std::make_shared<detail::Run>();
   {
-    std::lock_guard lock(mutex_);
-    if (current_) throw std::logic_error("LocalSession: a group is already running in this session");
-    current_ = run;
+    std::lock_guard lock(impl_->mutex_);
+    if (impl_->current_) throw std::logic_error("LocalSession: a group is already running in this session");
+    impl_->current_ = run;
   }
   std::vector<std::function<void()>> jobs;
   for (const Task* task : combined) {
     auto ws = node_workspace(task->node());
-    jobs.emplace_back([this, ws, run, task] { run_combined(*executor_, *ticker_, *run, *task, task->node(), ws); });
+    jobs.emplace_back(
+        [this, ws, run, task] { run_combined(*impl_->executor_, *impl_->ticker_, *run, *task, task->node(), ws); });
   }
-  executor_->run_all(std::move(jobs));
+  impl_->executor_->run_all(std::move(jobs));
   {
-    std::lock_guard lock(mutex_);
-    current_.reset();
+    std::lock_guard lock(impl_->mutex_);
+    impl_->current_.reset();
   }
   return run->error;
 }
 
 bool LocalSession::failing() const {
-  std::lock_guard lock(mutex_);
-  return current_ && current_->cancelled;
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->current_ && impl_->current_->cancelled;
 }
 
 }  // namespace baton

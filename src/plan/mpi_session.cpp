@@ -1,6 +1,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -158,12 +159,20 @@ void agree_on_outcome(mpi::Comm& comm, const TaskGroup& by_node, const std::vect
 
 }  // namespace
 
+struct MpiSession::Impl {
+  MpiSessionOptions options_;
+  std::unique_ptr<LocalSession> local_;
+  int runs_ = 0;
+};
+
 bool MpiSession::built() { return mpi::built(); }
 bool MpiSession::launched() { return mpi::launched(); }
 
-MpiSession::MpiSession(MpiSessionOptions options) : options_(std::move(options)) {
+MpiSession::MpiSession(MpiSessionOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = std::move(options);
   mpi::Comm::world();  // initialises MPI, or throws when baton was built without it
-  local_ = std::make_unique<LocalSession>(options_.threads() > 0 ? options_.threads() : mpi::cores_per_local_rank());
+  impl_->local_ = std::make_unique<LocalSession>(impl_->options_.threads() > 0 ? impl_->options_.threads()
+                                                                               : mpi::cores_per_local_rank());
 }
 
 MpiSession::~MpiSession() = default;
@@ -171,15 +180,17 @@ MpiSession::~MpiSession() = default;
 int MpiSession::rank() const { return mpi::Comm::world().rank(); }
 int MpiSession::size() const { return mpi::Comm::world().size(); }
 
-std::shared_ptr<Workspace> MpiSession::node_workspace(const std::string& node) { return local_->node_workspace(node); }
+std::shared_ptr<Workspace> MpiSession::node_workspace(const std::string& node) {
+  return impl_->local_->node_workspace(node);
+}
 
 std::vector<int> MpiSession::place(const TaskGroup& by_node) const {
   const int n = size();
   std::vector<int> placed;
   for (std::size_t i = 0; i < by_node.tasks().size(); ++i) {
     const auto& node = by_node.tasks()[i].node();
-    auto it = options_.node_ranks().find(node);
-    if (it == options_.node_ranks().end()) {
+    auto it = impl_->options_.node_ranks().find(node);
+    if (it == impl_->options_.node_ranks().end()) {
       placed.push_back(static_cast<int>(i % static_cast<std::size_t>(n)));
     } else if (it->second < 0 || it->second >= n) {
       throw std::invalid_argument("MpiSession: node '" + node + "' is mapped to rank " + std::to_string(it->second) +
@@ -205,16 +216,16 @@ void MpiSession::run(TaskGroup& group) {
   const int me = comm.rank();
   const TaskGroup& by_node = group.tasks_by_node();
   const auto placed = place(by_node);
-  const int tag = kFailTag + runs_++ % kFailTags;
+  const int tag = kFailTag + impl_->runs_++ % kFailTags;
   std::vector<const Task*> mine;
   for (std::size_t i = 0; i < placed.size(); ++i) {
     if (placed[i] == me) mine.push_back(&by_node.tasks()[i]);
   }
   try {
-    RankRun run = run_and_watch(*local_, mine, comm, tag);
+    RankRun run = run_and_watch(*impl_->local_, mine, comm, tag);
     drain_notices(comm, tag, run);
     agree_on_outcome(comm, by_node, placed, std::move(run.error), mine.empty() ? "" : mine.front()->node(),
-                     options_.broadcast_outputs());
+                     impl_->options_.broadcast_outputs());
   } catch (const PlanError&) {
     throw;
   } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 #include "baton/plan/task.h"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
@@ -280,33 +281,57 @@ std::shared_ptr<TaskOutput> final_output(const std::string& name) {
 
 // ---- TaskGroup --------------------------------------------------------------------------------
 
-TaskGroup::TaskGroup(std::optional<WorkspaceType> workspace_type) : workspace_type_(workspace_type) {}
+struct TaskGroup::Impl {
+  std::optional<WorkspaceType> workspace_type_;
+  std::vector<Task> tasks_;
+  std::set<std::string> names_;             // of the tasks, for unique names in O(log n)
+  std::map<std::string, int> next_suffix_;  // per "node/name": the last suffix given
+  std::vector<std::pair<std::string, std::shared_ptr<ExecutionStep>>> report_steps_;
+  std::shared_ptr<TaskGroup> by_node_;
+  std::map<std::string, std::string> by_node_map_;
+};
+
+TaskGroup::~TaskGroup() = default;
+TaskGroup::TaskGroup(const TaskGroup& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
+TaskGroup& TaskGroup::operator=(const TaskGroup& other) {
+  if (this != &other) *impl_ = *other.impl_;
+  return *this;
+}
+TaskGroup::TaskGroup(TaskGroup&&) noexcept = default;
+TaskGroup& TaskGroup::operator=(TaskGroup&&) noexcept = default;
+
+const std::vector<Task>& TaskGroup::tasks() const { return impl_->tasks_; }
+WorkspaceType TaskGroup::workspace_type() const { return impl_->workspace_type_.value_or(WorkspaceType::kPrivate); }
+
+TaskGroup::TaskGroup(std::optional<WorkspaceType> workspace_type) : impl_(std::make_unique<Impl>()) {
+  impl_->workspace_type_ = workspace_type;
+}
 
 Task& TaskGroup::add(Task task) {
-  if (by_node_) throw std::logic_error("TaskGroup: cannot add a task after tasks_by_node()");
-  if (workspace_type_ && task.impl_->options_.workspace_type() &&
-      *workspace_type_ != *task.impl_->options_.workspace_type())
+  if (impl_->by_node_) throw std::logic_error("TaskGroup: cannot add a task after tasks_by_node()");
+  if (impl_->workspace_type_ && task.impl_->options_.workspace_type() &&
+      *impl_->workspace_type_ != *task.impl_->options_.workspace_type())
     throw std::invalid_argument("TaskGroup: task '" + task.impl_->name_ +
                                 "' has another workspace type than its group");
   if (!task.impl_->options_.workspace_type())
-    task.impl_->options_.workspace_type(workspace_type_.value_or(WorkspaceType::kPrivate));
-  if (!workspace_type_) workspace_type_ = task.impl_->options_.workspace_type();
+    task.impl_->options_.workspace_type(impl_->workspace_type_.value_or(WorkspaceType::kPrivate));
+  if (!impl_->workspace_type_) impl_->workspace_type_ = task.impl_->options_.workspace_type();
   const std::string base = task.impl_->node_ + "/" + task.impl_->options_.name();
   std::string name = base;
-  if (names_.count(name)) {  // the next free suffix, starting after the last one given to this base
-    int& next = next_suffix_[base];
+  if (impl_->names_.count(name)) {  // the next free suffix, starting after the last one given to this base
+    int& next = impl_->next_suffix_[base];
     do name = base + ":" + std::to_string(++next);
-    while (names_.count(name));
+    while (impl_->names_.count(name));
   }
-  names_.insert(name);
+  impl_->names_.insert(name);
   task.impl_->name_ = name;
-  tasks_.push_back(std::move(task));
-  return tasks_.back();
+  impl_->tasks_.push_back(std::move(task));
+  return impl_->tasks_.back();
 }
 
 std::vector<std::string> TaskGroup::used_nodes() const {
   std::vector<std::string> used;
-  for (const auto& t : tasks_) {
+  for (const auto& t : impl_->tasks_) {
     if (std::find(used.begin(), used.end(), t.impl_->node_) == used.end()) used.push_back(t.impl_->node_);
   }
   return used;
@@ -314,16 +339,16 @@ std::vector<std::string> TaskGroup::used_nodes() const {
 
 void TaskGroup::report_step(std::shared_ptr<ExecutionStep> step, const std::string& node, int64_t interval_ms) {
   if (!step) throw std::invalid_argument("TaskGroup::report_step: null step");
-  if (by_node_) throw std::logic_error("TaskGroup: cannot add a report step after tasks_by_node()");
+  if (impl_->by_node_) throw std::logic_error("TaskGroup: cannot add a report step after tasks_by_node()");
   step->run_every_ms(interval_ms);
-  report_steps_.emplace_back(node, std::move(step));
+  impl_->report_steps_.emplace_back(node, std::move(step));
 }
 
 std::map<std::string, std::string> TaskGroup::node_map(
     const std::function<std::string(const std::string&)>& remap) const {
   std::map<std::string, std::string> map;
   for (const auto& n : used_nodes()) map[n] = remap ? remap(n) : n;
-  for (const auto& [n, step] : report_steps_) map.emplace(n, remap ? remap(n) : n);
+  for (const auto& [n, step] : impl_->report_steps_) map.emplace(n, remap ? remap(n) : n);
   return map;
 }
 
@@ -332,14 +357,14 @@ std::map<std::string, std::string> TaskGroup::node_map(
 Task TaskGroup::node_task(const std::string& node, const std::map<std::string, std::string>& map) const {
   std::vector<std::shared_ptr<ExecutionStep>> steps;
   std::vector<std::shared_ptr<ExecutionStep>> originals;
-  for (const auto& [n, step] : report_steps_) {
+  for (const auto& [n, step] : impl_->report_steps_) {
     if (map.at(n) != node) continue;
     steps.push_back(step);
     originals.push_back(step);
   }
   std::vector<std::shared_ptr<TaskOutput>> outputs;
   WorkspaceType type = WorkspaceType::kPrivate;
-  for (const auto& t : tasks_) {
+  for (const auto& t : impl_->tasks_) {
     if (map.at(t.impl_->node_) != node) continue;
     steps.push_back(t.step_with_setup());
     if (t.impl_->step_) originals.push_back(t.impl_->step_);
@@ -364,21 +389,22 @@ Task TaskGroup::node_task(const std::string& node, const std::map<std::string, s
 
 const TaskGroup& TaskGroup::tasks_by_node(const std::function<std::string(const std::string&)>& remap) {
   const auto map = node_map(remap);
-  if (by_node_) {
-    if (map != by_node_map_) throw std::logic_error("TaskGroup::tasks_by_node: called again with another mapping");
-    return *by_node_;
+  if (impl_->by_node_) {
+    if (map != impl_->by_node_map_)
+      throw std::logic_error("TaskGroup::tasks_by_node: called again with another mapping");
+    return *impl_->by_node_;
   }
   std::vector<std::string> order;  // mapped nodes in first-use order: the tasks', then the report steps'
   auto add = [&](const std::string& n) {
     if (std::find(order.begin(), order.end(), map.at(n)) == order.end()) order.push_back(map.at(n));
   };
-  for (const auto& t : tasks_) add(t.impl_->node_);
-  for (const auto& [n, step] : report_steps_) add(n);
+  for (const auto& t : impl_->tasks_) add(t.impl_->node_);
+  for (const auto& [n, step] : impl_->report_steps_) add(n);
   auto grouped = std::make_shared<TaskGroup>();
-  for (const auto& node : order) grouped->tasks_.push_back(node_task(node, map));
-  by_node_ = grouped;
-  by_node_map_ = map;
-  return *by_node_;
+  for (const auto& node : order) grouped->impl_->tasks_.push_back(node_task(node, map));
+  impl_->by_node_ = grouped;
+  impl_->by_node_map_ = map;
+  return *impl_->by_node_;
 }
 
 Task TaskGroup::to_task(const std::string& node) {

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "baton/metrics/metrics.h"
+#include "metrics/kinds.h"
 
 namespace baton {
 namespace {

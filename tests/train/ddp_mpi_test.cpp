@@ -147,12 +147,12 @@ TEST(DataParallel, EvaluationMetricsCoverTheWholeEvaluationSet) {
   ASSERT_NE(model, nullptr);
   model->eval();
   auto out = model->eval_forward(Batch{data->inputs(), data->targets()});
-  Accuracy acc;
-  acc.update(out.to(torch::kFloat), data->targets());
-  CrossEntropy loss;
-  loss.update(out.to(torch::kFloat), data->targets());
-  EXPECT_DOUBLE_EQ(metrics.at("eval").at("accuracy"), acc.compute());
-  EXPECT_NEAR(metrics.at("eval").at("loss"), loss.compute(), 1e-6);
+  auto acc = make_metric("accuracy");
+  acc->update(out.to(torch::kFloat), data->targets());
+  auto loss = make_metric("loss");
+  loss->update(out.to(torch::kFloat), data->targets());
+  EXPECT_DOUBLE_EQ(metrics.at("eval").at("accuracy"), acc->compute());
+  EXPECT_NEAR(metrics.at("eval").at("loss"), loss->compute(), 1e-6);
 }
 
 fs::path shared_dir(const std::string& name) {

@@ -42,19 +42,18 @@ class MixOptions {
 // before_backward: loss = (1 - λ) loss(y) + λ loss(y[perm]).
 class MixUp : public Algorithm {
  public:
+  ~MixUp() override;
   explicit MixUp(MixOptions options = MixOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
-  bool interpolate_loss() const override { return options_.interpolate_loss(); }
+  bool interpolate_loss() const override;
   // The coefficient of the last batch (for tests and logs).
-  double mixing() const { return mixing_; }
+  double mixing() const;
 
  protected:
   virtual void mix_inputs(State& state);
-  MixOptions options_;
-  double mixing_ = 0.0;  // the weight of the permuted examples
-  at::Tensor permutation_;
-  at::Tensor original_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // CutMix (Yun et al. 2019): a box of the permuted images pasted in; λ is the box's share of the

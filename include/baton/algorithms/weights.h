@@ -28,18 +28,18 @@ class LayerFreezingOptions {
 // not stepped. Logs layer_freezing/frozen_layers; the count is in checkpoints and re-applied on load.
 class LayerFreezing : public Algorithm {
  public:
+  ~LayerFreezing() override;
   explicit LayerFreezing(LayerFreezingOptions options = LayerFreezingOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   StateDict state_dict() const override;
   void load_state_dict(const StateDict& state) override;
-  int64_t frozen_layers() const { return frozen_; }
+  int64_t frozen_layers() const;
 
  private:
   void freeze(State& state, int64_t count);
-  LayerFreezingOptions options_;
-  int64_t frozen_ = 0;
-  int64_t pending_load_ = -1;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 class EmaOptions {
@@ -55,22 +55,21 @@ class EmaOptions {
 // fit_end: swapped in, so the trained model is the average. Before ema_start nothing changes.
 class Ema : public Algorithm {
  public:
+  ~Ema() override;
   explicit Ema(EmaOptions options = EmaOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   StateDict state_dict() const override;
   void load_state_dict(const StateDict& state) override;
   // The averaged weights and buffers by name (empty before the first update).
-  const std::map<std::string, at::Tensor>& ema_weights() const { return ema_; }
-  bool swapped_in() const { return swapped_; }
+  const std::map<std::string, at::Tensor>& ema_weights() const;
+  bool swapped_in() const;
 
  private:
   void swap(State& state);
   bool started(const State& state) const;
-  EmaOptions options_;
-  std::map<std::string, at::Tensor> ema_;
-  bool swapped_ = false;
-  bool swapped_for_eval_ = false;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // How SWA's learning rate goes to swa_lr: cos or linear.

@@ -118,14 +118,15 @@ class NanMonitor : public Callback {
 // the fraction of max_duration done, less what is done. Evaluation time is counted too (it recurs).
 class RuntimeEstimator : public Callback {
  public:
+  RuntimeEstimator();
+  ~RuntimeEstimator() override;
   void fit_start(State& state, Logger& logger) override;
   void batch_end(State& state, Logger& logger) override;
-  std::optional<double> remaining_s() const { return remaining_; }
+  std::optional<double> remaining_s() const;
 
  private:
-  std::chrono::steady_clock::time_point start_{};
-  double done_at_start_ = 0;
-  std::optional<double> remaining_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Drops the model's outputs after the loss is computed (after_loss), to free their memory early.

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,12 +47,12 @@ class Engine {
   // Inserts a pass at `index` (0 runs before the defaults); -1 appends.
   // Throws std::out_of_range for an index past the end.
   void register_pass(AlgorithmPass pass, int index = -1);
-  const std::vector<AlgorithmPass>& passes() const { return passes_; }
+  const std::vector<AlgorithmPass>& passes() const;
 
   // close() on every callback, then post_close() on those whose close() did not throw.
   // Errors are logged, never thrown. Idempotent.
   void close();
-  bool closed() const { return closed_; }
+  bool closed() const;
 
  private:
   struct Compiled;
@@ -66,20 +67,8 @@ class Engine {
   void release_callbacks();
   void debug_log(Event event, const std::string& what) const;
 
-  State& state_;
-  Logger& logger_;
-  std::vector<AlgorithmPass> passes_;
-  bool closed_ = false;
-  bool debug_ = false;
-
-  // Snapshots of State::algorithms / State::callbacks, refreshed when those change.
-  std::vector<const void*> algorithm_ids_;
-  std::vector<Algorithm*> algorithms_;
-  std::vector<const void*> callback_ids_;
-  std::vector<Callback*> callbacks_in_order_;    // non-loggers, then loggers
-  std::vector<Callback*> callbacks_init_order_;  // loggers, then non-loggers
-  // Per event: the passes' result for each matched set seen so far.
-  std::vector<std::vector<CacheEntry>> cache_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,7 @@ class GradScalerOptions {
 
 class GradScaler {
  public:
+  ~GradScaler();
   // Throws std::invalid_argument for a scale that is not positive, growth_factor <= 1,
   // backoff_factor outside (0, 1) or growth_interval < 1.
   explicit GradScaler(GradScalerOptions options = GradScalerOptions());
@@ -45,7 +47,7 @@ class GradScaler {
   void unscale(torch::optim::Optimizer& optimizer);
   // The optimizer's gradients come from a scaled loss again (an algorithm's own backward, SAM's):
   // the next unscale() divides them, and an overflow in either pass skips the step.
-  void mark_scaled(torch::optim::Optimizer& optimizer) { pending_[&optimizer].unscaled = false; }
+  void mark_scaled(torch::optim::Optimizer& optimizer);
   // unscale() when not done, then the optimizer's step unless a gradient was inf or NaN (reading
   // that flag is the one wait for the device per step, as in PyTorch). Returns whether it stepped.
   bool step(torch::optim::Optimizer& optimizer);
@@ -53,9 +55,9 @@ class GradScaler {
   // next step.
   void update();
 
-  double get_scale() const { return scale_; }
+  double get_scale() const;
   // Steps skipped for inf/NaN gradients so far.
-  int64_t skipped_steps() const { return skipped_; }
+  int64_t skipped_steps() const;
 
   // {"scale", "growth_tracker", "skipped"}: what a resumed run needs to scale as this one would.
   nlohmann::json state_dict() const;
@@ -68,11 +70,8 @@ class GradScaler {
     bool overflow = false;
     at::Tensor found_inf;  // on the gradients' device
   };
-  GradScalerOptions options_;
-  double scale_;
-  int64_t growth_tracker_ = 0;
-  int64_t skipped_ = 0;
-  std::map<const torch::optim::Optimizer*, Pending> pending_;  // this step's, per optimizer
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

@@ -160,6 +160,9 @@ class OptionOrigin {
 // its dotted path, and why: "r.yaml:3:7: optimizer.lr: expected a finite number, got '.nan'".
 class OptionReader {
  public:
+  ~OptionReader();
+  OptionReader(OptionReader&&) noexcept;
+  OptionReader& operator=(OptionReader&&) noexcept;
   // A component's options: `owner` names them in messages ("mixup.alpha: ...").
   OptionReader(std::string owner, const nlohmann::json& json);
   // A document's options, rooted at its top, with where its values were written.
@@ -169,7 +172,7 @@ class OptionReader {
   OptionReader child(const std::string& key) const;
 
   bool has(const std::string& key) const;
-  const nlohmann::json& json() const { return json_; }
+  const nlohmann::json& json() const;
   // The keys, in the order they were written (the JSON object's sorted order without an origin).
   std::vector<std::string> keys() const;
   // The dotted path of `key` ("data.batch_size"), or of these options with no key.
@@ -180,9 +183,8 @@ class OptionReader {
   // written), Time, or a std::vector of those.
   template <typename T>
   T get(const std::string& key, T fallback) {
-    known_.push_back(key);
-    if (!has(key)) return fallback;
-    return convert<T>(key, json_[key]);
+    const nlohmann::json* value = take(key);
+    return value == nullptr ? fallback : convert<T>(key, *value);
   }
   // Reads `key` into `field`, which keeps its value when the key is absent: the defaults are the
   // options struct's, written once where they are documented.
@@ -195,15 +197,14 @@ class OptionReader {
   bool boolean(const std::string& key, bool fallback) { return get<bool>(key, fallback); }
   std::string text(const std::string& key, const std::string& fallback) { return get<std::string>(key, fallback); }
   std::optional<double> optional_number(const std::string& key) {
-    known_.push_back(key);
-    if (!has(key)) return std::nullopt;
-    return convert<double>(key, json_[key]);
+    const nlohmann::json* value = take(key);
+    if (value == nullptr) return std::nullopt;
+    return convert<double>(key, *value);
   }
   // An optional option: set when the key is given, kept (often unset) when not.
   template <typename T>
   void read(const std::string& key, std::optional<T>& field) {
-    known_.push_back(key);
-    if (has(key)) field = convert<T>(key, json_[key]);
+    if (const nlohmann::json* value = take(key)) field = convert<T>(key, *value);
   }
   // A time such as 50ba, 1ep or 0.5dur; with `zero_means_none`, 0 is 0ep (never).
   Time time(const std::string& key, Time fallback, bool zero_means_none = false);
@@ -276,11 +277,11 @@ class OptionReader {
     }
   }
   Time parse_time(const std::string& key, const nlohmann::json& v) const;
+  // Notes `key` as read (for the unknown-key check); its value, or null when absent.
+  const nlohmann::json* take(const std::string& key);
 
-  std::vector<std::string> path_;
-  nlohmann::json json_;
-  std::shared_ptr<const OptionOrigin> origin_;
-  std::vector<std::string> known_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

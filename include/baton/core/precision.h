@@ -10,6 +10,7 @@
 // autocast to float16, with the loss scaled against underflow (GradScaler, CUDA only).
 #pragma once
 
+#include <memory>
 #include <string_view>
 
 #include <c10/core/DeviceType.h>
@@ -42,10 +43,8 @@ class AutocastGuard {
   AutocastGuard& operator=(const AutocastGuard&) = delete;
 
  private:
-  bool on_ = false;
-  c10::DeviceType device_ = c10::DeviceType::CPU;
-  bool was_enabled_ = false;
-  c10::ScalarType was_dtype_ = c10::ScalarType::BFloat16;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

@@ -86,35 +86,34 @@ struct Standardization {
 // Inputs and targets held in memory as two contiguous tensors with one example per row.
 class TensorDataset : public Dataset {
  public:
+  ~TensorDataset() override;
   // Throws std::invalid_argument when the two disagree on the number of examples.
   TensorDataset(at::Tensor inputs, at::Tensor targets);
 
   int64_t size() const override;
   Batch get_batch(const at::Tensor& indices) const override;
   std::vector<int64_t> input_shape() const override;
-  int64_t num_classes() const override { return num_classes_; }
+  int64_t num_classes() const override;
   int64_t target_values() const override;
-  c10::Device device() const override { return inputs_.device(); }
+  c10::Device device() const override;
   bool gather_is_cheap() const override { return true; }
   // The same examples on `device` (recipe key data.on_device: a data set that fits in the GPU's
   // memory is gathered there, with no copy per batch).
   std::shared_ptr<TensorDataset> to(c10::Device device) const;
   // How the inputs were standardised; nullopt when they are as read. Default: nullopt.
-  const std::optional<Standardization>& standardization() const { return standardization_; }
-  void set_standardization(Standardization s) { standardization_ = s; }
+  const std::optional<Standardization>& standardization() const;
+  void set_standardization(Standardization s);
   // (raw - mean) / std as this data set's inputs were; `raw` unchanged without a standardization.
   at::Tensor standardize(const at::Tensor& raw) const;
 
-  const at::Tensor& inputs() const { return inputs_; }
-  const at::Tensor& targets() const { return targets_; }
+  const at::Tensor& inputs() const;
+  const at::Tensor& targets() const;
 
  private:
   TensorDataset(at::Tensor inputs, at::Tensor targets, int64_t num_classes);
 
-  at::Tensor inputs_;
-  at::Tensor targets_;
-  int64_t num_classes_ = 0;
-  std::optional<Standardization> standardization_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

@@ -83,13 +83,13 @@ class ImageFolder : public Dataset {
   Batch get_epoch_batch(const at::Tensor& indices, int64_t epoch) const override;
   at::Tensor finish_inputs(const at::Tensor& inputs) const override;
   std::vector<int64_t> input_shape() const override;
-  int64_t num_classes() const override { return static_cast<int64_t>(classes_.size()); }
-  std::vector<std::string> class_names() const override { return classes_; }
+  int64_t num_classes() const override;
+  std::vector<std::string> class_names() const override;
 
   // The class names, a label's index into them.
-  const std::vector<std::string>& classes() const { return classes_; }
-  const std::vector<std::string>& files() const { return files_; }
-  const std::vector<int64_t>& labels() const { return labels_; }
+  const std::vector<std::string>& classes() const;
+  const std::vector<std::string>& files() const;
+  const std::vector<int64_t>& labels() const;
   // The files left out or replaced (bad_files: skip), with why: "x.jpg: not a JPEG or PNG file".
   std::vector<std::string> skipped() const;
   const ImageFolderOptions& options() const;
@@ -102,11 +102,8 @@ class ImageFolder : public Dataset {
               std::vector<int64_t> labels, const std::string& origin);
   void check_headers(const std::string& origin);
 
-  std::unique_ptr<image_detail::ImagePipeline> pipeline_;
-  std::vector<std::string> classes_;
-  std::vector<std::string> files_;
-  std::vector<int64_t> labels_;
-  std::vector<ImageSize> sizes_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

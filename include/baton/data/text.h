@@ -38,26 +38,24 @@ class TextOptions {
 // once.
 class TextDataset : public Dataset {
  public:
+  ~TextDataset() override;
   // `tokens`: int64 [L] with values below `vocab`. Throws std::invalid_argument when L < context + 1.
   TextDataset(at::Tensor tokens, int64_t context, int64_t vocab, bool random_offsets, uint64_t seed);
 
   int64_t size() const override;
   Batch get_batch(const at::Tensor& indices) const override { return get_epoch_batch(indices, 0); }
   Batch get_epoch_batch(const at::Tensor& indices, int64_t epoch) const override;
-  std::vector<int64_t> input_shape() const override { return {context_}; }
-  int64_t tokens_per_example() const override { return context_; }
-  int64_t num_classes() const override { return vocab_; }
+  std::vector<int64_t> input_shape() const override;
+  int64_t tokens_per_example() const override;
+  int64_t num_classes() const override;
   c10::Device device() const override;
   // The same windows with the tokens on `device` (data.on_device).
   std::shared_ptr<TextDataset> to(c10::Device device) const;
-  const at::Tensor& tokens() const { return tokens_; }
+  const at::Tensor& tokens() const;
 
  private:
-  at::Tensor tokens_;
-  int64_t context_;
-  int64_t vocab_;
-  bool random_offsets_;
-  uint64_t seed_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // The text of `path` (a file, or a folder: its regular files in name order, links and fortune's

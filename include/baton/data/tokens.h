@@ -36,18 +36,16 @@ class TokenShard {
   TokenShard(const TokenShard&) = delete;
   TokenShard& operator=(const TokenShard&) = delete;
 
-  const std::string& path() const { return path_; }
-  int64_t size() const { return count_; }  // tokens
+  const std::string& path() const;
+  int64_t size() const;  // tokens
   // Tokens [start, start + count) into `out`. Throws std::runtime_error naming the file when it
   // changed since it was opened (cut short, grown, rewritten in place) or cannot be read; a file
   // replaced by a rename goes on being read as it was opened.
   void read(int64_t start, int64_t count, uint16_t* out) const;
 
  private:
-  std::string path_;
-  int fd_ = -1;  // kept open
-  int64_t count_ = 0;
-  std::int64_t modified_ns_ = 0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Writes `tokens` as a shard at `path` (a temporary file renamed into place: a kill leaves the old
@@ -74,27 +72,26 @@ class TokenOptions {
 // size() is the number of windows that cover the shards once, so an epoch reads the corpus once.
 class TokenDataset : public Dataset {
  public:
+  ~TokenDataset() override;
   // Throws std::runtime_error naming a bad shard or a shard with a token at or above vocab_size,
   // std::invalid_argument when no shard holds one window.
   static std::shared_ptr<TokenDataset> open(const std::vector<std::string>& files, const TokenOptions& options);
 
-  int64_t size() const override { return windows_; }
+  int64_t size() const override;
   Batch get_batch(const at::Tensor& indices) const override { return get_epoch_batch(indices, 0); }
   Batch get_epoch_batch(const at::Tensor& indices, int64_t epoch) const override;
-  std::vector<int64_t> input_shape() const override { return {options_.context()}; }
-  int64_t tokens_per_example() const override { return options_.context(); }
-  int64_t num_classes() const override { return options_.vocab_size(); }
+  std::vector<int64_t> input_shape() const override;
+  int64_t tokens_per_example() const override;
+  int64_t num_classes() const override;
   // Tokens in every shard.
   int64_t tokens() const;
-  const std::vector<std::shared_ptr<TokenShard>>& shards() const { return shards_; }
+  const std::vector<std::shared_ptr<TokenShard>>& shards() const;
 
  private:
-  TokenDataset() = default;
+  TokenDataset();
 
-  TokenOptions options_;
-  std::vector<std::shared_ptr<TokenShard>> shards_;
-  std::vector<int64_t> first_window_;  // per shard: the index of its first window; then the total
-  int64_t windows_ = 0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

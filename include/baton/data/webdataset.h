@@ -65,11 +65,11 @@ class WebDataset : public Dataset {
   at::Tensor epoch_order(int64_t epoch, uint64_t seed, bool shuffle) const override;
   at::Tensor finish_inputs(const at::Tensor& inputs) const override;
   std::vector<int64_t> input_shape() const override;
-  int64_t num_classes() const override { return num_classes_; }
+  int64_t num_classes() const override;
   std::vector<std::string> class_names() const override;
 
-  const std::vector<std::string>& shards() const { return shards_; }
-  const WebDatasetOptions& options() const { return options_; }
+  const std::vector<std::string>& shards() const;
+  const WebDatasetOptions& options() const;
   // Sample `index`'s name, "SHARD: KEY", and label.
   std::string sample_name(int64_t index) const;
   int64_t label(int64_t index) const;
@@ -79,16 +79,10 @@ class WebDataset : public Dataset {
   int64_t chunk_reads() const;
 
  private:
-  struct Index;
-  struct Cache;
   WebDataset(std::vector<std::string> shards, WebDatasetOptions options);
 
-  std::vector<std::string> shards_;
-  WebDatasetOptions options_;
-  std::unique_ptr<image_detail::ImagePipeline> pipeline_;
-  std::unique_ptr<Index> index_;
-  std::unique_ptr<Cache> cache_;
-  int64_t num_classes_ = 0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

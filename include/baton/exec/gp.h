@@ -31,6 +31,7 @@ class GpOptions {
 
 class GpStrategy : public ModelStrategy {
  public:
+  ~GpStrategy() override;
   GpStrategy(SearchSpace space, GpOptions options);
   std::string name() const override { return "gp"; }
 
@@ -40,9 +41,8 @@ class GpStrategy : public ModelStrategy {
   std::unique_ptr<ModelStrategy> nested(SearchSpace space, uint64_t seed) const override;
 
  private:
-  GpOptions options_;
-  std::vector<double> hyper_;  // the last fit's raw hyper-parameters: the next fit starts there
-  int64_t fits_ = 0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

@@ -80,6 +80,7 @@ class DeduplicationOptions {
 
 class Deduplication : public Middleware {
  public:
+  ~Deduplication() override;
   explicit Deduplication(DeduplicationOptions options = {});
   int64_t submit(const nlohmann::json& parameters) override;
 
@@ -87,9 +88,8 @@ class Deduplication : public Middleware {
   void on_engine_set() override;  // the engine's trials so far (a resumed search) count as seen
 
  private:
-  DuplicateAction action_;
-  std::mutex mutex_;
-  std::map<std::string, int64_t> seen_;  // canonical parameters -> first trial
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Parameters the predicate rejects become Invalid trials and are not run.
@@ -185,6 +185,7 @@ class BudgetOptions {
 // budget_available() is false once any limit is spent; submit() then throws std::runtime_error.
 class Budget : public Middleware {
  public:
+  ~Budget() override;
   explicit Budget(BudgetOptions options);
   int64_t submit(const nlohmann::json& parameters) override;
   bool budget_available() const override;
@@ -193,9 +194,8 @@ class Budget : public Middleware {
   void on_engine_set() override;
 
  private:
-  BudgetOptions options_;
-  std::atomic<int64_t> submitted_{0};
-  double start_s_ = 0.0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

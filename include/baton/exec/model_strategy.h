@@ -31,7 +31,7 @@ class ModelStrategy : public Strategy {
   std::optional<nlohmann::json> suggest() override;
   void observe(const Trial& trial) override;
   void restore(const std::vector<Trial>& trials) override;
-  std::size_t observations() const { return sorted_.size(); }
+  std::size_t observations() const;
 
  protected:
   struct Observation {
@@ -44,29 +44,22 @@ class ModelStrategy : public Strategy {
   };
   // The observations are sorted feasible first by loss, then infeasible by violation.
   ModelStrategy(SearchSpace space, uint64_t seed, Objectives objectives, int startup_trials);
-  const Objectives& objectives() const { return objectives_; }
+  const Objectives& objectives() const;
   // The model's next point in coordinates (snapped to values of the space), from the observations
   // sorted by loss and the points of the running trials.
   virtual std::vector<double> model_point(const std::vector<Observation>& sorted,
                                           const std::vector<std::vector<double>>& running) = 0;
   // A strategy of the same kind, options and direction over a nested choice's dimensions.
   virtual std::unique_ptr<ModelStrategy> nested(SearchSpace space, uint64_t seed) const = 0;
-  const SearchSpace& space() const { return space_; }
-  std::mt19937_64& rng() { return rng_; }
+  const SearchSpace& space() const;
+  std::mt19937_64& rng();
 
  private:
   ModelStrategy& branch(std::size_t dimension, std::size_t choice);
   nlohmann::json parameters_at(const std::vector<double>& x);
 
-  SearchSpace space_;
-  std::mt19937_64 rng_;
-  Objectives objectives_;
-  int startup_trials_;
-  std::unique_ptr<coordinates::LatinHypercube> startup_;
-  std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<ModelStrategy>> branches_;
-  std::vector<Observation> sorted_;                                   // by loss
-  std::vector<std::pair<std::string, std::vector<double>>> running_;  // suggested, not yet observed
-  int64_t suggested_ = 0, observed_ = 0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

@@ -79,15 +79,15 @@ class RandomStrategy : public Strategy {
 
 class GridStrategy : public Strategy {
  public:
+  ~GridStrategy() override;
   GridStrategy(const SearchSpace& space, int points);
   std::string name() const override { return "grid"; }
   std::optional<nlohmann::json> suggest() override;
   void observe(const Trial& trial) override;
 
  private:
-  std::vector<nlohmann::json> grid_;
-  std::size_t next_ = 0;
-  std::set<std::string> done_;  // restored trials are not suggested again
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Evolution: the first `population` trials are random; then each suggestion draws `sample_size`

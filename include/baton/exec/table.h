@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,15 +24,18 @@ namespace baton {
 // metric columns; one row per configuration and step.
 class BenchmarkTable {
  public:
+  ~BenchmarkTable();
+  BenchmarkTable(BenchmarkTable&&) noexcept;
+  BenchmarkTable& operator=(BenchmarkTable&&) noexcept;
   // Throws std::invalid_argument naming the file (and line): not a regular file or larger than
   // 256 MiB, no `step` column or none after it, a row with another number of cells than the
   // header, a step or a metric that is not a number, a configuration with a step twice.
   static BenchmarkTable read_csv(const std::string& path);
 
-  const std::string& source() const { return source_; }
-  const std::vector<std::string>& parameters() const { return parameters_; }
-  const std::vector<std::string>& metrics() const { return metrics_; }
-  std::size_t configurations() const { return configurations_.size(); }
+  const std::string& source() const;
+  const std::vector<std::string>& parameters() const;
+  const std::vector<std::string>& metrics() const;
+  std::size_t configurations() const;
 
   // Throws std::invalid_argument when a parameter of `space` is not a column, or a metric is not.
   void check(const SearchSpace& space, const std::vector<std::string>& metrics) const;
@@ -50,6 +54,7 @@ class BenchmarkTable {
   nlohmann::json space() const;
 
  private:
+  BenchmarkTable();
   struct Configuration {
     std::vector<std::string> keys;  // per parameter column, canonical (numbers as %.17g)
     nlohmann::json parameters;
@@ -58,9 +63,8 @@ class BenchmarkTable {
   const Configuration& find(const nlohmann::json& parameters) const;
   std::size_t metric_index(const std::string& metric) const;
 
-  std::string source_;
-  std::vector<std::string> parameters_, metrics_;
-  std::vector<Configuration> configurations_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -82,13 +83,12 @@ class FileLock {
   ~FileLock();
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
-  bool held() const { return held_; }
-  long holder() const { return holder_; }  // when !held(): the process holding it (0: unknown)
+  bool held() const;
+  long holder() const;  // when !held(): the process holding it (0: unknown)
 
  private:
-  int fd_ = -1;
-  bool held_ = false;
-  long holder_ = 0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Removes `folder`'s temporary files and folders ".NAME.tmp.PID" whose process is gone (a write

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,6 +19,8 @@ namespace baton {
 
 class InMemoryLogger : public LoggerDestination {
  public:
+  InMemoryLogger();
+  ~InMemoryLogger() override;
   void log_metrics(const Metrics& metrics, int64_t step) override;
   void log_hyperparameters(const nlohmann::json& hyperparameters) override;
   void log_traces(const Traces& traces) override;
@@ -32,10 +35,8 @@ class InMemoryLogger : public LoggerDestination {
   std::map<std::string, int64_t> trace_runs() const;
 
  private:
-  mutable std::mutex mutex_;
-  std::map<std::string, std::vector<std::pair<int64_t, double>>> series_;
-  nlohmann::json hyperparameters_ = nlohmann::json::object();
-  std::map<std::string, int64_t> trace_runs_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

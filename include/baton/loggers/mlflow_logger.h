@@ -73,6 +73,7 @@ class MlflowError : public std::runtime_error {
 // MLFLOW_TRACKING_USERNAME / _PASSWORD from the environment authenticate, as MLflow's own client.
 class MlflowClient {
  public:
+  ~MlflowClient();
   explicit MlflowClient(std::string tracking_uri, double request_seconds = 10);
 
   struct RunInfo {
@@ -91,20 +92,17 @@ class MlflowClient {
   void update_run(const std::string& run_id, const std::string& status) const;
   // `bytes` as the run's artifact `name` (mlflow-artifacts:/ through the server; file:/ written).
   void upload_artifact(const RunInfo& run, const std::string& name, const std::string& bytes) const;
-  void set_request_seconds(double seconds) { request_seconds_ = seconds; }
+  void set_request_seconds(double seconds);
   // A server's `file:` artifact store is written only inside this folder (none: never).
-  void set_artifact_root(std::string folder) { artifact_root_ = std::move(folder); }
+  void set_artifact_root(std::string folder);
   // A request in flight ends (as "given up") once `*cancel` turns true.
-  void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
+  void set_cancel(const std::atomic<bool>* cancel);
 
   nlohmann::json call(const std::string& method, const std::string& endpoint, const nlohmann::json& body) const;
 
  private:
-  std::string root_;
-  std::string artifact_root_;
-  double request_seconds_;
-  std::vector<std::string> headers_;
-  const std::atomic<bool>* cancel_ = nullptr;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // The resolved recipe as MLflow params: nested keys dotted ("optimizer.lr"), lists and values as
@@ -145,7 +143,6 @@ class MlflowLogger : public LoggerDestination {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  std::atomic<bool> started_{false};
 };
 
 }  // namespace baton

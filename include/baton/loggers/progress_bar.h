@@ -43,6 +43,7 @@ class ProgressBar : public LoggerDestination {
 // Prints the latest metrics every `interval` of training (ep or ba), one line each.
 class ConsoleLogger : public LoggerDestination {
  public:
+  ~ConsoleLogger() override;
   // With a progress bar on the same output, the console leaves evaluations to the bar and ends
   // the bar's line before it prints.
   explicit ConsoleLogger(Time interval = Time::from_epoch(1), std::FILE* out = stdout, ProgressBar* bar = nullptr);
@@ -53,10 +54,8 @@ class ConsoleLogger : public LoggerDestination {
 
  private:
   void print(const State& state);
-  Time interval_;
-  std::FILE* out_;
-  ProgressBar* bar_;
-  Metrics latest_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

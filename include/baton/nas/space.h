@@ -164,15 +164,16 @@ using Builder = std::function<torch::nn::AnyModule(Space&)>;
 
 class ModelSpace {
  public:
+  ~ModelSpace();
   // Builds the supernet (every candidate) once and checks it with a forward of zeros shaped
   // [2, input_shape...] (of type long with `token_inputs`: a language model's token indices).
   // Throws SpaceError naming the choice that is wrong.
   ModelSpace(std::string name, std::vector<int64_t> input_shape, Builder build, bool token_inputs = false);
 
-  const std::string& name() const { return name_; }
+  const std::string& name() const;
   // The search space in NNI's format, what exec's SearchSpace::from_json reads: a choice per label,
   // a LayerChoice's candidates with choices inside them as `{_name: candidate, label: {...}}`.
-  const nlohmann::json& search_space() const { return space_; }
+  const nlohmann::json& search_space() const;
   // The labels, by name (a LayerChoice's nested ones after it).
   std::vector<std::string> labels() const;
   // A network with no choice left, for `parameters` as a strategy samples them ({label: value},
@@ -181,7 +182,7 @@ class ModelSpace {
   // one of its candidates.
   torch::nn::AnyModule freeze(const nlohmann::json& parameters) const;
   // The supernet built when the space was: every candidate's weights.
-  torch::nn::AnyModule supernet() const { return supernet_; }
+  torch::nn::AnyModule supernet() const;
   // A supernet for one-shot search, built anew: `allowed` ({label: value or [values]}) narrows
   // choices to some of their candidates (a choice not named keeps all); each ValueChoice must be
   // left one value. Throws SpaceError naming a ValueChoice with several, an unknown label or a
@@ -189,12 +190,8 @@ class ModelSpace {
   Supernet one_shot(const nlohmann::json& allowed = nlohmann::json::object()) const;
 
  private:
-  std::string name_;
-  std::vector<int64_t> input_shape_;
-  Builder build_;
-  nlohmann::json space_;
-  torch::nn::AnyModule supernet_;
-  bool token_inputs_ = false;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton::nas

@@ -41,12 +41,9 @@ class CapturableStep {
   // depends on the values: safe to capture, and to run eagerly after prepare().
   void run();
 
-  struct Group;
-
  private:
-  std::shared_ptr<torch::optim::Optimizer> optimizer_;
-  std::vector<Group> groups_;
-  at::Tensor scalars_;  // on the device: per group, kScalars values
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

@@ -56,9 +56,8 @@ class MpiSession {
 
  private:
   std::vector<int> place(const TaskGroup& by_node) const;
-  MpiSessionOptions options_;
-  std::unique_ptr<LocalSession> local_;
-  int runs_ = 0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

@@ -70,11 +70,8 @@ class LocalSession {
   int threads() const;
 
  private:
-  std::unique_ptr<detail::Executor> executor_;
-  std::unique_ptr<detail::Ticker> ticker_;
-  mutable std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<Workspace>> workspaces_;
-  std::shared_ptr<detail::Run> current_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

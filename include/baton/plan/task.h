@@ -237,16 +237,21 @@ std::shared_ptr<TaskOutput> final_output(const std::string& name);
 // Tasks that start together and finish when the last one does.
 class TaskGroup {
  public:
+  ~TaskGroup();
+  TaskGroup(const TaskGroup& other);
+  TaskGroup& operator=(const TaskGroup& other);
+  TaskGroup(TaskGroup&&) noexcept;
+  TaskGroup& operator=(TaskGroup&&) noexcept;
   explicit TaskGroup(std::optional<WorkspaceType> workspace_type = std::nullopt);
   // Names the task "node/name", then "node/name:1", ... when the name is taken on its node.
   // A task whose workspace type disagrees with the group's is refused (std::invalid_argument).
   Task& add(Task task);
-  const std::vector<Task>& tasks() const { return tasks_; }
+  const std::vector<Task>& tasks() const;
   std::vector<std::string> used_nodes() const;  // in first-use order
   // A step run every `interval_ms` on `node` while the group runs there, and once after its tasks end.
   void report_step(std::shared_ptr<ExecutionStep> step, const std::string& node = Node::current(),
                    int64_t interval_ms = 1000);
-  WorkspaceType workspace_type() const { return workspace_type_.value_or(WorkspaceType::kPrivate); }
+  WorkspaceType workspace_type() const;
   // One combined task per (remapped) node: its node setups, report steps and tasks, concurrently.
   // Callable once; again only with the same mapping (std::logic_error otherwise).
   const TaskGroup& tasks_by_node(const std::function<std::string(const std::string&)>& remap = {});
@@ -258,13 +263,8 @@ class TaskGroup {
   // one task of a mapped node.
   std::map<std::string, std::string> node_map(const std::function<std::string(const std::string&)>& remap) const;
   Task node_task(const std::string& node, const std::map<std::string, std::string>& map) const;
-  std::optional<WorkspaceType> workspace_type_;
-  std::vector<Task> tasks_;
-  std::set<std::string> names_;             // of the tasks, for unique names in O(log n)
-  std::map<std::string, int> next_suffix_;  // per "node/name": the last suffix given
-  std::vector<std::pair<std::string, std::shared_ptr<ExecutionStep>>> report_steps_;
-  std::shared_ptr<TaskGroup> by_node_;
-  std::map<std::string, std::string> by_node_map_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

@@ -21,6 +21,7 @@ namespace baton {
 
 class FusedData {
  public:
+  ~FusedData();
   // The streams of batches of one data section's sets: the training set's, and the evaluation
   // sets' (SharedBatches::Kind::kEvaluation: made once for every evaluation of every trial).
   struct Streams {
@@ -37,7 +38,7 @@ class FusedData {
   };
 
   // `max_held_bytes`: what a stream's batches may take ahead of its slowest trial (SharedBatches).
-  explicit FusedData(int64_t max_held_bytes = int64_t{256} << 20) : max_held_bytes_(max_held_bytes) {}
+  explicit FusedData(int64_t max_held_bytes = int64_t{256} << 20);
 
   // The sets of `key` (a data section as resolved, with what shapes its sets: the seed, the loss's
   // targets, the device), loaded by `load` for the first trial that asks (the others wait for it). A
@@ -49,13 +50,11 @@ class FusedData {
   SharedBatches::Stats eval_stats() const;
   // Held while a trial builds its model and trainer: LibTorch has one random generator, which each
   // seeds, so that trials set up one at a time start exactly as each would alone.
-  std::mutex& setup_mutex() { return setup_mutex_; }
+  std::mutex& setup_mutex();
 
  private:
-  int64_t max_held_bytes_;
-  mutable std::mutex mutex_;
-  std::map<std::string, Sets> sets_;
-  std::mutex setup_mutex_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton
