@@ -65,6 +65,7 @@ def main():
     h = open(header).read().split("\n")
     start, end = class_span(h, cls)
     remove, decls, names = members(h, start, end)
+    define_default = False
     if not names:
         sys.exit("no private data members")
     if "impl_" in names:
@@ -72,9 +73,16 @@ def main():
     name_re = re.compile(r"(?<![\w>.])(" + "|".join(map(re.escape, names)) + r")\b")
     moved_inline = []
     out = []
-    polymorphic = any("override" in h[i] or "virtual" in h[i] for i in range(start, end)) or ": public" in h[start]
+    # "override" on the destructor only where the class overrides something (a base such as
+    # enable_shared_from_this has no virtual destructor)
+    polymorphic = any("override" in h[i] for i in range(start, end))
     has_dtor = any(re.search(r"~" + cls + r"\s*\(", h[i]) for i in range(start, end))
     # a class without a constructor gets one: the implicit one would leave impl_ empty
+    defaulted = re.compile(r"^(\s*)(explicit\s+)?" + cls + r"\(\)\s*=\s*default;")
+    for i in range(start, end):  # a defaulted default constructor would leave impl_ empty
+        if defaulted.match(h[i]):
+            h[i] = defaulted.sub(r"\1" + cls + "();", h[i])
+            define_default = True
     has_ctor = any(re.search(r"(?<![~\w])" + cls + r"\s*\((?!\s*(const\s+)?" + cls + r"\s*&)", h[i])
                    for i in range(start, end))
     for i, line in enumerate(h):
@@ -108,6 +116,8 @@ def main():
 
     s = open(source).read()
     impl = f"struct {cls}::Impl {{\n" + "\n".join(decls) + "\n};\n\n"
+    if define_default:
+        impl += f"{cls}::{cls}() : impl_(std::make_unique<Impl>()) {{}}\n"
     if not has_dtor:
         if not has_ctor:
             impl += f"{cls}::{cls}() : impl_(std::make_unique<Impl>()) {{}}\n"
@@ -167,7 +177,8 @@ def main():
                         assigns.append(f"  impl_->{im.group(1)} = {arg.strip()};")
                     else:
                         kept.append(init.strip())
-                kept.insert(len([x for x in kept if not re.match(r"^\w+_\s*[\(\{]", x)]), "impl_(std::make_unique<Impl>())")
+                if not any(x.startswith("impl_(") for x in kept):
+                    kept.insert(len([x for x in kept if not re.match(r"^\w+_\s*[\(\{]", x)]), "impl_(std::make_unique<Impl>())")
                 head = prefix + " : " + ", ".join(kept) + " "
         body = name_re.sub(r"impl_->\1", body)
         if m.group(1) == cls:

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -189,14 +190,54 @@ bool Time::operator>=(const Time& other) const {
   return value_ >= other.value_;
 }
 
+struct Timestamp::Impl {
+  int64_t iteration_ = 0;
+  int64_t epoch_ = 0;
+  int64_t batch_ = 0;
+  int64_t sample_ = 0;
+  int64_t token_ = 0;
+  int64_t epoch_in_iteration_ = 0;
+  int64_t batch_in_epoch_ = 0;
+  int64_t sample_in_epoch_ = 0;
+  int64_t token_in_epoch_ = 0;
+  double total_wct_ = 0.0;
+  double iteration_wct_ = 0.0;
+  double epoch_wct_ = 0.0;
+  double batch_wct_ = 0.0;
+  bool operator==(const Impl&) const = default;
+};
+
+Timestamp::Timestamp() : impl_(std::make_unique<Impl>()) {}
+Timestamp::~Timestamp() = default;
+Timestamp::Timestamp(const Timestamp& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
+Timestamp& Timestamp::operator=(const Timestamp& other) {
+  *impl_ = *other.impl_;
+  return *this;
+}
+bool Timestamp::operator==(const Timestamp& other) const { return *impl_ == *other.impl_; }
+
+int64_t Timestamp::iteration() const { return impl_->iteration_; }
+int64_t Timestamp::epoch() const { return impl_->epoch_; }
+int64_t Timestamp::batch() const { return impl_->batch_; }
+int64_t Timestamp::sample() const { return impl_->sample_; }
+int64_t Timestamp::token() const { return impl_->token_; }
+int64_t Timestamp::epoch_in_iteration() const { return impl_->epoch_in_iteration_; }
+int64_t Timestamp::batch_in_epoch() const { return impl_->batch_in_epoch_; }
+int64_t Timestamp::sample_in_epoch() const { return impl_->sample_in_epoch_; }
+int64_t Timestamp::token_in_epoch() const { return impl_->token_in_epoch_; }
+double Timestamp::total_wct() const { return impl_->total_wct_; }
+double Timestamp::iteration_wct() const { return impl_->iteration_wct_; }
+double Timestamp::epoch_wct() const { return impl_->epoch_wct_; }
+double Timestamp::batch_wct() const { return impl_->batch_wct_; }
+
 Time Timestamp::get(TimeUnit unit) const {
   switch (unit) {
-    case TimeUnit::kIteration: return Time::from_iteration(iteration_);
-    case TimeUnit::kEpoch: return Time::from_epoch(epoch_);
-    case TimeUnit::kBatch: return Time::from_batch(batch_);
-    case TimeUnit::kSample: return Time::from_sample(sample_);
-    case TimeUnit::kToken: return Time::from_token(token_);
-    case TimeUnit::kSecond: return Time::from_seconds(total_wct_);
+    case TimeUnit::kIteration: return Time::from_iteration(impl_->iteration_);
+    case TimeUnit::kEpoch: return Time::from_epoch(impl_->epoch_);
+    case TimeUnit::kBatch: return Time::from_batch(impl_->batch_);
+    case TimeUnit::kSample: return Time::from_sample(impl_->sample_);
+    case TimeUnit::kToken: return Time::from_token(impl_->token_);
+    case TimeUnit::kSecond: return Time::from_seconds(impl_->total_wct_);
     case TimeUnit::kDuration: break;
   }
   throw std::invalid_argument(
@@ -205,49 +246,50 @@ Time Timestamp::get(TimeUnit unit) const {
 
 Timestamp Timestamp::to_next_batch(int64_t samples, int64_t tokens, double seconds) const {
   Timestamp next = *this;
-  next.batch_ += 1;
-  next.batch_in_epoch_ += 1;
-  next.sample_ += samples;
-  next.sample_in_epoch_ += samples;
-  next.token_ += tokens;
-  next.token_in_epoch_ += tokens;
-  next.total_wct_ += seconds;
-  next.iteration_wct_ += seconds;
-  next.epoch_wct_ += seconds;
-  next.batch_wct_ = seconds;
+  next.impl_->batch_ += 1;
+  next.impl_->batch_in_epoch_ += 1;
+  next.impl_->sample_ += samples;
+  next.impl_->sample_in_epoch_ += samples;
+  next.impl_->token_ += tokens;
+  next.impl_->token_in_epoch_ += tokens;
+  next.impl_->total_wct_ += seconds;
+  next.impl_->iteration_wct_ += seconds;
+  next.impl_->epoch_wct_ += seconds;
+  next.impl_->batch_wct_ = seconds;
   return next;
 }
 
 Timestamp Timestamp::to_next_epoch(double seconds) const {
   Timestamp next = *this;
-  next.epoch_ += 1;
-  next.epoch_in_iteration_ += 1;
-  next.batch_in_epoch_ = 0;
-  next.sample_in_epoch_ = 0;
-  next.token_in_epoch_ = 0;
-  next.total_wct_ += seconds;
-  next.iteration_wct_ += seconds;
-  next.epoch_wct_ = 0.0;
-  next.batch_wct_ = 0.0;
+  next.impl_->epoch_ += 1;
+  next.impl_->epoch_in_iteration_ += 1;
+  next.impl_->batch_in_epoch_ = 0;
+  next.impl_->sample_in_epoch_ = 0;
+  next.impl_->token_in_epoch_ = 0;
+  next.impl_->total_wct_ += seconds;
+  next.impl_->iteration_wct_ += seconds;
+  next.impl_->epoch_wct_ = 0.0;
+  next.impl_->batch_wct_ = 0.0;
   return next;
 }
 
 Timestamp Timestamp::to_next_iteration(double seconds) const {
   Timestamp next = *this;
-  next.iteration_ += 1;
-  next.epoch_in_iteration_ = 0;
-  next.batch_in_epoch_ = 0;
-  next.sample_in_epoch_ = 0;
-  next.token_in_epoch_ = 0;
-  next.total_wct_ += seconds;
-  next.iteration_wct_ = 0.0;
-  next.epoch_wct_ = 0.0;
-  next.batch_wct_ = 0.0;
+  next.impl_->iteration_ += 1;
+  next.impl_->epoch_in_iteration_ = 0;
+  next.impl_->batch_in_epoch_ = 0;
+  next.impl_->sample_in_epoch_ = 0;
+  next.impl_->token_in_epoch_ = 0;
+  next.impl_->total_wct_ += seconds;
+  next.impl_->iteration_wct_ = 0.0;
+  next.impl_->epoch_wct_ = 0.0;
+  next.impl_->batch_wct_ = 0.0;
   return next;
 }
 
 std::string Timestamp::to_string() const {
-  return "[ep=" + std::to_string(epoch_) + "][ba=" + std::to_string(batch_) + "][sp=" + std::to_string(sample_) + "]";
+  return "[ep=" + std::to_string(impl_->epoch_) + "][ba=" + std::to_string(impl_->batch_) +
+         "][sp=" + std::to_string(impl_->sample_) + "]";
 }
 
 // clang-format off
@@ -258,7 +300,7 @@ std::string Timestamp::to_string() const {
 
 nlohmann::json Timestamp::state_dict() const {
   nlohmann::json out = nlohmann::json::object();
-#define BATON_SAVE(field) out[#field] = field##_;
+#define BATON_SAVE(field) out[#field] = impl_->field##_;
   BATON_TIMESTAMP_FIELDS(BATON_SAVE)
 #undef BATON_SAVE
   return out;
@@ -273,7 +315,7 @@ void Timestamp::load_state_dict(const nlohmann::json& state) {
     if (it == state.end() || !it->is_number()) {                                                   \
       throw std::invalid_argument("timestamp state: key '" #field "' is missing or not a number"); \
     }                                                                                              \
-    it->get_to(loaded.field##_);                                                                   \
+    it->get_to(loaded.impl_->field##_);                                                            \
   }
   BATON_TIMESTAMP_FIELDS(BATON_LOAD)
 #undef BATON_LOAD

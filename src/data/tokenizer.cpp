@@ -1,6 +1,7 @@
 #include "baton/data/tokenizer.h"
 
 #include <dlfcn.h>
+#include <memory>
 
 #include <algorithm>
 #include <array>
@@ -155,28 +156,31 @@ const baton_spm_api& spm() {
 
 }  // namespace
 
-Tokenizer::Tokenizer(baton_spm* model) : model_(model) {
-  const int newline = spm().piece_to_id(model_, "<0x0A>");
-  newline_ = newline != spm().unk_id(model_) && spm().is_byte(model_, newline) != 0 ? newline : -1;
-  end_of_text_ = spm().eos_id(model_);
-}
-
-Tokenizer::Tokenizer(Tokenizer&& other) noexcept
-    : model_(std::exchange(other.model_, nullptr)), newline_(other.newline_), end_of_text_(other.end_of_text_) {}
-
-Tokenizer& Tokenizer::operator=(Tokenizer&& other) noexcept {
-  if (this != &other) {
+struct Tokenizer::Impl {
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() {
     if (model_ != nullptr) spm().release(model_);
-    model_ = std::exchange(other.model_, nullptr);
-    newline_ = other.newline_;
-    end_of_text_ = other.end_of_text_;
   }
-  return *this;
+  baton_spm* model_ = nullptr;
+  int newline_ = -1;
+  int end_of_text_ = -1;
+};
+
+int Tokenizer::newline_id() const { return impl_->newline_; }
+int Tokenizer::end_of_text_id() const { return impl_->end_of_text_; }
+
+Tokenizer::Tokenizer(baton_spm* model) : impl_(std::make_unique<Impl>()) {
+  impl_->model_ = model;
+  const int newline = spm().piece_to_id(impl_->model_, "<0x0A>");
+  impl_->newline_ = newline != spm().unk_id(impl_->model_) && spm().is_byte(impl_->model_, newline) != 0 ? newline : -1;
+  impl_->end_of_text_ = spm().eos_id(impl_->model_);
 }
 
-Tokenizer::~Tokenizer() {
-  if (model_ != nullptr) spm().release(model_);
-}
+Tokenizer::Tokenizer(Tokenizer&& other) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&& other) noexcept = default;
+Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::load(const std::string& path) {
   std::string bytes;
@@ -237,14 +241,14 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const std::str
   return t;
 }
 
-int64_t Tokenizer::vocab_size() const { return spm().piece_size(model_); }
+int64_t Tokenizer::vocab_size() const { return spm().piece_size(impl_->model_); }
 
 std::vector<int> Tokenizer::encode(const std::string& text) const {
   std::vector<int> ids(text.size() + 8);
-  long n = spm().encode(model_, text.data(), text.size(), ids.data(), ids.size());
+  long n = spm().encode(impl_->model_, text.data(), text.size(), ids.data(), ids.size());
   if (n > static_cast<long>(ids.size())) {
     ids.resize(static_cast<std::size_t>(n));
-    n = spm().encode(model_, text.data(), text.size(), ids.data(), ids.size());
+    n = spm().encode(impl_->model_, text.data(), text.size(), ids.data(), ids.size());
   }
   if (n < 0) throw std::runtime_error("the tokenizer cannot encode the text");
   ids.resize(static_cast<std::size_t>(n));
@@ -253,10 +257,10 @@ std::vector<int> Tokenizer::encode(const std::string& text) const {
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const {
   std::string text(ids.size() * 8 + 16, '\0');
-  long n = spm().decode(model_, ids.data(), ids.size(), text.data(), text.size());
+  long n = spm().decode(impl_->model_, ids.data(), ids.size(), text.data(), text.size());
   if (n > static_cast<long>(text.size())) {
     text.resize(static_cast<std::size_t>(n));
-    n = spm().decode(model_, ids.data(), ids.size(), text.data(), text.size());
+    n = spm().decode(impl_->model_, ids.data(), ids.size(), text.data(), text.size());
   }
   if (n < 0) throw std::runtime_error("the tokenizer cannot decode the ids");
   text.resize(static_cast<std::size_t>(n));
@@ -264,8 +268,8 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
 }
 
 std::string Tokenizer::serialized() const {
-  std::string bytes(spm().serialized(model_, nullptr, 0), '\0');
-  spm().serialized(model_, bytes.data(), bytes.size());
+  std::string bytes(spm().serialized(impl_->model_, nullptr, 0), '\0');
+  spm().serialized(impl_->model_, bytes.data(), bytes.size());
   return bytes;
 }
 

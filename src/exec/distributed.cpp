@@ -227,8 +227,8 @@ int DistributedEngine::idle_workers() const {
 }
 
 bool DistributedEngine::budget_available() const {
-  std::lock_guard lock(mutex_);
-  return static_cast<int64_t>(trials_.size()) < impl_->options_.limit();
+  std::lock_guard lock(table_mutex());
+  return static_cast<int64_t>(trial_count_locked()) < impl_->options_.limit();
 }
 
 void DistributedEngine::load_state_dict(const nlohmann::json&) {

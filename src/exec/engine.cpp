@@ -88,17 +88,43 @@ void run_trial_function(ExecutionEngine& engine, const TrialFunction& function, 
 
 // ---- TrialTable -----------------------------------------------------------------------------
 
+struct TrialTable::Impl {
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<int64_t, Trial> trials_;
+  int64_t next_id_ = 0;
+  int64_t unfinished_ = 0;  // trials not completed: waits need no scan
+  std::mutex listeners_mutex_;
+  std::vector<std::pair<int, std::pair<ModelEventType, ModelEventCallback>>> listeners_;
+  int next_handle_ = 0;
+  std::deque<int64_t> completed_order_;  // for wait_any: completions not yet taken
+  std::function<void(const Trial&)> observer_;
+};
+
+std::mutex& TrialTable::table_mutex() const { return impl_->mutex_; }
+void TrialTable::notify_changed() { impl_->changed_.notify_all(); }
+const Trial& TrialTable::trial_locked(int64_t id) const { return impl_->trials_.at(id); }
+const Trial* TrialTable::find_trial_locked(int64_t id) const {
+  const auto it = impl_->trials_.find(id);
+  return it == impl_->trials_.end() ? nullptr : &it->second;
+}
+std::size_t TrialTable::trial_count_locked() const { return impl_->trials_.size(); }
+
+TrialTable::TrialTable() : impl_(std::make_unique<Impl>()) {}
+TrialTable::~TrialTable() = default;
+
 int64_t TrialTable::add_trial(const nlohmann::json& parameters, std::optional<int64_t> id) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(impl_->mutex_);
   Trial t;
-  if (id && trials_.count(*id)) throw std::invalid_argument("submit_as: trial " + std::to_string(*id) + " exists");
-  t.id = id ? *id : next_id_;
-  next_id_ = std::max(next_id_, t.id + 1);
+  if (id && impl_->trials_.count(*id))
+    throw std::invalid_argument("submit_as: trial " + std::to_string(*id) + " exists");
+  t.id = id ? *id : impl_->next_id_;
+  impl_->next_id_ = std::max(impl_->next_id_, t.id + 1);
   t.parameters = parameters;
   t.submitted_at = now_s();
-  trials_[t.id] = t;
-  ++unfinished_;
-  if (observer_) observer_(t);
+  impl_->trials_[t.id] = t;
+  ++impl_->unfinished_;
+  if (impl_->observer_) impl_->observer_(t);
   return t.id;
 }
 
@@ -110,118 +136,118 @@ int64_t TrialTable::submit_as(int64_t id, const nlohmann::json& parameters) {
 
 bool TrialTable::continue_trial(int64_t id, const std::function<void(Trial&)>& change) {
   {
-    std::lock_guard lock(mutex_);
-    auto it = trials_.find(id);
-    if (it == trials_.end() || it->second.status != TrialStatus::kTrained) return false;
+    std::lock_guard lock(impl_->mutex_);
+    auto it = impl_->trials_.find(id);
+    if (it == impl_->trials_.end() || it->second.status != TrialStatus::kTrained) return false;
     change(it->second);
     it->second.status = TrialStatus::kWaiting;
     it->second.ended_at = 0.0;
-    std::erase(completed_order_, id);
-    ++unfinished_;
+    std::erase(impl_->completed_order_, id);
+    ++impl_->unfinished_;
   }
   notify_observer(id);
-  changed_.notify_all();
+  impl_->changed_.notify_all();
   requeue(id);
   return true;
 }
 
 void TrialTable::forget(int64_t id) {
-  std::lock_guard lock(mutex_);
-  auto it = trials_.find(id);
-  if (it == trials_.end() || !it->second.completed()) return;
-  trials_.erase(it);
-  std::erase(completed_order_, id);
+  std::lock_guard lock(impl_->mutex_);
+  auto it = impl_->trials_.find(id);
+  if (it == impl_->trials_.end() || !it->second.completed()) return;
+  impl_->trials_.erase(it);
+  std::erase(impl_->completed_order_, id);
 }
 
 void TrialTable::sync_trial(const Trial& trial, bool announce) {
   {
-    std::lock_guard lock(mutex_);
-    auto it = trials_.find(trial.id);
-    const bool was_completed = it != trials_.end() && it->second.completed();
-    const bool is_new = it == trials_.end();
-    trials_[trial.id] = trial;
-    next_id_ = std::max(next_id_, trial.id + 1);
+    std::lock_guard lock(impl_->mutex_);
+    auto it = impl_->trials_.find(trial.id);
+    const bool was_completed = it != impl_->trials_.end() && it->second.completed();
+    const bool is_new = it == impl_->trials_.end();
+    impl_->trials_[trial.id] = trial;
+    impl_->next_id_ = std::max(impl_->next_id_, trial.id + 1);
     if (is_new)
-      unfinished_ += trial.completed() ? 0 : 1;
+      impl_->unfinished_ += trial.completed() ? 0 : 1;
     else
-      unfinished_ += static_cast<int64_t>(was_completed) - static_cast<int64_t>(trial.completed());
-    if (!was_completed && trial.completed() && (announce || !is_new)) completed_order_.push_back(trial.id);
-    if (was_completed && !trial.completed()) std::erase(completed_order_, trial.id);
+      impl_->unfinished_ += static_cast<int64_t>(was_completed) - static_cast<int64_t>(trial.completed());
+    if (!was_completed && trial.completed() && (announce || !is_new)) impl_->completed_order_.push_back(trial.id);
+    if (was_completed && !trial.completed()) std::erase(impl_->completed_order_, trial.id);
   }
-  changed_.notify_all();
+  impl_->changed_.notify_all();
 }
 
 void TrialTable::set_observer(std::function<void(const Trial&)> observer) {
-  std::lock_guard lock(mutex_);
-  observer_ = std::move(observer);
+  std::lock_guard lock(impl_->mutex_);
+  impl_->observer_ = std::move(observer);
 }
 
 std::vector<Trial> TrialTable::list(std::optional<TrialStatus> status) const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(impl_->mutex_);
   std::vector<Trial> out;
-  for (const auto& [id, t] : trials_) {
+  for (const auto& [id, t] : impl_->trials_) {
     if (!status || t.status == *status) out.push_back(t);
   }
   return out;
 }
 
 std::optional<Trial> TrialTable::get(int64_t id) const {
-  std::lock_guard lock(mutex_);
-  auto it = trials_.find(id);
-  if (it == trials_.end()) return std::nullopt;
+  std::lock_guard lock(impl_->mutex_);
+  auto it = impl_->trials_.find(id);
+  if (it == impl_->trials_.end()) return std::nullopt;
   return it->second;
 }
 
 bool TrialTable::wait(const std::vector<int64_t>& ids, std::optional<double> timeout_s) {
-  std::unique_lock lock(mutex_);
+  std::unique_lock lock(impl_->mutex_);
   auto done = [&] {
-    if (ids.empty()) return unfinished_ == 0;
+    if (ids.empty()) return impl_->unfinished_ == 0;
     for (int64_t id : ids) {
-      auto it = trials_.find(id);
-      if (it == trials_.end()) throw std::invalid_argument("wait: no trial " + std::to_string(id));
+      auto it = impl_->trials_.find(id);
+      if (it == impl_->trials_.end()) throw std::invalid_argument("wait: no trial " + std::to_string(id));
       if (!it->second.completed()) return false;
     }
     return true;
   };
   if (!timeout_s) {
-    changed_.wait(lock, done);
+    impl_->changed_.wait(lock, done);
     return true;
   }
-  return changed_.wait_for(lock, std::chrono::duration<double>(*timeout_s), done);
+  return impl_->changed_.wait_for(lock, std::chrono::duration<double>(*timeout_s), done);
 }
 
 std::optional<int64_t> TrialTable::wait_any(std::optional<double> timeout_s) {
-  std::unique_lock lock(mutex_);
+  std::unique_lock lock(impl_->mutex_);
   auto ready = [&] {
-    return !completed_order_.empty() || unfinished_ == 0;  // a completion, or nothing left to wait for
+    return !impl_->completed_order_.empty() || impl_->unfinished_ == 0;  // a completion, or nothing left to wait for
   };
   if (!timeout_s) {
-    changed_.wait(lock, ready);
-  } else if (!changed_.wait_for(lock, std::chrono::duration<double>(*timeout_s), ready)) {
+    impl_->changed_.wait(lock, ready);
+  } else if (!impl_->changed_.wait_for(lock, std::chrono::duration<double>(*timeout_s), ready)) {
     return std::nullopt;
   }
-  if (completed_order_.empty()) return std::nullopt;
-  const int64_t id = completed_order_.front();
-  completed_order_.pop_front();
+  if (impl_->completed_order_.empty()) return std::nullopt;
+  const int64_t id = impl_->completed_order_.front();
+  impl_->completed_order_.pop_front();
   return id;
 }
 
 int TrialTable::register_callback(ModelEventType type, ModelEventCallback callback) {
-  std::lock_guard lock(listeners_mutex_);
-  listeners_.push_back({next_handle_, {type, std::move(callback)}});
-  return next_handle_++;
+  std::lock_guard lock(impl_->listeners_mutex_);
+  impl_->listeners_.push_back({impl_->next_handle_, {type, std::move(callback)}});
+  return impl_->next_handle_++;
 }
 
 void TrialTable::unregister_callback(int handle) {
-  std::lock_guard lock(listeners_mutex_);
-  std::erase_if(listeners_, [&](const auto& l) { return l.first == handle; });
+  std::lock_guard lock(impl_->listeners_mutex_);
+  std::erase_if(impl_->listeners_, [&](const auto& l) { return l.first == handle; });
 }
 
 void TrialTable::dispatch(ModelEvent& event) {
   std::vector<ModelEventCallback> callbacks;
   {
-    std::lock_guard lock(listeners_mutex_);
-    for (const auto& [handle, listener] : listeners_) {
+    std::lock_guard lock(impl_->listeners_mutex_);
+    for (const auto& [handle, listener] : impl_->listeners_) {
       if (listener.first == event.type()) callbacks.push_back(listener.second);
     }
   }
@@ -235,9 +261,9 @@ void TrialTable::dispatch(ModelEvent& event) {
 void TrialTable::default_callback(ModelEvent& event) {
   bool requeue_it = false;
   {
-    std::lock_guard lock(mutex_);
-    auto it = trials_.find(event.trial_id());
-    if (it == trials_.end()) return;
+    std::lock_guard lock(impl_->mutex_);
+    auto it = impl_->trials_.find(event.trial_id());
+    if (it == impl_->trials_.end()) return;
     Trial& t = it->second;
     const bool was_completed = t.completed();
     switch (event.type()) {
@@ -272,15 +298,15 @@ void TrialTable::default_callback(ModelEvent& event) {
           requeue_it = true;
         } else {
           t.ended_at = now_s();
-          if (t.completed()) completed_order_.push_back(t.id);
+          if (t.completed()) impl_->completed_order_.push_back(t.id);
         }
         break;
       }
     }
-    unfinished_ += static_cast<int64_t>(was_completed) - static_cast<int64_t>(t.completed());
+    impl_->unfinished_ += static_cast<int64_t>(was_completed) - static_cast<int64_t>(t.completed());
   }
   notify_observer(event.trial_id());  // stored before any waiter wakes
-  changed_.notify_all();
+  impl_->changed_.notify_all();
   if (requeue_it) requeue(event.trial_id());
 }
 
@@ -288,28 +314,28 @@ void TrialTable::notify_observer(int64_t id) {
   std::function<void(const Trial&)> observer;
   Trial copy;
   {
-    std::lock_guard lock(mutex_);
-    auto it = trials_.find(id);
-    if (!observer_ || it == trials_.end()) return;
-    observer = observer_;
+    std::lock_guard lock(impl_->mutex_);
+    auto it = impl_->trials_.find(id);
+    if (!impl_->observer_ || it == impl_->trials_.end()) return;
+    observer = impl_->observer_;
     copy = it->second;
   }
   observer(copy);
 }
 
 nlohmann::json TrialTable::state_dict() const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(impl_->mutex_);
   nlohmann::json trials = nlohmann::json::array();
-  for (const auto& [id, t] : trials_) trials.push_back(t.to_json());
-  return {{"next_id", next_id_}, {"trials", trials}};
+  for (const auto& [id, t] : impl_->trials_) trials.push_back(t.to_json());
+  return {{"next_id", impl_->next_id_}, {"trials", trials}};
 }
 
 void TrialTable::load_state_dict(const nlohmann::json& state) {
   std::vector<int64_t> unfinished;
   {
-    std::lock_guard lock(mutex_);
-    trials_.clear();
-    completed_order_.clear();
+    std::lock_guard lock(impl_->mutex_);
+    impl_->trials_.clear();
+    impl_->completed_order_.clear();
     for (const auto& j : state.at("trials")) {
       Trial t = Trial::from_json(j);
       if (!t.completed()) {
@@ -319,10 +345,10 @@ void TrialTable::load_state_dict(const nlohmann::json& state) {
         t.metrics = {std::move(t.metrics.intermediate)};
         unfinished.push_back(t.id);
       }
-      trials_[t.id] = t;
+      impl_->trials_[t.id] = t;
     }
-    unfinished_ = static_cast<int64_t>(unfinished.size());
-    next_id_ = state.value("next_id", trials_.empty() ? int64_t{0} : trials_.rbegin()->first + 1);
+    impl_->unfinished_ = static_cast<int64_t>(unfinished.size());
+    impl_->next_id_ = state.value("next_id", impl_->trials_.empty() ? int64_t{0} : impl_->trials_.rbegin()->first + 1);
   }
   for (int64_t id : unfinished) requeue(id);
 }
@@ -331,8 +357,8 @@ bool TrialTable::retry(int64_t id) {
   auto t = get(id);
   if (!t || t->status == TrialStatus::kTrained || !t->completed()) return false;
   {
-    std::lock_guard lock(mutex_);
-    std::erase(completed_order_, id);
+    std::lock_guard lock(impl_->mutex_);
+    std::erase(impl_->completed_order_, id);
   }
   TrainingEnd event(id, TrialStatus::kRetrying, t->error);
   dispatch(event);
@@ -399,10 +425,23 @@ bool SequentialEngine::kill(int64_t id) {
 
 // ---- QueuedEngine ---------------------------------------------------------------------------
 
+struct QueuedEngine::Impl {
+  std::deque<int64_t> queue_;  // under mutex_
+  bool shutting_down_ = false;
+  std::string name_;  // in errors
+};
+
+QueuedEngine::QueuedEngine(std::string name) : impl_(std::make_unique<Impl>()) { impl_->name_ = std::move(name); }
+std::deque<int64_t>& QueuedEngine::queue_locked() { return impl_->queue_; }
+const std::deque<int64_t>& QueuedEngine::queue_locked() const { return impl_->queue_; }
+bool QueuedEngine::shutting_down_locked() const { return impl_->shutting_down_; }
+
+QueuedEngine::~QueuedEngine() = default;
+
 int64_t QueuedEngine::submit(const nlohmann::json& parameters) {
   {
-    std::lock_guard lock(mutex_);
-    if (shutting_down_) throw std::runtime_error(name_ + ": submit after shutdown");
+    std::lock_guard lock(table_mutex());
+    if (impl_->shutting_down_) throw std::runtime_error(impl_->name_ + ": submit after shutdown");
   }
   const int64_t id = add_trial(parameters);
   requeue(id);
@@ -411,9 +450,9 @@ int64_t QueuedEngine::submit(const nlohmann::json& parameters) {
 
 void QueuedEngine::requeue(int64_t id) {
   {
-    std::lock_guard lock(mutex_);
-    if (!shutting_down_) {
-      queue_.push_back(id);
+    std::lock_guard lock(table_mutex());
+    if (!impl_->shutting_down_) {
+      impl_->queue_.push_back(id);
       queued(id);
       return;
     }
@@ -424,15 +463,15 @@ void QueuedEngine::requeue(int64_t id) {
 
 bool QueuedEngine::kill(int64_t id) {
   {
-    std::lock_guard lock(mutex_);
-    auto it = trials_.find(id);
-    if (it == trials_.end() || it->second.completed()) return false;
-    auto q = std::find(queue_.begin(), queue_.end(), id);
-    if (q == queue_.end()) {
+    std::lock_guard lock(table_mutex());
+    const Trial* trial = find_trial_locked(id);
+    if (trial == nullptr || trial->completed()) return false;
+    auto q = std::find(impl_->queue_.begin(), impl_->queue_.end(), id);
+    if (q == impl_->queue_.end()) {
       stop_running(id);
       return true;
     }
-    queue_.erase(q);
+    impl_->queue_.erase(q);
   }
   TrainingEnd event(id, TrialStatus::kInterrupted, "killed before it started");
   dispatch(event);
@@ -442,9 +481,9 @@ bool QueuedEngine::kill(int64_t id) {
 void QueuedEngine::close_queue(const std::function<void()>& under_lock) {
   std::deque<int64_t> never_started;
   {
-    std::lock_guard lock(mutex_);
-    shutting_down_ = true;
-    never_started.swap(queue_);
+    std::lock_guard lock(table_mutex());
+    impl_->shutting_down_ = true;
+    never_started.swap(impl_->queue_);
     under_lock();
   }
   for (int64_t id : never_started) {
@@ -487,34 +526,34 @@ void ThreadPoolEngine::work() {
     nlohmann::json parameters;
     std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
     {
-      std::unique_lock lock(mutex_);
-      impl_->work_ready_.wait(lock, [&] { return shutting_down_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      id = queue_.front();
-      queue_.pop_front();
-      parameters = trials_.at(id).parameters;
+      std::unique_lock lock(table_mutex());
+      impl_->work_ready_.wait(lock, [&] { return shutting_down_locked() || !queue_locked().empty(); });
+      if (queue_locked().empty()) return;
+      id = queue_locked().front();
+      queue_locked().pop_front();
+      parameters = trial_locked(id).parameters;
       impl_->stop_flags_[id] = stop;
       ++impl_->busy_;
     }
     run_trial_function(*this, impl_->function_, id, parameters, *stop);
     {
-      std::lock_guard lock(mutex_);
+      std::lock_guard lock(table_mutex());
       --impl_->busy_;
       if (impl_->stop_flags_.count(id) && impl_->stop_flags_[id] == stop) impl_->stop_flags_.erase(id);
     }
-    changed_.notify_all();
+    notify_changed();
   }
 }
 
 int ThreadPoolEngine::idle_workers() const {
-  std::lock_guard lock(mutex_);
-  return std::max(0, impl_->workers_ - impl_->busy_ - static_cast<int>(queue_.size()));
+  std::lock_guard lock(table_mutex());
+  return std::max(0, impl_->workers_ - impl_->busy_ - static_cast<int>(queue_locked().size()));
 }
 
 void ThreadPoolEngine::shutdown() {
   {
-    std::lock_guard lock(mutex_);
-    if (shutting_down_ && impl_->threads_.empty()) return;
+    std::lock_guard lock(table_mutex());
+    if (shutting_down_locked() && impl_->threads_.empty()) return;
   }
   close_queue([this] {
     for (auto& [id, flag] : impl_->stop_flags_) *flag = true;  // running ones stop at their next check

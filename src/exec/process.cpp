@@ -304,14 +304,14 @@ void ProcessEngine::stop_running(int64_t id) {
 }
 
 int ProcessEngine::idle_workers() const {
-  std::lock_guard lock(mutex_);
-  return std::max(0, impl_->options_.workers() - impl_->active_ - static_cast<int>(queue_.size()));
+  std::lock_guard lock(table_mutex());
+  return std::max(0, impl_->options_.workers() - impl_->active_ - static_cast<int>(queue_locked().size()));
 }
 
 void ProcessEngine::shutdown() {
   {
-    std::lock_guard lock(mutex_);
-    if (shutting_down_) return;
+    std::lock_guard lock(table_mutex());
+    if (shutting_down_locked()) return;
   }
   close_queue([this] { wake(); });
   if (impl_->monitor_.joinable()) impl_->monitor_.join();
@@ -320,8 +320,8 @@ void ProcessEngine::shutdown() {
 void ProcessEngine::start(int64_t id) {
   nlohmann::json parameters;
   {
-    std::lock_guard lock(mutex_);
-    parameters = trials_.at(id).parameters;
+    std::lock_guard lock(table_mutex());
+    parameters = trial_locked(id).parameters;
   }
   TrainingStart started(id);
   dispatch(started);
@@ -342,7 +342,7 @@ void ProcessEngine::start(int64_t id) {
     std::replace(impl_->slot_trial_.begin(), impl_->slot_trial_.end(), id, int64_t{-1});
     TrainingEnd end(id, TrialStatus::kFailed, why);
     dispatch(end);
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(table_mutex());
     --impl_->active_;
   };
   int out[2], err[2];
@@ -408,7 +408,7 @@ void ProcessEngine::finish(int64_t id, Run& run) {
   std::replace(impl_->slot_trial_.begin(), impl_->slot_trial_.end(), id,
                int64_t{-1});  // the slot is free, however it ended
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(table_mutex());
     --impl_->active_;
     impl_->kill_requests_.erase(id);
   }
@@ -478,11 +478,11 @@ bool ProcessEngine::start_and_signal() {
   std::set<int64_t> kills;
   bool stopping = false;
   {
-    std::lock_guard lock(mutex_);
-    stopping = shutting_down_;
-    while (!stopping && !queue_.empty() && impl_->active_ < impl_->options_.workers()) {
-      to_start.push_back(queue_.front());
-      queue_.pop_front();
+    std::lock_guard lock(table_mutex());
+    stopping = shutting_down_locked();
+    while (!stopping && !queue_locked().empty() && impl_->active_ < impl_->options_.workers()) {
+      to_start.push_back(queue_locked().front());
+      queue_locked().pop_front();
       ++impl_->active_;
     }
     kills.swap(impl_->kill_requests_);

@@ -271,10 +271,22 @@ std::shared_ptr<Scope> inner_scope(const Scope& outer, const std::string& label,
 
 }  // namespace
 
-Space::Space(const nlohmann::json* parameters) : parameters_(parameters) {
+struct Space::Impl {
+  const nlohmann::json* parameters_;         // nullptr: the supernet
+  const nlohmann::json* allowed_ = nullptr;  // a one-shot supernet: {label: the values it may take}
+  std::vector<std::shared_ptr<Scope>> scopes_;
+  std::vector<std::pair<std::string, Switch>> switches_;  // a one-shot supernet's: what a path sets
+};
+
+Space::~Space() = default;
+
+bool Space::supernet() const { return impl_->parameters_ == nullptr; }
+
+Space::Space(const nlohmann::json* parameters) : impl_(std::make_unique<Impl>()) {
+  impl_->parameters_ = parameters;
   auto top = std::make_shared<Scope>();
   top->parameters = parameters;
-  scopes_.push_back(top);
+  impl_->scopes_.push_back(top);
 }
 
 namespace {
@@ -288,7 +300,7 @@ namespace {
 }  // namespace
 
 nlohmann::json Space::record(const std::string& label, const std::string& kind, nlohmann::json candidates) {
-  Scope& scope = *scopes_.back();
+  Scope& scope = *impl_->scopes_.back();
   const std::string at = scope.where.empty() ? "" : " (inside " + scope.where + ")";
   if (!supernet()) {
     const auto& params = *scope.parameters;
@@ -304,7 +316,7 @@ nlohmann::json Space::record(const std::string& label, const std::string& kind, 
     throw SpaceError(kind + " '" + label + "'" + at + ": " + value.dump() + " is not one of its candidates (" +
                      candidates_text(candidates) + ")");
   }
-  for (const auto& s : scopes_) {  // a label met again is the same decision, at the same level
+  for (const auto& s : impl_->scopes_) {  // a label met again is the same decision, at the same level
     if (!s->dims.contains(label)) continue;
     if (s.get() != &scope || s->dims[label]["_value"] != candidates) label_taken(kind, label, at, s->where);
     return candidates[0];
@@ -317,8 +329,8 @@ nlohmann::json Space::record(const std::string& label, const std::string& kind, 
 // list; a LayerChoice's candidates by name), else all of them.
 nlohmann::json Space::allowed(const std::string& label, const std::string& kind,
                               const nlohmann::json& candidates) const {
-  if (allowed_ == nullptr || !allowed_->contains(label)) return candidates;
-  nlohmann::json wanted = (*allowed_)[label];
+  if (impl_->allowed_ == nullptr || !impl_->allowed_->contains(label)) return candidates;
+  nlohmann::json wanted = (*impl_->allowed_)[label];
   if (!wanted.is_array()) wanted = nlohmann::json::array({wanted});
   nlohmann::json out = nlohmann::json::array();
   for (auto w : wanted) {
@@ -333,7 +345,7 @@ nlohmann::json Space::allowed(const std::string& label, const std::string& kind,
 
 nlohmann::json Space::resolve(const ValueChoice& choice) {
   const nlohmann::json candidates = allowed(choice.label, "ValueChoice", choice.candidates);
-  if (allowed_ != nullptr && candidates.size() > 1) {
+  if (impl_->allowed_ != nullptr && candidates.size() > 1) {
     throw SpaceError("ValueChoice '" + choice.label + "' has " + std::to_string(candidates.size()) + " candidates (" +
                      candidates_text(candidates) +
                      "): a one-shot supernet shares the weights of layer choices, repeats and input choices, not of "
@@ -350,13 +362,13 @@ torch::nn::AnyModule Space::layer(const LayerChoice& choice) {
     const std::string name = record(choice.label, "LayerChoice", names).get<std::string>();
     const auto& c = *std::find_if(choice.candidates.begin(), choice.candidates.end(),
                                   [&](const Candidate& k) { return k.name == name; });
-    const nlohmann::json& value = (*scopes_.back()->parameters)[choice.label];
-    auto inner = inner_scope(*scopes_.back(), choice.label, name);
+    const nlohmann::json& value = (*impl_->scopes_.back()->parameters)[choice.label];
+    auto inner = inner_scope(*impl_->scopes_.back(), choice.label, name);
     static const nlohmann::json kNone = nlohmann::json::object();
     inner->parameters = value.is_object() ? &value : &kNone;
-    scopes_.push_back(inner);
+    impl_->scopes_.push_back(inner);
     auto made = c.make();
-    scopes_.pop_back();
+    impl_->scopes_.pop_back();
     return made;
   }
   // The supernet: every (allowed) candidate, each in its own scope; choices made inside nest under it.
@@ -368,10 +380,10 @@ torch::nn::AnyModule Space::layer(const LayerChoice& choice) {
   std::vector<torch::nn::AnyModule> made;
   nlohmann::json values = nlohmann::json::array();
   for (const auto& c : candidates) {
-    auto inner = inner_scope(*scopes_.back(), choice.label, c.name);
-    scopes_.push_back(inner);
+    auto inner = inner_scope(*impl_->scopes_.back(), choice.label, c.name);
+    impl_->scopes_.push_back(inner);
     made.push_back(c.make());
-    scopes_.pop_back();
+    impl_->scopes_.pop_back();
     if (inner->dims.empty()) {
       values.push_back(c.name);
     } else {
@@ -382,8 +394,8 @@ torch::nn::AnyModule Space::layer(const LayerChoice& choice) {
   }
   record(choice.label, "LayerChoice", values);
   LayerChoiceModule module(choice.label, candidates, std::move(made));
-  switches_.emplace_back(choice.label,
-                         [m = module.ptr()](const nlohmann::json& v) { m->select(v.get<std::string>()); });
+  impl_->switches_.emplace_back(choice.label,
+                                [m = module.ptr()](const nlohmann::json& v) { m->select(v.get<std::string>()); });
   return torch::nn::AnyModule(module);
 }
 
@@ -396,7 +408,8 @@ torch::nn::AnyModule Space::repeat(const Repeat& choice) {
   for (int64_t i = 0; i < count; ++i) blocks.push_back(choice.block(i));
   if (!supernet()) return torch::nn::AnyModule(Chain(std::move(blocks)));
   RepeatModule module(choice.label, kept, std::move(blocks));
-  switches_.emplace_back(choice.label, [m = module.ptr()](const nlohmann::json& v) { m->select(v.get<int64_t>()); });
+  impl_->switches_.emplace_back(choice.label,
+                                [m = module.ptr()](const nlohmann::json& v) { m->select(v.get<int64_t>()); });
   return torch::nn::AnyModule(module);
 }
 
@@ -422,8 +435,8 @@ InputSelect Space::input(const InputChoice& choice) {
       record(choice.label, "InputChoice", allowed(choice.label, "InputChoice", selections)).get<std::string>();
   InputSelect module(choice, selection(name));
   if (supernet()) {
-    switches_.emplace_back(choice.label,
-                           [m = module.ptr()](const nlohmann::json& v) { m->select(selection(v.get<std::string>())); });
+    impl_->switches_.emplace_back(
+        choice.label, [m = module.ptr()](const nlohmann::json& v) { m->select(selection(v.get<std::string>())); });
   }
   return module;
 }
@@ -585,7 +598,7 @@ ModelSpace::ModelSpace(std::string name, std::vector<int64_t> input_shape, Build
     throw SpaceError("model space '" + impl_->name_ + "': no input shape to check it with");
   Space space(nullptr);
   impl_->supernet_ = impl_->build_(space);
-  impl_->space_ = space.scopes_.front()->dims;
+  impl_->space_ = space.impl_->scopes_.front()->dims;
   check_shapes(impl_->supernet_, impl_->input_shape_, impl_->token_inputs_);
 }
 
@@ -597,10 +610,10 @@ Supernet ModelSpace::one_shot(const nlohmann::json& allowed) const {
     if (std::find(known.begin(), known.end(), label) == known.end()) unknown_parameter(label, "", known);
   }
   Space space(nullptr);
-  space.allowed_ = &allowed;
+  space.impl_->allowed_ = &allowed;
   auto net = impl_->build_(space);
   check_shapes(net, impl_->input_shape_, impl_->token_inputs_);
-  return Supernet(net, space.scopes_.front()->dims, std::move(space.switches_));
+  return Supernet(net, space.impl_->scopes_.front()->dims, std::move(space.impl_->switches_));
 }
 
 SupernetImpl::SupernetImpl(torch::nn::AnyModule net, nlohmann::json space,

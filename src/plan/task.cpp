@@ -19,23 +19,32 @@ thread_local const Node* current_node = nullptr;
 thread_local Task* current_task = nullptr;
 }  // namespace
 
+struct Cluster::Impl {
+  mutable std::mutex mutex_;
+  std::vector<std::string> nodes_;
+  std::map<std::string, nlohmann::json> properties_;
+};
+
+Cluster::Cluster() : impl_(std::make_unique<Impl>()) {}
+Cluster::~Cluster() = default;
+
 void Cluster::add_node(const std::string& name, const nlohmann::json& properties) {
-  std::lock_guard lock(mutex_);
-  if (std::find(nodes_.begin(), nodes_.end(), name) == nodes_.end()) nodes_.push_back(name);
-  auto& p = properties_[name];
+  std::lock_guard lock(impl_->mutex_);
+  if (std::find(impl_->nodes_.begin(), impl_->nodes_.end(), name) == impl_->nodes_.end()) impl_->nodes_.push_back(name);
+  auto& p = impl_->properties_[name];
   if (!p.is_object()) p = nlohmann::json::object();
   if (properties.is_object()) p.update(properties);
 }
 
 std::vector<std::string> Cluster::nodes() const {
-  std::lock_guard lock(mutex_);
-  return nodes_;
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->nodes_;
 }
 
 nlohmann::json Cluster::node_properties(const std::string& name) const {
-  std::lock_guard lock(mutex_);
-  auto it = properties_.find(name);
-  return it == properties_.end() ? nlohmann::json::object() : it->second;
+  std::lock_guard lock(impl_->mutex_);
+  auto it = impl_->properties_.find(name);
+  return it == impl_->properties_.end() ? nlohmann::json::object() : it->second;
 }
 
 Cluster& Cluster::current() { return current_cluster ? *current_cluster : default_cluster(); }
@@ -192,20 +201,33 @@ std::vector<std::shared_ptr<StepSetup>> ExecutionStep::setups(SetupScope scope) 
 
 // ---- TaskOutput and Task ----------------------------------------------------------------------
 
-TaskOutput::TaskOutput(std::vector<std::string> names) : names_(std::move(names)) {
-  if (names_.empty()) throw std::invalid_argument("TaskOutput: no names");
+struct TaskOutput::Impl {
+  std::vector<std::string> names_;
+  std::vector<WorkspaceValue> values_;
+  std::atomic<bool> ready_{false};
+};
+
+TaskOutput::~TaskOutput() = default;
+
+const std::vector<std::string>& TaskOutput::names() const { return impl_->names_; }
+bool TaskOutput::ready() const { return impl_->ready_; }
+
+TaskOutput::TaskOutput(std::vector<std::string> names) : impl_(std::make_unique<Impl>()) {
+  impl_->names_ = std::move(names);
+  if (impl_->names_.empty()) throw std::invalid_argument("TaskOutput: no names");
 }
 
 WorkspaceValue TaskOutput::get() const { return get_all().at(0); }
 
 std::vector<WorkspaceValue> TaskOutput::get_all() const {
-  if (!ready_) throw std::logic_error("TaskOutput '" + names_[0] + "': the run has not ended (or failed)");
-  return values_;
+  if (!impl_->ready_)
+    throw std::logic_error("TaskOutput '" + impl_->names_[0] + "': the run has not ended (or failed)");
+  return impl_->values_;
 }
 
 void TaskOutput::set(std::vector<WorkspaceValue> values) {
-  values_ = std::move(values);
-  ready_ = true;
+  impl_->values_ = std::move(values);
+  impl_->ready_ = true;
 }
 
 struct Task::Impl {

@@ -1,5 +1,6 @@
 #include "baton/plan/workspace.h"
 
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -8,24 +9,35 @@
 
 namespace baton {
 
+struct Workspace::Impl {
+  std::shared_ptr<Workspace> parent_;
+  mutable std::shared_mutex mutex_;
+  std::map<std::string, WorkspaceValue> values_;
+};
+
+Workspace::Workspace() : impl_(std::make_unique<Impl>()) {}
+Workspace::~Workspace() = default;
+
+const std::shared_ptr<Workspace>& Workspace::parent() const { return impl_->parent_; }
+
 std::shared_ptr<Workspace> Workspace::create() { return std::shared_ptr<Workspace>(new Workspace()); }
 
 std::shared_ptr<Workspace> Workspace::child() {
   auto c = create();
-  c->parent_ = shared_from_this();
+  c->impl_->parent_ = shared_from_this();
   return c;
 }
 
 void Workspace::set(const std::string& name, WorkspaceValue value) {
-  std::unique_lock lock(mutex_);
-  values_[name] = std::move(value);
+  std::unique_lock lock(impl_->mutex_);
+  impl_->values_[name] = std::move(value);
 }
 
 std::optional<WorkspaceValue> Workspace::get(const std::string& name) const {
-  for (const Workspace* w = this; w; w = w->parent_.get()) {
-    std::shared_lock lock(w->mutex_);
-    auto it = w->values_.find(name);
-    if (it != w->values_.end()) return it->second;
+  for (const Workspace* w = this; w; w = w->impl_->parent_.get()) {
+    std::shared_lock lock(w->impl_->mutex_);
+    auto it = w->impl_->values_.find(name);
+    if (it != w->impl_->values_.end()) return it->second;
   }
   return std::nullopt;
 }
@@ -64,18 +76,18 @@ at::Tensor Workspace::get_tensor(const std::string& name) const { return typed<a
 void Workspace::update(const std::string& name,
                        const std::function<WorkspaceValue(std::optional<WorkspaceValue>)>& update) {
   Workspace* owner = this;
-  for (Workspace* w = this; w; w = w->parent_.get()) {
-    std::shared_lock lock(w->mutex_);
-    if (w->values_.count(name)) {
+  for (Workspace* w = this; w; w = w->impl_->parent_.get()) {
+    std::shared_lock lock(w->impl_->mutex_);
+    if (w->impl_->values_.count(name)) {
       owner = w;
       break;
     }
   }
-  std::unique_lock lock(owner->mutex_);
-  auto it = owner->values_.find(name);
+  std::unique_lock lock(owner->impl_->mutex_);
+  auto it = owner->impl_->values_.find(name);
   std::optional<WorkspaceValue> current;
-  if (it != owner->values_.end()) current = it->second;
-  owner->values_[name] = update(std::move(current));
+  if (it != owner->impl_->values_.end()) current = it->second;
+  owner->impl_->values_[name] = update(std::move(current));
 }
 
 double Workspace::add(const std::string& name, double delta) {
@@ -97,15 +109,15 @@ double Workspace::add(const std::string& name, double delta) {
 }
 
 std::vector<std::string> Workspace::names() const {
-  std::shared_lock lock(mutex_);
+  std::shared_lock lock(impl_->mutex_);
   std::vector<std::string> out;
-  for (const auto& [k, v] : values_) out.push_back(k);
+  for (const auto& [k, v] : impl_->values_) out.push_back(k);
   return out;
 }
 
 bool Workspace::erase(const std::string& name) {
-  std::unique_lock lock(mutex_);
-  return values_.erase(name) > 0;
+  std::unique_lock lock(impl_->mutex_);
+  return impl_->values_.erase(name) > 0;
 }
 
 std::string to_string(const WorkspaceValue& value) {

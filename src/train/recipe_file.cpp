@@ -1,6 +1,7 @@
 #include "baton/train/recipe_file.h"
 
 #include <glob.h>
+#include <memory>
 
 #include <algorithm>
 #include <filesystem>
@@ -21,21 +22,32 @@ using recipe_detail::kSchedulerKeys;
 using recipe_detail::kTopKeys;
 using recipe_detail::recipe_reader;
 
-Recipe::Recipe() : root_(std::make_unique<YAML::Node>()) {}
-Recipe::Recipe(const Recipe& other)
-    : source_(other.source_), root_(std::make_unique<YAML::Node>(YAML::Clone(*other.root_))) {}
+struct Recipe::Impl {
+  std::string source_;
+  std::unique_ptr<YAML::Node> root_;
+  std::set<std::string> set_keys_;
+};
+
+const std::string& Recipe::source() const { return impl_->source_; }
+const std::set<std::string>& Recipe::set_keys() const { return impl_->set_keys_; }
+
+Recipe::Recipe() : impl_(std::make_unique<Impl>()) { impl_->root_ = std::make_unique<YAML::Node>(); }
+Recipe::Recipe(const Recipe& other) : impl_(std::make_unique<Impl>()) {
+  impl_->source_ = other.impl_->source_;
+  impl_->root_ = std::make_unique<YAML::Node>(YAML::Clone(*other.impl_->root_));
+}
 Recipe& Recipe::operator=(const Recipe& other) {
-  source_ = other.source_;
-  root_ = std::make_unique<YAML::Node>(YAML::Clone(*other.root_));
+  impl_->source_ = other.impl_->source_;
+  impl_->root_ = std::make_unique<YAML::Node>(YAML::Clone(*other.impl_->root_));
   return *this;
 }
 Recipe::~Recipe() = default;
 
-const YAML::Node& Recipe::root() const { return *root_; }
+const YAML::Node& Recipe::root() const { return *impl_->root_; }
 
 std::vector<std::string> Recipe::input_files() const {
   std::vector<std::string> out;
-  if (!source_.empty() && std::filesystem::is_regular_file(source_)) out.push_back(source_);
+  if (!impl_->source_.empty() && std::filesystem::is_regular_file(impl_->source_)) out.push_back(impl_->source_);
   const auto walk = [&](const auto& self, const YAML::Node& node, int depth) -> void {
     if (depth > 32) return;
     if (node.IsMap()) {
@@ -57,7 +69,7 @@ std::vector<std::string> Recipe::input_files() const {
       }
     }
   };
-  const YAML::Node& root = *root_;  // const: reading a key never adds it
+  const YAML::Node& root = *impl_->root_;  // const: reading a key never adds it
   if (!root.IsMap()) return out;
   for (const char* key : {"data", "eval", "model", "load_path"}) {  // not save_folder or a profiler's: outputs
     if (root[key]) walk(walk, root[key], 0);
@@ -110,13 +122,13 @@ Recipe Recipe::load(const std::string& path, const std::vector<std::string>& set
 
 Recipe Recipe::parse(const std::string& yaml, const std::string& source, const std::vector<std::string>& sets) {
   Recipe recipe;
-  recipe.source_ = source;
+  recipe.impl_->source_ = source;
   try {
-    *recipe.root_ = load_yaml(yaml, source);
+    *recipe.impl_->root_ = load_yaml(yaml, source);
   } catch (const std::invalid_argument& e) {
     throw RecipeError(e.what());
   }
-  YAML::Node& root = *recipe.root_;
+  YAML::Node& root = *recipe.impl_->root_;
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw RecipeError(source + ": a recipe is a mapping of keys to values");
   refuse_duplicate_keys(root, source, "");
@@ -147,7 +159,7 @@ Recipe Recipe::parse(const std::string& yaml, const std::string& source, const s
       node.reset(next);
     }
     node[parts.back()] = value;
-    recipe.set_keys_.insert(key);
+    recipe.impl_->set_keys_.insert(key);
   }
   try {
     check_yaml_bounds(root, source);  // --set values may alias nothing, but may nest
@@ -156,7 +168,7 @@ Recipe Recipe::parse(const std::string& yaml, const std::string& source, const s
   }
   // Check every key now, so that a typo fails before any data is read.
   try {
-    const OptionReader top = recipe_reader(root, recipe.source_, recipe.set_keys_);
+    const OptionReader top = recipe_reader(root, recipe.impl_->source_, recipe.impl_->set_keys_);
     top.check_keys(kTopKeys);
     top.child("data").check_keys(data_keys());
     top.child("model").check_keys(kModelKeys);
@@ -171,7 +183,7 @@ Recipe Recipe::parse(const std::string& yaml, const std::string& source, const s
 
 std::string Recipe::resolved_yaml() const {
   YAML::Emitter out;
-  out << *root_;
+  out << *impl_->root_;
   return std::string(out.c_str()) + "\n";
 }
 

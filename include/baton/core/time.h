@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -74,22 +75,25 @@ class Time {
 // Where a run is. Counts never go backwards; each to_next_* returns a new Timestamp.
 class Timestamp {
  public:
-  Timestamp() = default;
+  Timestamp();
+  ~Timestamp();
+  Timestamp(const Timestamp& other);
+  Timestamp& operator=(const Timestamp& other);
 
-  int64_t iteration() const { return iteration_; }
-  int64_t epoch() const { return epoch_; }
-  int64_t batch() const { return batch_; }
-  int64_t sample() const { return sample_; }
-  int64_t token() const { return token_; }
-  int64_t epoch_in_iteration() const { return epoch_in_iteration_; }
-  int64_t batch_in_epoch() const { return batch_in_epoch_; }
-  int64_t sample_in_epoch() const { return sample_in_epoch_; }
-  int64_t token_in_epoch() const { return token_in_epoch_; }
+  int64_t iteration() const;
+  int64_t epoch() const;
+  int64_t batch() const;
+  int64_t sample() const;
+  int64_t token() const;
+  int64_t epoch_in_iteration() const;
+  int64_t batch_in_epoch() const;
+  int64_t sample_in_epoch() const;
+  int64_t token_in_epoch() const;
   // Wall-clock seconds spent in training: in total, this iteration, this epoch, last batch.
-  double total_wct() const { return total_wct_; }
-  double iteration_wct() const { return iteration_wct_; }
-  double epoch_wct() const { return epoch_wct_; }
-  double batch_wct() const { return batch_wct_; }
+  double total_wct() const;
+  double iteration_wct() const;
+  double epoch_wct() const;
+  double batch_wct() const;
 
   // The count in one unit (kSecond: total_wct). kDuration needs a max_duration: use
   // State::elapsed_duration(). Throws std::invalid_argument for kDuration.
@@ -109,22 +113,11 @@ class Timestamp {
   // Throws std::invalid_argument naming a missing or mistyped key.
   void load_state_dict(const nlohmann::json& state);
 
-  bool operator==(const Timestamp&) const = default;
+  bool operator==(const Timestamp& other) const;
 
  private:
-  int64_t iteration_ = 0;
-  int64_t epoch_ = 0;
-  int64_t batch_ = 0;
-  int64_t sample_ = 0;
-  int64_t token_ = 0;
-  int64_t epoch_in_iteration_ = 0;
-  int64_t batch_in_epoch_ = 0;
-  int64_t sample_in_epoch_ = 0;
-  int64_t token_in_epoch_ = 0;
-  double total_wct_ = 0.0;
-  double iteration_wct_ = 0.0;
-  double epoch_wct_ = 0.0;
-  double batch_wct_ = 0.0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

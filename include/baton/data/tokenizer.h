@@ -49,17 +49,16 @@ class Tokenizer {
   std::string decode(const std::vector<int>& ids) const;
   // The token of a line break (SentencePiece drops it from a line: text keeps it with byte pieces),
   // and of a document's end; -1 when the model has none.
-  int newline_id() const { return newline_; }
-  int end_of_text_id() const { return end_of_text_; }
+  int newline_id() const;
+  int end_of_text_id() const;
   // The model as SentencePiece serialises it (what PREFIX.model holds).
   std::string serialized() const;
 
  private:
   explicit Tokenizer(baton_spm* model);
 
-  baton_spm* model_ = nullptr;
-  int newline_ = -1;
-  int end_of_text_ = -1;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 struct TokenizeOptions {

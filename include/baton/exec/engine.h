@@ -83,6 +83,8 @@ class ExecutionEngine {
 // trials and call dispatch().
 class TrialTable : public ExecutionEngine {
  public:
+  TrialTable();
+  ~TrialTable() override;
   std::vector<Trial> list(std::optional<TrialStatus> status = std::nullopt) const override;
   std::optional<Trial> get(int64_t id) const override;
   bool wait(const std::vector<int64_t>& ids = {}, std::optional<double> timeout_s = std::nullopt) override;
@@ -118,19 +120,18 @@ class TrialTable : public ExecutionEngine {
   void sync_trial(const Trial& trial, bool announce = true);
   // Runs the (Retrying or new) trial again when a worker is free.
   virtual void requeue(int64_t id) = 0;
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::map<int64_t, Trial> trials_;
-  int64_t next_id_ = 0;
-  int64_t unfinished_ = 0;  // trials not completed: waits need no scan
+  // The lock over the table's trials (and a subclass's queue), and the wake of its waits.
+  std::mutex& table_mutex() const;
+  void notify_changed();
+  // Under table_mutex(): a trial of the table (std::out_of_range for an unknown id), or null; how many.
+  const Trial& trial_locked(int64_t id) const;
+  const Trial* find_trial_locked(int64_t id) const;
+  std::size_t trial_count_locked() const;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 
  private:
   void notify_observer(int64_t id);
-  std::function<void(const Trial&)> observer_;
-  std::mutex listeners_mutex_;
-  std::vector<std::pair<int, std::pair<ModelEventType, ModelEventCallback>>> listeners_;
-  int next_handle_ = 0;
-  std::deque<int64_t> completed_order_;  // for wait_any: completions not yet taken
 };
 
 // Runs each trial in the calling thread, inside submit(). One worker.
@@ -156,11 +157,12 @@ class SequentialEngine : public TrialTable {
 // path through it, the kill of a trial still waiting, and the queue's end at shutdown.
 class QueuedEngine : public TrialTable {
  public:
+  ~QueuedEngine() override;
   int64_t submit(const nlohmann::json& parameters) final;
   bool kill(int64_t id) final;
 
  protected:
-  explicit QueuedEngine(std::string name) : name_(std::move(name)) {}
+  explicit QueuedEngine(std::string name);
   void requeue(int64_t id) final;
   // Under mutex_: `id` was queued; wake a worker.
   virtual void queued(int64_t id) = 0;
@@ -169,11 +171,14 @@ class QueuedEngine : public TrialTable {
   // Takes no more trials and ends every waiting one (interrupted); `under_lock` runs while mutex_
   // is held (to stop the workers). The subclass's shutdown() calls it, then joins its workers.
   void close_queue(const std::function<void()>& under_lock);
-  std::deque<int64_t> queue_;  // under mutex_
-  bool shutting_down_ = false;
+  // Under table_mutex(): the trials waiting for a worker, in order; whether shutdown began.
+  std::deque<int64_t>& queue_locked();
+  const std::deque<int64_t>& queue_locked() const;
+  bool shutting_down_locked() const;
 
  private:
-  std::string name_;  // in errors
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // N worker threads take waiting trials in id order.

@@ -104,6 +104,7 @@ class SupernetImpl;
 // candidate, holding every candidate module); in freeze() it answers with the values given.
 class Space {
  public:
+  ~Space();
   template <typename T>
   T value(const ValueChoice& choice) {
     return resolve(choice).get<T>();
@@ -114,7 +115,7 @@ class Space {
   InputSelect input(const InputChoice& choice);
 
   // Whether this builds the supernet (every candidate) rather than a frozen network.
-  bool supernet() const { return parameters_ == nullptr; }
+  bool supernet() const;
 
  private:
   friend class ModelSpace;
@@ -122,10 +123,8 @@ class Space {
   explicit Space(const nlohmann::json* parameters);
   nlohmann::json allowed(const std::string& label, const std::string& kind, const nlohmann::json& candidates) const;
   nlohmann::json record(const std::string& label, const std::string& kind, nlohmann::json candidates);
-  const nlohmann::json* parameters_;         // nullptr: the supernet
-  const nlohmann::json* allowed_ = nullptr;  // a one-shot supernet: {label: the values it may take}
-  std::vector<std::shared_ptr<Scope>> scopes_;
-  std::vector<std::pair<std::string, Switch>> switches_;  // a one-shot supernet's: what a path sets
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // A one-shot supernet (SPOS, Guo et al. 2020): every candidate's weights, shared by the paths

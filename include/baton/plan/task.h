@@ -41,6 +41,8 @@ namespace baton {
 // with Cluster::Scope collects names instead.
 class Cluster {
  public:
+  Cluster();
+  ~Cluster();
   void add_node(const std::string& name, const nlohmann::json& properties = nlohmann::json::object());
   std::vector<std::string> nodes() const;
   nlohmann::json node_properties(const std::string& name) const;  // {} when none
@@ -57,9 +59,8 @@ class Cluster {
   };
 
  private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> nodes_;
-  std::map<std::string, nlohmann::json> properties_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // While a Node lives, new tasks in this thread are placed on it (the default is "local").
@@ -172,18 +173,18 @@ enum class WorkspaceType {
 // One output of a task: the values of workspace names at the end of the run on the task's node.
 class TaskOutput {
  public:
+  ~TaskOutput();
   explicit TaskOutput(std::vector<std::string> names);
-  const std::vector<std::string>& names() const { return names_; }
-  bool ready() const { return ready_; }
+  const std::vector<std::string>& names() const;
+  bool ready() const;
   // The value (one name) or the first of them; throws std::logic_error before the run ends.
   WorkspaceValue get() const;
   std::vector<WorkspaceValue> get_all() const;
   void set(std::vector<WorkspaceValue> values);  // by the session
 
  private:
-  std::vector<std::string> names_;
-  std::vector<WorkspaceValue> values_;
-  std::atomic<bool> ready_{false};
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 class TaskOptions {

@@ -21,10 +21,11 @@ using WorkspaceValue = std::variant<double, int64_t, bool, std::string, at::Tens
 
 class Workspace : public std::enable_shared_from_this<Workspace> {
  public:
+  ~Workspace();
   static std::shared_ptr<Workspace> create();
   // A new workspace whose lookups fall back to this one.
   std::shared_ptr<Workspace> child();
-  const std::shared_ptr<Workspace>& parent() const { return parent_; }
+  const std::shared_ptr<Workspace>& parent() const;
 
   void set(const std::string& name, WorkspaceValue value);  // in this workspace
   // This workspace's value, else the nearest ancestor's; nullopt when none has it.
@@ -46,10 +47,9 @@ class Workspace : public std::enable_shared_from_this<Workspace> {
   bool erase(const std::string& name);     // from this workspace only
 
  private:
-  Workspace() = default;
-  std::shared_ptr<Workspace> parent_;
-  mutable std::shared_mutex mutex_;
-  std::map<std::string, WorkspaceValue> values_;
+  Workspace();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // A value as text, for outputs and messages: numbers, booleans, strings; a tensor as its shape.

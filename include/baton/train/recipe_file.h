@@ -32,10 +32,10 @@ class Recipe {
 
   // The recipe after the overrides, as YAML.
   std::string resolved_yaml() const;
-  const std::string& source() const { return source_; }
+  const std::string& source() const;
   const YAML::Node& root() const;
   // The keys that --set gave (dotted paths).
-  const std::set<std::string>& set_keys() const { return set_keys_; }
+  const std::set<std::string>& set_keys() const;
   // The files and folders it reads: the recipe file, and every value of `data`, `eval`, `model` and
   // `load_path` that names an existing file or folder (or a glob that matches some: token shards).
   // What a command writes must not be one of them (check_output).
@@ -43,9 +43,8 @@ class Recipe {
 
  private:
   Recipe();
-  std::string source_;
-  std::unique_ptr<YAML::Node> root_;
-  std::set<std::string> set_keys_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton
