@@ -17,9 +17,17 @@ namespace F = torch::nn::functional;
 
 // ---- LabelSmoothing -------------------------------------------------------------------------
 
-LabelSmoothing::LabelSmoothing(LabelSmoothingOptions options) : options_(options) {
-  if (!(options_.smoothing() >= 0.0 && options_.smoothing() < 1.0)) {
-    throw std::invalid_argument("smoothing must be in [0, 1), got " + std::to_string(options_.smoothing()));
+struct LabelSmoothing::Impl {
+  LabelSmoothingOptions options_;
+  at::Tensor original_;
+};
+
+LabelSmoothing::~LabelSmoothing() = default;
+
+LabelSmoothing::LabelSmoothing(LabelSmoothingOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = options;
+  if (!(impl_->options_.smoothing() >= 0.0 && impl_->options_.smoothing() < 1.0)) {
+    throw std::invalid_argument("smoothing must be in [0, 1), got " + std::to_string(impl_->options_.smoothing()));
   }
 }
 
@@ -29,12 +37,13 @@ bool LabelSmoothing::match(Event event, const State& /*state*/) {
 
 std::optional<int> LabelSmoothing::apply(Event event, State& state, Logger& /*logger*/) {
   if (event == Event::kBeforeLoss) {
-    original_ = state.batch.target;
+    impl_->original_ = state.batch.target;
     const at::Tensor soft = detail::soft_targets(state.batch.target, state.outputs.size(1));
-    state.batch.target = soft * (1.0 - options_.smoothing()) + options_.smoothing() / static_cast<double>(soft.size(1));
-  } else if (original_.defined()) {
-    state.batch.target = original_;
-    original_ = at::Tensor();
+    state.batch.target =
+        soft * (1.0 - impl_->options_.smoothing()) + impl_->options_.smoothing() / static_cast<double>(soft.size(1));
+  } else if (impl_->original_.defined()) {
+    state.batch.target = impl_->original_;
+    impl_->original_ = at::Tensor();
   }
   return std::nullopt;
 }
@@ -286,16 +295,27 @@ bool is_geometric(int op) { return op >= kRotate; }
 
 }  // namespace
 
-RandAugment::RandAugment(RandAugmentOptions options) : options_(options) {
-  if (options_.severity() < 0 || options_.severity() > 10) throw std::invalid_argument("severity must be in 0..10");
-  if (options_.depth() < 1) throw std::invalid_argument("depth must be at least 1");
-  switch (options_.augmentation_set()) {
+struct RandAugment::Impl {
+  RandAugmentOptions options_;
+  std::vector<int> ops_;
+};
+
+RandAugment::~RandAugment() = default;
+
+RandAugment::RandAugment(RandAugmentOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = options;
+  if (impl_->options_.severity() < 0 || impl_->options_.severity() > 10)
+    throw std::invalid_argument("severity must be in 0..10");
+  if (impl_->options_.depth() < 1) throw std::invalid_argument("depth must be at least 1");
+  switch (impl_->options_.augmentation_set()) {
     case AugmentationSet::kAll:
-      for (int op = kIdentity; op <= kTranslateY; ++op) ops_.push_back(op);
+      for (int op = kIdentity; op <= kTranslateY; ++op) impl_->ops_.push_back(op);
       break;
-    case AugmentationSet::kGeometric: ops_ = {kIdentity, kRotate, kShearX, kShearY, kTranslateX, kTranslateY}; break;
+    case AugmentationSet::kGeometric:
+      impl_->ops_ = {kIdentity, kRotate, kShearX, kShearY, kTranslateX, kTranslateY};
+      break;
     case AugmentationSet::kIntensity:
-      ops_ = {kIdentity, kAutoContrast, kEqualize, kSolarize, kPosterize, kContrast, kBrightness, kSharpness};
+      impl_->ops_ = {kIdentity, kAutoContrast, kEqualize, kSolarize, kPosterize, kContrast, kBrightness, kSharpness};
       break;
   }
 }
@@ -310,24 +330,24 @@ std::optional<int> RandAugment::apply(Event /*event*/, State& state, Logger& /*l
   const at::Tensor lo = x.amin({1, 2, 3}, true);
   const at::Tensor range = (x.amax({1, 2, 3}, true) - lo).clamp_min(1e-6);
   x = (x - lo) / range;
-  const double m = static_cast<double>(options_.severity()) / 10.0;
-  for (int64_t d = 0; d < options_.depth(); ++d) {
+  const double m = static_cast<double>(impl_->options_.severity()) / 10.0;
+  for (int64_t d = 0; d < impl_->options_.depth(); ++d) {
     // Drawn and sorted on the CPU (no wait for the device); the images' indices go to theirs.
-    const at::Tensor choice = torch::randint(static_cast<int64_t>(ops_.size()), {n}, torch::kLong);
+    const at::Tensor choice = torch::randint(static_cast<int64_t>(impl_->ops_.size()), {n}, torch::kLong);
     const at::Tensor sign = torch::randint(2, {n}).to(torch::kFloat) * 2.0 - 1.0;
     const at::Tensor sign_there = detail::on_device_of(x, sign);
     // Geometric ops of every image in one grid_sample; intensity ops per op on its images.
     at::Tensor theta = torch::eye(2, 3).repeat({n, 1, 1});
     bool any_geometric = false;
-    for (std::size_t k = 0; k < ops_.size(); ++k) {
+    for (std::size_t k = 0; k < impl_->ops_.size(); ++k) {
       const at::Tensor idx = (choice == static_cast<int64_t>(k)).nonzero().flatten();
-      if (idx.numel() == 0 || ops_[k] == kIdentity) continue;
-      if (is_geometric(ops_[k])) {
-        theta.index_copy_(0, idx, affine_of(ops_[k], idx.numel(), m, sign.index_select(0, idx)));
+      if (idx.numel() == 0 || impl_->ops_[k] == kIdentity) continue;
+      if (is_geometric(impl_->ops_[k])) {
+        theta.index_copy_(0, idx, affine_of(impl_->ops_[k], idx.numel(), m, sign.index_select(0, idx)));
         any_geometric = true;
       } else {
         const at::Tensor at = detail::on_device_of(x, idx);
-        x.index_copy_(0, at, intensity_op(ops_[k], x.index_select(0, at), m, sign_there.index_select(0, at)));
+        x.index_copy_(0, at, intensity_op(impl_->ops_[k], x.index_select(0, at), m, sign_there.index_select(0, at)));
       }
     }
     if (any_geometric) {
@@ -343,24 +363,32 @@ std::optional<int> RandAugment::apply(Event /*event*/, State& state, Logger& /*l
 
 // ---- ProgressiveResizing --------------------------------------------------------------------
 
-ProgressiveResizing::ProgressiveResizing(ProgressiveResizingOptions options) : options_(options) {
-  if (!(options_.initial_scale() > 0.0 && options_.initial_scale() <= 1.0))
+struct ProgressiveResizing::Impl {
+  ProgressiveResizingOptions options_;
+  int64_t last_side_ = -1;
+};
+
+ProgressiveResizing::~ProgressiveResizing() = default;
+
+ProgressiveResizing::ProgressiveResizing(ProgressiveResizingOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = options;
+  if (!(impl_->options_.initial_scale() > 0.0 && impl_->options_.initial_scale() <= 1.0))
     throw std::invalid_argument("initial_scale must be in (0, 1]");
-  if (options_.delay_fraction() < 0.0 || options_.finetune_fraction() < 0.0 ||
-      options_.delay_fraction() + options_.finetune_fraction() > 1.0) {
+  if (impl_->options_.delay_fraction() < 0.0 || impl_->options_.finetune_fraction() < 0.0 ||
+      impl_->options_.delay_fraction() + impl_->options_.finetune_fraction() > 1.0) {
     throw std::invalid_argument("delay_fraction and finetune_fraction must be at least 0 and add up to at most 1");
   }
-  if (options_.size_increment() < 1) throw std::invalid_argument("size_increment must be at least 1");
+  if (impl_->options_.size_increment() < 1) throw std::invalid_argument("size_increment must be at least 1");
 }
 
 bool ProgressiveResizing::match(Event event, const State& /*state*/) { return event == Event::kAfterDataloader; }
 
 double ProgressiveResizing::scale_at(double elapsed) const {
-  const double grow_end = 1.0 - options_.finetune_fraction();
-  if (elapsed <= options_.delay_fraction()) return options_.initial_scale();
+  const double grow_end = 1.0 - impl_->options_.finetune_fraction();
+  if (elapsed <= impl_->options_.delay_fraction()) return impl_->options_.initial_scale();
   if (elapsed >= grow_end) return 1.0;
-  const double t = (elapsed - options_.delay_fraction()) / (grow_end - options_.delay_fraction());
-  return options_.initial_scale() + (1.0 - options_.initial_scale()) * t;
+  const double t = (elapsed - impl_->options_.delay_fraction()) / (grow_end - impl_->options_.delay_fraction());
+  return impl_->options_.initial_scale() + (1.0 - impl_->options_.initial_scale()) * t;
 }
 
 std::optional<int> ProgressiveResizing::apply(Event /*event*/, State& state, Logger& logger) {
@@ -368,14 +396,14 @@ std::optional<int> ProgressiveResizing::apply(Event /*event*/, State& state, Log
   detail::require_images(x, name());
   const double scale = scale_at(detail::elapsed(state));
   auto side_of = [&](int64_t full) {
-    const double inc = static_cast<double>(options_.size_increment());
+    const double inc = static_cast<double>(impl_->options_.size_increment());
     const auto side = static_cast<int64_t>(std::round(static_cast<double>(full) * scale / inc) * inc);
-    return std::clamp<int64_t>(side, std::min<int64_t>(options_.size_increment(), full), full);
+    return std::clamp<int64_t>(side, std::min<int64_t>(impl_->options_.size_increment(), full), full);
   };
   const int64_t h = side_of(x.size(2));
   const int64_t w = side_of(x.size(3));
   if (h != x.size(2) || w != x.size(3)) {
-    if (options_.mode() == ResizeMode::kResize) {
+    if (impl_->options_.mode() == ResizeMode::kResize) {
       x = F::interpolate(
           x, F::InterpolateFuncOptions().size(std::vector<int64_t>{h, w}).mode(torch::kBilinear).align_corners(false));
     } else {
@@ -384,8 +412,8 @@ std::optional<int> ProgressiveResizing::apply(Event /*event*/, State& state, Log
       x = x.narrow(2, y0, h).narrow(3, x0, w).contiguous();
     }
   }
-  if (h != last_side_) logger.log_metrics({{"progressive_resizing/side", static_cast<double>(h)}});
-  last_side_ = h;
+  if (h != impl_->last_side_) logger.log_metrics({{"progressive_resizing/side", static_cast<double>(h)}});
+  impl_->last_side_ = h;
   return std::nullopt;
 }
 

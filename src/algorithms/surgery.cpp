@@ -1,6 +1,7 @@
 // Algorithms that change the model's structure or layout: channels-last, BlurPool,
 // Squeeze-Excite, stochastic depth, ghost BatchNorm, low-precision GroupNorm and LayerNorm.
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -228,21 +229,30 @@ std::optional<int> ChannelsLast::apply(Event event, State& state, Logger& /*logg
 
 // ---- BlurPool -------------------------------------------------------------------------------
 
-BlurPool::BlurPool(BlurPoolOptions options) : options_(options) {}
+struct BlurPool::Impl {
+  BlurPoolOptions options_;
+  int replaced_ = 0;
+};
+
+BlurPool::~BlurPool() = default;
+
+int BlurPool::replaced() const { return impl_->replaced_; }
+
+BlurPool::BlurPool(BlurPoolOptions options) : impl_(std::make_unique<Impl>()) { impl_->options_ = options; }
 
 bool BlurPool::match(Event event, const State& /*state*/) { return event == Event::kInit; }
 
 std::optional<int> BlurPool::apply(Event /*event*/, State& state, Logger& logger) {
-  replaced_ =
+  impl_->replaced_ =
       operate(state, logger, "blurpool", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
-        if (auto conv = as<nn::Conv2dImpl>(child); conv && options_.replace_convs()) {
+        if (auto conv = as<nn::Conv2dImpl>(child); conv && impl_->options_.replace_convs()) {
           const auto& o = conv->options;
           const bool strided = (*o.stride())[0] > 1 || (*o.stride())[1] > 1;
-          if (strided && o.in_channels() >= options_.min_channels() && (*o.stride())[0] == (*o.stride())[1]) {
-            return nn::AnyModule(BlurConv2d(nn::Conv2d(conv), options_.blur_first()));
+          if (strided && o.in_channels() >= impl_->options_.min_channels() && (*o.stride())[0] == (*o.stride())[1]) {
+            return nn::AnyModule(BlurConv2d(nn::Conv2d(conv), impl_->options_.blur_first()));
           }
         }
-        if (auto pool = as<nn::MaxPool2dImpl>(child); pool && options_.replace_maxpools()) {
+        if (auto pool = as<nn::MaxPool2dImpl>(child); pool && impl_->options_.replace_maxpools()) {
           return nn::AnyModule(BlurMaxPool2d(pool->options));
         }
         return std::nullopt;
@@ -252,24 +262,34 @@ std::optional<int> BlurPool::apply(Event /*event*/, State& state, Logger& logger
 
 // ---- SqueezeExcite --------------------------------------------------------------------------
 
-SqueezeExcite::SqueezeExcite(SqueezeExciteOptions options) : options_(options) {
-  if (!(options_.latent_channels() > 0.0)) throw std::invalid_argument("latent_channels must be positive");
-  if (options_.min_channels() < 1) throw std::invalid_argument("min_channels must be at least 1");
+struct SqueezeExcite::Impl {
+  SqueezeExciteOptions options_;
+  int replaced_ = 0;
+};
+
+SqueezeExcite::~SqueezeExcite() = default;
+
+int SqueezeExcite::replaced() const { return impl_->replaced_; }
+
+SqueezeExcite::SqueezeExcite(SqueezeExciteOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = options;
+  if (!(impl_->options_.latent_channels() > 0.0)) throw std::invalid_argument("latent_channels must be positive");
+  if (impl_->options_.min_channels() < 1) throw std::invalid_argument("min_channels must be at least 1");
 }
 
 bool SqueezeExcite::match(Event event, const State& /*state*/) { return event == Event::kInit; }
 
 std::optional<int> SqueezeExcite::apply(Event /*event*/, State& state, Logger& logger) {
-  replaced_ = operate(
+  impl_->replaced_ = operate(
       state, logger, "squeeze_excite", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
         auto conv = as<nn::Conv2dImpl>(child);
-        if (!conv || conv->options.out_channels() < options_.min_channels()) return std::nullopt;
+        if (!conv || conv->options.out_channels() < impl_->options_.min_channels()) return std::nullopt;
         const int64_t c = conv->options.out_channels();
         const auto latent =
-            options_.latent_channels() < 1.0
+            impl_->options_.latent_channels() < 1.0
                 ? std::max<int64_t>(
-                      1, static_cast<int64_t>(std::round(options_.latent_channels() * static_cast<double>(c))))
-                : static_cast<int64_t>(options_.latent_channels());
+                      1, static_cast<int64_t>(std::round(impl_->options_.latent_channels() * static_cast<double>(c))))
+                : static_cast<int64_t>(impl_->options_.latent_channels());
         return nn::AnyModule(SqueezeExciteConv2d(nn::Conv2d(conv), latent));
       });
   return std::nullopt;
@@ -277,8 +297,18 @@ std::optional<int> SqueezeExcite::apply(Event /*event*/, State& state, Logger& l
 
 // ---- StochasticDepth ------------------------------------------------------------------------
 
-StochasticDepth::StochasticDepth(StochasticDepthOptions options) : options_(options) {
-  if (!(options_.drop_rate() >= 0.0 && options_.drop_rate() < 1.0))
+struct StochasticDepth::Impl {
+  StochasticDepthOptions options_;
+  int replaced_ = 0;
+};
+
+StochasticDepth::~StochasticDepth() = default;
+
+int StochasticDepth::replaced() const { return impl_->replaced_; }
+
+StochasticDepth::StochasticDepth(StochasticDepthOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = options;
+  if (!(impl_->options_.drop_rate() >= 0.0 && impl_->options_.drop_rate() < 1.0))
     throw std::invalid_argument("drop_rate must be in [0, 1)");
 }
 
@@ -288,14 +318,14 @@ std::optional<int> StochasticDepth::apply(Event /*event*/, State& state, Logger&
   int64_t blocks = 0;
   for (const auto& m : state.model->modules()) blocks += std::dynamic_pointer_cast<ResidualBlockImpl>(m) ? 1 : 0;
   int64_t seen = 0;
-  replaced_ = operate(
+  impl_->replaced_ = operate(
       state, logger, "stochastic_depth", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
         auto block = as<ResidualBlockImpl>(child);
         if (!block) return std::nullopt;
         ++seen;
-        const double rate = options_.drop_distribution() == DropDistribution::kLinear
-                                ? options_.drop_rate() * static_cast<double>(seen) / static_cast<double>(blocks)
-                                : options_.drop_rate();
+        const double rate = impl_->options_.drop_distribution() == DropDistribution::kLinear
+                                ? impl_->options_.drop_rate() * static_cast<double>(seen) / static_cast<double>(blocks)
+                                : impl_->options_.drop_rate();
         return nn::AnyModule(StochasticBlock(block, rate));
       });
   return std::nullopt;
@@ -303,19 +333,29 @@ std::optional<int> StochasticDepth::apply(Event /*event*/, State& state, Logger&
 
 // ---- GhostBatchNorm -------------------------------------------------------------------------
 
-GhostBatchNorm::GhostBatchNorm(GhostBatchNormOptions options) : options_(options) {
-  if (options_.ghost_batch_size() < 1) throw std::invalid_argument("ghost_batch_size must be at least 1");
+struct GhostBatchNorm::Impl {
+  GhostBatchNormOptions options_;
+  int replaced_ = 0;
+};
+
+GhostBatchNorm::~GhostBatchNorm() = default;
+
+int GhostBatchNorm::replaced() const { return impl_->replaced_; }
+
+GhostBatchNorm::GhostBatchNorm(GhostBatchNormOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options_ = options;
+  if (impl_->options_.ghost_batch_size() < 1) throw std::invalid_argument("ghost_batch_size must be at least 1");
 }
 
 bool GhostBatchNorm::match(Event event, const State& /*state*/) { return event == Event::kInit; }
 
 std::optional<int> GhostBatchNorm::apply(Event /*event*/, State& state, Logger& logger) {
-  replaced_ = operate(state, logger, "ghost_batchnorm",
-                      [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
-                        auto bn = as<nn::BatchNorm2dImpl>(child);
-                        if (!bn) return std::nullopt;
-                        return nn::AnyModule(GhostBatchNorm2d(nn::BatchNorm2d(bn), options_.ghost_batch_size()));
-                      });
+  impl_->replaced_ = operate(
+      state, logger, "ghost_batchnorm", [&](const std::string&, nn::Module& child) -> std::optional<nn::AnyModule> {
+        auto bn = as<nn::BatchNorm2dImpl>(child);
+        if (!bn) return std::nullopt;
+        return nn::AnyModule(GhostBatchNorm2d(nn::BatchNorm2d(bn), impl_->options_.ghost_batch_size()));
+      });
   return std::nullopt;
 }
 

@@ -17,15 +17,15 @@ namespace baton {
 
 // The passes' result for one event and one set of matched algorithms, with the strings the
 // traces and profiler need, built once.
-struct Engine::Compiled {
+struct CompiledPasses {
   std::vector<Algorithm*> order;
   Traces traces;  // run == true, exit_code empty; filled in per run
   std::vector<std::string> marker_names;
 };
 
-struct Engine::CacheEntry {
+struct CompiledEntry {
   uint64_t mask;
-  Compiled compiled;
+  CompiledPasses compiled;
 };
 
 struct Engine::Impl {
@@ -42,7 +42,9 @@ struct Engine::Impl {
   std::vector<Callback*> callbacks_in_order_;    // non-loggers, then loggers
   std::vector<Callback*> callbacks_init_order_;  // loggers, then non-loggers
   // Per event: the passes' result for each matched set seen so far.
-  std::vector<std::vector<CacheEntry>> cache_ = std::vector<std::vector<CacheEntry>>(kNumEvents);
+  std::vector<std::vector<CompiledEntry>> cache_ = std::vector<std::vector<CompiledEntry>>(kNumEvents);
+  // The passes' order of the `matched` algorithms for `event`, from the cache or compiled now.
+  const CompiledPasses& compile(Event event, uint64_t mask, const std::vector<Algorithm*>& matched);
 };
 
 const std::vector<AlgorithmPass>& Engine::passes() const { return impl_->passes_; }
@@ -126,14 +128,14 @@ void Engine::refresh_callbacks() {
   impl_->callbacks_init_order_.insert(impl_->callbacks_init_order_.end(), others.begin(), others.end());
 }
 
-const Engine::Compiled& Engine::compile(Event event, uint64_t mask, const std::vector<Algorithm*>& matched) {
-  auto& entries = impl_->cache_[static_cast<std::size_t>(event)];
+const CompiledPasses& Engine::Impl::compile(Event event, uint64_t mask, const std::vector<Algorithm*>& matched) {
+  auto& entries = cache_[static_cast<std::size_t>(event)];
   for (const auto& entry : entries) {
     if (entry.mask == mask) return entry.compiled;
   }
-  Compiled compiled;
+  CompiledPasses compiled;
   compiled.order = matched;
-  for (const auto& pass : impl_->passes_) compiled.order = pass(std::move(compiled.order), event);
+  for (const auto& pass : passes_) compiled.order = pass(std::move(compiled.order), event);
   std::string suffix = "/";
   suffix.append(to_string(event));
   int order = 0;
@@ -164,7 +166,7 @@ Traces Engine::run_algorithms(Event event) {
     }
   }
   if (matched.empty()) return {};
-  const Compiled& compiled = compile(event, cachable ? mask : ~uint64_t{0}, matched);
+  const CompiledPasses& compiled = impl_->compile(event, cachable ? mask : ~uint64_t{0}, matched);
   if (compiled.order.empty()) return {};
 
   Traces traces = compiled.traces;

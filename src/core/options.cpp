@@ -153,6 +153,48 @@ Time OptionReader::time(const std::string& key, Time fallback, bool zero_means_n
   return parse_time(key, v);
 }
 
+bool OptionReader::to_bool(const std::string& key, const nlohmann::json& v) const {
+  if (!v.is_boolean()) wrong_type(key, "true or false", v);
+  return v.get<bool>();
+}
+
+int64_t OptionReader::to_integer(const std::string& key, const nlohmann::json& v, int64_t least, uint64_t most) const {
+  if (!v.is_number_integer()) wrong_type(key, "a whole number", v);
+  if (v.is_number_unsigned()) {  // 0 to 2^64 - 1, read exactly (the caller casts it back)
+    if (v.get<uint64_t>() > most) wrong_type(key, "a whole number that fits", v);
+    return static_cast<int64_t>(v.get<uint64_t>());
+  }
+  const auto n = v.get<int64_t>();
+  if (n < least || (n > 0 && static_cast<uint64_t>(n) > most)) wrong_type(key, "a whole number that fits", v);
+  return n;
+}
+
+double OptionReader::to_number(const std::string& key, const nlohmann::json& v) const {
+  if (!v.is_number()) wrong_type(key, "a number", v);
+  if (!std::isfinite(v.get<double>())) wrong_type(key, "a finite number", v);  // no setting is NaN
+  return v.get<double>();
+}
+
+std::string OptionReader::to_text(const std::string& key, const nlohmann::json& v) const {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_structured() || v.is_null()) wrong_type(key, "a string", v);
+  return shown(v);  // a number or true/false where text is wanted: as written
+}
+
+const std::string& OptionReader::to_enum_name(const std::string& key, const nlohmann::json& v,
+                                              const std::vector<std::string>& names) const {
+  if (v.is_string()) {
+    const auto it = std::find(names.begin(), names.end(), v.get<std::string>());
+    if (it != names.end()) return *it;
+  }
+  wrong_type(key, either_of(names).c_str(), v);
+}
+
+const nlohmann::json& OptionReader::to_list(const std::string& key, const nlohmann::json& v) const {
+  if (!v.is_array()) wrong_type(key, "a list", v);
+  return v;
+}
+
 Time OptionReader::parse_time(const std::string& key, const nlohmann::json& v) const {
   if (!v.is_string()) wrong_type(key, "a time such as 50ba, 1ep or 0.5dur", v);
   try {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include <torch/torch.h>
@@ -91,9 +92,22 @@ const std::vector<std::string>& image_transform_names() {
   return names;
 }
 
+struct ImageTransforms::Impl {
+  std::vector<Step> steps_;
+  int64_t image_size_ = 0;
+};
+
+ImageTransforms::ImageTransforms() : impl_(std::make_unique<Impl>()) {}
+ImageTransforms::~ImageTransforms() = default;
+ImageTransforms::ImageTransforms(const ImageTransforms& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
+ImageTransforms& ImageTransforms::operator=(const ImageTransforms& other) {
+  *impl_ = *other.impl_;
+  return *this;
+}
+
 ImageTransforms ImageTransforms::parse(const nlohmann::json& steps, int64_t image_size, const std::string& where) {
   ImageTransforms t;
-  t.image_size_ = image_size;
+  t.impl_->image_size_ = image_size;
   if (!steps.is_null() && !steps.is_array())
     throw std::invalid_argument(where +
                                 ": expected a list of transforms, e.g. [{random_resized_crop: {}}, horizontal_flip]");
@@ -149,10 +163,10 @@ ImageTransforms ImageTransforms::parse(const nlohmann::json& steps, int64_t imag
       if (step.p < 0 || step.p > 1) r.fail("p", "expected a probability from 0 to 1");
       r.finish();
     }
-    t.steps_.push_back(step);
+    t.impl_->steps_.push_back(step);
   }
-  if (t.steps_.empty()) {
-    t.steps_.push_back(Step{Step::Kind::kResize, {image_size, image_size}});
+  if (t.impl_->steps_.empty()) {
+    t.impl_->steps_.push_back(Step{Step::Kind::kResize, {image_size, image_size}});
     fixed = ImageSize{image_size, image_size};
   }
   if (!fixed || *fixed != ImageSize{image_size, image_size}) {
@@ -165,7 +179,7 @@ ImageTransforms ImageTransforms::parse(const nlohmann::json& steps, int64_t imag
 }
 
 bool ImageTransforms::random() const {
-  return std::any_of(steps_.begin(), steps_.end(), [](const Step& s) {
+  return std::any_of(impl_->steps_.begin(), impl_->steps_.end(), [](const Step& s) {
     return s.kind == Step::Kind::kRandomResizedCrop || (s.kind == Step::Kind::kHorizontalFlip && s.p > 0);
   });
 }
@@ -182,7 +196,7 @@ ImagePlan ImageTransforms::plan(ImageSize source, ExampleRng& rng) const {
     plan.region = {plan.region.top + top * sy, plan.region.left + left * sx, h * sy, w * sx};
     current = out;
   };
-  for (const Step& step : steps_) {
+  for (const Step& step : impl_->steps_) {
     switch (step.kind) {
       case Step::Kind::kResize: {
         ImageSize out = step.size;

@@ -113,24 +113,32 @@ int64_t Filter::submit(const nlohmann::json& parameters) {
 
 // ---- FailureHandler -------------------------------------------------------------------------
 
-FailureHandler::FailureHandler(FailureHandlerOptions options)
-    : retries_(options.retries()), failure_metric_(options.failure_metric()) {
-  if (retries_ < 0) throw std::invalid_argument("FailureHandler: retries must be >= 0");
+struct FailureHandler::Impl {
+  int retries_;
+  std::optional<double> failure_metric_;
+};
+
+FailureHandler::~FailureHandler() = default;
+
+FailureHandler::FailureHandler(FailureHandlerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->retries_ = options.retries();
+  impl_->failure_metric_ = options.failure_metric();
+  if (impl_->retries_ < 0) throw std::invalid_argument("FailureHandler: retries must be >= 0");
 }
 
 void FailureHandler::on_engine_set() {
   engine().register_callback(ModelEventType::kTrainingEnd, [this](ModelEvent& event) {
     auto& end = static_cast<TrainingEnd&>(event);
     if (end.status != TrialStatus::kFailed) return;
-    if (failure_metric_) {
-      FinalMetric metric(end.trial_id(), *failure_metric_);
+    if (impl_->failure_metric_) {
+      FinalMetric metric(end.trial_id(), *impl_->failure_metric_);
       engine().dispatch(metric);
       end.status = TrialStatus::kTrained;
-      end.error = "failed (" + end.error + "); reported as " + std::to_string(*failure_metric_);
+      end.error = "failed (" + end.error + "); reported as " + std::to_string(*impl_->failure_metric_);
       return;
     }
     const auto trial = engine().get(end.trial_id());
-    if (trial && trial->attempts <= retries_) end.status = TrialStatus::kRetrying;  // the engine runs it again
+    if (trial && trial->attempts <= impl_->retries_) end.status = TrialStatus::kRetrying;  // the engine runs it again
   });
 }
 

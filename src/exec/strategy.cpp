@@ -22,9 +22,19 @@ Objectives objectives_of(const StrategyOptions& options) {
           options.constraints()};
 }
 
-RandomStrategy::RandomStrategy(SearchSpace space, uint64_t seed) : space_(std::move(space)), rng_(seed) {}
+struct RandomStrategy::Impl {
+  SearchSpace space_;
+  std::mt19937_64 rng_;
+};
 
-std::optional<nlohmann::json> RandomStrategy::suggest() { return space_.sample(rng_); }
+RandomStrategy::~RandomStrategy() = default;
+
+RandomStrategy::RandomStrategy(SearchSpace space, uint64_t seed) : impl_(std::make_unique<Impl>()) {
+  impl_->space_ = std::move(space);
+  impl_->rng_.seed(seed);
+}
+
+std::optional<nlohmann::json> RandomStrategy::suggest() { return impl_->space_.sample(impl_->rng_); }
 
 struct GridStrategy::Impl {
   std::vector<nlohmann::json> grid_;

@@ -31,6 +31,28 @@ TrialStatus trial_status_from_string(const std::string& name) {
   throw std::invalid_argument(unknown_name("trial status", name, {kStatusNames.begin(), kStatusNames.end()}));
 }
 
+struct ModelEvent::Impl {
+  ModelEventType type_;
+  int64_t trial_id_;
+  bool propagation_stopped_ = false;
+  bool default_prevented_ = false;
+};
+
+ModelEvent::ModelEvent(ModelEventType type, int64_t trial_id)
+    : impl_(std::make_unique<Impl>(Impl{.type_ = type, .trial_id_ = trial_id})) {}
+ModelEvent::~ModelEvent() = default;
+ModelEvent::ModelEvent(const ModelEvent& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
+ModelEvent& ModelEvent::operator=(const ModelEvent& other) {
+  *impl_ = *other.impl_;
+  return *this;
+}
+ModelEventType ModelEvent::type() const { return impl_->type_; }
+int64_t ModelEvent::trial_id() const { return impl_->trial_id_; }
+void ModelEvent::stop_propagation() { impl_->propagation_stopped_ = true; }
+void ModelEvent::prevent_default() { impl_->default_prevented_ = true; }
+bool ModelEvent::propagation_stopped() const { return impl_->propagation_stopped_; }
+bool ModelEvent::default_prevented() const { return impl_->default_prevented_; }
+
 std::string to_string(ModelEventType type) {
   switch (type) {
     case ModelEventType::kTrainingStart: return "training_start";

@@ -1,6 +1,7 @@
 #include "baton/loggers/tensorboard_logger.h"
 
 #include <unistd.h>
+#include <memory>
 
 #include <array>
 #include <chrono>
@@ -129,31 +130,38 @@ double now() { return std::chrono::duration<double>(std::chrono::system_clock::n
 
 }  // namespace
 
-TensorBoardLogger::TensorBoardLogger(const std::string& dir) {
+struct TensorBoardLogger::Impl {
+  std::FILE* file_ = nullptr;
+  std::string path_;
+};
+
+const std::string& TensorBoardLogger::path() const { return impl_->path_; }
+
+TensorBoardLogger::TensorBoardLogger(const std::string& dir) : impl_(std::make_unique<Impl>()) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir + ": cannot create the TensorBoard folder (" + ec.message() + ")");
   char host[256] = "localhost";
   gethostname(host, sizeof host - 1);
-  path_ =
+  impl_->path_ =
       (std::filesystem::path(dir) / ("events.out.tfevents." + std::to_string(static_cast<int64_t>(now())) + "." + host))
           .string();
   // A resumed run may start within the same second as the one before: never overwrite its file.
-  const std::string base = path_;
-  for (int i = 1; std::filesystem::exists(path_); ++i) path_ = base + "." + std::to_string(i);
-  file_ = std::fopen(path_.c_str(), "wb");
-  if (file_ == nullptr) throw std::runtime_error(path_ + ": cannot write the TensorBoard event file");
+  const std::string base = impl_->path_;
+  for (int i = 1; std::filesystem::exists(impl_->path_); ++i) impl_->path_ = base + "." + std::to_string(i);
+  impl_->file_ = std::fopen(impl_->path_.c_str(), "wb");
+  if (impl_->file_ == nullptr) throw std::runtime_error(impl_->path_ + ": cannot write the TensorBoard event file");
   write_event(tensorboard::file_version_event(now()));
 }
 
 TensorBoardLogger::~TensorBoardLogger() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (impl_->file_ != nullptr) std::fclose(impl_->file_);
 }
 
 void TensorBoardLogger::write_event(const std::string& event) {
-  if (file_ == nullptr) return;
+  if (impl_->file_ == nullptr) return;
   const std::string r = tensorboard::record(event);
-  std::fwrite(r.data(), 1, r.size(), file_);
+  std::fwrite(r.data(), 1, r.size(), impl_->file_);
 }
 
 void TensorBoardLogger::log_metrics(const Metrics& metrics, int64_t step) {
@@ -167,12 +175,12 @@ void TensorBoardLogger::log_hyperparameters(const nlohmann::json& hyperparameter
 }
 
 void TensorBoardLogger::epoch_end(State& /*state*/, Logger& /*logger*/) {
-  if (file_ != nullptr) std::fflush(file_);
+  if (impl_->file_ != nullptr) std::fflush(impl_->file_);
 }
 
 void TensorBoardLogger::close(State& /*state*/, Logger& /*logger*/) {
-  if (file_ != nullptr) std::fclose(file_);
-  file_ = nullptr;
+  if (impl_->file_ != nullptr) std::fclose(impl_->file_);
+  impl_->file_ = nullptr;
 }
 
 }  // namespace baton

@@ -1,6 +1,7 @@
 #include "baton/models/loss.h"
 
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 
 #include <torch/torch.h>
@@ -57,6 +58,27 @@ const Losses& loss_registry() {
 
 }  // namespace
 
+struct Loss::Impl {
+  std::string name_ = "cross_entropy";
+  TaskKind task_ = TaskKind::kClasses;
+  double beta_ = 1.0;
+  // Each element's loss (not cross_entropy's): the registered function of the name.
+  at::Tensor (*elementwise_)(const at::Tensor&, const at::Tensor&, double) = nullptr;
+};
+
+Loss::Loss() : impl_(std::make_unique<Impl>()) {}
+Loss::~Loss() = default;
+Loss::Loss(const Loss& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
+Loss& Loss::operator=(const Loss& other) {
+  *impl_ = *other.impl_;
+  return *this;
+}
+
+const std::string& Loss::name() const { return impl_->name_; }
+double Loss::beta() const { return impl_->beta_; }
+TaskKind Loss::task() const { return impl_->task_; }
+bool Loss::float_targets() const { return impl_->task_ != TaskKind::kClasses; }
+
 Loss Loss::named(const std::string& name, double beta) {
   if (!(beta >= 0.0) || !std::isfinite(beta)) {
     throw std::invalid_argument("loss " + name + ": beta must be a finite number of at least 0, got " +
@@ -64,45 +86,45 @@ Loss Loss::named(const std::string& name, double beta) {
   }
   const LossKind kind = loss_registry().make(name);
   Loss loss;
-  loss.name_ = name;
-  loss.task_ = kind.task;
-  loss.beta_ = beta;
-  loss.elementwise_ = kind.elementwise;
+  loss.impl_->name_ = name;
+  loss.impl_->task_ = kind.task;
+  loss.impl_->beta_ = beta;
+  loss.impl_->elementwise_ = kind.elementwise;
   return loss;
 }
 
 std::vector<std::string> Loss::names() { return loss_registry().names(); }
 
 std::vector<std::string> Loss::default_metrics() const {
-  if (task_ == TaskKind::kRegression) return {"mae", "loss"};
+  if (impl_->task_ == TaskKind::kRegression) return {"mae", "loss"};
   return {"accuracy", "loss"};
 }
 
 at::Tensor Loss::prepare_targets(const at::Tensor& outputs, const at::Tensor& targets) const {
-  if (task_ == TaskKind::kClasses) return targets;
+  if (impl_->task_ == TaskKind::kClasses) return targets;
   const auto type = outputs.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   if (outputs.dim() != 2) {
-    throw std::invalid_argument("loss " + name_ + " takes outputs [N, K], got " + shape(outputs));
+    throw std::invalid_argument("loss " + impl_->name_ + " takes outputs [N, K], got " + shape(outputs));
   }
   const int64_t k = outputs.size(1);
-  if (task_ == TaskKind::kBinary && targets.dim() == 1 && !at::isFloatingType(targets.scalar_type()) && k > 1) {
+  if (impl_->task_ == TaskKind::kBinary && targets.dim() == 1 && !at::isFloatingType(targets.scalar_type()) && k > 1) {
     return F::one_hot(targets, k).to(type);  // class indices: one yes/no a class
   }
   if (targets.size(0) != outputs.size(0) || targets.numel() != outputs.numel()) {
-    throw std::invalid_argument("loss " + name_ + ": outputs " + shape(outputs) + " and targets " + shape(targets) +
-                                " do not fit (targets [N] need 1 output, [N, K] need K)");
+    throw std::invalid_argument("loss " + impl_->name_ + ": outputs " + shape(outputs) + " and targets " +
+                                shape(targets) + " do not fit (targets [N] need 1 output, [N, K] need K)");
   }
   return targets.reshape(outputs.sizes()).to(type);
 }
 
 at::Tensor Loss::operator()(const at::Tensor& outputs, const at::Tensor& targets) const {
-  if (task_ == TaskKind::kClasses) return soft_cross_entropy(outputs, targets);
-  return elementwise_(outputs, prepare_targets(outputs, targets), beta_).mean();
+  if (impl_->task_ == TaskKind::kClasses) return soft_cross_entropy(outputs, targets);
+  return impl_->elementwise_(outputs, prepare_targets(outputs, targets), impl_->beta_).mean();
 }
 
 at::Tensor Loss::per_example(const at::Tensor& outputs, const at::Tensor& targets) const {
-  if (task_ == TaskKind::kClasses) return soft_cross_entropy_per_example(outputs, targets);
-  return elementwise_(outputs, prepare_targets(outputs, targets), beta_).mean(1);
+  if (impl_->task_ == TaskKind::kClasses) return soft_cross_entropy_per_example(outputs, targets);
+  return impl_->elementwise_(outputs, prepare_targets(outputs, targets), impl_->beta_).mean(1);
 }
 
 }  // namespace baton

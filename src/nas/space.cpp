@@ -616,28 +616,43 @@ Supernet ModelSpace::one_shot(const nlohmann::json& allowed) const {
   return Supernet(net, space.impl_->scopes_.front()->dims, std::move(space.impl_->switches_));
 }
 
+struct SupernetImpl::Impl {
+  torch::nn::AnyModule net_;
+  nlohmann::json space_;
+  std::vector<std::pair<std::string, std::function<void(const nlohmann::json&)>>> switches_;
+  nlohmann::json active_;
+};
+
+SupernetImpl::~SupernetImpl() = default;
+
+const nlohmann::json& SupernetImpl::search_space() const { return impl_->space_; }
+const nlohmann::json& SupernetImpl::active() const { return impl_->active_; }
+
 SupernetImpl::SupernetImpl(torch::nn::AnyModule net, nlohmann::json space,
                            std::vector<std::pair<std::string, std::function<void(const nlohmann::json&)>>> switches)
-    : torch::nn::Module("Supernet"), net_(std::move(net)), space_(std::move(space)), switches_(std::move(switches)) {
-  register_module("net", net_.ptr());
-  activate(sample_dims(space_, 0, 0, true));
+    : torch::nn::Module("Supernet"), impl_(std::make_unique<Impl>()) {
+  impl_->net_ = std::move(net);
+  impl_->switches_ = std::move(switches);
+  impl_->space_ = std::move(space);
+  register_module("net", impl_->net_.ptr());
+  activate(sample_dims(impl_->space_, 0, 0, true));
 }
 
-at::Tensor SupernetImpl::forward(const at::Tensor& x) { return net_.forward<at::Tensor>(x); }
+at::Tensor SupernetImpl::forward(const at::Tensor& x) { return impl_->net_.forward<at::Tensor>(x); }
 
 void SupernetImpl::activate(const nlohmann::json& path) {
-  check_known(space_, path, "");
+  check_known(impl_->space_, path, "");
   std::map<std::string, nlohmann::json> values;
-  path_values(space_, path, "", values);
-  for (const auto& [label, set] : switches_) {
+  path_values(impl_->space_, path, "", values);
+  for (const auto& [label, set] : impl_->switches_) {
     const auto it = values.find(label);
     if (it != values.end()) set(it->second);
   }
-  active_ = path;
+  impl_->active_ = path;
 }
 
 nlohmann::json SupernetImpl::sample(uint64_t seed, int64_t step, bool fair) const {
-  return sample_dims(space_, seed, step, fair);
+  return sample_dims(impl_->space_, seed, step, fair);
 }
 
 SupernetImpl* find_supernet(torch::nn::Module& module) {

@@ -22,13 +22,14 @@ class LabelSmoothingOptions {
 // before_loss: targets become (1 - s) * onehot + s / classes; after_loss: the original targets return.
 class LabelSmoothing : public Algorithm {
  public:
+  ~LabelSmoothing() override;
   explicit LabelSmoothing(LabelSmoothingOptions options = LabelSmoothingOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
 
  private:
-  LabelSmoothingOptions options_;
-  at::Tensor original_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 class MixOptions {
@@ -115,13 +116,14 @@ class RandAugmentOptions {
 // severity. Works on standardised inputs (each image mapped to [0, 1] and back).
 class RandAugment : public Algorithm {
  public:
+  ~RandAugment() override;
   explicit RandAugment(RandAugmentOptions options = RandAugmentOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
 
  private:
-  RandAugmentOptions options_;
-  std::vector<int> ops_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // How progressive resizing makes a smaller image: resize (bilinear) or crop (a random crop).
@@ -140,6 +142,7 @@ class ProgressiveResizingOptions {
 // run. Logs progressive_resizing/side.
 class ProgressiveResizing : public Algorithm {
  public:
+  ~ProgressiveResizing() override;
   explicit ProgressiveResizing(ProgressiveResizingOptions options = ProgressiveResizingOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
@@ -147,8 +150,8 @@ class ProgressiveResizing : public Algorithm {
   double scale_at(double elapsed) const;
 
  private:
-  ProgressiveResizingOptions options_;
-  int64_t last_side_ = -1;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

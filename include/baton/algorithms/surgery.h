@@ -35,15 +35,16 @@ class BlurPoolOptions {
 // modules; outputs keep their shapes. Required on load.
 class BlurPool : public Algorithm {
  public:
+  ~BlurPool() override;
   explicit BlurPool(BlurPoolOptions options = BlurPoolOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   bool required_on_load() const override { return true; }
-  int replaced() const { return replaced_; }
+  int replaced() const;
 
  private:
-  BlurPoolOptions options_;
-  int replaced_ = 0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 class SqueezeExciteOptions {
@@ -55,15 +56,16 @@ class SqueezeExciteOptions {
 // Required on load.
 class SqueezeExcite : public Algorithm {
  public:
+  ~SqueezeExcite() override;
   explicit SqueezeExcite(SqueezeExciteOptions options = SqueezeExciteOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   bool required_on_load() const override { return true; }
-  int replaced() const { return replaced_; }
+  int replaced() const;
 
  private:
-  SqueezeExciteOptions options_;
-  int replaced_ = 0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // linear: block l of L drops with drop_rate * l / L; uniform: every block with drop_rate.
@@ -79,15 +81,16 @@ class StochasticDepthOptions {
 // the keep probability. Required on load.
 class StochasticDepth : public Algorithm {
  public:
+  ~StochasticDepth() override;
   explicit StochasticDepth(StochasticDepthOptions options = StochasticDepthOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   bool required_on_load() const override { return true; }
-  int replaced() const { return replaced_; }
+  int replaced() const;
 
  private:
-  StochasticDepthOptions options_;
-  int replaced_ = 0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 class GhostBatchNormOptions {
@@ -97,15 +100,16 @@ class GhostBatchNormOptions {
 // ghost_batch_size examples on its own during training (evaluation unchanged). Required on load.
 class GhostBatchNorm : public Algorithm {
  public:
+  ~GhostBatchNorm() override;
   explicit GhostBatchNorm(GhostBatchNormOptions options = GhostBatchNormOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   bool required_on_load() const override { return true; }
-  int replaced() const { return replaced_; }
+  int replaced() const;
 
  private:
-  GhostBatchNormOptions options_;
-  int replaced_ = 0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Low-precision GroupNorm / LayerNorm. init: the norm layers compute in the autocast dtype

@@ -55,12 +55,8 @@ class Engine {
   bool closed() const;
 
  private:
-  struct Compiled;
-  struct CacheEntry;
-
   void refresh_algorithms();
   void refresh_callbacks();
-  const Compiled& compile(Event event, uint64_t mask, const std::vector<Algorithm*>& matched);
   Traces run_algorithms(Event event);
   void run_callbacks(Event event, bool loggers_first);
   void claim_callbacks();

@@ -238,44 +238,19 @@ class OptionReader {
     fail(key, std::string("expected ") + expected + ", got '" + shown(v) + "'");
   }
 
+  // One value, checked for its type (the messages name the key and the value).
+  bool to_bool(const std::string& key, const nlohmann::json& v) const;
+  // A whole number from `least` to `most`.
+  int64_t to_integer(const std::string& key, const nlohmann::json& v, int64_t least, uint64_t most) const;
+  double to_number(const std::string& key, const nlohmann::json& v) const;
+  std::string to_text(const std::string& key, const nlohmann::json& v) const;
+  // An enum's name: its value, or an error listing the names.
+  const std::string& to_enum_name(const std::string& key, const nlohmann::json& v,
+                                  const std::vector<std::string>& names) const;
+  const nlohmann::json& to_list(const std::string& key, const nlohmann::json& v) const;
+
   template <typename T>
-  T convert(const std::string& key, const nlohmann::json& v) const {
-    if constexpr (std::is_same_v<T, bool>) {
-      if (!v.is_boolean()) wrong_type(key, "true or false", v);
-      return v.get<bool>();
-    } else if constexpr (std::is_integral_v<T>) {
-      if (!v.is_number_integer()) wrong_type(key, "a whole number", v);
-      constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<T>::max());
-      constexpr auto kMin = static_cast<int64_t>(std::numeric_limits<T>::min());
-      if (v.is_number_unsigned()) {  // 0 to 2^64 - 1, read exactly
-        if (v.get<uint64_t>() > kMax) wrong_type(key, "a whole number that fits", v);
-        return static_cast<T>(v.get<uint64_t>());
-      }
-      const auto n = v.get<int64_t>();
-      if (n < kMin || (n > 0 && static_cast<uint64_t>(n) > kMax)) wrong_type(key, "a whole number that fits", v);
-      return static_cast<T>(n);
-    } else if constexpr (std::is_floating_point_v<T>) {
-      if (!v.is_number()) wrong_type(key, "a number", v);
-      if (!std::isfinite(v.get<double>())) wrong_type(key, "a finite number", v);  // no setting is NaN
-      return static_cast<T>(v.get<double>());
-    } else if constexpr (std::is_same_v<T, std::string>) {
-      if (v.is_string()) return v.get<std::string>();
-      if (v.is_structured() || v.is_null()) wrong_type(key, "a string", v);
-      return shown(v);  // a number or true/false where text is wanted: as written
-    } else if constexpr (std::is_same_v<T, Time>) {
-      return parse_time(key, v);
-    } else if constexpr (std::is_enum_v<T>) {
-      const auto value = v.is_string() ? from_name<T>(v.get<std::string>()) : std::nullopt;
-      if (!value) wrong_type(key, either_of(names_of<T>()).c_str(), v);
-      return *value;
-    } else {
-      static_assert(std::is_same_v<T, std::vector<typename T::value_type>>, "an option is a value or a list");
-      if (!v.is_array()) wrong_type(key, "a list", v);
-      T out;
-      for (const auto& item : v) out.push_back(convert<typename T::value_type>(key, item));
-      return out;
-    }
-  }
+  T convert(const std::string& key, const nlohmann::json& v) const;
   Time parse_time(const std::string& key, const nlohmann::json& v) const;
   // Notes `key` as read (for the unknown-key check); its value, or null when absent.
   const nlohmann::json* take(const std::string& key);
@@ -283,5 +258,27 @@ class OptionReader {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+template <typename T>
+T OptionReader::convert(const std::string& key, const nlohmann::json& v) const {
+  if constexpr (std::is_same_v<T, bool>) {
+    return to_bool(key, v);
+  } else if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(to_integer(key, v, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(to_number(key, v));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return to_text(key, v);
+  } else if constexpr (std::is_same_v<T, Time>) {
+    return parse_time(key, v);
+  } else if constexpr (std::is_enum_v<T>) {
+    return *from_name<T>(to_enum_name(key, v, names_of<T>()));
+  } else {
+    static_assert(std::is_same_v<T, std::vector<typename T::value_type>>, "an option is a value or a list");
+    T out;
+    for (const auto& item : to_list(key, v)) out.push_back(convert<typename T::value_type>(key, item));
+    return out;
+  }
+}
 
 }  // namespace baton

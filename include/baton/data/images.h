@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -72,6 +73,10 @@ struct ImagePlan {
 // (an empty list resizes the whole image to it).
 class ImageTransforms {
  public:
+  ImageTransforms();
+  ~ImageTransforms();
+  ImageTransforms(const ImageTransforms& other);
+  ImageTransforms& operator=(const ImageTransforms& other);
   // Throws std::invalid_argument naming the step and key: "train_transforms[1].resize: ...".
   static ImageTransforms parse(const nlohmann::json& steps, int64_t image_size, const std::string& where);
 
@@ -89,8 +94,8 @@ class ImageTransforms {
     double ratio[2] = {3.0 / 4.0, 4.0 / 3.0};
     double p = 0.5;
   };
-  std::vector<Step> steps_;
-  int64_t image_size_ = 0;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Decodes what `plan` takes from the image and resamples it (antialiased bilinear) into `out`, a

@@ -112,14 +112,15 @@ class FailureHandlerOptions {
 
 class FailureHandler : public Middleware {
  public:
+  ~FailureHandler() override;
   explicit FailureHandler(FailureHandlerOptions options = {});
 
  protected:
   void on_engine_set() override;
 
  private:
-  int retries_;
-  std::optional<double> failure_metric_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Kills a running trial whose best intermediate value up to a step is worse than the median of

@@ -68,13 +68,14 @@ void add_strategy_setting(nlohmann::json& settings, const std::string& key_value
 
 class RandomStrategy : public Strategy {
  public:
+  ~RandomStrategy() override;
   RandomStrategy(SearchSpace space, uint64_t seed);
   std::string name() const override { return "random"; }
   std::optional<nlohmann::json> suggest() override;
 
  private:
-  SearchSpace space_;
-  std::mt19937_64 rng_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 class GridStrategy : public Strategy {

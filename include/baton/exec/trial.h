@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,20 +81,20 @@ std::string to_string(ModelEventType type);
 // (the remaining listeners still run; the trial is not updated).
 class ModelEvent {
  public:
-  ModelEvent(ModelEventType type, int64_t trial_id) : type_(type), trial_id_(trial_id) {}
-  virtual ~ModelEvent() = default;
-  ModelEventType type() const { return type_; }
-  int64_t trial_id() const { return trial_id_; }
-  void stop_propagation() { propagation_stopped_ = true; }
-  void prevent_default() { default_prevented_ = true; }
-  bool propagation_stopped() const { return propagation_stopped_; }
-  bool default_prevented() const { return default_prevented_; }
+  ModelEvent(ModelEventType type, int64_t trial_id);
+  virtual ~ModelEvent();
+  ModelEvent(const ModelEvent& other);
+  ModelEvent& operator=(const ModelEvent& other);
+  ModelEventType type() const;
+  int64_t trial_id() const;
+  void stop_propagation();
+  void prevent_default();
+  bool propagation_stopped() const;
+  bool default_prevented() const;
 
  private:
-  ModelEventType type_;
-  int64_t trial_id_;
-  bool propagation_stopped_ = false;
-  bool default_prevented_ = false;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 struct IntermediateMetric : ModelEvent {

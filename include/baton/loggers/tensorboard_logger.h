@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -27,12 +28,12 @@ class TensorBoardLogger : public LoggerDestination {
   void epoch_end(State& state, Logger& logger) override;
   void close(State& state, Logger& logger) override;
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const;
 
  private:
   void write_event(const std::string& event);
-  std::FILE* file_ = nullptr;
-  std::string path_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 namespace tensorboard {

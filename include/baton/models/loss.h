@@ -14,6 +14,7 @@
 //   at::Tensor l = loss(outputs, targets);
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,18 +26,21 @@ namespace baton {
 
 class Loss {
  public:
-  Loss() = default;  // cross_entropy
+  Loss();  // cross_entropy
+  ~Loss();
+  Loss(const Loss& other);
+  Loss& operator=(const Loss& other);
 
   // Throws std::invalid_argument for an unknown name (listing the known ones) or a negative beta.
   static Loss named(const std::string& name, double beta = 1.0);
   static std::vector<std::string> names();
 
-  const std::string& name() const { return name_; }
-  double beta() const { return beta_; }
+  const std::string& name() const;
+  double beta() const;
   // What it compares: class logits (cross_entropy), yes/no logits (binary_cross_entropy), values.
-  TaskKind task() const { return task_; }
+  TaskKind task() const;
   // Whether the targets are values (read as float from a data set), not class indices.
-  bool float_targets() const { return task_ != TaskKind::kClasses; }
+  bool float_targets() const;
   // The metrics a model trained with it is evaluated with when a recipe names none.
   std::vector<std::string> default_metrics() const;
 
@@ -48,11 +52,8 @@ class Loss {
   at::Tensor prepare_targets(const at::Tensor& outputs, const at::Tensor& targets) const;
 
  private:
-  std::string name_ = "cross_entropy";
-  TaskKind task_ = TaskKind::kClasses;
-  double beta_ = 1.0;
-  // Each element's loss (not cross_entropy's): the registered function of the name.
-  at::Tensor (*elementwise_)(const at::Tensor&, const at::Tensor&, double) = nullptr;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace baton

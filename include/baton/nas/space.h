@@ -132,27 +132,26 @@ class Space {
 // to one value (a width's weights are not sliced between its candidates).
 class SupernetImpl : public torch::nn::Module {
  public:
+  ~SupernetImpl();
   SupernetImpl(torch::nn::AnyModule net, nlohmann::json space,
                std::vector<std::pair<std::string, std::function<void(const nlohmann::json&)>>> switches);
   // The active path's output.
   at::Tensor forward(const at::Tensor& x);
   // The choices its paths take (NNI's format, as ModelSpace::search_space, with only the allowed
   // candidates).
-  const nlohmann::json& search_space() const { return space_; }
+  const nlohmann::json& search_space() const;
   // Makes `path` ({label: value}, as ModelSpace::freeze takes) the active one. Throws SpaceError
   // for a label missing or unknown, or a value that is not one of the allowed candidates.
   void activate(const nlohmann::json& path);
-  const nlohmann::json& active() const { return active_; }
+  const nlohmann::json& active() const;
   // The path of training step `step`, a function of (seed, step) alone: each choice uniformly at
   // random, or `fair` (FairNAS, Chu et al. 2021: each run of n steps takes each of a choice's n
   // candidates once, in a random order).
   nlohmann::json sample(uint64_t seed, int64_t step, bool fair) const;
 
  private:
-  torch::nn::AnyModule net_;
-  nlohmann::json space_;
-  std::vector<std::pair<std::string, std::function<void(const nlohmann::json&)>>> switches_;
-  nlohmann::json active_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 TORCH_MODULE(Supernet);
 
