@@ -4,7 +4,8 @@
 # through public headers ("baton/<module>/...") and through src/'s private ones ("<module>/..."); a
 # row names no module that its code never includes (the table says what the code does); each line
 # "name ──► modules" of the diagram above the table says what the table and apps/ say; the umbrella
-# include/baton/baton.h includes every public header; no public header includes <torch/torch.h>. Prints each violation as file:line or what to change.
+# include/baton/baton.h includes every public header; no public header includes <torch/torch.h> or a
+# private header of src/. Prints each violation as file:line or what to change.
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
@@ -55,6 +56,12 @@ for dir in include/baton src apps/baton; do
     done < <(grep -nE '^\s*#\s*include\s*"[a-z_]+/' "$file" | grep -v '"baton/' || true)
   done < <(find "$dir" -name '*.h' -o -name '*.cpp')
 done
+
+# A public header includes only public headers (and system ones): a user's build has no src/.
+while IFS=: read -r file line text; do
+  echo "$file:$line: a public header includes a private one (src/ is not installed): $text"
+  status=1
+done < <(grep -rnE '^\s*#\s*include\s*"' include | grep -vE '#\s*include\s*"baton/' || true)
 
 # A row names only what its module includes.
 for module in "${!allowed[@]}"; do
