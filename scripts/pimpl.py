@@ -129,7 +129,13 @@ def main():
         rest = rest.replace(" override", "")
         new_body = name_re.sub(r"impl_->\1", body)
         impl += f"{ret}{cls}::{rest} {{{new_body}}}\n"
-    first = re.search(r"^[^\n]*\b" + cls + r"::", s, re.M)
+    # the first member function outside an anonymous namespace (a nested type must be defined in
+    # a namespace that encloses the class)
+    first = None
+    for m in re.finditer(r"^[^\n]*\b" + cls + r"::", s, re.M):
+        if not anonymous_open(s[:m.start()]):
+            first = m
+            break
     if not first:
         sys.exit("no member function of " + cls + " in " + source)
     s = s[:first.start()] + impl + "\n" + s[first.start():]
@@ -193,6 +199,17 @@ def main():
         s = re.sub(r"(#include <[^>]+>\n)(?!#include <)", r"\1#include <memory>\n", s, count=1)
     open(source, "w").write(s)
     print(f"{cls}: {len(names)} members moved: {', '.join(names)}")
+
+
+def anonymous_open(text):
+    """Whether `text` ends inside an anonymous namespace ("namespace {" ... "}  // namespace")."""
+    depth = 0
+    for line in text.split("\n"):
+        if re.match(r"^namespace \{", line):
+            depth += 1
+        elif re.match(r"^\}  // namespace$", line) and depth > 0:
+            depth -= 1
+    return depth > 0
 
 
 def split_initialisers(head):
