@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Trains the demo's recipe and runs a small search with two builds of `baton` and compares what they
-# wrote, bitwise: the model's weights (model.pt), the metrics of summary.json and every trial's
-# final value. A refactor that changes no behaviour (issue 58) passes it.
+# wrote, bitwise: the models' weights (model.pt, the demo's and each trial's), the metrics of
+# summary.json, the search's best and every trial's metrics. A refactor that changes no behaviour (issue 58) passes it.
 #
 #   scripts/same-outputs.sh OLD/bin/baton NEW/bin/baton [WORK_FOLDER]
 #
@@ -30,10 +30,10 @@ run_both() {  # name, then the arguments after the program
   done
 }
 
-# The demo (recipes/fashion_mnist.yaml, 3 epochs, seed 0) and a search of 4 trials of 0.2 epoch.
+# The demo (recipes/fashion_mnist.yaml, 3 epochs, seed 0) and a search of 4 trials of 100 batches.
 run_both demo train recipes/fashion_mnist.yaml --set device=cpu
 run_both search search recipes/search_fashion_mnist.yaml --recipe recipes/fashion_mnist.yaml \
-  --set max_duration=0.2ep --metric eval/accuracy --trials 4 --parallel 1 --strategy tpe --seed 3
+  --set max_duration=100ba --metric eval/accuracy --trials 4 --parallel 1 --strategy tpe --seed 3
 
 status=0
 same() {  # what, old file, new file
@@ -60,4 +60,8 @@ for t in sorted(os.listdir(trials), key=lambda n: int(n) if n.isdigit() else -1)
 EOF
 }
 same "the search's trials" <(finals "$work/old-search") <(finals "$work/new-search")
+for model in "$work"/old-search/trials/*/model.pt; do
+  trial=$(basename "$(dirname "$model")")
+  same "trial $trial's model.pt" "$model" "$work/new-search/trials/$trial/model.pt"
+done
 exit $status

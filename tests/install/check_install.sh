@@ -21,7 +21,7 @@ step "configure examples/ against the install tree" \
   cmake -S "$examples" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" "${launcher[@]}"
 step "build examples/" cmake --build "$tmp/build" -j "$(nproc)"
 
-for exe in "$tmp"/build/custom_algorithm "$tmp"/build/simulated_fit "$tmp"/build/train_classifier "$tmp"/build/train_recipe; do
+for exe in "$tmp"/build/custom_algorithm "$tmp"/build/simulated_fit "$tmp"/build/train_classifier "$tmp"/build/train_recipe "$tmp"/build/search_recipe; do
   # ldd into a variable first: `ldd | grep -q` under pipefail fails at random when grep exits early.
   libs=$(ldd "$exe")
   if ! grep -q "$tmp/prefix/lib/libbaton" <<<"$libs"; then
@@ -38,4 +38,8 @@ for line in "first run: 20 steps" "resumed run: 40 steps in all" "evaluated: eva
   grep -q "$line" "$tmp/train_recipe.txt" || { echo "FAIL: train_recipe did not print '$line':"; cat "$tmp/train_recipe.txt"; exit 1; }
 done
 [ -f "$tmp/train_recipe.run/run/model.pt" ] || { echo "FAIL: train_recipe wrote no run/model.pt"; exit 1; }
-echo "install tree: find_package(baton) built and ran $(ls "$tmp"/build | grep -c -E '^(custom_algorithm|simulated_fit|train_classifier|train_recipe)$') examples"
+# baton search as a library call: four fused trials, the best read from the search's summary.json.
+grep -q "searched: 4 trials, best eval/loss = [0-9.]* at lr 0.00" "$tmp/search_recipe.txt" ||
+  { echo "FAIL: search_recipe did not print its best trial:"; cat "$tmp/search_recipe.txt"; exit 1; }
+[ -f "$tmp/search_recipe.run/search/trials/0/summary.json" ] || { echo "FAIL: search_recipe wrote no trial folder"; exit 1; }
+echo "install tree: find_package(baton) built and ran $(ls "$tmp"/build | grep -c -E '^(custom_algorithm|simulated_fit|train_classifier|train_recipe|search_recipe)$') examples"
