@@ -70,8 +70,7 @@ int main(int argc, char** argv) {
   const auto summary = nlohmann::json::parse(in);
   const auto& best = summary.at("best");
   std::printf("searched: %lld trials, best %s = %.4f at lr %.6f\n",
-              static_cast<long long>(summary.at("trials").at("total").get<int64_t>()),
-              request.options.metric().c_str(), best.at("value").get<double>(),
-              best.at("parameters").at("optimizer.lr").get<double>());
+              static_cast<long long>(summary.at("trials").at("total").get<int64_t>()), request.options.metric().c_str(),
+              best.at("value").get<double>(), best.at("parameters").at("optimizer.lr").get<double>());
   return 0;
 }

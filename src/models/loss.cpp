@@ -70,9 +70,11 @@ Loss::Loss() : impl_(std::make_unique<Impl>()) {}
 Loss::~Loss() = default;
 Loss::Loss(const Loss& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
 Loss& Loss::operator=(const Loss& other) {
-  *impl_ = *other.impl_;
+  if (this != &other) impl_ = std::make_unique<Impl>(*other.impl_);  // also into a moved-from loss
   return *this;
 }
+Loss::Loss(Loss&& other) noexcept = default;
+Loss& Loss::operator=(Loss&& other) noexcept = default;
 
 const std::string& Loss::name() const { return impl_->name_; }
 double Loss::beta() const { return impl_->beta_; }

@@ -72,6 +72,7 @@ class Runner {
     }
     if (s.instances() > 1) {
       std::vector<std::function<void()>> jobs;
+      jobs.reserve(static_cast<std::size_t>(s.instances()));
       for (int i = 0; i < s.instances(); ++i) {
         jobs.emplace_back([this, &s, f, i] {
           auto ws = f.ws->child();  // each instance's own, seeing the task's
@@ -147,6 +148,7 @@ class Runner {
         jobs.emplace_back([this, sub = sub.get(), f] { step(*sub, f); });
     }
     std::vector<int> timers;
+    timers.reserve(periodic.size());
     for (const auto* p : periodic)
       timers.push_back(ticker_.add(std::chrono::milliseconds(*p->every_ms()), [this, p, f] { step(*p, f); }));
     executor_.run_all(std::move(jobs));

@@ -316,7 +316,7 @@ struct TaskGroup::Impl {
 TaskGroup::~TaskGroup() = default;
 TaskGroup::TaskGroup(const TaskGroup& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
 TaskGroup& TaskGroup::operator=(const TaskGroup& other) {
-  if (this != &other) *impl_ = *other.impl_;
+  if (this != &other) impl_ = std::make_unique<Impl>(*other.impl_);  // also into a moved-from group
   return *this;
 }
 TaskGroup::TaskGroup(TaskGroup&&) noexcept = default;

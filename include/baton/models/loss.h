@@ -30,6 +30,8 @@ class Loss {
   ~Loss();
   Loss(const Loss& other);
   Loss& operator=(const Loss& other);
+  Loss(Loss&& other) noexcept;
+  Loss& operator=(Loss&& other) noexcept;
 
   // Throws std::invalid_argument for an unknown name (listing the known ones) or a negative beta.
   static Loss named(const std::string& name, double beta = 1.0);

@@ -97,7 +97,6 @@ class InputSelectImpl : public torch::nn::Module {
 };
 TORCH_MODULE(InputSelect);
 
-class Scope;
 class SupernetImpl;
 
 // What a builder asks its choices of. In a space it records them (and answers with the first
@@ -132,7 +131,7 @@ class Space {
 // to one value (a width's weights are not sliced between its candidates).
 class SupernetImpl : public torch::nn::Module {
  public:
-  ~SupernetImpl();
+  ~SupernetImpl() override;
   SupernetImpl(torch::nn::AnyModule net, nlohmann::json space,
                std::vector<std::pair<std::string, std::function<void(const nlohmann::json&)>>> switches);
   // The active path's output.
