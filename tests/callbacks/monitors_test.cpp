@@ -100,28 +100,6 @@ TEST(MemoryMonitor, LogsResidentMemory) {
   EXPECT_GE(*run.memory->latest("memory/peak_rss_mb"), *run.memory->latest("memory/rss_mb"));
 }
 
-// The audit of what runs inside a CUDA graph's step: a callback whose promise depends on running
-// before the optimizer's step (inside the captured region) keeps graphs off; the others are fine
-// replayed (their events fire around the replay, with its state). A new callback must be placed here.
-TEST(Callbacks, ThoseThatMustRunInsideTheStepKeepCudaGraphsOff) {
-  std::set<std::string> blocking;
-  for (const auto& name : callback_names()) {
-    nlohmann::json options = nlohmann::json::object();
-    if (name == "threshold_stopper") options = {{"monitor", "eval/accuracy"}, {"threshold", 0.9}};
-    if (name == "early_stopper") options = {{"monitor", "eval/accuracy"}};
-    std::shared_ptr<Callback> callback;
-    try {
-      callback = make_callback(name, options);
-    } catch (const std::invalid_argument& e) {
-      ADD_FAILURE() << name << ": " << e.what();
-      continue;
-    }
-    if (!callback->graph_blocker().empty()) blocking.insert(name);
-  }
-  EXPECT_EQ(blocking, (std::set<std::string>{"nan_monitor", "optimizer_monitor"}));
-  EXPECT_THAT(NanMonitor().graph_blocker(), HasSubstr("after_loss"));
-}
-
 TEST(NanMonitor, StopsAtTheFirstNanLossNamingTheStepAndKeepsCheckpoints) {
   const baton::testing::TempDir dir_tmp("nan");
   const std::filesystem::path dir = dir_tmp.path();

@@ -1,5 +1,5 @@
 // The contract every TrialStorage keeps, checked against SQLite (tests/exec/storage_test.cpp, label
-// unit) and PostgreSQL (tests/postgres/postgres_test.cpp, label postgres) by the same code: trials
+// unit) and PostgreSQL (tests/exec/postgres_test.cpp, label postgres) by the same code: trials
 // saved and loaded whole, meta values, and the shared work queue.
 #pragma once
 

@@ -1,3 +1,5 @@
+// The engine (src/core/engine.cpp): the order of algorithms, callbacks and loggers at each event,
+// traces, closing, debug logs and profiler spans.
 #include "baton/core/engine.h"
 
 #include <cstdlib>
@@ -12,10 +14,13 @@
 #include "common/test_util.h"
 
 #include "baton/core/profiler.h"
+#include "core/engine_fixtures.h"
 #include "core/test_helpers.h"
 
 namespace baton {
 namespace {
+
+using namespace engine_fixtures;  // NOLINT(google-build-using-namespace)
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -24,17 +29,6 @@ using testing::Log;
 using testing::RecordingAlgorithm;
 using testing::RecordingCallback;
 using testing::RecordingLogger;
-
-// A State, Logger and Engine with algorithms named after `names`, each matching `events`.
-struct Fixture {
-  explicit Fixture(const std::vector<std::string>& names = {}, std::set<Event> events = {}) {
-    for (const auto& name : names) state.algorithms.push_back(std::make_shared<RecordingAlgorithm>(name, events, log));
-  }
-  std::shared_ptr<Log> log = std::make_shared<Log>();
-  State state;
-  Logger logger{state};
-  Engine engine{state, logger};
-};
 
 using testing::CapturedLog;
 
@@ -56,60 +50,6 @@ TEST(Engine, BatchStartAndBatchEndRunInOrder) {
   f.engine.run_event(Event::kBatchEnd);
   EXPECT_THAT(*f.log, ElementsAre("A:batch_start", "B:batch_start", "C:batch_start", "A:batch_end", "B:batch_end",
                                   "C:batch_end"));
-}
-
-TEST(Engine, SelectiveBackpropRunsFirstOnBeforeAndAfterEvents) {
-  Fixture f({"A", "SelectiveBackprop", "B"}, {Event::kBeforeForward, Event::kAfterForward});
-  f.engine.run_event(Event::kBeforeForward);
-  f.engine.run_event(Event::kAfterForward);
-  EXPECT_THAT(*f.log, ElementsAre("SelectiveBackprop:before_forward", "A:before_forward", "B:before_forward",
-                                  "SelectiveBackprop:after_forward", "B:after_forward", "A:after_forward"));
-}
-
-TEST(Engine, LowPrecisionNormRunsLastOnBeforeAndAfterEvents) {
-  Fixture f({"LowPrecisionLayerNorm", "A", "B"}, {Event::kBeforeForward, Event::kAfterForward});
-  f.engine.run_event(Event::kBeforeForward);
-  f.engine.run_event(Event::kAfterForward);
-  EXPECT_THAT(*f.log, ElementsAre("A:before_forward", "B:before_forward", "LowPrecisionLayerNorm:before_forward",
-                                  "B:after_forward", "A:after_forward", "LowPrecisionLayerNorm:after_forward"));
-}
-
-TEST(Engine, PassRegisteredAtIndexZeroRunsBeforeTheDefaults) {
-  Fixture f({"A", "SelectiveBackprop"}, {Event::kBatchStart});
-  std::vector<std::string> seen_first;
-  std::vector<std::string> seen_last;
-  auto record = [](std::vector<std::string>& into) {
-    return [&into](std::vector<Algorithm*> algorithms, Event) {
-      for (auto* a : algorithms) into.push_back(a->name());
-      return algorithms;
-    };
-  };
-  f.engine.register_pass(record(seen_first), 0);
-  f.engine.register_pass(record(seen_last));
-  f.engine.run_event(Event::kBatchStart);
-  // The first pass sees State::algorithms order; the last sees the defaults' result.
-  EXPECT_THAT(seen_first, ElementsAre("A", "SelectiveBackprop"));
-  EXPECT_THAT(seen_last, ElementsAre("SelectiveBackprop", "A"));
-  EXPECT_EQ(f.engine.passes().size(), 6u);
-}
-
-TEST(Engine, APassCanDropAlgorithms) {
-  Fixture f({"A", "B"}, {Event::kBatchStart});
-  f.engine.register_pass([](std::vector<Algorithm*> algorithms, Event) {
-    std::erase_if(algorithms, [](Algorithm* a) { return a->name() == "A"; });
-    return algorithms;
-  });
-  const Traces traces = f.engine.run_event(Event::kBatchStart);
-  EXPECT_THAT(*f.log, ElementsAre("B:batch_start"));
-  ASSERT_EQ(traces.size(), 1u);
-  EXPECT_EQ(traces[0].first, "B/batch_start");
-}
-
-TEST(Engine, RegisterPassRefusesAnIndexPastTheEnd) {
-  Fixture f;
-  EXPECT_THROW(f.engine.register_pass([](std::vector<Algorithm*> a, Event) { return a; }, 5), std::out_of_range);
-  EXPECT_THROW(f.engine.register_pass([](std::vector<Algorithm*> a, Event) { return a; }, -2), std::out_of_range);
-  EXPECT_NO_THROW(f.engine.register_pass([](std::vector<Algorithm*> a, Event) { return a; }, 4));
 }
 
 TEST(Engine, InitRunsLoggersThenCallbacksThenAlgorithms) {
@@ -333,20 +273,6 @@ TEST(Engine, RefusesNullAlgorithmsAndCallbacks) {
   f.state.callbacks.push_back(nullptr);
   EXPECT_THROW(f.engine.run_event(Event::kBatchStart), std::invalid_argument);
   f.state.callbacks.clear();
-}
-
-namespace ns {
-class MyAlgorithm : public Algorithm {
- public:
-  bool match(Event, const State&) override { return false; }
-  std::optional<int> apply(Event, State&, Logger&) override { return std::nullopt; }
-};
-class MyCallback : public Callback {};
-}  // namespace ns
-
-TEST(Algorithm, NameIsTheClassNameWithoutNamespaces) {
-  EXPECT_EQ(ns::MyAlgorithm().name(), "MyAlgorithm");
-  EXPECT_EQ(ns::MyCallback().name(), "MyCallback");
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+// The training state (src/core/state.cpp): durations, batch sizes, stopping, state dicts.
 #include "baton/core/state.h"
 
 #include <stdexcept>
@@ -46,17 +47,6 @@ TEST(State, ElapsedDurationIsTheFractionOfMaxDuration) {
 TEST(State, BatchSizeIsTheLeadingDimension) {
   Batch batch{torch::zeros({7, 3}), torch::zeros({7})};
   EXPECT_EQ(batch.size(), 7);
-}
-
-TEST(State, PrecisionParsesAndRefusesUnknownNames) {
-  EXPECT_EQ(parse_precision("amp_bf16"), Precision::kAmpBf16);
-  EXPECT_EQ(to_string(Precision::kAmpBf16), "amp_bf16");
-  try {
-    parse_precision("fp16");
-    FAIL();
-  } catch (const std::invalid_argument& e) {
-    EXPECT_THAT(e.what(), HasSubstr("'fp16'"));
-  }
 }
 
 class Counter : public Algorithm {
@@ -118,44 +108,6 @@ TEST(State, LoadRefusesAModelOfAnotherShapeNamingTheTensor) {
     EXPECT_THAT(e.what(), HasSubstr("model/weight"));
     EXPECT_THAT(e.what(), HasSubstr("[2, 3]"));
   }
-}
-
-TEST(StateDict, InsertAndExtractArePrefixInverse) {
-  StateDict child;
-  child.values["n"] = 1;
-  child.tensors["w"] = torch::ones({1});
-  StateDict parent;
-  parent.insert("algorithms/A", child);
-  parent.insert("algorithms/AB", child);
-  const StateDict back = parent.extract("algorithms/A");
-  EXPECT_EQ(back.values, child.values);
-  ASSERT_EQ(back.tensors.size(), 1u);
-  EXPECT_TRUE(back.tensors.count("w"));
-  EXPECT_TRUE(parent.extract("algorithms/missing").empty());
-}
-
-class Collect : public LoggerDestination {
- public:
-  void log_metrics(const Metrics& metrics, int64_t step) override {
-    for (const auto& [k, v] : metrics) seen.push_back(k + "=" + std::to_string(v) + "@" + std::to_string(step));
-  }
-  void log_hyperparameters(const nlohmann::json& hp) override { seen.push_back(hp.dump()); }
-  std::vector<std::string> seen;
-};
-
-TEST(Logger, FansOutToEveryDestinationWithTheBatchAsDefaultStep) {
-  State state;
-  state.timestamp = state.timestamp.to_next_batch(1).to_next_batch(1);
-  auto a = std::make_shared<Collect>();
-  auto b = std::make_shared<Collect>();
-  Logger logger(state, {a});
-  logger.add_destination(b);
-  logger.log_metrics({{"loss", 0.5}});
-  logger.log_metrics({{"acc", 1.0}}, 10);
-  logger.log_hyperparameters({{"lr", 0.1}});
-  const std::vector<std::string> expected = {"loss=0.500000@2", "acc=1.000000@10", R"({"lr":0.1})"};
-  EXPECT_EQ(a->seen, expected);
-  EXPECT_EQ(b->seen, expected);
 }
 
 }  // namespace

@@ -15,19 +15,6 @@ namespace {
 
 bool have_gpu() { return device_count() > 0; }
 
-TEST(Cuda, WithoutCudaNoDeviceIsSeenAndWhatNeedsOneSaysHowToGetIt) {
-  if (built()) GTEST_SKIP() << "this LibTorch has CUDA";
-  EXPECT_EQ(device_count(), 0);
-  EXPECT_FALSE(supports_bf16(0));
-  EXPECT_FALSE(nccl_built());
-  const MemoryStats none = memory_stats(0);
-  EXPECT_EQ(none.allocated + none.reserved + none.peak, 0);
-  EXPECT_THAT([] { device_name(0); },
-              ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("has no CUDA (build against")));
-  EXPECT_THAT([] { Nccl("id", 0, 1, 0); },
-              ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("no CUDA")));
-}
-
 TEST(Cuda, ACopyToTheDeviceArrivesWholeAndInOrder) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device on this machine";
   const at::Tensor a = torch::arange(1000, torch::kFloat);

@@ -1,3 +1,5 @@
+// The data loader (src/data/dataloader.cpp): batches, shuffling from seed and epoch, workers, resuming
+// mid-epoch.
 #include "baton/data/dataloader.h"
 
 #include <atomic>
@@ -18,57 +20,15 @@
 #include "baton/data/shared_batches.h"
 #include "common/fixtures.h"
 #include "common/test_util.h"
+#include "data/dataloader_fixtures.h"
 
 namespace baton {
 namespace {
 
+using namespace dataloader_fixtures;  // NOLINT(google-build-using-namespace)
+
 using testing::CountedGathers;
 using testing::error_of;
-
-std::shared_ptr<TensorDataset> numbered(int64_t n) {
-  auto x = torch::arange(n, torch::kFloat).unsqueeze(1);
-  return std::make_shared<TensorDataset>(x, torch::arange(n) % 3);
-}
-
-std::vector<int64_t> ids(const Batch& b) {
-  auto t = b.input.squeeze(1).to(torch::kLong);
-  return {t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel()};
-}
-
-std::vector<std::vector<int64_t>> epoch(DataLoader& loader, int64_t e) {
-  loader.start_epoch(e);
-  std::vector<std::vector<int64_t>> out;
-  while (auto b = loader.next()) out.push_back(ids(*b));
-  return out;
-}
-
-TEST(TensorDataset, GathersRowsAndCountsClasses) {
-  auto data = numbered(10);
-  EXPECT_EQ(data->size(), 10);
-  EXPECT_EQ(data->num_classes(), 3);
-  EXPECT_EQ(data->input_shape(), (std::vector<int64_t>{1}));
-  Batch b = data->get_batch(torch::tensor({4, 1}, torch::kLong));
-  EXPECT_EQ(ids(b), (std::vector<int64_t>{4, 1}));
-  EXPECT_TRUE(torch::equal(b.target, torch::tensor({1, 1}, torch::kLong)));
-  EXPECT_THROW(TensorDataset(torch::zeros({3, 2}), torch::zeros({4})), std::invalid_argument);
-}
-
-TEST(TensorDataset, GathersWhatIndexSelectGathersForEveryTypeAndShape) {
-  torch::manual_seed(0);
-  const at::Tensor indices = torch::tensor({5, 0, 5, 9, 2}, torch::kLong);
-  for (const auto& x : {torch::randn({10, 3, 4, 2}), torch::randint(0, 255, {10, 7}).to(torch::kUInt8),
-                        torch::randn({10}).to(torch::kDouble), torch::randn({10, 6}).to(torch::kBFloat16)}) {
-    TensorDataset data(x, torch::arange(10));
-    const Batch b = data.get_batch(indices);
-    EXPECT_TRUE(torch::equal(b.input, x.index_select(0, indices))) << x.sizes() << " " << x.scalar_type();
-    EXPECT_TRUE(torch::equal(b.target, indices));
-  }
-  // A non-contiguous source (a transposed view) takes LibTorch's own gather.
-  const at::Tensor t = torch::randn({4, 10}).t();
-  EXPECT_TRUE(torch::equal(TensorDataset(t, torch::arange(10)).get_batch(indices).input, t.index_select(0, indices)));
-  EXPECT_THROW(numbered(10)->get_batch(torch::tensor({3, 10}, torch::kLong)), c10::Error);  // out of range
-  EXPECT_THROW(numbered(10)->get_batch(torch::tensor({-1}, torch::kLong)), c10::Error);
-}
 
 // Rows on the CPU that say whether their gather is cheap, and the threads that gathered them.
 class ThreadRecordingDataset : public Dataset {
@@ -199,13 +159,6 @@ TEST(DataLoader, ADataSetOnADeviceIsGatheredThere) {
   EXPECT_EQ(sizes, (std::vector<int64_t>{4, 4, 2}));
 }
 
-TEST(TensorDataset, MovedToADeviceKeepsItsClassCount) {
-  const auto moved = numbered(10)->to(c10::Device(c10::kCPU));
-  EXPECT_EQ(moved->num_classes(), 3);
-  EXPECT_EQ(moved->size(), 10);
-  EXPECT_EQ(moved->device(), c10::Device(c10::kCPU));
-}
-
 TEST(DataLoader, BatchesGoToTheDeviceItIsGiven) {
   DataLoader loader(numbered(6), DataLoaderOptions().batch_size(4).shuffle(false));
   EXPECT_EQ(loader.device(), c10::Device(c10::kCPU));
@@ -222,128 +175,6 @@ TEST(DataLoader, BatchesGoToTheDeviceItIsGiven) {
 TEST(DataLoader, RefusesBadOptions) {
   EXPECT_THROW(DataLoader(nullptr), std::invalid_argument);
   EXPECT_THROW(DataLoader(numbered(3), DataLoaderOptions().batch_size(0)), std::invalid_argument);
-}
-
-TEST(SharedBatches, EachBatchIsMadeOnceAndEveryLoaderGetsTheBatchesItWouldAlone) {
-  auto data = std::make_shared<CountedGathers>(numbered(100));
-  const auto options = DataLoaderOptions().batch_size(8).seed(3).prefetch(false);
-  DataLoader alone(numbered(100), options);
-  std::vector<std::vector<int64_t>> expected = epoch(alone, 0), second = epoch(alone, 1);
-  expected.insert(expected.end(), second.begin(), second.end());
-
-  auto shared = std::make_shared<SharedBatches>(4 * 8 * (sizeof(float) + sizeof(int64_t)));  // 4 batches
-  std::vector<std::unique_ptr<DataLoader>> loaders;
-  for (int i = 0; i < 3; ++i)
-    loaders.push_back(std::make_unique<DataLoader>(data, DataLoaderOptions(options).shared_batches(shared)));
-  std::vector<std::vector<std::vector<int64_t>>> got(3);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 3; ++i) {
-    threads.emplace_back([&, i] {
-      for (int64_t e = 0; e < 2; ++e) {
-        for (auto& b : epoch(*loaders[i], e)) got[i].push_back(b);
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i], expected) << "loader " << i;
-  EXPECT_EQ(data->gathers.load(), 26);  // 13 batches an epoch, 2 epochs: once each, not 3 times
-  const SharedBatches::Stats stats = shared->stats();
-  EXPECT_EQ(stats.made, 26);
-  EXPECT_EQ(stats.taken, 78);
-  // 4 batches' bytes, and at most the 2 the other loaders were making then
-  EXPECT_LE(stats.most_held_bytes, 6 * 8 * (sizeof(float) + sizeof(int64_t)));
-  EXPECT_GE(stats.make_seconds, 0.0);
-}
-
-TEST(SharedBatches, AFastLoaderWaitsForTheSlowestAndGoesOnWhenItLeaves) {
-  auto shared = std::make_shared<SharedBatches>(2 * 10 * (sizeof(float) + sizeof(int64_t)));  // 2 batches
-  const auto options = DataLoaderOptions().batch_size(10).shuffle(false).shared_batches(shared);
-  auto data = numbered(100);
-  DataLoader fast(data, options), slow(data, options);
-  ASSERT_EQ(ids(*fast.next()).front(), 0);
-  ASSERT_EQ(ids(*fast.next()).front(), 10);
-  std::atomic<bool> third{false};
-  std::thread ahead([&] {
-    EXPECT_EQ(ids(*fast.next()).front(), 20);  // 2 batches ahead of `slow`, which took none
-    third = true;
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_FALSE(third.load());
-  EXPECT_EQ(ids(*slow.next()).front(), 0);  // the held batch, not made again
-  slow.leave_shared_batches();              // a trial that stopped: nobody waits for it
-  ahead.join();
-  EXPECT_TRUE(third.load());
-  EXPECT_EQ(ids(*slow.next()).front(), 10);  // its own batches from now on
-  EXPECT_EQ(shared->stats().waits, 1);
-  EXPECT_EQ(shared->stats().made, 3);
-}
-
-// An evaluation set's stream: every loader evaluates at points of its own, each reads every batch
-// at each evaluation, and each batch is gathered once for all of them while the bound allows; past
-// it a loader gathers its batch alone (nobody waits).
-TEST(SharedBatches, AnEvaluationStreamKeepsItsBatchesForEveryEvaluation) {
-  auto data = std::make_shared<CountedGathers>(numbered(40));
-  const auto options = DataLoaderOptions().batch_size(10).shuffle(false).prefetch(false);
-  DataLoader alone(numbered(40), options);
-  const std::vector<std::vector<int64_t>> expected = epoch(alone, 0);
-  const int64_t batch_bytes = 10 * (sizeof(float) + sizeof(int64_t));
-  for (const int64_t bound : {int64_t{1} << 20, 2 * batch_bytes}) {
-    data->gathers = 0;
-    auto shared = std::make_shared<SharedBatches>(bound, SharedBatches::Kind::kEvaluation);
-    DataLoader a(data, DataLoaderOptions(options).shared_batches(shared));
-    DataLoader b(data, DataLoaderOptions(options).shared_batches(shared));
-    EXPECT_EQ(epoch(a, 0), expected);  // a evaluates, then b twice, then a again, then b half-way
-    EXPECT_EQ(epoch(b, 0), expected);
-    EXPECT_EQ(epoch(b, 0), expected);
-    EXPECT_EQ(epoch(a, 0), expected);
-    b.start_epoch(0);
-    EXPECT_EQ(ids(*b.next()).front(), 0);
-    const SharedBatches::Stats stats = shared->stats();
-    EXPECT_EQ(stats.taken, 17);
-    if (bound > 4 * batch_bytes) {
-      EXPECT_EQ(data->gathers.load(), 4);  // each batch once
-      EXPECT_EQ(stats.made_alone, 0);
-    } else {
-      EXPECT_EQ(data->gathers.load(), 2 + 4 * 2);  // the first 2 kept; the other 2 made at each evaluation
-      EXPECT_EQ(stats.made, 2);
-      EXPECT_EQ(stats.made_alone, 8);
-    }
-  }
-}
-
-TEST(SharedBatches, RefusesALoaderWhoseBatchesDiffer) {
-  auto shared = std::make_shared<SharedBatches>();
-  auto data = numbered(100);
-  DataLoader first(data, DataLoaderOptions().batch_size(10).shared_batches(shared));
-  EXPECT_THAT(error_of([&] { DataLoader(data, DataLoaderOptions().batch_size(20).shared_batches(shared)); }),
-              ::testing::AllOf(::testing::HasSubstr("in batches of 20"), ::testing::HasSubstr("in batches of 10"),
-                               ::testing::HasSubstr("share a data set, batch size and order")));
-  EXPECT_THAT(error_of([&] { DataLoader(numbered(100), DataLoaderOptions().batch_size(10).shared_batches(shared)); }),
-              ::testing::HasSubstr("cannot take the batches of"));
-  EXPECT_THAT(error_of([&] { first.set_shard(0, 2); }), ::testing::HasSubstr("not sharded"));
-  EXPECT_THAT(error_of([] { SharedBatches(0); }), ::testing::HasSubstr("max_held_bytes must be at least 1"));
-}
-
-TEST(FashionMnist, LoadsStandardisedFromTheDebianPackage) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  auto [train, test] = load_fashion_mnist();
-  EXPECT_EQ(train->size(), 60000);
-  EXPECT_EQ(test->size(), 10000);
-  EXPECT_EQ(train->input_shape(), (std::vector<int64_t>{1, 28, 28}));
-  EXPECT_EQ(train->num_classes(), 10);
-  EXPECT_NEAR(train->inputs().mean().item<double>(), 0.0, 1e-4);
-  EXPECT_NEAR(train->inputs().std().item<double>(), 1.0, 1e-4);
-}
-
-TEST(FashionMnist, AMissingDirectoryNamesTheFileAndThePackage) {
-  try {
-    load_fashion_mnist("/nonexistent");
-    FAIL();
-  } catch (const std::runtime_error& e) {
-    EXPECT_THAT(e.what(),
-                ::testing::HasSubstr(
-                    "/nonexistent/train-images-idx3-ubyte.gz: not found; install Debian's dataset-fashion-mnist"));
-  }
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
-// Several objectives and constraints: dominance, fronts, crowding, the hypervolume (checked
-// against inclusion-exclusion), the Pareto front of trials, and the strategies that use them
-// (NSGA-II, MOTPE) against random search on ZDT1; CMA-ES.
+// Several objectives and constraints (src/exec/pareto.cpp): dominance, fronts, crowding, the
+// hypervolume (checked exactly), the front of a search.
 #include "baton/exec/pareto.h"
 
 #include <algorithm>
@@ -14,19 +13,12 @@
 #include "baton/exec/cmaes.h"
 #include "baton/exec/nsga2.h"
 #include "baton/exec/strategy.h"
+#include "exec/pareto_fixtures.h"
 
 namespace baton {
 namespace {
 
-Trial trained(int64_t id, std::vector<double> values, std::vector<double> constraints = {}) {
-  Trial t;
-  t.id = id;
-  t.status = TrialStatus::kTrained;
-  t.metrics.final = values.front();
-  if (values.size() > 1) t.metrics.values = values;
-  t.metrics.constraints = std::move(constraints);
-  return t;
-}
+using namespace pareto_fixtures;  // NOLINT(google-build-using-namespace)
 
 TEST(Pareto, ObjectivesAndConstraintsAreParsedOrRefusedSayingTheForm) {
   EXPECT_EQ(parse_objective("eval/accuracy:max").metric, "eval/accuracy");
@@ -130,63 +122,6 @@ TEST(Pareto, TheFrontHoldsFeasibleTrainedTrialsWithEveryValueOnly) {
   EXPECT_EQ(objectives.losses(trials[0]), (std::vector<double>{-0.90, 100}));
 }
 
-// ZDT1 (30 variables): the hypervolume of `trials` suggestions against (1.1, 11).
-double zdt1_hypervolume(Strategy& strategy, int trials) {
-  std::vector<std::vector<double>> points;
-  for (int i = 0; i < trials; ++i) {
-    const auto p = *strategy.suggest();
-    double sum = 0;
-    for (int j = 1; j < 30; ++j) sum += p["x" + std::to_string(j)].get<double>();
-    const double f1 = p["x0"].get<double>(), g = 1 + 9 * sum / 29;
-    Trial t = trained(i, {f1, g * (1 - std::sqrt(f1 / g))});
-    t.parameters = p;
-    strategy.observe(t);
-    points.push_back(t.metrics.values);
-  }
-  return hypervolume(points, {1.1, 11});
-}
-
-SearchSpace zdt_space() {
-  nlohmann::json space;
-  for (int j = 0; j < 30; ++j) space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {0.0, 1.0}}};
-  return SearchSpace::from_json(space);
-}
-
-TEST(Pareto, Nsga2AndMotpeFindABetterFrontThanRandomSearch) {
-  const auto options = [](uint64_t seed) { return StrategyOptions().seed(seed).directions({false, false}); };
-  for (uint64_t seed : {1U, 2U}) {
-    const double random = zdt1_hypervolume(*make_strategy("random", zdt_space(), options(seed)), 400);
-    const double nsga2 = zdt1_hypervolume(*make_strategy("nsga2", zdt_space(), options(seed)), 400);
-    const double motpe = zdt1_hypervolume(*make_strategy("motpe", zdt_space(), options(seed)), 200);
-    EXPECT_GT(nsga2, random + 0.3) << seed;  // measured: ~9.4 against ~8.7 (bench/README.md)
-    EXPECT_GT(motpe, random + 0.3) << seed;  // with half the trials
-  }
-}
-
-TEST(Pareto, Nsga2KeepsFeasibleParentsAndTpeIgnoresInfeasibleGoodTrials) {
-  // Minimise x and 1 - x with x >= 0.6: the feasible front is x in [0.6, 1].
-  nlohmann::json space = {{"x", {{"_type", "uniform"}, {"_value", {0.0, 1.0}}}}};
-  const Objectives objectives{{false, false}, {parse_constraint("x>=0.6")}};
-  for (const char* name : {"nsga2", "motpe"}) {
-    auto s = make_strategy(name, SearchSpace::from_json(space),
-                           StrategyOptions().seed(3).directions({false, false}).constraints(objectives.constraints));
-    std::vector<Trial> trials;
-    int late_feasible = 0;
-    for (int i = 0; i < 150; ++i) {
-      Trial t;
-      t.parameters = *s->suggest();
-      const double x = t.parameters["x"].get<double>();
-      t = trained(i, {x, 1 - x}, {x});
-      t.parameters = {{"x", x}};
-      s->observe(t);
-      trials.push_back(t);
-      late_feasible += i >= 100 && x >= 0.6 ? 1 : 0;
-    }
-    EXPECT_GE(late_feasible, 35) << name;  // of the last 50, most are feasible (random: 20)
-    for (const auto& t : pareto_front(trials, objectives)) EXPECT_GE(t.parameters["x"].get<double>(), 0.6) << name;
-  }
-}
-
 TEST(Pareto, StrategiesOfOneObjectiveRefuseSeveral) {
   const auto space = zdt_space();
   for (const char* name : {"gp", "evolution", "cmaes"}) {
@@ -222,73 +157,6 @@ TEST(Pareto, TpeGpAndNsga2FindTheBestFeasibleValueAtAConstraintsBound) {
     else
       EXPECT_LT(best, 0.61) << name;
   }
-}
-
-// ---- CMA-ES (here beside NSGA-II: the other population-based strategy) ----
-
-double run_on(Strategy& s, int trials, const std::function<double(const nlohmann::json&)>& f) {
-  double best = INFINITY;
-  for (int i = 0; i < trials; ++i) {
-    Trial t;
-    t.id = i;
-    t.parameters = *s.suggest();
-    t.status = TrialStatus::kTrained;
-    t.metrics.final = f(t.parameters);
-    best = std::min(best, *t.metrics.final);
-    s.observe(t);
-  }
-  return best;
-}
-
-SearchSpace cube(int dims, double lo, double hi) {
-  nlohmann::json space;
-  for (int j = 0; j < dims; ++j) space["x" + std::to_string(j)] = {{"_type", "uniform"}, {"_value", {lo, hi}}};
-  return SearchSpace::from_json(space);
-}
-
-double sphere(const nlohmann::json& p) {
-  double v = 0;
-  for (const auto& [k, x] : p.items()) v += (x.get<double>() - 0.3) * (x.get<double>() - 0.3);
-  return v;
-}
-
-TEST(CmaEs, ConvergesOnASphereFullAndSeparableWhereRandomSearchDoesNot) {
-  for (int dims : {10, 50}) {  // 50 > separable_above: sep-CMA
-    auto cma = make_strategy("cmaes", cube(dims, -5, 5), StrategyOptions().seed(1).maximize(false));
-    auto random = make_strategy("random", cube(dims, -5, 5), StrategyOptions().seed(1));
-    const double c = run_on(*cma, 600, sphere), r = run_on(*random, 600, sphere);
-    EXPECT_LT(c, 0.05 * r) << dims << ": cma " << c << ", random " << r;
-  }
-}
-
-TEST(CmaEs, AConvergedRunRestartsWithTwiceThePopulation) {
-  CmaEsStrategy s(cube(1, 0, 1), 2, false);
-  run_on(s, 400, [](const nlohmann::json&) { return 1.0; });  // flat: converged once its values stay equal
-  EXPECT_GE(s.restarts(), 1);
-}
-
-TEST(CmaEs, IntegersAreRoundedChoicesDrawnAndOnlyChoicesRefused) {
-  const auto space = SearchSpace::from_json(nlohmann::json::parse(R"({
-    "n": {"_type": "randint", "_value": [1, 9]}, "lr": {"_type": "loguniform", "_value": [1e-4, 1]},
-    "act": {"_type": "choice", "_value": ["relu", "gelu"]}})"));
-  auto s = make_strategy("cmaes", space, StrategyOptions().seed(4));
-  std::set<std::string> acts;
-  for (int i = 0; i < 40; ++i) {
-    const auto p = *s->suggest();
-    EXPECT_TRUE(p["n"].is_number_integer()) << p;
-    EXPECT_TRUE(space.contains(p)) << p;
-    acts.insert(p["act"].get<std::string>());
-  }
-  EXPECT_EQ(acts.size(), 2U);
-  const auto choices =
-      SearchSpace::from_json(nlohmann::json::parse(R"({"act": {"_type": "choice", "_value": [1, 2]}})"));
-  try {
-    make_strategy("cmaes", choices, StrategyOptions());
-    FAIL() << "a space of only choices was taken";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("only choices"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(make_strategy("cmaes", space, StrategyOptions().directions({true, false})), std::invalid_argument);
 }
 
 }  // namespace

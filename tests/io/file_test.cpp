@@ -15,23 +15,14 @@
 #include "baton/io/text.h"
 #include "baton/io/write.h"
 #include "common/test_util.h"
+#include "io/file_fixtures.h"
 
 namespace baton {
 namespace {
+
+using namespace file_fixtures;  // NOLINT(google-build-using-namespace)
 namespace fs = std::filesystem;
 using testing::error_of;
-
-class Files : public ::testing::Test {
- protected:
-  void SetUp() override {
-    fs::create_directories(dir_ / "inside");
-    std::ofstream(dir_ / "inside" / "a.txt") << "hello";
-    std::ofstream(dir_ / "outside.txt") << "secret";
-  }
-  std::string at(const std::string& name) const { return (dir_ / name).string(); }
-  testing::TempDir tmp_{"io"};
-  fs::path dir_ = tmp_.path();
-};
 
 TEST_F(Files, ReadsARegularFileWhole) { EXPECT_EQ(read_file(at("inside/a.txt")), "hello"); }
 
@@ -142,50 +133,6 @@ TEST_F(Files, TemporariesOfProcessesThatAreGoneAreRemoved) {
   fs::create_directories(dir_ / (".shards.tmp." + std::to_string(child)) / "inner");
   EXPECT_EQ(remove_stale_temporaries(dir_.string()), 1);
   EXPECT_FALSE(fs::exists(dir_ / (".shards.tmp." + std::to_string(child))));
-}
-
-// One output path for every command that writes: never over one of the command's inputs (however
-// named), never over what is not a regular file; a folder never where its files would be read.
-TEST_F(Files, AnOutputIsNeverOneOfTheCommandsInputsNorWhatIsNotARegularFile) {
-  const std::string in = at("inside/a.txt");
-  fs::create_symlink(in, at("link.txt"));
-  fs::create_hard_link(in, at("hard.txt"));
-  for (const std::string& out : {in, at("link.txt"), at("hard.txt"), at("inside/../inside/a.txt")}) {
-    EXPECT_THAT(error_of([&] {
-                  check_output(out, "--out", {at("outside.txt"), in});
-                }),
-                ::testing::HasSubstr(": --out is " + in + ", an input of this command; write elsewhere"))
-        << out;
-  }
-  EXPECT_NO_THROW(check_output(at("new.npy"), "--out", {in, ""}));
-  EXPECT_NO_THROW(check_output(at("outside.txt"), "--out", {in}));  // replacing a file that is no input
-  ASSERT_EQ(::mkfifo(at("fifo").c_str(), 0600), 0);
-  EXPECT_THAT(error_of([&] { check_output(at("fifo"), "--out", {}); }), ::testing::HasSubstr("a FIFO is there"));
-  EXPECT_THAT(error_of([&] { check_output("/dev/full", "--out", {}); }),
-              ::testing::HasSubstr("a character device is there"));
-  EXPECT_THAT(error_of([&] { check_output("", "--out", {}); }), ::testing::HasSubstr("--out: no file named"));
-  // Folders: not an input folder, not inside one, not holding one; not a file.
-  EXPECT_THAT(error_of([&] { check_output_folder(at("inside"), "--out", {at("inside")}); }),
-              ::testing::HasSubstr("inside: --out is " + at("inside")));
-  EXPECT_THAT(error_of([&] { check_output_folder(at("inside/shards"), "--out", {at("inside")}); }),
-              ::testing::HasSubstr("--out is inside " + at("inside")));
-  EXPECT_THAT(error_of([&] { check_output_folder(dir_.string(), "--out", {in}); }),
-              ::testing::HasSubstr("--out holds " + in));
-  EXPECT_THAT(error_of([&] { check_output_folder(in, "--out", {}); }),
-              ::testing::HasSubstr("a regular file is there, not a folder"));
-  EXPECT_NO_THROW(check_output_folder(at("shards"), "--out", {in, at("outside.txt")}));
-}
-
-TEST(Text, OneLineWritesOutControlCharactersAndBytesThatAreNotUtf8) {
-  EXPECT_EQ(one_line("plain text, caf\xc3\xa9"), "plain text, caf\xc3\xa9");
-  EXPECT_EQ(one_line("\x1b[31mred\nnext\r\tend"), "\\x1b[31mred\\nnext\\r\\tend");
-  EXPECT_EQ(one_line("caf\xe9 \x7f"), "caf\\xe9 \\x7f");
-  EXPECT_EQ(one_line(std::string(300, 'a'), 10), std::string(10, 'a') + "...");
-  EXPECT_EQ(valid_utf8_prefix("ok \xe2\x82\xac"), 6u);
-  EXPECT_EQ(valid_utf8_prefix("ab\xff"), 2u);
-  EXPECT_EQ(valid_utf8_prefix("a\xc3"), 1u);          // a sequence cut short
-  EXPECT_EQ(valid_utf8_prefix("a\xed\xa0\x80"), 1u);  // a surrogate
-  EXPECT_EQ(valid_utf8_prefix("a\xc0\xaf"), 1u);      // overlong
 }
 
 }  // namespace

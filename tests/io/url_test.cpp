@@ -15,8 +15,11 @@
 namespace baton {
 namespace {
 
+using testing::error_of;
 using ::testing::HasSubstr;
 using testing::ScriptedServer;
+using testing::TempDir;
+using testing::write_file;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
@@ -84,6 +87,24 @@ TEST(UrlDeadlinesDeathTest, AStopRequestEndsAStalledTransferAtOnce) {
         std::_Exit(prompt && error.find("transfer stopped at byte 10") != std::string::npos ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "transfer stopped");
+}
+
+TEST(Url, ARangeOfALocalFileIsThoseBytesAndPastTheEndIsAnError) {
+  TempDir dir("url");
+  write_file(dir / "f.bin", "0123456789");
+  EXPECT_FALSE(is_url((dir / "f.bin").string()));
+  EXPECT_TRUE(is_url("http://127.0.0.1/x.tar"));
+  EXPECT_EQ(read_range((dir / "f.bin").string(), 3, 4), "3456");
+  EXPECT_EQ(error_of([&] { read_range((dir / "f.bin").string(), 8, 4); }),
+            (dir / "f.bin").string() + ": ends at byte 10, before byte 12");
+  std::string streamed;
+  read_stream((dir / "f.bin").string(), [&](std::string_view piece) { return streamed.append(piece), true; });
+  EXPECT_EQ(streamed, "0123456789");
+  // A URL nothing answers is retried until retry_seconds pass, then named.
+  EXPECT_THAT(
+      error_of([] { read_range("http://127.0.0.1:9/x.tar", 0, 4, {.retry_seconds = 0.3}); }),
+      HasSubstr("http://127.0.0.1:9/x.tar: no server answers there (connection refused or unreachable) at byte 0 "
+                "(retried for 0 s)"));
 }
 
 }  // namespace

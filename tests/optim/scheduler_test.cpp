@@ -14,19 +14,6 @@ const ScheduleClock kClock{/*batches_per_epoch=*/10, /*batch_size=*/32, /*max_ba
 
 double at(const SchedulerOptions& spec, double batch) { return make_scheduler(spec)->lr(1.0, batch, kClock); }
 
-TEST(ScheduleClock, ConvertsEveryUnitToBatches) {
-  EXPECT_DOUBLE_EQ(kClock.to_batches(Time::parse("3ep")), 30);
-  EXPECT_DOUBLE_EQ(kClock.to_batches(Time::parse("7ba")), 7);
-  EXPECT_DOUBLE_EQ(kClock.to_batches(Time::parse("64sp")), 2);
-  EXPECT_DOUBLE_EQ(kClock.to_batches(Time::parse("0.25dur")), 25);
-  EXPECT_THROW(kClock.to_batches(Time::parse("1h")), std::invalid_argument);
-  // Tokens: only where the data counts them (windows of 16 tokens here).
-  EXPECT_THROW(kClock.to_batches(Time::parse("512tok")), std::invalid_argument);
-  ScheduleClock tokens = kClock;
-  tokens.tokens_per_sample = 16;
-  EXPECT_DOUBLE_EQ(tokens.to_batches(Time::parse("1024tok")), 2);
-}
-
 TEST(Scheduler, Constant) {
   SchedulerOptions s = SchedulerOptions().name("constant").alpha(0.5).t_max(Time::parse("2ep"));
   EXPECT_DOUBLE_EQ(at(s, 0), 0.5);

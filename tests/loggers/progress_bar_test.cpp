@@ -1,4 +1,4 @@
-// What the progress bar and the console logger print, on a terminal and off one.
+// The progress bar and the console logger (src/loggers/progress_bar.cpp): what they print, on a terminal and off one.
 #include <cstdio>
 #include <string>
 
