@@ -1,4 +1,4 @@
-// The helpers the tests of algorithms/ share.
+// What augment_test.cpp, one_shot_test.cpp, registry_test.cpp, surgery_test.cpp and weights_test.cpp share.
 #pragma once
 
 #include "baton/algorithms/algorithms.h"

@@ -1,4 +1,4 @@
-// The helpers the tests of core/ share.
+// What engine_test.cpp and passes_test.cpp share.
 #pragma once
 
 #include "baton/core/engine.h"

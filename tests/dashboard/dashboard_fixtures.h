@@ -1,4 +1,4 @@
-// The helpers the tests of dashboard/ share.
+// What catalog_test.cpp, runs_test.cpp, searches_test.cpp and server_test.cpp share.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The helpers the tests of data/ share.
+// What dataloader_test.cpp, dataset_test.cpp and shared_batches_test.cpp share.
 #pragma once
 
 #include "baton/data/dataloader.h"

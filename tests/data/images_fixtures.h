@@ -1,4 +1,4 @@
-// The helpers the tests of data/ share.
+// What image_codec_test.cpp and image_folder_test.cpp share.
 #pragma once
 
 #include "baton/data/images.h"

@@ -1,4 +1,4 @@
-// The helpers the tests of data/ share.
+// What tar_scanner_test.cpp and webdataset_test.cpp share.
 #pragma once
 
 #include "baton/data/webdataset.h"

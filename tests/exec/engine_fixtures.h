@@ -1,4 +1,4 @@
-// The helpers the tests of exec/ share.
+// What engine_test.cpp and middleware_test.cpp share.
 #pragma once
 
 #include <atomic>

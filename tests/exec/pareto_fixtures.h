@@ -1,4 +1,4 @@
-// The helpers the tests of exec/ share.
+// What nsga2_test.cpp and pareto_test.cpp share.
 #pragma once
 
 #include "baton/exec/pareto.h"

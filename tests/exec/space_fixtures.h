@@ -1,4 +1,4 @@
-// The helpers the tests of exec/ share.
+// What gp_test.cpp, model_strategy_test.cpp, strategy_test.cpp and tpe_test.cpp share.
 #pragma once
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// The helpers the tests of io/ share.
+// What file_test.cpp and write_test.cpp share.
 #pragma once
 
 #include <gmock/gmock.h>

@@ -1,4 +1,4 @@
-// The helpers the tests of models/ share.
+// What gpt_test.cpp and zoo_test.cpp share.
 #pragma once
 
 #include "baton/models/zoo.h"

@@ -1,4 +1,4 @@
-// The helpers the tests of plan/ share.
+// What executor_test.cpp, local_session_test.cpp, task_test.cpp and workspace_test.cpp share.
 #pragma once
 
 #include <atomic>

@@ -1,4 +1,4 @@
-// The helpers the tests of train/ share.
+// What checkpoint_saver_test.cpp and checkpoint_test.cpp share.
 #pragma once
 
 #include "baton/train/checkpoint.h"
