@@ -1,6 +1,7 @@
 #include "baton/optim/optimizers.h"
 
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 #include <typeinfo>
 
@@ -80,6 +81,33 @@ std::string optimizer_kind(const torch::optim::Optimizer& optimizer) {
   if (dynamic_cast<const torch::optim::AdamW*>(&optimizer)) return "adamw";
   if (dynamic_cast<const torch::optim::Adam*>(&optimizer)) return "adam";
   return typeid(optimizer).name();
+}
+
+namespace {
+
+int64_t bytes_of(const at::Tensor& t) { return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0; }
+
+}  // namespace
+
+int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
+  int64_t total = 0;
+  for (const auto& entry : optimizer.state()) {
+    const torch::optim::OptimizerParamState* state = entry.second.get();
+    if (const auto* s = dynamic_cast<const torch::optim::SGDParamState*>(state)) {
+      total += bytes_of(s->momentum_buffer());
+    } else if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(state)) {
+      total += bytes_of(a->exp_avg()) + bytes_of(a->exp_avg_sq()) + bytes_of(a->max_exp_avg_sq());
+    } else if (const auto* w = dynamic_cast<const torch::optim::AdamWParamState*>(state)) {
+      total += bytes_of(w->exp_avg()) + bytes_of(w->exp_avg_sq()) + bytes_of(w->max_exp_avg_sq());
+    } else {  // another optimizer's: what it writes
+      torch::serialize::OutputArchive archive;
+      optimizer.save(archive);
+      std::ostringstream out;
+      archive.save_to(out);
+      return static_cast<int64_t>(out.str().size());
+    }
+  }
+  return total;
 }
 
 }  // namespace baton

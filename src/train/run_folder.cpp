@@ -189,10 +189,19 @@ nlohmann::json RunFolder::finish(Trainer& trainer) const {
     for (const auto& [name, value] : values) metrics[std::string(label).append("/").append(name)] = value;
   }
   if (s.steps > 0) metrics["train/loss"] = s.train_loss;
+  const auto memory = [](const MemoryUse& m) {
+    return nlohmann::json{{"params_bytes", m.params_bytes},
+                          {"grads_bytes", m.grads_bytes},
+                          {"optimizer_bytes", m.optimizer_bytes},
+                          {"peak_bytes", m.peak_bytes}};
+  };
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (const MemoryUse& m : s.memory_per_rank) per_rank.push_back(memory(m));
   const nlohmann::json summary = {{"metrics", metrics},           {"train_s", s.train_s},
                                   {"eval_s", s.eval_s},           {"steps", s.steps},
                                   {"samples", s.samples},         {"samples_per_s", s.samples_per_s()},
-                                  {"graph_steps", s.graph_steps}, {"stopped_early", s.stopped_early}};
+                                  {"graph_steps", s.graph_steps}, {"stopped_early", s.stopped_early},
+                                  {"memory", memory(s.memory)},   {"memory_per_rank", per_rank}};
   write_file_atomically(files().summary().string(), summary.dump(2) + "\n");
   return metrics;
 }

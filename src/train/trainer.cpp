@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "baton/callbacks/monitors.h"
 #include "baton/core/device.h"
 #include "baton/core/grad_scaler.h"
 #include "baton/loggers/progress_bar.h"
@@ -555,6 +556,8 @@ void Trainer::Impl::end_epoch() {
 void Trainer::Impl::end_fit() {
   graphs_.reset();
   flush_losses();
+  summary_.memory = memory_use();  // the last step's gradients are still there
+  summary_.memory_per_rank = memory_per_rank(summary_.memory);
   summary_.stopped_early = state_.stop_requested() && !done();
   run_evaluators(Event::kFitEnd);
   engine_->run_event(Event::kFitEnd);
@@ -562,6 +565,40 @@ void Trainer::Impl::end_fit() {
   fit_clock_.reset();
   summary_.steps = state_.timestamp.batch();
   summary_.samples = state_.timestamp.sample();
+}
+
+MemoryUse Trainer::Impl::memory_use() const {
+  const auto bytes = [](const at::Tensor& t) {
+    return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : int64_t{0};
+  };
+  MemoryUse m;
+  std::set<const void*> seen;  // a tied weight is held once
+  for (const auto& p : state_.model->parameters()) {
+    if (!seen.insert(p.unsafeGetTensorImpl()).second) continue;
+    m.params_bytes += bytes(p);
+    m.grads_bytes += bytes(p.grad());
+  }
+  for (const auto& optimizer : state_.optimizers) m.optimizer_bytes += optimizer_state_bytes(*optimizer);
+  const auto device = device_memory(state_.device);
+  m.peak_bytes = device ? device->peak : static_cast<int64_t>(MemoryMonitor::peak_rss_mb() * 1024.0 * 1024.0);
+  return m;
+}
+
+std::vector<MemoryUse> Trainer::Impl::memory_per_rank(const MemoryUse& mine) {
+  if (!ddp_) return {mine};
+  const auto size = static_cast<std::size_t>(ddp_->size()), at = static_cast<std::size_t>(ddp_->rank()) * 4;
+  std::vector<double> all(size * 4, 0.0);  // each rank's four figures in its place; exact below 2^53
+  all[at] = static_cast<double>(mine.params_bytes);
+  all[at + 1] = static_cast<double>(mine.grads_bytes);
+  all[at + 2] = static_cast<double>(mine.optimizer_bytes);
+  all[at + 3] = static_cast<double>(mine.peak_bytes);
+  all = ddp_->allreduce(all);
+  std::vector<MemoryUse> out(size);
+  for (std::size_t r = 0; r < size; ++r) {
+    out[r] = {static_cast<int64_t>(all[r * 4]), static_cast<int64_t>(all[r * 4 + 1]),
+              static_cast<int64_t>(all[r * 4 + 2]), static_cast<int64_t>(all[r * 4 + 3])};
+  }
+  return out;
 }
 
 void Trainer::Impl::train_batch() {

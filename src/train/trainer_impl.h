@@ -56,6 +56,9 @@ struct Trainer::Impl {
   int64_t next_batch(DataLoader& loader);
   void end_epoch();
   void end_fit();
+  // What this rank holds now (RunSummary::memory), and every rank's (memory_per_rank).
+  MemoryUse memory_use() const;
+  std::vector<MemoryUse> memory_per_rank(const MemoryUse& mine);
   void train_batch();
   // train_batch() after before_train_batch: eager, and from a CUDA graph (trainer_graphs.cpp);
   // graph_step() returns false when this batch runs eager.

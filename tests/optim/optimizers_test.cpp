@@ -1,6 +1,9 @@
 #include "baton/optim/optimizers.h"
 
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -51,6 +54,24 @@ TEST(Optimizers, RefusesUnknownNamesAndBadValues) {
                   ::testing::HasSubstr("unknown optimizer 'lion' (known: sgd, adam")));
   EXPECT_THROW(make_optimizer(OptimizerOptions().name("sgd").lr(-1), {w}), std::invalid_argument);
   EXPECT_THROW(make_optimizer(OptimizerOptions().name("sgd").nesterov(true), {w}), std::invalid_argument);
+}
+
+TEST(Optimizers, TheirStateIsCountedInBytesOnceItExists) {
+  at::Tensor w = torch::ones({10, 3}).requires_grad_(true);
+  at::Tensor b = torch::ones({3}, torch::kDouble).requires_grad_(true);
+  const int64_t params = 30 * 4 + 3 * 8;
+  for (const auto& [name, factor] :
+       std::vector<std::pair<std::string, int>>{{"sgd", 0}, {"decoupled_sgdw", 1}, {"adam", 2}, {"adamw", 2}}) {
+    SCOPED_TRACE(name);
+    auto options = OptimizerOptions().name(name).lr(0.1);
+    if (name == "decoupled_sgdw") options.momentum(0.9);
+    const auto optimizer = make_optimizer(options, {w, b});
+    EXPECT_EQ(optimizer_state_bytes(*optimizer), 0);  // no state before the first step
+    optimizer->zero_grad();
+    ((w * w).sum() + (b * b).sum().to(torch::kFloat)).backward();
+    optimizer->step();
+    EXPECT_EQ(optimizer_state_bytes(*optimizer), factor * params);
+  }
 }
 
 }  // namespace

@@ -36,7 +36,14 @@ TEST(TrainRecipe, ARunFolderGetsTheRecipeTheMetricsTheModelAndTheSummary) {
   for (const char* file : {"recipe.yaml", "model.pt", "summary.json", "metrics.jsonl"}) {
     EXPECT_TRUE(fs::is_regular_file(run / file)) << file;
   }
-  EXPECT_EQ(summary_of(run)["steps"], 4);
+  const nlohmann::json summary = summary_of(run);
+  EXPECT_EQ(summary["steps"], 4);
+  for (const char* key : {"params_bytes", "grads_bytes", "optimizer_bytes", "peak_bytes"}) {
+    EXPECT_GT(summary["memory"][key].get<int64_t>(), 0) << key;
+  }
+  EXPECT_EQ(summary["memory"]["optimizer_bytes"], 2 * summary["memory"]["params_bytes"].get<int64_t>());  // AdamW
+  ASSERT_EQ(summary["memory_per_rank"].size(), 1U);
+  EXPECT_EQ(summary["memory_per_rank"][0], summary["memory"]);
   EXPECT_THAT(testing::read_file(run / "recipe.yaml"), HasSubstr("max_duration: 4ba"));
 }
 

@@ -94,6 +94,13 @@ TEST(DataParallel, TwoRanksEqualOneProcessOnTheSameGlobalBatches) {
   EXPECT_EQ(ddp.state().timestamp.epoch(), 2);
   EXPECT_EQ(ddp.state().batch_samples, 25) << "the global batch, not this rank's share";
   EXPECT_LT(ddp.state().batch.size(), 25);
+  // Every rank's memory, on every rank: the same whole model, gradients and state on each.
+  const auto& ranks = ddp.summary().memory_per_rank;
+  ASSERT_EQ(ranks.size(), 2U);
+  EXPECT_EQ(ranks[static_cast<std::size_t>(ddp.rank())].params_bytes, ddp.summary().memory.params_bytes);
+  EXPECT_EQ(ranks[0].params_bytes, ranks[1].params_bytes);
+  EXPECT_EQ(ranks[0].optimizer_bytes, ranks[1].optimizer_bytes);
+  EXPECT_GT(ranks[1].peak_bytes, 0);
 }
 
 // An algorithm that does nothing but says some parameters may get no gradient.

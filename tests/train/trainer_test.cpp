@@ -186,6 +186,28 @@ TEST(Trainer, LearnsAndEvaluates) {
   EXPECT_GT(trainer.summary().eval_s, 0.0);
 }
 
+// The memory a fit reports: what the model, its gradients and the optimizer's state hold, measured
+// (momentum's buffers are the parameters' size; Adam keeps two moments), and the process's peak.
+TEST(Trainer, ReportsTheBytesOfParametersGradientsAndOptimizerState) {
+  TrainerOptions sgd = small_options(64, 16, /*momentum=*/0.9).max_duration("2ba");
+  int64_t params = 0;
+  for (const auto& p : sgd.model()->parameters()) params += p.numel() * 4;
+  Trainer momentum(sgd);
+  momentum.fit();
+  const MemoryUse m = momentum.summary().memory;
+  EXPECT_EQ(m.params_bytes, params);
+  EXPECT_EQ(m.grads_bytes, params);
+  EXPECT_EQ(m.optimizer_bytes, params);
+  EXPECT_GT(m.peak_bytes, params);
+  ASSERT_EQ(momentum.summary().memory_per_rank.size(), 1U);
+  EXPECT_EQ(momentum.summary().memory_per_rank[0].optimizer_bytes, params);
+  TrainerOptions adam = small_options(64, 16).max_duration("2ba");
+  adam.optimizers({make_optimizer(OptimizerOptions().name("adam").lr(0.01), adam.model()->parameters())});
+  Trainer two_moments(adam);
+  two_moments.fit();
+  EXPECT_EQ(two_moments.summary().memory.optimizer_bytes, 2 * params);
+}
+
 // eval_subset_num_batches: an evaluation reads that many batches, not one more (a batch of
 // decoded images past the limit was read and thrown away). (A prefetching loader reads one ahead:
 // limit_eval_batches, a limit of the loader's own, reads none.)

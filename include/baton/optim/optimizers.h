@@ -40,4 +40,9 @@ std::vector<std::string> optimizer_names();
 // another one: what a checkpoint records, so that a resume with another optimizer is refused.
 std::string optimizer_kind(const torch::optim::Optimizer& optimizer);
 
+// The bytes of `optimizer`'s state tensors (momentum, Adam's moments) as they are now: none before
+// its first step. The state of an optimizer make_optimizer does not make counts as its serialised
+// size.
+int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer);
+
 }  // namespace baton

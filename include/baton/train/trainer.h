@@ -207,6 +207,16 @@ class TrainerOptions {
 // save_monitor names a metric one of the evaluators logs and save_num_checkpoints_to_keep is unset.
 void check_save_top_k(const TrainerOptions& options);
 
+// What one rank holds at the end of a fit, in bytes: its parameters, their gradients, its
+// optimizers' state, and the most its process (CPU: the resident set's peak) or its GPU (the
+// allocator's peak) held at once.
+struct MemoryUse {
+  int64_t params_bytes = 0;
+  int64_t grads_bytes = 0;
+  int64_t optimizer_bytes = 0;
+  int64_t peak_bytes = 0;
+};
+
 // What a fit took.
 struct RunSummary {
   double train_s = 0.0;  // time in training steps (data, forward, backward, step), evaluation excluded
@@ -214,8 +224,10 @@ struct RunSummary {
   int64_t steps = 0;
   int64_t samples = 0;
   bool stopped_early = false;
-  double train_loss = 0.0;  // the last batch's loss (the microbatches' losses weighted by their share)
-  int64_t graph_steps = 0;  // steps replayed from CUDA graphs (cuda_graphs)
+  double train_loss = 0.0;                   // the last batch's loss (the microbatches' losses weighted by their share)
+  int64_t graph_steps = 0;                   // steps replayed from CUDA graphs (cuda_graphs)
+  MemoryUse memory{};                        // this rank's
+  std::vector<MemoryUse> memory_per_rank{};  // every rank's, by rank (one: this process alone)
   double samples_per_s() const { return train_s > 0 ? static_cast<double>(samples) / train_s : 0.0; }
 };
 
