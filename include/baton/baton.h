@@ -46,6 +46,7 @@
 #include "baton/data/tokens.h"
 #include "baton/data/webdataset.h"
 
+#include "baton/models/checkpointing.h"
 #include "baton/models/export.h"
 #include "baton/models/loss.h"
 #include "baton/models/model.h"

@@ -291,6 +291,24 @@ void read_loop_keys(OptionReader& top, const Loss& loss, TrainerOptions& o) {
   }
 }
 
+// activation_checkpointing: false, auto, or a list of module kinds (a kind alone is a list of one).
+void read_activation_checkpointing(OptionReader& top, TrainerOptions& o) {
+  if (!top.has("activation_checkpointing")) return;
+  const nlohmann::json& value = top.json()["activation_checkpointing"];
+  std::vector<std::string> kinds;
+  if (value.is_boolean() && !value.get<bool>()) {
+    (void)top.get<bool>("activation_checkpointing", false);
+  } else if (value.is_string()) {
+    kinds = {top.get<std::string>("activation_checkpointing", "")};
+  } else if (value.is_array() && !value.empty()) {
+    kinds = top.get<std::vector<std::string>>("activation_checkpointing", {});
+  } else {
+    top.fail("activation_checkpointing",
+             "expected false, auto, or a list of module kinds ([Block]), got " + OptionReader::shown(value));
+  }
+  o.activation_checkpointing(kinds);
+}
+
 // The device, the precision (auto: bfloat16 where the device has it) and CUDA graphs.
 c10::Device read_device_and_precision(OptionReader& top, TrainerOptions& o) {
   top.read("device", o.device());
@@ -316,6 +334,7 @@ c10::Device read_device_and_precision(OptionReader& top, TrainerOptions& o) {
                               (cuda_built() ? "device is " + device.str() : "this baton's LibTorch has no CUDA") +
                               "; use amp_bf16 or fp32");
   }
+  read_activation_checkpointing(top, o);
   top.read("cuda_graphs", o.cuda_graphs());
   if (o.cuda_graphs() == CudaGraphs::kOn && !device.is_cuda()) {
     top.fail("cuda_graphs", "on needs a CUDA device (device is " + device.str() + "); use auto or off");

@@ -16,6 +16,7 @@
 #include "baton/core/grad_scaler.h"
 #include "baton/loggers/progress_bar.h"
 #include "baton/metrics/metrics.h"
+#include "baton/models/checkpointing.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/checkpoint_saver.h"
 #include "baton/train/threads.h"
@@ -194,10 +195,25 @@ Trainer::Impl::Impl(TrainerOptions options) : options_(std::move(options)) {
   if (!options_.save_folder().empty() && writes) setup_saver();
   engine_ = std::make_unique<Engine>(state_, *logger_);
   engine_->run_event(Event::kInit);
-  state_.model->to(state_.device);  // what surgery put in at init was made on the CPU
+  setup_activation_checkpointing();  // after init's surgery: the blocks it put in are the units
+  state_.model->to(state_.device);   // what surgery put in at init was made on the CPU
   engine_->run_event(Event::kBeforeLoad);
   load_initial_state(writes);
   engine_->run_event(Event::kAfterLoad);
+}
+
+// The blocks whose activations backward recomputes (TrainerOptions::activation_checkpointing).
+void Trainer::Impl::setup_activation_checkpointing() {
+  const std::vector<std::string>& kinds = options_.activation_checkpointing();
+  if (kinds.empty()) return;
+  require(state_.precision == Precision::kFp32,
+          "TrainerOptions: activation_checkpointing recomputes blocks outside autocast, so it trains in fp32 only "
+          "(precision is " +
+              std::string(to_name(state_.precision)) + "); set precision: fp32 or leave it off");
+  const int units = checkpoint_activations(*state_.model, kinds);
+  std::string names;
+  for (const auto& kind : kinds) names += (names.empty() ? "" : ", ") + kind;
+  spdlog::info("activation_checkpointing: {} blocks ({}) recompute their activations in backward", units, names);
 }
 
 // Data parallelism when asked for, or in auto when launched by mpirun with more than one rank; the

@@ -51,6 +51,9 @@ std::string Trainer::Impl::graph_blockers() {
   if (ddp_) why.push_back("data parallelism reduces the gradients through the host");
   if (state_.grad_scaler) why.push_back("amp_fp16's loss scaling checks the gradients on the host");
   if (state_.profiler) why.push_back("the profiler times each phase of the step");
+  if (!options_.activation_checkpointing().empty()) {
+    why.push_back("activation_checkpointing sets the random generator's state in backward");
+  }
   for (const auto& a : state_.algorithms) {
     const std::string reason = a->graph_blocker(state_);
     if (!reason.empty()) why.push_back(a->name() + " " + reason);

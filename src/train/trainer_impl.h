@@ -48,6 +48,7 @@ struct Trainer::Impl {
   // Construction, step by step.
   void setup_distributed();
   void setup_state();
+  void setup_activation_checkpointing();
   void setup_loggers(bool writes);
   void setup_saver();
   void load_initial_state(bool writes);

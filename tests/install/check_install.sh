@@ -21,7 +21,8 @@ step "configure examples/ against the install tree" \
   cmake -S "$examples" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" "${launcher[@]}"
 step "build examples/" cmake --build "$tmp/build" -j "$(nproc)"
 
-for exe in "$tmp"/build/custom_algorithm "$tmp"/build/simulated_fit "$tmp"/build/train_classifier "$tmp"/build/train_recipe "$tmp"/build/search_recipe; do
+for exe in "$tmp"/build/custom_algorithm "$tmp"/build/simulated_fit "$tmp"/build/train_classifier "$tmp"/build/train_recipe \
+  "$tmp"/build/search_recipe "$tmp"/build/one_shot_search; do
   # ldd into a variable first: `ldd | grep -q` under pipefail fails at random when grep exits early.
   libs=$(ldd "$exe")
   if ! grep -q "$tmp/prefix/lib/libbaton" <<<"$libs"; then
@@ -42,4 +43,8 @@ done
 grep -q "searched: 4 trials, best eval/loss = [0-9.]* at lr 0.00" "$tmp/search_recipe.txt" ||
   { echo "FAIL: search_recipe did not print its best trial:"; cat "$tmp/search_recipe.txt"; exit 1; }
 [ -f "$tmp/search_recipe.run/search/trials/0/summary.json" ] || { echo "FAIL: search_recipe wrote no trial folder"; exit 1; }
-echo "install tree: find_package(baton) built and ran $(ls "$tmp"/build | grep -c -E '^(custom_algorithm|simulated_fit|train_classifier|train_recipe|search_recipe)$') examples"
+# The model space searched by single-path one-shot search: its report, the supernet, the best retrained.
+grep -q "one-shot: 6 architectures evaluated on the supernet; best inherited eval/accuracy [0-9.]*, retrained [0-9.]*" \
+  "$tmp/one_shot_search.txt" || { echo "FAIL: one_shot_search did not print its search:"; cat "$tmp/one_shot_search.txt"; exit 1; }
+[ -f "$tmp/one_shot_search.run/search/supernet.ckpt" ] || { echo "FAIL: one_shot_search wrote no supernet.ckpt"; exit 1; }
+echo "install tree: find_package(baton) built and ran $(ls "$tmp"/build | grep -c -E '^(custom_algorithm|simulated_fit|train_classifier|train_recipe|search_recipe|one_shot_search)$') examples"

@@ -131,6 +131,19 @@ TEST(Recipe, DeviceKeys) {
   EXPECT_FALSE(automatic.options.log_interval().has_value());
   EXPECT_EQ(automatic.options.cuda_graphs(), CudaGraphs::kAuto);
   EXPECT_EQ(automatic.options.tf32(), std::nullopt);  // PyTorch's defaults: cuDNN in TF32, matmuls in fp32
+  // activation_checkpointing: false, auto, or module kinds.
+  const auto kinds = [&](const std::string& value) {
+    return build_run(Recipe::parse("activation_checkpointing: " + value + "\n" + data, "r.yaml"))
+        .options.activation_checkpointing();
+  };
+  EXPECT_EQ(automatic.options.activation_checkpointing(), std::vector<std::string>{});
+  EXPECT_EQ(kinds("false"), std::vector<std::string>{});
+  EXPECT_EQ(kinds("auto"), (std::vector<std::string>{"auto"}));
+  EXPECT_EQ(kinds("[Block, BasicBlock]"), (std::vector<std::string>{"Block", "BasicBlock"}));
+  EXPECT_THAT(build("activation_checkpointing: 3\n"),
+              StartsWith("r.yaml:1:27: activation_checkpointing: expected false, auto, or a list of module kinds "
+                         "([Block]), got 3"));
+  EXPECT_THAT(build("activation_checkpointing: true\n"), HasSubstr("activation_checkpointing: expected false, auto"));
   EXPECT_EQ(build_run(Recipe::parse("tf32: false\n" + data, "r.yaml")).options.tf32(), std::optional<bool>(false));
   EXPECT_THAT(testing::error_of([&] { build_run(Recipe::parse("tf32: sometimes\n" + data, "r.yaml")); }),
               HasSubstr("r.yaml:1:7: tf32: expected auto (PyTorch's defaults"));

@@ -186,6 +186,35 @@ TEST(Trainer, LearnsAndEvaluates) {
   EXPECT_GT(trainer.summary().eval_s, 0.0);
 }
 
+// A gpt trained 3 batches on random windows of tokens, its blocks' activations recomputed or not.
+TrainerOptions gpt_options(std::vector<std::string> checkpointing) {
+  torch::manual_seed(0);
+  auto model =
+      make_model("gpt", ModelOptions().input_shape({16}).num_classes(32).layers(2).width(32).heads(4).dropout(0.1));
+  auto data = std::make_shared<TensorDataset>(torch::randint(0, 32, {48, 16}), torch::randint(0, 32, {48, 16}));
+  return TrainerOptions()
+      .model(model)
+      .train_dataloader(std::make_shared<DataLoader>(data, DataLoaderOptions().batch_size(16).seed(3)))
+      .optimizers({make_optimizer(OptimizerOptions().name("adamw").lr(0.01), model->parameters())})
+      .activation_checkpointing(std::move(checkpointing))
+      .max_duration("3ba")
+      .progress_bar(false)
+      .console_log_interval("0ba");
+}
+
+TEST(Trainer, ActivationCheckpointingTrainsToTheSameWeights) {
+  TrainerOptions plain = gpt_options({}), recomputed = gpt_options({"auto"});
+  Trainer(plain).fit();
+  Trainer(recomputed).fit();
+  const auto a = plain.model()->parameters(), b = recomputed.model()->parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_LT((a[i] - b[i]).abs().max().item<double>(), 1e-5) << i;
+  EXPECT_THAT(testing::error_of([] { Trainer(gpt_options({"Bottleneck"})); }),
+              HasSubstr("activation_checkpointing: the model has no Bottleneck block (its blocks: Block)"));
+  EXPECT_THAT(testing::error_of([] { Trainer(gpt_options({"auto"}).precision(Precision::kAmpBf16)); }),
+              HasSubstr("activation_checkpointing recomputes blocks outside autocast, so it trains in fp32 only"));
+}
+
 // The memory a fit reports: what the model, its gradients and the optimizer's state hold, measured
 // (momentum's buffers are the parameters' size; Adam keeps two moments), and the process's peak.
 TEST(Trainer, ReportsTheBytesOfParametersGradientsAndOptimizerState) {

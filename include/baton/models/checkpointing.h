@@ -1,0 +1,37 @@
+// Activation checkpointing: a unit of the model (a transformer block, a residual block) keeps no
+// activations for backward; backward computes them again from the unit's input when it reaches the
+// unit (Chen et al. 2016, "Training deep nets with sublinear memory cost"; PyTorch's
+// torch.utils.checkpoint). Memory for a few more flops: what a step holds shrinks to the units'
+// inputs and one unit's activations.
+//
+//   baton::checkpoint_activations(*model, {"auto"});   // the model's repeated blocks
+//   baton::checkpoint_activations(*model, {"Block"});  // by kind
+//
+// The recomputation sees what the forward saw: the random generator's state (dropout draws the same
+// masks) and the buffers (BatchNorm's running statistics move once a step, not twice), so the
+// gradients are the ones without it. Parameter names do not change: checkpoints and exports are
+// the same files. Recipes: `activation_checkpointing: auto` (docs/distributed.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+
+namespace baton {
+
+// A module's kind as activation_checkpointing names it: its class without namespaces and without
+// "Impl" ("Block", "BasicBlock", "Linear").
+std::string module_kind(const torch::nn::Module& module);
+
+// The kinds `auto` takes: modules with children of their own that fill two or more slots of the
+// model's Replaceable modules (baton/models/surgery.h): gpt's blocks, a ResNet's residual blocks.
+std::vector<std::string> repeated_unit_kinds(torch::nn::Module& model);
+
+// Every slot module of `model` whose kind is one of `kinds` ({"auto"}: repeated_unit_kinds()) has
+// its activations recomputed in backward from now on; returns how many units. Throws
+// std::invalid_argument naming a kind no slot of the model has (and the kinds it has), or `auto`
+// on a model without repeated blocks.
+int checkpoint_activations(torch::nn::Module& model, const std::vector<std::string>& kinds);
+
+}  // namespace baton

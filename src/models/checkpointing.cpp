@@ -1,0 +1,175 @@
+#include "baton/models/checkpointing.h"
+
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include <torch/torch.h>
+
+#include "baton/models/surgery.h"
+
+namespace baton {
+namespace {
+
+namespace nn = torch::nn;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// A unit whose activations are recomputed. It holds the unit's children, parameters and buffers
+// under their own names (so that the model's parameter names stay as they were) and calls the
+// unit's forward through `unit`.
+struct CheckpointedImpl : nn::Module {
+  CheckpointedImpl(const std::shared_ptr<nn::Module>& inner, nn::AnyModule any)
+      : nn::Module(inner->name()), unit(std::move(any)) {
+    for (const auto& child : inner->named_children()) register_module(child.key(), child.value());
+    for (const auto& p : inner->named_parameters(/*recurse=*/false)) {
+      register_parameter(p.key(), p.value(), p.value().requires_grad());
+    }
+    for (const auto& b : inner->named_buffers(/*recurse=*/false)) register_buffer(b.key(), b.value());
+  }
+  // The unit's own training flag too (its forward reads it: dropout).
+  void train(bool on) override {
+    nn::Module::train(on);
+    unit.ptr()->train(on);
+  }
+  at::Tensor forward(const at::Tensor& x);
+  nn::AnyModule unit;
+};
+TORCH_MODULE(Checkpointed);
+
+// The generator a tensor on `device` draws from, and its state: the recomputation restores it.
+at::Generator generator_of(const c10::Device& device) {
+  return device.is_cuda() ? at::globalContext().defaultGenerator(device)
+                          : at::globalContext().defaultGenerator(c10::Device(c10::kCPU));
+}
+
+at::Tensor state_of(at::Generator& generator) {
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+void set_state(at::Generator& generator, const at::Tensor& state) {
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
+
+// Forward without keeping activations; backward recomputes them from the saved input.
+struct Recompute : torch::autograd::Function<Recompute> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t unit) {
+    at::Generator generator = generator_of(x.device());
+    ctx->saved_data["unit"] = unit;
+    ctx->saved_data["rng"] = state_of(generator);
+    ctx->save_for_backward({x});
+    return reinterpret_cast<CheckpointedImpl*>(unit)->unit.forward(x);  // grad mode is off here
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto* unit = reinterpret_cast<CheckpointedImpl*>(ctx->saved_data["unit"].toInt());
+    const at::Tensor x = ctx->get_saved_variables()[0];
+    std::vector<at::Tensor> buffers;  // as the forward left them: restored after
+    for (const auto& b : unit->buffers()) buffers.push_back(b.clone());
+    at::Generator generator = generator_of(x.device());
+    const at::Tensor now = state_of(generator);
+    set_state(generator, ctx->saved_data["rng"].toTensor());
+    at::Tensor input = x.detach().requires_grad_(x.requires_grad());
+    {
+      torch::AutoGradMode enabled(true);
+      const at::Tensor y = unit->unit.forward(input);
+      torch::autograd::backward({y}, {grads[0]});
+    }
+    set_state(generator, now);
+    {
+      torch::NoGradGuard no_grad;
+      const auto live = unit->buffers();
+      for (std::size_t i = 0; i < live.size(); ++i) live[i].copy_(buffers[i]);
+    }
+    return {input.requires_grad() ? input.grad() : at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor CheckpointedImpl::forward(const at::Tensor& x) {
+  if (!is_training() || !torch::GradMode::is_enabled()) return unit.forward(x);
+  return Recompute::apply(x, reinterpret_cast<int64_t>(this));
+}
+
+bool composite(nn::Module& m) { return !m.children().empty(); }
+
+// Calls f(owner, slot name, the slot's module) for each slot of each Replaceable in `model`, the
+// Replaceables collected first (f may refill the slots).
+void for_each_slot(nn::Module& model, const std::function<void(Replaceable&, const std::string&, nn::AnyModule&)>& f) {
+  std::vector<Replaceable*> owners;
+  if (auto* self = dynamic_cast<Replaceable*>(&model)) owners.push_back(self);
+  for (const auto& m : model.modules(/*include_self=*/false)) {
+    if (auto* r = dynamic_cast<Replaceable*>(m.get())) owners.push_back(r);
+  }
+  for (Replaceable* owner : owners) {
+    for (const std::string& name : owner->slot_names()) f(*owner, name, owner->slot(name));
+  }
+}
+
+// The kinds of the model's slots that are blocks (modules with children), with how many slots each fills.
+std::map<std::string, int> slot_kinds(nn::Module& model) {
+  std::map<std::string, int> kinds;
+  for_each_slot(model, [&](Replaceable&, const std::string&, nn::AnyModule& slot) {
+    if (composite(*slot.ptr())) ++kinds[module_kind(*slot.ptr())];
+  });
+  return kinds;
+}
+
+}  // namespace
+
+std::string module_kind(const nn::Module& module) {
+  std::string name = module.name();
+  const auto template_start = name.find('<');
+  const auto scope = name.rfind("::", template_start);
+  if (scope != std::string::npos && (template_start == std::string::npos || scope < template_start)) {
+    name.erase(0, scope + 2);
+  }
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0) name.resize(name.size() - 4);
+  return name;
+}
+
+std::vector<std::string> repeated_unit_kinds(nn::Module& model) {
+  std::vector<std::string> out;
+  for (const auto& [kind, count] : slot_kinds(model)) {
+    if (count >= 2 && kind != "Stack") out.push_back(kind);  // a Stack holds blocks; it is none
+  }
+  return out;
+}
+
+int checkpoint_activations(nn::Module& model, const std::vector<std::string>& kinds) {
+  std::set<std::string> wanted;
+  const std::map<std::string, int> present = slot_kinds(model);
+  std::string known;
+  for (const auto& [kind, count] : present) known += (known.empty() ? "" : ", ") + kind;
+  for (const std::string& kind : kinds) {
+    if (kind == "auto") {
+      const auto repeated = repeated_unit_kinds(model);
+      if (repeated.empty()) {
+        throw std::invalid_argument("activation_checkpointing: auto: the model has no repeated blocks (" +
+                                    (known.empty() ? std::string("no blocks at all") : "its blocks: " + known) +
+                                    "); name the kinds to recompute, or leave it off");
+      }
+      wanted.insert(repeated.begin(), repeated.end());
+    } else if (present.count(kind) == 0) {
+      throw std::invalid_argument("activation_checkpointing: the model has no " + kind +
+                                  " block (its blocks: " + (known.empty() ? std::string("none") : known) + ")");
+    } else {
+      wanted.insert(kind);
+    }
+  }
+  int wrapped = 0;
+  std::set<const nn::Module*> inside;  // modules of a unit already recomputed: not units of their own
+  for_each_slot(model, [&](Replaceable& owner, const std::string& name, nn::AnyModule& slot) {
+    const std::shared_ptr<nn::Module> unit = slot.ptr();
+    if (inside.count(&owner) || !composite(*unit) || wanted.count(module_kind(*unit)) == 0) return;
+    if (std::dynamic_pointer_cast<CheckpointedImpl>(unit)) return;  // already recomputed
+    for (const auto& m : unit->modules()) inside.insert(m.get());
+    owner.replace(name, nn::AnyModule(Checkpointed(unit, slot)));
+    ++wrapped;
+  });
+  return wrapped;
+}
+
+}  // namespace baton
