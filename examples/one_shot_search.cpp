@@ -11,8 +11,8 @@
 #include <string>
 #include <tuple>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <baton/data/readers.h>
 #include <baton/runs/search_run.h>
@@ -77,10 +77,11 @@ int main(int argc, char** argv) {
   std::ifstream in(folder / "search" / "spos.json");
   const auto report = nlohmann::json::parse(in);
   const auto& best = report.at("search").at("best");
-  std::printf("one-shot: %lld architectures evaluated on the supernet; best inherited eval/accuracy %.4f, "
-              "retrained %.4f: stage2_op %s\n",
-              static_cast<long long>(report.at("search").at("trials").get<int64_t>()),
-              best.at("inherited").get<double>(), report.at("retrain").at("eval/accuracy").get<double>(),
-              best.at("parameters").at("model.arch.stage2_op").get<std::string>().c_str());
+  std::printf(
+      "one-shot: %lld architectures evaluated on the supernet; best inherited eval/accuracy %.4f, "
+      "retrained %.4f: stage2_op %s\n",
+      static_cast<long long>(report.at("search").at("trials").get<int64_t>()), best.at("inherited").get<double>(),
+      report.at("retrain").at("eval/accuracy").get<double>(),
+      best.at("parameters").at("model.arch.stage2_op").get<std::string>().c_str());
   return 0;
 }
