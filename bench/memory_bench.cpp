@@ -15,12 +15,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "baton/models/checkpointing.h"
 #include "baton/models/zoo.h"
@@ -56,7 +56,8 @@ nlohmann::json measure(const Config& c, bool checkpointing) {
                                             .heads(c.width / 64));
   if (checkpointing) baton::checkpoint_activations(*model, {"auto"});
   auto optimizer = baton::make_optimizer(baton::OptimizerOptions().name("adamw").lr(1e-3), model->parameters());
-  const baton::Batch batch{torch::randint(0, c.vocab, {c.batch, c.context}), torch::randint(0, c.vocab, {c.batch, c.context})};
+  const baton::Batch batch{torch::randint(0, c.vocab, {c.batch, c.context}),
+                           torch::randint(0, c.vocab, {c.batch, c.context})};
   model->train();
   const auto step = [&] {
     optimizer->zero_grad();
@@ -65,7 +66,7 @@ nlohmann::json measure(const Config& c, bool checkpointing) {
   };
   reset_peak();
   const int64_t before = status_bytes("VmRSS");  // the model and the batch, before any step
-  step();  // warm-up: the optimizer's state made
+  step();                                        // warm-up: the optimizer's state made
   const auto start = Clock::now();
   for (int64_t s = 0; s < c.steps; ++s) step();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / static_cast<double>(c.steps);
@@ -107,11 +108,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int64_t value = std::atoll(argv[i + 1]);
-    if (flag == "--context") c.context = value;
-    else if (flag == "--batch") c.batch = value;
-    else if (flag == "--layers") c.layers = value;
-    else if (flag == "--width") c.width = value;
-    else if (flag == "--steps") c.steps = value;
+    if (flag == "--context")
+      c.context = value;
+    else if (flag == "--batch")
+      c.batch = value;
+    else if (flag == "--layers")
+      c.layers = value;
+    else if (flag == "--width")
+      c.width = value;
+    else if (flag == "--steps")
+      c.steps = value;
     else {
       std::fprintf(stderr, "memory_bench: unknown flag %s\n", flag.c_str());
       return 2;

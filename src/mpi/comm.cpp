@@ -262,6 +262,16 @@ void Comm::wait_reductions() {
   impl_->reductions.clear();
 }
 
+void Comm::allgather(const float* mine, float* out, std::size_t n) {
+  check(MPI_Allgather(mine, static_cast<int>(n), MPI_FLOAT, out, static_cast<int>(n), MPI_FLOAT, impl_->comm),
+        "MPI_Allgather");
+}
+
+void Comm::reduce_scatter_sum(const float* in, float* out, std::size_t n) {
+  check(MPI_Reduce_scatter_block(in, out, static_cast<int>(n), MPI_FLOAT, MPI_SUM, impl_->comm),
+        "MPI_Reduce_scatter_block");
+}
+
 void Comm::broadcast(float* data, std::size_t n, int root) {
   check(MPI_Bcast(data, static_cast<int>(n), MPI_FLOAT, root, impl_->comm), "MPI_Bcast");
 }
@@ -332,6 +342,8 @@ void Comm::start_allreduce_sum(float*, std::size_t) { no_mpi(); }
 void Comm::start_allreduce_sum(double*, std::size_t) { no_mpi(); }
 bool Comm::test_reductions() { no_mpi(); }
 void Comm::wait_reductions() { no_mpi(); }
+void Comm::allgather(const float*, float*, std::size_t) { no_mpi(); }
+void Comm::reduce_scatter_sum(const float*, float*, std::size_t) { no_mpi(); }
 void Comm::broadcast(float*, std::size_t, int) { no_mpi(); }
 void Comm::broadcast(double*, std::size_t, int) { no_mpi(); }
 void Comm::send(int, int, const std::string&) { no_mpi(); }
