@@ -54,18 +54,24 @@ void set_state(at::Generator& generator, const at::Tensor& state) {
   generator.set_state(state);
 }
 
+// The unit a node of the backward graph recomputes (the model holds it, and so outlives the graph).
+struct UnitHandle : torch::CustomClassHolder {
+  explicit UnitHandle(CheckpointedImpl* u) : unit(u) {}
+  CheckpointedImpl* unit;
+};
+
 // Forward without keeping activations; backward recomputes them from the saved input.
 struct Recompute : torch::autograd::Function<Recompute> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t unit) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, CheckpointedImpl* unit) {
     at::Generator generator = generator_of(x.device());
-    ctx->saved_data["unit"] = unit;
+    ctx->saved_data["unit"] = c10::IValue::make_capsule(c10::make_intrusive<UnitHandle>(unit));
     ctx->saved_data["rng"] = state_of(generator);
     ctx->save_for_backward({x});
-    return reinterpret_cast<CheckpointedImpl*>(unit)->unit.forward(x);  // grad mode is off here
+    return unit->unit.forward(x);  // grad mode is off here
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto* unit = reinterpret_cast<CheckpointedImpl*>(ctx->saved_data["unit"].toInt());
+    CheckpointedImpl* unit = c10::static_intrusive_pointer_cast<UnitHandle>(ctx->saved_data["unit"].toCapsule())->unit;
     const at::Tensor x = ctx->get_saved_variables()[0];
     std::vector<at::Tensor> buffers;  // as the forward left them: restored after
     for (const auto& b : unit->buffers()) buffers.push_back(b.clone());
@@ -90,7 +96,7 @@ struct Recompute : torch::autograd::Function<Recompute> {
 
 at::Tensor CheckpointedImpl::forward(const at::Tensor& x) {
   if (!is_training() || !torch::GradMode::is_enabled()) return unit.forward(x);
-  return Recompute::apply(x, reinterpret_cast<int64_t>(this));
+  return Recompute::apply(x, this);
 }
 
 bool composite(nn::Module& m) { return !m.children().empty(); }

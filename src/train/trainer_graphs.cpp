@@ -83,7 +83,7 @@ void Trainer::Impl::setup_graphs() {
     return;
   }
   graphs_ = std::make_unique<TrainGraphs>();
-  graphs_->device = state_.device.index();
+  graphs_->device = state_.device.index();  // NOLINT(bugprone-signed-char-misuse): an index, not a character
   graphs_->stream = std::make_unique<cuda::OwnStream>(graphs_->device);
   graphs_->required = mode == CudaGraphs::kOn;
 }
