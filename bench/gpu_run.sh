@@ -26,9 +26,10 @@ BENCH_MIN=${GPU_KIT_BENCH_MIN_S:-120}  # what the benchmark rows get at least
 CARRY_MAX=$((64 * 1024 * 1024))
 # What the GPU checks need: the CLI (the kill/resume test, the benchmark), the gpu tests and
 # trainer_bench (the framework's host time per batch against the graph step).
-TARGETS=(baton_cli gpu_tests trainer_bench)
+TARGETS=(baton_cli gpu_tests trainer_bench memory_bench)
 HOST_TIME=${GPU_KIT_HOST_TIME_S:-30}  # trainer_bench --host-time, first of the benchmark rows
 FUSED_TIME=${GPU_KIT_FUSED_TIME_S:-60}  # bench/nas_fused.sh on the GPU, next
+MEMORY_TIME=${GPU_KIT_MEMORY_TIME_S:-20}  # memory_bench --device cuda (activation checkpointing), next
 start=$SECONDS
 left() { echo $((TOTAL - (SECONDS - start))); }
 say() { echo "gpu_run: $*" | tee -a "$out/summary.txt"; }
@@ -110,6 +111,13 @@ bench_rows() {
     >"$out/fused.jsonl" 2>"$out/fused.log" || say "fused trials: exit $?"
   cat "$out/fused.jsonl"
   budget=$((budget - FUSED_TIME))
+  # A gpt step's peak (the allocator's) and time with activation checkpointing against without.
+  if [ -x build-cuda/bin/memory_bench ]; then
+    timeout "$MEMORY_TIME" build-cuda/bin/memory_bench --device cuda --steps 5 >"$out/memory.log" 2>&1 ||
+      say "memory: exit $?"
+    tail -3 "$out/memory.log"
+    budget=$((budget - MEMORY_TIME))
+  fi
   # Rows print as they finish: what the deadline cuts is the last rows, never the first.
   timeout "$budget" python3 bench/speed_bench.py --baton build-cuda/bin/baton --python python3 --device cuda \
     --composer-python "$composer" --steps 500 --gpt-steps 200 >"$out/speed.jsonl" 2>"$out/speed.log" || rc=$?
@@ -137,8 +145,9 @@ check() {
   device=$(du -sb .device | cut -f1)
   echo "check: carry $(((tree + device) / 1048576)) MiB (tree $((tree / 1048576)) MiB, .device $((device / 1048576)) MiB) of 64"
   [ $((tree + device)) -le $CARRY_MAX ] || { echo "check: the carry is over 64 MiB"; fail=1; }
-  [ $((HOST_TIME + FUSED_TIME)) -lt "$BENCH_MIN" ] ||
-    { echo "check: the host time's $HOST_TIME s and the fused trials' $FUSED_TIME s leave the rows nothing"; fail=1; }
+  [ $((HOST_TIME + FUSED_TIME + MEMORY_TIME)) -lt "$BENCH_MIN" ] ||
+    { echo "check: the host time's $HOST_TIME s, the fused trials' $FUSED_TIME s and the memory row's" \
+      "$MEMORY_TIME s leave the rows nothing"; fail=1; }
   [ $((BUILD + TESTS + BENCH_MIN)) -le "$TOTAL" ] ||
     { echo "check: deadlines $BUILD + $TESTS + $BENCH_MIN exceed the kit's $TOTAL s"; fail=1; }
   [ "$TOTAL" -le 570 ] || { echo "check: the kit's $TOTAL s leaves no room under the device's 600 s"; fail=1; }

@@ -6,7 +6,10 @@
 // step's after a warm-up step. Prints one JSON line per
 // configuration and the ratios against plain.
 //
-//   build/bin/memory_bench [--context 1024] [--batch 4] [--layers 4] [--width 256] [--steps 3]
+//   build/bin/memory_bench [--device cpu|cuda] [--context 1024] [--batch 4] [--layers 4] [--width 256]
+//                          [--steps 3]
+//
+// On a GPU the peak is the allocator's (above what it held before the steps), not the resident set.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +25,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "baton/core/device.h"
 #include "baton/models/checkpointing.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
@@ -32,6 +36,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Config {
   int64_t context = 1024, batch = 4, layers = 4, width = 256, steps = 3, vocab = 256;
+  std::string device = "cpu";
 };
 
 // A field of /proc/self/status in bytes ("VmHWM:   123456 kB").
@@ -55,24 +60,33 @@ nlohmann::json measure(const Config& c, bool checkpointing) {
                                             .width(c.width)
                                             .heads(c.width / 64));
   if (checkpointing) baton::checkpoint_activations(*model, {"auto"});
+  const c10::Device device(c.device);
+  model->to(device);
   auto optimizer = baton::make_optimizer(baton::OptimizerOptions().name("adamw").lr(1e-3), model->parameters());
-  const baton::Batch batch{torch::randint(0, c.vocab, {c.batch, c.context}),
-                           torch::randint(0, c.vocab, {c.batch, c.context})};
+  const baton::Batch batch{torch::randint(0, c.vocab, {c.batch, c.context}).to(device),
+                           torch::randint(0, c.vocab, {c.batch, c.context}).to(device)};
   model->train();
   const auto step = [&] {
     optimizer->zero_grad();
     model->loss(model->forward(batch), batch).backward();
     optimizer->step();
   };
+  // A GPU: the allocator's peak above what it held before the steps; a CPU: the resident set's.
+  const auto gpu = baton::device_memory(device);
   reset_peak();
-  const int64_t before = status_bytes("VmRSS");  // the model and the batch, before any step
-  step();                                        // warm-up: the optimizer's state made
+  baton::reset_peak_memory(device);
+  const int64_t before = gpu ? gpu->allocated : status_bytes("VmRSS");  // the model and the batch
+  step();                                                               // warm-up: the optimizer's state made
+  baton::synchronize(device);
   const auto start = Clock::now();
   for (int64_t s = 0; s < c.steps; ++s) step();
+  baton::synchronize(device);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / static_cast<double>(c.steps);
+  const auto after = baton::device_memory(device);
   return {{"activation_checkpointing", checkpointing},
+          {"device", c.device},
           {"step_s", seconds},
-          {"steps_peak_bytes", status_bytes("VmHWM") - before},
+          {"steps_peak_bytes", (after ? after->peak : status_bytes("VmHWM")) - before},
           {"peak_rss_bytes", status_bytes("VmHWM")}};
 }
 
@@ -108,24 +122,28 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int64_t value = std::atoll(argv[i + 1]);
-    if (flag == "--context")
+    if (flag == "--device") {
+      c.device = argv[i + 1];
+    } else if (flag == "--context") {
       c.context = value;
-    else if (flag == "--batch")
+    } else if (flag == "--batch") {
       c.batch = value;
-    else if (flag == "--layers")
+    } else if (flag == "--layers") {
       c.layers = value;
-    else if (flag == "--width")
+    } else if (flag == "--width") {
       c.width = value;
-    else if (flag == "--steps")
+    } else if (flag == "--steps") {
       c.steps = value;
-    else {
+    } else {
       std::fprintf(stderr, "memory_bench: unknown flag %s\n", flag.c_str());
       return 2;
     }
   }
-  std::printf("gpt: context %lld, batch %lld, %lld layers of width %lld, vocabulary %lld, fp32, AdamW, %lld steps\n",
-              static_cast<long long>(c.context), static_cast<long long>(c.batch), static_cast<long long>(c.layers),
-              static_cast<long long>(c.width), static_cast<long long>(c.vocab), static_cast<long long>(c.steps));
+  std::printf(
+      "gpt on %s: context %lld, batch %lld, %lld layers of width %lld, vocabulary %lld, fp32, AdamW, %lld steps\n",
+      c.device.c_str(), static_cast<long long>(c.context), static_cast<long long>(c.batch),
+      static_cast<long long>(c.layers), static_cast<long long>(c.width), static_cast<long long>(c.vocab),
+      static_cast<long long>(c.steps));
   const nlohmann::json plain = in_child(c, false), recomputed = in_child(c, true);
   std::printf("%s\n%s\n", plain.dump().c_str(), recomputed.dump().c_str());
   std::printf("activation checkpointing / plain: peak memory of the steps %.3f, step time %.3f\n",

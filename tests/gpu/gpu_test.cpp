@@ -20,6 +20,7 @@
 #include "baton/core/grad_scaler.h"
 #include "baton/data/shared_batches.h"
 #include "baton/loggers/in_memory_logger.h"
+#include "baton/models/checkpointing.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
 #include "baton/optim/scheduler.h"
@@ -708,6 +709,39 @@ TEST(Gpu, FrozenLayersAreCapturedAgainAndBatchesOfANewShapeGetTheirOwnGraph) {
   EXPECT_TRUE(std::isfinite(trainer.summary().train_loss));
   EXPECT_FALSE(trainer.state().model->parameters()[0].requires_grad());                // frozen ...
   EXPECT_FALSE(torch::equal(first, trainer.state().model->parameters()[0].detach()));  // ... after training
+}
+
+// Activation checkpointing on the device: the CUDA generator's state restored for the recomputation
+// (dropout's masks), the same gradients as without, and less of the allocator's peak.
+TEST(Gpu, ActivationCheckpointingRecomputesWithTheDevicesGeneratorAndHoldsLess) {
+  REQUIRE_GPU();
+  const c10::Device gpu(c10::kCUDA, 0);
+  const auto run = [&](bool recompute) {
+    torch::manual_seed(0);
+    auto model =
+        make_model("gpt", ModelOptions().input_shape({512}).num_classes(64).layers(4).width(128).heads(2).dropout(0.1));
+    if (recompute) checkpoint_activations(*model, {"auto"});
+    model->to(gpu);
+    model->train();
+    torch::manual_seed(1);
+    const Batch batch{torch::randint(0, 64, {8, 512}).to(gpu), torch::randint(0, 64, {8, 512}).to(gpu)};
+    cuda::synchronize(0);
+    reset_peak_memory(gpu);
+    const int64_t before = device_memory(gpu)->allocated;
+    torch::manual_seed(7);
+    model->loss(model->forward(batch), batch).backward();
+    cuda::synchronize(0);
+    std::vector<at::Tensor> grads;
+    for (const auto& p : model->parameters()) grads.push_back(p.grad().cpu());
+    return std::pair{grads, device_memory(gpu)->peak - before};
+  };
+  const auto [plain, plain_peak] = run(false);
+  const auto [recomputed, recomputed_peak] = run(true);
+  ASSERT_EQ(plain.size(), recomputed.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_LT((plain[i] - recomputed[i]).abs().max().item<double>(), 1e-5) << "gradient " << i;
+  }
+  EXPECT_LT(recomputed_peak, plain_peak * 6 / 10) << recomputed_peak << " of " << plain_peak << " bytes";
 }
 
 }  // namespace
