@@ -83,6 +83,38 @@ std::string optimizer_kind(const torch::optim::Optimizer& optimizer) {
   return typeid(optimizer).name();
 }
 
+std::shared_ptr<torch::optim::Optimizer> make_optimizer_like(const torch::optim::Optimizer& like,
+                                                             std::vector<std::vector<at::Tensor>> groups) {
+  const auto& given = like.param_groups();
+  if (groups.size() != given.size()) {
+    throw std::invalid_argument("make_optimizer_like: " + std::to_string(groups.size()) +
+                                " groups for an optimizer of " + std::to_string(given.size()));
+  }
+  std::vector<torch::optim::OptimizerParamGroup> with_options;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    with_options.emplace_back(std::move(groups[g]), given[g].options().clone());
+  }
+  const std::string kind = optimizer_kind(like);
+  if (kind == "decoupled_sgdw") {
+    return std::make_shared<detail::DecoupledSGDW>(std::move(with_options),
+                                                   dynamic_cast<const detail::DecoupledSGDW&>(like));
+  }
+  if (kind == "sgd") {
+    return std::make_shared<torch::optim::SGD>(std::move(with_options),
+                                               static_cast<const torch::optim::SGDOptions&>(like.defaults()));
+  }
+  if (kind == "adamw") {
+    return std::make_shared<torch::optim::AdamW>(std::move(with_options),
+                                                 static_cast<const torch::optim::AdamWOptions&>(like.defaults()));
+  }
+  if (kind == "adam") {
+    return std::make_shared<torch::optim::Adam>(std::move(with_options),
+                                                static_cast<const torch::optim::AdamOptions&>(like.defaults()));
+  }
+  throw std::invalid_argument("make_optimizer_like: optimizer " + kind + " is none of " +
+                              join_names(optimizer_names()));
+}
+
 namespace {
 
 int64_t bytes_of(const at::Tensor& t) { return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0; }

@@ -74,5 +74,26 @@ TEST(Optimizers, TheirStateIsCountedInBytesOnceItExists) {
   }
 }
 
+TEST(Optimizers, OneLikeAnotherTakesItsKindAndEachGroupsOptions) {
+  at::Tensor w = torch::ones({3}).requires_grad_(true), shard = torch::ones({2}).requires_grad_(true);
+  const auto adamw = make_optimizer(OptimizerOptions().name("adamw").lr(0.1).weight_decay(0.3), {w});
+  const auto like = make_optimizer_like(*adamw, {{shard}});
+  EXPECT_EQ(optimizer_kind(*like), "adamw");
+  const auto& options = static_cast<const torch::optim::AdamWOptions&>(like->param_groups()[0].options());
+  EXPECT_DOUBLE_EQ(options.lr(), 0.1);
+  EXPECT_DOUBLE_EQ(options.weight_decay(), 0.3);
+  EXPECT_EQ(like->param_groups()[0].params()[0].unsafeGetTensorImpl(), shard.unsafeGetTensorImpl());
+  const auto sgdw = make_optimizer(OptimizerOptions().name("decoupled_sgdw").lr(0.1).weight_decay(0.5), {w});
+  EXPECT_EQ(optimizer_kind(*make_optimizer_like(*sgdw, {{shard}})), "decoupled_sgdw");
+  EXPECT_THAT(
+      [&] {
+        make_optimizer_like(*adamw, {{shard}, {w}});
+      },
+      ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("2 groups for an optimizer of 1")));
+  torch::optim::RMSprop rmsprop({w}, torch::optim::RMSpropOptions(0.1));
+  EXPECT_THAT([&] { make_optimizer_like(rmsprop, {{shard}}); },
+              ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("is none of sgd, adam")));
+}
+
 }  // namespace
 }  // namespace baton

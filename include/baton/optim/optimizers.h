@@ -40,6 +40,12 @@ std::vector<std::string> optimizer_names();
 // another one: what a checkpoint records, so that a resume with another optimizer is refused.
 std::string optimizer_kind(const torch::optim::Optimizer& optimizer);
 
+// An optimizer of `like`'s kind (one make_optimizer makes) over other parameter groups, each with
+// the options of `like`'s group of the same index (a shard of its parameters: sharded training).
+// Throws std::invalid_argument for another kind, or a different number of groups.
+std::shared_ptr<torch::optim::Optimizer> make_optimizer_like(const torch::optim::Optimizer& like,
+                                                             std::vector<std::vector<at::Tensor>> groups);
+
 // The bytes of `optimizer`'s state tensors (momentum, Adam's moments) as they are now: none before
 // its first step. The state of an optimizer make_optimizer does not make counts as its serialised
 // size.
