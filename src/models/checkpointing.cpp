@@ -16,28 +16,6 @@ namespace nn = torch::nn;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// A unit whose activations are recomputed. It holds the unit's children, parameters and buffers
-// under their own names (so that the model's parameter names stay as they were) and calls the
-// unit's forward through `unit`.
-struct CheckpointedImpl : nn::Module {
-  CheckpointedImpl(const std::shared_ptr<nn::Module>& inner, nn::AnyModule any)
-      : nn::Module(inner->name()), unit(std::move(any)) {
-    for (const auto& child : inner->named_children()) register_module(child.key(), child.value());
-    for (const auto& p : inner->named_parameters(/*recurse=*/false)) {
-      register_parameter(p.key(), p.value(), p.value().requires_grad());
-    }
-    for (const auto& b : inner->named_buffers(/*recurse=*/false)) register_buffer(b.key(), b.value());
-  }
-  // The unit's own training flag too (its forward reads it: dropout).
-  void train(bool on) override {
-    nn::Module::train(on);
-    unit.ptr()->train(on);
-  }
-  at::Tensor forward(const at::Tensor& x);
-  nn::AnyModule unit;
-};
-TORCH_MODULE(Checkpointed);
-
 // The generator a tensor on `device` draws from, and its state: the recomputation restores it.
 at::Generator generator_of(const c10::Device& device) {
   return device.is_cuda() ? at::globalContext().defaultGenerator(device)
@@ -54,50 +32,45 @@ void set_state(at::Generator& generator, const at::Tensor& state) {
   generator.set_state(state);
 }
 
-// The unit a node of the backward graph recomputes (the model holds it, and so outlives the graph).
+// The unit a node of the backward graph recomputes (a copy of the slot's handle: it shares the module).
 struct UnitHandle : torch::CustomClassHolder {
-  explicit UnitHandle(CheckpointedImpl* u) : unit(u) {}
-  CheckpointedImpl* unit;
+  explicit UnitHandle(nn::AnyModule u) : unit(std::move(u)) {}
+  nn::AnyModule unit;
 };
 
 // Forward without keeping activations; backward recomputes them from the saved input.
 struct Recompute : torch::autograd::Function<Recompute> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, CheckpointedImpl* unit) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, nn::AnyModule unit) {
     at::Generator generator = generator_of(x.device());
     ctx->saved_data["unit"] = c10::IValue::make_capsule(c10::make_intrusive<UnitHandle>(unit));
     ctx->saved_data["rng"] = state_of(generator);
     ctx->save_for_backward({x});
-    return unit->unit.forward(x);  // grad mode is off here
+    return unit.forward(x);  // grad mode is off here
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    CheckpointedImpl* unit = c10::static_intrusive_pointer_cast<UnitHandle>(ctx->saved_data["unit"].toCapsule())->unit;
+    nn::AnyModule& unit = c10::static_intrusive_pointer_cast<UnitHandle>(ctx->saved_data["unit"].toCapsule())->unit;
     const at::Tensor x = ctx->get_saved_variables()[0];
     std::vector<at::Tensor> buffers;  // as the forward left them: restored after
-    for (const auto& b : unit->buffers()) buffers.push_back(b.clone());
+    for (const auto& b : unit.ptr()->buffers()) buffers.push_back(b.clone());
     at::Generator generator = generator_of(x.device());
     const at::Tensor now = state_of(generator);
     set_state(generator, ctx->saved_data["rng"].toTensor());
     at::Tensor input = x.detach().requires_grad_(x.requires_grad());
     {
       torch::AutoGradMode enabled(true);
-      const at::Tensor y = unit->unit.forward(input);
+      const at::Tensor y = unit.forward(input);
       torch::autograd::backward({y}, {grads[0]});
     }
     set_state(generator, now);
     {
       torch::NoGradGuard no_grad;
-      const auto live = unit->buffers();
+      const auto live = unit.ptr()->buffers();
       for (std::size_t i = 0; i < live.size(); ++i) live[i].copy_(buffers[i]);
     }
     return {input.requires_grad() ? input.grad() : at::Tensor(), at::Tensor()};
   }
 };
-
-at::Tensor CheckpointedImpl::forward(const at::Tensor& x) {
-  if (!is_training() || !torch::GradMode::is_enabled()) return unit.forward(x);
-  return Recompute::apply(x, this);
-}
 
 bool composite(nn::Module& m) { return !m.children().empty(); }
 
@@ -165,17 +138,21 @@ int checkpoint_activations(nn::Module& model, const std::vector<std::string>& ki
       wanted.insert(kind);
     }
   }
-  int wrapped = 0;
+  int units = 0;
   std::set<const nn::Module*> inside;  // modules of a unit already recomputed: not units of their own
   for_each_slot(model, [&](Replaceable& owner, const std::string& name, nn::AnyModule& slot) {
     const std::shared_ptr<nn::Module> unit = slot.ptr();
     if (inside.count(&owner) || !composite(*unit) || wanted.count(module_kind(*unit)) == 0) return;
-    if (std::dynamic_pointer_cast<CheckpointedImpl>(unit)) return;  // already recomputed
     for (const auto& m : unit->modules()) inside.insert(m.get());
-    owner.replace(name, nn::AnyModule(Checkpointed(unit, slot)));
-    ++wrapped;
+    if (owner.recomputed(name)) return;
+    owner.set_recomputed(name, true);
+    ++units;
   });
-  return wrapped;
+  return units;
+}
+
+at::Tensor recomputed_forward(const nn::AnyModule& unit, const at::Tensor& input) {
+  return Recompute::apply(input, unit);
 }
 
 }  // namespace baton

@@ -8,12 +8,26 @@
 
 #include <torch/torch.h>
 
+#include "baton/models/checkpointing.h"
+
 namespace baton {
 
-torch::nn::AnyModule& Replaceable::slot(const std::string& name) {
+std::size_t Replaceable::index_of(const std::string& name) const {
   const auto it = std::find(names_.begin(), names_.end(), name);
   if (it == names_.end()) throw std::out_of_range(this->name() + " has no slot '" + name + "'");
-  return slots_[static_cast<std::size_t>(it - names_.begin())];
+  return static_cast<std::size_t>(it - names_.begin());
+}
+
+torch::nn::AnyModule& Replaceable::slot(const std::string& name) { return slots_[index_of(name)]; }
+
+void Replaceable::set_recomputed(const std::string& name, bool on) { recomputed_[index_of(name)] = on; }
+
+bool Replaceable::recomputed(const std::string& name) const { return recomputed_[index_of(name)]; }
+
+at::Tensor Replaceable::call(int index, const at::Tensor& input) {
+  const auto i = static_cast<std::size_t>(index);
+  if (recomputed_[i] && is_training() && torch::GradMode::is_enabled()) return recomputed_forward(slots_[i], input);
+  return slots_[i].forward(input);
 }
 
 void Replaceable::replace(const std::string& name, torch::nn::AnyModule module) {
@@ -30,6 +44,7 @@ int Replaceable::add_slot(const std::string& name, torch::nn::AnyModule module) 
   register_module(name, module.ptr());
   names_.push_back(name);
   slots_.push_back(std::move(module));
+  recomputed_.push_back(false);
   return static_cast<int>(slots_.size() - 1);
 }
 

@@ -16,8 +16,8 @@ class DecoupledSGDW : public torch::optim::SGD {
   DecoupledSGDW(std::vector<at::Tensor> params, torch::optim::SGDOptions options, double weight_decay)
       : torch::optim::SGD(std::move(params), options), weight_decay_(weight_decay), initial_lr_(options.lr()) {}
   // Over other parameter groups, with `like`'s decay and initial rate (a shard of its parameters).
-  DecoupledSGDW(std::vector<torch::optim::OptimizerParamGroup> groups, const DecoupledSGDW& like)
-      : torch::optim::SGD(std::move(groups), static_cast<const torch::optim::SGDOptions&>(like.defaults())),
+  DecoupledSGDW(const std::vector<torch::optim::OptimizerParamGroup>& groups, const DecoupledSGDW& like)
+      : torch::optim::SGD(groups, static_cast<const torch::optim::SGDOptions&>(like.defaults())),
         weight_decay_(like.weight_decay_),
         initial_lr_(like.initial_lr_) {}
 

@@ -87,6 +87,9 @@ TEST(ActivationCheckpointing, AGptsGradientsWithDropoutAreTheOnesWithoutIt) {
   std::vector<std::string> after;
   for (const auto& p : recomputed->named_parameters()) after.push_back(p.key());
   EXPECT_EQ(after, names);
+  int blocks = 0;  // the model is the same modules
+  for (const auto& m : recomputed->modules()) blocks += module_kind(*m) == "Block" ? 1 : 0;
+  EXPECT_EQ(blocks, 3);
   const Step without = step(*plain, batch), with = step(*recomputed, batch);
   EXPECT_EQ(without.recomputing, 0);
   EXPECT_EQ(with.recomputing, 3);

@@ -9,14 +9,16 @@
 //
 // The recomputation sees what the forward saw: the random generator's state (dropout draws the same
 // masks) and the buffers (BatchNorm's running statistics move once a step, not twice), so the
-// gradients are the ones without it. Parameter names do not change: checkpoints and exports are
-// the same files. Recipes: `activation_checkpointing: auto` (docs/distributed.md).
+// gradients are the ones without it. The model does not change (its modules, their names): the
+// slots holding the units are marked (Replaceable::set_recomputed); checkpoints and exports are the
+// same files. Recipes: `activation_checkpointing: auto` (docs/distributed.md).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include <torch/nn/module.h>
+#include <torch/nn/modules/container/any.h>
 
 namespace baton {
 
@@ -33,5 +35,9 @@ std::vector<std::string> repeated_unit_kinds(torch::nn::Module& model);
 // std::invalid_argument naming a kind no slot of the model has (and the kinds it has), or `auto`
 // on a model without repeated blocks.
 int checkpoint_activations(torch::nn::Module& model, const std::vector<std::string>& kinds);
+
+// `unit`'s forward of `input` keeping no activations for backward, which recomputes them (what a
+// Replaceable calls for a slot set so).
+at::Tensor recomputed_forward(const torch::nn::AnyModule& unit, const at::Tensor& input);
 
 }  // namespace baton

@@ -40,6 +40,11 @@ class Replaceable : public torch::nn::Module {
   // Puts `module` in the slot (and the registry) instead of what was there. The new module takes
   // this module's training mode.
   void replace(const std::string& name, torch::nn::AnyModule module);
+  // Whether backward recomputes the slot's activations instead of keeping them while it trains
+  // (activation checkpointing: baton/models/checkpointing.h). Throws std::out_of_range for an
+  // unknown name.
+  void set_recomputed(const std::string& name, bool on);
+  bool recomputed(const std::string& name) const;
 
  protected:
   Replaceable() = default;
@@ -50,12 +55,15 @@ class Replaceable : public torch::nn::Module {
   int add_slot(const std::string& name, ModuleHolder module) {
     return add_slot(name, torch::nn::AnyModule(std::move(module)));
   }
-  at::Tensor call(int index, const at::Tensor& input) { return slots_[static_cast<std::size_t>(index)].forward(input); }
+  // The slot's forward (recomputed in backward when set so).
+  at::Tensor call(int index, const at::Tensor& input);
   std::size_t num_slots() const { return slots_.size(); }
 
  private:
+  std::size_t index_of(const std::string& name) const;
   std::vector<std::string> names_;
   std::vector<torch::nn::AnyModule> slots_;
+  std::vector<bool> recomputed_;
 };
 
 // Slots run one after another: forward(x) = slot_n(...slot_1(x)). Slots are named "0", "1", ...
