@@ -401,24 +401,39 @@ GradientClipping::GradientClipping(GradientClippingOptions options) : options_(o
 
 bool GradientClipping::match(Event event, const State& /*state*/) { return event == Event::kAfterTrainBatch; }
 
+std::string GradientClipping::sharding_blocker(Sharding sharding) const {
+  const bool sharded_gradients = sharding == Sharding::kGradients || sharding == Sharding::kFull;
+  return sharded_gradients && options_.clipping_type() == ClippingType::kAdaptive
+             ? "needs whole gradients (clipping_type adaptive clips each output unit's row; norm and value work)"
+             : "";
+}
+
 std::optional<int> GradientClipping::apply(Event /*event*/, State& state, Logger& /*logger*/) {
   torch::NoGradGuard no_grad;
+  // The gradients this rank holds: its parameters', or under sharded gradients its shards.
+  std::vector<at::Tensor> grads;
   std::vector<at::Tensor> params;
-  for (const auto& p : state.model->parameters()) {
-    if (p.grad().defined()) params.push_back(p);
+  if (state.gradient_shards) {
+    grads = state.gradient_shards();
+  } else {
+    for (const auto& p : state.model->parameters()) {
+      if (p.grad().defined()) params.push_back(p), grads.push_back(p.grad());
+    }
   }
   const double threshold = options_.clipping_threshold();
   if (options_.clipping_type() == ClippingType::kNorm) {
     // LibTorch's clip_grad_norm_ reads the norm on the host; this keeps it on the device.
     std::vector<at::Tensor> norms;
-    norms.reserve(params.size());
-    for (const auto& p : params) norms.push_back(p.grad().detach().norm(2).to(torch::kFloat));
-    if (norms.empty()) return std::nullopt;
-    const at::Tensor total = torch::stack(norms).norm(2);
+    norms.reserve(grads.size());
+    for (const auto& g : grads) norms.push_back(g.detach().norm(2).to(torch::kFloat));
+    if (norms.empty() && !state.gradient_shards) return std::nullopt;
+    at::Tensor total =
+        norms.empty() ? torch::zeros({}, torch::TensorOptions().device(state.device)) : torch::stack(norms).norm(2);
+    if (state.gradient_shards) total = state.sum_over_ranks(total.pow(2)).sqrt();  // every rank's shards
     const at::Tensor factor = (threshold / (total + 1e-6)).clamp_max(1.0);
-    for (auto& p : params) p.mutable_grad().mul_(factor.to(p.grad().scalar_type()));
+    for (auto& g : grads) g.mul_(factor.to(g.scalar_type()));
   } else if (options_.clipping_type() == ClippingType::kValue) {
-    torch::nn::utils::clip_grad_value_(params, threshold);
+    for (auto& g : grads) g.clamp_(-threshold, threshold);
   } else {
     // Unit-wise: rows of a weight (output units), the whole tensor for vectors.
     for (auto& p : params) {

@@ -263,7 +263,9 @@ void Comm::wait_reductions() {
 }
 
 void Comm::allgather(const float* mine, float* out, std::size_t n) {
-  check(MPI_Allgather(mine, static_cast<int>(n), MPI_FLOAT, out, static_cast<int>(n), MPI_FLOAT, impl_->comm),
+  const bool in_place = mine == out + static_cast<std::size_t>(rank_) * n;
+  check(MPI_Allgather(in_place ? MPI_IN_PLACE : mine, static_cast<int>(n), MPI_FLOAT, out, static_cast<int>(n),
+                      MPI_FLOAT, impl_->comm),
         "MPI_Allgather");
 }
 

@@ -59,7 +59,8 @@ class Comm {
   void start_allreduce_sum(double* data, std::size_t n);
   bool test_reductions();
   void wait_reductions();
-  // Every rank's `n` values in rank order into `out` (n * size() values): MPI_Allgather.
+  // Every rank's `n` values in rank order into `out` (n * size() values): MPI_Allgather. In place
+  // when `mine` is this rank's block of `out` (out + rank() * n).
   void allgather(const float* mine, float* out, std::size_t n);
   // The sums over the ranks of `in` (n * size() values), of which this rank keeps its block (values
   // rank() * n to (rank() + 1) * n) in `out`: MPI_Reduce_scatter_block.

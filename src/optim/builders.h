@@ -3,12 +3,28 @@
 #pragma once
 
 #include <memory>
+#include <sstream>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "baton/optim/optimizers.h"
 #include "baton/optim/scheduler.h"
 
 namespace baton {
+
+// The key of a parameter's state in an optimizer's state map: the tensor's address as a string in
+// LibTorch 1.x, the pointer itself in 2.x.
+template <typename StateMap>
+typename StateMap::key_type param_state_key(const at::Tensor& p) {
+  if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
+    std::ostringstream key;
+    key << p.unsafeGetTensorImpl();
+    return key.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
 
 // lr positive, weight_decay not negative: what every optimizer needs.
 void check_optimizer(const OptimizerOptions& spec);

@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include "optim/builders.h"
 #include "optim/decoupled_sgdw.h"
 
 namespace baton {
@@ -19,19 +20,10 @@ namespace {
 
 using Kind = detail::StepKind;
 
-// A parameter's optimizer state: keyed by the tensor's address as a string in LibTorch 1.x, by the
-// pointer itself in 2.x. nullptr when it has none yet.
+// A parameter's optimizer state; nullptr when it has none yet.
 template <typename StateMap>
 torch::optim::OptimizerParamState* find_state(StateMap& state, const at::Tensor& p) {
-  auto it = [&] {
-    if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
-      std::ostringstream key;
-      key << p.unsafeGetTensorImpl();
-      return state.find(key.str());
-    } else {
-      return state.find(p.unsafeGetTensorImpl());
-    }
-  }();
+  auto it = state.find(param_state_key<StateMap>(p));
   return it == state.end() ? nullptr : it->second.get();
 }
 

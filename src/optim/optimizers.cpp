@@ -142,4 +142,71 @@ int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
   return total;
 }
 
+namespace {
+
+// What optimizer_param_state names: the kind's state tensors, and Adam's step.
+template <typename AdamState>
+std::map<std::string, at::Tensor> adam_tensors(const AdamState& s) {
+  std::map<std::string, at::Tensor> out{{"step", torch::tensor(static_cast<int64_t>(s.step()), torch::kLong)},
+                                        {"exp_avg", s.exp_avg()},
+                                        {"exp_avg_sq", s.exp_avg_sq()}};
+  if (s.max_exp_avg_sq().defined()) out["max_exp_avg_sq"] = s.max_exp_avg_sq();
+  return out;
+}
+
+template <typename AdamState>
+std::unique_ptr<torch::optim::OptimizerParamState> adam_state(const std::map<std::string, at::Tensor>& t) {
+  auto s = std::make_unique<AdamState>();
+  s->step(t.at("step").template item<int64_t>());
+  s->exp_avg(t.at("exp_avg"));
+  s->exp_avg_sq(t.at("exp_avg_sq"));
+  if (auto it = t.find("max_exp_avg_sq"); it != t.end()) s->max_exp_avg_sq(it->second);
+  return s;
+}
+
+}  // namespace
+
+std::map<std::string, at::Tensor> optimizer_param_state(const torch::optim::Optimizer& optimizer,
+                                                        const at::Tensor& parameter) {
+  const std::string kind = optimizer_kind(optimizer);
+  if (kind != "sgd" && kind != "decoupled_sgdw" && kind != "adam" && kind != "adamw") {
+    throw std::invalid_argument("optimizer_param_state: optimizer " + kind + " is none of " +
+                                join_names(optimizer_names()));
+  }
+  using StateMap = std::decay_t<decltype(optimizer.state())>;
+  const auto it = optimizer.state().find(param_state_key<StateMap>(parameter));
+  if (it == optimizer.state().end()) return {};
+  const torch::optim::OptimizerParamState* state = it->second.get();
+  if (kind == "sgd" || kind == "decoupled_sgdw") {
+    const at::Tensor& buffer = static_cast<const torch::optim::SGDParamState*>(state)->momentum_buffer();
+    if (!buffer.defined()) return {};
+    return {{"momentum_buffer", buffer}};
+  }
+  if (kind == "adam") return adam_tensors(*static_cast<const torch::optim::AdamParamState*>(state));
+  return adam_tensors(*static_cast<const torch::optim::AdamWParamState*>(state));
+}
+
+void set_optimizer_param_state(torch::optim::Optimizer& optimizer, const at::Tensor& parameter,
+                               const std::map<std::string, at::Tensor>& state) {
+  using StateMap = std::decay_t<decltype(optimizer.state())>;
+  const auto key = param_state_key<StateMap>(parameter);
+  if (state.empty()) {
+    optimizer.state().erase(key);
+    return;
+  }
+  const std::string kind = optimizer_kind(optimizer);
+  if (kind == "sgd" || kind == "decoupled_sgdw") {
+    auto s = std::make_unique<torch::optim::SGDParamState>();
+    s->momentum_buffer(state.at("momentum_buffer"));
+    optimizer.state()[key] = std::move(s);
+  } else if (kind == "adam") {
+    optimizer.state()[key] = adam_state<torch::optim::AdamParamState>(state);
+  } else if (kind == "adamw") {
+    optimizer.state()[key] = adam_state<torch::optim::AdamWParamState>(state);
+  } else {
+    throw std::invalid_argument("set_optimizer_param_state: optimizer " + kind + " is none of " +
+                                join_names(optimizer_names()));
+  }
+}
+
 }  // namespace baton

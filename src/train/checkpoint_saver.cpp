@@ -198,6 +198,7 @@ CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options, Snapshot snapsh
   impl_->options_ = std::move(options);
   impl_->snapshot_ = std::move(snapshot);
   impl_->meta_ = std::move(meta);
+  if (!impl_->options_.write()) return;
   try {
     check_checkpoint_filename(impl_->options_.filename());
   } catch (const std::invalid_argument& e) {
@@ -217,6 +218,7 @@ CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options, Snapshot snapsh
 }
 
 void CheckpointSaver::adopt_existing() {
+  if (!impl_->options_.write()) return;
   std::vector<CheckpointFileAt> files = checkpoint_files(impl_->options_.folder(), impl_->options_.filename());
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.written < b.written; });
   std::vector<std::string> paths;
@@ -305,16 +307,21 @@ void CheckpointSaver::wait() {
 std::string CheckpointSaver::save(const State& state) {
   wait();
   StateDict snapshot = impl_->snapshot_();
-  nlohmann::json meta = impl_->meta_ ? impl_->meta_() : nlohmann::json::object();
   // Ranked (top_k) only with a value of these weights: the monitor's set evaluated at this batch.
   std::optional<double> value;
   if (impl_->options_.top_k() > 0 && impl_->monitor_evaluated_at_ == state.timestamp.batch()) {
     value = state.eval_metric(impl_->options_.monitor());
     if (value && !std::isfinite(*value)) value.reset();
-    if (value)
-      meta["monitor"] = {{"key", impl_->options_.monitor()}, {"value", *value}, {"batch", state.timestamp.batch()}};
   }
   impl_->last_save_ranked_ = value.has_value();
+  if (!impl_->options_.write()) {  // the writer's decisions, made from the same state
+    impl_->last_saved_ = {state.timestamp.epoch(), state.timestamp.batch()};
+    return "";
+  }
+  nlohmann::json meta = impl_->meta_ ? impl_->meta_() : nlohmann::json::object();
+  if (value) {
+    meta["monitor"] = {{"key", impl_->options_.monitor()}, {"value", *value}, {"batch", state.timestamp.batch()}};
+  }
   const std::string name = fill(impl_->options_.filename(), state);
   check_checkpoint_filename(name);  // {run_name} may make a name the pattern did not
   std::string path = (fs::path(impl_->options_.folder()) / name).string();
@@ -367,7 +374,8 @@ void CheckpointSaver::batch_checkpoint(State& state, Logger&) {
   if (every.unit() == TimeUnit::kBatch && state.timestamp.batch() % every.count() == 0) save(state);
   if (every.unit() == TimeUnit::kSample) {
     const int64_t n = every.count();
-    if (state.timestamp.sample() / n > (state.timestamp.sample() - state.batch.size()) / n) save(state);
+    const int64_t samples = state.batch_samples > 0 ? state.batch_samples : state.batch.size();  // every rank's
+    if (state.timestamp.sample() / n > (state.timestamp.sample() - samples) / n) save(state);
   }
 }
 

@@ -284,6 +284,7 @@ void read_loop_keys(OptionReader& top, const Loss& loss, TrainerOptions& o) {
   }
   top.read("ddp_overlap", o.ddp_overlap());
   top.read("ddp_backend", o.ddp_backend());
+  top.read("sharding", o.sharding());
   top.read("progress_bar", o.progress_bar());
   top.read("console_log_interval", o.console_log_interval());
   if (top.has("eval_metrics")) {

@@ -23,6 +23,7 @@
 #include "cuda/cuda.h"
 #include "mpi/comm.h"
 #include "train/data_parallel.h"
+#include "train/sharded_optimizer.h"
 #include "train/trainer_graphs.h"
 #include "train/trainer_internal.h"
 
@@ -47,9 +48,7 @@ std::string shape_of(const at::Tensor& t) { return c10::str(t.sizes()); }
 
 bool is_zero(const Time& t) { return t.value() == 0.0; }
 
-void require(bool ok, const std::string& what) {
-  if (!ok) throw std::invalid_argument(what);
-}
+using detail::require;
 
 // TrainerOptions::device resolved: under data parallelism auto and cuda take the rank's GPU.
 c10::Device resolve_device(const TrainerOptions& o, bool distributed) {
@@ -192,14 +191,18 @@ Trainer::Impl::Impl(TrainerOptions options) : options_(std::move(options)) {
   setup_state();
   const bool writes = rank() == 0;  // only rank 0 logs and writes checkpoints
   setup_loggers(writes);
-  if (!options_.save_folder().empty() && writes) setup_saver();
+  // Under sharding every rank takes part in each checkpoint (the shards are gathered); rank 0 writes.
+  const bool sharded = ddp_ && options_.sharding() != Sharding::kNone;
+  if (!options_.save_folder().empty() && (writes || sharded)) setup_saver(writes);
   engine_ = std::make_unique<Engine>(state_, *logger_);
   engine_->run_event(Event::kInit);
+  check_sharding();
   setup_activation_checkpointing();  // after init's surgery: the blocks it put in are the units
   state_.model->to(state_.device);   // what surgery put in at init was made on the CPU
   engine_->run_event(Event::kBeforeLoad);
   load_initial_state(writes);
   engine_->run_event(Event::kAfterLoad);
+  setup_sharding();  // the shards take the weights and optimizer state loaded
 }
 
 // The blocks whose activations backward recomputes (TrainerOptions::activation_checkpointing).
@@ -305,7 +308,7 @@ bool save_greater_is_better(const TrainerOptions& o) {
 }  // namespace
 
 // The trainer's own checkpoint saver (the save_* options), a callback like the others.
-void Trainer::Impl::setup_saver() {
+void Trainer::Impl::setup_saver(bool writes) {
   const TimeUnit save_unit = options_.save_interval().unit();
   require(save_unit == TimeUnit::kEpoch || save_unit == TimeUnit::kBatch || save_unit == TimeUnit::kSample,
           "TrainerOptions: save_interval " + options_.save_interval().to_string() + " must be in ep, ba or sp");
@@ -317,7 +320,8 @@ void Trainer::Impl::setup_saver() {
           .num_checkpoints_to_keep(options_.save_num_checkpoints_to_keep())
           .top_k(options_.save_top_k())
           .monitor(options_.save_monitor())
-          .greater_is_better(save_greater_is_better(options_)),
+          .greater_is_better(save_greater_is_better(options_))
+          .write(writes),
       [this] {
         flush_losses();  // a NaN loss stops the run before it is saved
         return snapshot(options_.save_weights_only());
@@ -595,6 +599,10 @@ MemoryUse Trainer::Impl::memory_use() const {
     m.grads_bytes += bytes(p.grad());
   }
   for (const auto& optimizer : state_.optimizers) m.optimizer_bytes += optimizer_state_bytes(*optimizer);
+  for (const auto& s : sharded_) {  // this rank's shards of the state (and of the gradients)
+    m.optimizer_bytes += s->state_bytes();
+    for (const auto& g : s->gradient_shards()) m.grads_bytes += bytes(g);
+  }
   const auto device = device_memory(state_.device);
   m.peak_bytes = device ? device->peak : static_cast<int64_t>(MemoryMonitor::peak_rss_mb() * 1024.0 * 1024.0);
   return m;
@@ -659,11 +667,8 @@ void Trainer::Impl::eager_step() {
   at::Tensor batch_loss;
   Model& model = current_model();
   if (ddp_) {
-    ddp_->prepare(model);
-    if (inputs.empty()) {  // nothing here: this rank adds zeros
-      ddp_->arm(0.0, how.find_unused);
-      ddp_->finish();
-    }
+    if (!sharded_gradients()) ddp_->prepare(model);
+    if (inputs.empty()) reduce_gradients(0.0, how.find_unused);  // nothing here: this rank adds zeros
   }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs.size() > 1) state_.batch = {inputs[i], targets[i]};
@@ -724,14 +729,19 @@ void Trainer::Impl::train_microbatch(Model& model, const Backward& how) {
   }
   fire(Event::kAfterLoss);
   fire(Event::kBeforeBackward);
-  if (ddp_ && how.last) ddp_->arm(ddp_weight_, how.find_unused);  // buckets reduce as backward fills them
+  // Buckets reduce as backward fills them; sharded gradients are reduce-scattered after it.
+  if (ddp_ && how.last && !sharded_gradients()) ddp_->arm(ddp_weight_, how.find_unused);
   {
     ScopedMarker marker(state_.profiler.get(), "backward");
     backward(state_.loss, how.share, how.create_graph);
   }
   if (ddp_ && how.last) {
     ScopedMarker marker(state_.profiler.get(), "ddp/wait");
-    ddp_->finish();  // after_backward sees the averaged gradients
+    if (sharded_gradients()) {
+      reduce_gradients(ddp_weight_, how.find_unused);
+    } else {
+      ddp_->finish();  // after_backward sees the averaged gradients
+    }
   }
   fire(Event::kAfterBackward);
 }
@@ -747,6 +757,10 @@ void Trainer::Impl::backward(const at::Tensor& loss, double share, bool create_g
 }
 
 void Trainer::Impl::optimizer_step() {
+  if (!sharded_.empty()) {  // each rank steps its shards, then gathers the weights
+    for (const auto& s : sharded_) s->step();
+    return;
+  }
   if (!state_.grad_scaler) {
     for (const auto& optimizer : state_.optimizers) {
       if (graphs_ && capturable_step(optimizer)) continue;  // the replays' arithmetic (trainer_graphs.cpp)

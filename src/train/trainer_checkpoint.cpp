@@ -15,6 +15,7 @@
 #include "baton/optim/optimizers.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/trainer.h"
+#include "train/sharded_optimizer.h"
 #include "train/trainer_impl.h"
 #include "train/trainer_internal.h"
 
@@ -198,11 +199,13 @@ StateDict Trainer::Impl::snapshot(bool weights_only) const {
   nlohmann::json kinds = nlohmann::json::array();
   for (const auto& optimizer : state_.optimizers) kinds.push_back(optimizer_kind(*optimizer));
   out.values["optimizer_kinds"] = kinds;
+  for (const auto& s : sharded_) s->gather_state();  // every rank's shards, whole (collective)
   for (std::size_t i = 0; i < state_.optimizers.size(); ++i) {
     const std::string bytes = bytes_of(*state_.optimizers[i]);
     out.tensors["optimizers/" + std::to_string(i)] =
         torch::from_blob(const_cast<char*>(bytes.data()), {static_cast<int64_t>(bytes.size())}, torch::kByte).clone();
   }
+  for (const auto& s : sharded_) s->release_gathered();
   {
     auto generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
@@ -226,7 +229,8 @@ StateDict Trainer::Impl::snapshot(bool weights_only) const {
 
 void Trainer::Impl::save_checkpoint(const std::string& path, bool weights_only) {
   flush_losses();
-  write_checkpoint(path, snapshot(weights_only), options_.checkpoint_meta());
+  const StateDict state = snapshot(weights_only);  // under sharding, every rank gathers
+  if (sharded_.empty() || rank() == 0) write_checkpoint(path, state, options_.checkpoint_meta());
 }
 
 void Trainer::Impl::load_checkpoint(const std::string& path, bool weights_only, bool strict,
@@ -271,6 +275,7 @@ void Trainer::Impl::load_checkpoint_file(const std::string& path, bool weights_o
   state_.max_duration = options_.max_duration();
   state_.precision = options_.precision();
   load_optimizers(path, sd, state_);
+  for (const auto& s : sharded_) s->reshard();  // each rank's shards of what loaded
   load_generators(sd, state_.device);
   if (auto it = sd.values.find("grad_scaler"); it != sd.values.end() && state_.grad_scaler) {
     try {

@@ -19,6 +19,7 @@ class CheckpointSaver;
 class Metric;
 namespace detail {
 class DataParallel;
+class ShardedOptimizer;
 struct TrainGraphs;
 struct ShapeGraph;
 }  // namespace detail
@@ -49,8 +50,16 @@ struct Trainer::Impl {
   void setup_distributed();
   void setup_state();
   void setup_activation_checkpointing();
+  // Sharding (TrainerOptions::sharding): what it refuses, then each optimizer's shards.
+  void check_sharding();
+  void setup_sharding();
+  // Whether the gradients are reduce-scattered into shards (sharding: gradients or full).
+  bool sharded_gradients() const;
+  // Under data parallelism, after the batch's last backward: the gradients averaged over the ranks
+  // (or reduce-scattered into their shards), this rank's counting with `weight`.
+  void reduce_gradients(double weight, bool find_unused);
   void setup_loggers(bool writes);
-  void setup_saver();
+  void setup_saver(bool writes);
   void load_initial_state(bool writes);
   // fit(), step by step.
   bool start_fit(DataLoader& loader);
@@ -115,7 +124,8 @@ struct Trainer::Impl {
   bool time_reached_ = false;          // a max_duration in seconds stopped this fit
   std::shared_ptr<CheckpointSaver> saver_;
   std::unique_ptr<detail::DataParallel> ddp_;
-  double ddp_weight_ = 1.0;  // this rank's share of the current global batch
+  std::vector<std::unique_ptr<detail::ShardedOptimizer>> sharded_;  // under sharding: one an optimizer
+  double ddp_weight_ = 1.0;                                         // this rank's share of the current global batch
   struct PendingLoss {
     int64_t step;
     int64_t epoch;

@@ -95,5 +95,47 @@ TEST(Optimizers, OneLikeAnotherTakesItsKindAndEachGroupsOptions) {
               ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("is none of sgd, adam")));
 }
 
+// A parameter's state as named tensors, and set back: an optimizer given another's state (moved
+// to a parameter of the same shape) steps as that one does.
+TEST(Optimizers, AParametersStateIsReadAndSetByName) {
+  for (const std::string name : {"sgd", "decoupled_sgdw", "adam", "adamw"}) {
+    SCOPED_TRACE(name);
+    auto options = OptimizerOptions().name(name).lr(0.1).momentum(0.9);
+    at::Tensor a = torch::ones({4}).requires_grad_(true), b = torch::ones({4}).requires_grad_(true);
+    const auto first = make_optimizer(options, {a}), second = make_optimizer(options, {b});
+    EXPECT_TRUE(optimizer_param_state(*first, a).empty()) << "none before the first step";
+    for (int step = 0; step < 2; ++step) {
+      first->zero_grad();
+      (a * torch::arange(4.0)).sum().backward();
+      first->step();
+    }
+    const auto state = optimizer_param_state(*first, a);
+    const bool adam = name.rfind("adam", 0) == 0;
+    EXPECT_EQ(state.size(), adam ? 3U : 1U);
+    if (adam) {
+      EXPECT_EQ(state.at("step").item<int64_t>(), 2);
+    }
+    std::map<std::string, at::Tensor> copied;
+    for (const auto& [key, value] : state) copied[key] = value.clone();
+    set_optimizer_param_state(*second, b, copied);
+    {
+      torch::NoGradGuard no_grad;
+      b.copy_(a);
+    }
+    for (auto* run : {&first, &second}) {
+      at::Tensor& p = run == &first ? a : b;
+      (*run)->zero_grad();
+      (p * torch::arange(4.0)).sum().backward();
+      (*run)->step();
+    }
+    EXPECT_TRUE(torch::equal(a, b));
+    set_optimizer_param_state(*second, b, {});
+    EXPECT_TRUE(optimizer_param_state(*second, b).empty());
+  }
+  torch::optim::RMSprop rmsprop({torch::ones({1})}, torch::optim::RMSpropOptions(0.1));
+  EXPECT_THAT([&] { optimizer_param_state(rmsprop, torch::ones({1})); },
+              ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("is none of sgd, adam")));
+}
+
 }  // namespace
 }  // namespace baton

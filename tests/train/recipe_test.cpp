@@ -144,6 +144,12 @@ TEST(Recipe, DeviceKeys) {
               StartsWith("r.yaml:1:27: activation_checkpointing: expected false, auto, or a list of module kinds "
                          "([Block]), got 3"));
   EXPECT_THAT(build("activation_checkpointing: true\n"), HasSubstr("activation_checkpointing: expected false, auto"));
+  // sharding: none, optimizer, gradients, full.
+  EXPECT_EQ(automatic.options.sharding(), Sharding::kNone);
+  EXPECT_EQ(build_run(Recipe::parse("sharding: gradients\n" + data, "r.yaml")).options.sharding(),
+            Sharding::kGradients);
+  EXPECT_THAT(build("sharding: zero3\n"),
+              StartsWith("r.yaml:1:11: sharding: expected none, optimizer, gradients or full, got 'zero3'"));
   EXPECT_EQ(build_run(Recipe::parse("tf32: false\n" + data, "r.yaml")).options.tf32(), std::optional<bool>(false));
   EXPECT_THAT(testing::error_of([&] { build_run(Recipe::parse("tf32: sometimes\n" + data, "r.yaml")); }),
               HasSubstr("r.yaml:1:7: tf32: expected auto (PyTorch's defaults"));

@@ -78,8 +78,8 @@ TEST(ShardedOptimizer, ParametersThatAreNotFloat32AreRefused) {
   at::Tensor w = torch::zeros({4}, torch::kDouble).requires_grad_(true);
   const auto optimizer = make_optimizer(OptimizerOptions().name("sgd").lr(0.1), {w});
   EXPECT_THAT([&] { detail::ShardedOptimizer(optimizer, mpi::Comm::world()); },
-              ::testing::ThrowsMessage<std::invalid_argument>(
-                  ::testing::HasSubstr("sharding: the optimizer's parameters must be float32 on the CPU, got Double")));
+              ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr(
+                  "sharding: the optimizer's parameters must be float32 on one device, got Double")));
 }
 
 }  // namespace

@@ -202,6 +202,16 @@ TrainerOptions gpt_options(std::vector<std::string> checkpointing) {
       .console_log_interval("0ba");
 }
 
+// sharding in one process: nothing to shard over, one warning, and it trains as without.
+TEST(Trainer, ShardingInOneProcessSaysItDoesNothing) {
+  testing::CapturedLog log;
+  TrainerOptions o = gpt_options({});
+  Trainer t(o.sharding(Sharding::kFull));
+  t.fit();
+  EXPECT_EQ(t.state().sharding, Sharding::kNone);
+  EXPECT_THAT(log.text(), HasSubstr("sharding: full does nothing in a single process: there are no ranks"));
+}
+
 TEST(Trainer, ActivationCheckpointingTrainsToTheSameWeights) {
   TrainerOptions plain = gpt_options({}), recomputed = gpt_options({"auto"});
   Trainer(plain).fit();

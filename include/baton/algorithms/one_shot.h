@@ -35,6 +35,11 @@ class SinglePath : public Algorithm {
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
   bool find_unused_parameters() const override { return true; }
   std::string graph_blocker(const State& state) override;
+  std::string sharding_blocker(Sharding sharding) const override {
+    return sharding == Sharding::kNone ? ""
+                                       : "leaves the weights off the path as they are, but a rank steps every "
+                                         "element of its shard";
+  }
 
  private:
   SinglePathOptions options_;

@@ -35,6 +35,11 @@ class LayerFreezing : public Algorithm {
   StateDict state_dict() const override;
   void load_state_dict(const StateDict& state) override;
   int64_t frozen_layers() const;
+  std::string sharding_blocker(Sharding sharding) const override {
+    return sharding == Sharding::kNone ? ""
+                                       : "freezes layers mid-run, but a rank steps every element of its shard "
+                                         "(frozen weights would move)";
+  }
 
  private:
   void freeze(State& state, int64_t count);
@@ -63,6 +68,9 @@ class Ema : public Algorithm {
   void load_state_dict(const StateDict& state) override;
   // The averaged weights and buffers by name (empty before the first update).
   const std::map<std::string, at::Tensor>& ema_weights() const;
+  std::string sharding_blocker(Sharding sharding) const override {
+    return sharding == Sharding::kFull ? "needs whole parameters" : "";
+  }
   bool swapped_in() const;
 
  private:
@@ -103,6 +111,9 @@ class Swa : public Algorithm {
   StateDict state_dict() const override;
   void load_state_dict(const StateDict& state) override;
   int64_t num_averaged() const;
+  std::string sharding_blocker(Sharding sharding) const override {
+    return sharding == Sharding::kFull ? "needs whole parameters" : "";
+  }
   bool done() const;
 
  private:
@@ -127,6 +138,8 @@ class GradientClipping : public Algorithm {
   explicit GradientClipping(GradientClippingOptions options = GradientClippingOptions());
   bool match(Event event, const State& state) override;
   std::optional<int> apply(Event event, State& state, Logger& logger) override;
+  // norm and value clip shards (the norm summed over the ranks); adaptive needs whole gradients.
+  std::string sharding_blocker(Sharding sharding) const override;
 
  private:
   GradientClippingOptions options_;
@@ -149,6 +162,9 @@ class Sam : public Algorithm {
   // On every interval'th batch only: match() alone would miss it between those.
   std::string graph_blocker(const State& /*state*/) override {
     return "acts on after_train_batch (a second forward and backward), inside the train step";
+  }
+  std::string sharding_blocker(Sharding sharding) const override {
+    return sharding == Sharding::kGradients || sharding == Sharding::kFull ? "needs whole gradients" : "";
   }
 
  private:

@@ -15,6 +15,7 @@
 #include <typeinfo>
 
 #include "baton/core/event.h"
+#include "baton/core/sharding.h"
 #include "baton/core/state_dict.h"
 
 namespace baton {
@@ -45,6 +46,11 @@ class Algorithm {
   // one event. Default: false.
   virtual bool interpolate_loss() const { return false; }
 
+  // Why this algorithm cannot train under `sharding` (TrainerOptions::sharding), or "" when it can:
+  // "needs whole parameters" (EMA under full sharding), "needs whole gradients" (SAM). The trainer
+  // refuses the run before it trains ("sharding: full: algorithm 'Ema' needs whole parameters").
+  // Default: "" (works at every level).
+  virtual std::string sharding_blocker(Sharding /*sharding*/) const { return ""; }
   // Why the train step cannot be replayed from a CUDA graph while this algorithm runs
   // (TrainerOptions::cuda_graphs), or "" when it can. The graph holds forward, loss, backward and
   // the optimizer step as captured once, so an algorithm that acts on an event inside the step

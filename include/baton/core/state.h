@@ -72,6 +72,14 @@ class State {
   // after its backward. An algorithm that runs a backward of its own (SAM) calls it after. Empty
   // (nothing to do) without data parallelism.
   std::function<void()> reduce_gradients;
+  // How the ranks share the training state (TrainerOptions::sharding). Default: kNone.
+  Sharding sharding = Sharding::kNone;
+  // Under sharding: gradients | full, the gradients this rank holds after the trainer's backward:
+  // its shards of the flattened gradients (the parameters' own .grad are empty); an algorithm that
+  // reads or scales gradients (clipping) works on these, and sums what needs every rank's (a norm)
+  // with sum_over_ranks. Both empty otherwise.
+  std::function<std::vector<at::Tensor>()> gradient_shards;
+  std::function<at::Tensor(const at::Tensor&)> sum_over_ranks;
   at::Tensor outputs;
   at::Tensor loss;
   // Examples per microbatch, and how many microbatches make this batch. Default: 1 (whole batch).

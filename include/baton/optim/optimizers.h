@@ -4,6 +4,7 @@
 //   auto optimizer = baton::make_optimizer(spec, model->parameters());
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,5 +51,17 @@ std::shared_ptr<torch::optim::Optimizer> make_optimizer_like(const torch::optim:
 // its first step. The state of an optimizer make_optimizer does not make counts as its serialised
 // size.
 int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer);
+
+// The state `optimizer` (one make_optimizer makes) holds for `parameter`, as named tensors: sgd's
+// and decoupled_sgdw's "momentum_buffer"; adam's and adamw's "step" (an int64 scalar), "exp_avg",
+// "exp_avg_sq" and (amsgrad) "max_exp_avg_sq"; empty before the parameter's first step. Sharded
+// training cuts these into shards and joins them again. Throws std::invalid_argument for another
+// kind of optimizer.
+std::map<std::string, at::Tensor> optimizer_param_state(const torch::optim::Optimizer& optimizer,
+                                                        const at::Tensor& parameter);
+// Makes `state` (named as optimizer_param_state names them) the state `optimizer` holds for
+// `parameter`; an empty map removes it.
+void set_optimizer_param_state(torch::optim::Optimizer& optimizer, const at::Tensor& parameter,
+                               const std::map<std::string, at::Tensor>& state);
 
 }  // namespace baton

@@ -32,6 +32,9 @@ class CheckpointSaverOptions {
   BATON_ARG(int, top_k) = 0;
   BATON_ARG(std::string, monitor);
   BATON_ARG(bool, greater_is_better) = true;
+  // false: a rank that takes each snapshot with the others (sharded training gathers the shards
+  // then) and writes nothing; its decisions are the writer's, made from the same state.
+  BATON_ARG(bool, write) = true;
 };
 
 // The link to the best checkpoint (save_top_k), beside `latest`.
@@ -52,7 +55,7 @@ class CheckpointSaver : public Callback {
   void eval_end(State& state, Logger& logger) override;
   void close(State& state, Logger& logger) override;
 
-  // Snapshots now and writes in the background; returns the file's path.
+  // Snapshots now and writes in the background; returns the file's path ("" when it does not write).
   std::string save(const State& state);
   // Waits for the write in flight; rethrows its error.
   void wait();

@@ -190,6 +190,12 @@ class TrainerOptions {
   BATON_ARG(double, ddp_bucket_mb) = 1.0;
   BATON_ARG(bool, ddp_overlap) = true;
   BATON_ARG(DdpBackend, ddp_backend) = DdpBackend::kAuto;
+  // Sharded data parallelism (docs/distributed.md, "Sharding"): kOptimizer cuts each optimizer's
+  // state over the ranks (1/N each), kGradients the averaged gradients too (reduce-scattered),
+  // kFull the parameters too. Every rank of the job calls save_checkpoint together (it gathers
+  // the shards). Refused: amp_fp16 (its loss scaler), algorithms that need whole tensors; in a
+  // single process it does nothing (a warning). Default: kNone.
+  BATON_ARG(Sharding, sharding) = Sharding::kNone;
 
  public:
   TrainerOptions& device(c10::Device device) { return this->device(device.str()); }

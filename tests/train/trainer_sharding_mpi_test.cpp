@@ -1,0 +1,234 @@
+// Sharded data parallelism in the Trainer (src/train/trainer_sharding.cpp) under mpirun, at any
+// number of ranks (CTest runs it at 2 and 4): the zoo's gpt (4 layers, width 256) trained 50 AdamW
+// steps with sharding: optimizer or gradients, with gradient clipping and microbatches too, logs the
+// losses of a 1-process run on the same global batches and ends at its weights (1e-5); a rank holds
+// 1/N of the optimizer's state; a sharded run's checkpoint resumes in one process and on the ranks.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <unistd.h>
+#include <filesystem>
+
+#include "baton/algorithms/weights.h"
+#include "baton/loggers/in_memory_logger.h"
+#include "baton/models/zoo.h"
+#include "baton/optim/optimizers.h"
+#include "baton/train/trainer.h"
+#include "mpi/comm.h"
+#include "common/test_util.h"
+
+namespace baton {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct RunSetup {
+  Sharding sharding = Sharding::kNone;
+  bool clip_and_microbatches = false;
+  std::string steps = "50ba";
+};
+
+// 8 sequences of 32 tokens a global batch: each rank takes its share of every batch.
+TrainerOptions gpt_run(const RunSetup& setup, Distributed distributed, std::shared_ptr<InMemoryLogger> log = nullptr) {
+  torch::manual_seed(0);
+  auto model = make_model(
+      "gpt", ModelOptions().input_shape({32}).num_classes(256).layers(4).width(256).heads(4).dropout(0.0));
+  auto tokens = at::detail::createCPUGenerator(5);
+  auto data = std::make_shared<TensorDataset>(torch::randint(0, 256, {96, 32}, tokens, torch::kLong),
+                                              torch::randint(0, 256, {96, 32}, tokens, torch::kLong));
+  TrainerOptions o;
+  o.model(model)
+      .train_dataloader(std::make_shared<DataLoader>(data, DataLoaderOptions().batch_size(8).seed(3)))
+      .optimizers({make_optimizer(OptimizerOptions().name("adamw").lr(2e-4).weight_decay(0.01), model->parameters())})
+      .max_duration(setup.steps)
+      .eval_interval("0ba")
+      .distributed(distributed)
+      .sharding(setup.sharding)
+      .num_threads(1)
+      .progress_bar(false)
+      .console_log_interval("0ba");
+  if (setup.clip_and_microbatches) {
+    o.algorithms({std::make_shared<GradientClipping>(GradientClippingOptions().clipping_threshold(0.5))});
+    o.device_train_microbatch_size(1);
+  }
+  if (log) o.loggers({log});
+  return o;
+}
+
+std::vector<at::Tensor> weights(Trainer& trainer) {
+  std::vector<at::Tensor> out;
+  for (const auto& p : trainer.state().model->parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+double max_difference(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, (a[i] - b[i]).abs().max().item<double>());
+  return d;
+}
+
+double max_difference(const std::vector<std::pair<int64_t, double>>& a, const std::vector<std::pair<int64_t, double>>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    d = std::max(d, std::abs(a[i].second - b[i].second));
+  }
+  return d;
+}
+
+// The largest difference between this rank's weights and rank 0's.
+double spread_across_ranks(const std::vector<at::Tensor>& w) {
+  auto& comm = mpi::Comm::world();
+  double d = 0;
+  for (const auto& t : w) {
+    auto mine = t.contiguous().clone();
+    auto root = mine.clone();
+    comm.broadcast(root.data_ptr<float>(), static_cast<std::size_t>(root.numel()));
+    d = std::max(d, (mine - root).abs().max().item<double>());
+  }
+  return d;
+}
+
+struct Outcome {
+  std::vector<at::Tensor> weights;
+  std::vector<std::pair<int64_t, double>> losses;
+  MemoryUse memory;
+  std::vector<MemoryUse> per_rank;
+};
+
+Outcome train(const RunSetup& setup, Distributed distributed) {
+  auto log = std::make_shared<InMemoryLogger>();
+  Trainer trainer(gpt_run(setup, distributed, log));
+  trainer.fit();
+  return {weights(trainer), log->series("train/loss"), trainer.summary().memory, trainer.summary().memory_per_rank};
+}
+
+// The 1-process run, trained once per setup by every rank (on the same cores, at the same time). It
+// takes each global batch in microbatches of one rank's share, so that a rank's forward and backward
+// is one of its microbatches (a batch of 8 in one product rounds otherwise than two of 4, and 50
+// Adam steps grow that to 1e-5 of the weights, for plain data parallelism as much as sharded): what
+// is compared is the reduction over the ranks and the sharded step.
+const Outcome& reference(const RunSetup& setup) {
+  static std::map<std::pair<bool, std::string>, Outcome> done;
+  const auto key = std::make_pair(setup.clip_and_microbatches, setup.steps);
+  if (!done.count(key)) {
+    TrainerOptions o = gpt_run({Sharding::kNone, setup.clip_and_microbatches, setup.steps}, Distributed::kOff);
+    if (!setup.clip_and_microbatches) o.device_train_microbatch_size(8 / mpi::Comm::world().size());
+    auto log = std::make_shared<InMemoryLogger>();
+    o.loggers({log});
+    Trainer trainer(o);
+    trainer.fit();
+    done[key] = {weights(trainer), log->series("train/loss"), trainer.summary().memory,
+                 trainer.summary().memory_per_rank};
+  }
+  return done[key];
+}
+
+void expect_the_same_training(const RunSetup& setup) {
+  const Outcome& expected = reference(setup);
+  const Outcome got = train(setup, Distributed::kOn);
+  if (mpi::Comm::world().rank() == 0) {  // only rank 0 logs
+    EXPECT_LT(max_difference(got.losses, expected.losses), 1e-5) << "every step's loss";
+    EXPECT_EQ(got.losses.size(), 50U);
+  }
+  EXPECT_LT(max_difference(got.weights, expected.weights), 1e-5) << "the final weights";
+  EXPECT_EQ(spread_across_ranks(got.weights), 0.0) << "every rank holds the same weights";
+}
+
+TEST(TrainerSharding, NoneTrainsAsOneProcess) { expect_the_same_training({Sharding::kNone}); }
+
+TEST(TrainerSharding, OptimizerShardingTrainsAsOneProcess) { expect_the_same_training({Sharding::kOptimizer}); }
+
+TEST(TrainerSharding, GradientShardingTrainsAsOneProcess) { expect_the_same_training({Sharding::kGradients}); }
+
+TEST(TrainerSharding, WithClippingAndMicrobatchesToo) {
+  expect_the_same_training({Sharding::kOptimizer, true});
+  expect_the_same_training({Sharding::kGradients, true});
+}
+
+// Each rank holds 1/N of AdamW's two moments (the shards are padded to a multiple of N).
+TEST(TrainerSharding, ARankHoldsItsShareOfTheOptimizerState) {
+  const int n = mpi::Comm::world().size();
+  const RunSetup short_run{Sharding::kOptimizer, false, "2ba"};
+  const Outcome whole = reference(short_run);
+  for (const Sharding sharding : {Sharding::kOptimizer, Sharding::kGradients}) {
+    const Outcome got = train({sharding, false, "2ba"}, Distributed::kOn);
+    ASSERT_EQ(got.per_rank.size(), static_cast<std::size_t>(n));
+    for (const MemoryUse& rank : got.per_rank) {
+      EXPECT_NEAR(static_cast<double>(rank.optimizer_bytes) * n / static_cast<double>(whole.memory.optimizer_bytes),
+                  1.0, 0.02);
+      EXPECT_EQ(rank.params_bytes, whole.memory.params_bytes) << "whole parameters";
+    }
+    const double grads = static_cast<double>(got.memory.grads_bytes) / static_cast<double>(whole.memory.grads_bytes);
+    if (sharding == Sharding::kGradients) {
+      EXPECT_NEAR(grads * n, 1.0, 0.02) << "1/N of the gradients";
+    } else {
+      EXPECT_EQ(grads, 1.0) << "whole gradients";
+    }
+  }
+}
+
+fs::path shared_dir(const std::string& name) {
+  auto& comm = mpi::Comm::world();
+  std::string dir;
+  if (comm.rank() == 0) {
+    dir = (fs::temp_directory_path() / ("baton_sharding_" + name + "_" + std::to_string(::getpid()))).string();
+    fs::remove_all(dir);
+  }
+  return comm.broadcast(dir, 0);
+}
+
+// A checkpoint of the sharded ranks (every rank gathers, rank 0 writes one file) resumes on the
+// ranks, sharded, and in one process: both end where the uninterrupted run does.
+TEST(TrainerSharding, ItsCheckpointsResumeOnTheRanksAndInOneProcess) {
+  auto& comm = mpi::Comm::world();
+  const RunSetup full_run{Sharding::kGradients, false, "12ba"};
+  const Outcome uninterrupted = train(full_run, Distributed::kOn);
+  const fs::path folder = shared_dir("resume");
+  {
+    TrainerOptions o = gpt_run({Sharding::kGradients, false, "6ba"}, Distributed::kOn);
+    o.save_folder(folder.string()).save_interval("3ba");
+    Trainer first(o);
+    first.fit();
+  }
+  comm.barrier();
+  {
+    TrainerOptions o = gpt_run(full_run, Distributed::kOn);
+    o.save_folder(folder.string()).autoresume(true);
+    Trainer resumed(o);
+    EXPECT_EQ(resumed.state().timestamp.batch(), 6);
+    resumed.fit();
+    EXPECT_LT(max_difference(weights(resumed), uninterrupted.weights), 1e-5) << "resumed on the ranks";
+  }
+  comm.barrier();
+  if (comm.rank() == 0) {
+    EXPECT_TRUE(fs::exists(folder / "ep0-ba3.ckpt")) << "rank 0 writes";
+    TrainerOptions o = gpt_run({Sharding::kNone, false, "12ba"}, Distributed::kOff);
+    o.load_path((folder / "ep0-ba6.ckpt").string());
+    Trainer alone(o);
+    alone.fit();
+    EXPECT_LT(max_difference(weights(alone), uninterrupted.weights), 1e-5) << "resumed in one process";
+    fs::remove_all(folder);
+  }
+  comm.barrier();
+}
+
+TEST(TrainerSharding, WhatCannotWorkOnShardsIsRefusedByName) {
+  TrainerOptions sam = gpt_run({Sharding::kGradients}, Distributed::kOn);
+  sam.algorithms({std::make_shared<Sam>()});
+  EXPECT_THAT(testing::error_of([&] { Trainer t(sam); }),
+              HasSubstr("sharding: gradients: algorithm 'Sam' needs whole gradients"));
+  TrainerOptions adaptive = gpt_run({Sharding::kGradients}, Distributed::kOn);
+  adaptive.algorithms(
+      {std::make_shared<GradientClipping>(GradientClippingOptions().clipping_type(ClippingType::kAdaptive))});
+  EXPECT_THAT(testing::error_of([&] { Trainer t(adaptive); }), HasSubstr("'GradientClipping' needs whole gradients"));
+  TrainerOptions freezing = gpt_run({Sharding::kOptimizer}, Distributed::kOn);
+  freezing.algorithms({std::make_shared<LayerFreezing>()});
+  EXPECT_THAT(testing::error_of([&] { Trainer t(freezing); }), HasSubstr("'LayerFreezing' freezes layers mid-run"));
+}
+
+}  // namespace
+}  // namespace baton
