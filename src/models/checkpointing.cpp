@@ -32,24 +32,59 @@ void set_state(at::Generator& generator, const at::Tensor& state) {
   generator.set_state(state);
 }
 
-// The unit a node of the backward graph recomputes (a copy of the slot's handle: it shares the module).
+// What a node of the backward graph keeps of its unit: the module (a copy of the slot's handle: it
+// shares the module), the hooks, and without recomputation the forward's own graph.
 struct UnitHandle : torch::CustomClassHolder {
-  explicit UnitHandle(nn::AnyModule u) : unit(std::move(u)) {}
+  UnitHandle(nn::AnyModule u, std::shared_ptr<UnitHooks> h) : unit(std::move(u)), hooks(std::move(h)) {}
   nn::AnyModule unit;
+  std::shared_ptr<UnitHooks> hooks;
+  at::Tensor input;   // the forward's input as a leaf of its graph (without recomputation)
+  at::Tensor output;  // and its output, the root of that graph
 };
 
-// Forward without keeping activations; backward recomputes them from the saved input.
-struct Recompute : torch::autograd::Function<Recompute> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, nn::AnyModule unit) {
-    at::Generator generator = generator_of(x.device());
-    ctx->saved_data["unit"] = c10::IValue::make_capsule(c10::make_intrusive<UnitHandle>(unit));
-    ctx->saved_data["rng"] = state_of(generator);
-    ctx->save_for_backward({x});
-    return unit.forward(x);  // grad mode is off here
+// The unit's forward as one node: with recomputation it keeps only its input and backward computes
+// the activations again (the random generator's state and the buffers as the forward had them);
+// without, the forward's graph is kept inside the node and backward runs through it. The hooks run
+// around each pass.
+struct UnitCall : torch::autograd::Function<UnitCall> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, nn::AnyModule unit, bool recompute,
+                            std::shared_ptr<UnitHooks> hooks) {
+    auto handle = c10::make_intrusive<UnitHandle>(unit, hooks);
+    if (hooks) hooks->before_forward();
+    at::Tensor y;
+    if (recompute) {
+      at::Generator generator = generator_of(x.device());
+      ctx->saved_data["rng"] = state_of(generator);
+      ctx->save_for_backward({x});
+      y = unit.forward(x);  // grad mode is off here
+    } else {
+      torch::AutoGradMode enabled(true);
+      handle->input = x.detach().requires_grad_(x.requires_grad());
+      handle->output = unit.forward(handle->input);
+      y = handle->output.detach();
+    }
+    if (hooks) hooks->after_forward();
+    ctx->saved_data["unit"] = c10::IValue::make_capsule(handle);
+    return y;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    nn::AnyModule& unit = c10::static_intrusive_pointer_cast<UnitHandle>(ctx->saved_data["unit"].toCapsule())->unit;
+    auto handle = c10::static_intrusive_pointer_cast<UnitHandle>(ctx->saved_data["unit"].toCapsule());
+    if (handle->hooks) handle->hooks->before_backward();
+    at::Tensor input;
+    if (handle->output.defined()) {
+      input = handle->input;
+      torch::autograd::backward({handle->output}, {grads[0]});
+      handle->output = at::Tensor();  // the graph is spent
+    } else {
+      input = recompute_backward(ctx, handle->unit, grads[0]);
+    }
+    if (handle->hooks) handle->hooks->after_backward();
+    return {input.requires_grad() ? input.grad() : at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+
+  // The forward again from the saved input, as it ran (generator, buffers), and its backward.
+  static at::Tensor recompute_backward(AutogradContext* ctx, nn::AnyModule& unit, const at::Tensor& grad) {
     const at::Tensor x = ctx->get_saved_variables()[0];
     std::vector<at::Tensor> buffers;  // as the forward left them: restored after
     for (const auto& b : unit.ptr()->buffers()) buffers.push_back(b.clone());
@@ -60,15 +95,13 @@ struct Recompute : torch::autograd::Function<Recompute> {
     {
       torch::AutoGradMode enabled(true);
       const at::Tensor y = unit.forward(input);
-      torch::autograd::backward({y}, {grads[0]});
+      torch::autograd::backward({y}, {grad});
     }
     set_state(generator, now);
-    {
-      torch::NoGradGuard no_grad;
-      const auto live = unit.ptr()->buffers();
-      for (std::size_t i = 0; i < live.size(); ++i) live[i].copy_(buffers[i]);
-    }
-    return {input.requires_grad() ? input.grad() : at::Tensor(), at::Tensor()};
+    torch::NoGradGuard no_grad;
+    const auto live = unit.ptr()->buffers();
+    for (std::size_t i = 0; i < live.size(); ++i) live[i].copy_(buffers[i]);
+    return input;
   }
 };
 
@@ -117,7 +150,8 @@ std::vector<std::string> repeated_unit_kinds(nn::Module& model) {
   return out;
 }
 
-int checkpoint_activations(nn::Module& model, const std::vector<std::string>& kinds) {
+int for_each_unit(nn::Module& model, const std::vector<std::string>& kinds, const std::string& key,
+                  const std::function<void(Replaceable& owner, const std::string& slot)>& f) {
   std::set<std::string> wanted;
   const std::map<std::string, int> present = slot_kinds(model);
   std::string known;
@@ -126,33 +160,38 @@ int checkpoint_activations(nn::Module& model, const std::vector<std::string>& ki
     if (kind == "auto") {
       const auto repeated = repeated_unit_kinds(model);
       if (repeated.empty()) {
-        throw std::invalid_argument("activation_checkpointing: auto: the model has no repeated blocks (" +
+        throw std::invalid_argument(key + ": auto: the model has no repeated blocks (" +
                                     (known.empty() ? std::string("no blocks at all") : "its blocks: " + known) +
-                                    "); name the kinds to recompute, or leave it off");
+                                    "); name the kinds, or leave it off");
       }
       wanted.insert(repeated.begin(), repeated.end());
     } else if (present.count(kind) == 0) {
-      throw std::invalid_argument("activation_checkpointing: the model has no " + kind +
+      throw std::invalid_argument(key + ": the model has no " + kind +
                                   " block (its blocks: " + (known.empty() ? std::string("none") : known) + ")");
     } else {
       wanted.insert(kind);
     }
   }
   int units = 0;
-  std::set<const nn::Module*> inside;  // modules of a unit already recomputed: not units of their own
+  std::set<const nn::Module*> inside;  // modules of a unit already taken: not units of their own
   for_each_slot(model, [&](Replaceable& owner, const std::string& name, nn::AnyModule& slot) {
     const std::shared_ptr<nn::Module> unit = slot.ptr();
     if (inside.count(&owner) || !composite(*unit) || wanted.count(module_kind(*unit)) == 0) return;
     for (const auto& m : unit->modules()) inside.insert(m.get());
-    if (owner.recomputed(name)) return;
-    owner.set_recomputed(name, true);
+    f(owner, name);
     ++units;
   });
   return units;
 }
 
-at::Tensor recomputed_forward(const nn::AnyModule& unit, const at::Tensor& input) {
-  return Recompute::apply(input, unit);
+int checkpoint_activations(nn::Module& model, const std::vector<std::string>& kinds) {
+  return for_each_unit(model, kinds, "activation_checkpointing",
+                       [](Replaceable& owner, const std::string& slot) { owner.set_recomputed(slot, true); });
+}
+
+at::Tensor unit_forward(const nn::AnyModule& unit, const at::Tensor& input, bool recompute,
+                        const std::shared_ptr<UnitHooks>& hooks) {
+  return UnitCall::apply(input, unit, recompute, hooks);
 }
 
 }  // namespace baton

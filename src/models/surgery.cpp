@@ -20,13 +20,24 @@ std::size_t Replaceable::index_of(const std::string& name) const {
 
 torch::nn::AnyModule& Replaceable::slot(const std::string& name) { return slots_[index_of(name)]; }
 
-void Replaceable::set_recomputed(const std::string& name, bool on) { recomputed_[index_of(name)] = on; }
+void Replaceable::set_recomputed(const std::string& name, bool on) { modes_[index_of(name)].recomputed = on; }
 
-bool Replaceable::recomputed(const std::string& name) const { return recomputed_[index_of(name)]; }
+bool Replaceable::recomputed(const std::string& name) const { return modes_[index_of(name)].recomputed; }
+
+void Replaceable::set_unit_hooks(const std::string& name, std::shared_ptr<UnitHooks> hooks) {
+  modes_[index_of(name)].hooks = std::move(hooks);
+}
+
+const std::shared_ptr<UnitHooks>& Replaceable::unit_hooks(const std::string& name) const {
+  return modes_[index_of(name)].hooks;
+}
 
 at::Tensor Replaceable::call(int index, const at::Tensor& input) {
   const auto i = static_cast<std::size_t>(index);
-  if (recomputed_[i] && is_training() && torch::GradMode::is_enabled()) return recomputed_forward(slots_[i], input);
+  const SlotMode& mode = modes_[i];
+  if ((mode.recomputed || mode.hooks) && is_training() && torch::GradMode::is_enabled()) {
+    return unit_forward(slots_[i], input, mode.recomputed, mode.hooks);
+  }
   return slots_[i].forward(input);
 }
 
@@ -44,7 +55,7 @@ int Replaceable::add_slot(const std::string& name, torch::nn::AnyModule module) 
   register_module(name, module.ptr());
   names_.push_back(name);
   slots_.push_back(std::move(module));
-  recomputed_.push_back(false);
+  modes_.emplace_back();
   return static_cast<int>(slots_.size() - 1);
 }
 

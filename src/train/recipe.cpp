@@ -310,6 +310,19 @@ void read_activation_checkpointing(OptionReader& top, TrainerOptions& o) {
   o.activation_checkpointing(kinds);
 }
 
+// shard_unit: auto, or a list of module kinds (a kind alone is a list of one).
+void read_shard_unit(OptionReader& top, TrainerOptions& o) {
+  if (!top.has("shard_unit")) return;
+  const nlohmann::json& value = top.json()["shard_unit"];
+  if (value.is_string()) {
+    o.shard_unit({top.get<std::string>("shard_unit", "")});
+  } else if (value.is_array() && !value.empty()) {
+    o.shard_unit(top.get<std::vector<std::string>>("shard_unit", {}));
+  } else {
+    top.fail("shard_unit", "expected auto, or a list of module kinds ([Block]), got " + OptionReader::shown(value));
+  }
+}
+
 // The device, the precision (auto: bfloat16 where the device has it) and CUDA graphs.
 c10::Device read_device_and_precision(OptionReader& top, TrainerOptions& o) {
   top.read("device", o.device());
@@ -336,6 +349,7 @@ c10::Device read_device_and_precision(OptionReader& top, TrainerOptions& o) {
                               "; use amp_bf16 or fp32");
   }
   read_activation_checkpointing(top, o);
+  read_shard_unit(top, o);
   top.read("cuda_graphs", o.cuda_graphs());
   if (o.cuda_graphs() == CudaGraphs::kOn && !device.is_cuda()) {
     top.fail("cuda_graphs", "on needs a CUDA device (device is " + device.str() + "); use auto or off");

@@ -1,42 +1,66 @@
 #include "train/sharded_optimizer.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
+#include "baton/models/checkpointing.h"
 #include "baton/optim/optimizers.h"
 #include "mpi/comm.h"
 
 namespace baton::detail {
+
 using StateTensors = std::map<std::string, at::Tensor>;
 
-// One parameter group, flattened: its parameters are views into one padded buffer, of which this
-// rank's shard is a leaf its optimizer steps in place.
-struct ShardedGroup {
+// Parameters of one optimizer group (and under full sharding of one unit), flattened: they are views
+// into one padded buffer, of which each rank holds a shard.
+struct ShardedChunk {
   std::vector<at::Tensor> params;
-  int64_t length = 0;  // the parameters' elements
-  int64_t shard = 0;   // elements a rank holds (length padded to a multiple of the ranks, divided)
-  at::Tensor flat;     // every parameter's weights, padded: the parameters are views into it
-  at::Tensor mine;     // this rank's block of flat (a view; the local optimizer's parameter)
+  std::size_t group = 0;  // the optimizer's parameter group
+  int unit = -1;          // the unit (full sharding), or -1: none, and the buffer is always whole
+  int64_t length = 0;     // the parameters' elements
+  int64_t shard = 0;      // elements a rank holds (length padded to a multiple of the ranks, divided)
+  at::Tensor flat;        // the whole buffer; a unit's has storage only while gathered
+  at::Tensor mine;        // this rank's shard, a leaf the local optimizer steps: a view of flat, or
+                          // a unit's own tensor
+  bool gathered = true;
+  bool fresh_grad = true;  // the shard's gradient is the last step's: the next reduction replaces it
 };
+
+namespace {
+
+// Gives a tensor's storage `bytes` of new memory (0: frees it), keeping the storage itself: every
+// view of it (the parameters, what autograd saved of them) sees the new memory.
+void set_storage_bytes(const at::Tensor& t, std::size_t bytes) {
+  c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+  if (storage->nbytes() == bytes) return;
+  storage->set_data_ptr_noswap(storage->allocator()->allocate(bytes));
+  storage->set_nbytes(bytes);
+}
+
+}  // namespace
 
 struct ShardedOptimizer::Impl {
   std::shared_ptr<torch::optim::Optimizer> original, local;
   mpi::Comm* comm = nullptr;
-  std::vector<ShardedGroup> groups;
-  bool grads_sharded = false;  // reduce_scatter_gradients() set the shards' gradients
+  std::vector<ShardedChunk> chunks;
+  std::vector<std::vector<std::size_t>> unit_chunks;  // per unit: its chunks
+  double weight = 1.0;                                // this rank's share of the global batch
+  bool grads_sharded = false;                         // the whole chunks' gradients were reduce-scattered this step
 
-  int64_t begin(const ShardedGroup& g) const { return g.shard * comm->rank(); }
+  int64_t begin(const ShardedChunk& c) const { return c.shard * comm->rank(); }
 
-  // This rank's block of `get(p)` over the group's parameters (zeros where undefined, and in the
+  // This rank's block of `get(p)` over the chunk's parameters (zeros where undefined, and in the
   // padding), without building the whole.
   template <typename Get>
-  at::Tensor slice(const ShardedGroup& g, Get get) const {
-    at::Tensor out = torch::zeros({g.shard}, g.flat.options());
-    const int64_t lo = begin(g), hi = lo + g.shard;
+  at::Tensor slice(const ShardedChunk& c, Get get) const {
+    at::Tensor out = torch::zeros({c.shard}, c.flat.options());
+    const int64_t lo = begin(c), hi = lo + c.shard;
     int64_t at = 0;
-    for (const auto& p : g.params) {
+    for (const auto& p : c.params) {
       const int64_t from = std::max(at, lo), to = std::min(at + p.numel(), hi);
       const at::Tensor t = get(p);
       if (from < to && t.defined())
@@ -46,7 +70,7 @@ struct ShardedOptimizer::Impl {
     return out;
   }
 
-  // Every rank's block of `shards` joined (a host round trip for a GPU's): the whole, padded.
+  // Every rank's block joined (a host round trip for a GPU's): the whole, padded.
   at::Tensor allgather(const at::Tensor& mine) const {
     const at::Tensor host = mine.detach().to(at::kCPU).contiguous();
     at::Tensor all = torch::empty({host.numel() * comm->size()}, host.options());
@@ -54,42 +78,91 @@ struct ShardedOptimizer::Impl {
     return all.to(mine.device());
   }
 
-  // The parameters as views into one buffer a group (again after something gave one new storage:
-  // a module moved, an algorithm that set its data), the shards as views into those.
-  void flatten() {
+  // The chunk's parameters as views into a new buffer holding their values; its shard a view too
+  // for a whole chunk, a copy for a unit's.
+  void flatten(ShardedChunk& c) {
     torch::NoGradGuard no_grad;
-    for (ShardedGroup& g : groups) {
-      bool views = g.flat.defined();
-      int64_t at = 0;
-      for (const auto& p : g.params) {
-        views = views && p.data_ptr<float>() == g.flat.data_ptr<float>() + at;
-        at += p.numel();
-      }
-      if (views) continue;
-      at::Tensor flat = torch::zeros({g.shard * comm->size()}, g.params.front().options().requires_grad(false));
-      at = 0;
-      for (auto& p : g.params) {
-        at::Tensor view = flat.narrow(0, at, p.numel()).view(p.sizes());
-        view.copy_(p.detach());
-        p.set_data(view);
-        at += p.numel();
-      }
-      g.flat = flat;
-      const at::Tensor block = flat.narrow(0, begin(g), g.shard);
-      if (g.mine.defined()) {
-        g.mine.set_data(block);
-      } else {
-        g.mine = block.detach().requires_grad_(true);
-      }
+    at::Tensor flat = torch::zeros({c.shard * comm->size()}, c.params.front().options().requires_grad(false));
+    int64_t at = 0;
+    for (auto& p : c.params) {
+      at::Tensor view = flat.narrow(0, at, p.numel()).view(p.sizes());
+      view.copy_(p.detach());
+      p.set_data(view);
+      at += p.numel();
+    }
+    c.flat = flat;
+    c.gathered = true;
+    const at::Tensor block = flat.narrow(0, begin(c), c.shard);
+    const at::Tensor value = c.unit < 0 ? block : block.clone();
+    if (c.mine.defined()) {
+      c.mine.set_data(value);
+    } else {
+      c.mine = value.detach().requires_grad_(true);
     }
   }
 
-  // The original's state for the group's parameters, cut to this rank's block, into the local
+  // A whole chunk whose parameters something gave storage of their own again (a module moved, an
+  // algorithm that set their data) is flattened again.
+  void keep_flat(ShardedChunk& c) {
+    int64_t at = 0;
+    bool views = true;
+    for (const auto& p : c.params) {
+      views = views && p.data_ptr<float>() == c.flat.data_ptr<float>() + at;
+      at += p.numel();
+    }
+    if (!views) flatten(c);
+  }
+
+  void gather(ShardedChunk& c) {
+    if (c.gathered) return;
+    set_storage_bytes(c.flat, static_cast<std::size_t>(c.flat.numel()) * sizeof(float));
+    if (c.flat.is_cpu()) {
+      comm->allgather(c.mine.data_ptr<float>(), c.flat.data_ptr<float>(), static_cast<std::size_t>(c.shard));
+    } else {
+      torch::NoGradGuard no_grad;
+      c.flat.copy_(allgather(c.mine));
+    }
+    c.gathered = true;
+  }
+
+  void free(ShardedChunk& c) {
+    if (!c.gathered || c.unit < 0) return;
+    set_storage_bytes(c.flat, 0);
+    c.gathered = false;
+  }
+
+  // Every rank's gradients of the chunk times its weight summed into the owners' shards (added to
+  // what earlier microbatches of this step gave); the parameters' own freed.
+  void reduce(ShardedChunk& c) {
+    torch::NoGradGuard no_grad;
+    std::vector<at::Tensor> parts;
+    parts.reserve(c.params.size() + 1);
+    for (auto& p : c.params) {
+      const at::Tensor& grad = p.grad();
+      parts.push_back(grad.defined() ? grad.reshape({-1}) : torch::zeros({p.numel()}, c.flat.options()));
+    }
+    const int64_t padding = c.shard * comm->size() - c.length;
+    if (padding > 0) parts.push_back(torch::zeros({padding}, c.flat.options()));
+    at::Tensor whole = torch::cat(parts).to(at::kCPU);
+    if (weight != 1.0) whole.mul_(weight);
+    for (auto& p : c.params) p.mutable_grad().reset();
+    at::Tensor sum = torch::empty({c.shard}, whole.options());
+    comm->reduce_scatter_sum(whole.data_ptr<float>(), sum.data_ptr<float>(), static_cast<std::size_t>(c.shard));
+    sum = sum.to(c.flat.device());
+    if (c.fresh_grad || !c.mine.grad().defined()) {
+      c.mine.mutable_grad() = sum;
+    } else {
+      c.mine.mutable_grad().add_(sum);
+    }
+    c.fresh_grad = false;
+  }
+
+  // The original's state for the chunk's parameters, cut to this rank's block, into the local
   // optimizer; the original keeps none.
-  void take_state(const ShardedGroup& g) {
+  void take_state(const ShardedChunk& c) {
     std::vector<StateTensors> states;
-    states.reserve(g.params.size());
-    for (const auto& p : g.params) states.push_back(optimizer_param_state(*original, p));
+    states.reserve(c.params.size());
+    for (const auto& p : c.params) states.push_back(optimizer_param_state(*original, p));
     const auto first = std::find_if(states.begin(), states.end(), [](const StateTensors& s) { return !s.empty(); });
     StateTensors mine;
     if (first != states.end()) {
@@ -99,103 +172,183 @@ struct ShardedOptimizer::Impl {
           continue;
         }
         std::size_t i = 0;
-        mine[name] = slice(g, [&](const at::Tensor&) {
+        mine[name] = slice(c, [&](const at::Tensor&) {
           const StateTensors& s = states[i++];
           const auto it = s.find(name);
           return it == s.end() ? at::Tensor() : it->second;
         });
       }
     }
-    set_optimizer_param_state(*local, g.mine, mine);
-    for (const auto& p : g.params) set_optimizer_param_state(*original, p, {});
+    set_optimizer_param_state(*local, c.mine, mine);
+    for (const auto& p : c.params) set_optimizer_param_state(*original, p, {});
+  }
+
+  // The chunks of each group: one a unit its parameters fall in, one for the rest.
+  void cut(const std::vector<std::vector<at::Tensor>>& units) {
+    std::unordered_map<const void*, int> unit_of;
+    for (std::size_t u = 0; u < units.size(); ++u) {
+      for (const auto& p : units[u]) unit_of[p.unsafeGetTensorImpl()] = static_cast<int>(u);
+    }
+    unit_chunks.assign(units.size(), {});
+    const auto& groups = original->param_groups();
+    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+      std::map<int, ShardedChunk> by_unit;  // -1 (no unit) first
+      for (const auto& p : groups[gi].params()) {
+        if (p.scalar_type() != torch::kFloat || p.device() != groups[gi].params().front().device()) {
+          throw std::invalid_argument("sharding: the optimizer's parameters must be float32 on one device, got " +
+                                      std::string(c10::toString(p.scalar_type())) + " on " + p.device().str());
+        }
+        const auto it = unit_of.find(p.unsafeGetTensorImpl());
+        ShardedChunk& c = by_unit[it == unit_of.end() ? -1 : it->second];
+        c.params.push_back(p);
+        c.length += p.numel();
+      }
+      for (auto& [unit, c] : by_unit) {
+        c.group = gi;
+        c.unit = unit;
+        c.shard = (c.length + comm->size() - 1) / comm->size();
+        if (unit >= 0) unit_chunks[static_cast<std::size_t>(unit)].push_back(chunks.size());
+        chunks.push_back(std::move(c));
+      }
+    }
   }
 };
 
-ShardedOptimizer::ShardedOptimizer(std::shared_ptr<torch::optim::Optimizer> original, mpi::Comm& comm)
-    : impl_(std::make_unique<Impl>()) {
+namespace {
+
+// What runs around a unit's passes, as functions.
+class FunctionHooks : public UnitHooks {
+ public:
+  using Hook = std::function<void()>;
+  FunctionHooks(Hook gather, Hook free, Hook reduce_and_free)
+      : gather_(std::move(gather)), free_(std::move(free)), reduce_and_free_(std::move(reduce_and_free)) {}
+  void before_forward() override { gather_(); }
+  void after_forward() override { free_(); }
+  void before_backward() override { gather_(); }
+  void after_backward() override { reduce_and_free_(); }
+
+ private:
+  Hook gather_, free_, reduce_and_free_;
+};
+
+}  // namespace
+
+ShardedOptimizer::ShardedOptimizer(std::shared_ptr<torch::optim::Optimizer> original, mpi::Comm& comm,
+                                   const std::vector<std::vector<at::Tensor>>& units)
+    : impl_(std::make_shared<Impl>()) {
   impl_->original = std::move(original);
   impl_->comm = &comm;
-  std::vector<std::vector<at::Tensor>> shards;
-  for (auto& group : impl_->original->param_groups()) {
-    ShardedGroup g;
-    g.params = group.params();
-    for (const auto& p : g.params) {
-      if (p.scalar_type() != torch::kFloat || p.device() != g.params.front().device()) {
-        throw std::invalid_argument("sharding: the optimizer's parameters must be float32 on one device, got " +
-                                    std::string(c10::toString(p.scalar_type())) + " on " + p.device().str());
-      }
-      g.length += p.numel();
-    }
-    g.shard = (g.length + comm.size() - 1) / comm.size();
-    impl_->groups.push_back(std::move(g));
+  impl_->cut(units);
+  std::vector<std::vector<at::Tensor>> shards(impl_->original->param_groups().size());
+  for (ShardedChunk& c : impl_->chunks) {
+    impl_->flatten(c);
+    shards[c.group].push_back(c.mine);
   }
-  impl_->flatten();
-  for (const ShardedGroup& g : impl_->groups) shards.push_back({g.mine});
   impl_->local = make_optimizer_like(*impl_->original, std::move(shards));
-  for (const ShardedGroup& g : impl_->groups) impl_->take_state(g);
+  for (const ShardedChunk& c : impl_->chunks) impl_->take_state(c);
 }
 
 ShardedOptimizer::~ShardedOptimizer() = default;
 
-void ShardedOptimizer::reduce_scatter_gradients(double weight) {
-  torch::NoGradGuard no_grad;
-  for (ShardedGroup& g : impl_->groups) {
-    std::vector<at::Tensor> parts;
-    parts.reserve(g.params.size() + 1);
-    for (auto& p : g.params) {
-      const at::Tensor& grad = p.grad();
-      parts.push_back(grad.defined() ? grad.reshape({-1}) : torch::zeros({p.numel()}, p.options()));
+// A unit's chunks gathered around its forward and backward, its gradients reduced after backward.
+std::shared_ptr<UnitHooks> ShardedOptimizer::unit_hooks(std::size_t i) {
+  const std::shared_ptr<Impl> impl = impl_;
+  auto each = [impl, i](auto f) {
+    return [impl, i, f] {
+      for (const std::size_t c : impl->unit_chunks.at(i)) f(*impl, impl->chunks[c]);
+    };
+  };
+  return std::make_shared<FunctionHooks>(each([](Impl& s, ShardedChunk& c) { s.gather(c); }),
+                                         each([](Impl& s, ShardedChunk& c) { s.free(c); }),
+                                         each([](Impl& s, ShardedChunk& c) {
+                                           s.reduce(c);
+                                           s.free(c);
+                                         }));
+}
+
+void ShardedOptimizer::set_gradient_weight(double weight) { impl_->weight = weight; }
+
+void ShardedOptimizer::idle_microbatch() {
+  auto& chunks = impl_->chunks;
+  for (const auto& unit : impl_->unit_chunks) {
+    for (const std::size_t i : unit) impl_->gather(chunks[i]);
+    for (const std::size_t i : unit) impl_->free(chunks[i]);
+  }
+  for (auto unit = impl_->unit_chunks.rbegin(); unit != impl_->unit_chunks.rend(); ++unit) {
+    for (const std::size_t i : *unit) {
+      impl_->gather(chunks[i]);
+      impl_->reduce(chunks[i]);  // no gradients here: zeros
+      impl_->free(chunks[i]);
     }
-    const int64_t padding = g.shard * impl_->comm->size() - g.length;
-    if (padding > 0) parts.push_back(torch::zeros({padding}, g.flat.options()));
-    at::Tensor whole = torch::cat(parts).to(at::kCPU);
-    if (weight != 1.0) whole.mul_(weight);
-    for (auto& p : g.params) p.mutable_grad().reset();  // freed: only the shard is kept
-    at::Tensor mine = torch::empty({g.shard}, whole.options());
-    impl_->comm->reduce_scatter_sum(whole.data_ptr<float>(), mine.data_ptr<float>(), static_cast<std::size_t>(g.shard));
-    g.mine.mutable_grad() = mine.to(g.flat.device());
+  }
+}
+
+void ShardedOptimizer::gather_parameters() {
+  for (ShardedChunk& c : impl_->chunks) impl_->gather(c);
+}
+
+void ShardedOptimizer::shard_parameters() {
+  torch::NoGradGuard no_grad;
+  for (ShardedChunk& c : impl_->chunks) {
+    if (c.unit < 0 || !c.gathered) continue;
+    c.mine.copy_(c.flat.narrow(0, impl_->begin(c), c.shard));  // the whole weights may have changed
+    impl_->free(c);
+  }
+}
+
+bool ShardedOptimizer::parameters_sharded() const {
+  return std::any_of(impl_->chunks.begin(), impl_->chunks.end(), [](const ShardedChunk& c) { return !c.gathered; });
+}
+
+void ShardedOptimizer::reduce_scatter_gradients() {
+  for (ShardedChunk& c : impl_->chunks) {
+    if (c.unit < 0) impl_->reduce(c);
   }
   impl_->grads_sharded = true;
 }
 
 std::vector<at::Tensor> ShardedOptimizer::gradient_shards() const {
   std::vector<at::Tensor> out;
-  for (const ShardedGroup& g : impl_->groups) {
-    if (g.mine.grad().defined()) out.push_back(g.mine.grad());
+  for (const ShardedChunk& c : impl_->chunks) {
+    if (c.mine.grad().defined()) out.push_back(c.mine.grad());
   }
   return out;
 }
 
 void ShardedOptimizer::step() {
-  impl_->flatten();
   auto& local_groups = impl_->local->param_groups();
   const auto& given = impl_->original->param_groups();
-  for (std::size_t i = 0; i < impl_->groups.size(); ++i) {
-    ShardedGroup& g = impl_->groups[i];
-    if (!impl_->grads_sharded) g.mine.mutable_grad() = impl_->slice(g, [](const at::Tensor& p) { return p.grad(); });
+  for (ShardedChunk& c : impl_->chunks) {
+    if (c.unit >= 0) continue;  // a unit's gradient is reduced in its backward
+    impl_->keep_flat(c);
+    if (!impl_->grads_sharded) c.mine.mutable_grad() = impl_->slice(c, [](const at::Tensor& p) { return p.grad(); });
+  }
+  for (std::size_t i = 0; i < local_groups.size(); ++i) {
     local_groups[i].set_options(given[i].options().clone());  // the schedulers' rates of now
   }
-  impl_->local->step();  // in place, in this rank's block of each group's buffer
+  impl_->local->step();  // in place: in the whole chunks' buffers, in the units' shards
   torch::NoGradGuard no_grad;
-  for (ShardedGroup& g : impl_->groups) {
-    if (!impl_->grads_sharded) g.mine.mutable_grad().reset();  // the whole gradients are the parameters'
-    if (g.flat.is_cpu()) {
-      float* flat = g.flat.data_ptr<float>();
-      impl_->comm->allgather(flat + impl_->begin(g), flat, static_cast<std::size_t>(g.shard));
+  for (ShardedChunk& c : impl_->chunks) {
+    c.fresh_grad = true;
+    if (c.unit >= 0) continue;                                 // gathered before its next forward
+    if (!impl_->grads_sharded) c.mine.mutable_grad().reset();  // the whole gradients are the parameters'
+    if (c.flat.is_cpu()) {
+      float* flat = c.flat.data_ptr<float>();
+      impl_->comm->allgather(flat + impl_->begin(c), flat, static_cast<std::size_t>(c.shard));
     } else {
-      g.flat.copy_(impl_->allgather(g.mine));
+      c.flat.copy_(impl_->allgather(c.mine));
     }
   }
   impl_->grads_sharded = false;
 }
 
 void ShardedOptimizer::gather_state() {
-  for (const ShardedGroup& g : impl_->groups) {
-    const StateTensors mine = optimizer_param_state(*impl_->local, g.mine);
+  for (const ShardedChunk& c : impl_->chunks) {
+    const StateTensors mine = optimizer_param_state(*impl_->local, c.mine);
     std::map<std::string, at::Tensor> whole;
     for (const auto& [name, value] : mine) whole[name] = name == "step" ? value : impl_->allgather(value);
     int64_t at = 0;
-    for (const auto& p : g.params) {
+    for (const auto& p : c.params) {
       StateTensors state;
       for (const auto& [name, value] : whole) {
         state[name] = name == "step" ? value.clone() : value.narrow(0, at, p.numel()).view(p.sizes()).clone();
@@ -207,22 +360,38 @@ void ShardedOptimizer::gather_state() {
 }
 
 void ShardedOptimizer::release_gathered() {
-  for (const ShardedGroup& g : impl_->groups) {
-    for (const auto& p : g.params) set_optimizer_param_state(*impl_->original, p, {});
+  for (const ShardedChunk& c : impl_->chunks) {
+    for (const auto& p : c.params) set_optimizer_param_state(*impl_->original, p, {});
   }
 }
 
 void ShardedOptimizer::reshard() {
-  impl_->flatten();
-  for (const ShardedGroup& g : impl_->groups) impl_->take_state(g);
+  torch::NoGradGuard no_grad;
+  for (ShardedChunk& c : impl_->chunks) {
+    if (c.unit < 0) {
+      impl_->keep_flat(c);
+    } else if (c.gathered) {
+      c.mine.copy_(c.flat.narrow(0, impl_->begin(c), c.shard));
+    }
+    impl_->take_state(c);
+  }
 }
 
 int64_t ShardedOptimizer::state_bytes() const { return optimizer_state_bytes(*impl_->local); }
 
+int64_t ShardedOptimizer::parameter_bytes() const {
+  int64_t bytes = 0;
+  for (const ShardedChunk& c : impl_->chunks) {
+    const int64_t whole = c.gathered ? c.length : 0;
+    bytes += (whole + (c.unit >= 0 ? c.shard : 0)) * static_cast<int64_t>(sizeof(float));
+  }
+  return bytes;
+}
+
 std::vector<int64_t> ShardedOptimizer::shard_sizes() const {
   std::vector<int64_t> out;
-  out.reserve(impl_->groups.size());
-  for (const ShardedGroup& g : impl_->groups) out.push_back(g.shard);
+  out.reserve(impl_->chunks.size());
+  for (const ShardedChunk& c : impl_->chunks) out.push_back(c.shard);
   return out;
 }
 

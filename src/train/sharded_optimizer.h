@@ -1,10 +1,18 @@
-// An optimizer's state sharded over MPI ranks (ZeRO's first two stages; private to train): each
-// parameter group's parameters, flattened and padded to a multiple of the ranks, are cut into one
-// contiguous shard a rank; a rank's optimizer (the original's kind, its groups' options) holds state
-// for its shard only, 1/N of the whole, with an fp32 master copy of the shard's weights. A step takes
-// the averaged gradients (whole on every rank, or reduce-scattered into the shards), steps this
-// rank's shard, and gathers every rank's shard back into the parameters: the arithmetic of each
-// element is the unsharded step's, so the weights are the same.
+// Training state sharded over MPI ranks (ZeRO's three stages, FSDP; private to train). Each
+// parameter group's parameters are flattened into chunks — one a group, or under full sharding one
+// a unit (a transformer block) and group plus one for the parameters of no unit — padded to a
+// multiple of the ranks and cut into one contiguous shard a rank. The parameters are views into
+// their chunk's buffer. A rank's optimizer (the original's kind, its groups' options) steps its
+// shards only and holds their state, 1/N of the whole.
+//
+// - optimizer (ZeRO-1): the averaged gradients are whole on every rank; a step takes this rank's
+//   block of them, steps the shard in place, and gathers every rank's shard into the parameters.
+// - gradients (ZeRO-2): after backward the gradients are reduce-scattered into the shards and the
+//   whole ones freed.
+// - full (ZeRO-3, FSDP): a unit's chunk is whole only around its forward and its backward (the
+//   unit hooks gather it, then free the buffer's storage); its gradients are reduce-scattered into
+//   the shard as soon as the unit's backward ends. The chunk of no unit stays whole (as gradients).
+// The arithmetic of each element is the unsharded step's, so the weights are the same.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +21,9 @@
 
 #include <torch/torch.h>
 
+namespace baton {
+class UnitHooks;
+}
 namespace baton::mpi {
 class Comm;
 }
@@ -22,41 +33,63 @@ namespace baton::detail {
 class ShardedOptimizer {
  public:
   // `original` keeps its parameters and options (schedulers set its rates) and takes no step; the
-  // state it holds now (a checkpoint's) moves into the shards. Throws std::invalid_argument for
-  // parameters that are not float32 or an optimizer make_optimizer_like does not make.
-  ShardedOptimizer(std::shared_ptr<torch::optim::Optimizer> original, mpi::Comm& comm);
+  // state it holds now (a checkpoint's) moves into the shards. `units`: under full sharding, the
+  // parameters of each unit, in the order the model's forward calls them (empty: no unit).
+  // Throws std::invalid_argument for parameters that are not float32 on one device, or an optimizer
+  // make_optimizer_like does not make.
+  ShardedOptimizer(std::shared_ptr<torch::optim::Optimizer> original, mpi::Comm& comm,
+                   const std::vector<std::vector<at::Tensor>>& units = {});
   ~ShardedOptimizer();
   ShardedOptimizer(const ShardedOptimizer&) = delete;
   ShardedOptimizer& operator=(const ShardedOptimizer&) = delete;
 
-  // Sharded gradients (ZeRO-2): after backward, every rank's gradients times `weight` (its share of
-  // the global batch) are summed into the shards' owners, and the parameters' own are freed.
+  // Under full sharding: what runs around unit `i`'s forward and backward (gathers, frees, reduces
+  // its gradients with the weight set below).
+  std::shared_ptr<UnitHooks> unit_hooks(std::size_t i);
+  // This rank's share of the global batch: its gradients count with it.
+  void set_gradient_weight(double weight);
+  // The units' collectives of one microbatch, for a rank that has no examples left for it while the
+  // others train one (every rank must take part in each): gathers, and zeros reduce-scattered.
+  void idle_microbatch();
+  // Full sharding between fits: the units' parameters whole (gather_parameters: after a fit, so the
+  // model can be read, saved, evaluated), or cut to this rank's shards and freed (shard_parameters:
+  // at a fit's start, after rank 0's weights were broadcast). Collective.
+  void gather_parameters();
+  void shard_parameters();
+  // Whether some unit's parameters are freed now (between shard_parameters and gather_parameters).
+  bool parameters_sharded() const;
+
+  // Sharded gradients (ZeRO-2, and full sharding's chunk of no unit): after backward, every rank's
+  // gradients times the weight summed into the shards' owners, the parameters' own freed.
   // Collective.
-  void reduce_scatter_gradients(double weight);
-  // The gradients of this rank's shards (one a parameter group) after reduce_scatter_gradients;
-  // what an algorithm that scales gradients (clipping) works on.
+  void reduce_scatter_gradients();
+  // The gradients of this rank's shards after the reduction; what an algorithm that scales
+  // gradients (clipping) works on.
   std::vector<at::Tensor> gradient_shards() const;
-  // After the gradients are averaged (or reduce-scattered): this rank's shard steps with the
-  // original's current options, then every rank gathers every shard into the parameters (a
-  // parameter without a gradient counts zeros, as data parallelism averages it). Collective.
+  // After the gradients are averaged (or reduce-scattered): this rank's shards step with the
+  // original's current options, then every rank gathers every whole chunk's shards into the
+  // parameters (a parameter without a gradient counts zeros, as data parallelism averages it).
+  // Collective.
   void step();
 
   // The whole state (every rank's shards joined) into the original optimizer, for a checkpoint in
   // the one-file format. Collective. release_gathered() empties the original again.
   void gather_state();
   void release_gathered();
-  // After the parameters or the original's state changed (a checkpoint loaded, rank 0's weights
-  // broadcast): the shards taken anew from them, and the original's state moved into the shards.
+  // After the parameters or the original's state changed (a checkpoint loaded; the parameters are
+  // whole): the shards taken anew from them, and the original's state moved into the shards.
   void reshard();
 
-  // The bytes of this rank's optimizer state.
+  // The bytes of this rank's optimizer state, and of the parameters it holds now (whole chunks,
+  // and the shards of freed ones).
   int64_t state_bytes() const;
-  // Elements of each group's shard (the padded length over the ranks).
+  int64_t parameter_bytes() const;
+  // Elements of each chunk's shard (the padded length over the ranks).
   std::vector<int64_t> shard_sizes() const;
 
  private:
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;  // shared with the unit hooks
 };
 
 }  // namespace baton::detail

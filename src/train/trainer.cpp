@@ -535,7 +535,8 @@ bool Trainer::Impl::start_fit(DataLoader& loader) {
   }
   fit_clock_ = FitClock{Clock::now(), summary_.eval_s};
   engine_->run_event(Event::kFitStart);
-  if (ddp_) ddp_->broadcast_model(*state_.model);  // every rank starts from rank 0's weights
+  if (ddp_) ddp_->broadcast_model(*state_.model);        // every rank starts from rank 0's weights
+  for (const auto& s : sharded_) s->shard_parameters();  // full sharding: each rank keeps its shards
   setup_graphs();
   return true;
 }
@@ -578,6 +579,7 @@ void Trainer::Impl::end_fit() {
   flush_losses();
   summary_.memory = memory_use();  // the last step's gradients are still there
   summary_.memory_per_rank = memory_per_rank(summary_.memory);
+  for (const auto& s : sharded_) s->gather_parameters();  // full sharding: the trained model whole
   summary_.stopped_early = state_.stop_requested() && !done();
   run_evaluators(Event::kFitEnd);
   engine_->run_event(Event::kFitEnd);
@@ -593,13 +595,15 @@ MemoryUse Trainer::Impl::memory_use() const {
   };
   MemoryUse m;
   std::set<const void*> seen;  // a tied weight is held once
+  const bool full = state_.sharding == Sharding::kFull;
   for (const auto& p : state_.model->parameters()) {
     if (!seen.insert(p.unsafeGetTensorImpl()).second) continue;
-    m.params_bytes += bytes(p);
+    if (!full) m.params_bytes += bytes(p);  // full sharding: the shards and the whole chunks, below
     m.grads_bytes += bytes(p.grad());
   }
   for (const auto& optimizer : state_.optimizers) m.optimizer_bytes += optimizer_state_bytes(*optimizer);
   for (const auto& s : sharded_) {  // this rank's shards of the state (and of the gradients)
+    if (full) m.params_bytes += s->parameter_bytes();
     m.optimizer_bytes += s->state_bytes();
     for (const auto& g : s->gradient_shards()) m.grads_bytes += bytes(g);
   }
@@ -642,18 +646,18 @@ void Trainer::Impl::eager_step() {
     }
   }
 
-  const Batch full = state_.batch;
-  const int64_t n = full.size();
+  const Batch whole = state_.batch;
+  const int64_t n = whole.size();
   // Under data parallelism a rank's share of a short last batch can be empty.
   require(n > 0 || ddp_, "Trainer: an empty training batch");
   const int64_t mb = std::max<int64_t>(1, std::min(n, microbatch_size()));
   std::vector<at::Tensor> inputs, targets;
   if (n > mb) {
-    inputs = full.input.split(mb);
-    targets = full.target.split(mb);
+    inputs = whole.input.split(mb);
+    targets = whole.target.split(mb);
   } else if (n > 0) {  // one microbatch: the batch itself, no views
-    inputs = {full.input};
-    targets = {full.target};
+    inputs = {whole.input};
+    targets = {whole.target};
   }
   state_.num_microbatches = static_cast<int64_t>(inputs.size());
   state_.microbatch_size = mb;
@@ -666,10 +670,13 @@ void Trainer::Impl::eager_step() {
   // microbatch's is its loss as it is (no kernel); several add up their shares in float64.
   at::Tensor batch_loss;
   Model& model = current_model();
+  const bool full = state_.sharding == Sharding::kFull;
   if (ddp_) {
     if (!sharded_gradients()) ddp_->prepare(model);
-    if (inputs.empty()) reduce_gradients(0.0, how.find_unused);  // nothing here: this rank adds zeros
+    for (const auto& s : sharded_) s->set_gradient_weight(ddp_weight_);
+    if (inputs.empty() && !full) reduce_gradients(0.0, how.find_unused);  // nothing here: this rank adds zeros
   }
+  const int64_t most = full ? most_microbatches(static_cast<int64_t>(inputs.size())) : 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs.size() > 1) state_.batch = {inputs[i], targets[i]};
     how.share = static_cast<double>(inputs[i].size(0)) / static_cast<double>(n);
@@ -682,7 +689,8 @@ void Trainer::Impl::eager_step() {
       batch_loss.add_(state_.loss.detach().to(at::kDouble), how.share);
     }
   }
-  if (inputs.size() > 1) state_.batch = full;
+  if (full) finish_full_sharding(static_cast<int64_t>(inputs.size()), most);
+  if (inputs.size() > 1) state_.batch = whole;
   if (!batch_loss.defined()) batch_loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(state_.device));
   if (ddp_) batch_loss = ddp_->allreduce(batch_loss.to(at::kDouble) * ddp_weight_);  // the global batch's loss
   push_loss(batch_loss);
@@ -735,7 +743,7 @@ void Trainer::Impl::train_microbatch(Model& model, const Backward& how) {
     ScopedMarker marker(state_.profiler.get(), "backward");
     backward(state_.loss, how.share, how.create_graph);
   }
-  if (ddp_ && how.last) {
+  if (ddp_ && how.last && state_.sharding != Sharding::kFull) {  // full: after every rank's last (eager_step)
     ScopedMarker marker(state_.profiler.get(), "ddp/wait");
     if (sharded_gradients()) {
       reduce_gradients(ddp_weight_, how.find_unused);
@@ -821,12 +829,14 @@ void Trainer::Impl::run_evaluators(Event event) {
   if (due.empty()) return;
   flush_losses();  // the training losses so far come before the evaluation's metrics
   const auto start = Clock::now();
-  engine_->run_event(Event::kEvalBeforeAll);
-  for (const Evaluator* e : due) {
-    evaluate(*e);
-    last_eval_batches_[e->label] = state_.timestamp.batch();
-  }
-  engine_->run_event(Event::kEvalAfterAll);
+  with_whole_parameters([&] {  // full sharding: the units' parameters gathered for the evaluation
+    engine_->run_event(Event::kEvalBeforeAll);
+    for (const Evaluator* e : due) {
+      evaluate(*e);
+      last_eval_batches_[e->label] = state_.timestamp.batch();
+    }
+    engine_->run_event(Event::kEvalAfterAll);
+  });
   summary_.eval_s += seconds_since(start);
 }
 

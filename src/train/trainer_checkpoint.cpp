@@ -183,7 +183,12 @@ void Trainer::Impl::reapply_surgery(const std::string& path, const StateDict& sd
 }
 
 StateDict Trainer::Impl::snapshot(bool weights_only) const {
-  StateDict full = state_.state_dict();
+  StateDict full;
+  with_whole_parameters([&] {  // full sharding: the units gathered, and copied before they are freed again
+    full = state_.state_dict();
+    if (state_.sharding != Sharding::kFull) return;
+    for (auto& [name, tensor] : full.tensors) tensor = tensor.detach().clone();
+  });
   StateDict out;
   for (const auto& [name, tensor] : full.tensors) {
     if (weights_only && name.rfind("model/", 0) != 0) continue;

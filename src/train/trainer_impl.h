@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -58,6 +59,9 @@ struct Trainer::Impl {
   // Under data parallelism, after the batch's last backward: the gradients averaged over the ranks
   // (or reduce-scattered into their shards), this rank's counting with `weight`.
   void reduce_gradients(double weight, bool find_unused);
+  int64_t most_microbatches(int64_t microbatches);
+  void finish_full_sharding(int64_t microbatches, int64_t most);
+  void with_whole_parameters(const std::function<void()>& f) const;
   void setup_loggers(bool writes);
   void setup_saver(bool writes);
   void load_initial_state(bool writes);

@@ -1,8 +1,13 @@
 // Sharded data parallelism in the Trainer (TrainerOptions::sharding; docs/distributed.md,
 // "Sharding"): the refusals, each optimizer's shards, and the gradients' reduction into them.
+#include <algorithm>
+#include <functional>
+
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "baton/models/checkpointing.h"
+#include "baton/models/surgery.h"
 #include "baton/train/trainer.h"
 #include "mpi/comm.h"
 #include "train/data_parallel.h"
@@ -20,35 +25,53 @@ void Trainer::Impl::check_sharding() {
   if (sharding == Sharding::kNone) return;
   const std::string level = "sharding: " + to_name(sharding);
   if (!ddp_) {
-    spdlog::warn("{} does nothing in a single process: there are no ranks to shard over (start the run with "
-                 "mpirun -n N; this one trains unsharded)",
-                 level);
+    spdlog::warn(
+        "{} does nothing in a single process: there are no ranks to shard over (start the run with "
+        "mpirun -n N; this one trains unsharded)",
+        level);
     return;
   }
+  const std::string fix = "; remove it or set sharding: none";
   require(options_.precision() != Precision::kAmpFp16,
           "TrainerOptions: " + level +
               ": amp_fp16's loss scaler checks whole gradients; use precision amp_bf16 or fp32, or sharding: none");
   for (const auto& a : state_.algorithms) {
     const std::string why = a->sharding_blocker(sharding);
-    require(why.empty(), "TrainerOptions: " + level + ": algorithm '" + a->name() + "' " + why +
-                             "; remove it or set sharding: none");
+    require(why.empty(), "TrainerOptions: " + level + ": algorithm '" + a->name() + "' " + why + fix);
   }
+  for (const auto& c : state_.callbacks) {
+    const std::string why = c->sharding_blocker(sharding);
+    require(why.empty(), "TrainerOptions: " + level + ": callback '" + c->name() + "' " + why + fix);
+  }
+  require(sharding != Sharding::kFull || state_.optimizers.size() == 1,
+          "TrainerOptions: sharding: full takes one optimizer (this run has " +
+              std::to_string(state_.optimizers.size()) + "); put the parameter groups in one");
   state_.sharding = sharding;
 }
 
-// Each optimizer's state cut over the ranks, taking what a checkpoint loaded; with sharded
-// gradients, what algorithms that scale gradients work on.
+// Each optimizer's state cut over the ranks, taking what a checkpoint loaded; under full sharding
+// the units (shard_unit) hooked to gather their parameters; with sharded gradients, what algorithms
+// that scale gradients work on.
 void Trainer::Impl::setup_sharding() {
   if (state_.sharding == Sharding::kNone) return;
-  require(state_.sharding != Sharding::kFull,
-          "TrainerOptions: sharding: full is not available yet; use optimizer or gradients");
+  std::vector<std::pair<Replaceable*, std::string>> slots;
+  std::vector<std::vector<at::Tensor>> units;
+  if (state_.sharding == Sharding::kFull) {
+    for_each_unit(*state_.model, options_.shard_unit(), "TrainerOptions: shard_unit",
+                  [&](Replaceable& owner, const std::string& slot) {
+                    slots.emplace_back(&owner, slot);
+                    units.push_back(owner.slot(slot).ptr()->parameters());
+                  });
+  }
   for (const auto& optimizer : state_.optimizers) {
     try {
-      sharded_.push_back(std::make_unique<detail::ShardedOptimizer>(optimizer, mpi::Comm::world()));
+      sharded_.push_back(std::make_unique<detail::ShardedOptimizer>(optimizer, mpi::Comm::world(), units));
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(std::string("TrainerOptions: ") + e.what());
     }
   }
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    slots[i].first->set_unit_hooks(slots[i].second, sharded_[0]->unit_hooks(i));
   if (sharded_gradients()) {
     state_.gradient_shards = [this] {
       std::vector<at::Tensor> all;
@@ -59,10 +82,13 @@ void Trainer::Impl::setup_sharding() {
     };
     state_.sum_over_ranks = [this](const at::Tensor& value) { return ddp_->allreduce(value); };
   }
-  int64_t state_bytes = 0;
-  for (const auto& s : sharded_) state_bytes += s->state_bytes();
+  const std::string what =
+      state_.sharding == Sharding::kFull
+          ? ", of the averaged gradients and of the parameters of " + std::to_string(slots.size()) + " units"
+      : state_.sharding == Sharding::kGradients ? " and of the averaged gradients"
+                                                : "";
   spdlog::info("sharding: {}: each of {} ranks holds 1/{} of the optimizer's state{}", to_name(state_.sharding),
-               ddp_->size(), ddp_->size(), sharded_gradients() ? " and of the averaged gradients" : "");
+               ddp_->size(), ddp_->size(), what);
 }
 
 bool Trainer::Impl::sharded_gradients() const {
@@ -71,11 +97,48 @@ bool Trainer::Impl::sharded_gradients() const {
 
 void Trainer::Impl::reduce_gradients(double weight, bool find_unused) {
   if (sharded_gradients()) {
-    for (const auto& s : sharded_) s->reduce_scatter_gradients(weight);
+    for (const auto& s : sharded_) {
+      s->set_gradient_weight(weight);
+      s->reduce_scatter_gradients();
+    }
     return;
   }
   ddp_->arm(weight, find_unused);
   ddp_->finish();
+}
+
+// Full sharding, before a batch's microbatches: the most any rank has (each unit's collectives run
+// once a microbatch on every rank).
+int64_t Trainer::Impl::most_microbatches(int64_t microbatches) {
+  const auto size = static_cast<std::size_t>(ddp_->size());
+  std::vector<double> counts(size, 0.0);
+  counts[static_cast<std::size_t>(ddp_->rank())] = static_cast<double>(microbatches);
+  counts = ddp_->allreduce(counts);
+  return static_cast<int64_t>(*std::max_element(counts.begin(), counts.end()));
+}
+
+// Full sharding, after them: a rank with fewer microbatches than `most` (a short last batch) takes
+// part in the units' collectives of those it lacks, then every rank reduces the gradients of the
+// parameters of no unit.
+void Trainer::Impl::finish_full_sharding(int64_t microbatches, int64_t most) {
+  for (int64_t i = microbatches; i < most; ++i) {
+    for (const auto& s : sharded_) s->idle_microbatch();
+  }
+  reduce_gradients(ddp_weight_, /*find_unused=*/false);
+}
+
+// Full sharding: `f` (an evaluation, a checkpoint's snapshot) sees the units' parameters whole;
+// sharded again after when they were.
+void Trainer::Impl::with_whole_parameters(const std::function<void()>& f) const {
+  const bool sharded =
+      std::any_of(sharded_.begin(), sharded_.end(), [](const auto& s) { return s->parameters_sharded(); });
+  if (sharded) {
+    for (const auto& s : sharded_) s->gather_parameters();
+  }
+  f();
+  if (sharded) {
+    for (const auto& s : sharded_) s->shard_parameters();
+  }
 }
 
 }  // namespace baton

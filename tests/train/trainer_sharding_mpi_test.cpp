@@ -15,8 +15,8 @@
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/trainer.h"
-#include "mpi/comm.h"
 #include "common/test_util.h"
+#include "mpi/comm.h"
 
 namespace baton {
 namespace {
@@ -28,16 +28,18 @@ struct RunSetup {
   Sharding sharding = Sharding::kNone;
   bool clip_and_microbatches = false;
   std::string steps = "50ba";
+  std::vector<std::string> activation_checkpointing = {};
+  int64_t samples = 96;  // 12 batches of 8
 };
 
 // 8 sequences of 32 tokens a global batch: each rank takes its share of every batch.
 TrainerOptions gpt_run(const RunSetup& setup, Distributed distributed, std::shared_ptr<InMemoryLogger> log = nullptr) {
   torch::manual_seed(0);
-  auto model = make_model(
-      "gpt", ModelOptions().input_shape({32}).num_classes(256).layers(4).width(256).heads(4).dropout(0.0));
+  auto model =
+      make_model("gpt", ModelOptions().input_shape({32}).num_classes(256).layers(4).width(256).heads(4).dropout(0.0));
   auto tokens = at::detail::createCPUGenerator(5);
-  auto data = std::make_shared<TensorDataset>(torch::randint(0, 256, {96, 32}, tokens, torch::kLong),
-                                              torch::randint(0, 256, {96, 32}, tokens, torch::kLong));
+  auto data = std::make_shared<TensorDataset>(torch::randint(0, 256, {setup.samples, 32}, tokens, torch::kLong),
+                                              torch::randint(0, 256, {setup.samples, 32}, tokens, torch::kLong));
   TrainerOptions o;
   o.model(model)
       .train_dataloader(std::make_shared<DataLoader>(data, DataLoaderOptions().batch_size(8).seed(3)))
@@ -46,6 +48,7 @@ TrainerOptions gpt_run(const RunSetup& setup, Distributed distributed, std::shar
       .eval_interval("0ba")
       .distributed(distributed)
       .sharding(setup.sharding)
+      .activation_checkpointing(setup.activation_checkpointing)
       .num_threads(1)
       .progress_bar(false)
       .console_log_interval("0ba");
@@ -69,7 +72,8 @@ double max_difference(const std::vector<at::Tensor>& a, const std::vector<at::Te
   return d;
 }
 
-double max_difference(const std::vector<std::pair<int64_t, double>>& a, const std::vector<std::pair<int64_t, double>>& b) {
+double max_difference(const std::vector<std::pair<int64_t, double>>& a,
+                      const std::vector<std::pair<int64_t, double>>& b) {
   EXPECT_EQ(a.size(), b.size());
   double d = 0;
   for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
@@ -144,9 +148,29 @@ TEST(TrainerSharding, OptimizerShardingTrainsAsOneProcess) { expect_the_same_tra
 
 TEST(TrainerSharding, GradientShardingTrainsAsOneProcess) { expect_the_same_training({Sharding::kGradients}); }
 
+TEST(TrainerSharding, FullShardingTrainsAsOneProcess) { expect_the_same_training({Sharding::kFull}); }
+
 TEST(TrainerSharding, WithClippingAndMicrobatchesToo) {
   expect_the_same_training({Sharding::kOptimizer, true});
   expect_the_same_training({Sharding::kGradients, true});
+  expect_the_same_training({Sharding::kFull, true});
+}
+
+TEST(TrainerSharding, FullShardingWithActivationCheckpointing) {
+  expect_the_same_training({Sharding::kFull, false, "50ba", {"auto"}});
+}
+
+// A short last batch: some ranks have fewer microbatches (or none) and take part in the units'
+// collectives of the others' all the same; the run ends as data parallelism's does.
+TEST(TrainerSharding, FullShardingWithUnevenShares) {
+  const int n = mpi::Comm::world().size();
+  for (const bool microbatches : {false, true}) {
+    SCOPED_TRACE(microbatches ? "microbatches of 1" : "whole shares");
+    const int64_t samples = 8 * 3 + n - 1;  // the 4th batch: n - 1 examples
+    const Outcome ddp = train({Sharding::kNone, microbatches, "8ba", {}, samples}, Distributed::kOn);
+    const Outcome full = train({Sharding::kFull, microbatches, "8ba", {}, samples}, Distributed::kOn);
+    EXPECT_LT(max_difference(full.weights, ddp.weights), 1e-5);
+  }
 }
 
 // Each rank holds 1/N of AdamW's two moments (the shards are padded to a multiple of N).
@@ -154,16 +178,24 @@ TEST(TrainerSharding, ARankHoldsItsShareOfTheOptimizerState) {
   const int n = mpi::Comm::world().size();
   const RunSetup short_run{Sharding::kOptimizer, false, "2ba"};
   const Outcome whole = reference(short_run);
-  for (const Sharding sharding : {Sharding::kOptimizer, Sharding::kGradients}) {
+  for (const Sharding sharding : {Sharding::kOptimizer, Sharding::kGradients, Sharding::kFull}) {
     const Outcome got = train({sharding, false, "2ba"}, Distributed::kOn);
     ASSERT_EQ(got.per_rank.size(), static_cast<std::size_t>(n));
     for (const MemoryUse& rank : got.per_rank) {
       EXPECT_NEAR(static_cast<double>(rank.optimizer_bytes) * n / static_cast<double>(whole.memory.optimizer_bytes),
                   1.0, 0.02);
-      EXPECT_EQ(rank.params_bytes, whole.memory.params_bytes) << "whole parameters";
+      const double held =
+          static_cast<double>(rank.params_bytes + rank.grads_bytes + rank.optimizer_bytes) /
+          static_cast<double>(whole.memory.params_bytes + whole.memory.grads_bytes + whole.memory.optimizer_bytes);
+      if (sharding == Sharding::kFull) {  // the units' parameters too (gpt's blocks: most of them)
+        EXPECT_LE(held, 1.0 / n + 0.05) << "parameters + gradients + optimizer state, of data parallelism's";
+        EXPECT_LT(rank.params_bytes, whole.memory.params_bytes);
+      } else {
+        EXPECT_EQ(rank.params_bytes, whole.memory.params_bytes) << "whole parameters";
+      }
     }
     const double grads = static_cast<double>(got.memory.grads_bytes) / static_cast<double>(whole.memory.grads_bytes);
-    if (sharding == Sharding::kGradients) {
+    if (sharding != Sharding::kOptimizer) {
       EXPECT_NEAR(grads * n, 1.0, 0.02) << "1/N of the gradients";
     } else {
       EXPECT_EQ(grads, 1.0) << "whole gradients";
@@ -217,6 +249,14 @@ TEST(TrainerSharding, ItsCheckpointsResumeOnTheRanksAndInOneProcess) {
 }
 
 TEST(TrainerSharding, WhatCannotWorkOnShardsIsRefusedByName) {
+  TrainerOptions ema = gpt_run({Sharding::kFull}, Distributed::kOn);
+  ema.algorithms({std::make_shared<Ema>()});
+  EXPECT_THAT(testing::error_of([&] { Trainer t(ema); }),
+              HasSubstr("sharding: full: algorithm 'Ema' needs whole parameters; remove it or set sharding: none"));
+  TrainerOptions unit = gpt_run({Sharding::kFull}, Distributed::kOn);
+  unit.shard_unit({"Bottleneck"});
+  EXPECT_THAT(testing::error_of([&] { Trainer t(unit); }),
+              HasSubstr("shard_unit: the model has no Bottleneck block (its blocks: Block)"));
   TrainerOptions sam = gpt_run({Sharding::kGradients}, Distributed::kOn);
   sam.algorithms({std::make_shared<Sam>()});
   EXPECT_THAT(testing::error_of([&] { Trainer t(sam); }),

@@ -78,6 +78,11 @@ class OptimizerMonitor : public Callback {
     return "reads the weights before the optimizer step (after_train_batch), which a replayed step has already "
            "taken";
   }
+  std::string sharding_blocker(Sharding sharding) const override {
+    return sharding == Sharding::kGradients || sharding == Sharding::kFull
+               ? "reads whole gradients (each rank holds its shards of them)"
+               : "";
+  }
 
  private:
   bool per_layer_;

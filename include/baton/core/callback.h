@@ -13,6 +13,7 @@
 #include <string>
 
 #include "baton/core/event.h"
+#include "baton/core/sharding.h"
 #include "baton/core/state_dict.h"
 
 namespace baton {
@@ -38,6 +39,9 @@ class Callback {
   // a callback that reads the state there (outputs, loss, gradients) sees this batch's; one that
   // changes it there (scales the loss, clips gradients) must return why. Default: "".
   virtual std::string graph_blocker() const { return {}; }
+  // Why this callback cannot run under `sharding` (TrainerOptions::sharding), or "" when it can
+  // ("reads whole gradients"). Default: "".
+  virtual std::string sharding_blocker(Sharding /*sharding*/) const { return {}; }
 
   // Calls the method named after the event. Override to see every event in one place.
   virtual void run_event(Event event, State& state, Logger& logger);

@@ -14,6 +14,8 @@
 // same files. Recipes: `activation_checkpointing: auto` (docs/distributed.md).
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,8 @@
 #include <torch/nn/modules/container/any.h>
 
 namespace baton {
+
+class Replaceable;
 
 // A module's kind as activation_checkpointing names it: its class without namespaces and without
 // "Impl" ("Block", "BasicBlock", "Linear").
@@ -36,8 +40,30 @@ std::vector<std::string> repeated_unit_kinds(torch::nn::Module& model);
 // on a model without repeated blocks.
 int checkpoint_activations(torch::nn::Module& model, const std::vector<std::string>& kinds);
 
-// `unit`'s forward of `input` keeping no activations for backward, which recomputes them (what a
-// Replaceable calls for a slot set so).
-at::Tensor recomputed_forward(const torch::nn::AnyModule& unit, const at::Tensor& input);
+// What runs around a unit's forward and backward while it trains: fully sharded training
+// (TrainerOptions::sharding kFull) gathers the unit's parameters before each, frees them after its
+// forward, and after its backward reduces their gradients to their shards and frees them.
+class UnitHooks {
+ public:
+  virtual ~UnitHooks() = default;
+  virtual void before_forward() = 0;
+  virtual void after_forward() = 0;
+  virtual void before_backward() = 0;
+  virtual void after_backward() = 0;
+};
+
+// `unit`'s forward of `input` as a node of its own in the backward graph: `recompute` keeps no
+// activations (backward computes them again); `hooks` (may be nullptr) run around both passes. What
+// a Replaceable calls for a slot set so while it trains.
+at::Tensor unit_forward(const torch::nn::AnyModule& unit, const at::Tensor& input, bool recompute,
+                        const std::shared_ptr<UnitHooks>& hooks);
+
+// The slot modules of `model` whose kind is one of `kinds` ({"auto"}: repeated_unit_kinds()),
+// outermost only (a unit inside another is part of it), in the order the slots were added; each
+// with `f(owner, slot name)` called. Throws std::invalid_argument, its message starting with `key`
+// ("shard_unit: the model has no Bottleneck block (its blocks: Block)"), for a kind no slot has,
+// or `auto` on a model without repeated blocks.
+int for_each_unit(torch::nn::Module& model, const std::vector<std::string>& kinds, const std::string& key,
+                  const std::function<void(Replaceable& owner, const std::string& slot)>& f);
 
 }  // namespace baton

@@ -29,6 +29,8 @@ class Optimizer;
 
 namespace baton {
 
+class UnitHooks;
+
 // A module whose children are slots that surgery can refill. Each slot is registered as a
 // child under its name, so parameter names are "<slot>.<name>" as for any child.
 class Replaceable : public torch::nn::Module {
@@ -45,6 +47,11 @@ class Replaceable : public torch::nn::Module {
   // unknown name.
   void set_recomputed(const std::string& name, bool on);
   bool recomputed(const std::string& name) const;
+  // What runs around the slot's forward and backward while it trains (sharded training gathers its
+  // parameters: baton/models/checkpointing.h); nullptr for none. Throws std::out_of_range for an
+  // unknown name.
+  void set_unit_hooks(const std::string& name, std::shared_ptr<UnitHooks> hooks);
+  const std::shared_ptr<UnitHooks>& unit_hooks(const std::string& name) const;
 
  protected:
   Replaceable() = default;
@@ -63,7 +70,11 @@ class Replaceable : public torch::nn::Module {
   std::size_t index_of(const std::string& name) const;
   std::vector<std::string> names_;
   std::vector<torch::nn::AnyModule> slots_;
-  std::vector<bool> recomputed_;
+  struct SlotMode {
+    bool recomputed = false;
+    std::shared_ptr<UnitHooks> hooks;
+  };
+  std::vector<SlotMode> modes_;
 };
 
 // Slots run one after another: forward(x) = slot_n(...slot_1(x)). Slots are named "0", "1", ...

@@ -196,6 +196,10 @@ class TrainerOptions {
   // the shards). Refused: amp_fp16 (its loss scaler), algorithms that need whole tensors; in a
   // single process it does nothing (a warning). Default: kNone.
   BATON_ARG(Sharding, sharding) = Sharding::kNone;
+  // Under kFull, the modules whose parameters are gathered together around their forward and
+  // backward: {"auto"}, the model's repeated blocks (gpt's, a ResNet's stages' blocks); else module
+  // kinds ({"Block"}). The parameters of no unit stay whole. Default: {"auto"}.
+  BATON_ARG(std::vector<std::string>, shard_unit) = {"auto"};
 
  public:
   TrainerOptions& device(c10::Device device) { return this->device(device.str()); }
