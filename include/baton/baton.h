@@ -21,6 +21,7 @@
 #include "baton/core/profiler.h"
 #include "baton/core/registry.h"
 #include "baton/core/schedule.h"
+#include "baton/core/sharding.h"
 #include "baton/core/state.h"
 #include "baton/core/state_dict.h"
 #include "baton/core/task.h"

@@ -185,8 +185,11 @@ int for_each_unit(nn::Module& model, const std::vector<std::string>& kinds, cons
 }
 
 int checkpoint_activations(nn::Module& model, const std::vector<std::string>& kinds) {
-  return for_each_unit(model, kinds, "activation_checkpointing",
-                       [](Replaceable& owner, const std::string& slot) { owner.set_recomputed(slot, true); });
+  int marked = 0;  // newly: a unit marked before counts once
+  for_each_unit(model, kinds, "activation_checkpointing", [&](Replaceable& owner, const std::string& slot) {
+    if (!owner.recomputed(slot)) owner.set_recomputed(slot, true), ++marked;
+  });
+  return marked;
 }
 
 at::Tensor unit_forward(const nn::AnyModule& unit, const at::Tensor& input, bool recompute,

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "baton/models/surgery.h"
 #include "baton/models/zoo.h"
 #include "common/test_util.h"
 
@@ -39,7 +40,7 @@ int recomputing_nodes(const at::Tensor& loss) {
     torch::autograd::Node* node = todo.back();
     todo.pop_back();
     if (node == nullptr || !seen.insert(node).second) continue;
-    found += node->name().find("Recompute") != std::string::npos ? 1 : 0;
+    found += node->name().find("UnitCall") != std::string::npos ? 1 : 0;
     for (const auto& edge : node->next_edges()) todo.push_back(edge.function.get());
   }
   return found;
@@ -120,6 +121,47 @@ TEST(ActivationCheckpointing, KindsTheModelLacksAreNamed) {
               HasSubstr("activation_checkpointing: auto: the model has no repeated blocks"));
   EXPECT_EQ(module_kind(*torch::nn::Linear(2, 2)), "Linear");
   EXPECT_EQ(module_kind(*model), "Classifier");
+}
+
+// Unit hooks (what full sharding gathers and frees by) run around each unit's forward, in the
+// model's order, and around its backward, in reverse; with and without recomputation the gradients
+// are the model's own.
+class RecordingHooks : public UnitHooks {
+ public:
+  RecordingHooks(std::vector<std::string>& log, int unit) : log_(log), unit_(std::to_string(unit)) {}
+  void before_forward() override { log_.push_back("gather " + unit_); }
+  void after_forward() override { log_.push_back("free " + unit_); }
+  void before_backward() override { log_.push_back("gather " + unit_ + " for backward"); }
+  void after_backward() override { log_.push_back("reduce " + unit_); }
+
+ private:
+  std::vector<std::string>& log_;
+  std::string unit_;
+};
+
+TEST(UnitHooks, RunAroundEachUnitsPassesInOrder) {
+  const Batch batch{torch::randint(0, 32, {4, 16}), torch::randint(0, 32, {4, 16})};
+  const Step without = step(*gpt(0.1), batch);
+  for (const bool recompute : {false, true}) {
+    SCOPED_TRACE(recompute ? "recomputed" : "kept");
+    const auto hooked = gpt(0.1);
+    std::vector<std::string> log;
+    int unit = 0;
+    EXPECT_EQ(for_each_unit(*hooked, {"auto"}, "shard_unit",
+                            [&](Replaceable& owner, const std::string& slot) {
+                              owner.set_unit_hooks(slot, std::make_shared<RecordingHooks>(log, unit++));
+                            }),
+              3);
+    if (recompute) checkpoint_activations(*hooked, {"Block"});
+    const Step with = step(*hooked, batch);
+    expect_same(without, with);
+    EXPECT_EQ(log, (std::vector<std::string>{"gather 0", "free 0", "gather 1", "free 1", "gather 2", "free 2",
+                                             "gather 2 for backward", "reduce 2", "gather 1 for backward", "reduce 1",
+                                             "gather 0 for backward", "reduce 0"}));
+  }
+  EXPECT_THAT(
+      error_of([] { for_each_unit(*gpt(0.0), {"Bottleneck"}, "shard_unit", [](Replaceable&, const std::string&) {}); }),
+      HasSubstr("shard_unit: the model has no Bottleneck block (its blocks: Block)"));
 }
 
 }  // namespace
