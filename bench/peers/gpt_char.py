@@ -39,7 +39,7 @@ p.add_argument("--compile", action="store_true", help="torch.compile(model)")
 p.add_argument("--eval-batches", type=int, default=20)
 p.add_argument("--seed", type=int, default=0)
 p.add_argument("--threads", type=int, default=os.cpu_count())
-a = p.parse_args()
+a = p.parse_args() if __name__ == "__main__" else None  # the model classes are imported by fsdp2_gpt.py
 
 import torch
 import torch.nn as nn
