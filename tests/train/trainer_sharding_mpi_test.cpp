@@ -203,6 +203,31 @@ TEST(TrainerSharding, ARankHoldsItsShareOfTheOptimizerState) {
   }
 }
 
+// Evaluations inside a fully sharded fit see the whole units (gathered for them, freed after), and
+// give data parallelism's metrics; after fit the model is whole (it can be read and evaluated).
+TEST(TrainerSharding, FullShardingEvaluatesInsideTheFit) {
+  auto metrics_of = [](Sharding sharding) {
+    TrainerOptions o = gpt_run({sharding, false, "6ba"}, Distributed::kOn);
+    auto tokens = at::detail::createCPUGenerator(9);
+    auto eval = std::make_shared<TensorDataset>(torch::randint(0, 256, {24, 32}, tokens, torch::kLong),
+                                                torch::randint(0, 256, {24, 32}, tokens, torch::kLong));
+    o.eval_dataloader("eval", std::make_shared<DataLoader>(eval, DataLoaderOptions().batch_size(8).shuffle(false)))
+        .eval_interval("3ba");
+    auto log = std::make_shared<InMemoryLogger>();
+    o.loggers({log});
+    Trainer trainer(o);
+    trainer.fit();
+    const auto after = trainer.eval();  // outside the fit: the whole model
+    return std::make_pair(log->series("eval/loss"), after.at("eval").at("loss"));
+  };
+  const auto ddp = metrics_of(Sharding::kNone), full = metrics_of(Sharding::kFull);
+  if (mpi::Comm::world().rank() == 0) {
+    ASSERT_EQ(full.first.size(), 3U) << "after batches 3 and 6, and eval() after the fit";
+    EXPECT_LT(max_difference(full.first, ddp.first), 1e-5);
+  }
+  EXPECT_NEAR(full.second, ddp.second, 1e-5);
+}
+
 fs::path shared_dir(const std::string& name) {
   auto& comm = mpi::Comm::world();
   std::string dir;
