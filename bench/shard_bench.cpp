@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"

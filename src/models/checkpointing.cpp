@@ -166,8 +166,12 @@ int for_each_unit(nn::Module& model, const std::vector<std::string>& kinds, cons
       }
       wanted.insert(repeated.begin(), repeated.end());
     } else if (present.count(kind) == 0) {
-      throw std::invalid_argument(key + ": the model has no " + kind +
-                                  " block (its blocks: " + (known.empty() ? std::string("none") : known) + ")");
+      throw std::invalid_argument(std::string(key)
+                                      .append(": the model has no ")
+                                      .append(kind)
+                                      .append(" block (its blocks: ")
+                                      .append(known.empty() ? std::string("none") : known)
+                                      .append(")"));
     } else {
       wanted.insert(kind);
     }

@@ -166,9 +166,10 @@ struct ShardedOptimizer::Impl {
     const auto first = std::find_if(states.begin(), states.end(), [](const StateTensors& s) { return !s.empty(); });
     StateTensors mine;
     if (first != states.end()) {
-      for (const auto& [name, value] : *first) {
+      for (const auto& entry : *first) {
+        const std::string& name = entry.first;
         if (name == "step") {
-          mine[name] = value.clone();
+          mine[name] = entry.second.clone();
           continue;
         }
         std::size_t i = 0;

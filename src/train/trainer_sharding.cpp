@@ -35,14 +35,20 @@ void Trainer::Impl::check_sharding() {
   require(options_.precision() != Precision::kAmpFp16,
           "TrainerOptions: " + level +
               ": amp_fp16's loss scaler checks whole gradients; use precision amp_bf16 or fp32, or sharding: none");
-  for (const auto& a : state_.algorithms) {
-    const std::string why = a->sharding_blocker(sharding);
-    require(why.empty(), "TrainerOptions: " + level + ": algorithm '" + a->name() + "' " + why + fix);
-  }
-  for (const auto& c : state_.callbacks) {
-    const std::string why = c->sharding_blocker(sharding);
-    require(why.empty(), "TrainerOptions: " + level + ": callback '" + c->name() + "' " + why + fix);
-  }
+  const auto refuse_blocked = [&](const char* what, const std::string& name, const std::string& why) {
+    if (why.empty()) return;
+    throw std::invalid_argument(std::string("TrainerOptions: ")
+                                    .append(level)
+                                    .append(": ")
+                                    .append(what)
+                                    .append(" '")
+                                    .append(name)
+                                    .append("' ")
+                                    .append(why)
+                                    .append(fix));
+  };
+  for (const auto& a : state_.algorithms) refuse_blocked("algorithm", a->name(), a->sharding_blocker(sharding));
+  for (const auto& c : state_.callbacks) refuse_blocked("callback", c->name(), c->sharding_blocker(sharding));
   require(sharding != Sharding::kFull || state_.optimizers.size() == 1,
           "TrainerOptions: sharding: full takes one optimizer (this run has " +
               std::to_string(state_.optimizers.size()) + "); put the parameter groups in one");
