@@ -4,6 +4,7 @@
 // reductions, and every rank's parameters + gradients + optimizer state and peak resident set.
 //
 //   mpirun -np 2 build/bin/shard_bench --sharding full [--layers 4 --width 256 --context 128 --batch 16]
+//   build/bin/shard_bench --device cuda --sharding full --activation-checkpointing auto   (one GPU: the kit)
 //
 // bench/shard_bench.sh runs it beside data parallelism and PyTorch FSDP2 (bench/peers/fsdp2_gpt.py).
 #include <chrono>
@@ -24,6 +25,7 @@ double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock:
 
 struct Args {
   std::string sharding = "full";
+  std::string device = "cpu";
   int64_t layers = 4, width = 256, heads = 4, context = 128, batch = 16, vocab = 256, steps = 20, warmup = 3;
   std::vector<std::string> checkpointing;
 };
@@ -36,6 +38,8 @@ Args parse(int argc, char** argv) {
     const std::string value = argv[++i];
     if (flag == "--sharding") {
       a.sharding = value;
+    } else if (flag == "--device") {
+      a.device = value;
     } else if (flag == "--activation-checkpointing") {
       if (value != "false") a.checkpointing = {value};
     } else {
@@ -74,6 +78,7 @@ int run(const Args& a) {
       .max_duration(baton::Time::from_batch(a.warmup))
       .eval_interval("0ba")
       .precision(baton::Precision::kFp32)
+      .device(a.device)
       .distributed(baton::Distributed::kOn)
       .sharding(*baton::from_name<baton::Sharding>(a.sharding))
       .activation_checkpointing(a.checkpointing)
@@ -92,7 +97,8 @@ int run(const Args& a) {
     ranks.push_back({{"state_mb", static_cast<double>(m.params_bytes + m.grads_bytes + m.optimizer_bytes) / 1e6},
                      {"peak_mb", static_cast<double>(m.peak_bytes) / (1 << 20)}});
   }
-  const nlohmann::json out = {{"case", "baton_" + a.sharding},
+  const nlohmann::json out = {{"case", "baton_" + a.sharding + (a.checkpointing.empty() ? "" : "_checkpointed")},
+                              {"device", a.device},
                               {"ranks", trainer.world_size()},
                               {"layers", a.layers},
                               {"width", a.width},

@@ -310,6 +310,16 @@ void read_activation_checkpointing(OptionReader& top, TrainerOptions& o) {
   o.activation_checkpointing(kinds);
 }
 
+// offload: {optimizer: cpu | none}.
+void read_offload(OptionReader& top, TrainerOptions& o) {
+  if (!top.has("offload")) return;
+  const nlohmann::json& value = top.json()["offload"];
+  const bool known = value.is_object() && value.size() == 1 && value.contains("optimizer") &&
+                     value["optimizer"].is_string() && (value["optimizer"] == "cpu" || value["optimizer"] == "none");
+  if (!known) top.fail("offload", "expected {optimizer: cpu} or {optimizer: none}, got " + OptionReader::shown(value));
+  o.offload_optimizer(value["optimizer"] == "cpu");
+}
+
 // shard_unit: auto, or a list of module kinds (a kind alone is a list of one).
 void read_shard_unit(OptionReader& top, TrainerOptions& o) {
   if (!top.has("shard_unit")) return;
@@ -350,6 +360,7 @@ c10::Device read_device_and_precision(OptionReader& top, TrainerOptions& o) {
   }
   read_activation_checkpointing(top, o);
   read_shard_unit(top, o);
+  read_offload(top, o);
   top.read("cuda_graphs", o.cuda_graphs());
   if (o.cuda_graphs() == CudaGraphs::kOn && !device.is_cuda()) {
     top.fail("cuda_graphs", "on needs a CUDA device (device is " + device.str() + "); use auto or off");

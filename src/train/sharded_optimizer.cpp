@@ -48,6 +48,7 @@ struct ShardedOptimizer::Impl {
   mpi::Comm* comm = nullptr;
   std::vector<ShardedChunk> chunks;
   std::vector<std::vector<std::size_t>> unit_chunks;  // per unit: its chunks
+  bool offload = false;                               // the shards (and the state) in host memory
   double weight = 1.0;                                // this rank's share of the global batch
   bool grads_sharded = false;                         // the whole chunks' gradients were reduce-scattered this step
 
@@ -93,7 +94,9 @@ struct ShardedOptimizer::Impl {
     c.flat = flat;
     c.gathered = true;
     const at::Tensor block = flat.narrow(0, begin(c), c.shard);
-    const at::Tensor value = c.unit < 0 ? block : block.clone();
+    const at::Tensor value = offload      ? block.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true)
+                             : c.unit < 0 ? block
+                                          : block.clone();
     if (c.mine.defined()) {
       c.mine.set_data(value);
     } else {
@@ -148,7 +151,7 @@ struct ShardedOptimizer::Impl {
     for (auto& p : c.params) p.mutable_grad().reset();
     at::Tensor sum = torch::empty({c.shard}, whole.options());
     comm->reduce_scatter_sum(whole.data_ptr<float>(), sum.data_ptr<float>(), static_cast<std::size_t>(c.shard));
-    sum = sum.to(c.flat.device());
+    sum = sum.to(c.mine.device());
     if (c.fresh_grad || !c.mine.grad().defined()) {
       c.mine.mutable_grad() = sum;
     } else {
@@ -174,10 +177,10 @@ struct ShardedOptimizer::Impl {
         }
         std::size_t i = 0;
         mine[name] = slice(c, [&](const at::Tensor&) {
-          const StateTensors& s = states[i++];
-          const auto it = s.find(name);
-          return it == s.end() ? at::Tensor() : it->second;
-        });
+                       const StateTensors& s = states[i++];
+                       const auto it = s.find(name);
+                       return it == s.end() ? at::Tensor() : it->second;
+                     }).to(c.mine.device());  // where the shard lives (host memory with offload)
       }
     }
     set_optimizer_param_state(*local, c.mine, mine);
@@ -235,10 +238,11 @@ class FunctionHooks : public UnitHooks {
 }  // namespace
 
 ShardedOptimizer::ShardedOptimizer(std::shared_ptr<torch::optim::Optimizer> original, mpi::Comm& comm,
-                                   const std::vector<std::vector<at::Tensor>>& units)
+                                   const std::vector<std::vector<at::Tensor>>& units, bool offload)
     : impl_(std::make_shared<Impl>()) {
   impl_->original = std::move(original);
   impl_->comm = &comm;
+  impl_->offload = offload;
   impl_->cut(units);
   std::vector<std::vector<at::Tensor>> shards(impl_->original->param_groups().size());
   for (ShardedChunk& c : impl_->chunks) {
@@ -322,7 +326,9 @@ void ShardedOptimizer::step() {
   for (ShardedChunk& c : impl_->chunks) {
     if (c.unit >= 0) continue;  // a unit's gradient is reduced in its backward
     impl_->keep_flat(c);
-    if (!impl_->grads_sharded) c.mine.mutable_grad() = impl_->slice(c, [](const at::Tensor& p) { return p.grad(); });
+    if (!impl_->grads_sharded) {
+      c.mine.mutable_grad() = impl_->slice(c, [](const at::Tensor& p) { return p.grad(); }).to(c.mine.device());
+    }
   }
   for (std::size_t i = 0; i < local_groups.size(); ++i) {
     local_groups[i].set_options(given[i].options().clone());  // the schedulers' rates of now
@@ -333,7 +339,7 @@ void ShardedOptimizer::step() {
     c.fresh_grad = true;
     if (c.unit >= 0) continue;                                 // gathered before its next forward
     if (!impl_->grads_sharded) c.mine.mutable_grad().reset();  // the whole gradients are the parameters'
-    if (c.flat.is_cpu()) {
+    if (c.flat.is_cpu() && !impl_->offload) {  // the shard is a view of the buffer: all-gathered in place
       float* flat = c.flat.data_ptr<float>();
       impl_->comm->allgather(flat + impl_->begin(c), flat, static_cast<std::size_t>(c.shard));
     } else {

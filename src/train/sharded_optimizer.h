@@ -35,10 +35,11 @@ class ShardedOptimizer {
   // `original` keeps its parameters and options (schedulers set its rates) and takes no step; the
   // state it holds now (a checkpoint's) moves into the shards. `units`: under full sharding, the
   // parameters of each unit, in the order the model's forward calls them (empty: no unit).
-  // Throws std::invalid_argument for parameters that are not float32 on one device, or an optimizer
-  // make_optimizer_like does not make.
+  // `offload`: the shards, their gradients and the optimizer's state live in host memory and the step
+  // runs there (a GPU run's weights are copied back after it). Throws std::invalid_argument for
+  // parameters that are not float32 on one device, or an optimizer make_optimizer_like does not make.
   ShardedOptimizer(std::shared_ptr<torch::optim::Optimizer> original, mpi::Comm& comm,
-                   const std::vector<std::vector<at::Tensor>>& units = {});
+                   const std::vector<std::vector<at::Tensor>>& units = {}, bool offload = false);
   ~ShardedOptimizer();
   ShardedOptimizer(const ShardedOptimizer&) = delete;
   ShardedOptimizer& operator=(const ShardedOptimizer&) = delete;

@@ -22,6 +22,12 @@ using detail::require;
 // After init (the algorithms are all there): what sharding cannot work with, refused by name.
 void Trainer::Impl::check_sharding() {
   const Sharding sharding = options_.sharding();
+  require(!options_.offload_optimizer() || state_.device.is_cuda(),
+          "TrainerOptions: offload: the run is on the CPU, where the optimizer's state already is; offload moves a GPU "
+          "run's to host memory (remove it)");
+  require(!options_.offload_optimizer() || sharding != Sharding::kNone,
+          "TrainerOptions: offload: the optimizer's state is offloaded in its shards; set sharding: optimizer, "
+          "gradients or full");
   if (sharding == Sharding::kNone) return;
   const std::string level = "sharding: " + to_name(sharding);
   if (!ddp_) {
@@ -71,7 +77,8 @@ void Trainer::Impl::setup_sharding() {
   }
   for (const auto& optimizer : state_.optimizers) {
     try {
-      sharded_.push_back(std::make_unique<detail::ShardedOptimizer>(optimizer, mpi::Comm::world(), units));
+      sharded_.push_back(std::make_unique<detail::ShardedOptimizer>(optimizer, mpi::Comm::world(), units,
+                                                                    options_.offload_optimizer()));
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(std::string("TrainerOptions: ") + e.what());
     }

@@ -148,6 +148,9 @@ TEST(Recipe, DeviceKeys) {
   EXPECT_EQ(automatic.options.sharding(), Sharding::kNone);
   EXPECT_EQ(build_run(Recipe::parse("sharding: gradients\n" + data, "r.yaml")).options.sharding(),
             Sharding::kGradients);
+  EXPECT_TRUE(build_run(Recipe::parse("offload: {optimizer: cpu}\n" + data, "r.yaml")).options.offload_optimizer());
+  EXPECT_THAT(build("offload: {optimizer: nvme}\n"),
+              HasSubstr("offload: expected {optimizer: cpu} or {optimizer: none}, got {\"optimizer\":\"nvme\"}"));
   EXPECT_THAT(build("sharding: zero3\n"),
               StartsWith("r.yaml:1:11: sharding: expected none, optimizer, gradients or full, got 'zero3'"));
   EXPECT_EQ(build_run(Recipe::parse("tf32: false\n" + data, "r.yaml")).options.tf32(), std::optional<bool>(false));

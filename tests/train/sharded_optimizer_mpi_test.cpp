@@ -48,10 +48,11 @@ void backward(Training& run, int step) {
 TEST(ShardedOptimizer, EveryKindStepsToTheUnshardedWeightsBitwise) {
   mpi::Comm& comm = mpi::Comm::world();
   ASSERT_EQ(comm.size(), 3) << "run under mpirun -np 3";
-  for (const std::string name : {"sgd", "decoupled_sgdw", "adam", "adamw"}) {
-    SCOPED_TRACE(name);
+  for (const auto& [name, offload] : std::vector<std::pair<std::string, bool>>{
+           {"sgd", false}, {"decoupled_sgdw", false}, {"adam", false}, {"adamw", false}, {"adamw", true}}) {
+    SCOPED_TRACE(name + (offload ? " offloaded" : ""));  // offloaded: the shards are tensors of their own
     Training whole = make_run(name), sharded = make_run(name);
-    detail::ShardedOptimizer shards(sharded.optimizer, comm);
+    detail::ShardedOptimizer shards(sharded.optimizer, comm, {}, offload);
     for (int step = 0; step < 8; ++step) {
       if (step == 4) {  // a scheduler's new rate, in the original's groups
         for (auto* run : {&whole, &sharded}) {

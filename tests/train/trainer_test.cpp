@@ -210,6 +210,8 @@ TEST(Trainer, ShardingInOneProcessSaysItDoesNothing) {
   t.fit();
   EXPECT_EQ(t.state().sharding, Sharding::kNone);
   EXPECT_THAT(log.text(), HasSubstr("sharding: full does nothing in a single process: there are no ranks"));
+  EXPECT_THAT(testing::error_of([] { Trainer(gpt_options({}).sharding(Sharding::kFull).offload_optimizer(true)); }),
+              HasSubstr("offload: the run is on the CPU, where the optimizer's state already is"));
 }
 
 TEST(Trainer, ActivationCheckpointingTrainsToTheSameWeights) {

@@ -200,6 +200,10 @@ class TrainerOptions {
   // backward: {"auto"}, the model's repeated blocks (gpt's, a ResNet's stages' blocks); else module
   // kinds ({"Block"}). The parameters of no unit stay whole. Default: {"auto"}.
   BATON_ARG(std::vector<std::string>, shard_unit) = {"auto"};
+  // Under sharding on GPUs: each rank's shards, their gradients and the optimizer's state in host
+  // memory, the step on the CPU (recipes: `offload: {optimizer: cpu}`). Refused on a CPU run and
+  // without sharding. Default: false.
+  BATON_ARG(bool, offload_optimizer) = false;
 
  public:
   TrainerOptions& device(c10::Device device) { return this->device(device.str()); }
