@@ -1,4 +1,4 @@
-// baton checkpoint inspect FILE [--json]
+// baton checkpoint inspect FILE [--json]; baton checkpoint consolidate CHECKPOINT --out FILE
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
@@ -63,6 +63,16 @@ void run_inspect(const InspectArgs& args) {
   }
 }
 
+struct ConsolidateArgs {
+  std::string from;
+  std::string out;
+};
+
+void run_consolidate(const ConsolidateArgs& args) {
+  const std::string source = consolidate_checkpoint(args.from, args.out);
+  std::printf("%s: one file of %s\n", args.out.c_str(), source.c_str());
+}
+
 }  // namespace
 
 void add_checkpoint(CLI::App& app) {
@@ -73,6 +83,13 @@ void add_checkpoint(CLI::App& app) {
   inspect->add_option("file", args->file, "checkpoint file")->required();
   inspect->add_flag("--json", args->json, "print JSON");
   inspect->callback([args] { run_inspect(*args); });
+  auto joined = std::make_shared<ConsolidateArgs>();
+  CLI::App* consolidate = cmd->add_subcommand(
+      "consolidate",
+      "one file from a checkpoint (save_format: sharded: the ranks' files of the optimizer state joined)");
+  consolidate->add_option("checkpoint", joined->from, "a checkpoint, or a checkpoint folder (its latest)")->required();
+  consolidate->add_option("--out", joined->out, "the file to write (a new one)")->required();
+  consolidate->callback([joined] { run_consolidate(*joined); });
 }
 
 }  // namespace baton::cli

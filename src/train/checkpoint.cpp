@@ -19,6 +19,7 @@
 
 #include "baton/io/file.h"
 #include "checkpoint_layout.h"
+#include "train/sharded_checkpoint.h"
 
 namespace baton {
 namespace {
@@ -104,7 +105,15 @@ CheckpointFile read_checkpoint(const std::string& path) {
   } catch (const FileError& e) {
     throw CheckpointError(e.what());
   }
-  return decode_checkpoint(bytes, path);
+  CheckpointFile ckpt = decode_checkpoint(bytes, path);
+  if (ckpt.state.values.contains(detail::kShardedStateKey)) {  // save_format: sharded
+    try {
+      detail::join_optimizer_shards(path, ckpt);
+    } catch (const nlohmann::json::exception&) {
+      throw CheckpointError(path + ": its sharded state's layout is not what baton writes");
+    }
+  }
+  return ckpt;
 }
 
 nlohmann::json read_checkpoint_meta(const std::string& path) {

@@ -18,6 +18,7 @@
 #include "baton/core/state.h"
 #include "baton/io/file.h"
 #include "baton/train/checkpoint.h"
+#include "train/sharded_checkpoint.h"
 
 namespace baton {
 namespace {
@@ -189,7 +190,10 @@ struct CheckpointSaver::Impl {
   int64_t order_ = 0;
   int64_t monitor_evaluated_at_ = -1;
   std::string best_;
+  ShardWriter shard_writer_;
 };
+
+void CheckpointSaver::set_shard_writer(ShardWriter writer) { impl_->shard_writer_ = std::move(writer); }
 
 const std::vector<std::string>& CheckpointSaver::written() const { return impl_->written_; }
 
@@ -214,6 +218,10 @@ CheckpointSaver::CheckpointSaver(CheckpointSaverOptions options, Snapshot snapsh
   }
   if (const int n = remove_stale_temporaries(impl_->options_.folder()); n > 0) {
     spdlog::info("{}: removed {} temporary file(s) that a stopped run left", impl_->options_.folder(), n);
+  }
+  if (const int n = detail::remove_orphan_shards(impl_->options_.folder()); n > 0) {
+    spdlog::info("{}: removed {} rank file(s) of a checkpoint that a stopped run did not finish",
+                 impl_->options_.folder(), n);
   }
 }
 
@@ -314,18 +322,18 @@ std::string CheckpointSaver::save(const State& state) {
     if (value && !std::isfinite(*value)) value.reset();
   }
   impl_->last_save_ranked_ = value.has_value();
-  if (!impl_->options_.write()) {  // the writer's decisions, made from the same state
-    impl_->last_saved_ = {state.timestamp.epoch(), state.timestamp.batch()};
-    return "";
-  }
-  nlohmann::json meta = impl_->meta_ ? impl_->meta_() : nlohmann::json::object();
-  if (value) {
-    meta["monitor"] = {{"key", impl_->options_.monitor()}, {"value", *value}, {"batch", state.timestamp.batch()}};
-  }
   const std::string name = fill(impl_->options_.filename(), state);
   check_checkpoint_filename(name);  // {run_name} may make a name the pattern did not
   std::string path = (fs::path(impl_->options_.folder()) / name).string();
   impl_->last_saved_ = {state.timestamp.epoch(), state.timestamp.batch()};
+  // Every rank's file of the optimizer's state before the index (a kill between them leaves the
+  // previous checkpoint the latest).
+  if (impl_->shard_writer_) snapshot.values[detail::kShardedStateKey] = impl_->shard_writer_(path);
+  if (!impl_->options_.write()) return "";  // the writer's decisions, made from the same state
+  nlohmann::json meta = impl_->meta_ ? impl_->meta_() : nlohmann::json::object();
+  if (value) {
+    meta["monitor"] = {{"key", impl_->options_.monitor()}, {"value", *value}, {"batch", state.timestamp.batch()}};
+  }
   impl_->written_.erase(std::remove(impl_->written_.begin(), impl_->written_.end(), path), impl_->written_.end());
   impl_->written_.push_back(path);
   std::vector<std::string> doomed;
@@ -347,10 +355,7 @@ std::string CheckpointSaver::save(const State& state) {
     write_checkpoint(path, snapshot, meta);
     point_latest_at(impl_->options_.folder(), path);
     if (!best.empty()) point_link_at(impl_->options_.folder(), kBestCheckpoint, best);
-    for (const auto& old : doomed) {
-      std::error_code ec;
-      fs::remove(old, ec);
-    }
+    for (const auto& old : doomed) detail::remove_checkpoint(old);  // its ranks' files too
   });
   return path;
 }

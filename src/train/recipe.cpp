@@ -400,6 +400,7 @@ void read_step_and_checkpoint_keys(OptionReader& top, TrainerOptions& o) {
     top.fail("save_num_checkpoints_to_keep", "expected how many to keep, or -1 to keep every checkpoint");
   }
   top.read("save_weights_only", o.save_weights_only());
+  top.read("save_format", o.save_format());
   top.read("load_path", o.load_path());
   top.read("load_weights_only", o.load_weights_only());
   top.read("load_strict", o.load_strict());

@@ -366,6 +366,15 @@ void ShardedOptimizer::gather_state() {
   }
 }
 
+std::vector<ShardedOptimizer::ChunkState> ShardedOptimizer::shard_state() const {
+  std::vector<ChunkState> out;
+  out.reserve(impl_->chunks.size());
+  for (const ShardedChunk& c : impl_->chunks) {
+    out.push_back({c.params, c.shard, optimizer_param_state(*impl_->local, c.mine)});
+  }
+  return out;
+}
+
 void ShardedOptimizer::release_gathered() {
   for (const ShardedChunk& c : impl_->chunks) {
     for (const auto& p : c.params) set_optimizer_param_state(*impl_->original, p, {});

@@ -16,7 +16,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
@@ -77,6 +79,14 @@ class ShardedOptimizer {
   // the one-file format. Collective. release_gathered() empties the original again.
   void gather_state();
   void release_gathered();
+  // This rank's shards of the state, a chunk each (save_format: sharded): its parameters (in order,
+  // flattened and padded into `shard` elements a rank) and its state tensors by name.
+  struct ChunkState {
+    std::vector<at::Tensor> params;
+    int64_t shard = 0;
+    std::map<std::string, at::Tensor> state;
+  };
+  std::vector<ChunkState> shard_state() const;
   // After the parameters or the original's state changed (a checkpoint loaded; the parameters are
   // whole): the shards taken anew from them, and the original's state moved into the shards.
   void reshard();

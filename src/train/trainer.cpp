@@ -324,9 +324,12 @@ void Trainer::Impl::setup_saver(bool writes) {
           .write(writes),
       [this] {
         flush_losses();  // a NaN loss stops the run before it is saved
-        return snapshot(options_.save_weights_only());
+        return snapshot(options_.save_weights_only(), optimizer_in_shards());
       },
       [this] { return options_.checkpoint_meta(); });
+  if (optimizer_in_shards()) {
+    saver_->set_shard_writer([this](const std::string& path) { return write_optimizer_shard(path); });
+  }
   state_.callbacks.push_back(saver_);
 }
 

@@ -15,6 +15,7 @@
 #include "baton/optim/optimizers.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/trainer.h"
+#include "train/sharded_checkpoint.h"
 #include "train/sharded_optimizer.h"
 #include "train/trainer_impl.h"
 #include "train/trainer_internal.h"
@@ -143,6 +144,31 @@ void load_optimizers(const std::string& path, const StateDict& sd, State& state)
   }
 }
 
+// A checkpoint with its optimizer state as named tensors (save_format: sharded, joined when read):
+// "optimizer_state/<optimizer>/<parameter>/<state>" onto each parameter, where it is.
+void load_named_optimizer_state(const std::string& path, const StateDict& sd, State& state) {
+  std::map<std::string, at::Tensor> params;
+  for (const auto& p : state.model->named_parameters()) params[p.key()] = p.value();
+  std::map<std::pair<std::size_t, std::string>, std::map<std::string, at::Tensor>> found;
+  const std::string prefix = detail::kOptimizerStatePrefix;
+  for (const auto& [name, tensor] : sd.tensors) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    const auto slash = rest.find('/'), last = rest.rfind('/');
+    if (slash == std::string::npos || last == slash) throw CheckpointError(path + ": a tensor named " + name);
+    const std::size_t optimizer = std::stoul(rest.substr(0, slash));
+    const std::string param = rest.substr(slash + 1, last - slash - 1);
+    if (optimizer >= state.optimizers.size() || !params.count(param)) {
+      throw CheckpointError(path + ": holds optimizer state for '" + param + "', which this run's optimizer " +
+                            std::to_string(optimizer) + " does not have; is it another model?");
+    }
+    found[{optimizer, param}][rest.substr(last + 1)] = tensor.to(params.at(param).device());
+  }
+  for (const auto& [key, tensors] : found) {
+    set_optimizer_param_state(*state.optimizers[key.first], params.at(key.second), tensors);
+  }
+}
+
 // The random generators' states: the CPU's, and the GPU's when the run is on one.
 void load_generators(const StateDict& sd, c10::Device device) {
   if (auto it = sd.tensors.find("rng/torch"); it != sd.tensors.end()) {
@@ -182,7 +208,7 @@ void Trainer::Impl::reapply_surgery(const std::string& path, const StateDict& sd
   }
 }
 
-StateDict Trainer::Impl::snapshot(bool weights_only) const {
+StateDict Trainer::Impl::snapshot(bool weights_only, bool optimizer_in_shards) const {
   StateDict full;
   with_whole_parameters([&] {  // full sharding: the units gathered, and copied before they are freed again
     full = state_.state_dict();
@@ -204,7 +230,9 @@ StateDict Trainer::Impl::snapshot(bool weights_only) const {
   nlohmann::json kinds = nlohmann::json::array();
   for (const auto& optimizer : state_.optimizers) kinds.push_back(optimizer_kind(*optimizer));
   out.values["optimizer_kinds"] = kinds;
-  for (const auto& s : sharded_) s->gather_state();  // every rank's shards, whole (collective)
+  if (!optimizer_in_shards) {
+    for (const auto& s : sharded_) s->gather_state();  // every rank's shards, whole (collective)
+  }
   for (std::size_t i = 0; i < state_.optimizers.size(); ++i) {
     const std::string bytes = bytes_of(*state_.optimizers[i]);
     out.tensors["optimizers/" + std::to_string(i)] =
@@ -280,6 +308,7 @@ void Trainer::Impl::load_checkpoint_file(const std::string& path, bool weights_o
   state_.max_duration = options_.max_duration();
   state_.precision = options_.precision();
   load_optimizers(path, sd, state_);
+  load_named_optimizer_state(path, sd, state_);
   for (const auto& s : sharded_) s->reshard();  // each rank's shards of what loaded
   load_generators(sd, state_.device);
   if (auto it = sd.values.find("grad_scaler"); it != sd.values.end() && state_.grad_scaler) {

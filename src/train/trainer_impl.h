@@ -35,7 +35,8 @@ struct Trainer::Impl {
   std::vector<at::Tensor> predict(DataLoader& loader, std::uint64_t max_output_bytes);
   void close();
   int64_t microbatch_size() const;
-  StateDict snapshot(bool weights_only) const;
+  // `optimizer_in_shards`: the optimizer's state stays in the shards (save_format: sharded).
+  StateDict snapshot(bool weights_only, bool optimizer_in_shards = false) const;
   void save_checkpoint(const std::string& path, bool weights_only = false);
   void load_checkpoint(const std::string& path, bool weights_only, bool strict,
                        const std::vector<std::string>& ignore_keys = {});
@@ -62,6 +63,10 @@ struct Trainer::Impl {
   int64_t most_microbatches(int64_t microbatches);
   void finish_full_sharding(int64_t microbatches, int64_t most);
   void with_whole_parameters(const std::function<void()>& f) const;
+  // save_format: sharded under sharding (decided at construction, before the shards exist).
+  bool optimizer_in_shards() const;
+  // This rank's file of the optimizer's state beside the checkpoint `path`; the index's layout.
+  nlohmann::json write_optimizer_shard(const std::string& path);
   void setup_loggers(bool writes);
   void setup_saver(bool writes);
   void load_initial_state(bool writes);

@@ -1,16 +1,20 @@
 // Sharded data parallelism in the Trainer (TrainerOptions::sharding; docs/distributed.md,
 // "Sharding"): the refusals, each optimizer's shards, and the gradients' reduction into them.
 #include <algorithm>
+#include <chrono>
 #include <functional>
+#include <map>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include "baton/models/checkpointing.h"
 #include "baton/models/surgery.h"
+#include "baton/train/checkpoint.h"
 #include "baton/train/trainer.h"
 #include "mpi/comm.h"
 #include "train/data_parallel.h"
+#include "train/sharded_checkpoint.h"
 #include "train/sharded_optimizer.h"
 #include "train/trainer_impl.h"
 #include "train/trainer_internal.h"
@@ -152,6 +156,36 @@ void Trainer::Impl::with_whole_parameters(const std::function<void()>& f) const 
   if (sharded) {
     for (const auto& s : sharded_) s->shard_parameters();
   }
+}
+
+bool Trainer::Impl::optimizer_in_shards() const {
+  return ddp_ && options_.sharding() != Sharding::kNone && options_.save_format() == SaveFormat::kSharded;
+}
+
+// Every rank writes its shards of each optimizer's state (a chunk's tensors "chunks/<k>/<state>")
+// to `path`.rank<R>-of-<N>, and all wait for all: the index, written after, names only whole sets.
+nlohmann::json Trainer::Impl::write_optimizer_shard(const std::string& path) {
+  std::map<const void*, std::string> names;
+  for (const auto& p : state_.model->named_parameters()) names[p.value().unsafeGetTensorImpl()] = p.key();
+  const std::string id = ddp_->broadcast(std::to_string(state_.timestamp.batch()) + "-" +
+                                         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+  nlohmann::json chunks = nlohmann::json::array();
+  StateDict mine;
+  for (std::size_t o = 0; o < sharded_.size(); ++o) {
+    for (auto& chunk : sharded_[o]->shard_state()) {
+      nlohmann::json params = nlohmann::json::array(), states = nlohmann::json::array();
+      for (const auto& p : chunk.params) params.push_back({names.at(p.unsafeGetTensorImpl()), p.sizes().vec()});
+      for (auto& [name, tensor] : chunk.state) {
+        states.push_back(name);
+        mine.tensors["chunks/" + std::to_string(chunks.size()) + "/" + name] = tensor.detach().to(at::kCPU);
+      }
+      chunks.push_back({{"optimizer", o}, {"shard", chunk.shard}, {"params", params}, {"state", states}});
+    }
+  }
+  mine.values = {{"id", id}, {"rank", ddp_->rank()}, {"ranks", ddp_->size()}};
+  write_checkpoint(detail::optimizer_shard_path(path, ddp_->rank(), ddp_->size()), mine, nlohmann::json::object());
+  ddp_->allreduce(std::vector<double>{0.0});  // every rank's file is whole before the index
+  return {{"ranks", ddp_->size()}, {"id", id}, {"chunks", chunks}};
 }
 
 }  // namespace baton

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # baton train with sharding: full under mpirun: a checkpoint of 4 ranks resumes with 1, 2 and 3
-# and each run ends at the weights of an uninterrupted 4-rank run (1e-5); a rank killed while the
+# (one file, or save_format: sharded) and each run ends at the weights of an uninterrupted 4-rank run
+# (1e-5); consolidate and inspect read sharded checkpoints; a rank killed while the
 # ranks save leaves latest a whole checkpoint that --autoresume takes; bad input is refused.
 # Usage: sharding_mpi_test.sh BATON_BINARY
 set -uo pipefail
@@ -64,24 +65,42 @@ EOF
 train 4 "$tmp/whole" 12ba
 grep -q "sharding: full: each of 4 ranks holds 1/4" "$tmp/whole.out" || { cat "$tmp/whole.out"; fail_now "no sharding line"; }
 weights "$tmp/whole/checkpoints/latest" "$tmp/whole.safetensors"
-train 4 "$tmp/half" 6ba
-[ -f "$tmp/half/checkpoints/ep0-ba6.ckpt" ] || fail_now "no checkpoint at batch 6"
-
-# 2. Resharding: the 4 ranks' checkpoint resumes with 1, 2 and 3 ranks, each ending at the whole run's weights.
-for n in 1 2 3; do
-  cp -r "$tmp/half" "$tmp/on$n"
-  train "$n" "$tmp/on$n" 12ba --autoresume
-  grep -q "resuming from .*ba=6" "$tmp/on$n.out" || { cat "$tmp/on$n.out"; fail "$n ranks did not resume at batch 6"; }
-  weights "$tmp/on$n/checkpoints/latest" "$tmp/on$n.safetensors"
-  d=$(difference "$tmp/whole.safetensors" "$tmp/on$n.safetensors")
-  python3 -c "import sys; sys.exit(0 if $d < 1e-5 else 1)" || fail "resumed with $n ranks: weights differ by $d from 4 ranks'"
-  echo "resumed with $n rank(s): largest weight difference $d"
+# 2. Resharding: the 4 ranks' checkpoint (one file, or a file a rank of the optimizer's state: save_format
+# sharded) resumes with 1, 2 and 3 ranks, each ending at the whole run's weights.
+for format in full sharded; do
+  train 4 "$tmp/half-$format" 6ba --set save_format=$format
+  [ -f "$tmp/half-$format/checkpoints/ep0-ba6.ckpt" ] || fail_now "no checkpoint at batch 6 ($format)"
+  for n in 1 2 3; do
+    run="$tmp/on$n-$format"
+    cp -r "$tmp/half-$format" "$run"
+    train "$n" "$run" 12ba --autoresume --set save_format=$format
+    grep -q "resuming from .*ba=6" "$run.out" || { cat "$run.out"; fail "$n ranks did not resume at batch 6 ($format)"; }
+    weights "$run/checkpoints/latest" "$run.safetensors"
+    d=$(difference "$tmp/whole.safetensors" "$run.safetensors")
+    python3 -c "import sys; sys.exit(0 if $d < 1e-5 else 1)" || fail "$format, resumed with $n ranks: weights differ by $d"
+    echo "$format checkpoint resumed with $n rank(s): largest weight difference $d"
+  done
 done
+half="$tmp/half-sharded/checkpoints"
+[ -f "$half/ep0-ba6.ckpt.rank3-of-4" ] || fail "save_format sharded: no file of rank 3 beside the checkpoint"
+
+# consolidate: one file that resumes and exports alone; inspect reads the sharded one.
+"$baton" checkpoint consolidate "$tmp/half-sharded/checkpoints" --out "$tmp/one.ckpt" >/dev/null 2>&1 ||
+  fail "baton checkpoint consolidate"
+"$baton" checkpoint inspect "$half/ep0-ba6.ckpt" >"$tmp/inspect.out" 2>&1 || fail "inspect of a sharded checkpoint"
+grep -q "optimizer_state/0/" "$tmp/inspect.out" || { cat "$tmp/inspect.out"; fail "inspect: no optimizer_state tensors"; }
+weights "$tmp/one.ckpt" "$tmp/one.safetensors"
+weights "$half/ep0-ba6.ckpt" "$tmp/half.safetensors"
+[ "$(difference "$tmp/one.safetensors" "$tmp/half.safetensors")" = "0.0" ] || fail "consolidated weights differ"
+# A rank's file missing: refused by name, nothing written.
+mv "$half/ep0-ba6.ckpt.rank2-of-4" "$tmp/rank2"
+expect 2 "rank 2's file of the optimizer state" -- "$baton" checkpoint consolidate "$half/ep0-ba6.ckpt" --out "$tmp/two.ckpt"
+[ ! -e "$tmp/two.ckpt" ] || fail "consolidate wrote a file from an incomplete checkpoint"
 
 # 3. A rank killed while the ranks save (a checkpoint every batch): latest names a whole checkpoint,
 # and --autoresume goes on from it to the whole run's weights.
 mkdir -p "$tmp/kill"
-mpirun -np 4 "$baton" train "$tmp/recipe.yaml" --set max_duration=12ba --set save_interval=1ba \
+mpirun -np 4 "$baton" train "$tmp/recipe.yaml" --set max_duration=12ba --set save_interval=1ba --set save_format=sharded \
   --run-dir "$tmp/kill" >"$tmp/kill.out" 2>&1 &
 job=$!
 for _ in $(seq 1 400); do
@@ -93,7 +112,7 @@ victim=$(pgrep -f -n "baton train .*$tmp/kill")
 wait "$job" 2>/dev/null
 "$baton" checkpoint inspect "$tmp/kill/checkpoints/latest" >/dev/null 2>&1 || fail "after the kill, latest is not a whole checkpoint"
 echo "killed a rank at $(readlink "$tmp/kill/checkpoints/latest")"
-train 4 "$tmp/kill" 12ba --autoresume --set save_interval=1ba
+train 4 "$tmp/kill" 12ba --autoresume --set save_interval=1ba --set save_format=sharded
 grep -q "resuming from" "$tmp/kill.out" || { cat "$tmp/kill.out"; fail "the killed run did not resume"; }
 weights "$tmp/kill/checkpoints/latest" "$tmp/kill.safetensors"
 d=$(difference "$tmp/whole.safetensors" "$tmp/kill.safetensors")

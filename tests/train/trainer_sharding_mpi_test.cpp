@@ -238,23 +238,32 @@ fs::path shared_dir(const std::string& name) {
   return comm.broadcast(dir, 0);
 }
 
-// A checkpoint of the sharded ranks (every rank gathers, rank 0 writes one file) resumes on the
-// ranks, sharded, and in one process: both end where the uninterrupted run does.
-TEST(TrainerSharding, ItsCheckpointsResumeOnTheRanksAndInOneProcess) {
+// A checkpoint of the sharded ranks resumes on the ranks, sharded, and in one process: both end where
+// the uninterrupted run does. save_format full: every rank gathers, rank 0 writes one file; sharded:
+// each rank writes its file of the optimizer's state beside the one rank 0 writes last.
+void expect_checkpoints_resume(Sharding sharding, SaveFormat format) {
   auto& comm = mpi::Comm::world();
-  const RunSetup full_run{Sharding::kGradients, false, "12ba"};
+  const RunSetup full_run{sharding, false, "12ba"};
   const Outcome uninterrupted = train(full_run, Distributed::kOn);
   const fs::path folder = shared_dir("resume");
   {
-    TrainerOptions o = gpt_run({Sharding::kGradients, false, "6ba"}, Distributed::kOn);
-    o.save_folder(folder.string()).save_interval("3ba");
+    TrainerOptions o = gpt_run({sharding, false, "6ba"}, Distributed::kOn);
+    o.save_folder(folder.string()).save_interval("3ba").save_format(format).save_num_checkpoints_to_keep(1);
     Trainer first(o);
     first.fit();
   }
   comm.barrier();
+  const int n = comm.size();
+  if (comm.rank() == 0) {
+    EXPECT_TRUE(fs::exists(folder / "ep0-ba6.ckpt")) << "rank 0 writes";
+    EXPECT_FALSE(fs::exists(folder / "ep0-ba3.ckpt")) << "one kept";
+    const bool sharded = format == SaveFormat::kSharded;
+    EXPECT_EQ(fs::exists(folder / ("ep0-ba6.ckpt.rank" + std::to_string(n - 1) + "-of-" + std::to_string(n))), sharded);
+    EXPECT_FALSE(fs::exists(folder / ("ep0-ba3.ckpt.rank0-of-" + std::to_string(n)))) << "deleted with its index";
+  }
   {
     TrainerOptions o = gpt_run(full_run, Distributed::kOn);
-    o.save_folder(folder.string()).autoresume(true);
+    o.save_folder(folder.string()).autoresume(true).save_format(format);
     Trainer resumed(o);
     EXPECT_EQ(resumed.state().timestamp.batch(), 6);
     resumed.fit();
@@ -262,7 +271,6 @@ TEST(TrainerSharding, ItsCheckpointsResumeOnTheRanksAndInOneProcess) {
   }
   comm.barrier();
   if (comm.rank() == 0) {
-    EXPECT_TRUE(fs::exists(folder / "ep0-ba3.ckpt")) << "rank 0 writes";
     TrainerOptions o = gpt_run({Sharding::kNone, false, "12ba"}, Distributed::kOff);
     o.load_path((folder / "ep0-ba6.ckpt").string());
     Trainer alone(o);
@@ -271,6 +279,16 @@ TEST(TrainerSharding, ItsCheckpointsResumeOnTheRanksAndInOneProcess) {
     fs::remove_all(folder);
   }
   comm.barrier();
+}
+
+TEST(TrainerSharding, ItsCheckpointsResumeOnTheRanksAndInOneProcess) {
+  expect_checkpoints_resume(Sharding::kGradients, SaveFormat::kFull);
+  expect_checkpoints_resume(Sharding::kFull, SaveFormat::kFull);
+}
+
+TEST(TrainerSharding, ShardedCheckpointsResumeOnTheRanksAndInOneProcess) {
+  expect_checkpoints_resume(Sharding::kOptimizer, SaveFormat::kSharded);
+  expect_checkpoints_resume(Sharding::kFull, SaveFormat::kSharded);
 }
 
 TEST(TrainerSharding, WhatCannotWorkOnShardsIsRefusedByName) {

@@ -44,6 +44,13 @@ CheckpointFile read_checkpoint(const std::string& path);
 // ranking checkpoints). Throws CheckpointError for a file that is not a checkpoint.
 nlohmann::json read_checkpoint_meta(const std::string& path);
 
+// One file from a checkpoint of either format (save_format: sharded: the ranks' files of the
+// optimizer's state joined): what one process resumes from, inspects or exports. `from` is the
+// checkpoint, or a checkpoint folder (its latest good one); returns the checkpoint read. Throws
+// CheckpointError for a missing, damaged or incomplete checkpoint, or an existing `to` (nothing is
+// overwritten).
+std::string consolidate_checkpoint(const std::string& from, const std::string& to);
+
 // SHA-256 over the tensors named "model/…" in name order (their bytes): equal for equal weights.
 std::string weights_sha256(const StateDict& state);
 // SHA-256 of bytes, as 64 hex digits.

@@ -55,6 +55,11 @@ class CheckpointSaver : public Callback {
   void eval_end(State& state, Logger& logger) override;
   void close(State& state, Logger& logger) override;
 
+  // save_format: sharded: called on every rank at each save with the checkpoint's path, after the
+  // snapshot and before the index is written: writes this rank's file of the optimizer's state and
+  // returns the layout the index keeps (under "sharded_optimizer_state"). Collective.
+  using ShardWriter = std::function<nlohmann::json(const std::string& path)>;
+  void set_shard_writer(ShardWriter writer);
   // Snapshots now and writes in the background; returns the file's path ("" when it does not write).
   std::string save(const State& state);
   // Waits for the write in flight; rethrows its error.

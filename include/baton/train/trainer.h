@@ -67,6 +67,10 @@ enum class CudaGraphs { kAuto, kOn, kOff };
 BATON_ENUM_NAMES(CudaGraphs, {CudaGraphs::kAuto, "auto"}, {CudaGraphs::kOn, "on"}, {CudaGraphs::kOff, "off"})
 CudaGraphs parse_cuda_graphs(std::string_view text);  // auto, on, off; std::invalid_argument otherwise
 
+// How the checkpoint saver writes a sharded run's checkpoints (TrainerOptions::save_format).
+enum class SaveFormat { kFull, kSharded };
+BATON_ENUM_NAMES(SaveFormat, {SaveFormat::kFull, "full"}, {SaveFormat::kSharded, "sharded"})
+
 // Whether a larger monitored value is better (save_top_k).
 enum class SaveMode { kAuto, kMax, kMin };
 BATON_ENUM_NAMES(SaveMode, {SaveMode::kAuto, "auto"}, {SaveMode::kMax, "max"}, {SaveMode::kMin, "min"})
@@ -167,6 +171,11 @@ class TrainerOptions {
   BATON_ARG(SaveMode, save_mode) = SaveMode::kAuto;
   // Only the model's weights. Default: false.
   BATON_ARG(bool, save_weights_only) = false;
+  // Under sharding, the saver's checkpoints: kFull, one file (the shards gathered); kSharded, each
+  // rank writes its shards of the optimizer's state to a file of its own beside the checkpoint, which
+  // rank 0 writes last with the rest (docs/checkpoints.md). Both resume on any number of ranks.
+  // Default: kFull.
+  BATON_ARG(SaveFormat, save_format) = SaveFormat::kFull;
   // Extra metadata stored in every checkpoint (the CLI puts the resolved recipe here).
   BATON_ARG(nlohmann::json, checkpoint_meta) = nlohmann::json::object();
   // A checkpoint to start from. Default: "" (none).

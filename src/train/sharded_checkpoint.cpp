@@ -1,0 +1,142 @@
+#include "train/sharded_checkpoint.h"
+
+#include <filesystem>
+#include <map>
+#include <system_error>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "baton/train/checkpoint_saver.h"
+
+namespace baton::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The shards of one chunk of every rank's file, joined: the whole (padded) vector of `state`.
+at::Tensor join(const std::vector<CheckpointFile>& files, const std::string& key, int64_t shard,
+                const std::string& index) {
+  std::vector<at::Tensor> parts;
+  parts.reserve(files.size());
+  for (std::size_t r = 0; r < files.size(); ++r) {
+    const auto it = files[r].state.tensors.find(key);
+    if (it == files[r].state.tensors.end() || it->second.numel() != shard) {
+      throw CheckpointError(optimizer_shard_path(index, static_cast<int>(r), static_cast<int>(files.size())) +
+                            ": has no " + std::to_string(shard) + "-element tensor '" + key +
+                            "' (written by another run, or damaged?)");
+    }
+    parts.push_back(it->second.reshape({-1}));
+  }
+  return torch::cat(parts);
+}
+
+}  // namespace
+
+std::string optimizer_shard_path(const std::string& index, int rank, int ranks) {
+  const fs::path path(index);
+  const fs::path name = fs::is_symlink(path) ? fs::read_symlink(path).filename() : path.filename();
+  return (path.parent_path() / (name.string() + ".rank" + std::to_string(rank) + "-of-" + std::to_string(ranks)))
+      .string();
+}
+
+void join_optimizer_shards(const std::string& index, CheckpointFile& ckpt) {
+  const nlohmann::json layout = ckpt.state.values.at(kShardedStateKey);
+  const int ranks = layout.at("ranks").get<int>();
+  const std::string id = layout.at("id").get<std::string>();
+  if (ranks < 1 || ranks > 1 << 20) throw CheckpointError(index + ": its sharded state has " + std::to_string(ranks) + " ranks");
+  std::vector<CheckpointFile> files;
+  files.reserve(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    const std::string path = optimizer_shard_path(index, r, ranks);
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+      throw CheckpointError(index + ": rank " + std::to_string(r) + "'s file of the optimizer state, " + path +
+                            ", is missing (a sharded checkpoint needs the files of all " + std::to_string(ranks) +
+                            " ranks)");
+    }
+    files.push_back(read_checkpoint(path));
+    if (files.back().state.values.value("id", "") != id || files.back().state.values.value("rank", -1) != r) {
+      throw CheckpointError(path + ": is not rank " + std::to_string(r) + "'s file of " + index +
+                            " (another checkpoint's id); the checkpoint cannot be resumed from");
+    }
+  }
+  const nlohmann::json& chunks = layout.at("chunks");
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    const nlohmann::json& chunk = chunks[k];
+    const int64_t shard = chunk.at("shard").get<int64_t>();
+    const std::string optimizer = std::to_string(chunk.at("optimizer").get<int>());
+    for (const auto& state : chunk.at("state")) {
+      const std::string name = state.get<std::string>();
+      const std::string key = "chunks/" + std::to_string(k) + "/" + name;
+      const at::Tensor whole = name == "step" ? at::Tensor() : join(files, key, shard, index);
+      int64_t at = 0;
+      for (const auto& param : chunk.at("params")) {
+        const auto shape = param.at(1).get<std::vector<int64_t>>();
+        const int64_t numel = c10::multiply_integers(shape);
+        const std::string target = kOptimizerStatePrefix + optimizer + "/" + param.at(0).get<std::string>() + "/" + name;
+        if (name == "step") {
+          ckpt.state.tensors[target] = files[0].state.tensors.at(key).clone();
+        } else {
+          if (at + numel > whole.numel()) throw CheckpointError(index + ": its sharded state's layout does not add up");
+          ckpt.state.tensors[target] = whole.narrow(0, at, numel).view(shape).clone();
+        }
+        const at::Tensor& t = ckpt.state.tensors[target];
+        ckpt.tensors.push_back({{"name", target},
+                                {"dtype", t.scalar_type() == at::kLong ? "int64" : "float32"},
+                                {"shape", t.sizes().vec()},
+                                {"nbytes", t.numel() * static_cast<int64_t>(t.element_size())}});
+        at += numel;
+      }
+    }
+  }
+  ckpt.state.values.erase(kShardedStateKey);  // whole now: a file written from it is one file
+}
+
+}  // namespace baton::detail
+
+namespace baton {
+
+std::string consolidate_checkpoint(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  std::string source = from;
+  if (std::filesystem::is_directory(from, ec)) {
+    source = find_resumable_checkpoint(from);
+    if (source.empty()) throw CheckpointError(from + ": holds no checkpoint");
+  }
+  if (std::filesystem::exists(to, ec)) {
+    throw CheckpointError(to + ": exists; consolidate writes a new file (choose another --out, or remove it)");
+  }
+  const CheckpointFile ckpt = read_checkpoint(source);
+  write_checkpoint(to, ckpt.state, ckpt.meta);
+  return source;
+}
+
+}  // namespace baton
+
+namespace baton::detail {
+
+int remove_orphan_shards(const std::string& folder) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    const auto at = name.rfind(".rank");
+    if (at == std::string::npos || name.find("-of-", at) == std::string::npos) continue;
+    if (!fs::exists(entry.path().parent_path() / name.substr(0, at), ec) && fs::remove(entry.path(), ec)) ++removed;
+  }
+  return removed;
+}
+
+void remove_checkpoint(const std::string& index) {
+  std::error_code ec;
+  fs::remove(index, ec);
+  const fs::path path(index);
+  const std::string prefix = path.filename().string() + ".rank";
+  for (const auto& entry : fs::directory_iterator(path.parent_path().empty() ? "." : path.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) fs::remove(entry.path(), ec);
+  }
+}
+
+}  // namespace baton::detail
