@@ -37,6 +37,7 @@ namespace {
 void set_storage_bytes(const at::Tensor& t, std::size_t bytes) {
   c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
   if (storage->nbytes() == bytes) return;
+  const c10::DeviceGuard on(t.device());  // a GPU's allocator allocates on the current device
   storage->set_data_ptr_noswap(storage->allocator()->allocate(bytes));
   storage->set_nbytes(bytes);
 }
