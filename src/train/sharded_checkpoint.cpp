@@ -22,9 +22,12 @@ at::Tensor join(const std::vector<CheckpointFile>& files, const std::string& key
   for (std::size_t r = 0; r < files.size(); ++r) {
     const auto it = files[r].state.tensors.find(key);
     if (it == files[r].state.tensors.end() || it->second.numel() != shard) {
-      throw CheckpointError(optimizer_shard_path(index, static_cast<int>(r), static_cast<int>(files.size())) +
-                            ": has no " + std::to_string(shard) + "-element tensor '" + key +
-                            "' (written by another run, or damaged?)");
+      throw CheckpointError(optimizer_shard_path(index, static_cast<int>(r), static_cast<int>(files.size()))
+                                .append(": has no ")
+                                .append(std::to_string(shard))
+                                .append("-element tensor '")
+                                .append(key)
+                                .append("' (written by another run, or damaged?)"));
     }
     parts.push_back(it->second.reshape({-1}));
   }
@@ -44,21 +47,33 @@ void join_optimizer_shards(const std::string& index, CheckpointFile& ckpt) {
   const nlohmann::json layout = ckpt.state.values.at(kShardedStateKey);
   const int ranks = layout.at("ranks").get<int>();
   const std::string id = layout.at("id").get<std::string>();
-  if (ranks < 1 || ranks > 1 << 20) throw CheckpointError(index + ": its sharded state has " + std::to_string(ranks) + " ranks");
+  if (ranks < 1 || ranks > 1 << 20) {
+    throw CheckpointError(
+        std::string(index).append(": its sharded state has ").append(std::to_string(ranks)).append(" ranks"));
+  }
   std::vector<CheckpointFile> files;
   files.reserve(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
     const std::string path = optimizer_shard_path(index, r, ranks);
     std::error_code ec;
     if (!fs::exists(path, ec)) {
-      throw CheckpointError(index + ": rank " + std::to_string(r) + "'s file of the optimizer state, " + path +
-                            ", is missing (a sharded checkpoint needs the files of all " + std::to_string(ranks) +
-                            " ranks)");
+      throw CheckpointError(std::string(index)
+                                .append(": rank ")
+                                .append(std::to_string(r))
+                                .append("'s file of the optimizer state, ")
+                                .append(path)
+                                .append(", is missing (a sharded checkpoint needs the files of all ")
+                                .append(std::to_string(ranks))
+                                .append(" ranks)"));
     }
     files.push_back(read_checkpoint(path));
     if (files.back().state.values.value("id", "") != id || files.back().state.values.value("rank", -1) != r) {
-      throw CheckpointError(path + ": is not rank " + std::to_string(r) + "'s file of " + index +
-                            " (another checkpoint's id); the checkpoint cannot be resumed from");
+      throw CheckpointError(std::string(path)
+                                .append(": is not rank ")
+                                .append(std::to_string(r))
+                                .append("'s file of ")
+                                .append(index)
+                                .append(" (another checkpoint's id); the checkpoint cannot be resumed from"));
     }
   }
   const nlohmann::json& chunks = layout.at("chunks");
@@ -74,7 +89,12 @@ void join_optimizer_shards(const std::string& index, CheckpointFile& ckpt) {
       for (const auto& param : chunk.at("params")) {
         const auto shape = param.at(1).get<std::vector<int64_t>>();
         const int64_t numel = c10::multiply_integers(shape);
-        const std::string target = kOptimizerStatePrefix + optimizer + "/" + param.at(0).get<std::string>() + "/" + name;
+        const std::string target = std::string(kOptimizerStatePrefix)
+                                       .append(optimizer)
+                                       .append("/")
+                                       .append(param.at(0).get<std::string>())
+                                       .append("/")
+                                       .append(name);
         if (name == "step") {
           ckpt.state.tensors[target] = files[0].state.tensors.at(key).clone();
         } else {

@@ -155,12 +155,18 @@ void load_named_optimizer_state(const std::string& path, const StateDict& sd, St
     if (name.rfind(prefix, 0) != 0) continue;
     const std::string rest = name.substr(prefix.size());
     const auto slash = rest.find('/'), last = rest.rfind('/');
-    if (slash == std::string::npos || last == slash) throw CheckpointError(path + ": a tensor named " + name);
+    if (slash == std::string::npos || last == slash) {
+      throw CheckpointError(std::string(path).append(": a tensor named ").append(name).append(" (not baton's)"));
+    }
     const std::size_t optimizer = std::stoul(rest.substr(0, slash));
     const std::string param = rest.substr(slash + 1, last - slash - 1);
     if (optimizer >= state.optimizers.size() || !params.count(param)) {
-      throw CheckpointError(path + ": holds optimizer state for '" + param + "', which this run's optimizer " +
-                            std::to_string(optimizer) + " does not have; is it another model?");
+      throw CheckpointError(std::string(path)
+                                .append(": holds optimizer state for '")
+                                .append(param)
+                                .append("', which this run's optimizer ")
+                                .append(std::to_string(optimizer))
+                                .append(" does not have; is it another model?"));
     }
     found[{optimizer, param}][rest.substr(last + 1)] = tensor.to(params.at(param).device());
   }

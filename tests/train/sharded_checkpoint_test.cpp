@@ -60,8 +60,8 @@ TEST(ShardedCheckpoint, ReadingJoinsEveryRanksShards) {
   write_sharded(dir.path());
   fs::remove(index);  // a save killed before rank 0 wrote the index
   EXPECT_EQ(detail::remove_orphan_shards(dir.path().string()), 2);
-  EXPECT_TRUE(torch::equal(read_checkpoint(one).state.tensors.at("optimizer_state/0/b/exp_avg"),
-                           torch::tensor({10.F, 11.F})));
+  EXPECT_TRUE(
+      torch::equal(read_checkpoint(one).state.tensors.at("optimizer_state/0/b/exp_avg"), torch::tensor({10.F, 11.F})));
   EXPECT_THAT(testing::error_of([&] { consolidate_checkpoint(one, one); }), HasSubstr("one.ckpt: exists"));
 }
 
