@@ -80,6 +80,9 @@ void join_optimizer_shards(const std::string& index, CheckpointFile& ckpt) {
   for (std::size_t k = 0; k < chunks.size(); ++k) {
     const nlohmann::json& chunk = chunks[k];
     const int64_t shard = chunk.at("shard").get<int64_t>();
+    if (shard < 0 || shard > (int64_t{1} << 40)) {
+      throw CheckpointError(std::string(index).append(": its sharded state's layout does not add up"));
+    }
     const std::string optimizer = std::to_string(chunk.at("optimizer").get<int>());
     for (const auto& state : chunk.at("state")) {
       const std::string name = state.get<std::string>();
@@ -88,7 +91,13 @@ void join_optimizer_shards(const std::string& index, CheckpointFile& ckpt) {
       int64_t at = 0;
       for (const auto& param : chunk.at("params")) {
         const auto shape = param.at(1).get<std::vector<int64_t>>();
-        const int64_t numel = c10::multiply_integers(shape);
+        int64_t numel = shape.size() <= 8 ? 1 : -1;  // within the chunk, or -1
+        for (const int64_t d : shape) {
+          numel = d < 0 || numel < 0 || (d > 0 && numel > shard * ranks / d) ? -1 : numel * d;
+        }
+        if (numel < 0 || numel > shard * ranks) {
+          throw CheckpointError(std::string(index).append(": its sharded state's layout does not add up"));
+        }
         const std::string target = std::string(kOptimizerStatePrefix)
                                        .append(optimizer)
                                        .append("/")

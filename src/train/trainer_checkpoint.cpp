@@ -158,7 +158,11 @@ void load_named_optimizer_state(const std::string& path, const StateDict& sd, St
     if (slash == std::string::npos || last == slash) {
       throw CheckpointError(std::string(path).append(": a tensor named ").append(name).append(" (not baton's)"));
     }
-    const std::size_t optimizer = std::stoul(rest.substr(0, slash));
+    const std::string index = rest.substr(0, slash);
+    if (index.empty() || index.size() > 6 || index.find_first_not_of("0123456789") != std::string::npos) {
+      throw CheckpointError(std::string(path).append(": a tensor named ").append(name).append(" (not baton's)"));
+    }
+    const std::size_t optimizer = std::stoul(index);
     const std::string param = rest.substr(slash + 1, last - slash - 1);
     if (optimizer >= state.optimizers.size() || !params.count(param)) {
       throw CheckpointError(std::string(path)

@@ -12,11 +12,15 @@
 #include "baton/optim/optimizers.h"
 #include "baton/train/trainer.h"
 #include "mpi/comm.h"
+#include "train/mpi_fixtures.h"
 
 namespace baton {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::max_difference;
+using testing::spread_across_ranks;
+using testing::weights;
 
 std::shared_ptr<TensorDataset> blobs(int64_t n, uint64_t seed) {
   auto gen = at::detail::createCPUGenerator(seed);
@@ -43,31 +47,6 @@ TrainerOptions options(Distributed distributed, const std::string& steps) {
       .num_threads(1)
       .progress_bar(false)
       .console_log_interval("0ba");
-}
-
-std::vector<at::Tensor> weights(Trainer& trainer) {
-  std::vector<at::Tensor> out;
-  for (const auto& p : trainer.state().model->parameters()) out.push_back(p.detach().clone());
-  return out;
-}
-
-double max_difference(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
-  double d = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, (a[i] - b[i]).abs().max().item<double>());
-  return d;
-}
-
-// The largest difference between this rank's weights and rank 0's.
-double spread_across_ranks(const std::vector<at::Tensor>& w) {
-  auto& comm = mpi::Comm::world();
-  double d = 0;
-  for (const auto& t : w) {
-    auto mine = t.contiguous().clone();
-    auto root = mine.clone();
-    comm.broadcast(root.data_ptr<float>(), static_cast<std::size_t>(root.numel()));
-    d = std::max(d, (mine - root).abs().max().item<double>());
-  }
-  return d;
 }
 
 std::vector<at::Tensor> reference(const std::string& steps) {
@@ -162,16 +141,7 @@ TEST(DataParallel, EvaluationMetricsCoverTheWholeEvaluationSet) {
   EXPECT_NEAR(metrics.at("eval").at("loss"), loss->compute(), 1e-6);
 }
 
-fs::path shared_dir(const std::string& name) {
-  // Rank 0 names a fresh folder and every rank uses it.
-  auto& comm = mpi::Comm::world();
-  std::string dir;
-  if (comm.rank() == 0) {
-    dir = (fs::temp_directory_path() / ("baton_ddp_" + name + "_" + std::to_string(::getpid()))).string();
-    fs::remove_all(dir);
-  }
-  return comm.broadcast(dir, 0);
-}
+fs::path shared_dir(const std::string& name) { return testing::shared_dir("baton_ddp", name); }
 
 fs::path checkpoint_at(const fs::path& folder, int batch) {
   for (const auto& entry : fs::directory_iterator(folder)) {

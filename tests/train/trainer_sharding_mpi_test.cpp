@@ -17,12 +17,16 @@
 #include "baton/train/trainer.h"
 #include "common/test_util.h"
 #include "mpi/comm.h"
+#include "train/mpi_fixtures.h"
 
 namespace baton {
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using testing::max_difference;
+using testing::spread_across_ranks;
+using testing::weights;
 
 struct RunSetup {
   Sharding sharding = Sharding::kNone;
@@ -60,18 +64,6 @@ TrainerOptions gpt_run(const RunSetup& setup, Distributed distributed, std::shar
   return o;
 }
 
-std::vector<at::Tensor> weights(Trainer& trainer) {
-  std::vector<at::Tensor> out;
-  for (const auto& p : trainer.state().model->parameters()) out.push_back(p.detach().clone());
-  return out;
-}
-
-double max_difference(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
-  double d = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, (a[i] - b[i]).abs().max().item<double>());
-  return d;
-}
-
 double max_difference(const std::vector<std::pair<int64_t, double>>& a,
                       const std::vector<std::pair<int64_t, double>>& b) {
   EXPECT_EQ(a.size(), b.size());
@@ -79,19 +71,6 @@ double max_difference(const std::vector<std::pair<int64_t, double>>& a,
   for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
     EXPECT_EQ(a[i].first, b[i].first);
     d = std::max(d, std::abs(a[i].second - b[i].second));
-  }
-  return d;
-}
-
-// The largest difference between this rank's weights and rank 0's.
-double spread_across_ranks(const std::vector<at::Tensor>& w) {
-  auto& comm = mpi::Comm::world();
-  double d = 0;
-  for (const auto& t : w) {
-    auto mine = t.contiguous().clone();
-    auto root = mine.clone();
-    comm.broadcast(root.data_ptr<float>(), static_cast<std::size_t>(root.numel()));
-    d = std::max(d, (mine - root).abs().max().item<double>());
   }
   return d;
 }
@@ -228,15 +207,7 @@ TEST(TrainerSharding, FullShardingEvaluatesInsideTheFit) {
   EXPECT_NEAR(full.second, ddp.second, 1e-5);
 }
 
-fs::path shared_dir(const std::string& name) {
-  auto& comm = mpi::Comm::world();
-  std::string dir;
-  if (comm.rank() == 0) {
-    dir = (fs::temp_directory_path() / ("baton_sharding_" + name + "_" + std::to_string(::getpid()))).string();
-    fs::remove_all(dir);
-  }
-  return comm.broadcast(dir, 0);
-}
+fs::path shared_dir(const std::string& name) { return testing::shared_dir("baton_sharding", name); }
 
 // A checkpoint of the sharded ranks resumes on the ranks, sharded, and in one process: both end where
 // the uninterrupted run does. save_format full: every rank gathers, rank 0 writes one file; sharded:
