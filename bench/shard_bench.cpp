@@ -87,7 +87,7 @@ int run(const Args& a) {
       .console_log_interval("0ba");
   baton::Trainer trainer(options);
   trainer.fit();  // warm-up
-  const double wait0 = trainer.ddp_wait_seconds(), t0 = now_s();
+  const double wait0 = trainer.ddp_wait_seconds(), gather0 = trainer.gather_wait_seconds(), t0 = now_s();
   trainer.fit(baton::Time::from_batch(a.steps));
   const double dt = now_s() - t0;
   if (trainer.rank() != 0) return 0;
@@ -104,6 +104,7 @@ int run(const Args& a) {
                               {"width", a.width},
                               {"tokens_per_s", static_cast<double>(timed * a.batch * a.context) / dt},
                               {"reduce_wait_ms_per_step", (trainer.ddp_wait_seconds() - wait0) / timed * 1e3},
+                              {"gather_wait_ms_per_step", (trainer.gather_wait_seconds() - gather0) / timed * 1e3},
                               {"per_rank", ranks}};
   std::printf("%s\n", out.dump().c_str());
   return 0;

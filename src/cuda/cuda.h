@@ -166,7 +166,13 @@ class Nccl {
   // Sums `tensor` (on this rank's device) over the ranks in place, on NCCL's own stream after what
   // the current stream has queued so far. Every rank starts the same reductions in the same order.
   void allreduce_sum(const at::Tensor& tensor);
-  // The current stream waits (on the device) for every reduction started so far.
+  // Every rank's `mine` into `out` (size() times as long) in rank order, on NCCL's stream after what
+  // the current stream queued; in place when `mine` is this rank's block of `out`.
+  void allgather(const at::Tensor& mine, const at::Tensor& out);
+  // The sums over the ranks of `in` (size() * out.numel() values), this rank's block into `out`
+  // (with `accumulate`, added to it), on NCCL's stream.
+  void reduce_scatter_sum(const at::Tensor& in, const at::Tensor& out, bool accumulate);
+  // The current stream waits (on the device) for every collective started so far.
   void wait();
 
   struct Impl;

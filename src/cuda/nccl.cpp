@@ -2,6 +2,7 @@
 #include "cuda/cuda.h"
 
 #include <stdexcept>
+#include <vector>
 
 #ifdef BATON_HAVE_NCCL
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -47,6 +48,7 @@ struct Nccl::Impl {
   ~Impl() {
     if (comm != nullptr) ncclCommDestroy(comm);
   }
+  void follow(const std::vector<at::Tensor>& tensors);
 };
 
 bool nccl_built() { return true; }
@@ -71,14 +73,41 @@ Nccl::~Nccl() = default;
 
 void Nccl::allreduce_sum(const at::Tensor& tensor) {
   c10::cuda::CUDAGuard guard(impl_->device);
-  // What the current stream queued (the gradients this bucket holds) comes first.
-  CudaEvent queued;
-  queued.record(c10::cuda::getCurrentCUDAStream(impl_->device));
-  queued.block(impl_->stream);
+  impl_->follow({tensor});  // what the current stream queued (the gradients this bucket holds) comes first
   check(ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), static_cast<std::size_t>(tensor.numel()), nccl_type(tensor),
                       ncclSum, impl_->comm, impl_->stream.stream()),
         "ncclAllReduce");
-  c10::cuda::CUDACachingAllocator::recordStream(tensor.storage().data_ptr(), impl_->stream);
+}
+
+// NCCL's stream starts after what the current stream queued, and the allocator keeps `tensors`'
+// memory until NCCL's stream is done with it.
+void Nccl::Impl::follow(const std::vector<at::Tensor>& tensors) {
+  CudaEvent queued;
+  queued.record(c10::cuda::getCurrentCUDAStream(device));
+  queued.block(stream);
+  for (const auto& t : tensors) c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), stream);
+}
+
+void Nccl::allgather(const at::Tensor& mine, const at::Tensor& out) {
+  c10::cuda::CUDAGuard guard(impl_->device);
+  impl_->follow({mine, out});
+  check(ncclAllGather(mine.data_ptr(), out.data_ptr(), static_cast<std::size_t>(mine.numel()), nccl_type(mine),
+                      impl_->comm, impl_->stream.stream()),
+        "ncclAllGather");
+}
+
+void Nccl::reduce_scatter_sum(const at::Tensor& in, const at::Tensor& out, bool accumulate) {
+  c10::cuda::CUDAGuard guard(impl_->device);
+  impl_->follow({in, out});
+  const at::Tensor target = accumulate ? out.new_empty(out.sizes()) : out;
+  if (accumulate) c10::cuda::CUDACachingAllocator::recordStream(target.storage().data_ptr(), impl_->stream);
+  check(ncclReduceScatter(in.data_ptr(), target.data_ptr(), static_cast<std::size_t>(out.numel()), nccl_type(in),
+                          ncclSum, impl_->comm, impl_->stream.stream()),
+        "ncclReduceScatter");
+  if (accumulate) {
+    const c10::cuda::CUDAStreamGuard on_nccl(impl_->stream);  // the sum added in order after the reduction
+    out.add_(target);
+  }
 }
 
 void Nccl::wait() {
@@ -100,6 +129,8 @@ std::string nccl_unique_id() {
 Nccl::Nccl(const std::string&, int, int, int) { nccl_unique_id(); }
 Nccl::~Nccl() = default;
 void Nccl::allreduce_sum(const at::Tensor&) {}
+void Nccl::allgather(const at::Tensor&, const at::Tensor&) {}
+void Nccl::reduce_scatter_sum(const at::Tensor&, const at::Tensor&, bool) {}
 void Nccl::wait() {}
 
 #endif

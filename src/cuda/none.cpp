@@ -60,6 +60,8 @@ std::string nccl_unique_id() { no_cuda(); }
 Nccl::Nccl(const std::string&, int, int, int) { no_cuda(); }
 Nccl::~Nccl() = default;
 void Nccl::allreduce_sum(const at::Tensor&) { no_cuda(); }
+void Nccl::allgather(const at::Tensor&, const at::Tensor&) { no_cuda(); }
+void Nccl::reduce_scatter_sum(const at::Tensor&, const at::Tensor&, bool) { no_cuda(); }
 void Nccl::wait() {}
 
 }  // namespace baton::cuda

@@ -45,6 +45,7 @@ class DataParallel {
   // The sum of `value` (a tensor on the run's device) over every rank; with NCCL on the device.
   at::Tensor allreduce(const at::Tensor& value);
   bool uses_nccl() const { return nccl_ != nullptr; }
+  cuda::Nccl* nccl() const { return nccl_.get(); }  // null without
   std::string broadcast(const std::string& value);
 
   // Seconds spent waiting for reductions in finish() (what backward did not hide), and reduced.

@@ -1,6 +1,7 @@
 #include "train/sharded_optimizer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 
 #include "baton/models/checkpointing.h"
 #include "baton/optim/optimizers.h"
+#include "cuda/cuda.h"
 #include "mpi/comm.h"
 
 namespace baton::detail {
@@ -19,14 +21,15 @@ using StateTensors = std::map<std::string, at::Tensor>;
 // into one padded buffer, of which each rank holds a shard.
 struct ShardedChunk {
   std::vector<at::Tensor> params;
-  std::size_t group = 0;  // the optimizer's parameter group
-  int unit = -1;          // the unit (full sharding), or -1: none, and the buffer is always whole
-  int64_t length = 0;     // the parameters' elements
-  int64_t shard = 0;      // elements a rank holds (length padded to a multiple of the ranks, divided)
-  at::Tensor flat;        // the whole buffer; a unit's has storage only while gathered
-  at::Tensor mine;        // this rank's shard, a leaf the local optimizer steps: a view of flat, or
-                          // a unit's own tensor
-  bool gathered = true;
+  std::size_t group = 0;   // the optimizer's parameter group
+  int unit = -1;           // the unit (full sharding), or -1: none, and the buffer is always whole
+  int64_t length = 0;      // the parameters' elements
+  int64_t shard = 0;       // elements a rank holds (length padded to a multiple of the ranks, divided)
+  at::Tensor flat;         // the whole buffer; a unit's has storage only while gathered
+  at::Tensor mine;         // this rank's shard, a leaf the local optimizer steps: a view of flat, or
+                           // a unit's own tensor
+  bool gathered = true;    // the buffer has its storage (and, unless in_flight, the whole values)
+  bool in_flight = false;  // NCCL's gather was started and not waited for
   bool fresh_grad = true;  // the shard's gradient is the last step's: the next reduction replaces it
 };
 
@@ -47,11 +50,19 @@ void set_storage_bytes(const at::Tensor& t, std::size_t bytes) {
 struct ShardedOptimizer::Impl {
   std::shared_ptr<torch::optim::Optimizer> original, local;
   mpi::Comm* comm = nullptr;
+  cuda::Nccl* nccl = nullptr;  // a GPU run's collectives on the device (else MPI on the host)
   std::vector<ShardedChunk> chunks;
   std::vector<std::vector<std::size_t>> unit_chunks;  // per unit: its chunks
   bool offload = false;                               // the shards (and the state) in host memory
   double weight = 1.0;                                // this rank's share of the global batch
   bool grads_sharded = false;                         // the whole chunks' gradients were reduce-scattered this step
+  double wait_s = 0.0;                                // the host waited for units' gathers
+
+  // NCCL's collectives are on the device: the work the current stream queues next waits for them.
+  bool on_device(const ShardedChunk& c) const { return nccl != nullptr && c.flat.is_cuda(); }
+  void settle() const {
+    if (nccl != nullptr) nccl->wait();
+  }
 
   int64_t begin(const ShardedChunk& c) const { return c.shard * comm->rank(); }
 
@@ -117,20 +128,44 @@ struct ShardedOptimizer::Impl {
     if (!views) flatten(c);
   }
 
-  void gather(ShardedChunk& c) {
-    if (c.gathered) return;
+  // A unit's chunk's storage back and every rank's shard gathered into it. NCCL's gather runs on its
+  // stream, and the host goes on (`ahead`: a prefetch while another unit computes). Through MPI the
+  // host waits: Open MPI moves a host buffer's collective on only inside MPI calls, so a prefetch
+  // there would hold the memory and hide nothing; a prefetch starts nothing.
+  void start_gather(ShardedChunk& c, bool ahead) {
+    if (c.gathered || (ahead && !on_device(c))) return;
     set_storage_bytes(c.flat, static_cast<std::size_t>(c.flat.numel()) * sizeof(float));
+    c.gathered = true;
+    torch::NoGradGuard no_grad;
+    if (on_device(c)) {
+      nccl->allgather(c.mine.is_cuda() ? c.mine.detach() : c.mine.detach().to(c.flat.device()), c.flat);
+      c.in_flight = true;
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
     if (c.flat.is_cpu()) {
       comm->allgather(c.mine.data_ptr<float>(), c.flat.data_ptr<float>(), static_cast<std::size_t>(c.shard));
     } else {
-      torch::NoGradGuard no_grad;
-      c.flat.copy_(allgather(c.mine));
+      c.flat.copy_(allgather(c.mine));  // staged through host memory
     }
-    c.gathered = true;
+    wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  // The current stream waits (on the device) for NCCL's gather of the chunk.
+  void finish_gather(ShardedChunk& c) {
+    if (!c.in_flight) return;
+    nccl->wait();
+    c.in_flight = false;
+  }
+
+  void gather(ShardedChunk& c) {
+    start_gather(c, /*ahead=*/false);
+    finish_gather(c);
   }
 
   void free(ShardedChunk& c) {
     if (!c.gathered || c.unit < 0) return;
+    finish_gather(c);  // its buffer must outlive the collective
     set_storage_bytes(c.flat, 0);
     c.gathered = false;
   }
@@ -147,18 +182,25 @@ struct ShardedOptimizer::Impl {
     }
     const int64_t padding = c.shard * comm->size() - c.length;
     if (padding > 0) parts.push_back(torch::zeros({padding}, c.flat.options()));
-    at::Tensor whole = torch::cat(parts).to(at::kCPU);
+    const bool device = on_device(c) && c.mine.is_cuda();
+    at::Tensor whole = device ? torch::cat(parts) : torch::cat(parts).to(at::kCPU);
     if (weight != 1.0) whole.mul_(weight);
     for (auto& p : c.params) p.mutable_grad().reset();
+    const bool accumulate = !c.fresh_grad && c.mine.grad().defined();
+    c.fresh_grad = false;
+    if (device) {  // on NCCL's stream; the step and clipping wait for it (settle)
+      if (!accumulate) c.mine.mutable_grad() = torch::empty({c.shard}, c.mine.options());
+      nccl->reduce_scatter_sum(whole, c.mine.grad(), accumulate);
+      return;
+    }
     at::Tensor sum = torch::empty({c.shard}, whole.options());
     comm->reduce_scatter_sum(whole.data_ptr<float>(), sum.data_ptr<float>(), static_cast<std::size_t>(c.shard));
     sum = sum.to(c.mine.device());
-    if (c.fresh_grad || !c.mine.grad().defined()) {
-      c.mine.mutable_grad() = sum;
-    } else {
+    if (accumulate) {
       c.mine.mutable_grad().add_(sum);
+    } else {
+      c.mine.mutable_grad() = sum;
     }
-    c.fresh_grad = false;
   }
 
   // The original's state for the chunk's parameters, cut to this rank's block, into the local
@@ -225,24 +267,28 @@ namespace {
 class FunctionHooks : public UnitHooks {
  public:
   using Hook = std::function<void()>;
-  FunctionHooks(Hook gather, Hook free, Hook reduce_and_free)
-      : gather_(std::move(gather)), free_(std::move(free)), reduce_and_free_(std::move(reduce_and_free)) {}
-  void before_forward() override { gather_(); }
+  FunctionHooks(Hook forward_gather, Hook free, Hook backward_gather, Hook reduce_and_free)
+      : forward_gather_(std::move(forward_gather)),
+        free_(std::move(free)),
+        backward_gather_(std::move(backward_gather)),
+        reduce_and_free_(std::move(reduce_and_free)) {}
+  void before_forward() override { forward_gather_(); }
   void after_forward() override { free_(); }
-  void before_backward() override { gather_(); }
+  void before_backward() override { backward_gather_(); }
   void after_backward() override { reduce_and_free_(); }
 
  private:
-  Hook gather_, free_, reduce_and_free_;
+  Hook forward_gather_, free_, backward_gather_, reduce_and_free_;
 };
 
 }  // namespace
 
-ShardedOptimizer::ShardedOptimizer(std::shared_ptr<torch::optim::Optimizer> original, mpi::Comm& comm,
+ShardedOptimizer::ShardedOptimizer(std::shared_ptr<torch::optim::Optimizer> original, mpi::Comm& comm, cuda::Nccl* nccl,
                                    const std::vector<std::vector<at::Tensor>>& units, bool offload)
     : impl_(std::make_shared<Impl>()) {
   impl_->original = std::move(original);
   impl_->comm = &comm;
+  impl_->nccl = nccl;
   impl_->offload = offload;
   impl_->cut(units);
   std::vector<std::vector<at::Tensor>> shards(impl_->original->param_groups().size());
@@ -256,20 +302,28 @@ ShardedOptimizer::ShardedOptimizer(std::shared_ptr<torch::optim::Optimizer> orig
 
 ShardedOptimizer::~ShardedOptimizer() = default;
 
-// A unit's chunks gathered around its forward and backward, its gradients reduced after backward.
+// A unit's chunks gathered around its forward and backward (the next unit's gather started as this
+// one computes: the one after it in forward, the one before it in backward), its gradients reduced
+// after backward.
 std::shared_ptr<UnitHooks> ShardedOptimizer::unit_hooks(std::size_t i) {
   const std::shared_ptr<Impl> impl = impl_;
-  auto each = [impl, i](auto f) {
-    return [impl, i, f] {
-      for (const std::size_t c : impl->unit_chunks.at(i)) f(*impl, impl->chunks[c]);
-    };
+  auto each = [impl](std::size_t unit, auto f) {
+    if (unit >= impl->unit_chunks.size()) return;
+    for (const std::size_t c : impl->unit_chunks[unit]) f(*impl, impl->chunks[c]);
   };
-  return std::make_shared<FunctionHooks>(each([](Impl& s, ShardedChunk& c) { s.gather(c); }),
-                                         each([](Impl& s, ShardedChunk& c) { s.free(c); }),
-                                         each([](Impl& s, ShardedChunk& c) {
-                                           s.reduce(c);
-                                           s.free(c);
-                                         }));
+  const auto gather = [each](std::size_t unit, std::size_t next) {
+    each(unit, [](Impl& s, ShardedChunk& c) { s.gather(c); });
+    each(next, [](Impl& s, ShardedChunk& c) { s.start_gather(c, /*ahead=*/true); });
+  };
+  return std::make_shared<FunctionHooks>([gather, i] { gather(i, i + 1); },
+                                         [each, i] { each(i, [](Impl& s, ShardedChunk& c) { s.free(c); }); },
+                                         [gather, i] { gather(i, i - 1); },  // i - 1 wraps past the last: none
+                                         [each, i] {
+                                           each(i, [](Impl& s, ShardedChunk& c) {
+                                             s.reduce(c);
+                                             s.free(c);
+                                           });
+                                         });
 }
 
 void ShardedOptimizer::set_gradient_weight(double weight) { impl_->weight = weight; }
@@ -297,6 +351,7 @@ void ShardedOptimizer::shard_parameters() {
   torch::NoGradGuard no_grad;
   for (ShardedChunk& c : impl_->chunks) {
     if (c.unit < 0 || !c.gathered) continue;
+    impl_->finish_gather(c);
     c.mine.copy_(c.flat.narrow(0, impl_->begin(c), c.shard));  // the whole weights may have changed
     impl_->free(c);
   }
@@ -314,6 +369,7 @@ void ShardedOptimizer::reduce_scatter_gradients() {
 }
 
 std::vector<at::Tensor> ShardedOptimizer::gradient_shards() const {
+  impl_->settle();
   std::vector<at::Tensor> out;
   for (const ShardedChunk& c : impl_->chunks) {
     if (c.mine.grad().defined()) out.push_back(c.mine.grad());
@@ -322,6 +378,7 @@ std::vector<at::Tensor> ShardedOptimizer::gradient_shards() const {
 }
 
 void ShardedOptimizer::step() {
+  impl_->settle();
   auto& local_groups = impl_->local->param_groups();
   const auto& given = impl_->original->param_groups();
   for (ShardedChunk& c : impl_->chunks) {
@@ -343,11 +400,14 @@ void ShardedOptimizer::step() {
     if (c.flat.is_cpu() && !impl_->offload) {  // the shard is a view of the buffer: all-gathered in place
       float* flat = c.flat.data_ptr<float>();
       impl_->comm->allgather(flat + impl_->begin(c), flat, static_cast<std::size_t>(c.shard));
+    } else if (impl_->on_device(c)) {
+      impl_->nccl->allgather(c.mine.is_cuda() ? c.mine.detach() : c.mine.detach().to(c.flat.device()), c.flat);
     } else {
       c.flat.copy_(impl_->allgather(c.mine));
     }
   }
   impl_->grads_sharded = false;
+  impl_->settle();
 }
 
 void ShardedOptimizer::gather_state() {
@@ -388,11 +448,14 @@ void ShardedOptimizer::reshard() {
     if (c.unit < 0) {
       impl_->keep_flat(c);
     } else if (c.gathered) {
+      impl_->finish_gather(c);
       c.mine.copy_(c.flat.narrow(0, impl_->begin(c), c.shard));
     }
     impl_->take_state(c);
   }
 }
+
+double ShardedOptimizer::wait_seconds() const { return impl_->wait_s; }
 
 int64_t ShardedOptimizer::state_bytes() const { return optimizer_state_bytes(*impl_->local); }
 

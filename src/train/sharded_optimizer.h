@@ -29,6 +29,9 @@ class UnitHooks;
 namespace baton::mpi {
 class Comm;
 }
+namespace baton::cuda {
+class Nccl;
+}
 
 namespace baton::detail {
 
@@ -38,16 +41,19 @@ class ShardedOptimizer {
   // state it holds now (a checkpoint's) moves into the shards. `units`: under full sharding, the
   // parameters of each unit, in the order the model's forward calls them (empty: no unit).
   // `offload`: the shards, their gradients and the optimizer's state live in host memory and the step
-  // runs there (a GPU run's weights are copied back after it). Throws std::invalid_argument for
+  // runs there (a GPU run's weights are copied back after it). `nccl` (may be null): the collectives
+  // of parameters on its GPU run there, on its stream (else through MPI, a GPU's staged in host
+  // memory). Throws std::invalid_argument for
   // parameters that are not float32 on one device, or an optimizer make_optimizer_like does not make.
-  ShardedOptimizer(std::shared_ptr<torch::optim::Optimizer> original, mpi::Comm& comm,
+  ShardedOptimizer(std::shared_ptr<torch::optim::Optimizer> original, mpi::Comm& comm, cuda::Nccl* nccl = nullptr,
                    const std::vector<std::vector<at::Tensor>>& units = {}, bool offload = false);
   ~ShardedOptimizer();
   ShardedOptimizer(const ShardedOptimizer&) = delete;
   ShardedOptimizer& operator=(const ShardedOptimizer&) = delete;
 
   // Under full sharding: what runs around unit `i`'s forward and backward (gathers, frees, reduces
-  // its gradients with the weight set below).
+  // its gradients with the weight set below). On a GPU with NCCL a unit's gather starts the next
+  // one's (i + 1 in forward, i - 1 in backward), which runs while unit i computes.
   std::shared_ptr<UnitHooks> unit_hooks(std::size_t i);
   // This rank's share of the global batch: its gradients count with it.
   void set_gradient_weight(double weight);
@@ -95,6 +101,9 @@ class ShardedOptimizer {
   // and the shards of freed ones).
   int64_t state_bytes() const;
   int64_t parameter_bytes() const;
+  // Seconds the host waited for units' gathers through MPI (NCCL's are the device's: they count
+  // nothing here).
+  double wait_seconds() const;
   // Elements of each chunk's shard (the padded length over the ranks).
   std::vector<int64_t> shard_sizes() const;
 

@@ -388,6 +388,12 @@ int Trainer::Impl::rank() const { return ddp_ ? ddp_->rank() : 0; }
 int Trainer::Impl::world_size() const { return ddp_ ? ddp_->size() : 1; }
 double Trainer::Impl::ddp_wait_seconds() const { return ddp_ ? ddp_->wait_seconds() : 0.0; }
 
+double Trainer::Impl::gather_wait_seconds() const {
+  double seconds = 0.0;
+  for (const auto& s : sharded_) seconds += s->wait_seconds();
+  return seconds;
+}
+
 Distributed parse_distributed(std::string_view text) {
   if (auto value = from_name<Distributed>(std::string(text))) return *value;
   throw std::invalid_argument("distributed: '" + std::string(text) + "' (expected auto, on or off)");
@@ -1063,5 +1069,6 @@ void Trainer::flush_losses() { impl_->flush_losses(); }
 int Trainer::rank() const { return impl_->rank(); }
 int Trainer::world_size() const { return impl_->world_size(); }
 double Trainer::ddp_wait_seconds() const { return impl_->ddp_wait_seconds(); }
+double Trainer::gather_wait_seconds() const { return impl_->gather_wait_seconds(); }
 
 }  // namespace baton

@@ -44,6 +44,7 @@ struct Trainer::Impl {
   int rank() const;
   int world_size() const;
   double ddp_wait_seconds() const;
+  double gather_wait_seconds() const;
 
   Model& current_model();
   // The model's outputs for state().batch under the run's precision (gradients as the caller set).

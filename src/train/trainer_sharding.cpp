@@ -81,7 +81,7 @@ void Trainer::Impl::setup_sharding() {
   }
   for (const auto& optimizer : state_.optimizers) {
     try {
-      sharded_.push_back(std::make_unique<detail::ShardedOptimizer>(optimizer, mpi::Comm::world(), units,
+      sharded_.push_back(std::make_unique<detail::ShardedOptimizer>(optimizer, mpi::Comm::world(), ddp_->nccl(), units,
                                                                     options_.offload_optimizer()));
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(std::string("TrainerOptions: ") + e.what());

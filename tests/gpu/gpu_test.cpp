@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -366,6 +367,60 @@ TEST(Gpu, DataParallelOverNcclOnOneRankMatchesPlainTraining) {
                    .ddp_backend(DdpBackend::kNccl));
   nccl.fit();
   EXPECT_TRUE(equal(weights(nccl), weights(plain)));
+}
+
+// Sharding on one GPU rank through NCCL (the units' gathers on its stream, the next one's while one
+// computes; the gradients reduce-scattered there, added over microbatches) and through MPI (staged
+// in host memory): the weights of plain training within rounding (attention's backward on the GPU
+// is not deterministic), with activation checkpointing too.
+TEST(Gpu, ShardingOverNcclAndMpiOnOneRankMatchesPlainTraining) {
+  REQUIRE_GPU();
+  if (!mpi::built()) GTEST_SKIP() << "built without MPI";
+  const auto options = [](Sharding sharding, DdpBackend backend, bool recompute) {
+    torch::manual_seed(0);
+    auto model =
+        make_model("gpt", ModelOptions().input_shape({64}).num_classes(32).layers(4).width(64).heads(2).dropout(0.0));
+    const at::Tensor tokens = torch::randint(0, 32, {64, 65}, torch::kLong);
+    auto data = std::make_shared<TensorDataset>(tokens.slice(1, 0, 64).contiguous(), tokens.slice(1, 1).contiguous());
+    TrainerOptions o;
+    o.device("cuda")
+        .model(model)
+        .train_dataloader(std::make_shared<DataLoader>(data, DataLoaderOptions().batch_size(16).seed(1)))
+        .optimizers({make_optimizer(OptimizerOptions().name("adamw").lr(1e-3).weight_decay(0.1), model->parameters())})
+        .device_train_microbatch_size(8)
+        .max_duration("8ba")
+        .eval_interval("0ep")
+        .progress_bar(false)
+        .console_log_interval("0ba");
+    if (sharding != Sharding::kNone) o.distributed(Distributed::kOn).ddp_backend(backend).sharding(sharding);
+    if (recompute) o.activation_checkpointing({"auto"});
+    return o;
+  };
+  Trainer plain(options(Sharding::kNone, DdpBackend::kAuto, false));
+  plain.fit();
+  std::vector<std::tuple<Sharding, DdpBackend, bool>> cases = {{Sharding::kFull, DdpBackend::kMpi, false},
+                                                               {Sharding::kGradients, DdpBackend::kMpi, false}};
+  if (cuda::nccl_built()) {
+    cases.insert(cases.end(), {{Sharding::kFull, DdpBackend::kNccl, false},
+                               {Sharding::kFull, DdpBackend::kNccl, true},
+                               {Sharding::kOptimizer, DdpBackend::kNccl, false},
+                               {Sharding::kGradients, DdpBackend::kNccl, false}});
+  }
+  for (const auto& [sharding, backend, recompute] : cases) {
+    Trainer sharded(options(sharding, backend, recompute));
+    sharded.fit();
+    const auto a = weights(sharded), b = weights(plain);
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& p : sharded.state().model->parameters()) EXPECT_TRUE(p.is_cuda());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_LT((a[i] - b[i]).abs().max().item<double>(), 1e-5)
+          << to_name(sharding) << (backend == DdpBackend::kNccl ? " nccl" : " mpi") << (recompute ? " recomputed" : "")
+          << " parameter " << i;
+    }
+    if (sharding == Sharding::kFull && backend == DdpBackend::kMpi) {
+      EXPECT_GT(sharded.gather_wait_seconds(), 0.0);
+    }
+  }
 }
 
 // Data parallelism over MPI with the gradients' buckets on the GPU (copied to the host for the

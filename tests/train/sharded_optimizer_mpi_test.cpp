@@ -52,7 +52,7 @@ TEST(ShardedOptimizer, EveryKindStepsToTheUnshardedWeightsBitwise) {
            {"sgd", false}, {"decoupled_sgdw", false}, {"adam", false}, {"adamw", false}, {"adamw", true}}) {
     SCOPED_TRACE(name + (offload ? " offloaded" : ""));  // offloaded: the shards are tensors of their own
     Training whole = make_run(name), sharded = make_run(name);
-    detail::ShardedOptimizer shards(sharded.optimizer, comm, {}, offload);
+    detail::ShardedOptimizer shards(sharded.optimizer, comm, nullptr, {}, offload);
     for (int step = 0; step < 8; ++step) {
       if (step == 4) {  // a scheduler's new rate, in the original's groups
         for (auto* run : {&whole, &sharded}) {

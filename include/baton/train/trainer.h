@@ -313,6 +313,9 @@ class Trainer {
   int world_size() const;
   // Seconds spent waiting for gradient reductions after backward (0 without data parallelism).
   double ddp_wait_seconds() const;
+  // Under sharding: full, seconds the host waited for units' parameters to be gathered through MPI
+  // (with NCCL the gathers run on the device, the next unit's while one computes: this counts 0).
+  double gather_wait_seconds() const;
 
  private:
   struct Impl;  // src/train/trainer_impl.h: the loop's state and steps
