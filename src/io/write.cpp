@@ -72,6 +72,10 @@ void check_output_folder(const std::string& path, std::string_view what, const s
 }
 
 void write_file_atomically(const std::string& path, std::string_view bytes) {
+  write_file_atomically(path, std::vector<std::string_view>{bytes});
+}
+
+void write_file_atomically(const std::string& path, const std::vector<std::string_view>& pieces) {
   const std::filesystem::path target(path);
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
   check_write_target(path, "cannot write");  // FileError: a device, a FIFO, a folder there
@@ -79,17 +83,19 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   ::unlink(tmp.c_str());  // one this process left (a failed write); never followed if it is a link
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) write_failed(path, std::string("cannot write in ") + dir.string() + " (" + std::strerror(errno) + ")");
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      write_failed(path, "write failed (" + why + "); the file there before is intact");
+  for (const std::string_view bytes : pieces) {
+    std::size_t written = 0;
+    while (written < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        const std::string why = std::strerror(errno);
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        write_failed(path, "write failed (" + why + "); the file there before is intact");
+      }
+      written += static_cast<std::size_t>(n);
     }
-    written += static_cast<std::size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     ::unlink(tmp.c_str());

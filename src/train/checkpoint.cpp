@@ -48,33 +48,56 @@ void put(std::string& out, T value) {
 
 }  // namespace
 
-std::string encode_checkpoint(const StateDict& state, const nlohmann::json& meta) {
-  nlohmann::json tensors = nlohmann::json::array();
-  std::string data;
-  for (const auto& [name, tensor] : state.tensors) {
-    const at::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
-    const auto nbytes = static_cast<std::size_t>(t.nbytes());
-    tensors.push_back({{"name", name},
-                       {"dtype", dtype_name(t.scalar_type(), name)},
-                       {"shape", t.sizes().vec()},
-                       {"offset", data.size()},
-                       {"nbytes", nbytes}});
-    data.append(static_cast<const char*>(t.data_ptr()), nbytes);
-  }
-  nlohmann::json head = meta;
-  head["values"] = state.values;
-  head["tensors"] = tensors;
-  const std::string meta_text = head.dump();
+namespace {
 
-  std::string body;
-  put<uint32_t>(body, static_cast<uint32_t>(meta_text.size()));
-  body += meta_text;
-  body += data;
-  std::string out(kCheckpointMagic, sizeof kCheckpointMagic);
-  put<uint32_t>(out, kCheckpointFormatVersion);
-  put<uint32_t>(out, checkpoint_crc(body.data(), body.size()));
-  put<uint64_t>(out, body.size());
-  out += body;
+// A checkpoint file as the pieces it is made of: its header, its metadata, and each tensor's bytes
+// where the tensor holds them (a host copy only of what is elsewhere or not contiguous).
+class Encoded {
+ public:
+  Encoded(const StateDict& state, const nlohmann::json& meta) {
+    nlohmann::json tensors = nlohmann::json::array();
+    std::size_t offset = 0;
+    for (const auto& [name, tensor] : state.tensors) {
+      const at::Tensor& t = held_.emplace_back(tensor.detach().to(torch::kCPU).contiguous());
+      const auto nbytes = static_cast<std::size_t>(t.nbytes());
+      tensors.push_back({{"name", name},
+                         {"dtype", dtype_name(t.scalar_type(), name)},
+                         {"shape", t.sizes().vec()},
+                         {"offset", offset},
+                         {"nbytes", nbytes}});
+      offset += nbytes;
+    }
+    nlohmann::json head = meta;
+    head["values"] = state.values;
+    head["tensors"] = tensors;
+    put<uint32_t>(meta_, 0);
+    meta_ += head.dump();
+    const auto meta_length = static_cast<uint32_t>(meta_.size() - sizeof(uint32_t));
+    std::memcpy(meta_.data(), &meta_length, sizeof meta_length);
+    uint32_t crc = checkpoint_crc(meta_.data(), meta_.size());
+    for (const auto& t : held_) crc = checkpoint_crc(static_cast<const char*>(t.data_ptr()), t.nbytes(), crc);
+    header_.assign(kCheckpointMagic, sizeof kCheckpointMagic);
+    put<uint32_t>(header_, kCheckpointFormatVersion);
+    put<uint32_t>(header_, crc);
+    put<uint64_t>(header_, meta_.size() + offset);
+  }
+  std::vector<std::string_view> pieces() const {
+    std::vector<std::string_view> out{header_, meta_};
+    for (const auto& t : held_) out.emplace_back(static_cast<const char*>(t.data_ptr()), t.nbytes());
+    return out;
+  }
+
+ private:
+  std::vector<at::Tensor> held_;
+  std::string header_, meta_;
+};
+
+}  // namespace
+
+std::string encode_checkpoint(const StateDict& state, const nlohmann::json& meta) {
+  const Encoded encoded(state, meta);
+  std::string out;
+  for (const std::string_view piece : encoded.pieces()) out.append(piece);
   return out;
 }
 
@@ -95,7 +118,7 @@ CheckpointFile decode_checkpoint(const std::string& bytes, const std::string& na
 }
 
 void write_checkpoint(const std::string& path, const StateDict& state, const nlohmann::json& meta) {
-  write_file_atomically(path, encode_checkpoint(state, meta));
+  write_file_atomically(path, Encoded(state, meta).pieces());  // never the whole file in memory
 }
 
 CheckpointFile read_checkpoint(const std::string& path) {
@@ -108,7 +131,7 @@ CheckpointFile read_checkpoint(const std::string& path) {
   CheckpointFile ckpt = decode_checkpoint(bytes, path);
   if (ckpt.state.values.contains(detail::kShardedStateKey)) {  // save_format: sharded
     try {
-      detail::join_optimizer_shards(path, ckpt);
+      detail::join_shards(path, ckpt);
     } catch (const nlohmann::json::exception&) {
       throw CheckpointError(path + ": its sharded state's layout is not what baton writes");
     }

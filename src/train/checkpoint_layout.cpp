@@ -36,8 +36,8 @@ std::size_t dtype_size(const std::string& dtype) {
   return it == sizes.end() ? 0 : it->second;
 }
 
-uint32_t checkpoint_crc(const char* data, std::size_t size) {
-  uLong crc = crc32(0L, Z_NULL, 0);
+uint32_t checkpoint_crc(const char* data, std::size_t size, uint32_t crc_so_far) {
+  uLong crc = crc_so_far;
   while (size > 0) {
     const auto chunk = static_cast<uInt>(std::min<std::size_t>(size, 1u << 30));
     crc = crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);

@@ -37,7 +37,7 @@ struct CheckpointLayout {
 
 // Bytes per element of a checkpoint dtype name; 0 for an unknown name.
 std::size_t dtype_size(const std::string& dtype);
-uint32_t checkpoint_crc(const char* data, std::size_t size);
+uint32_t checkpoint_crc(const char* data, std::size_t size, uint32_t crc = 0);
 
 // Checks magic, version, length, CRC, metadata and that every tensor fits its bytes.
 // Throws CheckpointError("<name>: …").

@@ -34,6 +34,31 @@ at::Tensor join(const std::vector<CheckpointFile>& files, const std::string& key
   return torch::cat(parts);
 }
 
+void add(CheckpointFile& ckpt, const std::string& name, const at::Tensor& t) {
+  ckpt.state.tensors[name] = t;
+  ckpt.tensors.push_back({{"name", name},
+                          {"dtype", t.scalar_type() == at::kLong ? "int64" : "float32"},
+                          {"shape", t.sizes().vec()},
+                          {"nbytes", t.numel() * static_cast<int64_t>(t.element_size())}});
+}
+
+// A chunk's joined vector `whole` (`length` elements, padding included) cut into its parameters'
+// tensors, each put in `ckpt` under `name(parameter)`.
+template <typename Name>
+void split(const at::Tensor& whole, const nlohmann::json& chunk, int64_t length, const std::string& index, Name name,
+           CheckpointFile& ckpt) {
+  const auto bad = [&] { return CheckpointError(std::string(index).append(": its sharded state's layout does not add up")); };
+  int64_t at = 0;
+  for (const auto& param : chunk.at("params")) {
+    const auto shape = param.at(1).get<std::vector<int64_t>>();
+    int64_t numel = shape.size() <= 8 ? 1 : -1;  // within the chunk, or -1
+    for (const int64_t d : shape) numel = d < 0 || numel < 0 || (d > 0 && numel > length / d) ? -1 : numel * d;
+    if (numel < 0 || at + numel > length || at + numel > whole.numel()) throw bad();
+    add(ckpt, name(param.at(0).get<std::string>()), whole.narrow(0, at, numel).view(shape).clone());
+    at += numel;
+  }
+}
+
 }  // namespace
 
 std::string optimizer_shard_path(const std::string& index, int rank, int ranks) {
@@ -43,7 +68,7 @@ std::string optimizer_shard_path(const std::string& index, int rank, int ranks) 
       .string();
 }
 
-void join_optimizer_shards(const std::string& index, CheckpointFile& ckpt) {
+void join_shards(const std::string& index, CheckpointFile& ckpt) {
   const nlohmann::json layout = ckpt.state.values.at(kShardedStateKey);
   const int ranks = layout.at("ranks").get<int>();
   const std::string id = layout.at("id").get<std::string>();
@@ -83,40 +108,23 @@ void join_optimizer_shards(const std::string& index, CheckpointFile& ckpt) {
     if (shard < 0 || shard > (int64_t{1} << 40)) {
       throw CheckpointError(std::string(index).append(": its sharded state's layout does not add up"));
     }
+    const std::string key = "chunks/" + std::to_string(k) + "/";
     const std::string optimizer = std::to_string(chunk.at("optimizer").get<int>());
+    if (chunk.value("weights", false)) {
+      split(join(files, key + "weights", shard, index), chunk, shard * ranks, index,
+            [](const std::string& param) { return "model/" + param; }, ckpt);
+    }
     for (const auto& state : chunk.at("state")) {
       const std::string name = state.get<std::string>();
-      const std::string key = "chunks/" + std::to_string(k) + "/" + name;
-      const at::Tensor whole = name == "step" ? at::Tensor() : join(files, key, shard, index);
-      int64_t at = 0;
-      for (const auto& param : chunk.at("params")) {
-        const auto shape = param.at(1).get<std::vector<int64_t>>();
-        int64_t numel = shape.size() <= 8 ? 1 : -1;  // within the chunk, or -1
-        for (const int64_t d : shape) {
-          numel = d < 0 || numel < 0 || (d > 0 && numel > shard * ranks / d) ? -1 : numel * d;
-        }
-        if (numel < 0 || numel > shard * ranks) {
-          throw CheckpointError(std::string(index).append(": its sharded state's layout does not add up"));
-        }
-        const std::string target = std::string(kOptimizerStatePrefix)
-                                       .append(optimizer)
-                                       .append("/")
-                                       .append(param.at(0).get<std::string>())
-                                       .append("/")
-                                       .append(name);
-        if (name == "step") {
-          ckpt.state.tensors[target] = files[0].state.tensors.at(key).clone();
-        } else {
-          if (at + numel > whole.numel()) throw CheckpointError(index + ": its sharded state's layout does not add up");
-          ckpt.state.tensors[target] = whole.narrow(0, at, numel).view(shape).clone();
-        }
-        const at::Tensor& t = ckpt.state.tensors[target];
-        ckpt.tensors.push_back({{"name", target},
-                                {"dtype", t.scalar_type() == at::kLong ? "int64" : "float32"},
-                                {"shape", t.sizes().vec()},
-                                {"nbytes", t.numel() * static_cast<int64_t>(t.element_size())}});
-        at += numel;
+      const auto target = [&](const std::string& param) {
+        return std::string(kOptimizerStatePrefix).append(optimizer).append("/").append(param).append("/").append(name);
+      };
+      if (name != "step") {
+        split(join(files, key + name, shard, index), chunk, shard * ranks, index, target, ckpt);
+        continue;
       }
+      const at::Tensor step = join(files, key + name, 1, index)[0];  // every rank has it
+      for (const auto& param : chunk.at("params")) add(ckpt, target(param.at(0).get<std::string>()), step.clone());
     }
   }
   ckpt.state.values.erase(kShardedStateKey);  // whole now: a file written from it is one file

@@ -431,8 +431,16 @@ std::vector<ShardedOptimizer::ChunkState> ShardedOptimizer::shard_state() const 
   std::vector<ChunkState> out;
   out.reserve(impl_->chunks.size());
   for (const ShardedChunk& c : impl_->chunks) {
-    out.push_back({c.params, c.shard, optimizer_param_state(*impl_->local, c.mine)});
+    // A unit's shard is its values; a whole chunk's parameters are (an algorithm may have set them).
+    const at::Tensor weights = c.unit >= 0 ? c.mine : impl_->slice(c, [](const at::Tensor& p) { return p; });
+    out.push_back({c.params, c.shard, weights.detach(), optimizer_param_state(*impl_->local, c.mine)});
   }
+  return out;
+}
+
+std::vector<at::Tensor> ShardedOptimizer::parameters() const {
+  std::vector<at::Tensor> out;
+  for (const ShardedChunk& c : impl_->chunks) out.insert(out.end(), c.params.begin(), c.params.end());
   return out;
 }
 

@@ -85,14 +85,18 @@ class ShardedOptimizer {
   // the one-file format. Collective. release_gathered() empties the original again.
   void gather_state();
   void release_gathered();
-  // This rank's shards of the state, a chunk each (save_format: sharded): its parameters (in order,
-  // flattened and padded into `shard` elements a rank) and its state tensors by name.
+  // This rank's shards, a chunk each (save_format: sharded): its parameters (in order, flattened and
+  // padded into `shard` elements a rank), this rank's block of their values, and of their state
+  // tensors by name.
   struct ChunkState {
     std::vector<at::Tensor> params;
     int64_t shard = 0;
+    at::Tensor weights;
     std::map<std::string, at::Tensor> state;
   };
   std::vector<ChunkState> shard_state() const;
+  // Every parameter the shards hold (whose values shard_state() gives).
+  std::vector<at::Tensor> parameters() const;
   // After the parameters or the original's state changed (a checkpoint loaded; the parameters are
   // whole): the shards taken anew from them, and the original's state moved into the shards.
   void reshard();

@@ -218,17 +218,30 @@ void Trainer::Impl::reapply_surgery(const std::string& path, const StateDict& sd
   }
 }
 
-StateDict Trainer::Impl::snapshot(bool weights_only, bool optimizer_in_shards) const {
-  StateDict full;
-  with_whole_parameters([&] {  // full sharding: the units gathered, and copied before they are freed again
-    full = state_.state_dict();
-    if (state_.sharding != Sharding::kFull) return;
-    for (auto& [name, tensor] : full.tensors) tensor = tensor.detach().clone();
-  });
+// The run's state for a checkpoint. `in_shards` (save_format: sharded): without the parameters the
+// shards hold, which each rank writes with its shards of the optimizer's state (nothing gathered).
+// Under sharding every rank calls it (the gathers are collective).
+StateDict Trainer::Impl::snapshot(bool weights_only, bool in_shards) const {
+  std::set<const void*> sharded;
+  if (in_shards) {
+    for (const auto& s : sharded_) {
+      for (const auto& p : s->parameters()) sharded.insert(p.unsafeGetTensorImpl());
+    }
+  }
   StateDict out;
-  for (const auto& [name, tensor] : full.tensors) {
-    if (weights_only && name.rfind("model/", 0) != 0) continue;
-    out.tensors[name] = tensor.detach().clone();
+  nlohmann::json values;
+  const auto take = [&] {  // full sharding: the units gathered, and copied before they are freed again
+    const StateDict full = state_.state_dict();
+    values = full.values;
+    for (const auto& [name, tensor] : full.tensors) {
+      if (weights_only && name.rfind("model/", 0) != 0) continue;
+      if (sharded.count(tensor.unsafeGetTensorImpl()) == 0) out.tensors[name] = tensor.detach().clone();
+    }
+  };
+  if (in_shards) {
+    take();
+  } else {
+    with_whole_parameters(take);
   }
   nlohmann::json surgery = nlohmann::json::array();
   for (const auto& a : state_.algorithms) {
@@ -236,11 +249,11 @@ StateDict Trainer::Impl::snapshot(bool weights_only, bool optimizer_in_shards) c
   }
   if (!surgery.empty()) out.values["required_on_load"] = surgery;
   if (weights_only) return out;
-  for (const auto& [key, value] : full.values.items()) out.values[key] = value;
+  for (const auto& [key, value] : values.items()) out.values[key] = value;
   nlohmann::json kinds = nlohmann::json::array();
   for (const auto& optimizer : state_.optimizers) kinds.push_back(optimizer_kind(*optimizer));
   out.values["optimizer_kinds"] = kinds;
-  if (!optimizer_in_shards) {
+  if (!in_shards) {
     for (const auto& s : sharded_) s->gather_state();  // every rank's shards, whole (collective)
   }
   for (std::size_t i = 0; i < state_.optimizers.size(); ++i) {

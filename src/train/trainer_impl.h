@@ -36,7 +36,7 @@ struct Trainer::Impl {
   void close();
   int64_t microbatch_size() const;
   // `optimizer_in_shards`: the optimizer's state stays in the shards (save_format: sharded).
-  StateDict snapshot(bool weights_only, bool optimizer_in_shards = false) const;
+  StateDict snapshot(bool weights_only, bool in_shards = false) const;
   void save_checkpoint(const std::string& path, bool weights_only = false);
   void load_checkpoint(const std::string& path, bool weights_only, bool strict,
                        const std::vector<std::string>& ignore_keys = {});

@@ -162,8 +162,9 @@ bool Trainer::Impl::optimizer_in_shards() const {
   return ddp_ && options_.sharding() != Sharding::kNone && options_.save_format() == SaveFormat::kSharded;
 }
 
-// Every rank writes its shards of each optimizer's state (a chunk's tensors "chunks/<k>/<state>")
-// to `path`.rank<R>-of-<N>, and all wait for all: the index, written after, names only whole sets.
+// Every rank writes its shards of each optimizer's parameters and state (a chunk's tensors
+// "chunks/<k>/weights" and "chunks/<k>/<state>") to `path`.rank<R>-of-<N>, and all wait for all: the
+// index, written after, names only whole sets.
 nlohmann::json Trainer::Impl::write_optimizer_shard(const std::string& path) {
   std::map<const void*, std::string> names;
   for (const auto& p : state_.model->named_parameters()) names[p.value().unsafeGetTensorImpl()] = p.key();
@@ -175,11 +176,14 @@ nlohmann::json Trainer::Impl::write_optimizer_shard(const std::string& path) {
     for (auto& chunk : sharded_[o]->shard_state()) {
       nlohmann::json params = nlohmann::json::array(), states = nlohmann::json::array();
       for (const auto& p : chunk.params) params.push_back({names.at(p.unsafeGetTensorImpl()), p.sizes().vec()});
+      const std::string key = "chunks/" + std::to_string(chunks.size()) + "/";
+      mine.tensors[key + "weights"] = chunk.weights.to(at::kCPU);
       for (auto& [name, tensor] : chunk.state) {
         states.push_back(name);
-        mine.tensors["chunks/" + std::to_string(chunks.size()) + "/" + name] = tensor.detach().to(at::kCPU);
+        mine.tensors[key + name] = tensor.detach().to(at::kCPU);
       }
-      chunks.push_back({{"optimizer", o}, {"shard", chunk.shard}, {"params", params}, {"state", states}});
+      chunks.push_back(
+          {{"optimizer", o}, {"shard", chunk.shard}, {"params", params}, {"state", states}, {"weights", true}});
     }
   }
   mine.values = {{"id", id}, {"rank", ddp_->rank()}, {"ranks", ddp_->size()}};

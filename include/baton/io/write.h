@@ -33,5 +33,7 @@ void check_output_folder(const std::string& path, std::string_view what, const s
 // std::runtime_error naming it when the write fails on the way: the folder cannot be written, the
 // disk is full (then the file that was there is intact).
 void write_file_atomically(const std::string& path, std::string_view bytes);
+// The same for a file made of `pieces`, one after another (never joined in memory).
+void write_file_atomically(const std::string& path, const std::vector<std::string_view>& pieces);
 
 }  // namespace baton
