@@ -121,23 +121,71 @@ void write_checkpoint(const std::string& path, const StateDict& state, const nlo
   write_file_atomically(path, Encoded(state, meta).pieces());  // never the whole file in memory
 }
 
-CheckpointFile read_checkpoint(const std::string& path) {
-  std::string bytes;
+CheckpointFile read_checkpoint(const std::string& path) { return detail::read_checkpoint(path, true, nullptr); }
+
+namespace detail {
+
+namespace {
+
+// The file's layout (its checksum checked) and a way to read its bytes; `with` runs with both.
+template <typename With>
+void with_layout(const std::string& path, With with) {
   try {
-    bytes = read_file(path, {.what = "a checkpoint", .max_bytes = 1ull << 40});
+    const ReadableFile file(path, {.what = "a checkpoint", .max_bytes = 1ull << 40});
+    const auto read = [&](std::size_t offset, std::size_t n, char* out) {
+      if (::pread(file.fd(), out, n, static_cast<off_t>(offset)) != static_cast<ssize_t>(n))
+        checkpoint_fail(path, "cannot be read");
+    };
+    with(parse_checkpoint_layout(file.size(), read, path), read);
   } catch (const FileError& e) {
     throw CheckpointError(e.what());
   }
-  CheckpointFile ckpt = decode_checkpoint(bytes, path);
-  if (ckpt.state.values.contains(detail::kShardedStateKey)) {  // save_format: sharded
+}
+
+}  // namespace
+
+nlohmann::json checked_checkpoint_values(const std::string& path) {
+  nlohmann::json values;
+  with_layout(path, [&](const CheckpointLayout& layout, const auto&) {
+    values = layout.meta.value("values", nlohmann::json::object());
+  });
+  if (values.contains(kShardedStateKey)) {
     try {
-      detail::join_shards(path, ckpt);
+      ShardedCheckpoint(path, values.at(kShardedStateKey));
+    } catch (const nlohmann::json::exception&) {
+      throw CheckpointError(path + ": its sharded state's layout is not what baton writes");
+    }
+  }
+  return values;
+}
+
+// Each tensor read from the file into its own memory (the file never whole in memory).
+CheckpointFile read_checkpoint(const std::string& path, bool state, std::shared_ptr<ShardedCheckpoint>* shards) {
+  CheckpointFile ckpt;
+  with_layout(path, [&](CheckpointLayout layout, const auto& read) {
+    for (const TensorEntry& e : layout.tensors) {
+      at::Tensor tensor = torch::empty(e.shape, torch::TensorOptions().dtype(dtypes().at(e.dtype)));
+      read(layout.data_start + e.offset, e.nbytes, static_cast<char*>(tensor.data_ptr()));
+      ckpt.state.tensors[e.name] = tensor;
+    }
+    ckpt.tensors = layout.meta["tensors"];
+    ckpt.state.values = layout.meta.value("values", nlohmann::json::object());
+    ckpt.meta = std::move(layout.meta);
+    ckpt.meta.erase("tensors");
+    ckpt.meta.erase("values");
+  });
+  if (ckpt.state.values.contains(kShardedStateKey)) {  // save_format: sharded
+    try {
+      auto joined = join_shards(path, ckpt, state);
+      if (shards != nullptr) *shards = std::move(joined);
     } catch (const nlohmann::json::exception&) {
       throw CheckpointError(path + ": its sharded state's layout is not what baton writes");
     }
   }
   return ckpt;
 }
+
+}  // namespace detail
 
 nlohmann::json read_checkpoint_meta(const std::string& path) {
   try {

@@ -16,6 +16,19 @@ T get(const std::string& bytes, std::size_t at) {
   return value;
 }
 
+// The checksum of `length` bytes from `offset`, read a piece at a time.
+uint32_t crc_of(const ReadAt& read, std::size_t offset, std::size_t length) {
+  std::string piece(std::min<std::size_t>(length, 16u << 20), '\0');
+  uint32_t crc = 0;
+  for (std::size_t done = 0; done < length;) {
+    const std::size_t n = std::min(piece.size(), length - done);
+    read(offset + done, n, piece.data());
+    crc = checkpoint_crc(piece.data(), n, crc);
+    done += n;
+  }
+  return crc;
+}
+
 // A size in a tensor's description: a whole number JSON holds as one, from 0 to 2^62 (a float, a
 // string or a negative number is a corrupt description; converting it would be undefined).
 uint64_t size_field(const nlohmann::json& v, const std::string& name, const std::string& tensor) {
@@ -47,8 +60,16 @@ uint32_t checkpoint_crc(const char* data, std::size_t size, uint32_t crc_so_far)
 }
 
 CheckpointLayout parse_checkpoint_layout(const std::string& bytes, const std::string& name) {
-  if (bytes.empty()) checkpoint_fail(name, "the file is empty");
-  if (bytes.size() < kCheckpointHeader || std::memcmp(bytes.data(), kCheckpointMagic, sizeof kCheckpointMagic) != 0) {
+  return parse_checkpoint_layout(
+      bytes.size(), [&](std::size_t offset, std::size_t n, char* out) { std::memcpy(out, bytes.data() + offset, n); },
+      name);
+}
+
+CheckpointLayout parse_checkpoint_layout(std::size_t size, const ReadAt& read, const std::string& name) {
+  if (size == 0) checkpoint_fail(name, "the file is empty");
+  std::string bytes(std::min(size, kCheckpointHeader + 4), '\0');  // the header and the metadata's length
+  read(0, bytes.size(), bytes.data());
+  if (size < kCheckpointHeader || std::memcmp(bytes.data(), kCheckpointMagic, sizeof kCheckpointMagic) != 0) {
     checkpoint_fail(name, "not a baton checkpoint (no BATONCK header)");
   }
   const auto version = get<uint32_t>(bytes, 8);
@@ -58,19 +79,21 @@ CheckpointLayout parse_checkpoint_layout(const std::string& bytes, const std::st
   }
   const auto crc = get<uint32_t>(bytes, 12);
   const auto length = get<uint64_t>(bytes, 16);
-  if (bytes.size() - kCheckpointHeader != length) {
+  if (size - kCheckpointHeader != length) {
     checkpoint_fail(name, "truncated or padded: the header says " + std::to_string(length + kCheckpointHeader) +
-                              " bytes, the file has " + std::to_string(bytes.size()));
+                              " bytes, the file has " + std::to_string(size));
   }
-  if (checkpoint_crc(bytes.data() + kCheckpointHeader, length) != crc) {
+  if (crc_of(read, kCheckpointHeader, length) != crc) {
     checkpoint_fail(name, "corrupt: the checksum does not match the contents");
   }
   if (length < 4) checkpoint_fail(name, "corrupt: no metadata");
   const auto meta_len = get<uint32_t>(bytes, kCheckpointHeader);
   if (meta_len > length - 4) checkpoint_fail(name, "corrupt: the metadata runs past the end");
   CheckpointLayout out;
+  std::string meta_text(meta_len, '\0');
+  read(kCheckpointHeader + 4, meta_len, meta_text.data());
   try {
-    out.meta = nlohmann::json::parse(bytes.substr(kCheckpointHeader + 4, meta_len));
+    out.meta = nlohmann::json::parse(meta_text);
   } catch (const nlohmann::json::exception&) {
     checkpoint_fail(name, "corrupt: the metadata is not JSON");
   }
@@ -78,7 +101,7 @@ CheckpointLayout parse_checkpoint_layout(const std::string& bytes, const std::st
     checkpoint_fail(name, "corrupt: the metadata lists no tensors");
   }
   out.data_start = kCheckpointHeader + 4 + meta_len;
-  const std::size_t data_size = bytes.size() - out.data_start;
+  const std::size_t data_size = size - out.data_start;
   try {
     for (const auto& t : out.meta["tensors"]) {
       TensorEntry e;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,5 +43,9 @@ uint32_t checkpoint_crc(const char* data, std::size_t size, uint32_t crc = 0);
 // Checks magic, version, length, CRC, metadata and that every tensor fits its bytes.
 // Throws CheckpointError("<name>: …").
 CheckpointLayout parse_checkpoint_layout(const std::string& bytes, const std::string& name);
+// The same for a file of `size` bytes read through `read(offset, n, out)` (n bytes at offset into
+// out): the checksum taken over pieces of it, so that it is never whole in memory.
+using ReadAt = std::function<void(std::size_t offset, std::size_t n, char* out)>;
+CheckpointLayout parse_checkpoint_layout(std::size_t size, const ReadAt& read, const std::string& name);
 
 }  // namespace baton

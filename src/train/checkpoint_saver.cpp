@@ -90,8 +90,8 @@ fs::path newest_good(const std::vector<CheckpointFileAt>& files, fs::file_time_t
   for (const auto& file : files) {
     if (file.written < since) continue;
     try {
-      const nlohmann::json at =
-          read_checkpoint(file.path.string()).state.values.value("timestamp", nlohmann::json::object());
+      const nlohmann::json at =  // checked whole, no tensor read
+          detail::checked_checkpoint_values(file.path.string()).value("timestamp", nlohmann::json::object());
       const std::pair<int64_t, int64_t> when{at.value("batch", int64_t{0}), at.value("epoch", int64_t{0})};
       if (when > best_at) best_at = when, best = file.path;
     } catch (const CheckpointError& e) {

@@ -1,5 +1,8 @@
 #include "train/sharded_checkpoint.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <system_error>
@@ -7,32 +10,14 @@
 
 #include <torch/torch.h>
 
+#include "baton/io/file.h"
 #include "baton/train/checkpoint_saver.h"
+#include "train/checkpoint_layout.h"
 
 namespace baton::detail {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The shards of one chunk of every rank's file, joined: the whole (padded) vector of `state`.
-at::Tensor join(const std::vector<CheckpointFile>& files, const std::string& key, int64_t shard,
-                const std::string& index) {
-  std::vector<at::Tensor> parts;
-  parts.reserve(files.size());
-  for (std::size_t r = 0; r < files.size(); ++r) {
-    const auto it = files[r].state.tensors.find(key);
-    if (it == files[r].state.tensors.end() || it->second.numel() != shard) {
-      throw CheckpointError(optimizer_shard_path(index, static_cast<int>(r), static_cast<int>(files.size()))
-                                .append(": has no ")
-                                .append(std::to_string(shard))
-                                .append("-element tensor '")
-                                .append(key)
-                                .append("' (written by another run, or damaged?)"));
-    }
-    parts.push_back(it->second.reshape({-1}));
-  }
-  return torch::cat(parts);
-}
 
 void add(CheckpointFile& ckpt, const std::string& name, const at::Tensor& t) {
   ckpt.state.tensors[name] = t;
@@ -42,24 +27,177 @@ void add(CheckpointFile& ckpt, const std::string& name, const at::Tensor& t) {
                           {"nbytes", t.numel() * static_cast<int64_t>(t.element_size())}});
 }
 
-// A chunk's joined vector `whole` (`length` elements, padding included) cut into its parameters'
-// tensors, each put in `ckpt` under `name(parameter)`.
-template <typename Name>
-void split(const at::Tensor& whole, const nlohmann::json& chunk, int64_t length, const std::string& index, Name name,
-           CheckpointFile& ckpt) {
-  const auto bad = [&] { return CheckpointError(std::string(index).append(": its sharded state's layout does not add up")); };
-  int64_t at = 0;
-  for (const auto& param : chunk.at("params")) {
-    const auto shape = param.at(1).get<std::vector<int64_t>>();
-    int64_t numel = shape.size() <= 8 ? 1 : -1;  // within the chunk, or -1
-    for (const int64_t d : shape) numel = d < 0 || numel < 0 || (d > 0 && numel > length / d) ? -1 : numel * d;
-    if (numel < 0 || at + numel > length || at + numel > whole.numel()) throw bad();
-    add(ckpt, name(param.at(0).get<std::string>()), whole.narrow(0, at, numel).view(shape).clone());
-    at += numel;
-  }
+CheckpointError layout_error(const std::string& index) {
+  return CheckpointError(std::string(index).append(": its sharded state's layout does not add up"));
+}
+
+// Elements of a shape, or -1 when they are more than `most` (or the shape is not one).
+int64_t elements(const std::vector<int64_t>& shape, int64_t most) {
+  int64_t numel = shape.size() <= 8 ? 1 : -1;
+  for (const int64_t d : shape) numel = d < 0 || numel < 0 || (d > 0 && numel > most / d) ? -1 : numel * d;
+  return numel;
 }
 
 }  // namespace
+
+// One rank's file: where each tensor's bytes are.
+struct RankFile {
+  std::string path;
+  std::unique_ptr<ReadableFile> file;
+  std::map<std::string, TensorEntry> tensors;
+  std::size_t data_start = 0;
+};
+
+struct ShardedCheckpoint::Impl {
+  std::string index;
+  std::vector<RankFile> files;
+  nlohmann::json chunks;
+  std::vector<int64_t> shards;  // per chunk: elements a file holds
+  std::map<std::pair<int, std::string>, Param> params;
+
+  void open(int r, int ranks, const std::string& id);
+  void read_layout();
+  // `n` elements (of `bytes` each) of a file's tensor `key` from element `start`, into `out`.
+  void read_elements(const RankFile& f, const std::string& key, int64_t start, int64_t n, std::size_t bytes,
+                     char* out) const;
+};
+
+void ShardedCheckpoint::Impl::open(int r, int ranks, const std::string& id) {
+  RankFile f;
+  f.path = optimizer_shard_path(index, r, ranks);
+  std::error_code ec;
+  if (!fs::exists(f.path, ec)) {
+    throw CheckpointError(std::string(index)
+                              .append(": rank ")
+                              .append(std::to_string(r))
+                              .append("'s file, ")
+                              .append(f.path)
+                              .append(", is missing (a sharded checkpoint needs the files of all ")
+                              .append(std::to_string(ranks))
+                              .append(" ranks)"));
+  }
+  try {
+    f.file = std::make_unique<ReadableFile>(f.path, ReadOptions{.what = "a checkpoint", .max_bytes = 1ull << 40});
+  } catch (const FileError& e) {
+    throw CheckpointError(e.what());
+  }
+  const int fd = f.file->fd();
+  const std::string& path = f.path;
+  const CheckpointLayout layout = parse_checkpoint_layout(
+      f.file->size(),
+      [fd, &path](std::size_t offset, std::size_t n, char* out) {
+        if (::pread(fd, out, n, static_cast<off_t>(offset)) != static_cast<ssize_t>(n))
+          checkpoint_fail(path, "cannot be read");
+      },
+      f.path);
+  const nlohmann::json values = layout.meta.value("values", nlohmann::json::object());
+  if (values.value("id", "") != id || values.value("rank", -1) != r) {
+    throw CheckpointError(std::string(f.path)
+                              .append(": is not rank ")
+                              .append(std::to_string(r))
+                              .append("'s file of ")
+                              .append(index)
+                              .append(" (another checkpoint's id); the checkpoint cannot be resumed from"));
+  }
+  f.data_start = layout.data_start;
+  for (const TensorEntry& e : layout.tensors) f.tensors[e.name] = e;
+  files.push_back(std::move(f));
+}
+
+// The chunks' parameters, checked against what every file holds.
+void ShardedCheckpoint::Impl::read_layout() {
+  const auto ranks = static_cast<int64_t>(files.size());
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    const nlohmann::json& chunk = chunks[k];
+    const int64_t shard = chunk.at("shard").get<int64_t>();
+    if (shard < 0 || shard > (int64_t{1} << 40) / ranks) throw layout_error(index);
+    shards.push_back(shard);
+    std::vector<std::string> keys;
+    for (const auto& state : chunk.at("state")) keys.push_back(state.get<std::string>());
+    if (chunk.value("weights", false)) keys.emplace_back("weights");
+    for (const auto& key : keys) {
+      const std::string name = "chunks/" + std::to_string(k) + "/" + key;
+      const std::size_t bytes = key == "step" ? 8 : 4;
+      const int64_t numel = key == "step" ? 1 : shard;
+      for (const RankFile& f : files) {
+        const auto it = f.tensors.find(name);
+        if (it == f.tensors.end() || it->second.nbytes != static_cast<std::size_t>(numel) * bytes ||
+            it->second.dtype != (key == "step" ? "int64" : "float32")) {
+          throw CheckpointError(std::string(f.path)
+                                    .append(": has no ")
+                                    .append(std::to_string(numel))
+                                    .append("-element tensor '")
+                                    .append(name)
+                                    .append("' (written by another run, or damaged?)"));
+        }
+      }
+    }
+    int64_t at = 0;
+    for (const auto& param : chunk.at("params")) {
+      Param p{k, at, 0, param.at(1).get<std::vector<int64_t>>()};
+      p.numel = elements(p.shape, shard * ranks);
+      if (p.numel < 0 || at + p.numel > shard * ranks) throw layout_error(index);
+      params[{chunk.at("optimizer").get<int>(), param.at(0).get<std::string>()}] = p;
+      at += p.numel;
+    }
+  }
+}
+
+void ShardedCheckpoint::Impl::read_elements(const RankFile& f, const std::string& key, int64_t start, int64_t n,
+                                            std::size_t bytes, char* out) const {
+  const TensorEntry& e = f.tensors.at(key);
+  const auto offset = f.data_start + e.offset + static_cast<std::size_t>(start) * bytes;
+  const auto size = static_cast<std::size_t>(n) * bytes;
+  if (::pread(f.file->fd(), out, size, static_cast<off_t>(offset)) != static_cast<ssize_t>(size)) {
+    checkpoint_fail(f.path, "cannot be read");
+  }
+}
+
+ShardedCheckpoint::ShardedCheckpoint(const std::string& index, const nlohmann::json& layout)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->index = index;
+  const int ranks = layout.at("ranks").get<int>();
+  if (ranks < 1 || ranks > 1 << 20) {
+    throw CheckpointError(
+        std::string(index).append(": its sharded state has ").append(std::to_string(ranks)).append(" ranks"));
+  }
+  const std::string id = layout.at("id").get<std::string>();
+  for (int r = 0; r < ranks; ++r) impl_->open(r, ranks, id);
+  impl_->chunks = layout.at("chunks");
+  impl_->read_layout();
+}
+
+ShardedCheckpoint::~ShardedCheckpoint() = default;
+
+const std::map<std::pair<int, std::string>, ShardedCheckpoint::Param>& ShardedCheckpoint::params() const {
+  return impl_->params;
+}
+
+bool ShardedCheckpoint::has_weights(const Param& p) const { return impl_->chunks[p.chunk].value("weights", false); }
+
+std::vector<std::string> ShardedCheckpoint::states(const Param& p) const {
+  return impl_->chunks[p.chunk].at("state").get<std::vector<std::string>>();
+}
+
+at::Tensor ShardedCheckpoint::read(const Param& p, const std::string& key, int64_t start, int64_t n) const {
+  const std::string name = "chunks/" + std::to_string(p.chunk) + "/" + key;
+  if (key == "step") {
+    at::Tensor step = torch::empty({}, torch::kLong);
+    impl_->read_elements(impl_->files[0], name, 0, 1, sizeof(int64_t), static_cast<char*>(step.data_ptr()));
+    return step;
+  }
+  if (start < 0 || n < 0 || start + n > p.numel) throw layout_error(impl_->index);
+  at::Tensor out = torch::empty({n}, torch::kFloat);
+  auto* to = static_cast<char*>(out.data_ptr());
+  const int64_t shard = impl_->shards[p.chunk];
+  for (int64_t e = p.offset + start, end = e + n; e < end;) {  // the files the range falls in
+    const int64_t file = e / shard, within = e % shard, take = std::min(end - e, shard - within);
+    impl_->read_elements(impl_->files[static_cast<std::size_t>(file)], name, within, take, sizeof(float), to);
+    to += take * static_cast<int64_t>(sizeof(float));
+    e += take;
+  }
+  return out;
+}
 
 std::string optimizer_shard_path(const std::string& index, int rank, int ranks) {
   const fs::path path(index);
@@ -68,66 +206,24 @@ std::string optimizer_shard_path(const std::string& index, int rank, int ranks) 
       .string();
 }
 
-void join_shards(const std::string& index, CheckpointFile& ckpt) {
-  const nlohmann::json layout = ckpt.state.values.at(kShardedStateKey);
-  const int ranks = layout.at("ranks").get<int>();
-  const std::string id = layout.at("id").get<std::string>();
-  if (ranks < 1 || ranks > 1 << 20) {
-    throw CheckpointError(
-        std::string(index).append(": its sharded state has ").append(std::to_string(ranks)).append(" ranks"));
-  }
-  std::vector<CheckpointFile> files;
-  files.reserve(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) {
-    const std::string path = optimizer_shard_path(index, r, ranks);
-    std::error_code ec;
-    if (!fs::exists(path, ec)) {
-      throw CheckpointError(std::string(index)
-                                .append(": rank ")
-                                .append(std::to_string(r))
-                                .append("'s file of the optimizer state, ")
-                                .append(path)
-                                .append(", is missing (a sharded checkpoint needs the files of all ")
-                                .append(std::to_string(ranks))
-                                .append(" ranks)"));
-    }
-    files.push_back(read_checkpoint(path));
-    if (files.back().state.values.value("id", "") != id || files.back().state.values.value("rank", -1) != r) {
-      throw CheckpointError(std::string(path)
-                                .append(": is not rank ")
-                                .append(std::to_string(r))
-                                .append("'s file of ")
-                                .append(index)
-                                .append(" (another checkpoint's id); the checkpoint cannot be resumed from"));
+std::shared_ptr<ShardedCheckpoint> join_shards(const std::string& index, CheckpointFile& ckpt, bool state) {
+  auto shards = std::make_shared<ShardedCheckpoint>(index, ckpt.state.values.at(kShardedStateKey));
+  for (const auto& [key, p] : shards->params()) {
+    const std::string& name = key.second;
+    if (shards->has_weights(p)) add(ckpt, "model/" + name, shards->read(p, "weights", 0, p.numel).view(p.shape));
+    if (!state) continue;
+    for (const auto& s : shards->states(p)) {
+      const std::string target = std::string(kOptimizerStatePrefix)
+                                     .append(std::to_string(key.first))
+                                     .append("/")
+                                     .append(name)
+                                     .append("/")
+                                     .append(s);
+      add(ckpt, target, s == "step" ? shards->read(p, s, 0, 1) : shards->read(p, s, 0, p.numel).view(p.shape));
     }
   }
-  const nlohmann::json& chunks = layout.at("chunks");
-  for (std::size_t k = 0; k < chunks.size(); ++k) {
-    const nlohmann::json& chunk = chunks[k];
-    const int64_t shard = chunk.at("shard").get<int64_t>();
-    if (shard < 0 || shard > (int64_t{1} << 40)) {
-      throw CheckpointError(std::string(index).append(": its sharded state's layout does not add up"));
-    }
-    const std::string key = "chunks/" + std::to_string(k) + "/";
-    const std::string optimizer = std::to_string(chunk.at("optimizer").get<int>());
-    if (chunk.value("weights", false)) {
-      split(join(files, key + "weights", shard, index), chunk, shard * ranks, index,
-            [](const std::string& param) { return "model/" + param; }, ckpt);
-    }
-    for (const auto& state : chunk.at("state")) {
-      const std::string name = state.get<std::string>();
-      const auto target = [&](const std::string& param) {
-        return std::string(kOptimizerStatePrefix).append(optimizer).append("/").append(param).append("/").append(name);
-      };
-      if (name != "step") {
-        split(join(files, key + name, shard, index), chunk, shard * ranks, index, target, ckpt);
-        continue;
-      }
-      const at::Tensor step = join(files, key + name, 1, index)[0];  // every rank has it
-      for (const auto& param : chunk.at("params")) add(ckpt, target(param.at(0).get<std::string>()), step.clone());
-    }
-  }
-  ckpt.state.values.erase(kShardedStateKey);  // whole now: a file written from it is one file
+  if (state) ckpt.state.values.erase(kShardedStateKey);  // whole now: a file written from it is one file
+  return shards;
 }
 
 }  // namespace baton::detail

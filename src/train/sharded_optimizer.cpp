@@ -438,6 +438,32 @@ std::vector<ShardedOptimizer::ChunkState> ShardedOptimizer::shard_state() const 
   return out;
 }
 
+void ShardedOptimizer::load_state(const StateSource& source, const std::map<const void*, std::string>& names) {
+  for (const ShardedChunk& c : impl_->chunks) {
+    std::vector<std::string> params;
+    for (const auto& p : c.params) params.push_back(names.at(p.unsafeGetTensorImpl()));
+    const std::vector<std::string> states = source.states(params.front());
+    if (states.empty()) continue;
+    StateTensors mine;
+    const int64_t lo = impl_->begin(c), hi = lo + c.shard;
+    for (const auto& state : states) {
+      if (state == "step") {
+        mine[state] = source.read(params.front(), state, 0, 1);
+        continue;
+      }
+      at::Tensor block = torch::zeros({c.shard}, c.mine.options().requires_grad(false));
+      int64_t at = 0;
+      for (std::size_t i = 0; i < params.size(); ++i) {  // the parameters' parts in this rank's block
+        const int64_t from = std::max(at, lo), to = std::min(at + c.params[i].numel(), hi);
+        if (from < to) block.narrow(0, from - lo, to - from).copy_(source.read(params[i], state, from - at, to - from));
+        at += c.params[i].numel();
+      }
+      mine[state] = block;
+    }
+    set_optimizer_param_state(*impl_->local, c.mine, mine);
+  }
+}
+
 std::vector<at::Tensor> ShardedOptimizer::parameters() const {
   std::vector<at::Tensor> out;
   for (const ShardedChunk& c : impl_->chunks) out.insert(out.end(), c.params.begin(), c.params.end());

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -95,6 +96,16 @@ class ShardedOptimizer {
     std::map<std::string, at::Tensor> state;
   };
   std::vector<ChunkState> shard_state() const;
+  // A checkpoint's optimizer state, read a range at a time: `states(parameter)` names what it holds
+  // for the named parameter (none: nothing), `read(parameter, state, start, n)` its elements [start,
+  // start + n), flattened ("step": the count).
+  struct StateSource {
+    std::function<std::vector<std::string>(const std::string& param)> states;
+    std::function<at::Tensor(const std::string& param, const std::string& state, int64_t start, int64_t n)> read;
+  };
+  // This rank's block of that state into the shards (after reshard(): it replaces what the original
+  // held); `names`: each parameter's name. Reads nothing another rank holds.
+  void load_state(const StateSource& source, const std::map<const void*, std::string>& names);
   // Every parameter the shards hold (whose values shard_state() gives).
   std::vector<at::Tensor> parameters() const;
   // After the parameters or the original's state changed (a checkpoint loaded; the parameters are

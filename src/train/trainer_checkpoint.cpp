@@ -179,6 +179,24 @@ void load_named_optimizer_state(const std::string& path, const StateDict& sd, St
   }
 }
 
+// A sharded checkpoint's parameters are this run's (the same optimizer, the same shape).
+void check_shard_params(const std::string& path, const detail::ShardedCheckpoint& shards, const State& state) {
+  std::map<std::string, at::Tensor> params;
+  for (const auto& p : state.model->named_parameters()) params[p.key()] = p.value();
+  for (const auto& [key, p] : shards.params()) {
+    const auto it = params.find(key.second);
+    if (key.first < 0 || static_cast<std::size_t>(key.first) >= state.optimizers.size() || it == params.end() ||
+        it->second.sizes().vec() != p.shape) {
+      throw CheckpointError(std::string(path)
+                                .append(": holds optimizer state for '")
+                                .append(key.second)
+                                .append("', which this run's optimizer ")
+                                .append(std::to_string(key.first))
+                                .append(" does not have in that shape; is it another model?"));
+    }
+  }
+}
+
 // The random generators' states: the CPU's, and the GPU's when the run is on one.
 void load_generators(const StateDict& sd, c10::Device device) {
   if (auto it = sd.tensors.find("rng/torch"); it != sd.tensors.end()) {
@@ -302,7 +320,10 @@ void Trainer::Impl::load_checkpoint(const std::string& path, bool weights_only, 
 
 void Trainer::Impl::load_checkpoint_file(const std::string& path, bool weights_only, bool strict,
                                          const std::vector<std::string>& ignore_keys) {
-  const CheckpointFile ckpt = read_checkpoint(path);
+  // A sharded run reads each rank's block of a sharded checkpoint's optimizer state, not the whole.
+  const bool in_shards = ddp_ && options_.sharding() != Sharding::kNone && !weights_only;
+  std::shared_ptr<detail::ShardedCheckpoint> shards;
+  const CheckpointFile ckpt = detail::read_checkpoint(path, !in_shards, &shards);
   const StateDict& sd = ckpt.state;
   reapply_surgery(path, sd);
   state_.model->to(state_.device);
@@ -333,6 +354,9 @@ void Trainer::Impl::load_checkpoint_file(const std::string& path, bool weights_o
   load_optimizers(path, sd, state_);
   load_named_optimizer_state(path, sd, state_);
   for (const auto& s : sharded_) s->reshard();  // each rank's shards of what loaded
+  if (shards) check_shard_params(path, *shards, state_);
+  pending_shards_ = shards;
+  load_shard_states();  // now, or when the shards are made
   load_generators(sd, state_.device);
   if (auto it = sd.values.find("grad_scaler"); it != sd.values.end() && state_.grad_scaler) {
     try {

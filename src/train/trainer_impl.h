@@ -21,6 +21,7 @@ class Metric;
 namespace detail {
 class DataParallel;
 class ShardedOptimizer;
+class ShardedCheckpoint;
 struct TrainGraphs;
 struct ShapeGraph;
 }  // namespace detail
@@ -135,7 +136,10 @@ struct Trainer::Impl {
   std::shared_ptr<CheckpointSaver> saver_;
   std::unique_ptr<detail::DataParallel> ddp_;
   std::vector<std::unique_ptr<detail::ShardedOptimizer>> sharded_;  // under sharding: one an optimizer
-  double ddp_weight_ = 1.0;                                         // this rank's share of the current global batch
+  // A sharded checkpoint loaded whose optimizer state the shards read when they are made.
+  std::shared_ptr<detail::ShardedCheckpoint> pending_shards_;
+  void load_shard_states();
+  double ddp_weight_ = 1.0;  // this rank's share of the current global batch
   struct PendingLoss {
     int64_t step;
     int64_t epoch;

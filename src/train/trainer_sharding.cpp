@@ -89,6 +89,7 @@ void Trainer::Impl::setup_sharding() {
   }
   for (std::size_t i = 0; i < slots.size(); ++i)
     slots[i].first->set_unit_hooks(slots[i].second, sharded_[0]->unit_hooks(i));
+  load_shard_states();
   if (sharded_gradients()) {
     state_.gradient_shards = [this] {
       std::vector<at::Tensor> all;
@@ -106,6 +107,31 @@ void Trainer::Impl::setup_sharding() {
                                                 : "";
   spdlog::info("sharding: {}: each of {} ranks holds 1/{} of the optimizer's state{}", to_name(state_.sharding),
                ddp_->size(), ddp_->size(), what);
+}
+
+// A sharded checkpoint's optimizer state, each rank reading its blocks from the files that hold them.
+void Trainer::Impl::load_shard_states() {
+  if (!pending_shards_ || sharded_.empty()) return;
+  std::map<const void*, std::string> names;
+  for (const auto& p : state_.model->named_parameters()) names[p.value().unsafeGetTensorImpl()] = p.key();
+  const std::shared_ptr<detail::ShardedCheckpoint> shards = std::move(pending_shards_);
+  for (std::size_t o = 0; o < sharded_.size(); ++o) {
+    const auto find = [shards, o](const std::string& param) {
+      const auto it = shards->params().find({static_cast<int>(o), param});
+      return it == shards->params().end() ? nullptr : &it->second;
+    };
+    detail::ShardedOptimizer::StateSource source;
+    source.states = [find, shards](const std::string& param) {
+      const auto* p = find(param);
+      return p == nullptr ? std::vector<std::string>{} : shards->states(*p);
+    };
+    source.read = [find, shards](const std::string& param, const std::string& state, int64_t start, int64_t n) {
+      const auto* p = find(param);
+      if (p == nullptr) throw CheckpointError("a sharded checkpoint holds no optimizer state for '" + param + "'");
+      return shards->read(*p, state, start, n);
+    };
+    sharded_[o]->load_state(source, names);
+  }
 }
 
 bool Trainer::Impl::sharded_gradients() const {

@@ -4,7 +4,7 @@
 # 0.9 GB) on 4 ranks of this machine, and a limit of 1 GiB of peak resident memory per rank. Under
 # data parallelism every rank's peak passes it; under full sharding, with a sharded checkpoint
 # written at each step, every rank stays under it, and the run trains (a finite loss, a complete
-# checkpoint that resumes). The peak is the kernel's (getrusage), as summary.json reports it.
+# checkpoint), and resumed from that checkpoint too (each rank reads its block of the state). The peak is the kernel's (getrusage), as summary.json reports it.
 # Usage: sharding_memory_mpi_test.sh BATON_BINARY
 set -uo pipefail
 baton=$1
@@ -71,6 +71,7 @@ echo "limit $limit_mb MiB a rank; peak MiB: data parallel ${dp_peak[*]} (state M
 for r in 0 1 2 3; do
   [ "${dp_peak[$r]}" -gt "$limit_mb" ] || fail "data parallelism's rank $r is under the limit (${dp_peak[$r]} MiB): the model is too small to show it"
   [ "${full_peak[$r]}" -lt "$limit_mb" ] || fail "full sharding's rank $r passes the limit (${full_peak[$r]} MiB)"
+  [ "${resumed_peak[$r]}" -lt "$limit_mb" ] || fail "resuming, full sharding's rank $r passes the limit (${resumed_peak[$r]} MiB)"
 done
 python3 -c "import math, sys; assert math.isfinite(float(sys.argv[1]))" "$full_loss" || fail "full sharding's loss: $full_loss"
 [ -f "$tmp/full/checkpoints/ep0-ba2.ckpt" ] && [ -f "$tmp/full/checkpoints/ep0-ba2.ckpt.rank3-of-4" ] ||

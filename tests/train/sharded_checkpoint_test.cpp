@@ -14,6 +14,12 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
+// The layout an index holds (what a trainer hands the reader).
+nlohmann::json read_checkpoint_meta_values(const std::string& index) {
+  std::shared_ptr<detail::ShardedCheckpoint> shards;
+  return detail::read_checkpoint(index, false, &shards).state.values.at(detail::kShardedStateKey);
+}
+
 // An index and its 2 ranks' files as the trainer writes them: one chunk of two parameters (3 and 2
 // elements, padded to 6: shards of 3), Adam's moments and step.
 std::string write_sharded(const fs::path& dir, const std::string& id_of_rank1 = "id-1") {
@@ -69,12 +75,51 @@ TEST(ShardedCheckpoint, AMissingOrForeignRankFileIsNamed) {
   const testing::TempDir dir("sharded_ckpt_bad");
   const std::string index = write_sharded(dir.path());
   fs::remove(detail::optimizer_shard_path(index, 1, 2));
-  EXPECT_THAT(testing::error_of([&] { read_checkpoint(index); }),
-              HasSubstr("ep0-ba4.ckpt: rank 1's file of the optimizer state, "));
+  EXPECT_THAT(testing::error_of([&] { read_checkpoint(index); }), HasSubstr("ep0-ba4.ckpt: rank 1's file, "));
   EXPECT_THAT(testing::error_of([&] { read_checkpoint(index); }), HasSubstr("ep0-ba4.ckpt.rank1-of-2, is missing"));
   const std::string other = write_sharded(dir.path(), "id-of-another-save");
   EXPECT_THAT(testing::error_of([&] { read_checkpoint(other); }),
               HasSubstr("ep0-ba4.ckpt.rank1-of-2: is not rank 1's file of"));
+}
+
+// Weights in the ranks' files (save_format: sharded as written now): one chunk of w (4 elements)
+// and b (1), shards of 3, so that w spans both files.
+TEST(ShardedCheckpoint, WeightsComeFromTheRanksFilesAndARangeFromTheFilesThatHoldIt) {
+  const testing::TempDir dir("sharded_ckpt_weights");
+  const std::string index = (dir.path() / "ep0-ba2.ckpt").string();
+  for (int r = 0; r < 2; ++r) {
+    StateDict shard;
+    shard.tensors["chunks/0/weights"] = r == 0 ? torch::tensor({1.F, 2.F, 3.F}) : torch::tensor({4.F, 5.F, 0.F});
+    shard.tensors["chunks/0/exp_avg"] = shard.tensors["chunks/0/weights"] * 10;
+    shard.tensors["chunks/0/step"] = torch::tensor(int64_t{2});
+    shard.values = {{"id", "x"}, {"rank", r}, {"ranks", 2}};
+    write_checkpoint(detail::optimizer_shard_path(index, r, 2), shard, nlohmann::json::object());
+  }
+  StateDict sd;
+  sd.values[detail::kShardedStateKey] = {
+      {"ranks", 2},
+      {"id", "x"},
+      {"chunks",
+       {{{"optimizer", 0},
+         {"shard", 3},
+         {"params", nlohmann::json::array({nlohmann::json::array({"w", {2, 2}}), nlohmann::json::array({"b", {1}})})},
+         {"state", {"exp_avg", "step"}},
+         {"weights", true}}}}};
+  write_checkpoint(index, sd, nlohmann::json::object());
+  const CheckpointFile ckpt = read_checkpoint(index);
+  EXPECT_TRUE(torch::equal(ckpt.state.tensors.at("model/w"), torch::tensor({1.F, 2.F, 3.F, 4.F}).view({2, 2})));
+  EXPECT_TRUE(torch::equal(ckpt.state.tensors.at("model/b"), torch::tensor({5.F})));
+  EXPECT_TRUE(torch::equal(ckpt.state.tensors.at("optimizer_state/0/b/exp_avg"), torch::tensor({50.F})));
+  // Each rank of a sharded run reads its block only: ranges across the files.
+  const detail::ShardedCheckpoint shards(index, read_checkpoint_meta_values(index));
+  const auto& w = shards.params().at({0, "w"});
+  EXPECT_TRUE(torch::equal(shards.read(w, "exp_avg", 1, 3), torch::tensor({20.F, 30.F, 40.F})));
+  EXPECT_EQ(shards.read(w, "step", 0, 1).item<int64_t>(), 2);
+  EXPECT_THAT(testing::error_of([&] { shards.read(w, "exp_avg", 2, 3); }), HasSubstr("does not add up"));
+  // A rank's file cut short (a disk that filled) is named, nothing read from it.
+  const std::string rank1 = detail::optimizer_shard_path(index, 1, 2);
+  fs::resize_file(rank1, fs::file_size(rank1) - 4);
+  EXPECT_THAT(testing::error_of([&] { read_checkpoint(index); }), HasSubstr("ep0-ba2.ckpt.rank1-of-2: truncated"));
 }
 
 }  // namespace
