@@ -227,6 +227,9 @@ void add_search(CLI::App& app) {
       "--command", a->command(),
       "trial command (sh -c): parameters in $BATON_TRIAL_PARAMETERS, reports 'baton: {\"final\": v}' lines");
   cmd->add_option("--recipe", a->recipe(), "each trial is `baton train RECIPE` with the parameters as --set overrides");
+  cmd->add_option("--launcher", a->launcher(),
+                  "with --recipe: what starts each trial's `baton train`, e.g. 'mpirun -np 4': a trial is a job of 4 "
+                  "ranks, data-parallel or sharded as the recipe says");
   cmd->add_option("--engine", a->engine(),
                   experiment_engine_forms() +
                       "; default process. A table (CSV: the parameter columns, step, the "

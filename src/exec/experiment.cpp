@@ -195,6 +195,9 @@ void check_options(const ExperimentOptions& o) {
   if (o.brackets() < 1 || o.brackets() > 64) throw ExperimentError("--brackets must be from 1 to 64");
   if (o.brackets() > 1 && o.asha() <= 0)
     throw ExperimentError("--brackets needs --asha N (the first bracket's first rung)");
+  if (!o.launcher().empty() && o.recipe().empty()) {
+    throw ExperimentError("--launcher starts a recipe's trials (with --recipe); a --command trial starts itself");
+  }
   if (!o.recipe().empty() && !std::filesystem::exists(o.recipe()))
     throw ExperimentError(o.recipe() + ": no such recipe file");
 }
@@ -230,7 +233,8 @@ ProcessEngineOptions trial_options(const ExperimentOptions& o, const std::string
     options.command(o.command());
     return options;
   }
-  std::string cmd = shell_quote(o.trainer()) + " train " + shell_quote(std::filesystem::absolute(o.recipe()).string());
+  std::string cmd = (o.launcher().empty() ? "" : o.launcher() + " ") + shell_quote(o.trainer()) + " train " +
+                    shell_quote(std::filesystem::absolute(o.recipe()).string());
   for (const auto& s : o.sets()) cmd += " --set " + shell_quote(s);
   // A trial run again (a retry, a resumed search) continues from its own checkpoints.
   cmd += " --set progress_bar=false --autoresume --run-dir " +

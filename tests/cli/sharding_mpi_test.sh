@@ -118,7 +118,22 @@ weights "$tmp/kill/checkpoints/latest" "$tmp/kill.safetensors"
 d=$(difference "$tmp/whole.safetensors" "$tmp/kill.safetensors")
 python3 -c "import sys; sys.exit(0 if $d < 1e-5 else 1)" || fail "resumed after the kill: weights differ by $d"
 
-# 4. Bad input: a unit kind the model lacks (exit 2, named; nothing trained).
+# 4. A search whose trials are sharded jobs (--launcher 'mpirun -np 2'): each trial trains over 2
+# ranks with the learning rate it was given, writes its sharded checkpoints, and reports its value.
+printf 'optimizer.lr: {_type: choice, _value: [1.0e-3, 3.0e-3]}\n' >"$tmp/space.yaml"
+"$baton" search "$tmp/space.yaml" --recipe "$tmp/recipe.yaml" --launcher "mpirun -np 2" --strategy grid \
+  --set max_duration=4ba --set save_format=sharded --set eval_interval=2ba --metric eval/loss --direction minimize \
+  --trials 2 --run-dir "$tmp/search" >"$tmp/search.out" 2>&1 || { cat "$tmp/search.out"; fail_now "sharded search"; }
+grep -q "trials 2/2 done, 0 running, 0 failed" "$tmp/search.out" || { cat "$tmp/search.out"; fail "sharded trials failed"; }
+for t in 0 1; do
+  grep -q "sharding: full: each of 2 ranks" "$tmp/search/trials/$t/stdout.log" || fail "trial $t is not a sharded job"
+  [ -f "$tmp/search/trials/$t/checkpoints/ep0-ba4.ckpt.rank1-of-2" ] || fail "trial $t: no sharded checkpoint"
+done
+[ "$(grep -ho 'lr: [0-9.e-]*' "$tmp/search/trials/"{0,1}/recipe.yaml | sort -u | wc -l)" = 2 ] ||
+  fail "the trials did not train with their own learning rates"
+expect 2 "--launcher starts a recipe's trials" -- "$baton" search "$tmp/space.yaml" --command true --launcher "mpirun -np 2"
+
+# 5. Bad input: a unit kind the model lacks (exit 2, named; nothing trained).
 mpirun -np 2 "$baton" train "$tmp/recipe.yaml" --set max_duration=2ba --set shard_unit=Bottleneck \
   --run-dir "$tmp/bad" >"$tmp/bad.out" 2>&1
 code=$?

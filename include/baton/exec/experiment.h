@@ -48,9 +48,12 @@ class ExperimentOptions {
   // evaluated on a supernet; fused trials); `recipe` is then kept for the record (baton nas export)
   // and `engine` names the function in the stored meta. Unset: `engine` decides.
   BATON_ARG(TrialFunction, trial_function);
-  BATON_ARG(std::string, command);                   // a trial is this command (sh -c), or
-  BATON_ARG(std::string, recipe);                    // a trial trains this recipe: `TRAINER train RECIPE --set k=v`...
-  BATON_ARG(std::string, trainer) = "baton";         // the program that trains a recipe's trial
+  BATON_ARG(std::string, command);            // a trial is this command (sh -c), or
+  BATON_ARG(std::string, recipe);             // a trial trains this recipe: `TRAINER train RECIPE --set k=v`...
+  BATON_ARG(std::string, trainer) = "baton";  // the program that trains a recipe's trial
+  // With a recipe: what starts a trial's training, before `TRAINER train …` (sh -c words): "mpirun
+  // -np 4" makes each trial a job of 4 ranks (data-parallel, or sharded as its recipe says).
+  BATON_ARG(std::string, launcher);
   BATON_ARG(std::string, metric) = "eval/accuracy";  // with a recipe: the metric a trial reports
   // Several objectives, instead of metric and maximize: "METRIC:max" or "METRIC:min" each, in the
   // order a trial reports them (a recipe's: any metric it logs, or `params`, the model's size).
