@@ -174,6 +174,10 @@ class Nccl {
   void reduce_scatter_sum(const at::Tensor& in, const at::Tensor& out, bool accumulate);
   // The current stream waits (on the device) for every collective started so far.
   void wait();
+  // A mark after the collectives started so far, and the current stream waiting (on the device)
+  // for what came before it only: a prefetched gather waited for without the reductions after it.
+  int64_t mark();
+  void wait(int64_t mark);
 
   struct Impl;
 

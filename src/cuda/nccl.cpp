@@ -1,6 +1,7 @@
 // The NCCL part of src/cuda/cuda.h (compiled with BATON_HAVE_NCCL when nccl.h was found).
 #include "cuda/cuda.h"
 
+#include <map>
 #include <stdexcept>
 #include <vector>
 
@@ -49,6 +50,8 @@ struct Nccl::Impl {
     if (comm != nullptr) ncclCommDestroy(comm);
   }
   void follow(const std::vector<at::Tensor>& tensors);
+  std::map<int64_t, CudaEvent> marks;  // not waited for yet
+  int64_t next_mark = 0;
 };
 
 bool nccl_built() { return true; }
@@ -116,6 +119,19 @@ void Nccl::wait() {
   reduced.block(c10::cuda::getCurrentCUDAStream(impl_->device));
 }
 
+int64_t Nccl::mark() {
+  const int64_t id = impl_->next_mark++;
+  impl_->marks[id].record(impl_->stream);
+  return id;
+}
+
+void Nccl::wait(int64_t mark) {
+  const auto it = impl_->marks.find(mark);
+  if (it == impl_->marks.end()) return;
+  it->second.block(c10::cuda::getCurrentCUDAStream(impl_->device));
+  impl_->marks.erase(it);
+}
+
 #else
 
 struct Nccl::Impl {};
@@ -132,6 +148,8 @@ void Nccl::allreduce_sum(const at::Tensor&) {}
 void Nccl::allgather(const at::Tensor&, const at::Tensor&) {}
 void Nccl::reduce_scatter_sum(const at::Tensor&, const at::Tensor&, bool) {}
 void Nccl::wait() {}
+int64_t Nccl::mark() { return 0; }
+void Nccl::wait(int64_t) {}
 
 #endif
 

@@ -63,5 +63,7 @@ void Nccl::allreduce_sum(const at::Tensor&) { no_cuda(); }
 void Nccl::allgather(const at::Tensor&, const at::Tensor&) { no_cuda(); }
 void Nccl::reduce_scatter_sum(const at::Tensor&, const at::Tensor&, bool) { no_cuda(); }
 void Nccl::wait() {}
+int64_t Nccl::mark() { return 0; }
+void Nccl::wait(int64_t) {}
 
 }  // namespace baton::cuda

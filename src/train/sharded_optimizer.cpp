@@ -21,16 +21,17 @@ using StateTensors = std::map<std::string, at::Tensor>;
 // into one padded buffer, of which each rank holds a shard.
 struct ShardedChunk {
   std::vector<at::Tensor> params;
-  std::size_t group = 0;   // the optimizer's parameter group
-  int unit = -1;           // the unit (full sharding), or -1: none, and the buffer is always whole
-  int64_t length = 0;      // the parameters' elements
-  int64_t shard = 0;       // elements a rank holds (length padded to a multiple of the ranks, divided)
-  at::Tensor flat;         // the whole buffer; a unit's has storage only while gathered
-  at::Tensor mine;         // this rank's shard, a leaf the local optimizer steps: a view of flat, or
-                           // a unit's own tensor
-  bool gathered = true;    // the buffer has its storage (and, unless in_flight, the whole values)
-  bool in_flight = false;  // NCCL's gather was started and not waited for
-  bool fresh_grad = true;  // the shard's gradient is the last step's: the next reduction replaces it
+  std::size_t group = 0;      // the optimizer's parameter group
+  int unit = -1;              // the unit (full sharding), or -1: none, and the buffer is always whole
+  int64_t length = 0;         // the parameters' elements
+  int64_t shard = 0;          // elements a rank holds (length padded to a multiple of the ranks, divided)
+  at::Tensor flat;            // the whole buffer; a unit's has storage only while gathered
+  at::Tensor mine;            // this rank's shard, a leaf the local optimizer steps: a view of flat, or
+                              // a unit's own tensor
+  bool gathered = true;       // the buffer has its storage (and, unless in_flight, the whole values)
+  bool in_flight = false;     // NCCL's gather was started and not waited for
+  int64_t gathered_mark = 0;  // NCCL's mark after it
+  bool fresh_grad = true;     // the shard's gradient is the last step's: the next reduction replaces it
 };
 
 namespace {
@@ -139,6 +140,7 @@ struct ShardedOptimizer::Impl {
     torch::NoGradGuard no_grad;
     if (on_device(c)) {
       nccl->allgather(c.mine.is_cuda() ? c.mine.detach() : c.mine.detach().to(c.flat.device()), c.flat);
+      c.gathered_mark = nccl->mark();
       c.in_flight = true;
       return;
     }
@@ -151,10 +153,11 @@ struct ShardedOptimizer::Impl {
     wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
-  // The current stream waits (on the device) for NCCL's gather of the chunk.
+  // The current stream waits (on the device) for NCCL's gather of the chunk (not for the reductions
+  // started after it).
   void finish_gather(ShardedChunk& c) {
     if (!c.in_flight) return;
-    nccl->wait();
+    nccl->wait(c.gathered_mark);
     c.in_flight = false;
   }
 
@@ -189,7 +192,7 @@ struct ShardedOptimizer::Impl {
     const bool accumulate = !c.fresh_grad && c.mine.grad().defined();
     c.fresh_grad = false;
     if (device) {  // on NCCL's stream; the step and clipping wait for it (settle)
-      if (!accumulate) c.mine.mutable_grad() = torch::empty({c.shard}, c.mine.options());
+      if (!accumulate) c.mine.mutable_grad() = torch::empty({c.shard}, c.mine.options().requires_grad(false));
       nccl->reduce_scatter_sum(whole, c.mine.grad(), accumulate);
       return;
     }
