@@ -269,6 +269,11 @@ void Comm::allgather(const float* mine, float* out, std::size_t n) {
         "MPI_Allgather");
 }
 
+void Comm::gather(const float* mine, float* out, std::size_t n, int root) {
+  check(MPI_Gather(mine, static_cast<int>(n), MPI_FLOAT, out, static_cast<int>(n), MPI_FLOAT, root, impl_->comm),
+        "MPI_Gather");
+}
+
 void Comm::reduce_scatter_sum(const float* in, float* out, std::size_t n) {
   check(MPI_Reduce_scatter_block(in, out, static_cast<int>(n), MPI_FLOAT, MPI_SUM, impl_->comm),
         "MPI_Reduce_scatter_block");
@@ -346,6 +351,7 @@ bool Comm::test_reductions() { no_mpi(); }
 void Comm::wait_reductions() { no_mpi(); }
 void Comm::allgather(const float*, float*, std::size_t) { no_mpi(); }
 void Comm::reduce_scatter_sum(const float*, float*, std::size_t) { no_mpi(); }
+void Comm::gather(const float*, float*, std::size_t, int) { no_mpi(); }
 void Comm::broadcast(float*, std::size_t, int) { no_mpi(); }
 void Comm::broadcast(double*, std::size_t, int) { no_mpi(); }
 void Comm::send(int, int, const std::string&) { no_mpi(); }

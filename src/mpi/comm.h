@@ -62,6 +62,8 @@ class Comm {
   // Every rank's `n` values in rank order into `out` (n * size() values): MPI_Allgather. In place
   // when `mine` is this rank's block of `out` (out + rank() * n).
   void allgather(const float* mine, float* out, std::size_t n);
+  // The same into `root`'s `out` only (MPI_Gather; the others' `out` is not touched).
+  void gather(const float* mine, float* out, std::size_t n, int root = 0);
   // The sums over the ranks of `in` (n * size() values), of which this rank keeps its block (values
   // rank() * n to (rank() + 1) * n) in `out`: MPI_Reduce_scatter_block.
   void reduce_scatter_sum(const float* in, float* out, std::size_t n);

@@ -92,6 +92,15 @@ struct ShardedOptimizer::Impl {
     return all.to(mine.device());
   }
 
+  // Every rank's block joined on rank 0 (undefined on the others).
+  at::Tensor gather_to_root(const at::Tensor& mine) const {
+    const at::Tensor host = mine.detach().to(at::kCPU).contiguous();
+    const bool root = comm->rank() == 0;
+    at::Tensor all = torch::empty({root ? host.numel() * comm->size() : 0}, host.options());
+    comm->gather(host.data_ptr<float>(), all.data_ptr<float>(), static_cast<std::size_t>(host.numel()));
+    return root ? all.to(mine.device()) : at::Tensor();
+  }
+
   // The chunk's parameters as views into a new buffer holding their values; its shard a view too
   // for a whole chunk, a copy for a unit's.
   void flatten(ShardedChunk& c) {
@@ -417,7 +426,8 @@ void ShardedOptimizer::gather_state() {
   for (const ShardedChunk& c : impl_->chunks) {
     const StateTensors mine = optimizer_param_state(*impl_->local, c.mine);
     std::map<std::string, at::Tensor> whole;
-    for (const auto& [name, value] : mine) whole[name] = name == "step" ? value : impl_->allgather(value);
+    for (const auto& [name, value] : mine) whole[name] = name == "step" ? value : impl_->gather_to_root(value);
+    if (impl_->comm->rank() != 0) continue;  // rank 0 writes the checkpoint
     int64_t at = 0;
     for (const auto& p : c.params) {
       StateTensors state;

@@ -82,8 +82,9 @@ class ShardedOptimizer {
   // Collective.
   void step();
 
-  // The whole state (every rank's shards joined) into the original optimizer, for a checkpoint in
-  // the one-file format. Collective. release_gathered() empties the original again.
+  // The whole state (every rank's shards joined) into rank 0's original optimizer, for a checkpoint
+  // in the one-file format, which rank 0 writes. Collective. release_gathered() empties the original
+  // again.
   void gather_state();
   void release_gathered();
   // This rank's shards, a chunk each (save_format: sharded): its parameters (in order, flattened and

@@ -272,7 +272,7 @@ StateDict Trainer::Impl::snapshot(bool weights_only, bool in_shards) const {
   for (const auto& optimizer : state_.optimizers) kinds.push_back(optimizer_kind(*optimizer));
   out.values["optimizer_kinds"] = kinds;
   if (!in_shards) {
-    for (const auto& s : sharded_) s->gather_state();  // every rank's shards, whole (collective)
+    for (const auto& s : sharded_) s->gather_state();  // every rank's shards, whole on rank 0 (collective)
   }
   for (std::size_t i = 0; i < state_.optimizers.size(); ++i) {
     const std::string bytes = bytes_of(*state_.optimizers[i]);

@@ -1,5 +1,5 @@
 // The collectives sharded training is made of (src/mpi/comm.cpp), under `mpirun -np 3` (label mpi):
-// every rank gathers every rank's block, and a reduce-scatter leaves each rank the sums of its
+// every rank gathers every rank's block (or one root does), and a reduce-scatter leaves each rank the sums of its
 // block, exactly, for any block size (one element, one that is not a multiple of anything).
 #include <vector>
 
@@ -22,6 +22,22 @@ TEST(Collectives, AllgatherPutsEveryRanksBlockInRankOrder) {
     comm.allgather(mine.data(), all.data(), n);
     for (int r = 0; r < comm.size(); ++r) {
       for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(all[static_cast<std::size_t>(r) * n + i], value(r, i)) << n;
+    }
+  }
+}
+
+// A gather to one root: the root has every block in rank order; the others' buffers are untouched.
+TEST(Collectives, AGatherPutsEveryRanksBlockOnTheRootOnly) {
+  Comm& comm = Comm::world();
+  for (const int root : {0, comm.size() - 1}) {
+    const std::size_t n = 7;
+    std::vector<float> mine(n), all(n * static_cast<std::size_t>(comm.size()), -1.0f);
+    for (std::size_t i = 0; i < n; ++i) mine[i] = value(comm.rank(), i);
+    comm.gather(mine.data(), all.data(), n, root);
+    for (int r = 0; r < comm.size(); ++r) {
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(all[static_cast<std::size_t>(r) * n + i], comm.rank() == root ? value(r, i) : -1.0f) << root;
+      }
     }
   }
 }

@@ -291,9 +291,11 @@ class Trainer {
 
   // Everything a resume needs: model, optimizers, algorithms' and callbacks' state, timestamp,
   // random generators, loss scale, evaluation metrics; only the model with `weights_only`.
-  // Tensors are copies, on the run's device (a checkpoint file holds them device-free).
+  // Tensors are copies, on the run's device (a checkpoint file holds them device-free). Under
+  // sharding every rank calls it together, and the optimizers' whole state is rank 0's only.
   StateDict snapshot(bool weights_only) const;
-  // Logs the losses still on the device, then writes snapshot(weights_only) to `path` now.
+  // Logs the losses still on the device, then writes snapshot(weights_only) to `path` now (under
+  // sharding: every rank calls it, rank 0 writes).
   void save_checkpoint(const std::string& path, bool weights_only = false);
   // Loads a checkpoint. Throws CheckpointError for a damaged file, std::invalid_argument naming
   // the tensor when the model does not fit it.
