@@ -133,8 +133,7 @@ void with_layout(const std::string& path, With with) {
   try {
     const ReadableFile file(path, {.what = "a checkpoint", .max_bytes = 1ull << 40});
     const auto read = [&](std::size_t offset, std::size_t n, char* out) {
-      if (::pread(file.fd(), out, n, static_cast<off_t>(offset)) != static_cast<ssize_t>(n))
-        checkpoint_fail(path, "cannot be read");
+      read_exactly(file.fd(), offset, n, out, path);
     };
     with(parse_checkpoint_layout(file.size(), read, path), read);
   } catch (const FileError& e) {

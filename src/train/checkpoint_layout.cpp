@@ -1,6 +1,9 @@
 #include "checkpoint_layout.h"
 
+#include <unistd.h>
 #include <zlib.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cstring>
@@ -57,6 +60,16 @@ uint32_t checkpoint_crc(const char* data, std::size_t size, uint32_t crc_so_far)
     data += chunk, size -= chunk;
   }
   return static_cast<uint32_t>(crc);
+}
+
+void read_exactly(int fd, std::size_t offset, std::size_t n, char* out, const std::string& name) {
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, out, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) checkpoint_fail(name, "cannot be read");
+    const auto read = static_cast<std::size_t>(got);
+    offset += read, out += read, n -= read;
+  }
 }
 
 CheckpointLayout parse_checkpoint_layout(const std::string& bytes, const std::string& name) {

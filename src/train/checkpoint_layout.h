@@ -46,6 +46,9 @@ CheckpointLayout parse_checkpoint_layout(const std::string& bytes, const std::st
 // The same for a file of `size` bytes read through `read(offset, n, out)` (n bytes at offset into
 // out): the checksum taken over pieces of it, so that it is never whole in memory.
 using ReadAt = std::function<void(std::size_t offset, std::size_t n, char* out)>;
+// `n` bytes of the open file `fd` at `offset` into `out` (pread, again after a short read); throws
+// CheckpointError "<name>: cannot be read" when the file ends or fails first.
+void read_exactly(int fd, std::size_t offset, std::size_t n, char* out, const std::string& name);
 CheckpointLayout parse_checkpoint_layout(std::size_t size, const ReadAt& read, const std::string& name);
 
 }  // namespace baton

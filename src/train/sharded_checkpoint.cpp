@@ -1,7 +1,5 @@
 #include "train/sharded_checkpoint.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -85,11 +83,7 @@ void ShardedCheckpoint::Impl::open(int r, int ranks, const std::string& id) {
   const std::string& path = f.path;
   const CheckpointLayout layout = parse_checkpoint_layout(
       f.file->size(),
-      [fd, &path](std::size_t offset, std::size_t n, char* out) {
-        if (::pread(fd, out, n, static_cast<off_t>(offset)) != static_cast<ssize_t>(n))
-          checkpoint_fail(path, "cannot be read");
-      },
-      f.path);
+      [fd, &path](std::size_t offset, std::size_t n, char* out) { read_exactly(fd, offset, n, out, path); }, f.path);
   const nlohmann::json values = layout.meta.value("values", nlohmann::json::object());
   if (values.value("id", "") != id || values.value("rank", -1) != r) {
     throw CheckpointError(std::string(f.path)
@@ -148,9 +142,7 @@ void ShardedCheckpoint::Impl::read_elements(const RankFile& f, const std::string
   const TensorEntry& e = f.tensors.at(key);
   const auto offset = f.data_start + e.offset + static_cast<std::size_t>(start) * bytes;
   const auto size = static_cast<std::size_t>(n) * bytes;
-  if (::pread(f.file->fd(), out, size, static_cast<off_t>(offset)) != static_cast<ssize_t>(size)) {
-    checkpoint_fail(f.path, "cannot be read");
-  }
+  read_exactly(f.file->fd(), offset, size, out, f.path);
 }
 
 ShardedCheckpoint::ShardedCheckpoint(const std::string& index, const nlohmann::json& layout)
