@@ -355,8 +355,8 @@ void Trainer::Impl::load_checkpoint_file(const std::string& path, bool weights_o
   load_named_optimizer_state(path, sd, state_);
   for (const auto& s : sharded_) s->reshard();  // each rank's shards of what loaded
   if (shards) check_shard_params(path, *shards, state_);
-  pending_shards_ = shards;
-  load_shard_states();  // now, or when the shards are made
+  pending_shards_ = in_shards ? shards : nullptr;  // its files stay open only until the shards read them
+  load_shard_states();                             // now, or when the shards are made
   load_generators(sd, state_.device);
   if (auto it = sd.values.find("grad_scaler"); it != sd.values.end() && state_.grad_scaler) {
     try {
