@@ -101,12 +101,15 @@ std::string encode_checkpoint(const StateDict& state, const nlohmann::json& meta
   return out;
 }
 
-CheckpointFile decode_checkpoint(const std::string& bytes, const std::string& name) {
-  CheckpointLayout layout = parse_checkpoint_layout(bytes, name);
+namespace {
+
+// The checkpoint a layout describes, each tensor's bytes read into its own memory through `read`.
+template <typename Read>
+CheckpointFile from_layout(CheckpointLayout layout, const Read& read) {
   CheckpointFile out;
   for (const TensorEntry& e : layout.tensors) {
     at::Tensor tensor = torch::empty(e.shape, torch::TensorOptions().dtype(dtypes().at(e.dtype)));
-    std::memcpy(tensor.data_ptr(), bytes.data() + layout.data_start + e.offset, e.nbytes);
+    read(layout.data_start + e.offset, e.nbytes, static_cast<char*>(tensor.data_ptr()));
     out.state.tensors[e.name] = tensor;
   }
   out.tensors = layout.meta["tensors"];
@@ -115,6 +118,13 @@ CheckpointFile decode_checkpoint(const std::string& bytes, const std::string& na
   out.meta.erase("tensors");
   out.meta.erase("values");
   return out;
+}
+
+}  // namespace
+
+CheckpointFile decode_checkpoint(const std::string& bytes, const std::string& name) {
+  return from_layout(parse_checkpoint_layout(bytes, name),
+                     [&](std::size_t offset, std::size_t n, char* out) { std::memcpy(out, bytes.data() + offset, n); });
 }
 
 void write_checkpoint(const std::string& path, const StateDict& state, const nlohmann::json& meta) {
@@ -161,18 +171,7 @@ nlohmann::json checked_checkpoint_values(const std::string& path) {
 // Each tensor read from the file into its own memory (the file never whole in memory).
 CheckpointFile read_checkpoint(const std::string& path, bool state, std::shared_ptr<ShardedCheckpoint>* shards) {
   CheckpointFile ckpt;
-  with_layout(path, [&](CheckpointLayout layout, const auto& read) {
-    for (const TensorEntry& e : layout.tensors) {
-      at::Tensor tensor = torch::empty(e.shape, torch::TensorOptions().dtype(dtypes().at(e.dtype)));
-      read(layout.data_start + e.offset, e.nbytes, static_cast<char*>(tensor.data_ptr()));
-      ckpt.state.tensors[e.name] = tensor;
-    }
-    ckpt.tensors = layout.meta["tensors"];
-    ckpt.state.values = layout.meta.value("values", nlohmann::json::object());
-    ckpt.meta = std::move(layout.meta);
-    ckpt.meta.erase("tensors");
-    ckpt.meta.erase("values");
-  });
+  with_layout(path, [&](CheckpointLayout layout, const auto& read) { ckpt = from_layout(std::move(layout), read); });
   if (ckpt.state.values.contains(kShardedStateKey)) {  // save_format: sharded
     try {
       auto joined = join_shards(path, ckpt, state);

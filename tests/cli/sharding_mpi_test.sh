@@ -12,11 +12,7 @@ require_command mpirun "scripts/install-deps.sh installs openmpi-bin"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
 # A small character-level gpt on generated text; no dropout (each rank would draw its own masks).
-python3 -c "
-import random
-random.seed(1)
-words = ['shard', 'rank', 'gather', 'scatter', 'step', 'adam', 'unit', 'block', 'the', 'a', 'of']
-print(' '.join(random.choice(words) for _ in range(40000)))" >"$tmp/text.txt"
+random_words "$tmp/text.txt" 40000
 cat >"$tmp/recipe.yaml" <<EOF
 seed: 0
 precision: fp32

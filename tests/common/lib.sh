@@ -6,6 +6,7 @@
 #   require_fashion       skips without the Fashion-MNIST package (or $FASHION_MNIST_DIR)
 #   require_command NAME  skips without the program NAME
 #   require_cuda BATON    skips when that baton has no CUDA or the machine no GPU
+#   random_words FILE N   N words of a small vocabulary in FILE, the same each time (a text corpus)
 #   refused WHAT PATTERN COMMAND...   the command exits 2 and prints a line matching PATTERN
 #                                     (REFUSED_ONE_LINE=1: and nothing more)
 #   expect CODE "substring" -- COMMAND...  the exit code, the text on stderr ($tmp/err), at most
@@ -33,6 +34,13 @@ finish() {
   fi
   echo "$1: $failures failure(s)"
   exit 1
+}
+random_words() {
+  python3 -c "
+import random, sys
+random.seed(1)
+words = ['shard', 'rank', 'gather', 'scatter', 'step', 'adam', 'unit', 'block', 'the', 'a', 'of']
+print(' '.join(random.choice(words) for _ in range(int(sys.argv[1]))))" "$2" >"$1"
 }
 require_fashion() {
   [ -d "$fashion_mnist" ] || skip "no Fashion-MNIST at $fashion_mnist (scripts/install-deps.sh installs it, or set FASHION_MNIST_DIR)"
