@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "baton/core/precision.h"
 #include "baton/models/surgery.h"
 
 namespace baton {
@@ -32,6 +33,12 @@ void set_state(at::Generator& generator, const at::Tensor& state) {
   generator.set_state(state);
 }
 
+// The precision whose autocast is on for `device` now (kFp32: none): the recomputation runs under it.
+Precision autocast_of(c10::DeviceType device) {
+  if (!autocast_enabled(device)) return Precision::kFp32;
+  return autocast_dtype(device) == c10::ScalarType::Half ? Precision::kAmpFp16 : Precision::kAmpBf16;
+}
+
 // What a node of the backward graph keeps of its unit: the module (a copy of the slot's handle: it
 // shares the module), the hooks, and without recomputation the forward's own graph.
 struct UnitHandle : torch::CustomClassHolder {
@@ -55,6 +62,7 @@ struct UnitCall : torch::autograd::Function<UnitCall> {
     if (recompute) {
       at::Generator generator = generator_of(x.device());
       ctx->saved_data["rng"] = state_of(generator);
+      ctx->saved_data["autocast"] = static_cast<int64_t>(autocast_of(x.device().type()));
       ctx->save_for_backward({x});
       y = unit.forward(x);  // grad mode is off here
     } else {
@@ -83,7 +91,7 @@ struct UnitCall : torch::autograd::Function<UnitCall> {
     return {input.requires_grad() ? input.grad() : at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 
-  // The forward again from the saved input, as it ran (generator, buffers), and its backward.
+  // The forward again from the saved input, as it ran (generator, buffers, autocast), and its backward.
   static at::Tensor recompute_backward(AutogradContext* ctx, nn::AnyModule& unit, const at::Tensor& grad) {
     const at::Tensor x = ctx->get_saved_variables()[0];
     std::vector<at::Tensor> buffers;  // as the forward left them: restored after
@@ -94,7 +102,11 @@ struct UnitCall : torch::autograd::Function<UnitCall> {
     at::Tensor input = x.detach().requires_grad_(x.requires_grad());
     {
       torch::AutoGradMode enabled(true);
-      const at::Tensor y = unit.forward(input);
+      at::Tensor y;
+      {
+        const AutocastGuard autocast(static_cast<Precision>(ctx->saved_data["autocast"].toInt()), x.device().type());
+        y = unit.forward(input);
+      }
       torch::autograd::backward({y}, {grad});
     }
     set_state(generator, now);

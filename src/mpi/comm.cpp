@@ -269,6 +269,13 @@ void Comm::allgather(const float* mine, float* out, std::size_t n) {
         "MPI_Allgather");
 }
 
+void Comm::allgather(const std::uint16_t* mine, std::uint16_t* out, std::size_t n) {
+  const bool in_place = mine == out + static_cast<std::size_t>(rank_) * n;
+  check(MPI_Allgather(in_place ? MPI_IN_PLACE : mine, static_cast<int>(n), MPI_UINT16_T, out, static_cast<int>(n),
+                      MPI_UINT16_T, impl_->comm),
+        "MPI_Allgather");
+}
+
 void Comm::gather(const float* mine, float* out, std::size_t n, int root) {
   check(MPI_Gather(mine, static_cast<int>(n), MPI_FLOAT, out, static_cast<int>(n), MPI_FLOAT, root, impl_->comm),
         "MPI_Gather");
@@ -350,6 +357,7 @@ void Comm::start_allreduce_sum(double*, std::size_t) { no_mpi(); }
 bool Comm::test_reductions() { no_mpi(); }
 void Comm::wait_reductions() { no_mpi(); }
 void Comm::allgather(const float*, float*, std::size_t) { no_mpi(); }
+void Comm::allgather(const std::uint16_t*, std::uint16_t*, std::size_t) { no_mpi(); }
 void Comm::reduce_scatter_sum(const float*, float*, std::size_t) { no_mpi(); }
 void Comm::gather(const float*, float*, std::size_t, int) { no_mpi(); }
 void Comm::broadcast(float*, std::size_t, int) { no_mpi(); }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -62,6 +63,8 @@ class Comm {
   // Every rank's `n` values in rank order into `out` (n * size() values): MPI_Allgather. In place
   // when `mine` is this rank's block of `out` (out + rank() * n).
   void allgather(const float* mine, float* out, std::size_t n);
+  // The same for 16-bit values (bfloat16's or float16's bits).
+  void allgather(const std::uint16_t* mine, std::uint16_t* out, std::size_t n);
   // The same into `root`'s `out` only (MPI_Gather; the others' `out` is not touched).
   void gather(const float* mine, float* out, std::size_t n, int root = 0);
   // The sums over the ranks of `in` (n * size() values), of which this rank keeps its block (values

@@ -32,6 +32,8 @@ struct ShardedChunk {
   bool in_flight = false;     // NCCL's gather was started and not waited for
   int64_t gathered_mark = 0;  // NCCL's mark after it
   bool fresh_grad = true;     // the shard's gradient is the last step's: the next reduction replaces it
+  bool rounded = false;       // gathered in the compute precision: the buffer holds the shards rounded
+  at::Tensor low;             // NCCL's gather in the compute precision, copied into flat when waited for
 };
 
 namespace {
@@ -58,6 +60,8 @@ struct ShardedOptimizer::Impl {
   double weight = 1.0;                                // this rank's share of the global batch
   bool grads_sharded = false;                         // the whole chunks' gradients were reduce-scattered this step
   double wait_s = 0.0;                                // the host waited for units' gathers
+  at::ScalarType compute = at::kFloat;                // what units are gathered in for their passes
+  int64_t gathered_bytes = 0;                         // the units' gathers' bytes (every rank's blocks)
 
   // NCCL's collectives are on the device: the work the current stream queues next waits for them.
   bool on_device(const ShardedChunk& c) const { return nccl != nullptr && c.flat.is_cuda(); }
@@ -84,11 +88,18 @@ struct ShardedOptimizer::Impl {
     return out;
   }
 
-  // Every rank's block joined (a host round trip for a GPU's): the whole, padded.
+  // Every rank's block joined (a host round trip for a GPU's): the whole, padded. float32, or the
+  // 16-bit values of a compute precision.
   at::Tensor allgather(const at::Tensor& mine) const {
     const at::Tensor host = mine.detach().to(at::kCPU).contiguous();
     at::Tensor all = torch::empty({host.numel() * comm->size()}, host.options());
-    comm->allgather(host.data_ptr<float>(), all.data_ptr<float>(), static_cast<std::size_t>(host.numel()));
+    const auto n = static_cast<std::size_t>(host.numel());
+    if (host.element_size() == 2) {
+      comm->allgather(static_cast<const std::uint16_t*>(host.data_ptr()), static_cast<std::uint16_t*>(all.data_ptr()),
+                      n);
+    } else {
+      comm->allgather(host.data_ptr<float>(), all.data_ptr<float>(), n);
+    }
     return all.to(mine.device());
   }
 
@@ -138,26 +149,32 @@ struct ShardedOptimizer::Impl {
     if (!views) flatten(c);
   }
 
-  // A unit's chunk's storage back and every rank's shard gathered into it. NCCL's gather runs on its
-  // stream, and the host goes on (`ahead`: a prefetch while another unit computes). Through MPI the
-  // host waits: Open MPI moves a host buffer's collective on only inside MPI calls, so a prefetch
-  // there would hold the memory and hide nothing; a prefetch starts nothing.
-  void start_gather(ShardedChunk& c, bool ahead) {
+  // A unit's chunk's storage back and every rank's shard gathered into it: for a pass in the compute
+  // precision (the shards rounded to it: half the bytes under amp_bf16; the parameters stay float32,
+  // and autocast's casts of them are exact), `exact` in float32. NCCL's gather runs on its stream,
+  // and the host goes on (`ahead`: a prefetch while another unit computes). Through MPI the host
+  // waits: Open MPI moves a host buffer's collective on only inside MPI calls, so a prefetch there
+  // would hold the memory and hide nothing; a prefetch starts nothing.
+  void start_gather(ShardedChunk& c, bool ahead, bool exact = false) {
     if (c.gathered || (ahead && !on_device(c))) return;
     set_storage_bytes(c.flat, static_cast<std::size_t>(c.flat.numel()) * sizeof(float));
     c.gathered = true;
     torch::NoGradGuard no_grad;
+    const at::ScalarType dtype = exact ? at::kFloat : compute;
+    c.rounded = dtype != at::kFloat;
+    gathered_bytes += c.flat.numel() * static_cast<int64_t>(c10::elementSize(dtype));
     if (on_device(c)) {
-      nccl->allgather(c.mine.is_cuda() ? c.mine.detach() : c.mine.detach().to(c.flat.device()), c.flat);
+      c.low = c.rounded ? torch::empty({c.flat.numel()}, c.flat.options().dtype(dtype)) : at::Tensor();
+      nccl->allgather(c.mine.detach().to(c.flat.device(), dtype), c.rounded ? c.low : c.flat);
       c.gathered_mark = nccl->mark();
       c.in_flight = true;
       return;
     }
     const auto start = std::chrono::steady_clock::now();
-    if (c.flat.is_cpu()) {
+    if (c.flat.is_cpu() && !c.rounded) {
       comm->allgather(c.mine.data_ptr<float>(), c.flat.data_ptr<float>(), static_cast<std::size_t>(c.shard));
     } else {
-      c.flat.copy_(allgather(c.mine));  // staged through host memory
+      c.flat.copy_(allgather(c.mine.detach().to(dtype)));  // staged through host memory for a GPU's
     }
     wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
@@ -168,10 +185,14 @@ struct ShardedOptimizer::Impl {
     if (!c.in_flight) return;
     nccl->wait(c.gathered_mark);
     c.in_flight = false;
+    if (!c.low.defined()) return;
+    torch::NoGradGuard no_grad;
+    c.flat.copy_(c.low);
+    c.low = at::Tensor();
   }
 
-  void gather(ShardedChunk& c) {
-    start_gather(c, /*ahead=*/false);
+  void gather(ShardedChunk& c, bool exact = false) {
+    start_gather(c, /*ahead=*/false, exact);
     finish_gather(c);
   }
 
@@ -180,6 +201,7 @@ struct ShardedOptimizer::Impl {
     finish_gather(c);  // its buffer must outlive the collective
     set_storage_bytes(c.flat, 0);
     c.gathered = false;
+    c.rounded = false;
   }
 
   // Every rank's gradients of the chunk times its weight summed into the owners' shards (added to
@@ -296,8 +318,14 @@ class FunctionHooks : public UnitHooks {
 }  // namespace
 
 ShardedOptimizer::ShardedOptimizer(std::shared_ptr<torch::optim::Optimizer> original, mpi::Comm& comm, cuda::Nccl* nccl,
-                                   const std::vector<std::vector<at::Tensor>>& units, bool offload)
+                                   const std::vector<std::vector<at::Tensor>>& units, bool offload,
+                                   at::ScalarType compute)
     : impl_(std::make_shared<Impl>()) {
+  if (compute != at::kFloat && compute != at::kBFloat16 && compute != at::kHalf) {
+    throw std::invalid_argument("sharding: units are gathered in float32, bfloat16 or float16, not " +
+                                std::string(c10::toString(compute)));
+  }
+  impl_->compute = compute;
   impl_->original = std::move(original);
   impl_->comm = &comm;
   impl_->nccl = nccl;
@@ -356,7 +384,10 @@ void ShardedOptimizer::idle_microbatch() {
 }
 
 void ShardedOptimizer::gather_parameters() {
-  for (ShardedChunk& c : impl_->chunks) impl_->gather(c);
+  for (ShardedChunk& c : impl_->chunks) {
+    if (c.rounded) impl_->free(c);  // a pass's values: the exact ones instead
+    impl_->gather(c, /*exact=*/true);
+  }
 }
 
 void ShardedOptimizer::shard_parameters() {
@@ -364,7 +395,7 @@ void ShardedOptimizer::shard_parameters() {
   for (ShardedChunk& c : impl_->chunks) {
     if (c.unit < 0 || !c.gathered) continue;
     impl_->finish_gather(c);
-    c.mine.copy_(c.flat.narrow(0, impl_->begin(c), c.shard));  // the whole weights may have changed
+    if (!c.rounded) c.mine.copy_(c.flat.narrow(0, impl_->begin(c), c.shard));  // the whole weights may have changed
     impl_->free(c);
   }
 }
@@ -494,7 +525,7 @@ void ShardedOptimizer::reshard() {
   for (ShardedChunk& c : impl_->chunks) {
     if (c.unit < 0) {
       impl_->keep_flat(c);
-    } else if (c.gathered) {
+    } else if (c.gathered && !c.rounded) {
       impl_->finish_gather(c);
       c.mine.copy_(c.flat.narrow(0, impl_->begin(c), c.shard));
     }
@@ -503,6 +534,8 @@ void ShardedOptimizer::reshard() {
 }
 
 double ShardedOptimizer::wait_seconds() const { return impl_->wait_s; }
+
+int64_t ShardedOptimizer::gathered_bytes() const { return impl_->gathered_bytes; }
 
 int64_t ShardedOptimizer::state_bytes() const { return optimizer_state_bytes(*impl_->local); }
 

@@ -44,10 +44,13 @@ class ShardedOptimizer {
   // `offload`: the shards, their gradients and the optimizer's state live in host memory and the step
   // runs there (a GPU run's weights are copied back after it). `nccl` (may be null): the collectives
   // of parameters on its GPU run there, on its stream (else through MPI, a GPU's staged in host
-  // memory). Throws std::invalid_argument for
+  // memory). `compute`: what the units are gathered in for their passes (the run's precision:
+  // bfloat16 under amp_bf16 moves half the bytes; the parameters stay float32 holding the rounded
+  // values, the shards the exact ones). Throws std::invalid_argument for
   // parameters that are not float32 on one device, or an optimizer make_optimizer_like does not make.
   ShardedOptimizer(std::shared_ptr<torch::optim::Optimizer> original, mpi::Comm& comm, cuda::Nccl* nccl = nullptr,
-                   const std::vector<std::vector<at::Tensor>>& units = {}, bool offload = false);
+                   const std::vector<std::vector<at::Tensor>>& units = {}, bool offload = false,
+                   at::ScalarType compute = at::kFloat);
   ~ShardedOptimizer();
   ShardedOptimizer(const ShardedOptimizer&) = delete;
   ShardedOptimizer& operator=(const ShardedOptimizer&) = delete;
@@ -61,8 +64,8 @@ class ShardedOptimizer {
   // The units' collectives of one microbatch, for a rank that has no examples left for it while the
   // others train one (every rank must take part in each): gathers, and zeros reduce-scattered.
   void idle_microbatch();
-  // Full sharding between fits: the units' parameters whole (gather_parameters: after a fit, so the
-  // model can be read, saved, evaluated), or cut to this rank's shards and freed (shard_parameters:
+  // Full sharding between fits: the units' parameters whole and exact (gather_parameters: after a fit,
+  // so the model can be read, saved, evaluated), or cut to this rank's shards and freed (shard_parameters:
   // at a fit's start, after rank 0's weights were broadcast). Collective.
   void gather_parameters();
   void shard_parameters();
@@ -120,6 +123,8 @@ class ShardedOptimizer {
   // Seconds the host waited for units' gathers through MPI (NCCL's are the device's: they count
   // nothing here).
   double wait_seconds() const;
+  // Bytes the units' gathers received so far (every rank's blocks, padding included).
+  int64_t gathered_bytes() const;
   // Elements of each chunk's shard (the padded length over the ranks).
   std::vector<int64_t> shard_sizes() const;
 

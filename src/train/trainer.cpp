@@ -209,10 +209,6 @@ Trainer::Impl::Impl(TrainerOptions options) : options_(std::move(options)) {
 void Trainer::Impl::setup_activation_checkpointing() {
   const std::vector<std::string>& kinds = options_.activation_checkpointing();
   if (kinds.empty()) return;
-  require(state_.precision == Precision::kFp32,
-          "TrainerOptions: activation_checkpointing recomputes blocks outside autocast, so it trains in fp32 only "
-          "(precision is " +
-              std::string(to_name(state_.precision)) + "); set precision: fp32 or leave it off");
   const int units = checkpoint_activations(*state_.model, kinds);
   std::string names;
   for (const auto& kind : kinds) names += (names.empty() ? "" : ", ") + kind;

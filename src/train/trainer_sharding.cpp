@@ -81,8 +81,9 @@ void Trainer::Impl::setup_sharding() {
   }
   for (const auto& optimizer : state_.optimizers) {
     try {
-      sharded_.push_back(std::make_unique<detail::ShardedOptimizer>(optimizer, mpi::Comm::world(), ddp_->nccl(), units,
-                                                                    options_.offload_optimizer()));
+      sharded_.push_back(std::make_unique<detail::ShardedOptimizer>(
+          optimizer, mpi::Comm::world(), ddp_->nccl(), units, options_.offload_optimizer(),
+          compute_dtype(state_.precision)));  // the units gathered in the run's precision
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(std::string("TrainerOptions: ") + e.what());
     }

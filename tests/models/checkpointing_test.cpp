@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "baton/core/precision.h"
 #include "baton/models/surgery.h"
 #include "baton/models/zoo.h"
 #include "common/test_util.h"
@@ -100,6 +101,33 @@ TEST(ActivationCheckpointing, AGptsGradientsWithDropoutAreTheOnesWithoutIt) {
   recomputed->eval();
   torch::NoGradGuard no_grad;
   EXPECT_TRUE(torch::allclose(plain->forward(batch), recomputed->forward(batch), 1e-6, 1e-6));
+}
+
+// Under autocast the recomputation runs under the forward's autocast too: its bfloat16 products give
+// the gradients of the plain step (in fp32 they would differ by bfloat16's rounding).
+TEST(ActivationCheckpointing, RecomputesUnderTheForwardsAutocast) {
+  const Batch batch{torch::randint(0, 32, {4, 16}), torch::randint(0, 32, {4, 16})};
+  const auto plain = gpt(0.1), recomputed = gpt(0.1);
+  checkpoint_activations(*recomputed, {"auto"});
+  const auto autocast_step = [&](Model& model) {
+    model.train();
+    model.zero_grad();
+    torch::manual_seed(7);
+    Step out;
+    {
+      const AutocastGuard autocast(Precision::kAmpBf16, c10::kCPU);
+      out.loss = model.loss(model.forward(batch), batch);
+    }
+    out.loss.backward();
+    for (const auto& p : model.parameters()) out.grads.push_back(p.grad().clone());
+    for (const auto& b : model.buffers()) out.buffers.push_back(b.clone());
+    return out;
+  };
+  const Step without = autocast_step(*plain), with = autocast_step(*recomputed);
+  expect_same(without, with);
+  const Step fp32 = step(*plain, batch);  // autocast changes them indeed
+  EXPECT_GT((fp32.grads[0] - with.grads[0]).abs().max().item<double>(), 1e-4);
+  EXPECT_FALSE(autocast_enabled(c10::kCPU));  // the recomputation's autocast ended with it
 }
 
 TEST(ActivationCheckpointing, BatchNormStatisticsMoveOnceAStep) {

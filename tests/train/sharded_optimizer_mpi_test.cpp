@@ -1,13 +1,14 @@
 // The optimizer's state sharded over ranks (src/train/sharded_optimizer.cpp), under `mpirun -np 3`
 // (label mpi; 3 ranks: a length that does not divide, padded): each kind of optimizer, two parameter
 // groups and a learning rate changed between steps give the weights of the unsharded optimizer,
-// bitwise, and each rank holds a third of the state.
+// bitwise, and each rank holds a third of the state; units are gathered in the compute precision.
 #include "train/sharded_optimizer.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "baton/models/checkpointing.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
 #include "mpi/comm.h"
@@ -72,6 +73,39 @@ TEST(ShardedOptimizer, EveryKindStepsToTheUnshardedWeightsBitwise) {
     for (const int64_t n : shards.shard_sizes()) held += n * 4 * (name.rfind("adam", 0) == 0 ? 2 : 1);
     EXPECT_EQ(shards.state_bytes(), held);
     EXPECT_LE(shards.state_bytes() * 3, whole_bytes + 3 * 2 * 4 * 2);  // a third, but for the padding
+  }
+}
+
+// Full sharding's units are gathered for their passes in the run's precision: under bfloat16 half the
+// bytes, the parameters holding the shards' values rounded (what autocast casts them to anyway);
+// gathered after the fit, the exact values again.
+TEST(ShardedOptimizer, UnitsAreGatheredInTheComputePrecision) {
+  mpi::Comm& comm = mpi::Comm::world();
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    torch::manual_seed(0);
+    auto model = make_model("mlp", ModelOptions().input_shape({7}).num_classes(3).hidden({13}));
+    const std::vector<at::Tensor> params = model->parameters();
+    std::vector<at::Tensor> exact;
+    for (const auto& p : params) exact.push_back(p.detach().clone());
+    const std::vector<at::Tensor> unit(params.begin(), params.begin() + 2);  // the hidden layer
+    const auto optimizer = make_optimizer(OptimizerOptions().name("adamw").lr(0.05), params);
+    detail::ShardedOptimizer shards(optimizer, comm, nullptr, {unit}, /*offload=*/false, dtype);
+    shards.shard_parameters();
+    ASSERT_TRUE(shards.parameters_sharded());
+    const auto hooks = shards.unit_hooks(0);
+    hooks->before_forward();
+    const int64_t length = unit[0].numel() + unit[1].numel();
+    const int64_t padded = (length + comm.size() - 1) / comm.size() * comm.size();
+    EXPECT_EQ(shards.gathered_bytes(), padded * static_cast<int64_t>(c10::elementSize(dtype)));
+    for (std::size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(params[i].scalar_type(), at::kFloat);
+      EXPECT_TRUE(torch::equal(params[i], exact[i].to(dtype).to(at::kFloat))) << "parameter " << i;
+    }
+    EXPECT_EQ(torch::equal(params[0], exact[0]), dtype == at::kFloat);
+    hooks->after_forward();
+    shards.gather_parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i], exact[i])) << "parameter " << i;
   }
 }
 

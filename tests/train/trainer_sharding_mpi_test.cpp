@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 #include <filesystem>
+#include <iostream>
 
 #include "baton/algorithms/weights.h"
 #include "baton/loggers/in_memory_logger.h"
@@ -34,6 +35,7 @@ struct RunSetup {
   std::string steps = "50ba";
   std::vector<std::string> activation_checkpointing = {};
   int64_t samples = 96;  // 12 batches of 8
+  Precision precision = Precision::kFp32;
 };
 
 // 8 sequences of 32 tokens a global batch: each rank takes its share of every batch.
@@ -53,6 +55,7 @@ TrainerOptions gpt_run(const RunSetup& setup, Distributed distributed, std::shar
       .distributed(distributed)
       .sharding(setup.sharding)
       .activation_checkpointing(setup.activation_checkpointing)
+      .precision(setup.precision)
       .num_threads(1)
       .progress_bar(false)
       .console_log_interval("0ba");
@@ -149,6 +152,36 @@ TEST(TrainerSharding, FullShardingWithUnevenShares) {
     const Outcome ddp = train({Sharding::kNone, microbatches, "8ba", {}, samples}, Distributed::kOn);
     const Outcome full = train({Sharding::kFull, microbatches, "8ba", {}, samples}, Distributed::kOn);
     EXPECT_LT(max_difference(full.weights, ddp.weights), 1e-5);
+  }
+}
+
+// Under amp_bf16 the units are gathered in bfloat16: their matrices are what autocast multiplies
+// with anyway, only the layer norms' weights are rounded (data parallelism's are float32; Composer's
+// FSDP default does the same), so the losses stay within bfloat16's noise of data parallelism's, and
+// the weights differ from its as much as amp_bf16's differ from fp32's (Adam's steps of lr on
+// near-zero gradients); with activation checkpointing too (its recomputation under the forward's
+// autocast).
+TEST(TrainerSharding, FullShardingUnderAmpBf16TrainsAsDataParallelism) {
+  RunSetup setup{Sharding::kNone, false, "20ba"};
+  const Outcome fp32 = train(setup, Distributed::kOn);
+  setup.precision = Precision::kAmpBf16;
+  const Outcome ddp = train(setup, Distributed::kOn);
+  const double precision_effect = max_difference(ddp.weights, fp32.weights);
+  setup.sharding = Sharding::kFull;
+  for (const bool recompute : {false, true}) {
+    SCOPED_TRACE(recompute ? "activation checkpointing" : "");
+    setup.activation_checkpointing = recompute ? std::vector<std::string>{"auto"} : std::vector<std::string>{};
+    const Outcome full = train(setup, Distributed::kOn);
+    if (mpi::Comm::world().rank() == 0) {
+      EXPECT_EQ(full.losses.size(), 20U);
+      const double d = max_difference(full.losses, ddp.losses);
+      EXPECT_LT(d, 2e-3) << "every step's loss";
+      std::cout << "amp_bf16: full sharding's losses within " << d << " of data parallelism's\n";
+    }
+    const double d = max_difference(full.weights, ddp.weights);
+    EXPECT_LT(d, 2 * precision_effect) << "the final weights";
+    if (mpi::Comm::world().rank() == 0) std::cout << "weights: " << d << " (fp32's: " << precision_effect << ")\n";
+    EXPECT_EQ(spread_across_ranks(full.weights), 0.0) << "every rank holds the same weights";
   }
 }
 

@@ -126,7 +126,8 @@ class TrainerOptions {
   BATON_ARG(CudaGraphs, cuda_graphs) = CudaGraphs::kAuto;
   // The model's blocks whose activations backward recomputes instead of keeping
   // (baton/models/checkpointing.h): empty, none; {"auto"}, the repeated blocks (gpt's, a ResNet's);
-  // else module kinds ({"Block"}). Less memory a step for a second forward of each block. fp32 only.
+  // else module kinds ({"Block"}). Less memory a step for a second forward of each block (under the
+  // forward's autocast).
   BATON_ARG(std::vector<std::string>, activation_checkpointing);
   // Batches between reads of train/loss from the device. Until read, each batch's loss stays on
   // the device, so the host queues work without waiting for it; every batch's loss is still
