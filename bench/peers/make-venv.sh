@@ -6,6 +6,8 @@
 #   bench/peers/make-venv.sh && .venv-peers/bin/python bench/peers/optuna_bench.py --function branin --trials 60
 #
 # --nni makes .venv-nni/ (requirements-nni.txt: NNI over the peers' venv) and prints its python.
+# --llm makes .venv-llm/ (requirements-llm.txt: transformers, tokenizers, sentencepiece, peft over
+# .venv-torch2's torch) and prints its python.
 # --mlflow makes .venv-mlflow/ (requirements-mlflow.txt: the MLflow server and client of the tracking
 # test, tests/cli/mlflow_test.sh) and prints its python.
 # --composer makes .venv-composer/ instead (requirements-composer.txt: Composer pins an older torch)
@@ -57,6 +59,22 @@ pinned_venv() {
   fi
   echo "$venv/bin/python"
 }
+# .venv-llm: transformers, tokenizers, sentencepiece, peft (requirements-llm.txt) over .venv-torch2's
+# torch (scripts/install-deps.sh --torch2 makes it), which it sees after its own packages.
+llm_venv() {
+  local venv="$root/.venv-llm" shared="$root/.venv-torch2"
+  [ -x "$shared/bin/python" ] || { echo "make-venv: --llm needs .venv-torch2 (scripts/install-deps.sh --torch2)" >&2; exit 1; }
+  if [ ! -x "$venv/bin/python" ] ||
+     [ "$("$venv/bin/python" -c 'import transformers; print(transformers.__version__)' 2>/dev/null)" != \
+       "$(sed -n 's/^transformers==//p' "$root/bench/peers/requirements-llm.txt")" ]; then
+    echo "make-venv: installing requirements-llm.txt's pins into .venv-llm (PyPI)" >&2
+    python3 -m venv "$venv"
+    "$shared/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
+      >"$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/baton-torch2.pth"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$root/bench/peers/requirements-llm.txt" >&2
+  fi
+  echo "$venv/bin/python"
+}
 # .venv-nni: NNI (requirements-nni.txt) over the peers' venv, whose packages it sees after its own.
 nni_venv() {
   local venv="$root/.venv-nni" peers
@@ -71,6 +89,7 @@ nni_venv() {
   echo "$venv/bin/python"
 }
 case "${1:-}" in
+  --llm) llm_venv; exit 0 ;;  # the language models' references (tests/llm, bench/llm_bench)
   --nni) nni_venv; exit 0 ;;  # NNI's strategies on the benchmark table (bench/nas_regret.sh)
   --mlflow) pinned_venv mlflow requirements-mlflow.txt mlflow mlflow; exit 0 ;;  # the tracking test (label mlflow)
   --composer) pinned_venv composer requirements-composer.txt composer mosaicml; exit 0 ;;

@@ -4,10 +4,10 @@
 #include <stdexcept>
 
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include "baton/core/options.h"
 #include "baton/models/surgery.h"
+#include "models/attention.h"
 #include "models/nets.h"
 
 namespace baton {
@@ -15,20 +15,6 @@ namespace {
 
 namespace nn = torch::nn;
 namespace F = torch::nn::functional;
-
-// softmax(q kᵀ / √d + causal mask) v over [N, heads, T, d]; the fused kernels on LibTorch 2.x.
-at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout) {
-#if TORCH_VERSION_MAJOR >= 2
-  return at::scaled_dot_product_attention(q, k, v, {}, dropout, /*is_causal=*/true);
-#else
-  const int64_t t = q.size(-2);
-  at::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
-  const at::Tensor future = torch::ones({t, t}, q.options().dtype(torch::kBool)).triu(1);
-  at::Tensor weights = torch::softmax(scores.masked_fill(future, -std::numeric_limits<float>::infinity()), -1);
-  if (dropout > 0) weights = F::dropout(weights, F::DropoutFuncOptions().p(dropout).training(true));
-  return torch::matmul(weights.to(v.scalar_type()), v);
-#endif
-}
 
 struct SelfAttentionImpl : nn::Module {
   SelfAttentionImpl(int64_t width, int64_t heads, double dropout) : heads(heads), dropout(dropout) {
@@ -39,7 +25,7 @@ struct SelfAttentionImpl : nn::Module {
     // The batch dimension as -1, not a number: a traced model (baton export) takes any batch size.
     const int64_t t = x.size(1), c = x.size(2);
     const auto parts = qkv(x).view({-1, t, 3, heads, c / heads}).permute({2, 0, 3, 1, 4}).unbind(0);
-    const at::Tensor y = causal_attention(parts[0], parts[1], parts[2], is_training() ? dropout : 0.0);
+    const at::Tensor y = detail::causal_attention(parts[0], parts[1], parts[2], is_training() ? dropout : 0.0);
     return F::dropout(proj(y.transpose(1, 2).reshape({-1, t, c})),
                       F::DropoutFuncOptions().p(dropout).training(is_training()));
   }

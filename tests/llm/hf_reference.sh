@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Makes small random-weight Hugging Face models with transformers (tests/llm/make_models.py, in
+# .venv-llm: bench/peers/make-venv.sh --llm) and runs PROGRAM (hf_reference_tests) against them.
+# Exit 77 (skipped, with the reason) when the venv cannot be made (no .venv-torch2, no PyPI).
+# Usage: hf_reference.sh SOURCE_DIR PROGRAM [ARGS...]
+set -uo pipefail
+source_dir=$1
+shift
+python=$("$source_dir/bench/peers/make-venv.sh" --llm 2>/tmp/baton-llm-venv.$$) || {
+  echo "skipped: no .venv-llm: $(tail -n1 /tmp/baton-llm-venv.$$)"
+  rm -f /tmp/baton-llm-venv.$$
+  exit 77
+}
+rm -f /tmp/baton-llm-venv.$$
+models=$(mktemp -d /tmp/baton_hf_models_XXXXXX)
+trap 'rm -rf "$models"' EXIT
+"$python" "$source_dir/tests/llm/make_models.py" "$models" >/dev/null 2>&1 ||
+  { echo "make_models.py failed:"; "$python" "$source_dir/tests/llm/make_models.py" "$models"; exit 1; }
+BATON_HF_MODELS="$models" "$@"

@@ -1,0 +1,63 @@
+"""Small random-weight Hugging Face models for baton's language-model tests (nothing downloaded).
+
+    python make_models.py OUT
+
+writes OUT/<name>/ (save_pretrained's folder) for each config below, and OUT/<name>/reference.safetensors:
+"ids" (token ids [2, 24], int64) and "logits" (transformers' logits of them, float32, eval mode).
+"""
+import sys
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Qwen2Config,
+                          Qwen2ForCausalLM)
+
+VOCAB = 320
+
+
+def llama(**extra):
+    base = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256,
+                bos_token_id=1, eos_token_id=2)
+    base.update(extra)
+    return LlamaConfig(**base)
+
+
+MODELS = {
+    "gpt2": lambda: GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=128, n_embd=64, n_layer=2, n_head=4,
+                                               bos_token_id=0, eos_token_id=0)),
+    "gpt2-untied-relu": lambda: GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=48, n_layer=3,
+                                                           n_head=3, n_inner=100, activation_function="relu",
+                                                           tie_word_embeddings=False)),
+    "llama-gqa": lambda: LlamaForCausalLM(llama(num_key_value_heads=2)),
+    "llama-tied-bias": lambda: LlamaForCausalLM(llama(tie_word_embeddings=True, attention_bias=True, mlp_bias=True,
+                                                      rope_theta=500000.0)),
+    "llama3-rope": lambda: LlamaForCausalLM(llama(
+        num_key_value_heads=1, head_dim=32,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 32})),
+    "qwen2": lambda: Qwen2ForCausalLM(Qwen2Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
+                                                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                  max_position_embeddings=256, tie_word_embeddings=True)),
+}
+
+
+def main(out):
+    for i, (name, make) in enumerate(MODELS.items()):
+        torch.manual_seed(i)
+        model = make().eval()
+        with torch.no_grad():  # biases and norms away from their zeros and ones, so that they count
+            for n, p in model.named_parameters():
+                if n.endswith("bias") or "norm" in n or "ln_" in n:
+                    p.add_(torch.randn_like(p) * 0.1)
+        folder = Path(out) / name
+        model.save_pretrained(folder)
+        ids = torch.randint(0, VOCAB, (2, 24), generator=torch.Generator().manual_seed(100 + i))
+        with torch.no_grad():
+            logits = model(ids).logits.float()
+        save_file({"ids": ids, "logits": logits.contiguous()}, str(folder / "reference.safetensors"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
