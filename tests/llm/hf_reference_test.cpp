@@ -1,8 +1,11 @@
 // baton's Hugging Face models against transformers' (tests/llm/hf_reference.sh makes the folders with
 // tests/llm/make_models.py and passes their parent in BATON_HF_MODELS): each folder loaded by baton
-// gives the logits transformers gave on the same tokens, within 1e-4 (fp32).
+// gives the logits transformers gave on the same tokens, within 1e-4 (fp32), and its loss within
+// 1e-5; one folder's weights are bfloat16, one's in shards.
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
+#include <map>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -21,10 +24,9 @@ TEST_P(HfReference, LogitsEqualTransformers) {
   const char* root = std::getenv("BATON_HF_MODELS");
   ASSERT_NE(root, nullptr) << "set BATON_HF_MODELS (tests/llm/hf_reference.sh does)";
   const fs::path folder = fs::path(root) / GetParam();
-  at::Tensor ids, expected;
-  for (const auto& [name, t] : read_safetensors((folder / "reference.safetensors").string())) {
-    (name == "ids" ? ids : expected) = t;
-  }
+  std::map<std::string, at::Tensor> reference;
+  for (const auto& [name, t] : read_safetensors((folder / "reference.safetensors").string())) reference[name] = t;
+  const at::Tensor ids = reference.at("ids"), expected = reference.at("logits");
   const auto model = load_hf_model(folder.string());
   model->eval();
   torch::NoGradGuard no_grad;
@@ -33,6 +35,11 @@ TEST_P(HfReference, LogitsEqualTransformers) {
   const double d = (logits - expected).abs().max().item<double>();
   EXPECT_LT(d, 1e-4) << GetParam();
   std::cout << GetParam() << ": logits within " << d << " of transformers'\n";
+  // The loss on the tokens as the tokens data set gives them: windows and their next tokens.
+  const int64_t t = ids.size(1) - 1;
+  const Batch batch{ids.narrow(1, 0, t), ids.narrow(1, 1, t)};
+  const double loss = model->loss(model->forward(batch), batch).item<double>();
+  EXPECT_NEAR(loss, reference.at("loss").item<double>(), 1e-5) << GetParam();
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, HfReference,

@@ -3,7 +3,9 @@
     python make_models.py OUT
 
 writes OUT/<name>/ (save_pretrained's folder) for each config below, and OUT/<name>/reference.safetensors:
-"ids" (token ids [2, 24], int64) and "logits" (transformers' logits of them, float32, eval mode).
+"ids" (token ids [2, 24], int64), "logits" (transformers' logits of them, float32, eval mode) and
+"loss" (its loss with labels=ids: the next tokens' mean cross-entropy). SAVED says how a model is
+written: its weights in bfloat16, or in shards that model.safetensors.index.json names.
 """
 import sys
 from pathlib import Path
@@ -43,6 +45,9 @@ MODELS = {
 }
 
 
+SAVED = {"llama-gqa": {"dtype": torch.bfloat16}, "qwen2": {"max_shard_size": "60KB"}}
+
+
 def main(out):
     for i, (name, make) in enumerate(MODELS.items()):
         torch.manual_seed(i)
@@ -51,12 +56,20 @@ def main(out):
             for n, p in model.named_parameters():
                 if n.endswith("bias") or "norm" in n or "ln_" in n:
                     p.add_(torch.randn_like(p) * 0.1)
-        folder = Path(out) / name
-        model.save_pretrained(folder)
+        how = SAVED.get(name, {})
+        if "dtype" in how:  # the reference computes in fp32 with the weights the file holds
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.copy_(p.to(how["dtype"]).float())
         ids = torch.randint(0, VOCAB, (2, 24), generator=torch.Generator().manual_seed(100 + i))
         with torch.no_grad():
-            logits = model(ids).logits.float()
-        save_file({"ids": ids, "logits": logits.contiguous()}, str(folder / "reference.safetensors"))
+            out_ = model(ids, labels=ids)
+        folder = Path(out) / name
+        if "dtype" in how:
+            model.to(how["dtype"])
+        model.save_pretrained(folder, **({"max_shard_size": how["max_shard_size"]} if "max_shard_size" in how else {}))
+        save_file({"ids": ids, "logits": out_.logits.float().contiguous(), "loss": out_.loss.float().reshape(1)},
+                  str(folder / "reference.safetensors"))
 
 
 if __name__ == "__main__":
