@@ -20,7 +20,9 @@ struct ExportArgs {
 void run_export(ExportArgs args) {
   ExportRequest& request = args.request;
   if (args.torchscript.empty() == request.out.empty()) {
-    throw RecipeError("give --out FILE (with --format torchscript or safetensors) or --torchscript FILE, one of them");
+    throw RecipeError(
+        "give --out FILE (with --format torchscript or safetensors; a folder with --format hf) or --torchscript FILE, "
+        "one of them");
   }
   if (!args.torchscript.empty()) {
     if (request.format != "torchscript")
@@ -32,6 +34,11 @@ void run_export(ExportArgs args) {
   if (request.format == "safetensors") {
     std::printf("exported %s to %s (safetensors, %zu tensors)\n", request.checkpoint.c_str(), request.out.c_str(),
                 exported.tensors);
+    return;
+  }
+  if (request.format == "hf") {
+    std::printf("exported %s to %s (a Hugging Face folder: config.json, model.safetensors of %zu tensors)\n",
+                request.checkpoint.c_str(), request.out.c_str(), exported.tensors);
     return;
   }
   std::printf("exported %s to %s (TorchScript, %zu bytes, input [N, %s)\n", request.checkpoint.c_str(),
@@ -47,10 +54,12 @@ void add_export(CLI::App& app) {
       "export", "the trained model as TorchScript (torch.jit.load in Python or C++) or its weights as safetensors");
   cmd->add_option("checkpoint", request.checkpoint, "a checkpoint (or model.pt with --recipe)")->required();
   cmd->add_option("--torchscript", args->torchscript, "the TorchScript file to write (--format torchscript --out)");
-  cmd->add_option("--format", request.format, "torchscript (the traced model) or safetensors (the weights)")
-      ->check(CLI::IsMember({"torchscript", "safetensors"}))
+  cmd->add_option("--format", request.format,
+                  "torchscript (the traced model), safetensors (the weights) or hf (a Hugging Face model's folder, "
+                  "what from_pretrained loads)")
+      ->check(CLI::IsMember({"torchscript", "safetensors", "hf"}))
       ->capture_default_str();
-  cmd->add_option("--out", request.out, "the file to write");
+  cmd->add_option("--out", request.out, "the file to write (--format hf: the folder)");
   cmd->add_option("--recipe", request.recipe, "build the model from this recipe instead of the checkpoint's");
   cmd->add_option("--set", request.sets, "override a recipe key (with --recipe): key.path=value (repeatable)");
   cmd->add_option("--device", request.device,

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/io/file.h"
+#include "baton/io/write.h"
 #include "baton/models/safetensors.h"
 #include "baton/models/surgery.h"
 #include "models/attention.h"
@@ -501,10 +502,19 @@ std::string folder_of(const std::string& path) {
 }  // namespace
 
 HfConfig read_hf_config(const std::string& folder) {
+  std::error_code ec;
+  if (!fs::exists(folder, ec)) {
+    throw std::invalid_argument(folder + ": no such folder (a Hugging Face model is the folder save_pretrained wrote)" +
+                                where_relative(folder));
+  }
   const std::string file = fs::is_directory(folder) ? (fs::path(folder) / "config.json").string() : folder;
+  return parse_hf_config(read_file(file, {.what = "the model's config", .max_bytes = 16 << 20}), file);
+}
+
+HfConfig parse_hf_config(const std::string& text, const std::string& file) {
   json parsed;
   try {
-    parsed = json::parse(read_file(file, {.what = "the model's config", .max_bytes = 16 << 20}));
+    parsed = json::parse(text);
   } catch (const json::exception& e) {
     throw std::invalid_argument(file + ": not JSON (" + std::string(e.what()) + ")");
   }
@@ -538,6 +548,7 @@ HfConfig read_hf_config(const std::string& folder) {
   c.initializer_range = r.number("initializer_range", 0.02);
   c.bos_token_id = r.token("bos_token_id");
   c.eos_token_id = r.token("eos_token_id");
+  c.json = text;
   return c;
 }
 
@@ -581,6 +592,36 @@ std::shared_ptr<Model> load_hf_model(const std::string& folder) {
   auto model = make_hf_model(read_hf_config(folder));
   load_hf_weights(*model, folder);
   return model;
+}
+
+const HfConfig* hf_config_of(const Model& model) {
+  const auto* classifier = dynamic_cast<const Classifier*>(&model);
+  if (classifier == nullptr) return nullptr;
+  const auto* lm = dynamic_cast<const CausalLmImpl*>(const_cast<Classifier*>(classifier)->module().ptr().get());
+  return lm == nullptr ? nullptr : &lm->config;
+}
+
+std::size_t save_hf_model(const Model& model, const std::string& folder, const std::string& source) {
+  const HfConfig* config = hf_config_of(model);
+  if (config == nullptr)
+    throw std::invalid_argument("--format hf: the model is not a Hugging Face one (model.name hf)");
+  const json parsed = json::parse(config->json);
+  const std::string dtype = parsed.value("dtype", parsed.value("torch_dtype", std::string("float32")));
+  const at::ScalarType type = dtype == "bfloat16" ? at::kBFloat16 : dtype == "float16" ? at::kHalf : at::kFloat;
+  NamedTensors tensors;
+  for (const auto& [name, tensor] : model_tensors(model)) tensors.emplace_back(name, tensor.detach().to(type));
+  write_file_atomically((fs::path(folder) / "config.json").string(), config->json);
+  write_safetensors((fs::path(folder) / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  std::error_code ec;
+  for (const char* name : {"generation_config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model",
+                           "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt"}) {
+    const fs::path from = fs::path(source) / name;
+    if (!source.empty() && fs::is_regular_file(from, ec)) {
+      write_file_atomically((fs::path(folder) / name).string(),
+                            read_file(from.string(), {.what = "a tokenizer's file", .max_bytes = 1ull << 30}));
+    }
+  }
+  return tensors.size();
 }
 
 }  // namespace baton

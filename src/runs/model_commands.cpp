@@ -20,6 +20,7 @@
 #include "baton/io/run_dir.h"
 #include "baton/io/write.h"
 #include "baton/models/export.h"
+#include "baton/models/hf.h"
 #include "baton/models/safetensors.h"
 #include "baton/models/zoo.h"
 #include "baton/train/checkpoint.h"
@@ -88,14 +89,15 @@ struct BuiltModel {
   std::shared_ptr<Model> model;
   std::vector<int64_t> input_shape;
   std::vector<std::shared_ptr<Algorithm>> algorithms;  // the recipe's: its model surgery applies
-  int64_t vocab = 0;  // a language model's: its inputs are token ids below this (0: float inputs)
+  int64_t vocab = 0;     // a language model's: its inputs are token ids below this (0: float inputs)
+  std::string source{};  // the files it was built from (model.path): a Hugging Face folder's tokenizer
 };
 
 BuiltModel from_recipe(const Recipe& recipe) {
   TrainingRun run = build_run(recipe);
   const bool tokens = run.train_data->tokens_per_example() > 0;
   return {run.options.model(), run.model_spec.input_shape(), run.options.algorithms(),
-          tokens ? run.model_spec.num_classes() : 0};
+          tokens ? run.model_spec.num_classes() : 0, run.model_path};
 }
 
 // An example input to trace the model with: token ids for a language model, else values.
@@ -122,6 +124,10 @@ BuiltModel from_model_meta(const nlohmann::json& m) {
                           .arch(m.value("arch", nlohmann::json()));
   const std::string name = m.value("name", "");
   if (name == "torchscript") return {load_torchscript_classifier(m.value("path", "")), spec.input_shape(), {}};
+  if (name == "hf") {  // the config the checkpoint keeps; the weights are the checkpoint's
+    const HfConfig config = parse_hf_config(m.value("hf_config", ""), "the checkpoint's model.hf_config");
+    return {make_hf_model(config), spec.input_shape(), {}, spec.num_classes(), m.value("path", "")};
+  }
   const bool tokens = name.rfind("gpt", 0) == 0;  // gpt and gpt_space take token ids
   return {make_model(name, spec), spec.input_shape(), {}, tokens ? spec.num_classes() : 0};
 }
@@ -283,7 +289,11 @@ Exported export_model(const ExportRequest& request) {
     const auto read = Recipe::load(request.recipe, request.sets).input_files();
     inputs.insert(inputs.end(), read.begin(), read.end());
   }
-  check_output(request.out, request.out_flag, inputs);  // not over an input, a device, a FIFO, a folder
+  if (request.format == "hf") {  // a folder
+    check_output_folder(request.out, request.out_flag, inputs);
+  } else {
+    check_output(request.out, request.out_flag, inputs);  // not over an input, a device, a FIFO, a folder
+  }
   check_weights_file(request.checkpoint);
   const c10::Device device = parse_device(request.device);
   BuiltModel built = build_model(request);
@@ -300,8 +310,19 @@ Exported export_model(const ExportRequest& request) {
     out.tensors = tensors.size();
     return out;
   }
+  if (request.format == "hf") {  // what from_pretrained loads
+    if (hf_config_of(*built.model) == nullptr) {
+      throw RecipeError(
+          "--format hf: the checkpoint's model is not a Hugging Face one (model.name: hf); use "
+          "--format safetensors for its weights");
+    }
+    Staging staging(request.out);
+    out.tensors = save_hf_model(*built.model, staging.path(), built.source);
+    staging.commit();
+    return out;
+  }
   if (request.format != "torchscript")
-    throw RecipeError("--format " + request.format + ": expected torchscript or safetensors");
+    throw RecipeError("--format " + request.format + ": expected torchscript, safetensors or hf");
   const std::string bytes = export_torchscript(*built.model, example_input(built, device));
   write_file_atomically(request.out, bytes);
   out.bytes = bytes.size();

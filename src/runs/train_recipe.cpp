@@ -29,6 +29,7 @@
 #include "baton/loggers/registry.h"
 #include "baton/loggers/table_files.h"
 #include "baton/loggers/tensorboard_logger.h"
+#include "baton/models/hf.h"
 #include "baton/models/summary.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/fused.h"
@@ -104,6 +105,7 @@ nlohmann::json model_meta(const TrainingRun& run) {
                           {"mlp_ratio", run.model_spec.mlp_ratio()}};
   if (!run.model_spec.arch().is_null()) model["arch"] = run.model_spec.arch();  // a model space's architecture
   if (!run.model_path.empty()) model["path"] = std::filesystem::absolute(run.model_path).string();
+  if (const HfConfig* hf = hf_config_of(*run.options.model())) model["hf_config"] = hf->json;  // export rebuilds it
   return model;
 }
 

@@ -26,6 +26,7 @@
 #include "baton/io/file.h"
 #include "baton/loggers/registry.h"
 #include "baton/metrics/metrics.h"
+#include "baton/models/hf.h"
 #include "baton/models/loss.h"
 #include "baton/models/safetensors.h"
 #include "baton/models/zoo.h"
@@ -602,11 +603,15 @@ void build_model(OptionReader& model, const Loss& loss, TrainingRun& run) {
   TrainerOptions& o = run.options;
   read_model_spec(model, loss, run);
   const ModelOptions& spec = run.model_spec;
-  if (run.model_name == "torchscript") {
-    if (!model.has("path")) model.fail("path", "required for a torchscript model (a file saved with torch.jit.save)");
+  if (run.model_name == "torchscript" || run.model_name == "hf") {  // a model from its files
+    const bool hf = run.model_name == "hf";
+    if (!model.has("path")) {
+      model.fail("path", hf ? "required for an hf model (the folder save_pretrained wrote: config.json and safetensors)"
+                            : "required for a torchscript model (a file saved with torch.jit.save)");
+    }
     run.model_path = model.get<std::string>("path", "");
     try {
-      o.model(load_torchscript_classifier(run.model_path));
+      o.model(hf ? load_hf_model(run.model_path) : load_torchscript_classifier(run.model_path));
     } catch (const std::exception& e) {
       model.fail("path", e.what());
     }
@@ -619,7 +624,7 @@ void build_model(OptionReader& model, const Loss& loss, TrainingRun& run) {
   } catch (const OptionError& e) {
     model.fail(e.key(), e.what());
   } catch (const std::invalid_argument& e) {
-    model.fail("name", std::string(e.what()) + ", or torchscript with model.path");
+    model.fail("name", std::string(e.what()) + ", or torchscript or hf with model.path");
   } catch (const c10::Error& e) {  // sizes LibTorch refuses: a message of ours, not its own
     model.fail("name", "cannot build model '" + run.model_name + "' with these options (" +
                            detail::first_line(e.what_without_backtrace()) + ")");

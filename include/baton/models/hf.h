@@ -49,12 +49,15 @@ struct HfConfig {
   int64_t rope_original_context = 0;
   int64_t bos_token_id = -1;  // -1: none
   int64_t eos_token_id = -1;
+  std::string json;  // config.json's text as read: what an export writes back
 };
 
 // config.json of `folder` (or the file itself). Throws std::invalid_argument naming the file and the
 // key: an architecture baton does not build (naming those it does), a key missing or of the wrong
 // type, a value baton does not implement (a sliding window, a rope_scaling kind, ...).
 HfConfig read_hf_config(const std::string& folder);
+// The same from config.json's text (`file` names it in messages).
+HfConfig parse_hf_config(const std::string& text, const std::string& file);
 
 // A model of the config's architecture with random weights (Hugging Face's initialisation: normal
 // with initializer_range, zero biases, unit norms). Its forward takes token ids [N, T] (int64) and
@@ -69,5 +72,15 @@ void load_hf_weights(Model& model, const std::string& folder);
 
 // read_hf_config + make_hf_model + load_hf_weights.
 std::shared_ptr<Model> load_hf_model(const std::string& folder);
+
+// The config of a model make_hf_model made; nullptr for any other model.
+const HfConfig* hf_config_of(const Model& model);
+
+// Writes what from_pretrained loads, with no missing or unexpected keys, into the (existing, empty)
+// folder: config.json as read, model.safetensors (the model's tensors by Hugging Face's names, a
+// tied head left out, in the config's dtype), and from `source` (the folder the model came from,
+// when there) generation_config.json and the tokenizer's files. Returns the tensors written.
+// Throws std::invalid_argument for a model make_hf_model did not make.
+std::size_t save_hf_model(const Model& model, const std::string& folder, const std::string& source = "");
 
 }  // namespace baton

@@ -61,7 +61,7 @@ Predictions predict_recipe(const PredictRequest& request);
 
 struct ExportRequest {
   std::string checkpoint{};            // a checkpoint (the model it holds), or weights with `recipe`
-  std::string format = "torchscript";  // or "safetensors"
+  std::string format = "torchscript";  // or "safetensors", or "hf" (`out` a folder)
   std::string out{};
   std::string out_flag = "--out";  // the flag that named `out`, in messages
   std::string recipe{};            // builds the model from this recipe instead of the checkpoint's

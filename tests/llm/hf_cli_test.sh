@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# baton's commands on Hugging Face folders (label llm; .venv-llm: bench/peers/make-venv.sh --llm):
+# transformers' GPT-2 and Llama made with random weights (make_models.py), trained 20 steps with
+# `model: {name: hf, path: ...}`, exported with --format hf; transformers loads the export strictly
+# (no missing, unexpected or mismatched keys) and holds exactly the weights baton trained (baton's
+# logits on them equal transformers' to 1e-4: hf_reference). Bad folders: one line, exit 2.
+# Usage: hf_cli_test.sh BATON SOURCE_DIR
+source "$(dirname "$0")/../common/lib.sh"
+baton=$1
+source_dir=$2
+python=$("$source_dir/bench/peers/make-venv.sh" --llm 2>"$tmp/venv.log") || skip "no .venv-llm: $(tail -n1 "$tmp/venv.log")"
+"$python" "$source_dir/tests/llm/make_models.py" "$tmp/models" >/dev/null 2>&1 || fail_now "make_models.py failed"
+python3 - "$tmp" <<'PY'
+import random, struct, sys
+random.seed(0)
+n = 20000
+with open(sys.argv[1] + "/train_000.bin", "wb") as f:  # llm.c's shard: a 256-int header, uint16 tokens
+    f.write(struct.pack("<256i", *([20240520, 1, n] + [0] * 253)))
+    f.write(struct.pack("<%dH" % n, *[random.randrange(320) for _ in range(n)]))
+PY
+for model in gpt2 llama-tied-bias; do
+  cat >"$tmp/$model.yaml" <<YAML
+model: {name: hf, path: $tmp/models/$model}
+data: {dataset: tokens, train_files: "$tmp/train_*.bin", context: 32, vocab_size: 320, batch_size: 8}
+max_duration: 20ba
+optimizer: {name: adamw, lr: 0.001}
+save_folder: $tmp/$model/checkpoints
+save_interval: 20ba
+YAML
+  "$baton" train "$tmp/$model.yaml" --run-dir "$tmp/$model" >"$tmp/train.log" 2>&1 || fail_now "$model: training: $(tail -3 "$tmp/train.log")"
+  "$baton" export "$tmp/$model/checkpoints/latest" --format hf --out "$tmp/$model/hf" >/dev/null ||
+    fail_now "$model: export --format hf"
+  "$baton" export "$tmp/$model/checkpoints/latest" --format safetensors --out "$tmp/$model/trained.safetensors" >/dev/null
+  "$python" - "$tmp/$model/hf" "$tmp/$model/trained.safetensors" "$tmp/models/$model" <<'PY' || fail "$model: transformers on the export"
+import sys, torch
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
+model, info = AutoModelForCausalLM.from_pretrained(sys.argv[1], output_loading_info=True)
+problems = {k: v for k, v in info.items() if v}
+assert not problems, problems
+trained, state = load_file(sys.argv[2]), model.state_dict()
+assert all(torch.equal(trained[k], state[k]) for k in trained), "weights differ from baton's"
+before = AutoModelForCausalLM.from_pretrained(sys.argv[3]).state_dict()
+assert max((trained[k] - before[k]).abs().max().item() for k in trained) > 1e-3, "training moved nothing"
+PY
+done
+# Bad folders: named, one line, exit 2.
+cp -r "$tmp/models/gpt2" "$tmp/t5"
+sed -i 's/GPT2LMHeadModel/T5ForConditionalGeneration/' "$tmp/t5/config.json"
+REFUSED_ONE_LINE=1 refused "an unknown architecture" "config.json: architectures: 'T5ForConditionalGeneration' is not implemented" \
+  "$baton" train "$tmp/gpt2.yaml" --run-dir "$tmp/bad1" --set model.path="$tmp/t5"
+"$python" -c "
+import sys
+from safetensors.torch import load_file, save_file
+t = load_file(sys.argv[1] + '/model.safetensors'); del t['transformer.ln_f.weight']; save_file(t, sys.argv[1] + '/model.safetensors')" "$tmp/models/gpt2"
+REFUSED_ONE_LINE=1 refused "a missing tensor" "model.safetensors: 'transformer.ln_f.weight' is missing" \
+  "$baton" train "$tmp/gpt2.yaml" --run-dir "$tmp/bad2"
+REFUSED_ONE_LINE=1 refused "no folder" "no such folder" \
+  "$baton" train "$tmp/gpt2.yaml" --run-dir "$tmp/bad3" --set model.path="$tmp/nothing"
+REFUSED_ONE_LINE=1 refused "a vocabulary larger than the model's" "but the labels have 400 classes" \
+  "$baton" train "$tmp/llama-tied-bias.yaml" --run-dir "$tmp/bad4" --set data.vocab_size=400
+finish hf_cli
