@@ -8,13 +8,30 @@
 
 namespace baton::detail {
 
+namespace {
+
+// Grouped-query attention's keys or values: each head repeated for its query heads.
+at::Tensor for_heads(const at::Tensor& kv, int64_t heads) {
+  return kv.size(1) == heads ? kv : kv.repeat_interleave(heads / kv.size(1), 1);
+}
+
+}  // namespace
+
+at::Tensor masked_attention(const at::Tensor& q, const at::Tensor& k_in, const at::Tensor& v_in,
+                            const at::Tensor& allowed) {
+  const at::Tensor k = for_heads(k_in, q.size(1)), v = for_heads(v_in, q.size(1));
+#if TORCH_VERSION_MAJOR >= 2
+  return at::scaled_dot_product_attention(q, k, v, allowed);
+#else
+  const at::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  const at::Tensor weights =
+      torch::softmax(scores.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity()), -1);
+  return torch::matmul(weights.to(v.scalar_type()), v);
+#endif
+}
+
 at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k_in, const at::Tensor& v_in, double dropout) {
-  at::Tensor k = k_in, v = v_in;
-  if (k.size(1) != q.size(1)) {  // grouped-query: each key/value head repeated for its query heads
-    const int64_t repeat = q.size(1) / k.size(1);
-    k = k.repeat_interleave(repeat, 1);
-    v = v.repeat_interleave(repeat, 1);
-  }
+  const at::Tensor k = for_heads(k_in, q.size(1)), v = for_heads(v_in, q.size(1));
 #if TORCH_VERSION_MAJOR >= 2
   return at::scaled_dot_product_attention(q, k, v, {}, dropout, /*is_causal=*/true);
 #else

@@ -10,4 +10,8 @@ namespace baton::detail {
 // heads / kv_heads consecutive query heads, as Hugging Face's repeat_kv lays them out.
 at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout);
 
+// The same with the mask given: `allowed` [N, 1, Tq, Tk] (bool) says which keys each query sees
+// (generation with a cache and padding).
+at::Tensor masked_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& allowed);
+
 }  // namespace baton::detail

@@ -19,6 +19,7 @@
 #include "baton/models/safetensors.h"
 #include "baton/models/surgery.h"
 #include "models/attention.h"
+#include "models/hf_step.h"
 
 namespace baton {
 namespace {
@@ -223,6 +224,12 @@ at::Tensor split_heads(const at::Tensor& x, int64_t heads) {
 // [N, heads, T, d] -> [N, T, heads * d]
 at::Tensor merge_heads(const at::Tensor& x) { return x.transpose(1, 2).reshape({x.size(0), x.size(2), -1}); }
 
+// New keys and values after the cached ones.
+void append(detail::LayerCache& cache, const at::Tensor& k, const at::Tensor& v) {
+  cache.k = cache.k.defined() ? torch::cat({cache.k, k}, 2) : k;
+  cache.v = cache.v.defined() ? torch::cat({cache.v, v}, 2) : v;
+}
+
 struct Gpt2AttentionImpl : nn::Module {
   explicit Gpt2AttentionImpl(const HfConfig& c) : heads(c.heads), width(c.hidden_size) {
     c_attn = register_module("c_attn", Conv1D(c.hidden_size, 3 * c.hidden_size));
@@ -235,6 +242,11 @@ struct Gpt2AttentionImpl : nn::Module {
     const at::Tensor y = detail::causal_attention(split_heads(qkv[0], heads), split_heads(qkv[1], heads),
                                                   split_heads(qkv[2], heads), is_training() ? attention_dropout : 0.0);
     return drop(c_proj(merge_heads(y)), dropout_p, is_training());
+  }
+  at::Tensor step(const at::Tensor& x, const at::Tensor& allowed, detail::LayerCache& cache) {
+    const auto qkv = c_attn(x).split(width, -1);
+    append(cache, split_heads(qkv[1], heads), split_heads(qkv[2], heads));
+    return c_proj(merge_heads(detail::masked_attention(split_heads(qkv[0], heads), cache.k, cache.v, allowed)));
   }
   int64_t heads, width;
   double attention_dropout = 0.0, dropout_p = 0.0;
@@ -265,6 +277,10 @@ struct Gpt2BlockImpl : nn::Module {
   }
   at::Tensor forward(at::Tensor x) {
     x = x + attn(ln_1(x));
+    return x + mlp(ln_2(x));
+  }
+  at::Tensor step(at::Tensor x, const at::Tensor& allowed, detail::LayerCache& cache) {
+    x = x + attn->step(ln_1(x), allowed, cache);
     return x + mlp(ln_2(x));
   }
   nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
@@ -346,18 +362,28 @@ struct LlamaAttentionImpl : nn::Module {
     v_proj = linear("v_proj", c.hidden_size, c.kv_heads * c.head_dim, qkv);
     o_proj = linear("o_proj", c.heads * c.head_dim, c.hidden_size, c.attention_bias);
   }
+  // cos and sin of the positions' angles ([T] -> [T, d]; [N, T] -> [N, 1, T, d]), in float32 then the
+  // input's type (as Hugging Face's).
+  std::pair<at::Tensor, at::Tensor> angles(const at::Tensor& positions, const at::Tensor& x) const {
+    at::Tensor a = positions.to(at::kFloat).unsqueeze(-1) * inverse_frequencies(config, x.options());
+    a = torch::cat({a, a}, -1);
+    if (positions.dim() == 2) a = a.unsqueeze(1);
+    return {a.cos().to(x.scalar_type()), a.sin().to(x.scalar_type())};
+  }
   at::Tensor forward(const at::Tensor& x) {
-    // cos and sin of every position's angles, in float32 then the input's type (as Hugging Face's).
-    const int64_t t = x.size(1);
-    const at::Tensor angles =
-        torch::outer(torch::arange(t, x.options().dtype(at::kFloat)), inverse_frequencies(config, x.options()));
-    const at::Tensor both = torch::cat({angles, angles}, -1);
-    const at::Tensor cos = both.cos().to(x.scalar_type()), sin = both.sin().to(x.scalar_type());
+    const auto [cos, sin] = angles(torch::arange(x.size(1), x.options().dtype(at::kLong)), x);
     const at::Tensor q = rotate(split_heads(q_proj(x), config.heads), cos, sin);
     const at::Tensor k = rotate(split_heads(k_proj(x), config.kv_heads), cos, sin);
     const at::Tensor y = detail::causal_attention(q, k, split_heads(v_proj(x), config.kv_heads),
                                                   is_training() ? config.attention_dropout : 0);
     return o_proj(merge_heads(y));
+  }
+  at::Tensor step(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& allowed,
+                  detail::LayerCache& cache) {
+    const auto [cos, sin] = angles(positions, x);
+    append(cache, rotate(split_heads(k_proj(x), config.kv_heads), cos, sin), split_heads(v_proj(x), config.kv_heads));
+    const at::Tensor q = rotate(split_heads(q_proj(x), config.heads), cos, sin);
+    return o_proj(merge_heads(detail::masked_attention(q, cache.k, cache.v, allowed)));
   }
   HfConfig config;
   nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
@@ -388,6 +414,10 @@ struct LlamaBlockImpl : nn::Module {
   }
   at::Tensor forward(at::Tensor x) {
     x = x + self_attn(input_layernorm(x));
+    return x + mlp(post_attention_layernorm(x));
+  }
+  at::Tensor step(at::Tensor x, const at::Tensor& positions, const at::Tensor& allowed, detail::LayerCache& cache) {
+    x = x + self_attn->step(input_layernorm(x), positions, allowed, cache);
     return x + mlp(post_attention_layernorm(x));
   }
   RmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -428,7 +458,24 @@ struct CausalLmImpl : nn::Module {
   at::Tensor forward(const at::Tensor& ids) {
     const at::Tensor tokens = ids.scalar_type() == at::kLong ? ids : ids.to(at::kLong);
     const at::Tensor h = gpt2 ? gpt2->forward(tokens) : llama->forward(tokens);
-    return lm_head ? lm_head(h) : F::linear(h, embedding());
+    return head(h);
+  }
+  at::Tensor head(const at::Tensor& h) { return lm_head ? lm_head(h) : F::linear(h, embedding()); }
+  // Generation's step: every block over the new tokens with its cache.
+  at::Tensor step(const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& allowed,
+                  std::vector<detail::LayerCache>& caches) {
+    Stack& blocks = gpt2 ? gpt2->h : llama->layers;
+    caches.resize(blocks->size());
+    at::Tensor x = gpt2 ? gpt2->wte(ids) + gpt2->wpe(positions) : llama->embed_tokens(ids);
+    for (std::size_t i = 0; i < blocks->size(); ++i) {
+      nn::Module* block = blocks->slot(blocks->slot_names()[i]).ptr().get();
+      if (gpt2) {
+        x = static_cast<Gpt2BlockImpl*>(block)->step(x, allowed, caches[i]);
+      } else {
+        x = static_cast<LlamaBlockImpl*>(block)->step(x, positions, allowed, caches[i]);
+      }
+    }
+    return head(gpt2 ? gpt2->ln_f(x) : llama->norm(x));
   }
   // Hugging Face's _init_weights: normal(0, initializer_range) weights and embeddings, zero biases,
   // unit norms.
@@ -593,6 +640,17 @@ std::shared_ptr<Model> load_hf_model(const std::string& folder) {
   load_hf_weights(*model, folder);
   return model;
 }
+
+namespace detail {
+
+at::Tensor hf_step(Model& model, const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& allowed,
+                   std::vector<LayerCache>& caches) {
+  auto* lm = dynamic_cast<CausalLmImpl*>(dynamic_cast<Classifier&>(model).module().ptr().get());
+  if (lm == nullptr) throw std::invalid_argument("generation: the model is not a Hugging Face one (model.name: hf)");
+  return lm->step(ids, positions, allowed, caches);
+}
+
+}  // namespace detail
 
 const HfConfig* hf_config_of(const Model& model) {
   const auto* classifier = dynamic_cast<const Classifier*>(&model);

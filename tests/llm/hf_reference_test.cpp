@@ -1,7 +1,8 @@
 // baton's Hugging Face models against transformers' (tests/llm/hf_reference.sh makes the folders with
 // tests/llm/make_models.py and passes their parent in BATON_HF_MODELS): each folder loaded by baton
 // gives the logits transformers gave on the same tokens, within 1e-4 (fp32), and its loss within
-// 1e-5; one folder's weights are bfloat16, one's in shards.
+// 1e-5, and greedy generation transformers' 64 tokens of two prompts in one batch; one folder's
+// weights are bfloat16, one's in shards.
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "baton/models/generate.h"
 #include "baton/models/hf.h"
 #include "baton/models/safetensors.h"
 
@@ -40,6 +42,16 @@ TEST_P(HfReference, LogitsEqualTransformers) {
   const Batch batch{ids.narrow(1, 0, t), ids.narrow(1, 1, t)};
   const double loss = model->loss(model->forward(batch), batch).item<double>();
   EXPECT_NEAR(loss, reference.at("loss").item<double>(), 1e-5) << GetParam();
+  if (!reference.count("greedy")) return;
+  // Greedy decoding of two prompts of different lengths in one batch: transformers' 64 tokens each.
+  const auto as_ids = [](const at::Tensor& t) {
+    const at::Tensor c = t.contiguous();
+    return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+  };
+  Generator generator(model);
+  const auto out = generator.generate({as_ids(reference.at("prompt0")), as_ids(reference.at("prompt1"))},
+                                      GenerateOptions().max_new_tokens(64).ignore_eos(true));
+  for (int64_t i = 0; i < 2; ++i) EXPECT_EQ(out[i], as_ids(reference.at("greedy")[i])) << GetParam() << " prompt " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, HfReference,

@@ -4,7 +4,9 @@
 
 writes OUT/<name>/ (save_pretrained's folder) for each config below, and OUT/<name>/reference.safetensors:
 "ids" (token ids [2, 24], int64), "logits" (transformers' logits of them, float32, eval mode) and
-"loss" (its loss with labels=ids: the next tokens' mean cross-entropy). SAVED says how a model is
+"loss" (its loss with labels=ids: the next tokens' mean cross-entropy) and, for a context of 128 or
+more, "greedy": generate()'s 64 new tokens (do_sample=False) for "prompt0" and "prompt1" (5 and 11
+tokens) left-padded into one batch. SAVED says how a model is
 written: its weights in bfloat16, or in shards that model.safetensors.index.json names.
 """
 import sys
@@ -68,8 +70,21 @@ def main(out):
         if "dtype" in how:
             model.to(how["dtype"])
         model.save_pretrained(folder, **({"max_shard_size": how["max_shard_size"]} if "max_shard_size" in how else {}))
-        save_file({"ids": ids, "logits": out_.logits.float().contiguous(), "loss": out_.loss.float().reshape(1)},
-                  str(folder / "reference.safetensors"))
+        reference = {"ids": ids, "logits": out_.logits.float().contiguous(), "loss": out_.loss.float().reshape(1)}
+        if model.config.max_position_embeddings >= 128:  # greedy: two prompts, left-padded in one batch
+            prompts = [ids[0, :5], ids[1, :11]]
+            batch = torch.zeros(2, 11, dtype=torch.long)
+            mask = torch.zeros(2, 11, dtype=torch.long)
+            for row, p in enumerate(prompts):
+                batch[row, 11 - len(p):] = p
+                mask[row, 11 - len(p):] = 1
+            model.float()
+            with torch.no_grad():
+                greedy = model.generate(batch, attention_mask=mask, do_sample=False, max_new_tokens=64,
+                                        min_new_tokens=64, pad_token_id=0, eos_token_id=None)
+            reference.update({"prompt0": prompts[0].clone(), "prompt1": prompts[1].clone(),
+                              "greedy": greedy[:, 11:].contiguous()})
+        save_file(reference, str(folder / "reference.safetensors"))
 
 
 if __name__ == "__main__":

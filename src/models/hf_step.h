@@ -1,0 +1,27 @@
+// One step of a Hugging Face model over new tokens with a key/value cache: what generation runs
+// (private to models; src/models/hf.cpp).
+#pragma once
+
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace baton {
+class Model;
+struct HfConfig;
+}  // namespace baton
+
+namespace baton::detail {
+
+// A layer's keys and values of every token so far: [N, kv_heads, T, head_dim].
+struct LayerCache {
+  at::Tensor k, v;
+};
+
+// The logits [N, T, vocab] of new tokens `ids` [N, T] at `positions` [N, T] (int64), each attending
+// to the keys `allowed` [N, 1, T, past + T] (bool) marks among the cached ones and its own; the new
+// keys and values appended to `caches` (one a layer, empty at first). `model` is make_hf_model's.
+at::Tensor hf_step(Model& model, const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& allowed,
+                   std::vector<LayerCache>& caches);
+
+}  // namespace baton::detail
