@@ -14,7 +14,7 @@ grep -qx '/.device/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo
 mkdir -p .device/debs .device/debs-curl .device/data .device/peers .device/fortunes
 # PostgreSQL storage stays off there (optional). Every library here needs only libc, libstdc++ and zlib.
 pkgs=(libsqlite3-dev libsqlite3-0 libssl-dev libssl3 libjpeg62-turbo-dev libjpeg62-turbo libpng-dev
-  libpng16-16 libsentencepiece-dev libsentencepiece0 libcurl4-openssl-dev)
+  libpng16-16 libsentencepiece-dev libsentencepiece0 libcurl4-openssl-dev libpcre2-dev libpcre2-8-0)
 # libcurl.so.4 and what it needs beyond libc and zlib (libssl3 is in pkgs): unpacked there only where
 # the machine has no libcurl.so.4 of its own (Ubuntu's libcurl4t64 has the same soname and API).
 curl_pkgs=(libcurl4 libbrotli1 libcom-err2 libdb5.3 libffi8 libgmp10 libgnutls30 libgssapi-krb5-2

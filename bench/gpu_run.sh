@@ -144,7 +144,7 @@ check() {
   for need in .device/setup.sh .device/debs .device/debs-curl/libcurl4_*.deb .device/data .device/fortunes .device/peers; do
     [ -e "$need" ] || { echo "check: $need is missing (bench/gpu_prepare.sh makes it)"; fail=1; }
   done
-  for deb in libsqlite3-dev libsqlite3-0 libssl-dev libssl3 libjpeg62-turbo-dev libpng-dev libsentencepiece-dev libcurl4-openssl-dev; do
+  for deb in libsqlite3-dev libsqlite3-0 libssl-dev libssl3 libjpeg62-turbo-dev libpng-dev libsentencepiece-dev libcurl4-openssl-dev libpcre2-dev; do
     ls .device/debs/"${deb}"_*.deb >/dev/null 2>&1 || { echo "check: .device/debs has no $deb"; fail=1; }
   done
   cmp -s bench/gpu_setup.sh .device/setup.sh || { echo "check: .device/setup.sh is not bench/gpu_setup.sh (run bench/gpu_prepare.sh)"; fail=1; }

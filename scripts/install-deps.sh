@@ -22,6 +22,7 @@ core=(
   libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev  # image folders: JPEG (libjpeg-turbo), PNG
   libcurl4-openssl-dev  # http(s):// files: WebDataset shards
   libsentencepiece-dev python3-numpy  # token corpora: SentencePiece (baton tokenize); numpy writes shards in a test
+  libpcre2-dev  # Hugging Face tokenizers' pre-tokenizer regular expressions
   python3-sklearn  # the metrics tests compare with scikit-learn on the same predictions
   dataset-fashion-mnist fortunes ccache  # fortunes: the text of recipes/gpt_char.yaml
 )

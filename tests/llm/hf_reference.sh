@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Makes small random-weight Hugging Face models with transformers (tests/llm/make_models.py, in
-# .venv-llm: bench/peers/make-venv.sh --llm) and runs PROGRAM (hf_reference_tests) against them.
+# Makes small random-weight Hugging Face models with transformers (tests/llm/make_models.py) and
+# byte-level BPE tokenizers with tokenizers (make_tokenizers.py), in .venv-llm (bench/peers/make-venv.sh
+# --llm), and runs PROGRAM (hf_reference_tests) against them.
 # Exit 77 (skipped, with the reason) when the venv cannot be made (no .venv-torch2, no PyPI).
 # Usage: hf_reference.sh SOURCE_DIR PROGRAM [ARGS...]
 set -uo pipefail
@@ -14,6 +15,8 @@ python=$("$source_dir/bench/peers/make-venv.sh" --llm 2>/tmp/baton-llm-venv.$$) 
 rm -f /tmp/baton-llm-venv.$$
 models=$(mktemp -d /tmp/baton_hf_models_XXXXXX)
 trap 'rm -rf "$models"' EXIT
-"$python" "$source_dir/tests/llm/make_models.py" "$models" >/dev/null 2>&1 ||
-  { echo "make_models.py failed:"; "$python" "$source_dir/tests/llm/make_models.py" "$models"; exit 1; }
-BATON_HF_MODELS="$models" "$@"
+for script in make_models.py make_tokenizers.py; do
+  "$python" "$source_dir/tests/llm/$script" "$models" >/dev/null 2>&1 ||
+    { echo "$script failed:"; "$python" "$source_dir/tests/llm/$script" "$models"; exit 1; }
+done
+BATON_HF_MODELS="$models" BATON_HF_TOKENIZERS="$models" "$@"

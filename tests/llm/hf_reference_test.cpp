@@ -3,14 +3,17 @@
 // gives the logits transformers gave on the same tokens, within 1e-4 (fp32), and its loss within
 // 1e-5, and greedy generation transformers' 64 tokens of two prompts in one batch; one folder's
 // weights are bfloat16, one's in shards.
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "baton/data/hf_tokenizer.h"
 #include "baton/models/generate.h"
 #include "baton/models/hf.h"
 #include "baton/models/safetensors.h"
@@ -57,6 +60,50 @@ TEST_P(HfReference, LogitsEqualTransformers) {
 INSTANTIATE_TEST_SUITE_P(Models, HfReference,
                          ::testing::Values("gpt2", "gpt2-untied-relu", "llama-gqa", "llama-tied-bias", "llama3-rope",
                                            "qwen2"));
+
+}  // namespace
+}  // namespace baton
+
+namespace baton {
+namespace {
+
+// Byte-level BPE tokenizers trained by `tokenizers` (tests/llm/make_tokenizers.py, in
+// BATON_HF_TOKENIZERS): baton's ids of the 1.6 MB corpus are theirs, every one; decoding gives the
+// corpus back.
+class HfTokenizerReference : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfTokenizerReference, IdsEqualTokenizers) {
+  const char* root = std::getenv("BATON_HF_TOKENIZERS");
+  ASSERT_NE(root, nullptr) << "set BATON_HF_TOKENIZERS (tests/llm/hf_reference.sh does)";
+  const fs::path folder = fs::path(root) / GetParam();
+  std::ifstream corpus_file(fs::path(root) / "corpus.txt", std::ios::binary);
+  const std::string corpus((std::istreambuf_iterator<char>(corpus_file)), std::istreambuf_iterator<char>());
+  std::ifstream ids_file(folder / "ids.bin", std::ios::binary);
+  std::vector<int32_t> expected(fs::file_size(folder / "ids.bin") / sizeof(int32_t));
+  ids_file.read(reinterpret_cast<char*>(expected.data()), static_cast<std::streamsize>(expected.size() * 4));
+  const HfTokenizer tokenizer = HfTokenizer::load(folder.string());
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<int64_t> ids = tokenizer.encode(corpus);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::size_t first_difference = std::min(ids.size(), expected.size());
+  for (std::size_t i = 0; i < first_difference; ++i) {
+    if (ids[i] != expected[i]) first_difference = i;
+  }
+  if (first_difference < ids.size() || ids.size() != expected.size()) {
+    const std::size_t from = first_difference > 3 ? first_difference - 3 : 0;
+    std::vector<int64_t> mine(ids.begin() + from, ids.begin() + std::min(ids.size(), first_difference + 4));
+    std::vector<int64_t> theirs(expected.begin() + from,
+                                expected.begin() + std::min(expected.size(), first_difference + 4));
+    ADD_FAILURE() << "ids differ from id " << first_difference << ": baton's " << ::testing::PrintToString(mine) << " '"
+                  << tokenizer.decode(mine) << "', tokenizers' " << ::testing::PrintToString(theirs) << " '"
+                  << tokenizer.decode(theirs) << "'";
+  }
+  EXPECT_EQ(tokenizer.decode(ids), corpus);
+  std::cout << GetParam() << ": " << corpus.size() << " bytes, " << ids.size() << " ids, as tokenizers' ("
+            << corpus.size() / seconds / 1e6 << " MB/s, one thread, cold cache)\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, HfTokenizerReference, ::testing::Values("gpt2-bpe", "llama3-bpe"));
 
 }  // namespace
 }  // namespace baton
