@@ -213,9 +213,9 @@ struct HfTokenizer::Impl {
       } else {
         fail("model.merges", "expected \"left right\" or [left, right], got " + merge.dump());
       }
-      if (!vocab.count(left + right))
-        fail("model.merges", "'" + left + " " + right + "' makes a token not in the vocab");
-      ranks.emplace(left + " " + right, rank++);
+      const std::string pair = std::string(left).append(" ").append(right);
+      if (!vocab.count(left + right)) fail("model.merges", "'" + pair + "' makes a token not in the vocab");
+      ranks.emplace(pair, rank++);
     }
     if (m.contains("unk_token") && m["unk_token"].is_string()) {
       const auto it = vocab.find(m["unk_token"].get<std::string>());

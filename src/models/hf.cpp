@@ -522,6 +522,7 @@ std::vector<std::string> weight_files(const fs::path& folder) {
       files.insert(file.get<std::string>());
     }
     std::vector<std::string> out;
+    out.reserve(files.size());
     for (const auto& f : files) out.push_back((folder / f).string());
     return out;
   }
@@ -616,12 +617,21 @@ void load_hf_weights(Model& model, const std::string& folder) {
       const auto it = wanted.find(name);
       if (it == wanted.end()) {
         if (ignorable(name, lm->config)) continue;
-        throw std::runtime_error(file + ": '" + name + "' is not a tensor of " + lm->config.architecture +
-                                 " as config.json describes it");
+        throw std::runtime_error(std::string(file)
+                                     .append(": '")
+                                     .append(name)
+                                     .append("' is not a tensor of ")
+                                     .append(lm->config.architecture)
+                                     .append(" as config.json describes it"));
       }
       if (tensor.sizes() != it->second.sizes()) {
-        throw std::runtime_error(file + ": '" + name + "' has shape " + c10::str(tensor.sizes()) + ", the model's is " +
-                                 c10::str(it->second.sizes()));
+        throw std::runtime_error(std::string(file)
+                                     .append(": '")
+                                     .append(name)
+                                     .append("' has shape ")
+                                     .append(c10::str(tensor.sizes()))
+                                     .append(", the model's is ")
+                                     .append(c10::str(it->second.sizes())));
       }
       it->second.copy_(tensor);
       loaded.insert(name);
