@@ -44,6 +44,7 @@ void add_plot(CLI::App& app);
 void add_search(CLI::App& app);  // search, trials and nas export
 void add_dashboard(CLI::App& app);
 void add_tokenize(CLI::App& app);
+void add_generate(CLI::App& app);
 void add_summary(CLI::App& app);
 void add_mlflow(CLI::App& app);  // mlflow sync
 

@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   baton::cli::add_search(app);
   baton::cli::add_dashboard(app);
   baton::cli::add_tokenize(app);
+  baton::cli::add_generate(app);
   baton::cli::add_summary(app);
   baton::cli::add_mlflow(app);
   if (argc > 1 && argv[1][0] != '-') {

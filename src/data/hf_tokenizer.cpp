@@ -398,7 +398,7 @@ std::string HfTokenizer::decode(const std::vector<int64_t>& ids) const {
   std::string out;
   for (const int64_t id : ids) {
     if (id < 0 || id >= static_cast<int64_t>(impl.tokens.size()) || impl.tokens[static_cast<std::size_t>(id)].empty()) {
-      throw std::out_of_range("decode: no token " + std::to_string(id) + " in " + impl.file);
+      continue;  // as tokenizers does: a model's embeddings are often more than its tokenizer's ids
     }
     const std::string& token = impl.tokens[static_cast<std::size_t>(id)];
     if (impl.is_added[static_cast<std::size_t>(id)]) {

@@ -44,6 +44,38 @@ before = AutoModelForCausalLM.from_pretrained(sys.argv[3]).state_dict()
 assert max((trained[k] - before[k]).abs().max().item() for k in trained) > 1e-3, "training moved nothing"
 PY
 done
+# Generation: a JSON line a prompt with max-new-tokens ids; sampling the same for a seed; from a
+# recipe with a checkpoint's weights.
+printf 'the capital\nParis is the capital of France and\n' >"$tmp/prompts.txt"
+"$baton" generate "$tmp/models/gpt2" --prompts "$tmp/prompts.txt" --max-new-tokens 8 --ignore-eos --json >"$tmp/greedy.jsonl" ||
+  fail "generate --json"
+python3 - "$tmp/greedy.jsonl" <<'PY' || fail "generate --json: not a line a prompt with 8 ids"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert [l["prompt"] for l in lines] == ["the capital", "Paris is the capital of France and"], lines
+assert all(len(l["ids"]) == 8 and isinstance(l["text"], str) for l in lines), lines
+PY
+for seed in 1 1 2; do
+  "$baton" generate "$tmp/models/gpt2" --prompts "$tmp/prompts.txt" --max-new-tokens 16 --ignore-eos --json \
+    --temperature 0.9 --top-k 50 --top-p 0.95 --seed $seed | md5sum | cut -c1-32 >>"$tmp/seeds"
+done
+[ "$(sed -n 1p "$tmp/seeds")" = "$(sed -n 2p "$tmp/seeds")" ] || fail "sampling with seed 1 twice: different tokens"
+[ "$(sed -n 1p "$tmp/seeds")" != "$(sed -n 3p "$tmp/seeds")" ] || fail "seeds 1 and 2: the same tokens"
+"$baton" generate "$tmp/gpt2.yaml" --load "$tmp/gpt2/checkpoints/latest" --prompt "the capital" --max-new-tokens 4 \
+  >"$tmp/out.log" 2>&1 || fail "generate RECIPE --load: $(tail -1 "$tmp/out.log")"
+REFUSED_ONE_LINE=1 refused "no tokenizer beside the model" "no tokenizer.json or tokenizer.model beside the model" \
+  "$baton" generate "$tmp/models/llama-tied-bias" --prompt x
+REFUSED_ONE_LINE=1 refused "--max-new-tokens 0" "max-new-tokens" "$baton" generate "$tmp/models/gpt2" --prompt x --max-new-tokens 0
+cp -r "$tmp/models/llama-tied-bias" "$tmp/big-tokenizer"
+python3 -c "
+import json, sys
+t = json.load(open(sys.argv[1]))
+t['added_tokens'].append({'id': 999, 'content': '<|big|>', 'single_word': False, 'lstrip': False, 'rstrip': False,
+                          'normalized': False, 'special': True})
+json.dump(t, open(sys.argv[2] + '/tokenizer.json', 'w'))" "$tmp/models/gpt2/tokenizer.json" "$tmp/big-tokenizer"
+REFUSED_ONE_LINE=1 refused "a tokenizer larger than the model's embeddings" "more than the model's embeddings (320)" \
+  "$baton" generate "$tmp/big-tokenizer" --prompt x
+
 # Bad folders: named, one line, exit 2.
 cp -r "$tmp/models/gpt2" "$tmp/t5"
 sed -i 's/GPT2LMHeadModel/T5ForConditionalGeneration/' "$tmp/t5/config.json"

@@ -50,6 +50,20 @@ MODELS = {
 SAVED = {"llama-gqa": {"dtype": torch.bfloat16}, "qwen2": {"max_shard_size": "60KB"}}
 
 
+def tokenizer(vocab):
+    """A byte-level BPE of `vocab` tokens (GPT-2's layout) trained on a little text, for generate's tests."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    words = ["the", "capital", "of", "France", "is", "Paris", "rank", "shard", "gather"]
+    rng = torch.Generator().manual_seed(0)
+    text = " ".join(words[i] for i in torch.randint(0, len(words), (5000,), generator=rng).tolist())
+    tok.train_from_iterator([text], trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<|endoftext|>"],
+                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return tok
+
+
 def main(out):
     for i, (name, make) in enumerate(MODELS.items()):
         torch.manual_seed(i)
@@ -85,6 +99,8 @@ def main(out):
             reference.update({"prompt0": prompts[0].clone(), "prompt1": prompts[1].clone(),
                               "greedy": greedy[:, 11:].contiguous()})
         save_file(reference, str(folder / "reference.safetensors"))
+        if name == "gpt2":  # a tokenizer beside it, for baton generate
+            tokenizer(VOCAB).save(str(folder / "tokenizer.json"))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ class HfTokenizer {
 
   // The ids of `text` (UTF-8), no special token added (added tokens in the text are matched).
   std::vector<int64_t> encode(std::string_view text) const;
-  // The text of `ids` (added tokens as their content). Throws std::out_of_range for an unknown id.
+  // The text of `ids` (added tokens as their content); ids the tokenizer lacks are skipped, as
+  // tokenizers skips them (a model's embeddings often outnumber its tokenizer's ids).
   std::string decode(const std::vector<int64_t>& ids) const;
   // One past the largest id (the vocabulary's and the added tokens').
   int64_t vocab_size() const;
