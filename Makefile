@@ -2,7 +2,7 @@
 #
 #   make demo        install what is missing, build the library and baton, train on Fashion-MNIST
 #   make test        the same set-up, then the tests of labels unit and integration, each timed
-#   make test-all    every test label (unit, integration, slow, mpi, postgres, nginx, mlflow, faults, browser, gpu),
+#   make test-all    every test label (unit, integration, slow, mpi, postgres, nginx, mlflow, llm, faults, browser, gpu),
 #                    then make test-asan and make tidy
 #   make test-asan   the unit and integration tests built with AddressSanitizer +
 #                    UndefinedBehaviorSanitizer against LibTorch 2.x with CUDA (run on the CPU)
@@ -48,8 +48,9 @@ test: build
 # Every label, then the sanitizers' unit suite and clang-tidy over every source, each timed; all
 # run, and any failing fails make test-all.
 test-all: build
-	@scripts/install-deps.sh --browser --servers
+	@scripts/install-deps.sh --browser --servers --torch2
 	@bench/peers/make-venv.sh --mlflow >/dev/null || echo "make test-all: no .venv-mlflow (PyPI unreachable?): label mlflow skips"
+	@bench/peers/make-venv.sh --llm >/dev/null || echo "make test-all: no .venv-llm (PyPI unreachable?): label llm skips"
 	@rc=0; for part in "ctest --preset all -j $(JOBS)" "$(MAKE) --no-print-directory test-asan" \
 	  "$(MAKE) --no-print-directory tidy"; do start=$$SECONDS; $$part || rc=$$?; \
 	  echo "make test-all: $$part: $$((SECONDS - start)) s"; done; exit $$rc
