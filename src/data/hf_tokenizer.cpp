@@ -95,10 +95,14 @@ std::string with_unicode_white_space(const std::string& pattern) {
   return out;
 }
 
+}  // namespace
+
+namespace detail {
+
 // A compiled PCRE2 pattern (UTF, Unicode properties, JIT when it can).
-class Pattern {
+class TokenizerPattern {
  public:
-  Pattern(const std::string& given, const std::string& where) {
+  TokenizerPattern(const std::string& given, const std::string& where) {
     int error = 0;
     PCRE2_SIZE offset = 0;
     const std::string pattern = with_unicode_white_space(given);
@@ -112,9 +116,9 @@ class Pattern {
     }
     pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE);  // without JIT it matches all the same
   }
-  ~Pattern() { pcre2_code_free(code_); }
-  Pattern(const Pattern&) = delete;
-  Pattern& operator=(const Pattern&) = delete;
+  ~TokenizerPattern() { pcre2_code_free(code_); }
+  TokenizerPattern(const TokenizerPattern&) = delete;
+  TokenizerPattern& operator=(const TokenizerPattern&) = delete;
 
   // `text` cut into the matches and the gaps between them (Split's "Isolated"), in order.
   void split(std::string_view text, std::vector<std::string_view>& out) const {
@@ -142,7 +146,7 @@ class Pattern {
   pcre2_code* code_ = nullptr;
 };
 
-}  // namespace
+}  // namespace detail
 
 struct HfTokenizer::Impl {
   std::string file;
@@ -151,7 +155,7 @@ struct HfTokenizer::Impl {
   std::unordered_map<std::string, int> ranks;          // "left right" -> rank
   std::vector<std::pair<std::string, int64_t>> added;  // longest first
   std::vector<bool> is_added;
-  std::unique_ptr<Pattern> pattern;  // none: the whole text is one piece
+  std::unique_ptr<detail::TokenizerPattern> pattern;  // none: the whole text is one piece
   bool add_prefix_space = false;
   bool ignore_merges = false;
   int64_t unk = -1;
@@ -169,7 +173,7 @@ struct HfTokenizer::Impl {
     const std::string type = p.value("type", "");
     if (type == "ByteLevel") {
       add_prefix_space = p.value("add_prefix_space", false);
-      if (p.value("use_regex", true)) pattern = std::make_unique<Pattern>(kGpt2Pattern, file);
+      if (p.value("use_regex", true)) pattern = std::make_unique<detail::TokenizerPattern>(kGpt2Pattern, file);
       return;
     }
     if (type == "Sequence" && p.contains("pretokenizers") && p["pretokenizers"].size() == 2 &&
@@ -181,7 +185,8 @@ struct HfTokenizer::Impl {
         fail("pre_tokenizer", "a Split other than an Isolated regular expression is not implemented");
       }
       add_prefix_space = p["pretokenizers"][1].value("add_prefix_space", false);
-      pattern = std::make_unique<Pattern>(split["pattern"]["Regex"].get<std::string>(), file + ": pre_tokenizer");
+      pattern = std::make_unique<detail::TokenizerPattern>(split["pattern"]["Regex"].get<std::string>(),
+                                                           file + ": pre_tokenizer");
       return;
     }
     fail("pre_tokenizer", p.dump().substr(0, 120) +
