@@ -129,8 +129,9 @@ class TokenizerPattern {
                                  at == 0 ? 0 : PCRE2_NO_UTF_CHECK, match, nullptr);
       if (rc == PCRE2_ERROR_NOMATCH) break;
       if (rc < 0) {
+        const std::size_t bad = pcre2_get_startchar(match);  // after a UTF error: the offending byte
         pcre2_match_data_free(match);
-        throw std::invalid_argument("the text is not UTF-8 (at byte " + std::to_string(at) + ")");
+        throw std::invalid_argument("the text is not UTF-8 (at byte " + std::to_string(bad) + ")");
       }
       const PCRE2_SIZE* v = pcre2_get_ovector_pointer(match);
       if (v[0] > gap) out.push_back(text.substr(gap, v[0] - gap));

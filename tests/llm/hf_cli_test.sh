@@ -66,6 +66,9 @@ done
 REFUSED_ONE_LINE=1 refused "no tokenizer beside the model" "no tokenizer.json or tokenizer.model beside the model" \
   "$baton" generate "$tmp/models/llama-tied-bias" --prompt x
 REFUSED_ONE_LINE=1 refused "--max-new-tokens 0" "max-new-tokens" "$baton" generate "$tmp/models/gpt2" --prompt x --max-new-tokens 0
+printf 'bad \xff byte\n' >"$tmp/bad-prompts.txt"
+REFUSED_ONE_LINE=1 refused "a prompt that is not UTF-8" "a prompt: the text is not UTF-8 (at byte 4)" \
+  "$baton" generate "$tmp/models/gpt2" --prompts "$tmp/bad-prompts.txt"
 cp -r "$tmp/models/llama-tied-bias" "$tmp/big-tokenizer"
 python3 -c "
 import json, sys
