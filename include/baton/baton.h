@@ -38,6 +38,7 @@
 #include "baton/data/dataloader.h"
 #include "baton/data/dataset.h"
 #include "baton/data/fashion_mnist.h"
+#include "baton/data/hf_tokenizer.h"
 #include "baton/data/image_folder.h"
 #include "baton/data/images.h"
 #include "baton/data/readers.h"
@@ -49,6 +50,8 @@
 
 #include "baton/models/checkpointing.h"
 #include "baton/models/export.h"
+#include "baton/models/generate.h"
+#include "baton/models/hf.h"
 #include "baton/models/loss.h"
 #include "baton/models/model.h"
 #include "baton/models/safetensors.h"
@@ -85,6 +88,7 @@
 #include "baton/loggers/tensorboard_logger.h"
 
 #include "baton/runs/fused_trials.h"
+#include "baton/runs/generate_text.h"
 #include "baton/runs/model_commands.h"
 #include "baton/runs/model_space_search.h"
 #include "baton/runs/one_shot_search.h"

@@ -52,6 +52,33 @@ PY
 "$baton" train "$src/recipes/fashion_mnist.yaml" --set max_duration=1ba --set eval_interval=0 --run-dir ts >ts.log 2>&1 &&
   "$baton" export ts/checkpoints/latest --torchscript net.pt >>ts.log 2>&1 || fail "the TorchScript fixture: $(tail -1 ts.log)"
 
+# A Hugging Face folder (model: {name: hf}): a tiny Llama of the token fixture's 300 tokens, its
+# safetensors written here (random weights).
+/usr/bin/python3 - <<'PY' || fail "the Hugging Face fixture"
+import array, json, os, random
+os.makedirs("hf", exist_ok=True)
+v, c, f = 300, 16, 32
+json.dump({"architectures": ["LlamaForCausalLM"], "vocab_size": v, "hidden_size": c, "intermediate_size": f,
+           "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 4096}, open("hf/config.json", "w"))
+shapes = {"model.embed_tokens.weight": [v, c], "model.norm.weight": [c], "lm_head.weight": [v, c],
+          "model.layers.0.input_layernorm.weight": [c], "model.layers.0.post_attention_layernorm.weight": [c],
+          "model.layers.0.mlp.gate_proj.weight": [f, c], "model.layers.0.mlp.up_proj.weight": [f, c],
+          "model.layers.0.mlp.down_proj.weight": [c, f]}
+for p in "qkvo":
+    shapes[f"model.layers.0.self_attn.{p}_proj.weight"] = [c, c]
+header, blobs, at = {}, [], 0
+for name, shape in shapes.items():
+    n = 1
+    for d in shape:
+        n *= d
+    blobs.append(array.array("f", [random.gauss(0, 0.02) for _ in range(n)]).tobytes())
+    header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [at, at + 4 * n]}
+    at += 4 * n
+text = json.dumps(header).encode()
+with open("hf/model.safetensors", "wb") as out:
+    out.write(len(text).to_bytes(8, "little") + text + b"".join(blobs))
+PY
+
 # Each recipe, its fixtures in place, as RECIPE_N.yaml with its origin in origins.txt.
 /usr/bin/python3 - "$src" <<'PY'
 import glob, os, re, sys, yaml
@@ -96,6 +123,10 @@ with open("origins.txt", "w") as origins:
             model.pop("weights", None)
             if model.get("name") == "torchscript":
                 model["path"] = f"{here}/net.pt"
+            if model.get("name") == "hf":  # the tokens' vocabulary: the fixture's tokenizer's
+                model["path"] = f"{here}/hf"
+                if data is not None:
+                    data.pop("vocab_size", None)
         if str(r.get("device", "")).startswith("cuda") and not os.path.exists("/dev/nvidia0"):
             r["device"] = "auto"
         if isinstance(r.get("loggers"), dict):
