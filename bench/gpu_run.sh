@@ -8,6 +8,8 @@
 #   bench/gpu_run.sh check     # HERE (no GPU): .device/ complete, the carry under 64 MiB, the deadlines
 #                              # adding up, this script's steps named as the GPU machine will run them
 #   bench/gpu_run.sh build|test|bench   # one step alone (a longer session by hand)
+#   bench/gpu_run.sh retest [FILTER]     # a short call after a fix: builds gpu_tests and the CLI only,
+#                              # runs the gpu tests FILTER names (gtest's, default all), the fused row
 #
 # Logs and JSON go to $OUT (the device tool brings that folder back) or ./gpu-out: setup.log,
 # configure.log, build.log, gpu-tests.log, fused.jsonl, speed.jsonl, speed.log, summary.txt. Nothing
@@ -95,6 +97,13 @@ gpu_tests() {
   [ "$rc" -eq 0 ] && { [ "$cli_rc" -eq 0 ] || [ "$cli_rc" -eq 77 ]; } && { [ "$kill_rc" -eq 0 ] || [ "$kill_rc" -eq 77 ]; }
 }
 
+# Fused trials (baton search --fuse 8, each on a CUDA stream of its own) against 8 processes.
+fused_row() {
+  NAS_FUSED_PARALLEL=8 timeout "$FUSED_TIME" bench/nas_fused.sh build-cuda/bin/baton 8 idx \
+    >"$out/fused.jsonl" 2>"$out/fused.log" || { say "fused trials: exit $?"; tail -5 "$out/fused.log"; }
+  cat "$out/fused.jsonl"
+}
+
 bench_rows() {
   local budget=$1 composer=none rc=0
   if [ -d .device/wheels-composer ]; then
@@ -107,10 +116,7 @@ bench_rows() {
     grep -E "^median|^under CUDA graphs|^\{" "$out/host-time.log"
     budget=$((budget - HOST_TIME))
   fi
-  # Fused trials (baton search --fuse 8, each on a CUDA stream of its own) against 8 processes.
-  NAS_FUSED_PARALLEL=8 timeout "$FUSED_TIME" bench/nas_fused.sh build-cuda/bin/baton 8 idx \
-    >"$out/fused.jsonl" 2>"$out/fused.log" || say "fused trials: exit $?"
-  cat "$out/fused.jsonl"
+  fused_row
   budget=$((budget - FUSED_TIME))
   # A gpt step's peak (the allocator's) and time with activation checkpointing against without.
   if [ -x build-cuda/bin/memory_bench ]; then
@@ -183,6 +189,20 @@ case "${1:-all}" in
   build) setup && build "$BUILD"; exit $? ;;
   test) setup && gpu_tests "$TESTS"; exit $? ;;
   bench) setup && bench_rows "$(left)"; exit $? ;;
+  retest)
+    : >"$out/summary.txt"
+    setup
+    TARGETS=(gpu_tests baton_cli)
+    build "$BUILD" || exit $?
+    export GTEST_FILTER="${2:-*}"
+    gtest_isolating_crashes $((SECONDS + TESTS)) "$out/gpu-tests.log"
+    say "gpu_tests ($GTEST_FILTER): exit $? at $((SECONDS - start)) s"
+    grep -E "^\[  (PASSED|FAILED|SKIPPED|CRASHED) |^\[       OK|^gpu_tests|Failure|^\S*\(\S*\+0x" "$out/gpu-tests.log" |
+      tail -120 | { command -v c++filt >/dev/null && c++filt || cat; }
+    unset GTEST_FILTER
+    fused_row
+    say "done at $((SECONDS - start)) s"
+    ;;
   all)
     : >"$out/summary.txt"
     setup
@@ -197,5 +217,5 @@ case "${1:-all}" in
     say "done at $((SECONDS - start)) s: build $build_rc, gpu tests $tests_rc, bench $bench_rc"
     exit $((build_rc || tests_rc || bench_rc))
     ;;
-  *) echo "usage: bench/gpu_run.sh [all|check|build|test|bench]"; exit 2 ;;
+  *) echo "usage: bench/gpu_run.sh [all|check|build|test|bench|retest [FILTER]]"; exit 2 ;;
 esac

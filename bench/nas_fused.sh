@@ -80,9 +80,12 @@ image_sets=(--set data.channels=1 --set data.image_size=28 --set data.workers=1
 search() {
   local name=$1
   shift
-  /usr/bin/time -f "%e %U %S" -o "$out/$name.time" "$baton" search "$src/bench/nas_table_space.yaml" \
-    --model-space cnn_space --recipe "$src/bench/nas_table.yaml" --strategy random --seed 0 --trials "$trials" \
-    --run-dir "$out/$name" "$@" >"$out/$name.log" 2>&1
+  # bash's own time (the GPU machine's image has no /usr/bin/time): wall, and the user and system
+  # seconds of the search and its trial processes.
+  local TIMEFORMAT='%R %U %S'
+  { time "$baton" search "$src/bench/nas_table_space.yaml" --model-space cnn_space --recipe "$src/bench/nas_table.yaml" \
+    --strategy random --seed 0 --trials "$trials" --run-dir "$out/$name" "$@" >"$out/$name.log" 2>&1; } 2>"$out/$name.time" ||
+    { echo "nas_fused: the search $name failed: $(tail -3 "$out/$name.log")" >&2; return 1; }
   awk '{printf "%s %.1f\n", $1, $2 + $3}' "$out/$name.time"
 }
 for data in $datas; do
