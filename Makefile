@@ -7,7 +7,8 @@
 #   make test-asan   the unit and integration tests built with AddressSanitizer +
 #                    UndefinedBehaviorSanitizer against LibTorch 2.x with CUDA (run on the CPU)
 #   make check-torch2  CI's compile check: the library (CUDA files too), the CLI and the GPU tests
-#                    against LibTorch 2.x with CUDA, unoptimised
+#                    against LibTorch 2.x with CUDA, unoptimised; runs the tests that need no GPU
+#                    there (the wheel's libtorch.so and libstdc++ linked in the right order)
 #   make build-torch2  the same tree against LibTorch 2.x with CUDA (the pinned PyPI torch wheel in
 #                    .venv-torch2/, scripts/torch2-requirements.txt) in build-torch2/
 #   make test-torch2 its unit and integration tests (on the CPU); make test-gpu: label gpu (skips
@@ -85,6 +86,7 @@ check-torch2:
 	@BATON_TORCH2_PREFIX="$$(scripts/torch2-env.sh | tail -n1)" && [ -n "$$BATON_TORCH2_PREFIX" ] && \
 	  BATON_TORCH2_PREFIX="$$BATON_TORCH2_PREFIX" cmake --preset torch2-check >/dev/null
 	cmake --build --preset torch2-check -j $(JOBS) --target baton_cli gpu_tests
+	build-torch2-check/bin/gpu_tests --gtest_filter='Linking.*' --gtest_brief=1
 
 bench: build
 	@scripts/install-deps.sh --bench

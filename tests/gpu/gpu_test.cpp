@@ -137,6 +137,19 @@ bool equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
   return true;
 }
 
+// No device needed (make check-torch2 runs it against the PyTorch wheel's LibTorch): the wheel's
+// libtorch.so carries its own std::filesystem::remove_all, which jumps to address 0 on a folder that
+// holds anything when it is found before libstdc++'s (cmake/torch.cmake puts libstdc++ first).
+TEST(Linking, RemovingAFolderOfFilesUsesTheSystemsLibstdcxx) {
+  const baton::testing::TempDir dir("linking");
+  const std::filesystem::path root = dir.path() / "run";
+  std::filesystem::create_directories(root / "a" / "b");
+  testing::write_file((root / "a" / "b" / "f.txt").string(), "x");
+  testing::write_file((root / "g.txt").string(), "y");
+  EXPECT_EQ(std::filesystem::remove_all(root), 5u);
+  EXPECT_FALSE(std::filesystem::exists(root));
+}
+
 TEST(Gpu, ModelBatchesOptimizerStateAlgorithmsAndMetricsLiveOnTheDevice) {
   REQUIRE_GPU();
   int checked = 0;
