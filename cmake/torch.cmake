@@ -28,13 +28,15 @@ if(TORCH_INSTALL_PREFIX MATCHES "-packages/torch/?$")
 else()
   set(BATON_TORCH_WHEEL OFF)
 endif()
-
-# A PyTorch 2.x wheel's libtorch.so exports its own copy of std::filesystem (remove_all, create_directory,
-# ...) whose remove_all calls recursive_directory_iterator through weak references the system's
-# libstdc++ does not define: a program that looks libtorch.so up before libstdc++.so.6 jumps to address
-# 0 removing a folder that holds anything (seen on an H200: every gpu test that removed its run folder).
-# libstdc++.so.6 first among every binary's libraries makes its definitions the ones found.
-add_link_options("LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
+# A PyTorch 2.x wheel's libtorch.so exports its own copy of std::filesystem (remove_all,
+# create_directory, ...) whose remove_all calls recursive_directory_iterator through weak references
+# the system's libstdc++ does not define: a program that looks libtorch.so up before libstdc++.so.6
+# jumps to address 0 removing a folder that holds anything (seen on an H200: each gpu test that
+# removed its run folder). libstdc++.so.6 first among every binary's libraries makes its definitions
+# the ones found; the `baton` target passes the same option on to users' programs (CMakeLists.txt).
+if(BATON_TORCH_WHEEL)
+  add_link_options("LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
+endif()
 
 if(TARGET torch_cuda)
   set(BATON_CUDA ON)

@@ -44,6 +44,7 @@
 #include "baton/data/readers.h"
 #include "baton/data/shared_batches.h"
 #include "baton/data/text.h"
+#include "baton/data/text_tokenizer.h"
 #include "baton/data/tokenizer.h"
 #include "baton/data/tokens.h"
 #include "baton/data/webdataset.h"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <stdexcept>
 #include <string_view>
@@ -273,7 +274,59 @@ std::string Tokenizer::serialized() const {
   return bytes;
 }
 
-TokenizeSummary tokenize_files(const std::vector<std::string>& texts, const Tokenizer& tokenizer,
+namespace {
+
+// A SentencePiece tokenizer's ids of a text: line by line (pieces of a long line), each line break
+// as the newline token.
+void encode_lines(const Tokenizer& tokenizer, const std::string& text, std::vector<uint32_t>& ids) {
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line = std::string_view(text).substr(0, end);
+    for (std::size_t from = at; from < end;) {  // a long line in pieces: memory stays bounded
+      const std::string_view piece = next_piece(line, from, kEncodingPiece);
+      for (int id : tokenizer.encode(std::string(piece))) ids.push_back(static_cast<uint32_t>(id));
+      from += piece.size();
+    }
+    if (end < text.size() && tokenizer.newline_id() >= 0) ids.push_back(static_cast<uint32_t>(tokenizer.newline_id()));
+    at = end + 1;
+  }
+}
+
+// A tokenizer.json's ids of a text: its parts (TextTokenizer::parts) encoded on `threads` threads,
+// a round of at most 4 parts a thread at a time (memory stays bounded), joined in order.
+constexpr std::size_t kPartBytes = 1 << 20;
+
+void encode_parts(const TextTokenizer& tokenizer, const std::string& text, int threads, std::vector<uint32_t>& ids) {
+  const std::vector<std::string_view> parts = tokenizer.parts(text, kPartBytes);
+  const std::size_t round = static_cast<std::size_t>(threads) * 4;
+  for (std::size_t first = 0; first < parts.size(); first += round) {
+    const std::size_t n = std::min(round, parts.size() - first);
+    std::vector<std::vector<int64_t>> encoded(n);
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
+    auto work = [&](std::size_t worker) {
+      try {
+        for (std::size_t i = worker; i < n; i += static_cast<std::size_t>(threads)) {
+          encoded[i] = tokenizer.encode(parts[first + i]);
+        }
+      } catch (...) {
+        errors[worker] = std::current_exception();
+      }
+    };
+    std::vector<std::thread> pool;
+    pool.reserve(static_cast<std::size_t>(threads) - 1);
+    for (std::size_t w = 1; w < static_cast<std::size_t>(threads) && w < n; ++w) pool.emplace_back(work, w);
+    work(0);
+    for (auto& t : pool) t.join();
+    for (const auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+    for (const auto& part : encoded) ids.insert(ids.end(), part.begin(), part.end());
+  }
+}
+
+}  // namespace
+
+TokenizeSummary tokenize_files(const std::vector<std::string>& texts, const TextTokenizer& tokenizer,
                                const TokenizeOptions& options) {
   if (!(options.val_fraction >= 0 && options.val_fraction < 1)) {
     throw std::invalid_argument("val fraction " + std::to_string(options.val_fraction) + ": expected 0 to 1 (not 1)");
@@ -282,49 +335,48 @@ TokenizeSummary tokenize_files(const std::vector<std::string>& texts, const Toke
     throw std::invalid_argument("shard tokens " + std::to_string(options.shard_tokens) +
                                 ": expected 1024 to 2147483647 per shard");
   }
-  if (tokenizer.vocab_size() > 65536) {
-    throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
-                                " tokens: a token shard holds uint16 (at most 65536)");
-  }
+  if (options.threads < 0)
+    throw std::invalid_argument("threads " + std::to_string(options.threads) + ": expected 0 or more");
+  const int threads =
+      options.threads > 0 ? options.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const std::vector<std::string> files = all_text_files(texts);
   check_texts(files);
   std::error_code ec;
   fs::create_directories(options.out, ec);
   if (!fs::is_directory(options.out, ec)) throw FileError(options.out + ": cannot make the folder");
   TokenizeSummary summary;
+  const bool wide = tokenizer.vocab_size() > 65536;
+  summary.token_bytes = wide ? 4 : 2;
   struct Split {
     const char* name;
-    std::vector<uint16_t> tokens;
+    std::vector<uint32_t> tokens;
     int shards = 0;
   } train{"train", {}, 0}, val{"val", {}, 0};
   auto flush = [&](Split& split, bool last) {
     while (static_cast<int64_t>(split.tokens.size()) >= options.shard_tokens || (last && !split.tokens.empty())) {
-      const std::size_t take = std::min<std::size_t>(split.tokens.size(), options.shard_tokens);
+      const auto take = static_cast<std::ptrdiff_t>(std::min<std::size_t>(split.tokens.size(), options.shard_tokens));
       char name[64];
       std::snprintf(name, sizeof name, "%s_%06d.bin", split.name, split.shards++);
       const std::string path = (fs::path(options.out) / name).string();
-      write_token_shard(path, std::vector<uint16_t>(split.tokens.begin(), split.tokens.begin() + take));
+      if (wide) {
+        write_token_shard(path, std::vector<uint32_t>(split.tokens.begin(), split.tokens.begin() + take));
+      } else {
+        write_token_shard(path, std::vector<uint16_t>(split.tokens.begin(), split.tokens.begin() + take));
+      }
       split.tokens.erase(split.tokens.begin(), split.tokens.begin() + take);
       summary.shards.push_back(path);
     }
   };
   for (const std::string& file : files) {
-    std::vector<uint16_t> ids;
+    std::vector<uint32_t> ids;
     const std::string text = read_text_file(file);
     check_utf8(text, file);
-    for (std::size_t at = 0; at < text.size();) {
-      const std::size_t end = std::min(text.find('\n', at), text.size());
-      const std::string_view line = std::string_view(text).substr(0, end);
-      for (std::size_t from = at; from < end;) {  // a long line in pieces: memory stays bounded
-        const std::string_view piece = next_piece(line, from, kEncodingPiece);
-        for (int id : tokenizer.encode(std::string(piece))) ids.push_back(static_cast<uint16_t>(id));
-        from += piece.size();
-      }
-      if (end < text.size() && tokenizer.newline_id() >= 0)
-        ids.push_back(static_cast<uint16_t>(tokenizer.newline_id()));
-      at = end + 1;
+    if (const Tokenizer* sentencepiece = tokenizer.sentencepiece()) {
+      encode_lines(*sentencepiece, text, ids);
+    } else {
+      encode_parts(tokenizer, text, threads, ids);
     }
-    if (tokenizer.end_of_text_id() >= 0) ids.push_back(static_cast<uint16_t>(tokenizer.end_of_text_id()));
+    if (tokenizer.end_of_text_id() >= 0) ids.push_back(static_cast<uint32_t>(tokenizer.end_of_text_id()));
     const auto held = static_cast<std::size_t>(static_cast<double>(ids.size()) * options.val_fraction);
     train.tokens.insert(train.tokens.end(), ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(held));
     val.tokens.insert(val.tokens.end(), ids.end() - static_cast<std::ptrdiff_t>(held), ids.end());
@@ -336,6 +388,13 @@ TokenizeSummary tokenize_files(const std::vector<std::string>& texts, const Toke
   flush(train, true);
   flush(val, true);
   return summary;
+}
+
+TokenizeSummary tokenize_files(const std::vector<std::string>& texts, const Tokenizer& tokenizer,
+                               const TokenizeOptions& options) {
+  // Not owned: the tokenizer outlives the call.
+  return tokenize_files(texts, TextTokenizer::of(std::shared_ptr<const Tokenizer>(&tokenizer, [](const Tokenizer*) {})),
+                        options);
 }
 
 }  // namespace baton

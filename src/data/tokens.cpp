@@ -24,7 +24,7 @@ namespace {
 
 constexpr std::size_t kHeaderBytes = kTokenShardHeaderInts * sizeof(int32_t);
 // A shard's count is an int32: at most 2^31 - 1 tokens (4 GiB of them).
-constexpr uint64_t kMaxShardBytes = kHeaderBytes + (uint64_t{1} << 32);
+constexpr uint64_t kMaxShardBytes = kHeaderBytes + (uint64_t{1} << 33);  // 2^31 uint32 tokens
 // Tokens read whole when the data set opens, to find one outside the vocabulary before a run
 // starts (8 GiB of them: seconds); beyond, as windows are read.
 constexpr int64_t kCheckedAtOpen = int64_t{1} << 32;
@@ -50,11 +50,15 @@ struct TokenShard::Impl {
   std::string path_;
   int fd_ = -1;  // kept open
   int64_t count_ = 0;
+  int64_t token_bytes_ = 2;
   std::int64_t modified_ns_ = 0;
+
+  uint64_t file_bytes() const { return kHeaderBytes + static_cast<uint64_t>(count_ * token_bytes_); }
 };
 
 const std::string& TokenShard::path() const { return impl_->path_; }
 int64_t TokenShard::size() const { return impl_->count_; }
+int64_t TokenShard::token_bytes() const { return impl_->token_bytes_; }
 
 TokenShard::TokenShard(const std::string& path) : impl_(std::make_unique<Impl>()) {
   impl_->path_ = path;
@@ -70,18 +74,22 @@ TokenShard::TokenShard(const std::string& path) : impl_(std::make_unique<Impl>()
     if (::pread(file.fd(), header.data(), kHeaderBytes, 0) != static_cast<ssize_t>(kHeaderBytes)) {
       throw std::runtime_error(path + ": cannot read the header: " + errno_text());
     }
-    if (header[0] != kTokenShardMagic) {
+    const bool wide = header[0] == kTokenShardMagic32;
+    if (header[0] != kTokenShardMagic && !wide) {
       throw std::runtime_error(path + ": magic " + std::to_string(header[0]) +
-                               ", not a token shard (llm.c's magic is " + std::to_string(kTokenShardMagic) + ")");
+                               ", not a token shard (llm.c's magics are " + std::to_string(kTokenShardMagic) +
+                               " for uint16 tokens and " + std::to_string(kTokenShardMagic32) + " for uint32)");
     }
-    if (header[1] != kTokenShardVersion) {
-      throw std::runtime_error(path + ": version " + std::to_string(header[1]) + " (uint16 tokens are version " +
-                               std::to_string(kTokenShardVersion) + ")");
+    const int32_t version = wide ? kTokenShardVersion32 : kTokenShardVersion;
+    if (header[1] != version) {
+      throw std::runtime_error(path + ": version " + std::to_string(header[1]) + " (" + (wide ? "uint32" : "uint16") +
+                               " tokens are version " + std::to_string(version) + ")");
     }
-    impl_->count_ = header[2];
-    const uint64_t expected = kHeaderBytes + static_cast<uint64_t>(std::max<int64_t>(impl_->count_, 0)) * 2;
-    if (impl_->count_ < 0 || expected != size) {
-      throw std::runtime_error(path + ": the header counts " + std::to_string(impl_->count_) + " tokens (" +
+    impl_->token_bytes_ = wide ? 4 : 2;
+    impl_->count_ = std::max<int64_t>(header[2], 0);
+    const uint64_t expected = impl_->file_bytes();
+    if (header[2] < 0 || expected != size) {
+      throw std::runtime_error(path + ": the header counts " + std::to_string(header[2]) + " tokens (" +
                                std::to_string(expected) + " bytes) but the file has " + std::to_string(size) +
                                " bytes: cut short or not a token shard");
     }
@@ -96,7 +104,7 @@ TokenShard::~TokenShard() {
   if (impl_->fd_ >= 0) ::close(impl_->fd_);
 }
 
-void TokenShard::read(int64_t start, int64_t count, uint16_t* out) const {
+void TokenShard::read(int64_t start, int64_t count, uint32_t* out) const {
   if (start < 0 || count < 0 || start + count > impl_->count_) {
     throw std::out_of_range(impl_->path_ + ": tokens " + std::to_string(start) + " to " +
                             std::to_string(start + count) + " of " + std::to_string(impl_->count_));
@@ -104,15 +112,17 @@ void TokenShard::read(int64_t start, int64_t count, uint16_t* out) const {
   // The file opened first, as it is now: cut short or rewritten in place is an error (a memory map
   // would have been a SIGBUS); replaced by a rename, the file opened goes on being read whole.
   struct stat st {};
-  const uint64_t expected = kHeaderBytes + static_cast<uint64_t>(impl_->count_) * 2;
+  const uint64_t expected = impl_->file_bytes();
   const bool same = ::fstat(impl_->fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) == expected &&
                     modified_ns(st) == impl_->modified_ns_;
+  // uint16 tokens are read into the second half of `out` and widened in place, front to back.
+  const int64_t width = impl_->token_bytes_;
   std::size_t got = 0;
-  const std::size_t want = static_cast<std::size_t>(count) * sizeof(uint16_t);
-  auto* bytes = reinterpret_cast<char*>(out);
+  const std::size_t want = static_cast<std::size_t>(count * width);
+  auto* bytes = reinterpret_cast<char*>(out) + (width == 2 ? want : 0);
   while (same && got < want) {
     const ssize_t n = ::pread(impl_->fd_, bytes + got, want - got,
-                              static_cast<off_t>(kHeaderBytes + static_cast<uint64_t>(start) * 2 + got));
+                              static_cast<off_t>(kHeaderBytes + static_cast<uint64_t>(start * width) + got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
@@ -125,21 +135,41 @@ void TokenShard::read(int64_t start, int64_t count, uint16_t* out) const {
                                                                               : "") +
                              "): a shard must not change under a run; restore it and resume");
   }
+  if (width == 2) {
+    for (int64_t i = 0; i < count; ++i) {  // out[i] covers only tokens already read (i < count)
+      uint16_t token = 0;
+      std::memcpy(&token, bytes + 2 * i, sizeof token);
+      out[i] = token;
+    }
+  }
 }
 
-void write_token_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
+namespace {
+
+template <typename T>
+void write_shard(const std::string& path, const std::vector<T>& tokens, int32_t magic, int32_t version) {
   if (tokens.size() > static_cast<std::size_t>(INT32_MAX)) {
     throw std::invalid_argument(path + ": " + std::to_string(tokens.size()) +
                                 " tokens are more than a shard holds (2^31 - 1): write several shards");
   }
-  std::string bytes(kHeaderBytes + tokens.size() * sizeof(uint16_t), '\0');
+  std::string bytes(kHeaderBytes + tokens.size() * sizeof(T), '\0');
   std::array<int32_t, kTokenShardHeaderInts> header{};
-  header[0] = kTokenShardMagic;
-  header[1] = kTokenShardVersion;
+  header[0] = magic;
+  header[1] = version;
   header[2] = static_cast<int32_t>(tokens.size());
   std::memcpy(bytes.data(), header.data(), kHeaderBytes);
-  std::memcpy(bytes.data() + kHeaderBytes, tokens.data(), tokens.size() * sizeof(uint16_t));
+  std::memcpy(bytes.data() + kHeaderBytes, tokens.data(), tokens.size() * sizeof(T));
   write_file_atomically(path, bytes);
+}
+
+}  // namespace
+
+void write_token_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
+  write_shard(path, tokens, kTokenShardMagic, kTokenShardVersion);
+}
+
+void write_token_shard(const std::string& path, const std::vector<uint32_t>& tokens) {
+  write_shard(path, tokens, kTokenShardMagic32, kTokenShardVersion32);
 }
 
 std::vector<std::string> expand_globs(const std::vector<std::string>& patterns, const std::string& what) {
@@ -188,9 +218,9 @@ std::shared_ptr<TokenDataset> TokenDataset::open(const std::vector<std::string>&
   if (options.context() < 1 || options.context() > (int64_t{1} << 24)) {
     throw OptionError("context", "expected a window of 1 to 16777216 tokens, got " + std::to_string(options.context()));
   }
-  if (options.vocab_size() < 0 || options.vocab_size() > 65536) {
-    throw OptionError("vocab_size", "expected 1 to 65536 (tokens are uint16), or 0 to count them, got " +
-                                        std::to_string(options.vocab_size()));
+  if (options.vocab_size() < 0 || options.vocab_size() > INT32_MAX) {
+    throw OptionError("vocab_size",
+                      "expected 1 to 2147483647, or 0 to count them, got " + std::to_string(options.vocab_size()));
   }
   std::shared_ptr<TokenDataset> data(new TokenDataset());
   data->impl_->options_ = options;
@@ -208,7 +238,7 @@ std::shared_ptr<TokenDataset> TokenDataset::open(const std::vector<std::string>&
   // is checked as its windows are read.
   int64_t largest = -1;
   if (options.vocab_size() == 0 || total <= kCheckedAtOpen) {
-    std::vector<uint16_t> block(1 << 20);
+    std::vector<uint32_t> block(1 << 20);
     for (const auto& shard : data->impl_->shards_) {
       for (int64_t at = 0; at < shard->size(); at += static_cast<int64_t>(block.size())) {
         const int64_t n = std::min<int64_t>(static_cast<int64_t>(block.size()), shard->size() - at);
@@ -216,7 +246,7 @@ std::shared_ptr<TokenDataset> TokenDataset::open(const std::vector<std::string>&
         const auto end = block.begin() + n;
         const auto top = std::max_element(block.begin(), end);
         if (options.vocab_size() > 0 && *top >= options.vocab_size()) {  // the first such token named
-          const auto bad = std::find_if(block.begin(), end, [&](uint16_t t) { return t >= options.vocab_size(); });
+          const auto bad = std::find_if(block.begin(), end, [&](uint32_t t) { return t >= options.vocab_size(); });
           throw std::runtime_error(shard->path() + ": token " + std::to_string(*bad) + " at position " +
                                    std::to_string(at + (bad - block.begin())) + " is not below vocab_size " +
                                    std::to_string(options.vocab_size()));
@@ -248,8 +278,8 @@ Batch TokenDataset::get_epoch_batch(const at::Tensor& indices, int64_t epoch) co
   at::Tensor windows = torch::empty({n, t + 1}, torch::kLong);
   const int64_t* want = idx.data_ptr<int64_t>();
   int64_t* out = windows.data_ptr<int64_t>();
-  const auto vocab = static_cast<uint16_t>(std::min<int64_t>(impl_->options_.vocab_size() - 1, 65535));
-  std::vector<uint16_t> window(static_cast<std::size_t>(t + 1));
+  const auto vocab = static_cast<uint32_t>(impl_->options_.vocab_size() - 1);
+  std::vector<uint32_t> window(static_cast<std::size_t>(t + 1));
   for (int64_t e = 0; e < n; ++e) {
     const int64_t i = want[e];
     if (i < 0 || i >= impl_->windows_) {
@@ -265,7 +295,7 @@ Batch TokenDataset::get_epoch_batch(const at::Tensor& indices, int64_t epoch) co
       if (room > 0) start += ExampleRng(impl_->options_.seed(), epoch, i).below(room + 1);
     }
     shard.read(start, t + 1, window.data());
-    const uint16_t* from = window.data();
+    const uint32_t* from = window.data();
     int64_t* row = out + e * (t + 1);
     for (int64_t k = 0; k <= t; ++k) {
       if (from[k] > vocab) {

@@ -3,13 +3,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
 #include "baton/core/device.h"
-#include "baton/data/hf_tokenizer.h"
-#include "baton/data/tokenizer.h"
+#include "baton/data/text_tokenizer.h"
 #include "baton/io/file.h"
 #include "baton/models/generate.h"
 #include "baton/models/hf.h"
@@ -23,31 +23,6 @@ namespace baton {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A folder's tokenizer: tokenizer.json (byte-level BPE) or tokenizer.model (SentencePiece).
-struct TextCodec {
-  std::function<std::vector<int64_t>(const std::string&)> encode;
-  std::function<std::string(const std::vector<int64_t>&)> decode;
-  int64_t vocab_size = 0;
-};
-
-TextCodec codec_of(const std::string& folder) {
-  if (fs::exists(fs::path(folder) / "tokenizer.json")) {
-    auto t = std::make_shared<HfTokenizer>(HfTokenizer::load(folder));
-    return {[t](const std::string& s) { return t->encode(s); },
-            [t](const std::vector<int64_t>& ids) { return t->decode(ids); }, t->vocab_size()};
-  }
-  if (fs::exists(fs::path(folder) / "tokenizer.model")) {
-    auto t = std::make_shared<Tokenizer>(Tokenizer::load((fs::path(folder) / "tokenizer.model").string()));
-    return {[t](const std::string& s) {
-              const auto ids = t->encode(s);
-              return std::vector<int64_t>(ids.begin(), ids.end());
-            },
-            [t](const std::vector<int64_t>& ids) { return t->decode(std::vector<int>(ids.begin(), ids.end())); },
-            t->vocab_size()};
-  }
-  throw RecipeError(folder + ": no tokenizer.json or tokenizer.model beside the model");
-}
 
 // generation_config.json's sampling, then what the request sets.
 GenerateOptions options_of(const GenerateRequest& r, const std::string& folder) {
@@ -102,10 +77,16 @@ std::vector<Generated> generate_text(const GenerateRequest& r,
   if (r.prompts.empty()) throw RecipeError("no prompt: give --prompt TEXT or --prompts FILE");
   sets_with_device({}, r.device);  // a device this machine has
   const auto [model, folder] = model_of(r);
-  const TextCodec codec = codec_of(folder);
+  std::optional<TextTokenizer> loaded;
+  try {
+    loaded = TextTokenizer::load(folder);
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(e.what());
+  }
+  const TextTokenizer& codec = *loaded;
   const int64_t vocab = hf_config_of(*model)->vocab_size;
-  if (codec.vocab_size > vocab) {
-    throw RecipeError(folder + ": the tokenizer has " + std::to_string(codec.vocab_size) +
+  if (codec.vocab_size() > vocab) {
+    throw RecipeError(folder + ": the tokenizer has " + std::to_string(codec.vocab_size()) +
                       " tokens, more than the model's embeddings (" + std::to_string(vocab) +
                       "): not this model's tokenizer");
   }

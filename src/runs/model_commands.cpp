@@ -15,6 +15,9 @@
 #include "baton/core/precision.h"
 #include "baton/data/image_folder.h"
 #include "baton/data/readers.h"
+#include "baton/data/text.h"
+#include "baton/data/text_tokenizer.h"
+#include "baton/data/tokens.h"
 #include "baton/data/webdataset.h"
 #include "baton/io/file.h"
 #include "baton/io/run_dir.h"
@@ -205,15 +208,33 @@ class Staging {
   fs::path path_;
 };
 
-// The tokenizer the request names, checked before anything is written.
-std::optional<Tokenizer> given_tokenizer(const TokenizeRequest& request) {
+// The tokenizer the request names (a model's folder, a tokenizer.json, a SentencePiece .model),
+// checked before anything is written.
+std::optional<TextTokenizer> given_tokenizer(const TokenizeRequest& request) {
   if (request.tokenizer.empty()) return std::nullopt;
-  Tokenizer tokenizer = Tokenizer::load(request.tokenizer);
-  if (tokenizer.vocab_size() > 65536) {
-    throw RecipeError(request.tokenizer + ": " + std::to_string(tokenizer.vocab_size()) +
-                      " tokens, more than a token shard holds (65536)");
+  try {
+    return TextTokenizer::load(request.tokenizer);
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(std::string("--tokenizer ") + e.what());
   }
-  return tokenizer;
+}
+
+// The tokenizer's files beside the shards (what `data: tokens` and `baton generate` read there):
+// tokenizer.model, or tokenizer.json with the tokenizer_config.json beside it. Returns the first.
+std::string copy_tokenizer(const TextTokenizer& tokenizer, const std::string& folder) {
+  if (const Tokenizer* sentencepiece = tokenizer.sentencepiece()) {
+    write_file_atomically((fs::path(folder) / kTokenizerFile).string(), sentencepiece->serialized());
+    return kTokenizerFile;
+  }
+  const fs::path from = tokenizer.file();
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json"}) {
+    const fs::path file = name == std::string("tokenizer.json") ? from : from.parent_path() / name;
+    std::error_code ec;
+    if (fs::is_regular_file(file, ec)) {
+      write_file_atomically((fs::path(folder) / name).string(), read_file(file.string(), {.what = name}));
+    }
+  }
+  return "tokenizer.json";
 }
 
 // A tokenizer trained on the request's texts, written into the staging folder.
@@ -331,7 +352,9 @@ Exported export_model(const ExportRequest& request) {
 
 TokenizedCorpus tokenize_corpus(TokenizeRequest request) {
   if ((request.vocab_size > 0) == !request.tokenizer.empty()) {
-    throw RecipeError("give --vocab-size N (train a tokenizer) or --tokenizer FILE.model (use one), not both");
+    throw RecipeError(
+        "give --vocab-size N (train a tokenizer) or --tokenizer PATH (use one: a model's folder, its "
+        "tokenizer.json or a SentencePiece .model), not both");
   }
   std::vector<std::string> inputs = request.texts;
   inputs.push_back(request.tokenizer);
@@ -342,21 +365,89 @@ TokenizedCorpus tokenize_corpus(TokenizeRequest request) {
     if (!fs::exists(text, ec)) throw RecipeError(text + ": no such file or folder");
   }
   try {
-    std::optional<Tokenizer> given = given_tokenizer(request);
+    std::optional<TextTokenizer> given = given_tokenizer(request);
     Staging staging(request.out);
     request.options.out = staging.path();
-    if (given) write_file_atomically((fs::path(staging.path()) / kTokenizerFile).string(), given->serialized());
-    const Tokenizer tokenizer = given ? std::move(*given) : trained_tokenizer(request, staging.path());
+    const TextTokenizer tokenizer =
+        given ? *given
+              : TextTokenizer::of(std::make_shared<const Tokenizer>(trained_tokenizer(request, staging.path())));
+    const std::string tokenizer_file = copy_tokenizer(tokenizer, staging.path());
     TokenizedCorpus out;
     out.summary = tokenize_files(request.texts, tokenizer, request.options);
     staging.commit();
-    out.tokenizer_path = (fs::path(request.out) / kTokenizerFile).string();
+    out.tokenizer_path = (fs::path(request.out) / tokenizer_file).string();
     out.vocab_size = tokenizer.vocab_size();
     return out;
   } catch (const std::runtime_error& e) {
     if (dynamic_cast<const RecipeError*>(&e) != nullptr || dynamic_cast<const FileError*>(&e) != nullptr) throw;
     throw RecipeError(e.what());  // a text or tokenizer that is not one: the user's input
   }
+}
+
+namespace {
+
+TextTokenizer tokenizer_at(const std::string& path) {
+  try {
+    return TextTokenizer::load(path);
+  } catch (const std::invalid_argument& e) {
+    throw RecipeError(std::string("--tokenizer ") + e.what());
+  }
+}
+
+// The ids a file holds: a token shard (by its magic), else a JSON list of integers.
+std::vector<int64_t> ids_in(const std::string& file) {
+  int32_t magic = 0;
+  try {
+    const ReadableFile opened(file, {.what = "the ids", .max_bytes = 16ull << 30});
+    if (::pread(opened.fd(), &magic, sizeof magic, 0) != static_cast<ssize_t>(sizeof magic)) magic = 0;
+  } catch (const FileError& e) {
+    throw RecipeError(e.what());
+  }
+  if (magic == kTokenShardMagic || magic == kTokenShardMagic32) {
+    try {
+      const TokenShard shard(file);
+      std::vector<uint32_t> tokens(static_cast<std::size_t>(shard.size()));
+      shard.read(0, shard.size(), tokens.data());
+      return {tokens.begin(), tokens.end()};
+    } catch (const std::runtime_error& e) {
+      throw RecipeError(e.what());
+    }
+  }
+  const auto json =
+      nlohmann::json::parse(read_file(file, {.what = "the ids", .max_bytes = 1ull << 30}), nullptr, false);
+  const auto integer = [](const nlohmann::json& v) { return v.is_number_integer() && v.get<int64_t>() >= 0; };
+  if (!json.is_array() || !std::all_of(json.begin(), json.end(), integer)) {
+    throw RecipeError(file + ": neither a JSON list of token ids (what --ids prints) nor a token shard (.bin)");
+  }
+  return json.get<std::vector<int64_t>>();
+}
+
+}  // namespace
+
+std::vector<int64_t> text_ids(const std::string& tokenizer, const std::string& file) {
+  const TextTokenizer t = tokenizer_at(tokenizer);
+  std::string text;
+  try {
+    text = read_text_file(file);
+  } catch (const std::runtime_error& e) {
+    throw RecipeError(e.what());
+  }
+  try {
+    return t.encode(text);
+  } catch (const std::invalid_argument& e) {  // not UTF-8: the byte named
+    throw RecipeError(file + ": " + e.what());
+  }
+}
+
+std::string ids_text(const std::string& tokenizer, const std::string& file) {
+  const TextTokenizer t = tokenizer_at(tokenizer);
+  const std::vector<int64_t> ids = ids_in(file);
+  const auto bad = std::find_if(ids.begin(), ids.end(), [&](int64_t id) { return id >= t.vocab_size(); });
+  if (bad != ids.end()) {
+    throw RecipeError(file + ": id " + std::to_string(*bad) + " (position " + std::to_string(bad - ids.begin()) +
+                      ") is outside the tokenizer's " + std::to_string(t.vocab_size()) + " tokens (" + t.file() + ")");
+  }
+  return t.decode(ids);
 }
 
 }  // namespace baton

@@ -13,6 +13,7 @@
 #include "baton/data/image_folder.h"
 #include "baton/data/readers.h"
 #include "baton/data/text.h"
+#include "baton/data/text_tokenizer.h"
 #include "baton/data/tokenizer.h"
 #include "baton/data/tokens.h"
 #include "baton/data/webdataset.h"
@@ -323,8 +324,8 @@ DataSplit load_webdataset_data(OptionReader& data, const DataSetContext& context
 }
 
 // data.dataset: tokens — windows of `context` tokens over token shards in llm.c's format
-// (train_files, eval_files: globs), their vocabulary from vocab_size, the tokenizer.model beside the
-// training shards, or the largest token.
+// (train_files, eval_files: globs), their vocabulary from vocab_size, the tokenizer beside the
+// training shards (tokenizer.model or tokenizer.json), or the largest token.
 DataSplit load_tokens_data(OptionReader& data, const DataSetContext& context) {
   if (!data.has("train_files"))
     data.fail("train_files", "required when data.dataset is tokens (a glob of .bin shards)");
@@ -351,16 +352,17 @@ DataSplit load_tokens_data(OptionReader& data, const DataSetContext& context) {
   data.read("context", o.context());
   if (o.context() < 1 || o.context() > (int64_t{1} << 24)) data.fail("context", "expected 1 to 16777216 tokens");
   data.read("vocab_size", o.vocab_size());
-  if (data.has("vocab_size") && (o.vocab_size() < 1 || o.vocab_size() > 65536)) {
-    data.fail("vocab_size", "expected 1 to 65536 (the shards hold uint16 tokens)");
+  if (data.has("vocab_size") && (o.vocab_size() < 1 || o.vocab_size() > INT32_MAX)) {
+    data.fail("vocab_size", "expected 1 to 2147483647");
   }
-  if (!data.has("vocab_size")) {
-    const std::filesystem::path tokenizer = std::filesystem::path(train_files.front()).parent_path() / kTokenizerFile;
+  if (!data.has("vocab_size")) {  // the tokenizer baton tokenize put beside the shards
+    const std::filesystem::path folder = std::filesystem::path(train_files.front()).parent_path();
     std::error_code ec;
-    if (std::filesystem::exists(tokenizer, ec)) {
+    if (std::filesystem::exists(folder / kTokenizerFile, ec) ||
+        std::filesystem::exists(folder / "tokenizer.json", ec)) {
       try {
-        o.vocab_size(Tokenizer::load(tokenizer.string()).vocab_size());
-      } catch (const std::runtime_error& e) {
+        o.vocab_size(TextTokenizer::load(folder.string()).vocab_size());
+      } catch (const std::exception& e) {
         data.fail("train_files", e.what());
       }
     }

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/byte_tokenizer.h"
 #include "common/test_util.h"
 
 namespace baton {
@@ -17,30 +18,11 @@ namespace {
 using testing::error_of;
 using ::testing::HasSubstr;
 
-// Every byte's character as a token (ids 0-255 in byte order, GPT-2's mapping), then merges.
+// Every byte's character as a token, then merges.
 nlohmann::json tokenizer_json() {
-  nlohmann::json vocab = nlohmann::json::object();
-  int extra = 0;
-  for (int b = 0; b < 256; ++b) {
-    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-    const uint32_t cp = printable ? b : 256 + extra++;
-    std::string s;
-    if (cp < 0x80) {
-      s += static_cast<char>(cp);
-    } else {
-      s += static_cast<char>(0xC0 | (cp >> 6));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-    vocab[s] = b;
-  }
-  vocab["lo"] = 256;
-  vocab["low"] = 257;
-  vocab["\xC4\xA0low"] = 258;  // "Ġlow": " low"
-  vocab["er"] = 259;
-  return {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"l o", "lo w", "\xC4\xA0 low", "e r"}}}},
-          {"normalizer", nullptr},
-          {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
-          {"added_tokens", {{{"id", 260}, {"content", "<|end|>"}, {"special", true}}}}};
+  return testing::byte_tokenizer({{"lo", 256}, {"low", 257}, {"\xC4\xA0low", 258}, {"er", 259}},  // "Ġlow": " low"
+                                 {"l o", "lo w", "\xC4\xA0 low", "e r"},
+                                 {{{"id", 260}, {"content", "<|end|>"}, {"special", true}}});
 }
 
 TEST(HfTokenizer, MergesByRankAfterGpt2sPreTokenizerAndMatchesAddedTokensFirst) {

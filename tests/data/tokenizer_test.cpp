@@ -77,7 +77,7 @@ TEST(Tokenizer, TrainsEncodesDecodesAndWritesShardsWithLineBreaksAndDocumentEnds
   for (const auto& f : train) {
     const TokenShard shard(f);
     counted += shard.size();
-    std::vector<uint16_t> tokens(static_cast<std::size_t>(shard.size()));
+    std::vector<uint32_t> tokens(static_cast<std::size_t>(shard.size()));
     shard.read(0, shard.size(), tokens.data());
     all.insert(all.end(), tokens.begin(), tokens.end());
   }
@@ -121,7 +121,7 @@ TEST(Tokenizer, ALongLineIsTrainedOnAndTokenizedInPiecesThatDecodeBackToIt) {
   std::vector<int> all;
   for (const auto& f : s.shards) {
     const TokenShard shard(f);
-    std::vector<uint16_t> tokens(static_cast<std::size_t>(shard.size()));
+    std::vector<uint32_t> tokens(static_cast<std::size_t>(shard.size()));
     shard.read(0, shard.size(), tokens.data());
     all.insert(all.end(), tokens.begin(), tokens.end());
   }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -80,9 +81,13 @@ TEST(TokenShards, WrittenShardsReadBackAndBadShardsNameTheFile) {
   EXPECT_EQ(fs::file_size(dir / "a.bin"), 1024 + 2000u);
   const TokenShard shard((dir / "a.bin").string());
   ASSERT_EQ(shard.size(), 1000);
-  std::vector<uint16_t> back(1000);
+  EXPECT_EQ(shard.token_bytes(), 2);
+  std::vector<uint32_t> back(1000);
   shard.read(0, 1000, back.data());
-  EXPECT_EQ(back, tokens);
+  EXPECT_EQ(back, std::vector<uint32_t>(tokens.begin(), tokens.end()));
+  shard.read(10, 3, back.data());  // a window inside the shard, widened
+  EXPECT_EQ(back[0], tokens[10]);
+  EXPECT_EQ(back[2], tokens[12]);
 
   const std::string good = read_file(dir / "a.bin");
   auto shard_error = [&](const std::string& name, const std::string& bytes) {
@@ -126,11 +131,45 @@ TEST(TokenShards, AShardWrittenByNumpyReadsBackIdentically) {
   ASSERT_EQ(std::system(command.c_str()), 0) << "needs /usr/bin/python3 with numpy (Debian's python3-numpy)";
   const TokenShard shard(file.string());
   ASSERT_EQ(shard.size(), 70000);
-  std::vector<uint16_t> tokens(static_cast<std::size_t>(shard.size()));
+  std::vector<uint32_t> tokens(static_cast<std::size_t>(shard.size()));
   shard.read(0, shard.size(), tokens.data());
   for (int64_t i = 0; i < shard.size(); ++i) {
     ASSERT_EQ(tokens[static_cast<std::size_t>(i)], (i * 7919) % 50257) << "token " << i;
   }
+}
+
+// Llama 3's vocabulary (128,256 tokens) needs uint32: llm.c's "llama-3" shards (magic 20240801,
+// version 7), written by numpy as llm.c does, read back; baton's writer gives the same bytes; a
+// gpt-shaped dataset over them reads tokens above 65,535.
+TEST(TokenShards, Uint32ShardsOfLlmcsLlama3FormatReadBackAndTrainWindows) {
+  const testing::TempDir tmp("token_uint32");
+  const fs::path file = fs::path(tmp.path()) / "numpy.bin";
+  const std::string script =
+      "import numpy as np, sys\n"
+      "toks = (np.arange(5000, dtype=np.int64) * 7919) % 128256\n"
+      "header = np.zeros(256, dtype=np.int32)\n"
+      "header[0] = 20240801; header[1] = 7; header[2] = len(toks)\n"
+      "with open(sys.argv[1], 'wb') as f:\n"
+      "    f.write(header.tobytes()); f.write(np.array(toks, dtype=np.uint32).tobytes())\n";
+  write_file(fs::path(tmp.path()) / "write.py", script);
+  const std::string command = "/usr/bin/python3 " + (fs::path(tmp.path()) / "write.py").string() + " " + file.string();
+  ASSERT_EQ(std::system(command.c_str()), 0) << "needs /usr/bin/python3 with numpy (Debian's python3-numpy)";
+  const TokenShard shard(file.string());
+  ASSERT_EQ(shard.size(), 5000);
+  EXPECT_EQ(shard.token_bytes(), 4);
+  std::vector<uint32_t> tokens(5000);
+  shard.read(0, 5000, tokens.data());
+  for (int64_t i = 0; i < 5000; ++i) ASSERT_EQ(tokens[static_cast<std::size_t>(i)], (i * 7919) % 128256) << i;
+  write_token_shard((fs::path(tmp.path()) / "baton.bin").string(), tokens);
+  EXPECT_EQ(read_file(fs::path(tmp.path()) / "baton.bin"), read_file(file));
+
+  auto data = TokenDataset::open({file.string()}, TokenOptions().context(64).random_offsets(false));
+  EXPECT_EQ(data->num_classes(), int64_t{*std::max_element(tokens.begin(), tokens.end())} + 1);
+  EXPECT_GT(data->num_classes(), 65536);
+  const Batch b = data->get_batch(torch::tensor({1}));
+  EXPECT_EQ(b.input[0][0].item<int64_t>(), (64 * 7919) % 128256);
+  EXPECT_THAT(error_of([&] { TokenDataset::open({file.string()}, TokenOptions().context(64).vocab_size(65536)); }),
+              HasSubstr("is not below vocab_size 65536"));
 }
 
 TEST(TokenShards, GlobsAreSortedRegularFilesAndAGlobOfNothingIsNamed) {
@@ -202,8 +241,8 @@ TEST(TokenDataset, BadOptionsAndTokensOutsideTheVocabularyAreNamed) {
               HasSubstr("no shard of 1 holds a window of 100 tokens and its next token (100 tokens in all)"));
   EXPECT_THAT(error_of([&] { TokenDataset::open(files, TokenOptions().context(0)); }),
               HasSubstr("expected a window of 1 to 16777216 tokens, got 0"));
-  EXPECT_THAT(error_of([&] { TokenDataset::open(files, TokenOptions().vocab_size(70000)); }),
-              HasSubstr("expected 1 to 65536"));
+  EXPECT_THAT(error_of([&] { TokenDataset::open(files, TokenOptions().vocab_size(-1)); }),
+              HasSubstr("expected 1 to 2147483647, or 0 to count them, got -1"));
   // Found when the data set opens (before a run is made), not at the batch that reads it.
   EXPECT_THAT(error_of([&] { TokenDataset::open(files, TokenOptions().context(10).vocab_size(40)); }),
               HasSubstr("a.bin: token 40 at position 40 is not below vocab_size 40"));

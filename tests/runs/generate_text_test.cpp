@@ -13,6 +13,7 @@
 #include "baton/models/hf.h"
 #include "baton/models/safetensors.h"
 #include "baton/train/recipe_file.h"
+#include "common/byte_tokenizer.h"
 #include "common/test_util.h"
 
 namespace baton {
@@ -20,26 +21,6 @@ namespace {
 
 using testing::error_of;
 using ::testing::HasSubstr;
-
-// Every byte a token (GPT-2's printable characters), no merges: ids are the bytes.
-nlohmann::json byte_tokenizer() {
-  nlohmann::json vocab = nlohmann::json::object();
-  int extra = 0;
-  for (int b = 0; b < 256; ++b) {
-    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-    const uint32_t cp = printable ? b : 256 + extra++;
-    std::string s;
-    if (cp < 0x80) {
-      s += static_cast<char>(cp);
-    } else {
-      s += static_cast<char>(0xC0 | (cp >> 6));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-    vocab[s] = b;
-  }
-  return {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}},
-          {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}}};
-}
 
 struct Folder {
   testing::TempDir dir{"generate_text"};
@@ -56,7 +37,7 @@ struct Folder {
     std::ofstream(dir.file("config.json")) << config.dump();
     torch::manual_seed(0);
     write_safetensors(dir.file("model.safetensors"), model_tensors(*make_hf_model(read_hf_config(dir.str()))));
-    std::ofstream(dir.file("tokenizer.json")) << byte_tokenizer().dump();
+    std::ofstream(dir.file("tokenizer.json")) << testing::byte_tokenizer().dump();
     std::ofstream(dir.file("generation_config.json")) << R"({"max_new_tokens": 5, "eos_token_id": 10})";
   }
 };

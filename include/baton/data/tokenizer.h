@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "baton/data/text_tokenizer.h"
+
 struct baton_spm;  // SentencePiece's model, behind libbaton_spm (src/data/spm/spm_api.h says why)
 
 namespace baton {
@@ -20,7 +22,7 @@ namespace baton {
 inline constexpr const char* kTokenizerFile = "tokenizer.model";
 
 struct TokenizerTraining {
-  int64_t vocab_size = 8192;        // at most 65536: a token shard holds uint16
+  int64_t vocab_size = 8192;        // at most 65536: the token shards hold uint16
   std::string model_type = "bpe";   // or unigram, char, word (SentencePiece's)
   int64_t max_sentences = 2000000;  // lines sampled to train on (SentencePiece's input_sentence_size)
   int threads = 0;                  // 0: the cores
@@ -65,17 +67,24 @@ struct TokenizeOptions {
   std::string out;                     // the folder of shards (made when missing)
   double val_fraction = 0.1;           // the end of each file held out for validation
   int64_t shard_tokens = 100'000'000;  // tokens per shard (llm.c's size)
+  int threads = 0;                     // a tokenizer.json's: texts encoded on this many threads (0: the cores)
 };
 
 struct TokenizeSummary {
   int64_t train_tokens = 0;
   int64_t val_tokens = 0;
   std::vector<std::string> shards;
+  int64_t token_bytes = 2;  // the shards' tokens: 2 (uint16), or 4 (uint32) for a vocabulary over 65,536
 };
 
-// Each file's lines, encoded, each line followed by the newline token and each file by the
-// end-of-text token, into OUT/train_NNNNNN.bin and OUT/val_NNNNNN.bin (llm.c's format). Throws
-// std::runtime_error naming an unreadable text, std::invalid_argument for bad options.
+// Each file's text encoded, then the end-of-text token (when the tokenizer has one), into
+// OUT/train_NNNNNN.bin and OUT/val_NNNNNN.bin (llm.c's format: uint16, or uint32 when the vocabulary
+// has more than 65,536 tokens). A SentencePiece tokenizer encodes line by line, each line followed
+// by the newline token (SentencePiece drops line breaks); a tokenizer.json's gives the ids of the
+// whole file (encoded in parts on several threads where that changes nothing: TextTokenizer::parts).
+// Throws std::runtime_error naming an unreadable text, std::invalid_argument for bad options.
+TokenizeSummary tokenize_files(const std::vector<std::string>& texts, const TextTokenizer& tokenizer,
+                               const TokenizeOptions& options);
 TokenizeSummary tokenize_files(const std::vector<std::string>& texts, const Tokenizer& tokenizer,
                                const TokenizeOptions& options);
 

@@ -5,11 +5,12 @@
 //   auto train = baton::TokenDataset::open(shards, baton::TokenOptions().context(1024).vocab_size(50257));
 //   baton::Batch b = train->get_epoch_batch(torch::arange(8), /*epoch=*/0);  // int64 [8, 1024] twice
 //
-// A shard is a header of 256 little-endian int32 (magic 20240520, version 1, the token count, the
-// rest 0) and then that many uint16 tokens. Shards are never read whole into memory (each window is
-// read where it is, pread): a corpus larger than memory trains, and the operating system's page
-// cache is the only copy. A shard that changes while it is read (cut short, rewritten in place) is
-// an error naming it, never a crash (a memory map would have been a SIGBUS).
+// A shard is a header of 256 little-endian int32 (magic, version, the token count, the rest 0) and
+// then that many tokens: uint16 (magic 20240520, version 1: llm.c's GPT-2 shards) or, for a
+// vocabulary over 65,536 tokens, uint32 (magic 20240801, version 7: llm.c's Llama 3 shards). Shards are never read
+// whole into memory (each window is read where it is, pread): a corpus larger than memory trains, and the operating
+// system's page cache is the only copy. A shard that changes while it is read (cut short, rewritten in place) is an
+// error naming it, never a crash (a memory map would have been a SIGBUS).
 #pragma once
 
 #include <cstdint>
@@ -22,8 +23,10 @@
 
 namespace baton {
 
-inline constexpr int32_t kTokenShardMagic = 20240520;
+inline constexpr int32_t kTokenShardMagic = 20240520;  // uint16 tokens
 inline constexpr int32_t kTokenShardVersion = 1;
+inline constexpr int32_t kTokenShardMagic32 = 20240801;  // uint32 tokens
+inline constexpr int32_t kTokenShardVersion32 = 7;
 inline constexpr int64_t kTokenShardHeaderInts = 256;
 
 // One shard: its header checked once, its tokens read where they are (a descriptor kept open).
@@ -37,11 +40,12 @@ class TokenShard {
   TokenShard& operator=(const TokenShard&) = delete;
 
   const std::string& path() const;
-  int64_t size() const;  // tokens
+  int64_t size() const;         // tokens
+  int64_t token_bytes() const;  // 2 (uint16) or 4 (uint32)
   // Tokens [start, start + count) into `out`. Throws std::runtime_error naming the file when it
   // changed since it was opened (cut short, grown, rewritten in place) or cannot be read; a file
   // replaced by a rename goes on being read as it was opened.
-  void read(int64_t start, int64_t count, uint16_t* out) const;
+  void read(int64_t start, int64_t count, uint32_t* out) const;
 
  private:
   struct Impl;
@@ -49,8 +53,9 @@ class TokenShard {
 };
 
 // Writes `tokens` as a shard at `path` (a temporary file renamed into place: a kill leaves the old
-// file or the new one). Throws FileError when it cannot be written.
+// file or the new one): uint16, or uint32 for the second. Throws FileError when it cannot be written.
 void write_token_shard(const std::string& path, const std::vector<uint16_t>& tokens);
+void write_token_shard(const std::string& path, const std::vector<uint32_t>& tokens);
 
 // The regular files that `patterns` (shell globs, or plain paths) name, sorted and without repeats.
 // Throws std::runtime_error naming the pattern that matches no file ("`what`: ...").

@@ -77,20 +77,27 @@ Exported export_model(const ExportRequest& request);
 
 struct TokenizeRequest {
   std::vector<std::string> texts{};  // text files or folders of them
-  std::string out{};                 // the folder: train_NNNNNN.bin, val_NNNNNN.bin, tokenizer.model
-  int64_t vocab_size = 0;            // > 0: train a tokenizer of this many tokens
-  std::string tokenizer{};           // or use this SentencePiece model
+  std::string out{};                 // the folder: train_NNNNNN.bin, val_NNNNNN.bin and the tokenizer's files
+  int64_t vocab_size = 0;            // > 0: train a SentencePiece tokenizer of this many tokens
+  std::string tokenizer{};           // or use this one: a model's folder, its tokenizer.json, a .model
   TokenizerTraining training{};
   TokenizeOptions options{};
   std::function<void(const std::string&)> progress{};  // "training a bpe tokenizer of ..." (may be empty)
 };
 struct TokenizedCorpus {
-  TokenizeSummary summary;
-  std::string tokenizer_path;  // OUT/tokenizer.model
+  TokenizeSummary summary;     // summary.token_bytes: the shards' uint16 (2) or uint32 (4)
+  std::string tokenizer_path;  // OUT/tokenizer.model or OUT/tokenizer.json
   int64_t vocab_size = 0;
 };
 // Writes into a folder beside `out` and moves the files in once all are written: a failed or killed
 // run leaves nothing in `out`. Refuses an `out` that holds a tokenized corpus already.
 TokenizedCorpus tokenize_corpus(TokenizeRequest request);
+
+// `baton tokenize --tokenizer PATH --ids FILE`: the ids of a text file's text (UTF-8), nothing added.
+std::vector<int64_t> text_ids(const std::string& tokenizer, const std::string& file);
+// `baton tokenize --tokenizer PATH --decode FILE`: the text of the ids FILE holds, a JSON list (what
+// --ids prints) or a token shard (.bin). Throws RecipeError naming the file: neither, or an id
+// outside the tokenizer's vocabulary.
+std::string ids_text(const std::string& tokenizer, const std::string& file);
 
 }  // namespace baton
