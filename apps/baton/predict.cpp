@@ -1,5 +1,7 @@
 // baton predict RECIPE.yaml --load MODEL.pt [--inputs FILE] [--out predictions.npy] [--device DEVICE] [--set
-// key=value]... (the library call: predict_recipe, include/baton/runs/model_commands.h)
+// key=value]... [--top-k K] [--max-output-mib N] (the library call: predict_recipe,
+// include/baton/runs/model_commands.h)
+#include <cmath>
 #include <cstdio>
 
 #include <torch/torch.h>
@@ -12,7 +14,22 @@
 namespace baton::cli {
 namespace {
 
-void print_predictions(const PredictRequest& request, const Predictions& p) {
+// A language model's: where its next tokens went, and how likely it found the actual ones.
+void print_next_tokens(const PredictRequest& request, const Predictions& p) {
+  const double mean = p.target_logprobs.to(torch::kDouble).mean().item<double>();
+  std::printf(
+      "predicted %lld windows of %lld tokens: the top %lld next tokens' ids %s written to %s, their "
+      "log-probabilities to %s, the actual next tokens' to %s\n",
+      static_cast<long long>(p.outputs.size(0)), static_cast<long long>(p.outputs.size(1)),
+      static_cast<long long>(p.outputs.size(2)), c10::str(p.outputs.sizes()).c_str(), request.out.c_str(),
+      p.logprobs_file.c_str(), p.target_logprobs_file.c_str());
+  std::printf(
+      "the actual next tokens: mean log-probability %.4f (perplexity %.3f); text from a prompt: baton generate\n", mean,
+      std::exp(-mean));
+}
+
+// A classifier's: its outputs, and each image file's class.
+void print_classes(const PredictRequest& request, const Predictions& p) {
   const at::Tensor& logits = p.outputs;
   if (!p.files.empty()) {  // FILE: CLASS (probability)
     const at::Tensor probabilities = torch::softmax(logits.to(torch::kFloat), 1);
@@ -26,9 +43,17 @@ void print_predictions(const PredictRequest& request, const Predictions& p) {
   }
   std::printf("predicted %lld examples: outputs %s written to %s%s\n", static_cast<long long>(logits.size(0)),
               c10::str(logits.sizes()).c_str(), request.out.c_str(), p.replaced ? " (replacing the file there)" : "");
-  if (logits.size(0) < p.examples) {
+}
+
+void print_predictions(const PredictRequest& request, const Predictions& p) {
+  if (p.target_logprobs.defined()) {
+    print_next_tokens(request, p);
+  } else {
+    print_classes(request, p);
+  }
+  if (p.outputs.size(0) < p.examples) {
     std::printf("(the first %lld of %lld examples: eval_subset_num_batches is %lld)\n",
-                static_cast<long long>(logits.size(0)), static_cast<long long>(p.examples),
+                static_cast<long long>(p.outputs.size(0)), static_cast<long long>(p.examples),
                 static_cast<long long>(p.eval_subset_num_batches));
   }
 }
@@ -49,6 +74,10 @@ void add_predict(CLI::App& app) {
   cmd->add_option("--max-output-mib", *max_output_mib,
                   "refuse outputs larger than this many MiB in all (default 1024: a language model's logits add up)")
       ->check(finite_between(1, 1 << 30));
+  cmd->add_option("--top-k", request->top_k,
+                  "A language model: the top K next tokens at each position (their ids and log-probabilities)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}))
+      ->capture_default_str();
   add_device_option(cmd, request->device);
   cmd->callback([request, max_output_mib] {
     request->max_output_bytes = static_cast<std::uint64_t>(*max_output_mib * (1 << 20));

@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include "baton/core/callback.h"
 #include "baton/core/device.h"
 #include "baton/core/options.h"
 #include "baton/core/precision.h"
@@ -275,13 +276,51 @@ std::map<std::string, std::map<std::string, double>> evaluate_recipe(const EvalR
   return out;
 }
 
+namespace {
+
+// A language model's predictions (outputs [B, T, V] for targets [B, T]): at each position the top-k
+// next tokens and their log-probabilities in place of the logits (a vocabulary's worth a token), and
+// the log-probability of the actual next token.
+class NextTokens : public Callback {
+ public:
+  explicit NextTokens(int64_t k) : k_(k) {}
+  std::string name() const override { return "NextTokens"; }
+  void predict_after_forward(State& state, Logger& /*logger*/) override {
+    const at::Tensor logprobs = torch::log_softmax(state.outputs.to(torch::kFloat), -1);
+    auto [values, ids] = logprobs.topk(std::min(k_, logprobs.size(-1)), -1);
+    ids_.push_back(ids.to(torch::kCPU));
+    const at::Tensor target = state.batch.target.to(logprobs.device(), torch::kLong).unsqueeze(-1);
+    targets_.push_back(logprobs.gather(-1, target).squeeze(-1).to(torch::kCPU));
+    state.outputs = values;
+  }
+  at::Tensor ids() const { return torch::cat(ids_); }
+  at::Tensor targets() const { return torch::cat(targets_); }
+
+ private:
+  int64_t k_;
+  std::vector<at::Tensor> ids_, targets_;
+};
+
+// predictions.npy -> predictions.logprobs.npy
+std::string beside_out(const std::string& out, const std::string& kind) {
+  const fs::path p(out);
+  return (p.parent_path() / (p.stem().string() + "." + kind + ".npy")).string();
+}
+
+}  // namespace
+
 Predictions predict_recipe(const PredictRequest& request) {
   const std::vector<std::string> sets = sets_with_device(request.sets, request.device);
   const Recipe recipe = Recipe::load(request.recipe, sets);
   std::vector<std::string> inputs = recipe.input_files();  // its data too
   inputs.insert(inputs.end(), {request.weights, request.inputs, request.recipe});
-  if (!request.out.empty()) check_output(request.out, "--out", inputs);  // before anything is read
+  if (request.top_k < 1) throw RecipeError("--top-k " + std::to_string(request.top_k) + ": expected 1 or more");
   Predictions out;
+  if (!request.out.empty()) {  // before anything is read
+    check_output(request.out, "--out", inputs);
+    out.logprobs_file = beside_out(request.out, "logprobs");
+    out.target_logprobs_file = beside_out(request.out, "target_logprobs");
+  }
   std::error_code ec;
   out.replaced = !request.out.empty() && fs::exists(request.out, ec);
   check_weights_file(request.weights);  // before the data is read
@@ -296,8 +335,29 @@ Predictions predict_recipe(const PredictRequest& request) {
   const auto& evaluators = run.options.eval_dataloaders();
   const int64_t batch = evaluators.empty() ? 1000 : evaluators.front().loader->batch_size();
   DataLoader loader(data, DataLoaderOptions().batch_size(batch).shuffle(false));
-  out.outputs = torch::cat(trainer->predict(loader, request.max_output_bytes)).to(torch::kCPU);
-  if (!request.out.empty()) write_npy(request.out, out.outputs);
+  if (data->tokens_per_example() > 0) {  // a language model: its next tokens, not its logits
+    for (const std::string& file : {out.logprobs_file, out.target_logprobs_file}) {
+      if (!file.empty()) check_output(file, "--out", inputs);
+    }
+    auto next = std::make_shared<NextTokens>(request.top_k);
+    trainer->state().callbacks.push_back(next);  // the engine picks it up at the next event
+    // The limit counts what is kept: per token k ids (8 bytes), k log-probabilities and the target's (4).
+    const uint64_t kept = request.max_output_bytes / static_cast<uint64_t>(12 * request.top_k + 4) *
+                          static_cast<uint64_t>(4 * request.top_k);
+    out.logprobs = torch::cat(trainer->predict(loader, kept)).to(torch::kCPU);
+    out.outputs = next->ids();
+    out.target_logprobs = next->targets();
+    if (!request.out.empty()) {
+      write_npy(request.out, out.outputs);
+      write_npy(out.logprobs_file, out.logprobs);
+      write_npy(out.target_logprobs_file, out.target_logprobs);
+    }
+  } else {
+    out.outputs = torch::cat(trainer->predict(loader, request.max_output_bytes)).to(torch::kCPU);
+    if (!request.out.empty()) write_npy(request.out, out.outputs);
+    out.logprobs_file.clear();
+    out.target_logprobs_file.clear();
+  }
   out.examples = data->size();
   out.eval_subset_num_batches = run.options.eval_subset_num_batches();
   return out;

@@ -52,10 +52,27 @@ PY
 
 # The language model exported as TorchScript: it takes token ids (once: traced on floats).
 "$baton" export run/checkpoints/latest --torchscript gpt.pt >export.log 2>&1 || fail "export of the gpt: $(tail -1 export.log)"
-# predict on it: the recipe's eval_subset_num_batches limits it; logits beyond --max-output-mib are refused.
-refused "logits too large" "predict: the outputs would be about" "$baton" predict gpt.yaml --load run/model.pt \
-  --out big.npy --max-output-mib 1
-[ ! -e big.npy ] || fail "refused predictions were written"
+# predict on it: not the logits (a vocabulary's worth a token) but the top-k next tokens' ids and
+# log-probabilities, and the actual next tokens' (whose mean is the evaluation's loss); more than
+# --max-output-mib is refused before anything is written.
+"$baton" predict gpt.yaml --load run/model.pt --out next.npy --top-k 3 >predict.log 2>&1 || fail "predict: $(tail -2 predict.log)"
+grep -q "the top 3 next tokens' ids \[.*, 32, 3\] written to next.npy" predict.log || fail "predict said: $(cat predict.log)"
+/usr/bin/python3 - <<'PY' || fail "predict's next tokens"
+import json, re
+import numpy as np
+ids, logprobs, target = np.load("next.npy"), np.load("next.logprobs.npy"), np.load("next.target_logprobs.npy")
+assert ids.dtype == np.int64 and ids.shape[1:] == (32, 3) and logprobs.shape == ids.shape, (ids.shape, logprobs.shape)
+assert target.shape == ids.shape[:2] and (ids >= 0).all() and (ids < 400).all()
+assert (np.diff(logprobs, axis=2) <= 0).all() and (logprobs <= 0).all(), "top-k log-probabilities not in order"
+assert (target <= logprobs[:, :, 0] + 1e-5).all(), "an actual token likelier than the top one"
+loss = [json.loads(l)["eval/loss"] for l in open("run/metrics.jsonl") if "eval/loss" in json.loads(l)][-1]
+assert abs(-target.mean() - loss) < 1e-3 * max(1, loss), (-target.mean(), loss)
+said = float(re.search(r"mean log-probability (-?[0-9.]+)", open("predict.log").read()).group(1))
+assert abs(said - target.mean()) < 1e-3, said
+PY
+refused "outputs too large" "predict: the outputs would be about" "$baton" predict gpt.yaml --load run/model.pt \
+  --out big.npy --top-k 1000 --max-output-mib 1
+[ ! -e big.npy ] && [ ! -e big.logprobs.npy ] || fail "refused predictions were written"
 
 # A named evaluation set of token shards: eval/NAME/METRIC beside eval/loss.
 "$baton" train gpt.yaml --run-dir sets --set max_duration=4ba \

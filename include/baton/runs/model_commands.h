@@ -47,15 +47,23 @@ struct PredictRequest {
   std::string out = "predictions.npy";  // the outputs as .npy ("": not written)
   std::string device{};
   uint64_t max_output_bytes = uint64_t{1} << 30;  // more outputs than this: refused before they are made
+  // A language model (token windows in, logits over the vocabulary out): instead of the logits, at
+  // each position the top_k next tokens' ids (`out`) and log-probabilities (`out` with
+  // .logprobs.npy), and the actual next token's log-probability (.target_logprobs.npy).
+  int64_t top_k = 1;
 };
 struct Predictions {
-  at::Tensor outputs;    // [N, ...] on the CPU
+  at::Tensor outputs;    // [N, ...] on the CPU (a language model's: the top-k ids, int64 [N, T, k])
   int64_t examples = 0;  // of the data: outputs.size(0) unless eval_subset_num_batches cut it
   int64_t eval_subset_num_batches = -1;
   bool replaced = false;  // `out` was there before
   // Images: each file, and the class names the weights were trained with (classes.txt beside them,
   // else the recipe's training set's).
   std::vector<std::string> files, classes;
+  // A language model's: the top-k log-probabilities [N, T, k], the actual next tokens' [N, T], and
+  // the files they went to.
+  at::Tensor logprobs, target_logprobs;
+  std::string logprobs_file, target_logprobs_file;
 };
 Predictions predict_recipe(const PredictRequest& request);
 
