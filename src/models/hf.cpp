@@ -189,6 +189,7 @@ struct Conv1DImpl : nn::Module {
   at::Tensor forward(const at::Tensor& x) {
     std::vector<int64_t> sizes = x.sizes().vec();
     sizes.back() = weight.size(1);
+    if (sizes.size() > 1) sizes.front() = -1;  // a trace (TorchScript export) takes any batch size
     return torch::addmm(bias, x.reshape({-1, weight.size(0)}), weight).view(sizes);
   }
   at::Tensor weight, bias;
@@ -217,12 +218,11 @@ at::Tensor drop(const at::Tensor& x, double p, bool training) {
   return p > 0 && training ? F::dropout(x, F::DropoutFuncOptions().p(p).training(true)) : x;
 }
 
-// [N, T, heads * d] -> [N, heads, T, d]
-at::Tensor split_heads(const at::Tensor& x, int64_t heads) {
-  return x.view({x.size(0), x.size(1), heads, -1}).transpose(1, 2);
-}
+// [N, T, heads * d] -> [N, heads, T, d]. No size of the input is written into the ops: a trace
+// (TorchScript export) takes any batch size.
+at::Tensor split_heads(const at::Tensor& x, int64_t heads) { return x.unflatten(-1, {heads, -1}).transpose(1, 2); }
 // [N, heads, T, d] -> [N, T, heads * d]
-at::Tensor merge_heads(const at::Tensor& x) { return x.transpose(1, 2).reshape({x.size(0), x.size(2), -1}); }
+at::Tensor merge_heads(const at::Tensor& x) { return x.transpose(1, 2).flatten(2); }
 
 // New keys and values after the cached ones.
 void append(detail::LayerCache& cache, const at::Tensor& k, const at::Tensor& v) {

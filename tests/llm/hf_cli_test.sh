@@ -3,7 +3,8 @@
 # transformers' GPT-2 and Llama made with random weights (make_models.py), trained 20 steps with
 # `model: {name: hf, path: ...}`, exported with --format hf; transformers loads the export strictly
 # (no missing, unexpected or mismatched keys) and holds exactly the weights baton trained (baton's
-# logits on them equal transformers' to 1e-4: hf_reference). Bad folders: one line, exit 2.
+# logits on them equal transformers' to 1e-4: hf_reference); the --torchscript export takes token ids
+# in any batch size and gives transformers' logits. Bad folders: one line, exit 2.
 # Usage: hf_cli_test.sh BATON SOURCE_DIR
 source "$(dirname "$0")/../common/lib.sh"
 baton=$1
@@ -31,6 +32,8 @@ YAML
   "$baton" export "$tmp/$model/checkpoints/latest" --format hf --out "$tmp/$model/hf" >/dev/null ||
     fail_now "$model: export --format hf"
   "$baton" export "$tmp/$model/checkpoints/latest" --format safetensors --out "$tmp/$model/trained.safetensors" >/dev/null
+  "$baton" export "$tmp/$model/checkpoints/latest" --torchscript "$tmp/$model/trained.pt" >/dev/null ||
+    fail "$model: export --torchscript"
   "$python" - "$tmp/$model/hf" "$tmp/$model/trained.safetensors" "$tmp/models/$model" <<'PY' || fail "$model: transformers on the export"
 import sys, torch
 from safetensors.torch import load_file
@@ -42,6 +45,16 @@ trained, state = load_file(sys.argv[2]), model.state_dict()
 assert all(torch.equal(trained[k], state[k]) for k in trained), "weights differ from baton's"
 before = AutoModelForCausalLM.from_pretrained(sys.argv[3]).state_dict()
 assert max((trained[k] - before[k]).abs().max().item() for k in trained) > 1e-3, "training moved nothing"
+# The TorchScript file takes token ids, in any batch size, and gives the logits transformers gives
+# with the trained fp32 weights (the hf export is in the source's dtype).
+scripted = torch.jit.load(sys.argv[2].replace("trained.safetensors", "trained.pt"))
+model = AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32).eval()
+model.load_state_dict(trained, strict=False)
+for n in (1, 5):
+    ids = torch.randint(0, 320, (n, 32), generator=torch.Generator().manual_seed(n))
+    with torch.no_grad():
+        got, want = scripted(ids), model(ids).logits
+    assert got.shape == want.shape and (got - want).abs().max().item() < 1e-4, (n, (got - want).abs().max().item())
 PY
 done
 # Generation: a JSON line a prompt with max-new-tokens ids; sampling the same for a seed; from a
