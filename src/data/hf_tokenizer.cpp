@@ -162,8 +162,14 @@ struct HfTokenizer::Impl {
   int64_t unk = -1;
   std::array<std::string, 256> byte_chars = byte_characters();
   std::unordered_map<std::string, unsigned char> char_bytes;
-  mutable std::mutex cache_mutex;
-  mutable std::unordered_map<std::string, std::vector<int64_t>> cache;
+  // Pieces already merged, in shards of their own lock: threads encoding parts of a text at once
+  // (baton tokenize --threads) seldom wait for each other.
+  struct CacheShard {
+    std::mutex mutex;
+    std::unordered_map<std::string, std::vector<int64_t>> pieces;
+  };
+  static constexpr std::size_t kCacheShards = 64;
+  mutable std::array<CacheShard, kCacheShards> cache;
 
   [[noreturn]] void fail(const std::string& key, const std::string& why) const {
     throw std::invalid_argument(file + ": " + key + ": " + why);
@@ -258,10 +264,11 @@ struct HfTokenizer::Impl {
   void encode_piece(std::string_view piece, std::vector<int64_t>& out) const {
     std::string mapped;
     for (const char c : piece) mapped += byte_chars[static_cast<unsigned char>(c)];
+    CacheShard& shard = cache[std::hash<std::string>{}(mapped) % kCacheShards];
     {
-      const std::lock_guard<std::mutex> lock(cache_mutex);
-      const auto hit = cache.find(mapped);
-      if (hit != cache.end()) {
+      const std::lock_guard<std::mutex> lock(shard.mutex);
+      const auto hit = shard.pieces.find(mapped);
+      if (hit != shard.pieces.end()) {
         out.insert(out.end(), hit->second.begin(), hit->second.end());
         return;
       }
@@ -290,8 +297,8 @@ struct HfTokenizer::Impl {
       }
     }
     out.insert(out.end(), ids.begin(), ids.end());
-    const std::lock_guard<std::mutex> lock(cache_mutex);
-    if (cache.size() < (1U << 20)) cache.emplace(std::move(mapped), std::move(ids));
+    const std::lock_guard<std::mutex> lock(shard.mutex);
+    if (shard.pieces.size() < (1U << 20) / kCacheShards) shard.pieces.emplace(std::move(mapped), std::move(ids));
   }
 
   // The pair of lowest rank merged everywhere, left to right, until no pair has a rank.

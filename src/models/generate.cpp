@@ -84,6 +84,21 @@ Generator::~Generator() = default;
 
 const std::vector<int64_t>& Generator::truncated() const { return impl_->truncated; }
 
+namespace {
+
+// For left-padded rows (`mask`: the real tokens): positions counting each row's tokens (padding at 1,
+// as transformers puts it), and which tokens each may attend to (the real ones before it, and itself).
+std::pair<at::Tensor, at::Tensor> attention_inputs(const at::Tensor& mask) {
+  const int64_t length = mask.size(1);
+  at::Tensor positions = (mask.cumsum(1) - 1).masked_fill(mask.logical_not(), 1);
+  const at::Tensor causal = torch::ones({length, length}, torch::kBool).tril();
+  at::Tensor allowed =
+      causal.unsqueeze(0).logical_and(mask.unsqueeze(1)).logical_or(torch::eye(length, torch::kBool)).unsqueeze(1);
+  return {positions, allowed};
+}
+
+}  // namespace
+
 std::vector<std::vector<int64_t>> Generator::generate(const std::vector<std::vector<int64_t>>& given,
                                                       const GenerateOptions& o,
                                                       const std::function<void(std::size_t, int64_t)>& on_token) {
@@ -110,13 +125,8 @@ std::vector<std::vector<int64_t>> Generator::generate(const std::vector<std::vec
   const c10::Device device = model.parameters().front().device();
   model.eval();
   torch::NoGradGuard no_grad;
-  // Positions count each row's tokens (padding at 1, as transformers puts it); a token sees the
-  // real tokens before it and itself.
-  at::Tensor positions = (mask.cumsum(1) - 1).masked_fill(mask.logical_not(), 1);
-  const at::Tensor causal = torch::ones({longest, longest}, torch::kBool).tril();
-  const at::Tensor allowed =
-      causal.unsqueeze(0).logical_and(mask.unsqueeze(1)).logical_or(torch::eye(longest, torch::kBool)).unsqueeze(1);
   std::vector<detail::LayerCache> caches;
+  const auto [positions, allowed] = attention_inputs(mask);
   at::Tensor logits = detail::hf_step(model, ids.to(device), positions.to(device), allowed.to(device), caches);
   std::vector<int64_t> stops = o.stop_tokens();
   if (stops.empty() && impl_->config.eos_token_id >= 0) stops.push_back(impl_->config.eos_token_id);
@@ -148,8 +158,15 @@ std::vector<std::vector<int64_t>> Generator::generate(const std::vector<std::vec
     if (all_done || step + 1 == o.max_new_tokens()) break;
     mask = torch::cat({mask, torch::ones({n, 1}, torch::kBool)}, 1);
     last = last + 1;
-    logits = detail::hf_step(model, next.unsqueeze(1).to(device), last.to(device),
-                             mask.unsqueeze(1).unsqueeze(1).to(device), caches);
+    if (o.use_cache()) {
+      logits = detail::hf_step(model, next.unsqueeze(1).to(device), last.to(device),
+                               mask.unsqueeze(1).unsqueeze(1).to(device), caches);
+    } else {  // every token so far through the whole model again (what the cache saves)
+      ids = torch::cat({ids, next.unsqueeze(1)}, 1);
+      const auto [now, sees] = attention_inputs(mask);
+      std::vector<detail::LayerCache> none;
+      logits = detail::hf_step(model, ids.to(device), now.to(device), sees.to(device), none);
+    }
   }
   return out;
 }

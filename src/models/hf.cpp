@@ -475,6 +475,7 @@ struct CausalLmImpl : nn::Module {
         x = static_cast<LlamaBlockImpl*>(block)->step(x, positions, allowed, caches[i]);
       }
     }
+    x = x.narrow(1, x.size(1) - 1, 1);  // the head over the last position only: what generation samples from
     return head(gpt2 ? gpt2->ln_f(x) : llama->norm(x));
   }
   // Hugging Face's _init_weights: normal(0, initializer_range) weights and embeddings, zero biases,

@@ -72,6 +72,8 @@ TEST(Generator, GreedyWithTheCacheIsGreedyRecomputedAndBatchesAreEachPromptsOwn)
       EXPECT_EQ(batched[i], recomputed(*m, prompts[i], 24)) << "prompt " << i;
       EXPECT_EQ(generator.generate({prompts[i]}, opts)[0], batched[i]) << "prompt " << i << " alone";
     }
+    // use_cache false: the padded batch recomputed whole each step gives the same tokens.
+    EXPECT_EQ(generator.generate(prompts, GenerateOptions(opts).use_cache(false)), batched);
   }
 }
 

@@ -29,6 +29,9 @@ struct GenerateOptions {
   BATON_ARG(bool, ignore_eos) = false;  // no stop token: always max_new_tokens
   BATON_ARG(uint64_t, seed) = 0;        // sampling's generator: the same seed, the same tokens
   BATON_ARG(int64_t, pad_token) = 0;    // what pads shorter prompts (never attended to)
+  // The key/value cache: each step runs the new token only. false: every token so far again each
+  // step (the same tokens, slower: what the cache saves, as bench/llm_bench measures).
+  BATON_ARG(bool, use_cache) = true;
 };
 
 class Generator {
