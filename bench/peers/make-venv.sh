@@ -62,7 +62,7 @@ pinned_venv() {
 # .venv-llm: transformers, tokenizers, sentencepiece, peft (requirements-llm.txt) over .venv-torch2's
 # torch (scripts/install-deps.sh --torch2 makes it), which it sees after its own packages.
 llm_venv() {
-  local venv="$root/.venv-llm" shared="$root/.venv-torch2"
+  local venv="$root/.venv-llm" shared="${BATON_TORCH2_VENV:-$root/.venv-torch2}"
   [ -x "$shared/bin/python" ] || { echo "make-venv: --llm needs .venv-torch2 (scripts/install-deps.sh --torch2)" >&2; exit 1; }
   if [ ! -x "$venv/bin/python" ] ||
      [ "$("$venv/bin/python" -c 'import transformers; print(transformers.__version__)' 2>/dev/null)" != \
@@ -103,7 +103,7 @@ if [ ! -x "$python" ] || ! "$python" -c 'import optuna, scipy, torch, lightning,
   python3 -m venv "$venv"
   site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   torch_pin=$(sed -n 's/^torch==//p' "$reqs")
-  shared="$root/.venv-torch2"
+  shared="${BATON_TORCH2_VENV:-$root/.venv-torch2}"
   if [ -x "$shared/bin/python" ] &&
      [ "$("$shared/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null)" = "$torch_pin" ]; then
     "$shared/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' >"$site/baton-torch2.pth"
