@@ -35,10 +35,12 @@ int64_t hf_end_of_text(const HfTokenizer& tokenizer, const fs::path& folder) {
     if (auto id = tokenizer.token_id(content)) return *id;
   }
   const nlohmann::json model = beside(folder, "config.json");
-  if (model.is_object() && model.contains("eos_token_id")) {
-    const auto& eos = model["eos_token_id"];
-    if (eos.is_number_integer()) return eos.get<int64_t>();
-    if (eos.is_array() && !eos.empty() && eos[0].is_number_integer()) return eos[0].get<int64_t>();
+  if (model.is_object() && model.contains("eos_token_id")) {  // one of the tokenizer's ids, else not it
+    const auto& given = model["eos_token_id"];
+    const auto& eos = given.is_array() && !given.empty() ? given[0] : given;
+    if (eos.is_number_integer() && eos.get<int64_t>() >= 0 && eos.get<int64_t>() < tokenizer.vocab_size()) {
+      return eos.get<int64_t>();
+    }
   }
   for (const char* name : {"<|endoftext|>", "<|end_of_text|>", "</s>"}) {
     if (auto id = tokenizer.token_id(name)) return *id;

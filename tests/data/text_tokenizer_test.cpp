@@ -58,6 +58,8 @@ TEST(TextTokenizer, AFoldersTokenizerJsonEncodesDecodesAndFindsItsEndOfText) {
   EXPECT_EQ(t.encode("the the"), (std::vector<int64_t>{257, 258}));
   EXPECT_EQ(t.decode({257, 258, 260}), "the the<|endoftext|>");
   EXPECT_EQ(t.end_of_text_id(), 260) << "by its name";
+  std::ofstream(folder / "config.json") << R"({"eos_token_id": 99999})";
+  EXPECT_EQ(TextTokenizer::load(folder.string()).end_of_text_id(), 260) << "an id the tokenizer lacks: not it";
   std::ofstream(folder / "config.json") << R"({"eos_token_id": [7, 8]})";
   EXPECT_EQ(TextTokenizer::load(folder.string()).end_of_text_id(), 7) << "config.json's first";
   std::ofstream(folder / "tokenizer_config.json") << R"({"eos_token": {"content": "<|endoftext|>"}})";
