@@ -23,8 +23,8 @@ namespace baton {
 namespace {
 
 constexpr std::size_t kHeaderBytes = kTokenShardHeaderInts * sizeof(int32_t);
-// A shard's count is an int32: at most 2^31 - 1 tokens (4 GiB of them).
-constexpr uint64_t kMaxShardBytes = kHeaderBytes + (uint64_t{1} << 33);  // 2^31 uint32 tokens
+// A shard's count is an int32: at most 2^31 - 1 tokens (4 GiB of uint16, 8 GiB of uint32).
+constexpr uint64_t kMaxShardBytes = kHeaderBytes + (uint64_t{1} << 33);
 // Tokens read whole when the data set opens, to find one outside the vocabulary before a run
 // starts (8 GiB of them: seconds); beyond, as windows are read.
 constexpr int64_t kCheckedAtOpen = int64_t{1} << 32;
