@@ -114,21 +114,31 @@ TEST(TokenShards, WrittenShardsReadBackAndBadShardsNameTheFile) {
               HasSubstr("fifo.bin: a FIFO, not a regular file"));
 }
 
-// llm.c's own writer (dev/data/data_common.py's write_datafile), run with numpy.
+// A shard as llm.c's own writer makes it (dev/data/data_common.py's write_datafile), run with numpy:
+// tokens (i * 7919) % modulo for i below n; "gpt-2" (uint16, magic 20240520, version 1) or
+// "llama-3" (uint32, magic 20240801, version 7). Returns python's exit status.
+int numpy_shard(const fs::path& file, int64_t n, int64_t modulo, bool llama3) {
+  const std::string script =
+      "import numpy as np, sys\n"
+      "toks = (np.arange(" +
+      std::to_string(n) + ", dtype=np.int64) * 7919) % " + std::to_string(modulo) +
+      "\n"
+      "header = np.zeros(256, dtype=np.int32)\n"
+      "header[0] = " +
+      (llama3 ? "20240801; header[1] = 7" : "20240520; header[1] = 1") +
+      "; header[2] = len(toks)\n"
+      "with open(sys.argv[1], 'wb') as f:\n"
+      "    f.write(header.tobytes()); f.write(np.array(toks, dtype=np." +
+      (llama3 ? "uint32" : "uint16") + ").tobytes())\n";
+  const fs::path writer = file.parent_path() / "write.py";
+  write_file(writer, script);
+  return std::system(("/usr/bin/python3 " + writer.string() + " " + file.string()).c_str());
+}
+
 TEST(TokenShards, AShardWrittenByNumpyReadsBackIdentically) {
   const testing::TempDir tmp("token_numpy");
   const fs::path file = fs::path(tmp.path()) / "numpy.bin";
-  const std::string script =
-      "import numpy as np, sys\n"
-      "toks = (np.arange(70000, dtype=np.int64) * 7919) % 50257\n"
-      "header = np.zeros(256, dtype=np.int32)\n"
-      "header[0] = 20240520; header[1] = 1; header[2] = len(toks)\n"
-      "toks_np = np.array(toks, dtype=np.uint16)\n"
-      "with open(sys.argv[1], 'wb') as f:\n"
-      "    f.write(header.tobytes()); f.write(toks_np.tobytes())\n";
-  write_file(fs::path(tmp.path()) / "write.py", script);
-  const std::string command = "/usr/bin/python3 " + (fs::path(tmp.path()) / "write.py").string() + " " + file.string();
-  ASSERT_EQ(std::system(command.c_str()), 0) << "needs /usr/bin/python3 with numpy (Debian's python3-numpy)";
+  ASSERT_EQ(numpy_shard(file, 70000, 50257, false), 0) << "needs /usr/bin/python3 with numpy (Debian's python3-numpy)";
   const TokenShard shard(file.string());
   ASSERT_EQ(shard.size(), 70000);
   std::vector<uint32_t> tokens(static_cast<std::size_t>(shard.size()));
@@ -144,16 +154,7 @@ TEST(TokenShards, AShardWrittenByNumpyReadsBackIdentically) {
 TEST(TokenShards, Uint32ShardsOfLlmcsLlama3FormatReadBackAndTrainWindows) {
   const testing::TempDir tmp("token_uint32");
   const fs::path file = fs::path(tmp.path()) / "numpy.bin";
-  const std::string script =
-      "import numpy as np, sys\n"
-      "toks = (np.arange(5000, dtype=np.int64) * 7919) % 128256\n"
-      "header = np.zeros(256, dtype=np.int32)\n"
-      "header[0] = 20240801; header[1] = 7; header[2] = len(toks)\n"
-      "with open(sys.argv[1], 'wb') as f:\n"
-      "    f.write(header.tobytes()); f.write(np.array(toks, dtype=np.uint32).tobytes())\n";
-  write_file(fs::path(tmp.path()) / "write.py", script);
-  const std::string command = "/usr/bin/python3 " + (fs::path(tmp.path()) / "write.py").string() + " " + file.string();
-  ASSERT_EQ(std::system(command.c_str()), 0) << "needs /usr/bin/python3 with numpy (Debian's python3-numpy)";
+  ASSERT_EQ(numpy_shard(file, 5000, 128256, true), 0) << "needs /usr/bin/python3 with numpy (Debian's python3-numpy)";
   const TokenShard shard(file.string());
   ASSERT_EQ(shard.size(), 5000);
   EXPECT_EQ(shard.token_bytes(), 4);
