@@ -1,6 +1,8 @@
 # What a person types. Everything builds in build/ (Release); programs land in build/bin/.
 #
 #   make demo        install what is missing, build the library and baton, train on Fashion-MNIST
+#                    (make build, test and demo build against python3's PyTorch 2.x when it has one,
+#                    else Debian's LibTorch 1.13: scripts/configure.sh)
 #   make test        the same set-up, then the tests of labels unit and integration, each timed
 #   make test-all    every test label (unit, integration, slow, mpi, postgres, nginx, mlflow, llm, faults, browser, gpu),
 #                    then make test-asan and make tidy
@@ -32,8 +34,10 @@ build: configure
 deps:
 	@scripts/install-deps.sh
 
-configure: deps
-	@cmake --preset default >/dev/null
+# build/ against python3's PyTorch when it is 2.11 or later, else Debian's LibTorch 1.13
+# (BATON_LIBTORCH=system|python|DIR chooses; scripts/configure.sh says more).
+configure:
+	@scripts/configure.sh
 
 # Builds only the library and `baton`, quietly (logs in build/logs/), then trains; with an NVIDIA GPU
 # (nvidia-smi answers) against LibTorch with CUDA, on the GPU. scripts/demo.sh says more.

@@ -36,8 +36,8 @@ if nvidia-smi -L >/dev/null 2>&1; then
   step "configure (LibTorch with CUDA: $dir/)" configure.log env BATON_TORCH2_PREFIX="$prefix" cmake --preset torch2
 else
   dir=build preset=default device=cpu
-  step "install what is missing (apt)" install.log scripts/install-deps.sh
-  step "configure ($dir/)" configure.log cmake --preset default
+  step "install what is missing, configure ($dir/)" configure.log scripts/configure.sh
+  sed -n 's/^configure: /demo: /p' "$logs/configure.log"
 fi
 step "build libbaton_* and baton ($jobs jobs)" build.log cmake --build --preset "$preset" -j "$jobs" --target baton_cli
 
