@@ -10,8 +10,8 @@
 #                    UndefinedBehaviorSanitizer against LibTorch 2.x with CUDA (run on the CPU)
 #   make check-torch2  CI's check of LibTorch 2.x with CUDA: the library (CUDA files too), the CLI and
 #                    the GPU tests compile, unoptimised; the linking test (the wheel's libtorch.so
-#                    after libstdc++) and the language models' tests (label llm: against transformers,
-#                    tokenizers and sentencepiece in .venv-llm) run there
+#                    after libstdc++), the fused Adam's tests and the language models' tests (label
+#                    llm: against transformers, tokenizers and sentencepiece in .venv-llm) run there
 #   make build-torch2  the same tree against LibTorch 2.x with CUDA (the pinned PyPI torch wheel in
 #                    .venv-torch2/, scripts/torch2-requirements.txt) in build-torch2/
 #   make test-torch2 its unit and integration tests (on the CPU); make test-gpu: label gpu (skips
@@ -90,8 +90,9 @@ check-torch2:
 	@scripts/install-deps.sh --torch2
 	@BATON_TORCH2_PREFIX="$$(scripts/torch2-env.sh | tail -n1)" && [ -n "$$BATON_TORCH2_PREFIX" ] && \
 	  BATON_TORCH2_PREFIX="$$BATON_TORCH2_PREFIX" cmake --preset torch2-check >/dev/null
-	cmake --build --preset torch2-check -j $(JOBS) --target baton_cli gpu_tests hf_reference_tests
+	cmake --build --preset torch2-check -j $(JOBS) --target baton_cli gpu_tests hf_reference_tests optim_tests
 	build-torch2-check/bin/gpu_tests --gtest_filter='Linking.*' --gtest_brief=1
+	build-torch2-check/bin/optim_tests --gtest_filter='FusedAdam.*' --gtest_brief=1
 	ctest --test-dir build-torch2-check -L llm --output-on-failure
 
 bench: build

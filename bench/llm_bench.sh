@@ -8,7 +8,8 @@
 #
 # train     a ~110M-parameter Llama (hidden 768, 12 layers, 12 heads, 4 key/value heads, vocab 32,000),
 #           random weights: `baton train` (model: hf, amp_bf16, AdamW) against transformers' model in
-#           a plain PyTorch loop under bf16 autocast; tokens/s (batch 4 x context 128)
+#           a plain PyTorch loop under bf16 autocast; tokens/s (batch 4 x context 128); the peer again
+#           with AdamW(fused=True), baton's default on LibTorch 2.4 or later
 # generate  the same model, greedy, 32-token prompts, 128 new tokens, batch 1 and 8: tokens/s
 # cache     a small Llama (hidden 256, 4 layers): 256 new tokens with the key/value cache against
 #           recomputing the prefix each step, baton's and transformers'
@@ -58,9 +59,12 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 speed = [r['throughput/tokens_per_sec'] for r in rows if 'throughput/tokens_per_sec' in r][-1]
 print(json.dumps({'row': 'train', 'impl': 'baton', 'bf16': True, 'batch': 4, 'context': 128, 'tokens_per_s': speed}))" "$work/run/metrics.jsonl")
   p=$(peer train --model "$work/llama110m" --batch 4 --context 128 --steps "$steps" --bf16)
+  f=$(peer train --model "$work/llama110m" --batch 4 --context 128 --steps "$steps" --bf16 --fused)
   echo "$b"
   echo "$p"
+  echo "$f"
   ratio "$b" "$p" tokens_per_s "train tokens/s (goal >= 1.3)"
+  ratio "$b" "$f" tokens_per_s "train tokens/s against the peer with AdamW(fused=True)"
 fi
 
 if [[ " $rows " == *" generate "* ]]; then

@@ -47,7 +47,7 @@ def train(a):
     torch.set_num_threads(os.cpu_count())
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(a.model, dtype=torch.float32).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=a.fused or None)
     vocab = model.config.vocab_size
 
     def step():
@@ -64,7 +64,8 @@ def train(a):
     for _ in range(a.steps):
         step()
     seconds = (time.perf_counter() - start) / a.steps
-    print(json.dumps({"row": "train", "impl": "transformers", "bf16": a.bf16, "batch": a.batch, "context": a.context,
+    print(json.dumps({"row": "train", "impl": "transformers", "bf16": a.bf16, "fused_adamw": a.fused, "batch": a.batch,
+                      "context": a.context,
                       "step_s": seconds, "tokens_per_s": a.batch * a.context / seconds, "torch": torch.__version__}))
 
 
@@ -129,6 +130,7 @@ def main():
     t.add_argument("--context", type=int, default=128)
     t.add_argument("--steps", type=int, default=3)
     t.add_argument("--bf16", action="store_true")
+    t.add_argument("--fused", action="store_true", help="AdamW(fused=True): one kernel a step, as baton's default")
     g = sub.add_parser("generate")
     g.add_argument("--model", required=True)
     g.add_argument("--batch", type=int, default=1)

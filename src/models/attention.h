@@ -11,7 +11,8 @@ namespace baton::detail {
 at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout);
 
 // The same with the mask given: `allowed` [N, 1, Tq, Tk] (bool) says which keys each query sees
-// (generation with a cache and padding).
+// (generation with a cache and padding); undefined, each of the last Tq of the Tk tokens sees itself
+// and those before it (generation without padding: no mask for the kernels to read).
 at::Tensor masked_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& allowed);
 
 }  // namespace baton::detail

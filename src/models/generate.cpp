@@ -125,9 +125,14 @@ std::vector<std::vector<int64_t>> Generator::generate(const std::vector<std::vec
   const c10::Device device = model.parameters().front().device();
   model.eval();
   torch::NoGradGuard no_grad;
-  std::vector<detail::LayerCache> caches;
+  // Buffers for every token there will be; no mask for the kernels to read where nothing is padded.
+  detail::LayerCache empty;
+  empty.capacity = longest + o.max_new_tokens();
+  std::vector<detail::LayerCache> caches(static_cast<std::size_t>(impl_->config.layers), empty);
+  const bool padded = !mask.all().item<bool>();
   const auto [positions, allowed] = attention_inputs(mask);
-  at::Tensor logits = detail::hf_step(model, ids.to(device), positions.to(device), allowed.to(device), caches);
+  at::Tensor logits =
+      detail::hf_step(model, ids.to(device), positions.to(device), padded ? allowed.to(device) : at::Tensor(), caches);
   std::vector<int64_t> stops = o.stop_tokens();
   if (stops.empty() && impl_->config.eos_token_id >= 0) stops.push_back(impl_->config.eos_token_id);
   if (o.ignore_eos()) stops.clear();
@@ -140,17 +145,19 @@ std::vector<std::vector<int64_t>> Generator::generate(const std::vector<std::vec
   for (int64_t step = 0; step < o.max_new_tokens(); ++step) {
     const at::Tensor scores =
         penalize(logits.select(1, logits.size(1) - 1).to(torch::kCPU, torch::kFloat), held, o.repetition_penalty());
-    at::Tensor next = choose(scores, o, generator);
+    at::Tensor next = choose(scores, o, generator).contiguous();
+    int64_t* chosen = next.data_ptr<int64_t>();
+    auto counts = held.accessor<int64_t, 2>();
     bool all_done = true;
     for (int64_t i = 0; i < n; ++i) {
       const auto row = static_cast<std::size_t>(i);
       if (done[row]) {
-        next[i] = o.pad_token();
+        chosen[i] = o.pad_token();
         continue;
       }
-      const int64_t token = next[i].item<int64_t>();
+      const int64_t token = chosen[i];
       out[row].push_back(token);
-      held[i][token] += 1;
+      counts[i][token] += 1;
       if (on_token) on_token(row, token);
       done[row] = std::find(stops.begin(), stops.end(), token) != stops.end();
       all_done = all_done && done[row];
@@ -160,7 +167,7 @@ std::vector<std::vector<int64_t>> Generator::generate(const std::vector<std::vec
     last = last + 1;
     if (o.use_cache()) {
       logits = detail::hf_step(model, next.unsqueeze(1).to(device), last.to(device),
-                               mask.unsqueeze(1).unsqueeze(1).to(device), caches);
+                               padded ? mask.unsqueeze(1).unsqueeze(1).to(device) : at::Tensor(), caches);
     } else {  // every token so far through the whole model again (what the cache saves)
       ids = torch::cat({ids, next.unsqueeze(1)}, 1);
       const auto [now, sees] = attention_inputs(mask);

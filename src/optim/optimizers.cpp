@@ -6,10 +6,12 @@
 #include <typeinfo>
 
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include "baton/core/options.h"
 #include "optim/builders.h"
 #include "optim/decoupled_sgdw.h"
+#include "optim/fused_adam.h"
 
 namespace baton {
 namespace {
@@ -32,11 +34,18 @@ torch::optim::SGDOptions sgd_options(const OptimizerOptions& spec) {
       .nesterov(spec.nesterov());
 }
 
-void check_adam(const OptimizerOptions& spec) {
+// Checks Adam's options; whether its step is fused (fused: true where the LibTorch lacks the
+// kernels is refused, saying how to get them).
+bool check_adam(const OptimizerOptions& spec) {
   const std::string who = "optimizer '" + spec.name() + "': ";
   require_option(spec.beta1() >= 0 && spec.beta1() < 1, "beta1", who + "beta1 must be in [0, 1)");
   require_option(spec.beta2() >= 0 && spec.beta2() < 1, "beta2", who + "beta2 must be in [0, 1)");
   require_option(std::isfinite(spec.eps()) && spec.eps() > 0, "eps", who + "eps must be a positive number");
+  require_option(!spec.fused().value_or(false) || detail::fused_adam_built(), "fused",
+                 who + "fused: true needs LibTorch 2.4 or later, and this baton's is " + TORCH_VERSION +
+                     ": make build builds against python3's PyTorch 2.x when it has one (pip install torch; "
+                     "docs/building.md), or set fused: false");
+  return spec.fused().value_or(detail::fused_adam_built());
 }
 
 }  // namespace
@@ -55,19 +64,21 @@ std::shared_ptr<torch::optim::Optimizer> make_sgd(const OptimizerOptions& spec, 
 }
 
 std::shared_ptr<torch::optim::Optimizer> make_adam(const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
-  check_adam(spec);
-  return std::make_shared<torch::optim::Adam>(std::move(parameters), torch::optim::AdamOptions(spec.lr())
-                                                                         .betas({spec.beta1(), spec.beta2()})
-                                                                         .eps(spec.eps())
-                                                                         .weight_decay(spec.weight_decay()));
+  const bool fused = check_adam(spec);
+  const auto options =
+      torch::optim::AdamOptions(spec.lr()).betas({spec.beta1(), spec.beta2()}).eps(spec.eps()).weight_decay(
+          spec.weight_decay());
+  if (fused) return std::make_shared<detail::FusedAdam>(std::move(parameters), options);
+  return std::make_shared<torch::optim::Adam>(std::move(parameters), options);
 }
 
 std::shared_ptr<torch::optim::Optimizer> make_adamw(const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
-  check_adam(spec);
-  return std::make_shared<torch::optim::AdamW>(std::move(parameters), torch::optim::AdamWOptions(spec.lr())
-                                                                          .betas({spec.beta1(), spec.beta2()})
-                                                                          .eps(spec.eps())
-                                                                          .weight_decay(spec.weight_decay()));
+  const bool fused = check_adam(spec);
+  const auto options =
+      torch::optim::AdamWOptions(spec.lr()).betas({spec.beta1(), spec.beta2()}).eps(spec.eps()).weight_decay(
+          spec.weight_decay());
+  if (fused) return std::make_shared<detail::FusedAdamW>(std::move(parameters), options);
+  return std::make_shared<torch::optim::AdamW>(std::move(parameters), options);
 }
 
 std::shared_ptr<torch::optim::Optimizer> make_decoupled_sgdw(const OptimizerOptions& spec,
@@ -104,12 +115,16 @@ std::shared_ptr<torch::optim::Optimizer> make_optimizer_like(const torch::optim:
                                                static_cast<const torch::optim::SGDOptions&>(like.defaults()));
   }
   if (kind == "adamw") {
-    return std::make_shared<torch::optim::AdamW>(std::move(with_options),
-                                                 static_cast<const torch::optim::AdamWOptions&>(like.defaults()));
+    const auto& defaults = static_cast<const torch::optim::AdamWOptions&>(like.defaults());
+    if (dynamic_cast<const detail::FusedAdamW*>(&like))
+      return std::make_shared<detail::FusedAdamW>(std::move(with_options), defaults);
+    return std::make_shared<torch::optim::AdamW>(std::move(with_options), defaults);
   }
   if (kind == "adam") {
-    return std::make_shared<torch::optim::Adam>(std::move(with_options),
-                                                static_cast<const torch::optim::AdamOptions&>(like.defaults()));
+    const auto& defaults = static_cast<const torch::optim::AdamOptions&>(like.defaults());
+    if (dynamic_cast<const detail::FusedAdam*>(&like))
+      return std::make_shared<detail::FusedAdam>(std::move(with_options), defaults);
+    return std::make_shared<torch::optim::Adam>(std::move(with_options), defaults);
   }
   throw std::invalid_argument("make_optimizer_like: optimizer " + kind + " is none of " +
                               join_names(optimizer_names()));

@@ -663,6 +663,7 @@ void build_optimizer(OptionReader& opt, TrainerOptions& o) {
   opt.read("beta1", os.beta1());
   opt.read("beta2", os.beta2());
   opt.read("eps", os.eps());
+  opt.read("fused", os.fused());
   try {
     o.optimizers({make_optimizer(os, o.model()->parameters())});
   } catch (const OptionError& e) {

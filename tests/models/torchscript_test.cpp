@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <filesystem>
 
@@ -84,6 +85,16 @@ std::string edited_torchscript(const std::string& dir, const std::function<std::
 
 TEST(TorchScript, AnOperatorThisLibTorchLacksIsNamedInOneLineWithTheBuildThatHasIt) {
   const testing::TempDir dir("ts_newer");
+  const std::string unknown = edited_torchscript(dir.str(), [](std::string code) {
+    const size_t at = code.find("torch.relu(");
+    return at == std::string::npos ? code : code.replace(at, 10, "torch.frobnicate");
+  });
+  const std::string none = testing::error_of([&] { load_torchscript_classifier(unknown); });
+  EXPECT_THAT(none, HasSubstr("the module uses operator aten::frobnicate, which this LibTorch ("));
+  EXPECT_THAT(none, HasSubstr("a newer LibTorch has"));
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  GTEST_SKIP() << "this LibTorch (" << TORCH_VERSION << ") has aten::rms_norm";
+#endif
   const std::string path = edited_torchscript(dir.str(), [](std::string code) {
     const size_t at = code.find("torch.relu(");
     return at == std::string::npos ? code : code.replace(at, 10, "torch.rms_norm");

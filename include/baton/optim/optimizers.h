@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ class OptimizerOptions {
   BATON_ARG(double, beta1) = 0.9;         // adam, adamw. Default: 0.9
   BATON_ARG(double, beta2) = 0.999;       // adam, adamw. Default: 0.999
   BATON_ARG(double, eps) = 1e-8;          // adam, adamw. Default: 1e-8
+  // adam, adamw: the step as one fused kernel per device and type (torch.optim.AdamW(fused=True);
+  // LibTorch 2.4 or later), the same state and, to rounding, the same result. Default: when built.
+  BATON_ARG(std::optional<bool>, fused);
 };
 
 // Throws std::invalid_argument for an unknown name (listing the known ones) or a bad value.
