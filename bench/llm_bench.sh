@@ -80,10 +80,10 @@ fi
 if [[ " $rows " == *" cache "* ]]; then
   [ -d "$work/llama-small" ] || peer make-model "$work/llama-small" --hidden 256 --intermediate 688 --layers 4 --heads 4 \
     --kv-heads 2 >&2
-  c=$("$bin/llm_bench" generate --model "$work/llama-small" --new-tokens 256 --reps 1)
-  n=$("$bin/llm_bench" generate --model "$work/llama-small" --new-tokens 256 --reps 1 --no-cache)
-  pc=$(peer generate --model "$work/llama-small" --new-tokens 256 --reps 1)
-  pn=$(peer generate --model "$work/llama-small" --new-tokens 256 --reps 1 --no-cache)
+  c=$("$bin/llm_bench" generate --model "$work/llama-small" --new-tokens 256 --reps 3)
+  n=$("$bin/llm_bench" generate --model "$work/llama-small" --new-tokens 256 --reps 3 --no-cache)
+  pc=$(peer generate --model "$work/llama-small" --new-tokens 256 --reps 3)
+  pn=$(peer generate --model "$work/llama-small" --new-tokens 256 --reps 3 --no-cache)
   printf '%s\n' "$c" "$n" "$pc" "$pn"
   ratio "$c" "$n" tokens_per_s "baton: the cache against recomputing, 256 new tokens (goal >= 5)"
   ratio "$pc" "$pn" tokens_per_s "transformers: the cache against recomputing, 256 new tokens"

@@ -46,8 +46,8 @@ c10::Device parse_device(std::string_view text, int local_rank) {
   if (index == kNotCuda) bad_device(text, "unknown device (expected auto, cpu, cuda or cuda:N)");
   if (!cuda::built()) {
     bad_device(text,
-               "this baton's LibTorch has no CUDA; use cpu (or auto), or build against a CUDA LibTorch "
-               "(docs/building.md)");
+               "this baton's LibTorch has no CUDA; use cpu (or auto), or build against a CUDA LibTorch: make "
+               "build does when python3's PyTorch has CUDA (pip install torch; docs/building.md)");
   }
   if (gpus == 0) bad_device(text, "this machine has no CUDA device (no GPU or no driver); use cpu (or auto)");
   const int n = index == kAnyGpu ? local_rank % gpus : index;

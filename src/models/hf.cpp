@@ -4,14 +4,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <torch/torch.h>
+#include <torch/version.h>
 #include <nlohmann/json.hpp>
 
 #include "baton/io/file.h"
@@ -394,8 +398,11 @@ struct LlamaAttentionImpl : nn::Module {
   }
   // cos and sin of the positions' angles ([T] -> [T, d]; [N, T] -> [N, 1, T, d]), in float32 then the
   // input's type (as Hugging Face's).
-  std::pair<at::Tensor, at::Tensor> angles(const at::Tensor& positions, const at::Tensor& x) const {
-    at::Tensor a = positions.to(at::kFloat).unsqueeze(-1) * inverse_frequencies(config, x.options());
+  std::pair<at::Tensor, at::Tensor> angles(const at::Tensor& positions, const at::Tensor& x) {
+    if (!frequencies.defined() || frequencies.device() != x.device()) {
+      frequencies = inverse_frequencies(config, x.options());  // a constant: made once a device
+    }
+    at::Tensor a = positions.to(at::kFloat).unsqueeze(-1) * frequencies;
     a = torch::cat({a, a}, -1);
     if (positions.dim() == 2) a = a.unsqueeze(1);
     return {a.cos().to(x.scalar_type()), a.sin().to(x.scalar_type())};
@@ -408,9 +415,9 @@ struct LlamaAttentionImpl : nn::Module {
                                                   is_training() ? config.attention_dropout : 0);
     return o_proj(merge_heads(y));
   }
-  at::Tensor step(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& allowed,
+  // Generation's step; cos and sin of the new tokens' angles (angles()), the same for every layer.
+  at::Tensor step(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& allowed,
                   detail::LayerCache& cache) {
-    const auto [cos, sin] = angles(positions, x);
     append(cache, rotate(split_heads(step_linear(k_proj, x), config.kv_heads), cos, sin),
            split_heads(step_linear(v_proj, x), config.kv_heads));
     const at::Tensor q = rotate(split_heads(step_linear(q_proj, x), config.heads), cos, sin);
@@ -418,6 +425,7 @@ struct LlamaAttentionImpl : nn::Module {
   }
   HfConfig config;
   nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  at::Tensor frequencies;  // the rotary embedding's inverse frequencies, not a parameter or a buffer (as HF's)
 };
 TORCH_MODULE(LlamaAttention);
 
@@ -450,8 +458,9 @@ struct LlamaBlockImpl : nn::Module {
     x = x + self_attn(input_layernorm(x));
     return x + mlp(post_attention_layernorm(x));
   }
-  at::Tensor step(at::Tensor x, const at::Tensor& positions, const at::Tensor& allowed, detail::LayerCache& cache) {
-    x = x + self_attn->step(input_layernorm(x), positions, allowed, cache);
+  at::Tensor step(at::Tensor x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& allowed,
+                  detail::LayerCache& cache) {
+    x = x + self_attn->step(input_layernorm(x), cos, sin, allowed, cache);
     return x + mlp->step(post_attention_layernorm(x));
   }
   RmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -501,12 +510,15 @@ struct CausalLmImpl : nn::Module {
     Stack& blocks = gpt2 ? gpt2->h : llama->layers;
     caches.resize(blocks->size());
     at::Tensor x = gpt2 ? gpt2->wte(ids) + gpt2->wpe(positions) : llama->embed_tokens(ids);
+    at::Tensor cos, sin;
     for (std::size_t i = 0; i < blocks->size(); ++i) {
       nn::Module* block = blocks->slot(blocks->slot_names()[i]).ptr().get();
       if (gpt2) {
         x = static_cast<Gpt2BlockImpl*>(block)->step(x, allowed, caches[i]);
       } else {
-        x = static_cast<LlamaBlockImpl*>(block)->step(x, positions, allowed, caches[i]);
+        auto* llama_block = static_cast<LlamaBlockImpl*>(block);
+        if (i == 0) std::tie(cos, sin) = llama_block->self_attn->angles(positions, x);
+        x = llama_block->step(x, cos, sin, allowed, caches[i]);
       }
     }
     x = x.narrow(1, x.size(1) - 1, 1);  // the head over the last position only: what generation samples from
@@ -637,6 +649,16 @@ HfConfig parse_hf_config(const std::string& text, const std::string& file) {
 }
 
 std::shared_ptr<Model> make_hf_model(const HfConfig& config) {
+#if TORCH_VERSION_MAJOR < 2
+  static std::once_flag said;  // on stderr: stdout may be JSON (baton generate --json)
+  std::call_once(said, [&] {
+    std::fprintf(stderr,
+                 "baton: %s on LibTorch %s: no fused attention or bf16 kernels, so it trains and generates several "
+                 "times slower than against LibTorch 2.x (make build builds against python3's PyTorch 2.x when it "
+                 "has one: pip install torch; docs/building.md)\n",
+                 config.architecture.c_str(), TORCH_VERSION);
+  });
+#endif
   return std::make_shared<Classifier>(CausalLm(config).ptr());
 }
 

@@ -202,8 +202,8 @@ std::string load_error(const std::string& path, const std::string& what) {
     }
     return path + ": the module uses operator " + name + ", which this LibTorch (" + TORCH_VERSION + ") lacks and " +
            since +
-           " has: build baton against it (make build-torch2), or script the model "
-           "without it";
+           " has: build baton against it (make build does against python3's PyTorch 2.x: pip install torch; "
+           "docs/building.md), or script the model without it";
   }
   return path + ": cannot load a TorchScript module: " + first;
 }
