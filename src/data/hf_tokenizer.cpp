@@ -159,6 +159,7 @@ struct HfTokenizer::Impl {
   std::unique_ptr<detail::TokenizerPattern> pattern;  // none: the whole text is one piece
   bool add_prefix_space = false;
   bool ignore_merges = false;
+  Template single;
   int64_t unk = -1;
   std::array<std::string, 256> byte_chars = byte_characters();
   std::unordered_map<std::string, unsigned char> char_bytes;
@@ -244,6 +245,42 @@ struct HfTokenizer::Impl {
     }
     std::stable_sort(added.begin(), added.end(),
                      [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  }
+
+  // The post-processor's ids around one text (HfTokenizer::single_template).
+  void read_post_processor(const json& p) {
+    if (p.is_null()) return;
+    const std::string type = p.value("type", "");
+    if (type == "Sequence") {
+      for (const auto& each : p.at("processors")) read_post_processor(each);
+    } else if (type == "TemplateProcessing") {
+      std::vector<int64_t>* side = &single.before;
+      for (const auto& item : p.at("single")) {
+        if (item.contains("Sequence")) {
+          side = &single.after;
+          continue;
+        }
+        const std::string name = item.at("SpecialToken").at("id").get<std::string>();
+        const json& special = p.at("special_tokens");
+        if (!special.contains(name)) fail("post_processor", "the template's " + name + " is not in its special_tokens");
+        for (const auto& id : special.at(name).at("ids")) side->push_back(id.get<int64_t>());
+      }
+    } else if (type == "BertProcessing" || type == "RobertaProcessing") {
+      single.before.push_back(p.at("cls").at(1).get<int64_t>());
+      single.after.push_back(p.at("sep").at(1).get<int64_t>());
+    } else if (type != "ByteLevel") {
+      fail("post_processor", "'" + type +
+                                 "' is not implemented (TemplateProcessing, BertProcessing, RobertaProcessing, "
+                                 "ByteLevel, Sequence)");
+    }
+    for (const int64_t id : single.before) check_id(id);
+    for (const int64_t id : single.after) check_id(id);
+  }
+  void check_id(int64_t id) const {
+    if (id < 0 || id >= static_cast<int64_t>(tokens.size())) {
+      fail("post_processor", "id " + std::to_string(id) + " is not among the tokenizer's " +
+                                 std::to_string(tokens.size()));
+    }
   }
 
   void index() {
@@ -375,12 +412,15 @@ HfTokenizer HfTokenizer::load(const std::string& path) {
     impl.read_model(parsed["model"]);
     impl.read_pre_tokenizer(parsed.value("pre_tokenizer", json()));
     if (parsed.contains("added_tokens")) impl.read_added(parsed["added_tokens"]);
+    impl.index();
+    impl.read_post_processor(parsed.value("post_processor", json()));
   } catch (const json::exception& e) {  // a key of the wrong type
     throw std::invalid_argument(file + ": not a tokenizer.json this baton reads (" + std::string(e.what()) + ")");
   }
-  impl.index();
   return t;
 }
+
+const HfTokenizer::Template& HfTokenizer::single_template() const { return impl_->single; }
 
 std::vector<int64_t> HfTokenizer::encode(std::string_view text) const {
   const Impl& impl = *impl_;

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -50,6 +51,13 @@ int64_t hf_end_of_text(const HfTokenizer& tokenizer, const fs::path& folder) {
 
 bool printable_ascii(char c) { return c > ' ' && c < 0x7f; }
 
+// A special token's text in tokenizer_config.json: "<s>", or {"content": "<s>", ...}.
+std::string token_text(const nlohmann::json& token) {
+  if (token.is_string()) return token.get<std::string>();
+  return token.is_object() ? token.value("content", "") : "";
+}
+
+
 }  // namespace
 
 struct TextTokenizer::Impl {
@@ -57,6 +65,38 @@ struct TextTokenizer::Impl {
   std::shared_ptr<const Tokenizer> sentencepiece;
   std::string file;
   int64_t end_of_text = -1;
+  std::vector<int64_t> before, after;  // the special tokens around a text (encode_with_special_tokens)
+
+  std::optional<int64_t> id_of(const std::string& token) const {
+    if (hf) return hf->token_id(token);
+    const int id = sentencepiece->piece_id(token);
+    return id >= 0 ? std::optional<int64_t>(id) : std::nullopt;
+  }
+  // The tokenizer's own template (a tokenizer.json's post-processor; SentencePiece's <s>, as
+  // transformers' LlamaTokenizer adds it), then tokenizer_config.json's add_bos_token and
+  // add_eos_token where it says them.
+  void read_template(const nlohmann::json& config, const std::string& where) {
+    if (hf) {
+      before = hf->single_template().before;
+      after = hf->single_template().after;
+    } else if (sentencepiece->begin_of_text_id() >= 0) {
+      before = {sentencepiece->begin_of_text_id()};
+    }
+    if (!config.is_object()) return;
+    for (const auto& [flag, key, side] : {std::tuple{"add_bos_token", "bos_token", &before},
+                                          std::tuple{"add_eos_token", "eos_token", &after}}) {
+      if (!config.contains(flag) || !config[flag].is_boolean()) continue;
+      side->clear();
+      if (!config[flag].get<bool>()) continue;
+      const std::string text = config.contains(key) ? token_text(config[key]) : "";
+      const auto id = id_of(text);
+      if (!id) {
+        throw std::invalid_argument(where + ": " + flag + " is true, and its " + key + " '" + text +
+                                    "' is not one of the tokenizer's tokens");
+      }
+      side->push_back(*id);
+    }
+  }
 };
 
 TextTokenizer::TextTokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
@@ -87,6 +127,8 @@ TextTokenizer TextTokenizer::load(const std::string& path) {
       impl->sentencepiece = std::make_shared<const Tokenizer>(Tokenizer::load(impl->file));
       impl->end_of_text = impl->sentencepiece->end_of_text_id();
     }
+    impl->read_template(beside(file.parent_path(), "tokenizer_config.json"),
+                        (file.parent_path() / "tokenizer_config.json").string());
   } catch (const std::invalid_argument&) {
     throw;
   } catch (const std::runtime_error& e) {
@@ -99,6 +141,7 @@ TextTokenizer TextTokenizer::of(std::shared_ptr<const Tokenizer> sentencepiece) 
   auto impl = std::make_shared<Impl>();
   impl->end_of_text = sentencepiece->end_of_text_id();
   impl->sentencepiece = std::move(sentencepiece);
+  impl->read_template(nullptr, "");
   return TextTokenizer(std::move(impl));
 }
 
@@ -106,6 +149,14 @@ std::vector<int64_t> TextTokenizer::encode(std::string_view text) const {
   if (impl_->hf) return impl_->hf->encode(text);
   const std::vector<int> ids = impl_->sentencepiece->encode(std::string(text));
   return {ids.begin(), ids.end()};
+}
+
+std::vector<int64_t> TextTokenizer::encode_with_special_tokens(std::string_view text) const {
+  std::vector<int64_t> ids = impl_->before;
+  const std::vector<int64_t> body = encode(text);
+  ids.insert(ids.end(), body.begin(), body.end());
+  ids.insert(ids.end(), impl_->after.begin(), impl_->after.end());
+  return ids;
 }
 
 std::string TextTokenizer::decode(const std::vector<int64_t>& ids) const {

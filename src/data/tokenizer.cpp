@@ -171,6 +171,11 @@ struct Tokenizer::Impl {
 
 int Tokenizer::newline_id() const { return impl_->newline_; }
 int Tokenizer::end_of_text_id() const { return impl_->end_of_text_; }
+int Tokenizer::begin_of_text_id() const { return spm().bos_id(impl_->model_); }
+int Tokenizer::piece_id(const std::string& piece) const {
+  const int id = spm().piece_to_id(impl_->model_, piece.c_str());
+  return id == spm().unk_id(impl_->model_) && piece != "<unk>" ? -1 : id;
+}
 
 Tokenizer::Tokenizer(baton_spm* model) : impl_(std::make_unique<Impl>()) {
   impl_->model_ = model;

@@ -94,7 +94,7 @@ std::vector<Generated> generate_text(const GenerateRequest& r,
   std::vector<std::vector<int64_t>> prompts;
   for (const auto& p : r.prompts) {
     try {
-      prompts.push_back(codec.encode(p));
+      prompts.push_back(r.special_tokens ? codec.encode_with_special_tokens(p) : codec.encode(p));
     } catch (const std::invalid_argument& e) {
       throw RecipeError("a prompt: " + std::string(e.what()));
     }

@@ -67,6 +67,70 @@ TEST(TextTokenizer, AFoldersTokenizerJsonEncodesDecodesAndFindsItsEndOfText) {
       << "tokenizer_config.json's before config.json's";
 }
 
+// A prompt's special tokens: the post-processor's template (Llama 3's kind), then
+// tokenizer_config.json's add_bos_token / add_eos_token where it says them.
+TEST(TextTokenizer, APromptGetsTheSpecialTokensOfTheTemplateOrOfTheConfig) {
+  const testing::TempDir dir("text_tokenizer_template");
+  const fs::path folder = fs::path(dir.path()) / "model";
+  fs::create_directories(folder);
+  nlohmann::json json = testing::byte_tokenizer({}, {},
+                                                {{{"id", 256}, {"content", "<|begin_of_text|>"}, {"special", true}},
+                                                 {{"id", 257}, {"content", "<|end_of_text|>"}, {"special", true}}});
+  auto write = [&](const nlohmann::json& post_processor) {
+    json["post_processor"] = post_processor;
+    std::ofstream(folder / "tokenizer.json") << json.dump();
+    return TextTokenizer::load(folder.string());
+  };
+  const nlohmann::json bos = {{"SpecialToken", {{"id", "<|begin_of_text|>"}, {"type_id", 0}}}};
+  const nlohmann::json text = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  const nlohmann::json specials = {
+      {"<|begin_of_text|>", {{"id", "<|begin_of_text|>"}, {"ids", {256}}, {"tokens", {"<|begin_of_text|>"}}}}};
+  const nlohmann::json llama3 = {
+      {"type", "Sequence"},
+      {"processors",
+       {{{"type", "ByteLevel"}, {"trim_offsets", false}},
+        {{"type", "TemplateProcessing"}, {"single", {bos, text}}, {"pair", {bos, text}}, {"special_tokens", specials}}}}};
+  EXPECT_EQ(write(llama3).encode_with_special_tokens("hi"), (std::vector<int64_t>{256, 'h', 'i'}));
+  EXPECT_EQ(write(llama3).encode("hi"), (std::vector<int64_t>{'h', 'i'})) << "encode adds nothing";
+  EXPECT_EQ(write({{"type", "ByteLevel"}}).encode_with_special_tokens("hi"), (std::vector<int64_t>{'h', 'i'}));
+  EXPECT_EQ(write({{"type", "RobertaProcessing"}, {"cls", {"<|begin_of_text|>", 256}}, {"sep", {"<|end_of_text|>", 257}}})
+                .encode_with_special_tokens("hi"),
+            (std::vector<int64_t>{256, 'h', 'i', 257}));
+  EXPECT_THAT(error_of([&] { write({{"type", "Frobnicate"}}); }),
+              HasSubstr("tokenizer.json: post_processor: 'Frobnicate' is not implemented"));
+
+  // tokenizer_config.json's flags decide where they are given (transformers' LlamaTokenizerFast).
+  write(llama3);
+  std::ofstream(folder / "tokenizer_config.json")
+      << R"({"add_bos_token": false, "add_eos_token": true, "eos_token": "<|end_of_text|>"})";
+  EXPECT_EQ(TextTokenizer::load(folder.string()).encode_with_special_tokens("hi"),
+            (std::vector<int64_t>{'h', 'i', 257}));
+  std::ofstream(folder / "tokenizer_config.json") << R"({"add_bos_token": true, "bos_token": "<s>"})";
+  EXPECT_THAT(error_of([&] { TextTokenizer::load(folder.string()); }),
+              HasSubstr("tokenizer_config.json: add_bos_token is true, and its bos_token '<s>' is not one of the "
+                        "tokenizer's tokens"));
+}
+
+// SentencePiece's: its <s> before a prompt (transformers' LlamaTokenizer: add_bos_token true), unless
+// tokenizer_config.json says not.
+TEST(TextTokenizer, ASentencePiecePromptStartsWithItsBosUnlessTheConfigSaysNot) {
+  const testing::TempDir dir("text_tokenizer_spm");
+  const fs::path folder = fs::path(dir.path());
+  std::ofstream(folder / "text.txt") << corpus(40000);
+  const Tokenizer trained = Tokenizer::train({(folder / "text.txt").string()}, (folder / "tokenizer").string(),
+                                             {.vocab_size = 300});
+  ASSERT_GE(trained.begin_of_text_id(), 0);
+  EXPECT_EQ(trained.piece_id("<s>"), trained.begin_of_text_id());
+  EXPECT_EQ(trained.piece_id("no such piece"), -1);
+  const TextTokenizer t = TextTokenizer::load((folder / "tokenizer.model").string());
+  std::vector<int64_t> expected = {trained.begin_of_text_id()};
+  for (const int id : trained.encode("the other")) expected.push_back(id);
+  EXPECT_EQ(t.encode_with_special_tokens("the other"), expected);
+  std::ofstream(folder / "tokenizer_config.json") << R"({"add_bos_token": false})";
+  EXPECT_EQ(TextTokenizer::load((folder / "tokenizer.model").string()).encode_with_special_tokens("the other"),
+            t.encode("the other"));
+}
+
 TEST(TextTokenizer, EncodingTheTextsPartsGivesTheWholesIds) {
   const testing::TempDir dir("text_tokenizer_parts");
   const TextTokenizer t = TextTokenizer::load(tokenizer_folder(dir).string());

@@ -12,8 +12,10 @@
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "baton/data/hf_tokenizer.h"
+#include "baton/data/text_tokenizer.h"
 #include "baton/models/generate.h"
 #include "baton/models/hf.h"
 #include "baton/models/safetensors.h"
@@ -101,6 +103,25 @@ TEST_P(HfTokenizerReference, IdsEqualTokenizers) {
   EXPECT_EQ(tokenizer.decode(ids), corpus);
   std::cout << GetParam() << ": " << corpus.size() << " bytes, " << ids.size() << " ids, as tokenizers' ("
             << corpus.size() / seconds / 1e6 << " MB/s, one thread, cold cache)\n";
+}
+
+// A prompt's ids with the special tokens, as transformers' tokenizer(prompt) gives them (Llama 3's
+// <|begin_of_text|> first; nothing added for GPT-2's).
+TEST_P(HfTokenizerReference, PromptIdsEqualTransformersTokenizer) {
+  const char* root = std::getenv("BATON_HF_TOKENIZERS");
+  ASSERT_NE(root, nullptr) << "set BATON_HF_TOKENIZERS (tests/llm/hf_reference.sh does)";
+  const fs::path folder = fs::path(root) / GetParam();
+  std::ifstream file(folder / "prompts.json");
+  const auto prompts = nlohmann::json::parse(file);
+  const TextTokenizer tokenizer = TextTokenizer::load(folder.string());
+  ASSERT_FALSE(prompts.empty());
+  for (const auto& p : prompts) {
+    const auto text = p.at("text").get<std::string>();
+    EXPECT_EQ(tokenizer.encode_with_special_tokens(text), p.at("ids").get<std::vector<int64_t>>()) << text;
+  }
+  if (GetParam() == "llama3-bpe") {  // the template is there to follow
+    EXPECT_EQ(prompts[0]["ids"][0].get<int64_t>(), *HfTokenizer::load(folder.string()).token_id("<|begin_of_text|>"));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, HfTokenizerReference, ::testing::Values("gpt2-bpe", "llama3-bpe"));

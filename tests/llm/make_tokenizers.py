@@ -5,14 +5,18 @@
 writes OUT/corpus.txt (about 1.2 MB: several scripts, emoji, digits, runs of spaces, tabs and newlines,
 special tokens), and for GPT-2's layout (ByteLevel's regular expression) and Llama 3's (a Split
 regular expression, then ByteLevel; ignore_merges) OUT/<name>/tokenizer.json, trained on another
-text, and OUT/<name>/ids.bin: `tokenizers`' ids of corpus.txt as int32, nothing added.
+text, and OUT/<name>/ids.bin: `tokenizers`' ids of corpus.txt as int32, nothing added; llama3-bpe
+with Llama 3's post-processor (<|begin_of_text|> first). OUT/<name>/prompts.json: a few prompts and
+their ids as transformers' tokenizer(prompt) gives them, special tokens added.
 """
+import json
 import random
 import sys
 from pathlib import Path
 
 import numpy as np
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import PreTrainedTokenizerFast
 
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
           r"|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -67,10 +71,20 @@ def main(out):
     }
     for name, (pre, ignore) in layouts.items():
         tok = train(pre, ignore)
+        if name == "llama3-bpe":  # Llama 3's post-processor: <|begin_of_text|> before a text
+            bos = "<|begin_of_text|>"
+            tok.post_processor = processors.Sequence([
+                processors.ByteLevel(trim_offsets=False),
+                processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A {bos} $B",
+                                              special_tokens=[(bos, tok.token_to_id(bos))])])
         (out / name).mkdir(exist_ok=True)
         tok.save(str(out / name / "tokenizer.json"))
         ids = tok.encode(corpus, add_special_tokens=False).ids
         np.asarray(ids, dtype=np.int32).tofile(out / name / "ids.bin")
+        # A prompt's ids as transformers' tokenizer(prompt) gives them: the special tokens added.
+        fast = PreTrainedTokenizerFast(tokenizer_object=tok)
+        prompts = ["The capital of France is", "  two  spaces, 3.14 and 😀", "<|endoftext|> after a special"]
+        (out / name / "prompts.json").write_text(json.dumps([{"text": p, "ids": fast(p)["input_ids"]} for p in prompts]))
 
 
 if __name__ == "__main__":

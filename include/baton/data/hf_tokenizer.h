@@ -36,6 +36,13 @@ class HfTokenizer {
   int64_t vocab_size() const;
   // The id of a token's text (an added token's content, or a vocabulary entry), if there is one.
   std::optional<int64_t> token_id(const std::string& token) const;
+  // The ids the post-processor puts around one text (what transformers' tokenizer(text) adds:
+  // Llama 3's <|begin_of_text|> before it): a TemplateProcessing's single template, alone or in a
+  // Sequence, or Bert's and Roberta's cls and sep; none for ByteLevel's (GPT-2's, Qwen's) or none.
+  struct Template {
+    std::vector<int64_t> before, after;
+  };
+  const Template& single_template() const;
 
  private:
   HfTokenizer();

@@ -4,6 +4,7 @@
 //
 //   auto tokenizer = baton::TextTokenizer::load("models/my-llama");  // a folder or the file itself
 //   std::vector<int64_t> ids = tokenizer.encode("Hello world");      // nothing added
+//   std::vector<int64_t> prompt = tokenizer.encode_with_special_tokens("Hello");  // <|begin_of_text|> first
 //   std::string text = tokenizer.decode(ids);                        // == "Hello world"
 #pragma once
 
@@ -30,6 +31,13 @@ class TextTokenizer {
   static TextTokenizer of(std::shared_ptr<const Tokenizer> sentencepiece);
 
   std::vector<int64_t> encode(std::string_view text) const;
+  // The ids with the special tokens the model's tokenizer puts around a text, as transformers'
+  // tokenizer(text) gives them (what a prompt is given to the model as): tokenizer_config.json's
+  // add_bos_token and add_eos_token where it says them, else the tokenizer.json's post-processor
+  // (Llama 3's <|begin_of_text|> before the text; nothing for GPT-2's and Qwen's), else for
+  // SentencePiece its <s> (Llama 2's, Mistral's). Throws std::invalid_argument (from load) when
+  // tokenizer_config.json asks for a token the tokenizer lacks.
+  std::vector<int64_t> encode_with_special_tokens(std::string_view text) const;
   std::string decode(const std::vector<int64_t>& ids) const;
   int64_t vocab_size() const;       // one past the largest id
   int64_t end_of_text_id() const;   // -1: none

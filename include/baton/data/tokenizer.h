@@ -53,6 +53,9 @@ class Tokenizer {
   // and of a document's end; -1 when the model has none.
   int newline_id() const;
   int end_of_text_id() const;
+  int begin_of_text_id() const;  // the model's <s> (bos_id), -1 when it has none
+  // The id of a piece of the vocabulary ("<s>", "▁the"), -1 when it is not one.
+  int piece_id(const std::string& piece) const;
   // The model as SentencePiece serialises it (what PREFIX.model holds).
   std::string serialized() const;
 

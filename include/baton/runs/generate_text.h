@@ -28,6 +28,9 @@ struct GenerateRequest {
   std::optional<double> temperature, top_p, repetition_penalty;
   uint64_t seed = 0;
   bool ignore_eos = false;
+  // The prompts' ids with the special tokens the tokenizer puts around a text (Llama's BOS), as
+  // transformers' tokenizer(prompt) gives them; false: the text's ids alone (tokenize --ids').
+  bool special_tokens = true;
 };
 
 struct Generated {

@@ -31,6 +31,7 @@ int piece_size(const baton_spm* m) { return m->processor.GetPieceSize(); }
 int piece_to_id(const baton_spm* m, const char* piece) { return m->processor.PieceToId(piece); }
 int unk_id(const baton_spm* m) { return m->processor.unk_id(); }
 int eos_id(const baton_spm* m) { return m->processor.eos_id(); }
+int bos_id(const baton_spm* m) { return m->processor.bos_id(); }
 int is_byte(const baton_spm* m, int id) { return m->processor.IsByte(id) ? 1 : 0; }
 
 long encode(const baton_spm* m, const char* text, size_t size, int* ids, size_t capacity) {
@@ -104,7 +105,7 @@ baton_spm* train(const char* const* options, size_t count, int (*next)(void*, co
 }
 
 const baton_spm_api kApi = {load,    release, piece_size, piece_to_id, unk_id, eos_id,
-                            is_byte, encode,  decode,     serialized,  train};
+                            is_byte, encode,  decode,     serialized,  train,  bos_id};
 
 }  // namespace
 

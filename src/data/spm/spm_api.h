@@ -37,6 +37,7 @@ struct baton_spm_api {
   baton_spm* (*train)(const char* const* options, size_t count,
                       int (*next)(void* context, const char** line, size_t* size), void* context, char* error,
                       size_t error_capacity);
+  int (*bos_id)(const baton_spm* model);
 };
 
 // The library's one exported symbol.
