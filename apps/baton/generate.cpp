@@ -90,8 +90,9 @@ void add_generate(CLI::App& app) {
       ->check(finite_between(0.01, 100));
   cmd->add_option("--seed", r.seed, "sampling's seed: the same seed, the same text")->capture_default_str();
   cmd->add_flag("--ignore-eos", r.ignore_eos, "never stop at the end-of-text token");
-  cmd->add_flag("--no-special-tokens", [&r](int64_t) { r.special_tokens = false; },
-                "the prompts' ids alone: no BOS or other token the tokenizer puts around a text");
+  cmd->add_flag(
+      "--no-special-tokens", [&r](int64_t) { r.special_tokens = false; },
+      "the prompts' ids alone: no BOS or other token the tokenizer puts around a text");
   cmd->add_flag("--json", a->json, "one JSON line a prompt: {\"prompt\", \"ids\", \"text\"} (ids: the new tokens')");
   cmd->add_option("--set", r.sets, "with a recipe: override a key, key.path=value (repeatable)");
   cmd->add_option("--device", r.device, "where it runs: cpu (default), cuda or cuda:N")->capture_default_str();

@@ -7,8 +7,9 @@ namespace baton::cuda {
 namespace {
 
 [[noreturn]] void no_cuda() {
-  throw std::runtime_error("this baton's LibTorch has no CUDA (make build builds against python3's PyTorch with CUDA when "
-                           "it has one: pip install torch; docs/building.md)");
+  throw std::runtime_error(
+      "this baton's LibTorch has no CUDA (make build builds against python3's PyTorch with CUDA when "
+      "it has one: pip install torch; docs/building.md)");
 }
 
 }  // namespace

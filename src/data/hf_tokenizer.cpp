@@ -278,8 +278,8 @@ struct HfTokenizer::Impl {
   }
   void check_id(int64_t id) const {
     if (id < 0 || id >= static_cast<int64_t>(tokens.size())) {
-      fail("post_processor", "id " + std::to_string(id) + " is not among the tokenizer's " +
-                                 std::to_string(tokens.size()));
+      fail("post_processor",
+           "id " + std::to_string(id) + " is not among the tokenizer's " + std::to_string(tokens.size()));
     }
   }
 

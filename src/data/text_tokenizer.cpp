@@ -57,7 +57,6 @@ std::string token_text(const nlohmann::json& token) {
   return token.is_object() ? token.value("content", "") : "";
 }
 
-
 }  // namespace
 
 struct TextTokenizer::Impl {
@@ -83,8 +82,8 @@ struct TextTokenizer::Impl {
       before = {sentencepiece->begin_of_text_id()};
     }
     if (!config.is_object()) return;
-    for (const auto& [flag, key, side] : {std::tuple{"add_bos_token", "bos_token", &before},
-                                          std::tuple{"add_eos_token", "eos_token", &after}}) {
+    for (const auto& [flag, key, side] :
+         {std::tuple{"add_bos_token", "bos_token", &before}, std::tuple{"add_eos_token", "eos_token", &after}}) {
       if (!config.contains(flag) || !config[flag].is_boolean()) continue;
       side->clear();
       if (!config[flag].get<bool>()) continue;

@@ -24,9 +24,9 @@ struct LayerCache {
 
 // The logits [N, 1, vocab] of the last of new tokens `ids` [N, T] at `positions` [N, T] (int64),
 // each token attending to the keys `allowed` [N, 1, T, past + T] (bool) marks among the cached ones
-// and its own (undefined: every cached one and those before it among the new, no padding); the new keys and values appended to `caches` (one a layer, empty at first). Only the
-// last position goes through the head (a vocabulary's worth of work a token: transformers'
-// logits_to_keep=1). `model` is make_hf_model's.
+// and its own (undefined: every cached one and those before it among the new, no padding); the new keys and values
+// appended to `caches` (one a layer, empty at first). Only the last position goes through the head (a vocabulary's
+// worth of work a token: transformers' logits_to_keep=1). `model` is make_hf_model's.
 at::Tensor hf_step(Model& model, const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& allowed,
                    std::vector<LayerCache>& caches);
 

@@ -65,18 +65,20 @@ std::shared_ptr<torch::optim::Optimizer> make_sgd(const OptimizerOptions& spec, 
 
 std::shared_ptr<torch::optim::Optimizer> make_adam(const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
   const bool fused = check_adam(spec);
-  const auto options =
-      torch::optim::AdamOptions(spec.lr()).betas({spec.beta1(), spec.beta2()}).eps(spec.eps()).weight_decay(
-          spec.weight_decay());
+  const auto options = torch::optim::AdamOptions(spec.lr())
+                           .betas({spec.beta1(), spec.beta2()})
+                           .eps(spec.eps())
+                           .weight_decay(spec.weight_decay());
   if (fused) return std::make_shared<detail::FusedAdam>(std::move(parameters), options);
   return std::make_shared<torch::optim::Adam>(std::move(parameters), options);
 }
 
 std::shared_ptr<torch::optim::Optimizer> make_adamw(const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
   const bool fused = check_adam(spec);
-  const auto options =
-      torch::optim::AdamWOptions(spec.lr()).betas({spec.beta1(), spec.beta2()}).eps(spec.eps()).weight_decay(
-          spec.weight_decay());
+  const auto options = torch::optim::AdamWOptions(spec.lr())
+                           .betas({spec.beta1(), spec.beta2()})
+                           .eps(spec.eps())
+                           .weight_decay(spec.weight_decay());
   if (fused) return std::make_shared<detail::FusedAdamW>(std::move(parameters), options);
   return std::make_shared<torch::optim::AdamW>(std::move(parameters), options);
 }

@@ -74,7 +74,7 @@ inline const std::vector<std::string> kTopKeys = {"run_name",
 inline const std::vector<std::string> kModelKeys = {"name",    "hidden",    "path",    "layers",  "width", "heads",
                                                     "dropout", "mlp_ratio", "weights", "outputs", "arch",  "one_shot"};
 inline const std::vector<std::string> kOptimizerKeys = {"name",         "lr",    "momentum", "dampening", "nesterov",
-                                                        "weight_decay", "beta1", "beta2",    "eps",      "fused"};
+                                                        "weight_decay", "beta1", "beta2",    "eps",       "fused"};
 inline const std::vector<std::string> kSchedulerKeys = {
     "name",      "alpha",      "alpha_i",          "alpha_f",        "gamma",         "power",
     "t_max",     "t_warmup",   "step_size",        "milestones",     "decay_period",  "max_lr",

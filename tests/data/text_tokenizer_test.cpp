@@ -85,18 +85,23 @@ TEST(TextTokenizer, APromptGetsTheSpecialTokensOfTheTemplateOrOfTheConfig) {
   const nlohmann::json text = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
   const nlohmann::json specials = {
       {"<|begin_of_text|>", {{"id", "<|begin_of_text|>"}, {"ids", {256}}, {"tokens", {"<|begin_of_text|>"}}}}};
-  const nlohmann::json llama3 = {
-      {"type", "Sequence"},
-      {"processors",
-       {{{"type", "ByteLevel"}, {"trim_offsets", false}},
-        {{"type", "TemplateProcessing"}, {"single", {bos, text}}, {"pair", {bos, text}}, {"special_tokens", specials}}}}};
+  const nlohmann::json llama3 = {{"type", "Sequence"},
+                                 {"processors",
+                                  {{{"type", "ByteLevel"}, {"trim_offsets", false}},
+                                   {{"type", "TemplateProcessing"},
+                                    {"single", {bos, text}},
+                                    {"pair", {bos, text}},
+                                    {"special_tokens", specials}}}}};
   EXPECT_EQ(write(llama3).encode_with_special_tokens("hi"), (std::vector<int64_t>{256, 'h', 'i'}));
   EXPECT_EQ(write(llama3).encode("hi"), (std::vector<int64_t>{'h', 'i'})) << "encode adds nothing";
   EXPECT_EQ(write({{"type", "ByteLevel"}}).encode_with_special_tokens("hi"), (std::vector<int64_t>{'h', 'i'}));
-  EXPECT_EQ(write({{"type", "RobertaProcessing"}, {"cls", {"<|begin_of_text|>", 256}}, {"sep", {"<|end_of_text|>", 257}}})
-                .encode_with_special_tokens("hi"),
-            (std::vector<int64_t>{256, 'h', 'i', 257}));
-  EXPECT_THAT(error_of([&] { write({{"type", "Frobnicate"}}); }),
+  EXPECT_EQ(
+      write({{"type", "RobertaProcessing"}, {"cls", {"<|begin_of_text|>", 256}}, {"sep", {"<|end_of_text|>", 257}}})
+          .encode_with_special_tokens("hi"),
+      (std::vector<int64_t>{256, 'h', 'i', 257}));
+  EXPECT_THAT(error_of([&] {
+                write({{"type", "Frobnicate"}});
+              }),
               HasSubstr("tokenizer.json: post_processor: 'Frobnicate' is not implemented"));
 
   // tokenizer_config.json's flags decide where they are given (transformers' LlamaTokenizerFast).
@@ -117,8 +122,8 @@ TEST(TextTokenizer, ASentencePiecePromptStartsWithItsBosUnlessTheConfigSaysNot) 
   const testing::TempDir dir("text_tokenizer_spm");
   const fs::path folder = fs::path(dir.path());
   std::ofstream(folder / "text.txt") << corpus(40000);
-  const Tokenizer trained = Tokenizer::train({(folder / "text.txt").string()}, (folder / "tokenizer").string(),
-                                             {.vocab_size = 300});
+  const Tokenizer trained =
+      Tokenizer::train({(folder / "text.txt").string()}, (folder / "tokenizer").string(), {.vocab_size = 300});
   ASSERT_GE(trained.begin_of_text_id(), 0);
   EXPECT_EQ(trained.piece_id("<s>"), trained.begin_of_text_id());
   EXPECT_EQ(trained.piece_id("no such piece"), -1);

@@ -20,8 +20,7 @@ namespace {
 // Three parameters (a matrix, a vector, a scalar) from one seed.
 std::vector<at::Tensor> parameters() {
   torch::manual_seed(3);
-  return {torch::randn({5, 4}).requires_grad_(), torch::randn({7}).requires_grad_(),
-          torch::randn({}).requires_grad_()};
+  return {torch::randn({5, 4}).requires_grad_(), torch::randn({7}).requires_grad_(), torch::randn({}).requires_grad_()};
 }
 
 // `steps` steps on a loss whose gradients change each step; the parameters after them.
@@ -30,7 +29,8 @@ std::vector<at::Tensor> train(torch::optim::Optimizer& optimizer, const std::vec
   for (int s = first; s < first + steps; ++s) {
     optimizer.zero_grad();
     at::Tensor loss = torch::zeros({});
-    for (std::size_t i = 0; i < params.size(); ++i) loss = loss + (params[i].pow(2) * (s + 1) * static_cast<double>(i + 1)).sum().sin();
+    for (std::size_t i = 0; i < params.size(); ++i)
+      loss = loss + (params[i].pow(2) * (s + 1) * static_cast<double>(i + 1)).sum().sin();
     loss.backward();
     optimizer.step();
   }
