@@ -12,7 +12,7 @@
 #                              # runs the gpu tests FILTER names (gtest's, default all), the fused row
 #
 # Logs and JSON go to $OUT (the device tool brings that folder back) or ./gpu-out: setup.log,
-# configure.log, build.log, gpu-tests.log, fused.jsonl, speed.jsonl, speed.log, summary.txt. Nothing
+# configure.log, build.log, gpu-tests.log, fused.jsonl, llm.jsonl, speed.jsonl, speed.log, summary.txt. Nothing
 # downloads.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,16 +23,17 @@ mkdir -p "$out"
 # Deadlines in seconds, from the command's start; the device allows 600 a command.
 TOTAL=${GPU_KIT_TOTAL_S:-540}      # the whole kit
 BUILD=${GPU_KIT_BUILD_S:-270}      # configure and build must be done by then (143 s on the H200)
-TESTS=${GPU_KIT_TESTS_S:-150}      # ctest -L gpu at most this long, and ends by TOTAL - BENCH_MIN
-BENCH_MIN=${GPU_KIT_BENCH_MIN_S:-120}  # what the benchmark rows get at least
+TESTS=${GPU_KIT_TESTS_S:-110}      # ctest -L gpu at most this long, and ends by TOTAL - BENCH_MIN
+BENCH_MIN=${GPU_KIT_BENCH_MIN_S:-160}  # what the benchmark rows get at least
 CARRY_MAX=$((64 * 1024 * 1024))
 # What the GPU checks need: the CLI (the kill/resume test, the benchmark), the gpu tests and
 # trainer_bench (the framework's host time per batch against the graph step).
-TARGETS=(baton_cli gpu_tests trainer_bench memory_bench shard_bench)
+TARGETS=(baton_cli gpu_tests trainer_bench memory_bench shard_bench llm_bench)
 HOST_TIME=${GPU_KIT_HOST_TIME_S:-30}  # trainer_bench --host-time, first of the benchmark rows
 FUSED_TIME=${GPU_KIT_FUSED_TIME_S:-55}  # bench/nas_fused.sh on the GPU, next
 MEMORY_TIME=${GPU_KIT_MEMORY_TIME_S:-18}  # memory_bench --device cuda (activation checkpointing), next
 SHARD_TIME=${GPU_KIT_SHARD_TIME_S:-16}  # shard_bench --device cuda (sharding: full, one rank), next
+LLM_TIME=${GPU_KIT_LLM_TIME_S:-35}  # a 110M Llama on the device: generation (batch 1, 8), training, next
 start=$SECONDS
 left() { echo $((TOTAL - (SECONDS - start))); }
 say() { echo "gpu_run: $*" | tee -a "$out/summary.txt"; }
@@ -104,6 +105,36 @@ fused_row() {
   cat "$out/fused.jsonl"
 }
 
+# bench/llm_bench.sh's rows on the device, baton's side (transformers is not on the machine): the
+# 110M Llama of that script from its config alone (initial weights), greedy generation of 128 tokens
+# after 32 at batch 1 and 8, then `baton train` (bf16 autocast, fused AdamW) on a random token shard.
+llm_rows() {
+  local dir="$out/llm" until=$((SECONDS + LLM_TIME)) batch
+  mkdir -p "$dir"
+  printf '%s' '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 32000,
+    "hidden_size": 768, "intermediate_size": 2048, "num_hidden_layers": 12, "num_attention_heads": 12,
+    "num_key_value_heads": 4, "max_position_embeddings": 2048, "rms_norm_eps": 1e-5}' >"$dir/config.json"
+  for batch in 1 8; do
+    timeout $((until - SECONDS)) build-cuda/bin/llm_bench generate --model "$dir" --random --device cuda \
+      --batch "$batch" --new-tokens 128 --reps 3 >>"$out/llm.jsonl" 2>>"$out/llm.log" || say "llm generate $batch: exit $?"
+  done
+  python3 -c "import random, struct, sys; n = 400000; random.seed(0)
+open(sys.argv[1], 'wb').write(struct.pack('<256i', *([20240520, 1, n] + [0] * 253)) +
+    struct.pack('<%dH' % n, *[random.randrange(32000) for _ in range(n)]))" "$dir/train_000.bin"
+  printf '%s\n' "model: {name: hf, path: $dir, pretrained: false}" \
+    "data: {dataset: tokens, train_files: \"$dir/train_*.bin\", context: 1024, vocab_size: 32000, batch_size: 16}" \
+    "precision: amp_bf16" "device: cuda" "optimizer: {name: adamw, lr: 0.0001}" "max_duration: 25ba" \
+    "progress_bar: false" "callbacks: {speed_monitor: {window_size: 20}}" >"$dir/train.yaml"
+  timeout $((until - SECONDS)) build-cuda/bin/baton train "$dir/train.yaml" --run-dir "$out/llm-run" \
+    >"$dir/train.log" 2>&1 || say "llm train: exit $? ($(tail -1 "$dir/train.log"))"
+  python3 -c "import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+speed = [r['throughput/tokens_per_sec'] for r in rows if 'throughput/tokens_per_sec' in r]
+print(json.dumps({'row': 'train', 'impl': 'baton', 'device': 'cuda', 'bf16': True, 'batch': 16, 'context': 1024,
+                  'tokens_per_s': speed[-1] if speed else None}))" "$out/llm-run/metrics.jsonl" >>"$out/llm.jsonl" 2>>"$out/llm.log"
+  cat "$out/llm.jsonl"
+}
+
 bench_rows() {
   local budget=$1 composer=none rc=0
   if [ -d .device/wheels-composer ]; then
@@ -136,6 +167,10 @@ bench_rows() {
     grep '^{' "$out/shard.log"
     budget=$((budget - SHARD_TIME))
   fi
+  if [ -x build-cuda/bin/llm_bench ]; then
+    llm_rows
+    budget=$((budget - LLM_TIME))
+  fi
   # Rows print as they finish: what the deadline cuts is the last rows, never the first.
   timeout "$budget" python3 bench/speed_bench.py --baton build-cuda/bin/baton --python python3 --device cuda \
     --composer-python "$composer" --steps 500 --gpt-steps 200 >"$out/speed.jsonl" 2>"$out/speed.log" || rc=$?
@@ -163,9 +198,9 @@ check() {
   device=$(du -sb .device | cut -f1)
   echo "check: carry $(((tree + device) / 1048576)) MiB (tree $((tree / 1048576)) MiB, .device $((device / 1048576)) MiB) of 64"
   [ $((tree + device)) -le $CARRY_MAX ] || { echo "check: the carry is over 64 MiB"; fail=1; }
-  [ $((HOST_TIME + FUSED_TIME + MEMORY_TIME + SHARD_TIME)) -lt "$BENCH_MIN" ] ||
+  [ $((HOST_TIME + FUSED_TIME + MEMORY_TIME + SHARD_TIME + LLM_TIME)) -lt "$BENCH_MIN" ] ||
     { echo "check: the host time's $HOST_TIME s, the fused trials' $FUSED_TIME s, the memory row's" \
-      "$MEMORY_TIME s and the sharding row's $SHARD_TIME s leave the rows nothing"; fail=1; }
+      "$MEMORY_TIME s, the sharding row's $SHARD_TIME s and the llm rows' $LLM_TIME s leave the rows nothing"; fail=1; }
   [ $((BUILD + TESTS + BENCH_MIN)) -le "$TOTAL" ] ||
     { echo "check: deadlines $BUILD + $TESTS + $BENCH_MIN exceed the kit's $TOTAL s"; fail=1; }
   [ "$TOTAL" -le 570 ] || { echo "check: the kit's $TOTAL s leaves no room under the device's 600 s"; fail=1; }

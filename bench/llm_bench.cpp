@@ -3,7 +3,7 @@
 // with `baton train`). One JSON line per measure.
 //
 //   build/bin/llm_bench generate --model DIR [--batch 1] [--prompt-tokens 32] [--new-tokens 128]
-//                                [--no-cache] [--reps 3] [--device cpu]
+//                                [--no-cache] [--random] [--reps 3] [--device cpu]
 //       greedy decoding of random prompts (every one --prompt-tokens long) with the key/value cache,
 //       or without it (every token so far again each step); tokens/s = batch x new tokens / the
 //       median seconds of a generation (a warm-up generation first)
@@ -44,12 +44,12 @@ double median(std::vector<double> v) {
 struct GenerateArgs {
   std::string model, device = "cpu";
   int64_t batch = 1, prompt_tokens = 32, new_tokens = 128, reps = 3;
-  bool no_cache = false;
+  bool no_cache = false, random = false;
 };
 
 nlohmann::json generate(const GenerateArgs& a) {
   torch::set_num_threads(static_cast<int>(std::max(1U, std::thread::hardware_concurrency())));
-  auto model = baton::load_hf_model(a.model);
+  auto model = a.random ? baton::make_hf_model(baton::read_hf_config(a.model)) : baton::load_hf_model(a.model);
   model->to(baton::parse_device(a.device));
   const int64_t vocab = baton::hf_config_of(*model)->vocab_size;
   baton::Generator generator(model);
@@ -120,6 +120,7 @@ int main(int argc, char** argv) {
   gen->add_option("--reps", g.reps)->check(CLI::Range(1, 100));
   gen->add_option("--device", g.device);
   gen->add_flag("--no-cache", g.no_cache, "recompute every token so far at each step");
+  gen->add_flag("--random", g.random, "the folder's config.json alone, initial weights (the GPU kit's rows)");
   TokenizeArgs t;
   CLI::App* tok = app.add_subcommand("tokenize", "baton tokenize's MB/s");
   tok->add_option("--tokenizer", t.tokenizer, "a model's folder, a tokenizer.json or a .model")->required();

@@ -579,7 +579,8 @@ std::vector<std::string> weight_files(const fs::path& folder) {
   throw std::runtime_error(folder.string() + ": no model.safetensors or model.safetensors.index.json" +
                            (pickle ? std::string(" (pytorch_model.bin is a pickle baton does not read: save it with "
                                                  "save_pretrained(safe_serialization=True))")
-                                   : std::string()));
+                                   : std::string(" (a recipe's model.pretrained: false trains config.json's "
+                                                 "architecture from its initial weights)")));
 }
 
 // Tensors a file may hold that the model does not: buffers older transformers saved, a tied head.

@@ -610,8 +610,15 @@ void build_model(OptionReader& model, const Loss& loss, TrainingRun& run) {
                             : "required for a torchscript model (a file saved with torch.jit.save)");
     }
     run.model_path = model.get<std::string>("path", "");
+    // hf: false is transformers' from_config: config.json's architecture, its initial weights.
+    const bool pretrained = model.get<bool>("pretrained", true);
+    if (!pretrained && !hf) model.fail("pretrained", "false is for hf models (config.json's architecture)");
     try {
-      o.model(hf ? load_hf_model(run.model_path) : load_torchscript_classifier(run.model_path));
+      if (!hf) {
+        o.model(load_torchscript_classifier(run.model_path));
+      } else {
+        o.model(pretrained ? load_hf_model(run.model_path) : make_hf_model(read_hf_config(run.model_path)));
+      }
     } catch (const std::exception& e) {
       model.fail("path", e.what());
     }

@@ -71,8 +71,9 @@ inline const std::vector<std::string> kTopKeys = {"run_name",
                                                   "callbacks",
                                                   "loggers"};
 // The data section's keys are the loaders' and every data set kind's: data_keys() (src/train/registry.cpp).
-inline const std::vector<std::string> kModelKeys = {"name",    "hidden",    "path",    "layers",  "width", "heads",
-                                                    "dropout", "mlp_ratio", "weights", "outputs", "arch",  "one_shot"};
+inline const std::vector<std::string> kModelKeys = {"name",  "hidden",   "path",      "layers",  "width",
+                                                    "heads", "dropout",  "mlp_ratio", "weights", "outputs",
+                                                    "arch",  "one_shot", "pretrained"};
 inline const std::vector<std::string> kOptimizerKeys = {"name",         "lr",    "momentum", "dampening", "nesterov",
                                                         "weight_decay", "beta1", "beta2",    "eps",       "fused"};
 inline const std::vector<std::string> kSchedulerKeys = {

@@ -282,6 +282,36 @@ TEST(Recipe, ImageFoldersTrainAndBadKeysAreNamed) {
           "data.dataset: unknown dataset 'imagez' (known: fashion_mnist, files, text, images, webdataset, tokens)"));
 }
 
+// model: {name: hf, pretrained: false}: a Llama from its config.json alone (transformers'
+// from_config) learns the shards' cycle; without weights and without it, the folder says what to do.
+TEST(Recipe, AnHfModelFromItsConfigAloneTrainsWithPretrainedFalse) {
+  const baton::testing::TempDir dir("recipe_hf_config");
+  std::vector<uint16_t> tokens(5000);
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>((i * 3) % 17);
+  write_token_shard((dir.path() / "train_000.bin").string(), tokens);
+  std::filesystem::create_directories(dir.path() / "llama");
+  std::ofstream(dir.path() / "llama" / "config.json")
+      << R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 17, "hidden_size": 32,)"
+      << R"( "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 64})";
+  const std::string recipe = "data: {dataset: tokens, train_files: " + (dir.path() / "train_*.bin").string() +
+                             ", context: 16, batch_size: 8}\nmax_duration: 12800tok\nprogress_bar: false\n"
+                             "optimizer: {name: adamw, lr: 0.01}\nmodel: {name: hf, path: " +
+                             (dir.path() / "llama").string();
+  TrainingRun run = build_run(Recipe::parse(recipe + ", pretrained: false}\n", "r.yaml"));
+  Trainer trainer(run.options.console_log_interval("0ep"));
+  trainer.fit();
+  EXPECT_EQ(trainer.state().timestamp.token(), 12800);
+  EXPECT_LT(trainer.state().loss.item<double>(), 1.0) << "the cycle is learned (ln 17 = 2.83 at first)";
+  const auto build = [&](const std::string& yaml) {
+    return error_of([&] { build_run(Recipe::parse(yaml, "r.yaml")); });
+  };
+  EXPECT_THAT(build(recipe + "}\n"), HasSubstr("no model.safetensors or model.safetensors.index.json (a recipe's "
+                                               "model.pretrained: false trains config.json's architecture"));
+  EXPECT_THAT(build("data: {dataset: tokens, train_files: " + (dir.path() / "train_*.bin").string() +
+                    "}\nmodel: {name: torchscript, path: x.pt, pretrained: false}\n"),
+              HasSubstr("model.pretrained: false is for hf models"));
+}
+
 // Token shards train a GPT for a number of tokens, its vocabulary from the shards; tok counts only
 // where the data are token windows.
 TEST(Recipe, TokenShardsTrainAGptForTokens) {
