@@ -2,6 +2,8 @@
 
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -34,10 +36,29 @@ at::Tensor& FusedSteps::of(const at::Tensor& parameter, int64_t step) {
 #ifdef BATON_FUSED_ADAM
 namespace {
 
-// The tensors of one kernel call: a group's parameters of one device and type.
+// The tensors of one kernel call: a group's parameters of one device and type. The CPU's kernel walks
+// each tensor's memory in order, so a parameter whose gradient or moments are laid out otherwise
+// (a channels-last weight with a gradient or a loaded moment in the default layout) goes in as
+// contiguous copies, written back after: `copied` pairs each copy with its tensor.
 struct Lists {
   std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps;
+  std::vector<std::pair<at::Tensor, at::Tensor>> copied;
+
+  at::Tensor in(const at::Tensor& t, bool copy, bool written) {
+    if (!copy) return t;
+    at::Tensor c = t.contiguous().clone();
+    if (written) copied.emplace_back(t, c);
+    return c;
+  }
 };
+
+// Whether the kernel may walk these tensors' memory as one another's: the same strides, dense.
+bool one_layout(const std::vector<at::Tensor>& tensors) {
+  for (const auto& t : tensors) {
+    if (!t.is_non_overlapping_and_dense() || t.strides() != tensors.front().strides()) return false;
+  }
+  return true;
+}
 
 bool applies(const at::Tensor& p) {
   return !p.grad().is_sparse() && (p.device().is_cpu() || p.device().is_cuda()) && p.is_floating_point() &&
@@ -68,11 +89,14 @@ void step_group(torch::optim::Optimizer& optimizer, torch::optim::OptimizerParam
     if (!p.grad().defined()) continue;
     State& s = state_of<State>(optimizer, p, o.amsgrad());
     Lists& l = by_kind[{p.device().str(), static_cast<int>(p.scalar_type())}];
-    l.params.push_back(p);
-    l.grads.push_back(p.grad());
-    l.exp_avgs.push_back(s.exp_avg());
-    l.exp_avg_sqs.push_back(s.exp_avg_sq());
-    if (o.amsgrad()) l.max_exp_avg_sqs.push_back(s.max_exp_avg_sq());
+    std::vector<at::Tensor> all = {p, p.grad(), s.exp_avg(), s.exp_avg_sq()};
+    if (o.amsgrad()) all.push_back(s.max_exp_avg_sq());
+    const bool copy = !one_layout(all);
+    l.params.push_back(l.in(p, copy, true));
+    l.grads.push_back(l.in(p.grad(), copy, false));
+    l.exp_avgs.push_back(l.in(s.exp_avg(), copy, true));
+    l.exp_avg_sqs.push_back(l.in(s.exp_avg_sq(), copy, true));
+    if (o.amsgrad()) l.max_exp_avg_sqs.push_back(l.in(s.max_exp_avg_sq(), copy, true));
     l.steps.push_back(steps.of(p, s.step()));
     s.step(s.step() + 1);
   }
@@ -86,6 +110,7 @@ void step_group(torch::optim::Optimizer& optimizer, torch::optim::OptimizerParam
       at::_fused_adam_(l.params, l.grads, l.exp_avgs, l.exp_avg_sqs, l.max_exp_avg_sqs, l.steps, o.lr(), beta1, beta2,
                        o.weight_decay(), o.eps(), o.amsgrad(), /*maximize=*/false);
     }
+    for (auto& [tensor, copy] : l.copied) tensor.copy_(copy);
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <type_traits>
 #include <vector>
 
 #include <torch/optim/adam.h>

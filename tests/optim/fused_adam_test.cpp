@@ -95,6 +95,30 @@ TEST(FusedAdam, AStateSetBetweenStepsIsWhereTheNextStepStarts) {
   EXPECT_EQ(optimizer_param_state(fused, fused_params[2]).at("step").item<int64_t>(), 7);
 }
 
+// A channels-last weight with a gradient and moments in the default layout (a gradient written into
+// a flat buffer's view, moments loaded from a checkpoint): the kernel's walk of memory in order would
+// pair the wrong elements; the step is LibTorch's all the same.
+TEST(FusedAdam, TensorsOfDifferentLayoutsStepAsLibtorchs) {
+  REQUIRE_FUSED();
+  torch::manual_seed(5);
+  const at::Tensor start = torch::randn({4, 3, 5, 5}), g = torch::randn({4, 3, 5, 5});
+  at::Tensor plain_w = start.clone().requires_grad_();
+  at::Tensor fused_w = start.clone().contiguous(at::MemoryFormat::ChannelsLast).requires_grad_();
+  const auto options = torch::optim::AdamWOptions(0.1).weight_decay(0.1);
+  torch::optim::AdamW plain({plain_w}, options);
+  detail::FusedAdamW fused({fused_w}, options);
+  for (int step = 0; step < 3; ++step) {
+    plain_w.mutable_grad() = g.clone() * (step + 1);
+    fused_w.mutable_grad() = g.clone() * (step + 1);  // contiguous: not the weight's layout
+    plain.step();
+    fused.step();
+  }
+  EXPECT_TRUE(fused_w.is_contiguous(at::MemoryFormat::ChannelsLast)) << "the weight keeps its layout";
+  EXPECT_TRUE(torch::allclose(fused_w, plain_w, 1e-5, 1e-6)) << (fused_w - plain_w).abs().max();
+  EXPECT_TRUE(torch::allclose(optimizer_param_state(fused, fused_w).at("exp_avg_sq"),
+                              optimizer_param_state(plain, plain_w).at("exp_avg_sq"), 1e-5, 1e-9));
+}
+
 // A gradient the kernels do not take goes to LibTorch's step, which says what it does not support.
 TEST(FusedAdam, ASparseGradientIsLeftToLibtorchsStep) {
   REQUIRE_FUSED();
