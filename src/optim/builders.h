@@ -43,6 +43,7 @@ std::shared_ptr<Scheduler> make_multistep_schedule(const SchedulerOptions& spec)
 std::shared_ptr<Scheduler> make_exponential_schedule(const SchedulerOptions& spec);
 std::shared_ptr<Scheduler> make_linear_schedule(const SchedulerOptions& spec);
 std::shared_ptr<Scheduler> make_cosine_warmup_schedule(const SchedulerOptions& spec);
+std::shared_ptr<Scheduler> make_wsd_schedule(const SchedulerOptions& spec);
 std::shared_ptr<Scheduler> make_polynomial_schedule(const SchedulerOptions& spec);
 std::shared_ptr<Scheduler> make_one_cycle_schedule(const SchedulerOptions& spec);
 

@@ -34,7 +34,8 @@ const Schedulers& scheduler_registry() {
                                       {"linear_warmup", make_linear_schedule},
                                       {"cosine_warmup", make_cosine_warmup_schedule},
                                       {"polynomial", make_polynomial_schedule},
-                                      {"one_cycle", make_one_cycle_schedule}});
+                                      {"one_cycle", make_one_cycle_schedule},
+                                      {"wsd", make_wsd_schedule}});
   return schedulers;
 }
 

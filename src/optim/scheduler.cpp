@@ -105,6 +105,27 @@ class Polynomial : public Multiplier {
   }
 };
 
+// Warmup, stable, decay (torchtitan's linear_warmup_stable_decay; batch b counts from 0): (b + 1) /
+// (warmup + 1) during the warm-up, 1 until the decay, then alpha_f + (1 - alpha_f) * shape(p) with
+// p = (b + 1 - decay's start) / (decay + 1). The decay is the last t_decay of max_duration, so a
+// max_duration raised in the stable phase moves it later and changes nothing before it.
+class Wsd : public Multiplier {
+  using Multiplier::Multiplier;
+  double multiplier(double batch, const ScheduleClock& c) const override {
+    const double warm = c.to_batches(spec_.t_warmup()), end = c.max_batches;
+    const double decay = spec_.t_decay() ? std::min(c.to_batches(*spec_.t_decay()), end - warm) : end - warm;
+    const double start = end - decay;
+    batch = std::min(batch, end);
+    if (batch < warm) return (batch + 1) / (warm + 1);
+    if (batch < start || decay <= 0) return 1.0;
+    const double p = (batch + 1 - start) / (decay + 1);
+    double shape = 1.0 - p;
+    if (spec_.decay_shape() == "cosine") shape = 0.5 * (1.0 + std::cos(kPi * p));
+    if (spec_.decay_shape() == "sqrt") shape = 1.0 - std::sqrt(p);
+    return spec_.alpha_f() + (1.0 - spec_.alpha_f()) * shape;
+  }
+};
+
 // torch.optim.lr_scheduler.OneCycleLR with cosine annealing and two phases.
 class OneCycle : public Scheduler {
  public:
@@ -164,6 +185,10 @@ void check_schedule(const SchedulerOptions& spec) {
   time_ok("t_max", spec.t_max(), false);
   time_ok("t_warmup", spec.t_warmup(), false);
   if (spec.name() == "step") time_ok("step_size", spec.step_size(), true);
+  if (spec.t_decay()) time_ok("t_decay", *spec.t_decay(), false);
+  if (spec.decay_shape() != "linear" && spec.decay_shape() != "cosine" && spec.decay_shape() != "sqrt") {
+    throw OptionError("decay_shape", who + "decay_shape '" + spec.decay_shape() + "': expected linear, cosine or sqrt");
+  }
   if (spec.name() == "exponential") time_ok("decay_period", spec.decay_period(), true);
   for (const Time& m : spec.milestones()) time_ok("milestones", m, false);
   const std::pair<const char*, double> numbers[] = {{"alpha", spec.alpha()},
@@ -201,6 +226,7 @@ std::shared_ptr<Scheduler> make_cosine_warmup_schedule(const SchedulerOptions& s
 std::shared_ptr<Scheduler> make_polynomial_schedule(const SchedulerOptions& spec) {
   return make_schedule<Polynomial>(spec);
 }
+std::shared_ptr<Scheduler> make_wsd_schedule(const SchedulerOptions& spec) { return make_schedule<Wsd>(spec); }
 std::shared_ptr<Scheduler> make_one_cycle_schedule(const SchedulerOptions& spec) {
   if (!(spec.pct_start() > 0 && spec.pct_start() < 1))
     throw OptionError("pct_start", "scheduler 'one_cycle': pct_start must be in (0, 1)");

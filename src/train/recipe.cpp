@@ -737,6 +737,8 @@ void build_scheduler(OptionReader& sch, TrainerOptions& o) {
   sch.read("step_size", ss.step_size());
   sch.read("milestones", ss.milestones());
   sch.read("decay_period", ss.decay_period());
+  sch.read("t_decay", ss.t_decay());
+  sch.read("decay_shape", ss.decay_shape());
   if (sch.has("max_lr")) ss.max_lr(sch.get<double>("max_lr", 0.0));
   sch.read("pct_start", ss.pct_start());
   sch.read("div_factor", ss.div_factor());

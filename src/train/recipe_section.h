@@ -77,9 +77,10 @@ inline const std::vector<std::string> kModelKeys = {"name",  "hidden",   "path",
 inline const std::vector<std::string> kOptimizerKeys = {"name",         "lr",    "momentum", "dampening", "nesterov",
                                                         "weight_decay", "beta1", "beta2",    "eps",       "fused"};
 inline const std::vector<std::string> kSchedulerKeys = {
-    "name",      "alpha",      "alpha_i",          "alpha_f",        "gamma",         "power",
-    "t_max",     "t_warmup",   "step_size",        "milestones",     "decay_period",  "max_lr",
-    "pct_start", "div_factor", "final_div_factor", "cycle_momentum", "base_momentum", "max_momentum"};
+    "name",           "alpha",         "alpha_i",      "alpha_f",    "gamma",
+    "power",          "t_max",         "t_warmup",     "step_size",  "milestones",
+    "decay_period",   "max_lr",        "pct_start",    "div_factor", "final_div_factor",
+    "cycle_momentum", "base_momentum", "max_momentum", "t_decay",    "decay_shape"};
 
 // Where a recipe's values were written: "FILE:LINE:COL" from the YAML document's marks, or
 // "--set KEY" for a value a flag set. Its refusals are RecipeErrors.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -63,6 +64,47 @@ TEST(Scheduler, CosineWithWarmup) {
 TEST(Scheduler, Polynomial) {
   SchedulerOptions s = SchedulerOptions().name("polynomial").alpha_f(0.0).power(2.0);
   for (double b : {0.0, 30.0, 100.0}) EXPECT_NEAR(at(s, b), std::pow(1 - b / 100, 2), 1e-12) << b;
+}
+
+// torchtitan's linear_warmup_stable_decay, written out for steps of 0 to max - 1: 10 warm-up steps,
+// a decay of 20 (0.2dur of 100), down to alpha_f 0.1.
+double torchtitan_wsd(int step, int warmup, int decay, int max, const std::string& shape, double lr_min) {
+  const int stable_end = max - decay;
+  if (step < warmup) return static_cast<double>(step + 1) / (warmup + 1);
+  if (step < stable_end || decay == 0) return 1.0;
+  const double progress = static_cast<double>(step + 1 - stable_end) / (decay + 1);
+  double adjustment = 1 - progress;
+  if (shape == "sqrt") adjustment = 1 - std::sqrt(progress);
+  if (shape == "cosine") adjustment = 0.5 * (1.0 + std::cos(kPi * progress));
+  return lr_min + (1 - lr_min) * adjustment;
+}
+
+TEST(Scheduler, WarmupStableDecayIsTorchtitansAtEveryStep) {
+  for (const std::string shape : {"linear", "cosine", "sqrt"}) {
+    SchedulerOptions s = SchedulerOptions()
+                             .name("wsd")
+                             .t_warmup(Time::parse("10ba"))
+                             .t_decay(Time::parse("0.2dur"))
+                             .decay_shape(shape)
+                             .alpha_f(0.1);
+    for (int b = 0; b < 100; ++b)
+      EXPECT_NEAR(at(s, b), torchtitan_wsd(b, 10, 20, 100, shape, 0.1), 1e-12) << shape << b;
+  }
+  // No t_decay: the decay is everything after the warm-up (torchtitan without decay_ratio).
+  SchedulerOptions all = SchedulerOptions().name("wsd").t_warmup(Time::parse("10ba"));
+  for (int b = 0; b < 100; ++b) EXPECT_NEAR(at(all, b), torchtitan_wsd(b, 10, 90, 100, "linear", 0.0), 1e-12) << b;
+}
+
+// max_duration raised in the stable phase (100 to 150 batches, --autoresume with a longer run):
+// every step so far has the rate it had, and the stable phase goes on to the new decay.
+TEST(Scheduler, WarmupStableDecayRaisedInTheStablePhaseContinuesWithoutAJump) {
+  SchedulerOptions s = SchedulerOptions().name("wsd").t_warmup(Time::parse("10ba")).t_decay(Time::parse("20ba"));
+  const ScheduleClock longer{10, 32, 150};
+  const auto scheduler = make_scheduler(s);
+  for (int b = 0; b < 80; ++b) EXPECT_DOUBLE_EQ(scheduler->lr(1.0, b, longer), scheduler->lr(1.0, b, kClock)) << b;
+  EXPECT_DOUBLE_EQ(scheduler->lr(1.0, 120, longer), 1.0);
+  EXPECT_NEAR(scheduler->lr(1.0, 149, longer), torchtitan_wsd(149, 10, 20, 150, "linear", 0.0), 1e-12);
+  EXPECT_THROW(make_scheduler(SchedulerOptions().name("wsd").decay_shape("exp")), std::invalid_argument);
 }
 
 TEST(Scheduler, OneCycleMatchesPyTorch) {

@@ -31,6 +31,10 @@ class SchedulerOptions {
   BATON_ARG(Time, step_size) = Time::from_epoch(1);     // step
   BATON_ARG(std::vector<Time>, milestones);             // multistep
   BATON_ARG(Time, decay_period) = Time::from_epoch(1);  // exponential: gamma per this period
+  // wsd (warmup, stable, decay; torchtitan's): the decay's length at the end of max_duration.
+  // Default: everything after t_warmup.
+  BATON_ARG(std::optional<Time>, t_decay);
+  BATON_ARG(std::string, decay_shape) = "linear";  // wsd: linear, cosine or sqrt (1 - sqrt)
   // one_cycle (as torch.optim.lr_scheduler.OneCycleLR over max_duration, cosine annealing):
   BATON_ARG(std::optional<double>, max_lr);  // Default: the optimizer's lr
   BATON_ARG(double, pct_start) = 0.3;
@@ -42,7 +46,7 @@ class SchedulerOptions {
 };
 
 // constant, step, multistep, exponential, linear, linear_warmup, cosine_warmup, polynomial,
-// one_cycle. Throws std::invalid_argument for an unknown name (listing the known ones).
+// one_cycle, wsd. Throws std::invalid_argument for an unknown name (listing the known ones).
 std::shared_ptr<Scheduler> make_scheduler(const SchedulerOptions& spec);
 
 std::vector<std::string> scheduler_names();
