@@ -197,7 +197,13 @@ nlohmann::json RunFolder::finish(Trainer& trainer) const {
   };
   nlohmann::json per_rank = nlohmann::json::array();
   for (const MemoryUse& m : s.memory_per_rank) per_rank.push_back(memory(m));
-  const nlohmann::json summary = {{"metrics", metrics},           {"train_s", s.train_s},
+  int64_t params = 0, trainable = 0;  // the model's elements: all, and those the optimizer changes
+  for (const auto& p : std::dynamic_pointer_cast<torch::nn::Module>(trainer.options().model())->parameters()) {
+    params += p.numel();
+    trainable += p.requires_grad() ? p.numel() : 0;
+  }
+  const nlohmann::json summary = {{"metrics", metrics},           {"params", params},
+                                  {"trainable_params", trainable}, {"train_s", s.train_s},
                                   {"eval_s", s.eval_s},           {"steps", s.steps},
                                   {"samples", s.samples},         {"samples_per_s", s.samples_per_s()},
                                   {"graph_steps", s.graph_steps}, {"stopped_early", s.stopped_early},
