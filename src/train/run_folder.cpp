@@ -202,12 +202,18 @@ nlohmann::json RunFolder::finish(Trainer& trainer) const {
     params += p.numel();
     trainable += p.requires_grad() ? p.numel() : 0;
   }
-  const nlohmann::json summary = {{"metrics", metrics},           {"params", params},
-                                  {"trainable_params", trainable}, {"train_s", s.train_s},
-                                  {"eval_s", s.eval_s},           {"steps", s.steps},
-                                  {"samples", s.samples},         {"samples_per_s", s.samples_per_s()},
-                                  {"graph_steps", s.graph_steps}, {"stopped_early", s.stopped_early},
-                                  {"memory", memory(s.memory)},   {"memory_per_rank", per_rank}};
+  const nlohmann::json summary = {{"metrics", metrics},
+                                  {"params", params},
+                                  {"trainable_params", trainable},
+                                  {"train_s", s.train_s},
+                                  {"eval_s", s.eval_s},
+                                  {"steps", s.steps},
+                                  {"samples", s.samples},
+                                  {"samples_per_s", s.samples_per_s()},
+                                  {"graph_steps", s.graph_steps},
+                                  {"stopped_early", s.stopped_early},
+                                  {"memory", memory(s.memory)},
+                                  {"memory_per_rank", per_rank}};
   write_file_atomically(files().summary().string(), summary.dump(2) + "\n");
   return metrics;
 }

@@ -19,8 +19,8 @@ TEST(Cuda, WithoutCudaNoDeviceIsSeenAndWhatNeedsOneSaysHowToGetIt) {
   EXPECT_FALSE(nccl_built());
   const MemoryStats none = memory_stats(0);
   EXPECT_EQ(none.allocated + none.reserved + none.peak, 0);
-  EXPECT_THAT([] { device_name(0); },
-              ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("has no CUDA (build against")));
+  EXPECT_THAT([] { device_name(0); }, ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr(
+                                          "has no CUDA (make build builds against python3's PyTorch with CUDA")));
   EXPECT_THAT([] { Nccl("id", 0, 1, 0); },
               ::testing::ThrowsMessage<std::runtime_error>(::testing::HasSubstr("no CUDA")));
 }
