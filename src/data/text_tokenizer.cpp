@@ -90,8 +90,9 @@ struct TextTokenizer::Impl {
       const std::string text = config.contains(key) ? token_text(config[key]) : "";
       const auto id = id_of(text);
       if (!id) {
-        throw std::invalid_argument(where + ": " + flag + " is true, and its " + key + " '" + text +
-                                    "' is not one of the tokenizer's tokens");
+        std::string why = where;
+        why.append(": ").append(flag).append(" is true, and its ").append(key).append(" '").append(text);
+        throw std::invalid_argument(why.append("' is not one of the tokenizer's tokens"));
       }
       side->push_back(*id);
     }
