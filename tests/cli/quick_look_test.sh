@@ -101,7 +101,7 @@ assert 1.0 <= one["timestamp"]["total_wct"] < 1.5, one["timestamp"]
 assert 2.0 <= two["timestamp"]["total_wct"] < 2.5, two["timestamp"]
 assert two["timestamp"]["batch"] > one["timestamp"]["batch"] > 10, (one["timestamp"], two["timestamp"])
 assert summary["steps"] == two["timestamp"]["batch"] and not summary["stopped_early"], summary
-assert summary["trainable_params"] == summary["params"] > 1000, summary  # every parameter trains here
+assert summary["trainable_params"] == summary["params"] > 100, summary  # the MLP's 195: every one trains
 PY
 refused "dur under a wall-clock max_duration" "eval_interval: '0.5dur' is a fraction of the run" \
   "$baton" train r.yaml --run-dir bad --set max_duration=30m --set eval_interval=0.5dur
