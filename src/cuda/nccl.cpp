@@ -62,10 +62,11 @@ std::string nccl_unique_id() {
   return std::string(id.internal, sizeof id.internal);
 }
 
-Nccl::Nccl(const std::string& unique_id, int rank, int size, int device) : impl_(std::make_unique<Impl>()) {
+Nccl::Nccl(const std::string& unique_id, int rank, int size, int device) {
   ncclUniqueId id;
   if (unique_id.size() != sizeof id.internal) throw std::invalid_argument("NCCL: a unique id of the wrong size");
   std::copy(unique_id.begin(), unique_id.end(), id.internal);
+  impl_ = std::make_unique<Impl>();  // after the check: Impl's stream asks the device
   impl_->device = static_cast<c10::DeviceIndex>(device);
   c10::cuda::CUDAGuard guard(impl_->device);
   impl_->stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/true, impl_->device);
