@@ -120,7 +120,10 @@ void expect_the_same_training(const RunSetup& setup) {
     EXPECT_LT(max_difference(got.losses, expected.losses), 1e-5) << "every step's loss";
     EXPECT_EQ(got.losses.size(), 50U);
   }
-  EXPECT_LT(max_difference(got.weights, expected.weights), 1e-5) << "the final weights";
+  // The ranks' gradients are summed in another order than one process's microbatches; AdamW's step,
+  // divided by the second moment's root, passes such rounding on in proportion to lr: after 50 steps
+  // at 2e-4, 1.6e-5 with LibTorch 2.11's fused kernel, under 1e-5 with 1.13's loop.
+  EXPECT_LT(max_difference(got.weights, expected.weights), 5e-5) << "the final weights";
   EXPECT_EQ(spread_across_ranks(got.weights), 0.0) << "every rank holds the same weights";
 }
 
