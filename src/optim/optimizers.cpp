@@ -63,24 +63,28 @@ std::shared_ptr<torch::optim::Optimizer> make_sgd(const OptimizerOptions& spec, 
                                              sgd_options(spec).weight_decay(spec.weight_decay()));
 }
 
-std::shared_ptr<torch::optim::Optimizer> make_adam(const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
+namespace {
+
+// Adam or AdamW (Plain, its Options), through the fused kernels where check_adam says (Fused).
+template <class Plain, class Fused, class Options>
+std::shared_ptr<torch::optim::Optimizer> make_adam_kind(const OptimizerOptions& spec,
+                                                        std::vector<at::Tensor> parameters) {
   const bool fused = check_adam(spec);
-  const auto options = torch::optim::AdamOptions(spec.lr())
-                           .betas({spec.beta1(), spec.beta2()})
-                           .eps(spec.eps())
-                           .weight_decay(spec.weight_decay());
-  if (fused) return std::make_shared<detail::FusedAdam>(std::move(parameters), options);
-  return std::make_shared<torch::optim::Adam>(std::move(parameters), options);
+  const auto options =
+      Options(spec.lr()).betas({spec.beta1(), spec.beta2()}).eps(spec.eps()).weight_decay(spec.weight_decay());
+  if (fused) return std::make_shared<Fused>(std::move(parameters), options);
+  return std::make_shared<Plain>(std::move(parameters), options);
+}
+
+}  // namespace
+
+std::shared_ptr<torch::optim::Optimizer> make_adam(const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
+  return make_adam_kind<torch::optim::Adam, detail::FusedAdam, torch::optim::AdamOptions>(spec, std::move(parameters));
 }
 
 std::shared_ptr<torch::optim::Optimizer> make_adamw(const OptimizerOptions& spec, std::vector<at::Tensor> parameters) {
-  const bool fused = check_adam(spec);
-  const auto options = torch::optim::AdamWOptions(spec.lr())
-                           .betas({spec.beta1(), spec.beta2()})
-                           .eps(spec.eps())
-                           .weight_decay(spec.weight_decay());
-  if (fused) return std::make_shared<detail::FusedAdamW>(std::move(parameters), options);
-  return std::make_shared<torch::optim::AdamW>(std::move(parameters), options);
+  return make_adam_kind<torch::optim::AdamW, detail::FusedAdamW, torch::optim::AdamWOptions>(spec,
+                                                                                             std::move(parameters));
 }
 
 std::shared_ptr<torch::optim::Optimizer> make_decoupled_sgdw(const OptimizerOptions& spec,
