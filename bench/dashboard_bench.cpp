@@ -18,6 +18,7 @@
 
 #include "baton/dashboard/dashboard.h"
 #include "baton/exec/storage.h"
+#include "baton/io/file.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -105,6 +106,6 @@ int main(int argc, char** argv) {
   }
   std::cout << out.dump(2) << "\n";
   d.stop();
-  if (!keep) fs::remove_all(dir);
+  if (!keep) baton::remove_tree(dir);
   return 0;
 }

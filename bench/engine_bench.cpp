@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include "baton/callbacks/trace_profiler.h"
+#include "baton/io/file.h"
 
 #include "baton/baton.h"
 
@@ -103,7 +104,7 @@ void BM_RunEvent_Loaded_Profiled(benchmark::State& bench) {
   profiler->fit_start(state, logger);  // recording from now on
   run(bench, state);
   state.profiler.reset();
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 BENCHMARK(BM_RunEvent_Loaded_Profiled)->Iterations(200000);
 

@@ -22,9 +22,9 @@ mkdir -p "$out"
 
 # Deadlines in seconds, from the command's start; the device allows 600 a command.
 TOTAL=${GPU_KIT_TOTAL_S:-540}      # the whole kit
-BUILD=${GPU_KIT_BUILD_S:-270}      # configure and build must be done by then (143 s on the H200)
+BUILD=${GPU_KIT_BUILD_S:-250}      # configure and build must be done by then (143 s on the H200)
 TESTS=${GPU_KIT_TESTS_S:-110}      # ctest -L gpu at most this long, and ends by TOTAL - BENCH_MIN
-BENCH_MIN=${GPU_KIT_BENCH_MIN_S:-160}  # what the benchmark rows get at least
+BENCH_MIN=${GPU_KIT_BENCH_MIN_S:-180}  # what the benchmark rows get at least
 CARRY_MAX=$((64 * 1024 * 1024))
 # What the GPU checks need: the CLI (the kill/resume test, the benchmark), the gpu tests and
 # trainer_bench (the framework's host time per batch against the graph step).
@@ -33,7 +33,7 @@ HOST_TIME=${GPU_KIT_HOST_TIME_S:-30}  # trainer_bench --host-time, first of the 
 FUSED_TIME=${GPU_KIT_FUSED_TIME_S:-55}  # bench/nas_fused.sh on the GPU, next
 MEMORY_TIME=${GPU_KIT_MEMORY_TIME_S:-18}  # memory_bench --device cuda (activation checkpointing), next
 SHARD_TIME=${GPU_KIT_SHARD_TIME_S:-16}  # shard_bench --device cuda (sharding: full, one rank), next
-LLM_TIME=${GPU_KIT_LLM_TIME_S:-35}  # a 110M Llama on the device: generation (batch 1, 8), training, next
+LLM_TIME=${GPU_KIT_LLM_TIME_S:-55}  # a 110M Llama on the device: generation (batch 1, 8), training, next
 start=$SECONDS
 left() { echo $((TOTAL - (SECONDS - start))); }
 say() { echo "gpu_run: $*" | tee -a "$out/summary.txt"; }
@@ -101,15 +101,51 @@ gpu_tests() {
 # Fused trials (baton search --fuse 8, each on a CUDA stream of its own) against 8 processes.
 fused_row() {
   NAS_FUSED_PARALLEL=8 timeout "$FUSED_TIME" bench/nas_fused.sh build-cuda/bin/baton 8 idx \
-    >"$out/fused.jsonl" 2>"$out/fused.log" || { say "fused trials: exit $?"; tail -5 "$out/fused.log"; }
+    >"$out/fused.jsonl" 2>"$out/fused.log" || {
+    say "fused trials: exit $?"
+    tail -5 "$out/fused.log"
+    # The searches' own logs come back (what a failed trial said is there, not in the last lines).
+    mkdir -p "$out/fused-logs"
+    find bench/results/nas_fused -maxdepth 3 -name '*.log' -size -2M | head -12 |
+      while read -r f; do cp "$f" "$out/fused-logs/$(echo "${f#bench/results/nas_fused/}" | tr / _)"; done
+  }
   cat "$out/fused.jsonl"
+}
+
+# Which libstdc++ a test program finds first, and where std::filesystem::remove_all binds (a PyTorch
+# wheel's libtorch.so carries a copy that jumps to 0; baton's own code no longer calls it).
+linking() {
+  {
+    readelf -d build-cuda/bin/gpu_tests | grep NEEDED | head -4
+    ldd build-cuda/bin/gpu_tests | grep -E "libstdc|libtorch\.so|libtorch_cpu" | head -4
+    LD_DEBUG=bindings build-cuda/bin/gpu_tests --gtest_filter='Linking.*' 2>&1 | grep -E "remove_all" | head -4
+  } >"$out/linking.log" 2>&1
+  cat "$out/linking.log"
+}
+
+# One `baton train` row of llm_rows: $1 its name, $2 a recipe line added to $dir/train.yaml; tokens/s
+# and MFU of the speed monitor's last window.
+llm_train_row() {
+  { cat "$dir/train.yaml"; printf '%s\n' "$2"; } >"$dir/$1.yaml"
+  rm -rf "/tmp/baton-llm-$1"
+  timeout $((until - SECONDS)) build-cuda/bin/baton train "$dir/$1.yaml" --run-dir "/tmp/baton-llm-$1" \
+    >"$out/llm-$1.log" 2>&1 || say "llm $1: exit $? ($(tail -1 "$out/llm-$1.log"))"
+  python3 -c "import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+last = [r for r in rows if 'throughput/tokens_per_sec' in r]
+print(json.dumps({'row': sys.argv[2], 'impl': 'baton', 'device': 'cuda', 'bf16': True, 'batch': 16, 'context': 1024,
+                  'tokens_per_s': last[-1]['throughput/tokens_per_sec'] if last else None,
+                  'mfu': last[-1].get('throughput/mfu') if last else None}))" "/tmp/baton-llm-$1/metrics.jsonl" "$1" \
+    >>"$out/llm.jsonl" 2>>"$out/llm.log"
 }
 
 # bench/llm_bench.sh's rows on the device, baton's side (transformers is not on the machine): the
 # 110M Llama of that script from its config alone (initial weights), greedy generation of 128 tokens
-# after 32 at batch 1 and 8, then `baton train` (bf16 autocast, fused AdamW) on a random token shard.
+# after 32 at batch 1 and 8, then `baton train` (bf16 autocast, fused AdamW) on a random token shard,
+# in full and with LoRA adapters.
 llm_rows() {
-  local dir="$out/llm" until=$((SECONDS + LLM_TIME)) batch
+  local dir=/tmp/baton-llm until=$((SECONDS + LLM_TIME)) batch
+  rm -rf "$dir" /tmp/baton-llm-run
   mkdir -p "$dir"
   printf '%s' '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 32000,
     "hidden_size": 768, "intermediate_size": 2048, "num_hidden_layers": 12, "num_attention_heads": 12,
@@ -124,14 +160,10 @@ open(sys.argv[1], 'wb').write(struct.pack('<256i', *([20240520, 1, n] + [0] * 25
   printf '%s\n' "model: {name: hf, path: $dir, pretrained: false}" \
     "data: {dataset: tokens, train_files: \"$dir/train_*.bin\", context: 1024, vocab_size: 32000, batch_size: 16}" \
     "precision: amp_bf16" "device: cuda" "optimizer: {name: adamw, lr: 0.0001}" "max_duration: 25ba" \
-    "progress_bar: false" "callbacks: {speed_monitor: {window_size: 20}}" >"$dir/train.yaml"
-  timeout $((until - SECONDS)) build-cuda/bin/baton train "$dir/train.yaml" --run-dir "$out/llm-run" \
-    >"$dir/train.log" 2>&1 || say "llm train: exit $? ($(tail -1 "$dir/train.log"))"
-  python3 -c "import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-speed = [r['throughput/tokens_per_sec'] for r in rows if 'throughput/tokens_per_sec' in r]
-print(json.dumps({'row': 'train', 'impl': 'baton', 'device': 'cuda', 'bf16': True, 'batch': 16, 'context': 1024,
-                  'tokens_per_s': speed[-1] if speed else None}))" "$out/llm-run/metrics.jsonl" >>"$out/llm.jsonl" 2>>"$out/llm.log"
+    "progress_bar: false" "callbacks: {speed_monitor: {window_size: 20}, checkpoint_saver: false}" >"$dir/train.yaml"
+  llm_train_row train ""
+  # LoRA fine-tuning of the same model: r 16 on q_proj and v_proj (bench/llm_bench.sh's lora row).
+  llm_train_row lora "algorithms: {lora: {r: 16, alpha: 32, dropout: 0.05, targets: [q_proj, v_proj]}}"
   cat "$out/llm.jsonl"
 }
 
@@ -227,8 +259,9 @@ case "${1:-all}" in
   retest)
     : >"$out/summary.txt"
     setup
-    TARGETS=(gpu_tests baton_cli)
+    TARGETS=(gpu_tests baton_cli llm_bench)
     build "$BUILD" || exit $?
+    linking
     export GTEST_FILTER="${2:-*}"
     gtest_isolating_crashes $((SECONDS + TESTS)) "$out/gpu-tests.log"
     say "gpu_tests ($GTEST_FILTER): exit $? at $((SECONDS - start)) s"
@@ -236,6 +269,7 @@ case "${1:-all}" in
       tail -120 | { command -v c++filt >/dev/null && c++filt || cat; }
     unset GTEST_FILTER
     fused_row
+    llm_rows
     say "done at $((SECONDS - start)) s"
     ;;
   all)

@@ -27,6 +27,7 @@
 #include "baton/core/device.h"
 #include "baton/data/text_tokenizer.h"
 #include "baton/data/tokenizer.h"
+#include "baton/io/file.h"
 #include "baton/models/generate.h"
 #include "baton/models/hf.h"
 
@@ -92,14 +93,14 @@ nlohmann::json tokenize(const TokenizeArgs& a) {
   std::vector<double> times;
   int64_t tokens = 0;
   for (int64_t r = 0; r < a.reps + 1; ++r) {  // the first: a warm-up (the page cache, the merges' cache)
-    fs::remove_all(out);
+    baton::remove_tree(out);
     const auto start = Clock::now();
     const auto summary =
         baton::tokenize_files({a.text}, tokenizer, {.out = out.string(), .val_fraction = 0, .threads = a.threads});
     if (r > 0) times.push_back(seconds_since(start));
     tokens = summary.train_tokens;
   }
-  fs::remove_all(out);
+  baton::remove_tree(out);
   const double s = median(times);
   const double mb = static_cast<double>(fs::file_size(a.text)) / 1e6;
   return {{"row", "tokenize"}, {"impl", "baton"}, {"threads", a.threads}, {"megabytes", mb},

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/data/fashion_mnist.h"
+#include "baton/io/file.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/trainer.h"
@@ -83,5 +84,5 @@ int main(int argc, char** argv) {
   std::printf(
       "%s\n",
       nlohmann::json{{"resume_at_0_s", m0}, {"resume_at_400_s", m400}, {"difference_s", m400 - m0}}.dump().c_str());
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }

@@ -33,7 +33,9 @@ endif()
 # the system's libstdc++ does not define: a program that looks libtorch.so up before libstdc++.so.6
 # jumps to address 0 removing a folder that holds anything (seen on an H200: each gpu test that
 # removed its run folder). libstdc++.so.6 first among every binary's libraries makes its definitions
-# the ones found; the `baton` target passes the same option on to users' programs (CMakeLists.txt).
+# the ones found here (Debian's GCC 12) but not on the H200's toolchain (GCC 13.3, 2026-11-30), so
+# baton itself calls baton::remove_tree (baton/io/file.h) instead. The `baton` target passes the
+# option on to users' programs (CMakeLists.txt).
 if(BATON_TORCH_WHEEL)
   add_link_options("LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
 endif()

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <baton/data/readers.h>
+#include <baton/io/file.h>
 #include <baton/runs/search_run.h>
 
 namespace fs = std::filesystem;
@@ -52,7 +53,7 @@ void write_inputs(const fs::path& folder) {
 
 int main(int argc, char** argv) {
   const fs::path folder = argc > 1 ? fs::path(argv[1]) : fs::temp_directory_path() / "baton_one_shot_search_example";
-  fs::remove_all(folder);
+  baton::remove_tree(folder);
   fs::create_directories(folder);
   write_inputs(folder);
 

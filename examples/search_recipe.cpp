@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <baton/io/file.h>
 #include <baton/runs/search_run.h>
 
 namespace fs = std::filesystem;
@@ -44,7 +45,7 @@ void write_inputs(const fs::path& folder) {
 
 int main(int argc, char** argv) {
   const fs::path folder = argc > 1 ? fs::path(argv[1]) : fs::temp_directory_path() / "baton_search_recipe_example";
-  fs::remove_all(folder);
+  baton::remove_tree(folder);
   fs::create_directories(folder);
   write_inputs(folder);
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <baton/io/file.h>
 #include <baton/runs/model_commands.h>
 #include <baton/runs/train_recipe.h>
 #include <baton/train/recipe_file.h>
@@ -51,7 +52,7 @@ nlohmann::json summary(const fs::path& run_dir) {
 
 int main(int argc, char** argv) {
   const fs::path folder = argc > 1 ? fs::path(argv[1]) : fs::temp_directory_path() / "baton_train_recipe_example";
-  fs::remove_all(folder);
+  baton::remove_tree(folder);
   fs::create_directories(folder);
   write_inputs(folder);
 

@@ -37,7 +37,13 @@ void run_export(ExportArgs args) {
     return;
   }
   if (request.format == "hf") {
-    std::printf("exported %s to %s (a Hugging Face folder: config.json, model.safetensors of %zu tensors)\n",
+    std::printf("exported %s to %s (a Hugging Face folder: config.json, model.safetensors of %zu tensors%s)\n",
+                request.checkpoint.c_str(), request.out.c_str(), exported.tensors,
+                request.merge_lora ? "; LoRA adapters merged" : "");
+    return;
+  }
+  if (request.format == "peft") {
+    std::printf("exported %s to %s (a PEFT adapter: adapter_config.json, adapter_model.safetensors of %zu tensors)\n",
                 request.checkpoint.c_str(), request.out.c_str(), exported.tensors);
     return;
   }
@@ -55,11 +61,13 @@ void add_export(CLI::App& app) {
   cmd->add_option("checkpoint", request.checkpoint, "a checkpoint (or model.pt with --recipe)")->required();
   cmd->add_option("--torchscript", args->torchscript, "the TorchScript file to write (--format torchscript --out)");
   cmd->add_option("--format", request.format,
-                  "torchscript (the traced model), safetensors (the weights) or hf (a Hugging Face model's folder, "
-                  "what from_pretrained loads)")
-      ->check(CLI::IsMember({"torchscript", "safetensors", "hf"}))
+                  "torchscript (the traced model), safetensors (the weights), hf (a Hugging Face model's folder, "
+                  "what from_pretrained loads) or peft (a LoRA run's adapters, what PeftModel.from_pretrained loads)")
+      ->check(CLI::IsMember({"torchscript", "safetensors", "hf", "peft"}))
       ->capture_default_str();
-  cmd->add_option("--out", request.out, "the file to write (--format hf: the folder)");
+  cmd->add_option("--out", request.out, "the file to write (--format hf or peft: the folder)");
+  cmd->add_flag("--merge-lora", request.merge_lora,
+                "fold a LoRA run's adapters into the weights first (with --format hf: a plain model)");
   cmd->add_option("--recipe", request.recipe, "build the model from this recipe instead of the checkpoint's");
   cmd->add_option("--set", request.sets, "override a recipe key (with --recipe): key.path=value (repeatable)");
   cmd->add_option("--device", request.device,

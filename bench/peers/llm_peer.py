@@ -47,7 +47,11 @@ def train(a):
     torch.set_num_threads(os.cpu_count())
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(a.model, dtype=torch.float32).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=a.fused or None)
+    if a.lora:  # PEFT's LoRA: r 16, alpha 32, dropout 0.05 on q_proj and v_proj, the rest frozen
+        from peft import LoraConfig, get_peft_model
+        model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05,
+                                                 target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, fused=a.fused or None)
     vocab = model.config.vocab_size
 
     def step():
@@ -64,7 +68,8 @@ def train(a):
     for _ in range(a.steps):
         step()
     seconds = (time.perf_counter() - start) / a.steps
-    print(json.dumps({"row": "train", "impl": "transformers", "bf16": a.bf16, "fused_adamw": a.fused, "batch": a.batch,
+    print(json.dumps({"row": "lora" if a.lora else "train", "impl": "transformers+peft" if a.lora else "transformers",
+                      "bf16": a.bf16, "fused_adamw": a.fused, "batch": a.batch,
                       "context": a.context,
                       "step_s": seconds, "tokens_per_s": a.batch * a.context / seconds, "torch": torch.__version__}))
 
@@ -131,6 +136,7 @@ def main():
     t.add_argument("--steps", type=int, default=3)
     t.add_argument("--bf16", action="store_true")
     t.add_argument("--fused", action="store_true", help="AdamW(fused=True): one kernel a step, as baton's default")
+    t.add_argument("--lora", action="store_true", help="PEFT's LoRA (r 16 on q_proj and v_proj) on the model")
     g = sub.add_parser("generate")
     g.add_argument("--model", required=True)
     g.add_argument("--batch", type=int, default=1)

@@ -167,6 +167,25 @@ const ConfiguredRegistry<Algorithm>& algorithm_registry() {
              o.read("seed", s.seed());
              return std::make_shared<SinglePath>(s);
            }},
+          {"lora",
+           [](R& o) {
+             LoraOptions l;
+             o.read("r", l.r());
+             o.read("alpha", l.alpha());
+             o.read("dropout", l.dropout());
+             o.read("targets", l.targets());
+             o.read("rslora", l.rslora());
+             o.read("checkpoint_base", l.checkpoint_base());
+             if (o.has("init") && o.json()["init"].is_object()) {
+               OptionReader init = o.read_child("init");
+               init.check_keys({"from"});
+               init.read("from", l.init_from());
+               if (l.init_from().empty()) init.fail("from", "expected a PEFT adapter's folder");
+             } else {
+               o.read("init", l.init());
+             }
+             return std::make_shared<Lora>(l);
+           }},
           {"low_precision_groupnorm", [](R&) { return std::make_shared<LowPrecisionGroupNorm>(); }},
           {"low_precision_layernorm", [](R&) { return std::make_shared<LowPrecisionLayerNorm>(); }},
       });

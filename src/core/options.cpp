@@ -94,6 +94,11 @@ OptionReader OptionReader::child(const std::string& key) const {
   return OptionReader(path_to(key), has(key) ? impl_->json_[key] : nlohmann::json(), impl_->origin_);
 }
 
+OptionReader OptionReader::read_child(const std::string& key) {
+  impl_->known_.push_back(key);
+  return child(key);
+}
+
 bool OptionReader::has(const std::string& key) const {
   return impl_->json_.is_object() && impl_->json_.contains(key) && !impl_->json_[key].is_null();
 }

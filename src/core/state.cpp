@@ -58,8 +58,12 @@ StateDict State::state_dict() const {
   out.values["precision"] = std::string(to_string(precision));
   out.values["max_duration"] = max_duration ? nlohmann::json(max_duration->to_string()) : nlohmann::json(nullptr);
   if (model) {
-    for (const auto& item : model->named_parameters()) out.tensors["model/" + item.key()] = item.value();
-    for (const auto& item : model->named_buffers()) out.tensors["model/" + item.key()] = item.value();
+    for (const auto& item : model->named_parameters()) {
+      if (!unsaved_model_tensors.count(item.key())) out.tensors["model/" + item.key()] = item.value();
+    }
+    for (const auto& item : model->named_buffers()) {
+      if (!unsaved_model_tensors.count(item.key())) out.tensors["model/" + item.key()] = item.value();
+    }
   }
   const auto algorithm_keys = unique_keys(algorithms);
   for (std::size_t i = 0; i < algorithms.size(); ++i) {
@@ -85,6 +89,7 @@ void State::load_state_dict(const StateDict& state) {
     torch::NoGradGuard no_grad;
     auto restore = [&](const std::string& name, at::Tensor& target) {
       auto it = state.tensors.find("model/" + name);
+      if (it == state.tensors.end() && unsaved_model_tensors.count(name)) return;
       if (it == state.tensors.end()) {
         throw std::invalid_argument("state dict has no tensor 'model/" + name + "'; was it saved from another model?");
       }

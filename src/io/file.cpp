@@ -1,5 +1,6 @@
 #include "baton/io/file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -207,6 +208,72 @@ FileLock::~FileLock() {
   if (impl_->fd_ >= 0) ::close(impl_->fd_);  // closing releases the lock
 }
 
+namespace {
+
+constexpr int kMaxTreeDepth = 512;
+
+// Removes what `dirfd` names `name` (a folder with its contents); counts into `removed`.
+bool remove_entry_at(int dirfd, const char* name, int depth, std::uintmax_t& removed, std::error_code& ec) {
+  if (::unlinkat(dirfd, name, 0) == 0) {
+    ++removed;
+    return true;
+  }
+  if (errno != EISDIR && errno != EPERM) {
+    if (errno == ENOENT) return true;
+    ec.assign(errno, std::generic_category());
+    return false;
+  }
+  if (depth >= kMaxTreeDepth) {
+    ec = std::make_error_code(std::errc::too_many_symbolic_link_levels);
+    return false;
+  }
+  const int fd = ::openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    ec.assign(errno, std::generic_category());
+    return false;
+  }
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    ec.assign(errno, std::generic_category());
+    ::close(fd);
+    return false;
+  }
+  bool ok = true;
+  errno = 0;
+  while (const dirent* entry = ::readdir(dir)) {
+    if (std::strcmp(entry->d_name, ".") == 0 || std::strcmp(entry->d_name, "..") == 0) continue;
+    if (!remove_entry_at(::dirfd(dir), entry->d_name, depth + 1, removed, ec)) {
+      ok = false;
+      break;
+    }
+  }
+  ::closedir(dir);
+  if (!ok) return false;
+  if (::unlinkat(dirfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT) {
+    ec.assign(errno, std::generic_category());
+    return false;
+  }
+  ++removed;
+  return true;
+}
+
+}  // namespace
+
+std::uintmax_t remove_tree(const std::string& path, std::error_code& ec) {
+  ec.clear();
+  std::uintmax_t removed = 0;
+  if (path.empty()) return 0;
+  remove_entry_at(AT_FDCWD, path.c_str(), 0, removed, ec);
+  return removed;
+}
+
+std::uintmax_t remove_tree(const std::string& path) {
+  std::error_code ec;
+  const std::uintmax_t removed = remove_tree(path, ec);
+  if (ec) io_fail(path, "could not remove it: " + ec.message());
+  return removed;
+}
+
 int remove_stale_temporaries(const std::string& folder) {
   int removed = 0;
   std::error_code ec;
@@ -222,7 +289,7 @@ int remove_stale_temporaries(const std::string& folder) {
     if (pid == ::getpid() || (pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM))) continue;
     const auto status = entry.symlink_status(ec);
     if (fs::is_directory(status)) {  // a folder staged for a rename (baton tokenize's)
-      if (fs::remove_all(entry.path(), ec) > 0) ++removed;
+      if (remove_tree(entry.path().string(), ec) > 0) ++removed;
       continue;
     }
     if (!fs::is_regular_file(status) && !fs::is_symlink(status)) continue;

@@ -1,6 +1,7 @@
 // Hugging Face's GPT-2 and Llama (include/baton/models/hf.h): config.json read, the modules built
 // with Hugging Face's parameter names, the safetensors loaded into them.
 #include "baton/models/hf.h"
+#include "baton/models/lora.h"
 
 #include <algorithm>
 #include <cmath>
@@ -184,21 +185,12 @@ const std::map<std::string, std::string>& architectures() {
 
 // ---- the modules ----
 
-// GPT-2's Conv1D: a linear layer whose weight is stored [in, out].
-struct Conv1DImpl : nn::Module {
-  Conv1DImpl(int64_t in, int64_t out) {
-    weight = register_parameter("weight", torch::empty({in, out}));
-    bias = register_parameter("bias", torch::zeros({out}));
-  }
-  at::Tensor forward(const at::Tensor& x) {
-    std::vector<int64_t> sizes = x.sizes().vec();
-    sizes.back() = weight.size(1);
-    if (sizes.size() > 1) sizes.front() = -1;  // a trace (TorchScript export) takes any batch size
-    return torch::addmm(bias, x.reshape({-1, weight.size(0)}), weight).view(sizes);
-  }
-  at::Tensor weight, bias;
-};
-TORCH_MODULE(Conv1D);
+// GPT-2's Conv1D: a linear layer whose weight is stored [in, out], which LoRA can adapt.
+AdaptableLinear conv1d(int64_t in, int64_t out) {
+  AdaptableLinearOptions o(in, out);
+  o.transposed = true;
+  return AdaptableLinear(o);
+}
 
 at::Tensor activate(const std::string& kind, const at::Tensor& x) {
   if (kind == "gelu_new" || kind == "gelu_pytorch_tanh" || kind == "gelu_fast") {
@@ -250,8 +242,8 @@ void append(detail::LayerCache& cache, const at::Tensor& k, const at::Tensor& v)
 
 struct Gpt2AttentionImpl : nn::Module {
   explicit Gpt2AttentionImpl(const HfConfig& c) : heads(c.heads), width(c.hidden_size) {
-    c_attn = register_module("c_attn", Conv1D(c.hidden_size, 3 * c.hidden_size));
-    c_proj = register_module("c_proj", Conv1D(c.hidden_size, c.hidden_size));
+    c_attn = register_module("c_attn", conv1d(c.hidden_size, 3 * c.hidden_size));
+    c_proj = register_module("c_proj", conv1d(c.hidden_size, c.hidden_size));
     attention_dropout = c.attention_dropout;
     dropout_p = c.dropout;
   }
@@ -268,21 +260,21 @@ struct Gpt2AttentionImpl : nn::Module {
   }
   int64_t heads, width;
   double attention_dropout = 0.0, dropout_p = 0.0;
-  Conv1D c_attn{nullptr}, c_proj{nullptr};
+  AdaptableLinear c_attn{nullptr}, c_proj{nullptr};
 };
 TORCH_MODULE(Gpt2Attention);
 
 struct Gpt2MlpImpl : nn::Module {
   explicit Gpt2MlpImpl(const HfConfig& c) : activation(c.activation), dropout_p(c.dropout) {
-    c_fc = register_module("c_fc", Conv1D(c.hidden_size, c.intermediate_size));
-    c_proj = register_module("c_proj", Conv1D(c.intermediate_size, c.hidden_size));
+    c_fc = register_module("c_fc", conv1d(c.hidden_size, c.intermediate_size));
+    c_proj = register_module("c_proj", conv1d(c.intermediate_size, c.hidden_size));
   }
   at::Tensor forward(const at::Tensor& x) {
     return drop(c_proj(activate(activation, c_fc(x))), dropout_p, is_training());
   }
   std::string activation;
   double dropout_p;
-  Conv1D c_fc{nullptr}, c_proj{nullptr};
+  AdaptableLinear c_fc{nullptr}, c_proj{nullptr};
 };
 TORCH_MODULE(Gpt2Mlp);
 
@@ -378,6 +370,10 @@ at::Tensor step_linear(const at::Tensor& x, const at::Tensor& weight, const at::
 at::Tensor step_linear(const nn::Linear& layer, const at::Tensor& x) {
   return step_linear(x, layer->weight, layer->bias);
 }
+at::Tensor step_linear(AdaptableLinear& layer, const at::Tensor& x) {
+  const at::Tensor y = step_linear(x, layer->weight, layer->bias);
+  return layer->has_adapter() ? y + layer->delta(x) : y;
+}
 
 // x * cos + rotate_half(x) * sin over [N, heads, T, d].
 at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
@@ -389,7 +385,9 @@ struct LlamaAttentionImpl : nn::Module {
   explicit LlamaAttentionImpl(const HfConfig& c) : config(c) {
     const bool qkv = c.attention_bias || c.qkv_bias;
     auto linear = [&](const char* name, int64_t in, int64_t out, bool bias) {
-      return register_module(name, nn::Linear(nn::LinearOptions(in, out).bias(bias)));
+      AdaptableLinearOptions o(in, out);
+      o.bias = bias;
+      return register_module(name, AdaptableLinear(o));
     };
     q_proj = linear("q_proj", c.hidden_size, c.heads * c.head_dim, qkv);
     k_proj = linear("k_proj", c.hidden_size, c.kv_heads * c.head_dim, qkv);
@@ -424,7 +422,7 @@ struct LlamaAttentionImpl : nn::Module {
     return step_linear(o_proj, merge_heads(detail::masked_attention(q, cache.k, cache.v, allowed)));
   }
   HfConfig config;
-  nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  AdaptableLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   at::Tensor frequencies;  // the rotary embedding's inverse frequencies, not a parameter or a buffer (as HF's)
 };
 TORCH_MODULE(LlamaAttention);
@@ -432,7 +430,9 @@ TORCH_MODULE(LlamaAttention);
 struct LlamaMlpImpl : nn::Module {
   explicit LlamaMlpImpl(const HfConfig& c) : activation(c.activation) {
     auto linear = [&](const char* name, int64_t in, int64_t out) {
-      return register_module(name, nn::Linear(nn::LinearOptions(in, out).bias(c.mlp_bias)));
+      AdaptableLinearOptions o(in, out);
+      o.bias = c.mlp_bias;
+      return register_module(name, AdaptableLinear(o));
     };
     gate_proj = linear("gate_proj", c.hidden_size, c.intermediate_size);
     up_proj = linear("up_proj", c.hidden_size, c.intermediate_size);
@@ -443,7 +443,7 @@ struct LlamaMlpImpl : nn::Module {
     return step_linear(down_proj, activate(activation, step_linear(gate_proj, x)) * step_linear(up_proj, x));
   }
   std::string activation;
-  nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  AdaptableLinear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };
 TORCH_MODULE(LlamaMlp);
 
@@ -605,6 +605,12 @@ HfConfig read_hf_config(const std::string& folder) {
                                 where_relative(folder));
   }
   const std::string file = fs::is_directory(folder) ? (fs::path(folder) / "config.json").string() : folder;
+  if (!fs::exists(file, ec) && fs::exists(fs::path(folder) / "adapter_config.json", ec)) {
+    throw std::invalid_argument(folder +
+                                ": a PEFT adapter, not a model: load its base with the adapter (a recipe's "
+                                "algorithms: {lora: {init: {from: " +
+                                folder + "}}}), or merge it into one (baton export --format hf --merge-lora)");
+  }
   return parse_hf_config(read_file(file, {.what = "the model's config", .max_bytes = 16 << 20}), file);
 }
 
@@ -732,6 +738,12 @@ std::size_t save_hf_model(const Model& model, const std::string& folder, const s
   const HfConfig* config = hf_config_of(model);
   if (config == nullptr)
     throw std::invalid_argument("--format hf: the model is not a Hugging Face one (model.name hf)");
+  for (auto& [name, layer] : adaptable_layers(const_cast<Model&>(model))) {
+    if (layer->has_adapter()) {
+      throw std::invalid_argument("--format hf: the model carries LoRA adapters ('" + name +
+                                  "'): --merge-lora folds them into its weights, --format peft writes them alone");
+    }
+  }
   const json parsed = json::parse(config->json);
   const std::string dtype = parsed.value("dtype", parsed.value("torch_dtype", std::string("float32")));
   const at::ScalarType type = dtype == "bfloat16" ? at::kBFloat16 : dtype == "float16" ? at::kHalf : at::kFloat;

@@ -25,6 +25,7 @@
 #include "baton/io/write.h"
 #include "baton/models/export.h"
 #include "baton/models/hf.h"
+#include "baton/models/lora.h"
 #include "baton/models/safetensors.h"
 #include "baton/models/zoo.h"
 #include "baton/train/checkpoint.h"
@@ -136,6 +137,27 @@ BuiltModel from_model_meta(const nlohmann::json& m) {
   return {make_model(name, spec), spec.input_shape(), {}, tokens ? spec.num_classes() : 0};
 }
 
+// A LoRA run's checkpoint without its frozen base (the lora algorithm's checkpoint_base: false).
+bool holds_adapters_only(const CheckpointFile& ckpt) {
+  const nlohmann::json surgery = ckpt.state.values.value("required_on_load", nlohmann::json::array());
+  for (const auto& spec : surgery) {
+    if (spec.value("name", "") != "lora") continue;
+    const nlohmann::json options = spec.value("options", nlohmann::json::object());
+    if (!options.is_object() || !options.value("checkpoint_base", false)) return true;
+  }
+  return false;
+}
+
+// The base a LoRA checkpoint's adapters go on: the Hugging Face folder it was trained from.
+void load_lora_base(BuiltModel& built, const std::string& checkpoint) {
+  std::error_code ec;
+  if (built.source.empty() || !fs::is_directory(built.source, ec)) {
+    throw RecipeError(checkpoint + ": holds LoRA adapters without their frozen base, whose folder (model.path '" +
+                      built.source + "') is not here; pass --recipe RECIPE.yaml naming it");
+  }
+  load_hf_weights(*built.model, built.source);
+}
+
 // The model the checkpoint was trained with: from the request's recipe, else from what baton train
 // wrote into the checkpoint (the model's name and shapes; the recipe, which needs the data, when a
 // checkpoint has only that).
@@ -148,7 +170,11 @@ BuiltModel build_model(const ExportRequest& request) {
                       ": not a baton checkpoint, so it does not say which model it holds; pass --recipe RECIPE.yaml");
   }
   const CheckpointFile ckpt = read_checkpoint(request.checkpoint);
-  if (ckpt.meta.contains("model") && ckpt.meta["model"].is_object()) return from_model_meta(ckpt.meta["model"]);
+  if (ckpt.meta.contains("model") && ckpt.meta["model"].is_object()) {
+    BuiltModel built = from_model_meta(ckpt.meta["model"]);
+    if (holds_adapters_only(ckpt)) load_lora_base(built, request.checkpoint);
+    return built;
+  }
   if (ckpt.meta.contains("recipe") && ckpt.meta["recipe"].is_string()) {
     return from_recipe(Recipe::parse(ckpt.meta["recipe"].get<std::string>(), request.checkpoint + " (its recipe)",
                                      sets_with_device({}, request.device)));
@@ -184,13 +210,13 @@ class Staging {
     fs::create_directories(parent, ec);
     remove_stale_temporaries(parent.string());  // those of a killed run
     path_ = parent / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
-    fs::remove_all(path_, ec);
+    baton::remove_tree(path_, ec);
     if (!fs::create_directory(path_, ec))
       throw FileError(out + ": cannot make a folder beside it (" + ec.message() + ")");
   }
   ~Staging() {
     std::error_code ec;
-    fs::remove_all(path_, ec);  // what did not go into `out`
+    baton::remove_tree(path_, ec);  // what did not go into `out`
   }
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
@@ -370,7 +396,10 @@ Exported export_model(const ExportRequest& request) {
     const auto read = Recipe::load(request.recipe, request.sets).input_files();
     inputs.insert(inputs.end(), read.begin(), read.end());
   }
-  if (request.format == "hf") {  // a folder
+  if (request.format == "peft" && request.merge_lora) {
+    throw RecipeError("--format peft writes the adapters themselves: leave out --merge-lora");
+  }
+  if (request.format == "hf" || request.format == "peft") {  // a folder
     check_output_folder(request.out, request.out_flag, inputs);
   } else {
     check_output(request.out, request.out_flag, inputs);  // not over an input, a device, a FIFO, a folder
@@ -384,6 +413,15 @@ Exported export_model(const ExportRequest& request) {
       TrainerOptions().model(built.model).algorithms(built.algorithms).device(device), request.checkpoint);
   Exported out;
   out.input_shape = built.input_shape;
+  if (request.format == "peft") {  // the adapters alone, as PEFT saves them
+    Staging staging(request.out);
+    out.tensors = save_peft_adapter(*built.model, staging.path(), built.source);
+    staging.commit();
+    return out;
+  }
+  if (request.merge_lora && merge_adapters(*built.model) == 0) {
+    throw RecipeError("--merge-lora: " + request.checkpoint + "'s model carries no LoRA adapters");
+  }
   if (request.format == "safetensors") {
     // The network's own names (a zoo ResNet's are torchvision's): loads with safetensors.torch.load_file.
     const NamedTensors tensors = model_tensors(*built.model);
@@ -403,7 +441,7 @@ Exported export_model(const ExportRequest& request) {
     return out;
   }
   if (request.format != "torchscript")
-    throw RecipeError("--format " + request.format + ": expected torchscript, safetensors or hf");
+    throw RecipeError("--format " + request.format + ": expected torchscript, safetensors, hf or peft");
   const std::string bytes = export_torchscript(*built.model, example_input(built, device));
   write_file_atomically(request.out, bytes);
   out.bytes = bytes.size();

@@ -162,7 +162,7 @@ void RunFolder::release_refused() {
   impl_->lock.reset();
   if (!impl_->created) return;
   std::error_code ec;
-  fs::remove_all(impl_->dir, ec);
+  baton::remove_tree(impl_->dir, ec);
 }
 
 void RunFolder::write_recipe(const std::string& resolved_yaml) const {

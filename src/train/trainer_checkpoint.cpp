@@ -74,7 +74,7 @@ void report_partial_load(const std::string& path, std::size_t loaded, const std:
 // The model's parameters and buffers from the checkpoint's "model/" tensors: by name, shapes
 // checked; load_strict: every one on both sides; ignore_keys: patterns of names left as they are.
 void load_model_tensors(const std::string& path, const StateDict& sd, Model& model, bool strict,
-                        const std::vector<std::string>& ignore_keys) {
+                        const std::vector<std::string>& ignore_keys, const std::set<std::string>& unsaved) {
   torch::NoGradGuard no_grad;
   std::set<std::string> used;
   std::vector<std::string> kept;  // the model's tensors the checkpoint has nothing for
@@ -82,6 +82,7 @@ void load_model_tensors(const std::string& path, const StateDict& sd, Model& mod
     const std::string key = "model/" + name;
     if (matches_any(key, ignore_keys)) return;
     auto it = sd.tensors.find(key);
+    if (it == sd.tensors.end() && unsaved.count(name)) return;  // a LoRA run's base: the model's own
     if (it == sd.tensors.end()) {
       if (strict) throw std::invalid_argument(path + ": has no tensor '" + key + "' for this model (load_strict)");
       kept.push_back(key);
@@ -328,7 +329,7 @@ void Trainer::Impl::load_checkpoint_file(const std::string& path, bool weights_o
   reapply_surgery(path, sd);
   state_.model->to(state_.device);
   Model& model = current_model();
-  load_model_tensors(path, sd, model, strict, ignore_keys);
+  load_model_tensors(path, sd, model, strict, ignore_keys, state_.unsaved_model_tensors);
   loaded_from_ = path;
   if (weights_only) return;
 

@@ -1,5 +1,6 @@
 // Model surgery (src/algorithms/surgery.cpp): modules replaced, outputs kept, reloaded from checkpoints.
 #include "baton/algorithms/algorithms.h"
+#include "baton/io/file.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -112,7 +113,7 @@ void check_surgery(const std::string& model_name, const std::string& algorithm, 
   SCOPED_TRACE(algorithm);
   const baton::testing::TempDir dir_tmp("surgery");
   const std::filesystem::path dir = dir_tmp.path();
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
   TrainerOptions o = image_options(model_name).max_duration("3ba").algorithms({make_algorithm(algorithm, options)});
   const auto before = o.model()->parameters().size();
   Trainer trainer(o.save_folder(dir.string()).save_interval("3ba"));
@@ -132,7 +133,7 @@ void check_surgery(const std::string& model_name, const std::string& algorithm, 
   ASSERT_EQ(loaded.state().algorithms.size(), 1U);  // rebuilt from the checkpoint
   fresh.model()->eval();
   EXPECT_TRUE(fresh.model()->forward(Batch{x, at::Tensor()}).allclose(out, 1e-5, 1e-6));
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 TEST(Surgery, BlurPoolReplacesStridedConvsAndMaxPools) {

@@ -103,7 +103,7 @@ TEST(MemoryMonitor, LogsResidentMemory) {
 TEST(NanMonitor, StopsAtTheFirstNanLossNamingTheStepAndKeepsCheckpoints) {
   const baton::testing::TempDir dir_tmp("nan");
   const std::filesystem::path dir = dir_tmp.path();
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
   // A loss that turns NaN at the 4th batch.
   auto poison = std::make_shared<LambdaCallback>(
       std::map<Event, LambdaCallback::Hook>{{Event::kAfterLoss, [](State& s, Logger&) {
@@ -117,7 +117,7 @@ TEST(NanMonitor, StopsAtTheFirstNanLossNamingTheStepAndKeepsCheckpoints) {
               HasSubstr("nan_monitor: the loss is nan at batch 4 (epoch 0)"));
   trainer.close();
   EXPECT_TRUE(std::filesystem::exists(dir / "ep0-ba2.ckpt"));
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 TEST(RuntimeEstimator, EstimatesTheTimeLeft) {

@@ -1,4 +1,5 @@
 #include "baton/callbacks/trace_profiler.h"
+#include "baton/io/file.h"
 
 #include <filesystem>
 #include <fstream>
@@ -27,7 +28,7 @@ TEST(TraceProfiler, ScheduleSkipsWaitsWarmsUpAndRecords) {
 TEST(TraceProfiler, WritesChromeTracesWithBalancedNestedSpans) {
   const baton::testing::TempDir dir_tmp("traces");
   const std::filesystem::path dir = dir_tmp.path();
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
   torch::manual_seed(0);
   auto model = make_model("fashion_cnn", ModelOptions().input_shape({1, 16, 16}).num_classes(4));
   auto gen = at::detail::createCPUGenerator(1);
@@ -80,7 +81,7 @@ TEST(TraceProfiler, WritesChromeTracesWithBalancedNestedSpans) {
   }
   // The whole recorded window: two batches of this model take milliseconds, not seconds.
   EXPECT_LT(last - events.front()["ts"].get<double>(), 60e6);
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "baton/data/readers.h"
+#include "baton/io/file.h"
 
 #include <zlib.h>
 
@@ -148,7 +149,7 @@ TEST(WriteNpy, RoundTripsThroughReadNpy) {
     write_npy(dir + "/t.npy", t);
     EXPECT_TRUE(torch::equal(read_npy(dir + "/t.npy"), t));
   }
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 // The fuzzers' corpora through the real readers (from files): each input is read or refused with
@@ -169,7 +170,7 @@ void read_corpus(const std::string& fuzzer, at::Tensor (*read)(const std::string
   });
   EXPECT_GE(inputs, 4);
   EXPECT_GE(read_whole, 3);
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 TEST(FuzzCorpus, IdxAndNpyReadersRefuseOrReadEveryInput) {

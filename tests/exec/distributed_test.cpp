@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "baton/io/file.h"
 #include "common/storage_contract.h"
 
 #include "baton/exec/distributed.h"
@@ -81,7 +82,7 @@ TEST(DistributedEngine, TwoWorkersShareOneSearchEachTrialOnceAndLearnFromEachOth
   // Each strategy learned the results of trials the other worker ran.
   EXPECT_GT(sa.observed.size(), 30U);
   EXPECT_GT(sb.observed.size(), 30U);
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 }  // namespace

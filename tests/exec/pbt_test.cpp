@@ -3,6 +3,7 @@
 // resampling), the options' refusals, and the loop on real trial processes whose "state" is a file:
 // every exploit copies the other trial's state, and the population ends together.
 #include "baton/exec/pbt.h"
+#include "baton/io/file.h"
 
 #include <cmath>
 #include <filesystem>
@@ -141,7 +142,7 @@ TEST(Pbt, OptionsAreChecked) {
 // BATON_TRIAL_UNTIL until 30.
 TEST(Pbt, TheLoopCopiesStatesAndEndsThePopulationTogether) {
   const auto dir = std::filesystem::temp_directory_path() / ("baton_pbt_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
   std::filesystem::create_directories(dir);
   const std::string script = R"(
 s="$STATE_DIR/$BATON_TRIAL_ID"; v=$(cat "$s" 2>/dev/null || echo 0)
@@ -197,7 +198,7 @@ if [ "$u" -lt 30 ]; then echo "baton: {\"final\": $v, \"paused\": true, \"step\"
   EXPECT_TRUE(states.back()["plan"]["copied"].get<bool>());
   ASSERT_TRUE(best.has_value());
   for (const auto& t : trials) EXPECT_LE(*t.metrics.final, *best->metrics.final);
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 }  // namespace

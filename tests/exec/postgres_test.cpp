@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "baton/exec/storage.h"
+#include "baton/io/file.h"
 #include "common/storage_contract.h"
 #include "common/test_util.h"
 #include "dashboard/sources.h"
@@ -199,7 +200,7 @@ TEST_F(Postgres, FourWorkerProcessesTimesTwentyFiveTrialsRunEachExactlyOnce) {
     params.insert(trials[i].parameters.dump());
   }
   EXPECT_EQ(params.size(), 100U) << "every created trial is kept, none overwritten";
-  fs::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 // `workers` processes of `baton search --join --storage URL` started together, each writing to
@@ -228,7 +229,7 @@ std::string log_of(const fs::path& dir, int w) {
 TEST_F(Postgres, FourBatonSearchWorkersShareOneSearch) {
   const testing::TempDir dir_tmp("pg_cli");
   const fs::path dir = dir_tmp.path();
-  fs::remove_all(dir);
+  baton::remove_tree(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "space.yaml") << "x: {_type: uniform, _value: [0, 1]}\n";
   std::ofstream(dir / "trial.sh") << "echo $BATON_TRIAL_ID >> " << (dir / "ran.txt").string()
@@ -248,7 +249,7 @@ TEST_F(Postgres, FourBatonSearchWorkersShareOneSearch) {
   EXPECT_GE(workers.size(), 2U);
   for (int w = 0; w < 4; ++w)
     EXPECT_NE(log_of(dir, w).find("trials 100/100 done"), std::string::npos) << log_of(dir, w);
-  fs::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 // The model strategies over PostgreSQL: two workers share one search, each learning from the
@@ -256,7 +257,7 @@ TEST_F(Postgres, FourBatonSearchWorkersShareOneSearch) {
 void two_model_workers(const std::string& url, const std::string& strategy, int trials, double goal) {
   const testing::TempDir dir_tmp("pg_" + strategy);
   const fs::path dir = dir_tmp.path();
-  fs::remove_all(dir);
+  baton::remove_tree(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "space.yaml") << "x: {_type: uniform, _value: [0, 1]}\ny: {_type: uniform, _value: [0, 1]}\n";
   std::ofstream(dir / "trial.py")
@@ -275,7 +276,7 @@ void two_model_workers(const std::string& url, const std::string& strategy, int 
   EXPECT_EQ(PostgresStorage(url).load_trials().size(), static_cast<std::size_t>(trials));
   EXPECT_EQ(workers.size(), 2U) << log_of(dir, 0) << log_of(dir, 1);
   EXPECT_LT(best, goal) << log_of(dir, 0) << log_of(dir, 1);
-  fs::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 // `baton dashboard postgresql://...`: the search's trials as the page gets them, and a trial

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "baton/exec/process.h"
+#include "baton/io/file.h"
 #include "common/test_util.h"
 
 namespace baton {
@@ -143,7 +144,7 @@ TEST(ProcessEngine, ACommandGetsItsParametersAndReportsMetrics) {
   std::string first;
   std::getline(log, first);
   EXPECT_EQ(first, R"(got {"lr":0.2})");
-  std::filesystem::remove_all(logs);
+  baton::remove_tree(logs);
 }
 
 TEST(ProcessEngine, CrashesTimeoutsAndKillsEndTheTrialNotTheSearch) {

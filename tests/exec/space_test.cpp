@@ -11,6 +11,7 @@
 #include "baton/exec/gp.h"
 #include "baton/exec/search.h"
 #include "baton/exec/tpe.h"
+#include "baton/io/file.h"
 #include "common/test_util.h"
 
 namespace baton {
@@ -105,7 +106,7 @@ TEST(SearchSpace, ReadsYamlAndJsonFiles) {
     EXPECT_EQ(std::string(e.what()).rfind((dir / "bad.yaml").string() + ":", 0), 0U) << e.what();
   }
   EXPECT_THROW(SearchSpace::from_file(dir / "missing.yaml"), std::invalid_argument);
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 TEST(FuzzCorpus, SpaceReaderRefusesOrReadsEveryInput) {

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "baton/io/file.h"
 #include "common/storage_contract.h"
 
 #include "baton/exec/distributed.h"
@@ -46,7 +47,7 @@ TEST(SqliteStorage, AnEngineWritesEveryChangeAndAFreshOneResumesFromIt) {
   EXPECT_EQ(trials[1].metrics.intermediate.size(), 1U);
   EXPECT_EQ(*storage->meta("direction"), "maximize");
   EXPECT_FALSE(storage->meta("nothing"));
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 TEST(SqliteStorage, ManyProcessesWriteOneFileWithoutDatabaseIsLocked) {
@@ -66,7 +67,7 @@ TEST(SqliteStorage, ManyProcessesWriteOneFileWithoutDatabaseIsLocked) {
   });
   EXPECT_EQ(codes, std::vector<int>(4, 0));
   EXPECT_EQ(SqliteStorage(path).load_trials().size(), 200U);
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 TEST(SqliteStorage, BadUrlsAndDamagedFilesSayWhat) {
@@ -80,7 +81,7 @@ TEST(SqliteStorage, BadUrlsAndDamagedFilesSayWhat) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("junk.db"), std::string::npos) << e.what();
   }
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 // The storage contract (tests/common/storage_contract.h), each part on a new database; the

@@ -26,6 +26,39 @@ using testing::error_of;
 
 TEST_F(Files, ReadsARegularFileWhole) { EXPECT_EQ(read_file(at("inside/a.txt")), "hello"); }
 
+TEST_F(Files, RemoveTreeRemovesAFolderWholeAndNeverFollowsALink) {
+  fs::create_directories(at("tree/a/b/c"));
+  testing::write_file(at("tree/a/b/c/f.txt"), "x");
+  testing::write_file(at("tree/g.txt"), "y");
+  testing::write_file(at("kept.txt"), "z");
+  fs::create_symlink(at("inside"), at("tree/a/link"));       // a link to a folder outside the tree
+  fs::create_symlink(at("kept.txt"), at("tree/file_link"));  // a link to a file outside it
+  EXPECT_EQ(remove_tree(at("tree")), 8u);                    // tree, a, b, c, f.txt, g.txt and the two links
+  EXPECT_FALSE(fs::exists(at("tree")));
+  EXPECT_TRUE(fs::exists(at("inside/a.txt")));
+  EXPECT_TRUE(fs::exists(at("kept.txt")));
+  EXPECT_EQ(remove_tree(at("tree")), 0u);      // absent: nothing to do, no error
+  EXPECT_EQ(remove_tree(at("kept.txt")), 1u);  // a file alone
+  std::error_code ec;
+  EXPECT_EQ(remove_tree("", ec), 0u);
+  EXPECT_FALSE(ec);
+}
+
+TEST_F(Files, RemoveTreeRefusesAFolderTooDeepAndSaysWhat) {
+  fs::path deep = at("deep");
+  for (int i = 0; i < 520; ++i) deep /= "d";
+  std::error_code ec;
+  fs::create_directories(deep, ec);
+  if (ec) GTEST_SKIP() << "could not make 520 nested folders here: " << ec.message();
+  EXPECT_THAT(error_of([&] { remove_tree(at("deep")); }), ::testing::HasSubstr("deep: could not remove it"));
+  EXPECT_TRUE(fs::exists(deep));
+  fs::path half = at("deep");  // split in two, each half goes
+  for (int i = 0; i < 260; ++i) half /= "d";
+  fs::rename(half, at("half"));
+  EXPECT_EQ(remove_tree(at("half")), 261u);
+  EXPECT_EQ(remove_tree(at("deep")), 260u);
+}
+
 TEST_F(Files, AFifoIsRefusedAtOnceNotWaitedOn) {
   ASSERT_EQ(::mkfifo(at("fifo").c_str(), 0644), 0);
   const auto start = std::chrono::steady_clock::now();

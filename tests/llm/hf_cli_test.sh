@@ -92,6 +92,56 @@ json.dump(t, open(sys.argv[2] + '/tokenizer.json', 'w'))" "$tmp/models/gpt2/toke
 REFUSED_ONE_LINE=1 refused "a tokenizer larger than the model's embeddings" "more than the model's embeddings (320)" \
   "$baton" generate "$tmp/big-tokenizer" --prompt x
 
+# LoRA: a fine-tuning of llama-tied-bias (float32 weights: the merged export is exact) on token
+# shards with adapters on three kinds of layer; the checkpoint holds the adapters, not the base;
+# kill -9 and --autoresume in the middle of the run end bitwise as an uninterrupted run; the PEFT
+# export loads in PEFT, and the merged export in transformers gives what PEFT's adapter gives.
+cat >"$tmp/lora.yaml" <<YAML
+model: {name: hf, path: $tmp/models/llama-tied-bias}
+data: {dataset: tokens, train_files: "$tmp/train_*.bin", context: 32, vocab_size: 320, batch_size: 4}
+algorithms: {lora: {r: 8, alpha: 16, dropout: 0.05, targets: [q_proj, v_proj, up_proj]}}
+optimizer: {name: adamw, lr: 0.001}
+scheduler: {name: wsd, t_warmup: 5ba, t_decay: 0.2dur, decay_shape: sqrt}
+max_duration: 40ba
+YAML
+RECIPE="$tmp/lora.yaml" STEPS=240 "$source_dir/tests/slow/kill_resume.sh" "$baton" "$source_dir" >"$tmp/kill.log" 2>&1 ||
+  fail "lora: kill -9 and --autoresume: $(tail -3 "$tmp/kill.log")"
+"$baton" train "$tmp/lora.yaml" --run-dir "$tmp/lora" --set progress_bar=false >"$tmp/train.log" 2>&1 ||
+  fail_now "lora: training: $(tail -3 "$tmp/train.log")"
+ckpt_bytes=$(stat -L -c %s "$tmp/lora/checkpoints/latest")
+base_bytes=$(stat -c %s "$tmp/models/llama-tied-bias/model.safetensors")
+[ "$ckpt_bytes" -lt $((base_bytes / 2)) ] || fail "lora: the checkpoint is $ckpt_bytes bytes, the base $base_bytes: not the adapters' size"
+"$baton" export "$tmp/lora/checkpoints/latest" --format peft --out "$tmp/lora/adapter" >/dev/null || fail_now "lora: --format peft"
+"$baton" export "$tmp/lora/checkpoints/latest" --format hf --merge-lora --out "$tmp/lora/merged" >/dev/null ||
+  fail_now "lora: --format hf --merge-lora"
+"$python" - "$tmp/models/llama-tied-bias" "$tmp/lora/adapter" "$tmp/lora/merged" <<'PY' 2>"$tmp/py.log" || fail "lora: PEFT and transformers on the exports: $(tail -2 "$tmp/py.log")"
+import sys, torch
+from peft import PeftModel
+from transformers import AutoModelForCausalLM
+base, adapter, merged = sys.argv[1:4]
+peft = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base).float(), adapter).eval()
+plain = AutoModelForCausalLM.from_pretrained(merged).float().eval()
+ids = torch.randint(0, 320, (2, 24), generator=torch.Generator().manual_seed(0))
+with torch.no_grad():
+    a, b = peft(input_ids=ids).logits, plain(input_ids=ids).logits
+    with peft.disable_adapter():
+        c = peft(input_ids=ids).logits
+assert (a - b).abs().max() < 1e-4, f"merged export against PEFT's adapter: {(a - b).abs().max()}"
+assert (a - c).abs().max() > 1e-3, "the adapters changed nothing"
+PY
+# (The model is built first: the run's line precedes the refusal, and the run folder is given up.)
+refused "a LoRA target that matches no layer" "lora: targets: 'qkv' matches no linear layer" \
+  "$baton" train "$tmp/lora.yaml" --run-dir "$tmp/bad-lora" --set 'algorithms.lora.targets=[qkv]'
+[ ! -e "$tmp/bad-lora/recipe.yaml" ] || fail "lora: a refused run left its recipe.yaml"
+REFUSED_ONE_LINE=1 refused "LoRA's r of 0" "r 0: must be 1 or more" \
+  "$baton" train "$tmp/lora.yaml" --run-dir "$tmp/bad-lora" --set algorithms.lora.r=0
+REFUSED_ONE_LINE=1 refused "a merged export of a model without adapters" "carries no LoRA adapters" \
+  "$baton" export "$tmp/gpt2/checkpoints/latest" --format hf --merge-lora --out "$tmp/bad-merged"
+REFUSED_ONE_LINE=1 refused "--format peft with --merge-lora" "leave out --merge-lora" \
+  "$baton" export "$tmp/lora/checkpoints/latest" --format peft --merge-lora --out "$tmp/bad-peft"
+REFUSED_ONE_LINE=1 refused "a PEFT adapter given as a model" "a PEFT adapter, not a model" \
+  "$baton" generate "$tmp/lora/adapter" --prompt x
+
 # Bad folders: named, one line, exit 2.
 cp -r "$tmp/models/gpt2" "$tmp/t5"
 sed -i 's/GPT2LMHeadModel/T5ForConditionalGeneration/' "$tmp/t5/config.json"

@@ -14,11 +14,17 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "baton/algorithms/lora.h"
+#include "baton/data/dataloader.h"
+#include "baton/data/dataset.h"
 #include "baton/data/hf_tokenizer.h"
 #include "baton/data/text_tokenizer.h"
 #include "baton/models/generate.h"
 #include "baton/models/hf.h"
+#include "baton/models/lora.h"
 #include "baton/models/safetensors.h"
+#include "baton/optim/optimizers.h"
+#include "baton/train/trainer.h"
 
 namespace baton {
 namespace {
@@ -125,6 +131,94 @@ TEST_P(HfTokenizerReference, PromptIdsEqualTransformersTokenizer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, HfTokenizerReference, ::testing::Values("gpt2-bpe", "llama3-bpe"));
+
+// ---- LoRA against PEFT (tests/llm/make_lora.py: the base, PEFT's adapters, batches and losses) ----
+
+fs::path lora_folder() {
+  const char* root = std::getenv("BATON_HF_MODELS");
+  return root == nullptr ? fs::path() : fs::path(root) / "lora";
+}
+
+struct LossRecorder : Callback {
+  std::vector<double> losses;
+  void after_loss(State& state, Logger& /*logger*/) override { losses.push_back(state.loss.item<double>()); }
+};
+
+// PEFT's 50 AdamW steps on the same base, batches and initial adapter (baton starts from the adapter
+// PEFT wrote): every loss within 1e-4. Then baton's adapter goes out as a PEFT folder, and its logits
+// of a batch beside it, for make_lora.py check (PEFT loads it and must give the same logits).
+TEST(LoraPeft, FiftyStepsLossesEqualPeftsAndTheAdapterGoesOutForPeft) {
+  const fs::path folder = lora_folder();
+  ASSERT_TRUE(fs::exists(folder / "reference.safetensors")) << "tests/llm/hf_reference.sh makes it";
+  std::map<std::string, at::Tensor> ref;
+  for (auto& [name, t] : read_safetensors((folder / "reference.safetensors").string())) ref[name] = t;
+  const at::Tensor ids = ref.at("ids");  // [50, 4, 17]
+  const int64_t steps = ids.size(0), batch = ids.size(1), context = ids.size(2) - 1;
+  const at::Tensor flat = ids.reshape({steps * batch, context + 1});
+  auto data =
+      std::make_shared<TensorDataset>(flat.narrow(1, 0, context).contiguous(), flat.narrow(1, 1, context).contiguous());
+  auto model = load_hf_model((folder / "base").string());
+  auto recorder = std::make_shared<LossRecorder>();
+  auto lora = std::make_shared<Lora>(LoraOptions().init_from((folder / "init").string()));
+  Trainer trainer(
+      TrainerOptions()
+          .model(model)
+          .train_dataloader(std::make_shared<DataLoader>(data, DataLoaderOptions().batch_size(batch).shuffle(false)))
+          .optimizers(
+              {make_optimizer(OptimizerOptions().name("adamw").lr(1e-2).weight_decay(0.0), model->parameters())})
+          .algorithms({lora})
+          .callbacks({recorder})
+          .max_duration(Time::parse(std::to_string(steps) + "ba"))
+          .progress_bar(false)
+          .console_log_interval(Time::parse("0ep")));
+  trainer.fit();
+  const at::Tensor peft = ref.at("losses");
+  ASSERT_EQ(recorder->losses.size(), static_cast<std::size_t>(steps));
+  double worst = 0;
+  for (int64_t i = 0; i < steps; ++i) {
+    worst = std::max(worst, std::abs(recorder->losses[i] - peft[i].item<double>()));
+    EXPECT_NEAR(recorder->losses[i], peft[i].item<double>(), 1e-4) << "step " << i;
+  }
+  EXPECT_LT(peft[steps - 1].item<double>(), peft[0].item<double>() - 0.2) << "the reference learns";
+  std::cout << "LoRA: 50 losses within " << worst << " of PEFT's; " << lora->trainable_params() << " of "
+            << lora->total_params() << " parameters train\n";
+
+  fs::create_directories(folder / "baton-adapter");
+  EXPECT_EQ(save_peft_adapter(*model, (folder / "baton-adapter").string(), (folder / "base").string()), 8u);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const at::Tensor probe = ids[0].narrow(1, 0, context).contiguous();
+  const at::Tensor logits = dynamic_cast<Classifier&>(*model).module().forward(probe);
+  write_safetensors((folder / "baton-logits.safetensors").string(), {{"ids", probe}, {"logits", logits.contiguous()}});
+}
+
+// PEFT's trained adapter put on baton's model and merged: the weights merge_and_unload() gave,
+// within 1e-5.
+TEST(LoraPeft, MergedWeightsEqualPeftsMergeAndUnload) {
+  const fs::path folder = lora_folder();
+  ASSERT_TRUE(fs::exists(folder / "merged.safetensors")) << "tests/llm/hf_reference.sh makes it";
+  auto model = load_hf_model((folder / "base").string());
+  const PeftAdapter adapter = read_peft_adapter((folder / "trained").string());
+  std::map<std::string, AdaptableLinear> layers;
+  for (auto& [name, layer] : adaptable_layers(*model)) layers.emplace(name, layer);
+  for (const auto& [name, pair] : adapter.layers) {
+    AdaptableLinear& l = layers.at(name);
+    l->add_adapter(adapter.spec);
+    torch::NoGradGuard no_grad;
+    l->lora_A->weight.copy_(pair.first);
+    l->lora_B->weight.copy_(pair.second);
+  }
+  EXPECT_EQ(merge_adapters(*model), 4);
+  std::map<std::string, at::Tensor> ours;
+  for (auto& [name, t] : model_tensors(*model)) ours[name] = t;
+  int compared = 0;
+  for (const auto& [name, theirs] : read_safetensors((folder / "merged.safetensors").string())) {
+    if (!ours.count(name)) continue;  // a tied head's second name
+    EXPECT_TRUE(torch::allclose(ours.at(name), theirs, 1e-5, 1e-5)) << name;
+    ++compared;
+  }
+  EXPECT_EQ(compared, static_cast<int>(ours.size()));
+}
 
 }  // namespace
 }  // namespace baton

@@ -9,6 +9,7 @@
 
 #include "baton/core/engine.h"
 #include "baton/core/state.h"
+#include "baton/io/file.h"
 #include "baton/loggers/in_memory_logger.h"
 #include "baton/loggers/mlflow_logger.h"
 #include "common/scripted_server.h"
@@ -47,7 +48,7 @@ TEST(Mlflow, TheGitCommitIsReadFromTheRecipesWorkTreeOrIsEmpty) {
   EXPECT_EQ(git_commit_of((dir.path() / "recipes/r.yaml").string()), other);
   testing::write_file(dir.path() / ".git/HEAD", commit + "\n");  // detached
   EXPECT_EQ(git_commit_of((dir.path() / "r.yaml").string()), commit);
-  std::filesystem::remove_all(dir.path() / ".git");
+  baton::remove_tree(dir.path() / ".git");
   EXPECT_EQ(git_commit_of((dir.path() / "r.yaml").string()), git_commit_of("/r.yaml"));
 }
 

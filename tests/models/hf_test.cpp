@@ -122,6 +122,13 @@ TEST(HfConfig, WhatBatonDoesNotBuildIsRefusedByFileAndKey) {
   EXPECT_THAT(error_of([&] { read_hf_config(dir.str()); }), HasSubstr(file + ": not JSON"));
 }
 
+TEST(HfConfig, APeftAdapterFolderIsNamedAsOneWithWhatToDo) {
+  TempDir dir("hf_adapter");
+  std::ofstream(dir.file("adapter_config.json")) << R"({"peft_type": "LORA", "r": 8})";
+  EXPECT_THAT(error_of([&] { read_hf_config(dir.str()); }),
+              HasSubstr(dir.str() + ": a PEFT adapter, not a model: load its base with the adapter"));
+}
+
 TEST(HfModel, ParametersCarryHuggingFacesNames) {
   TempDir dir("hf");
   const auto names_of = [](const Model& model) {

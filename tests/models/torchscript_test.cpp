@@ -1,5 +1,6 @@
 // TorchScript models (src/models/torchscript.cpp): a scripted module trains in C++; an operator
 // LibTorch lacks and code nested too deep are refused in one line.
+#include "baton/io/file.h"
 #include "baton/train/trainer.h"
 
 #include <stdexcept>
@@ -58,7 +59,7 @@ def forward(self, x):
   EXPECT_THAT([&] { load_torchscript_classifier(dir + "/missing.pt"); },
               ::testing::ThrowsMessage<std::runtime_error>(
                   HasSubstr("missing.pt: cannot open the TorchScript module (No such file or directory)")));
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 // A TorchScript file saved by LibTorch, its code records rewritten by `edit` (as a newer PyTorch,

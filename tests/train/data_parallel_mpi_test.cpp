@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "baton/algorithms/registry.h"
+#include "baton/io/file.h"
 #include "baton/metrics/metrics.h"
 #include "baton/models/zoo.h"
 #include "baton/optim/optimizers.h"
@@ -198,8 +199,8 @@ TEST(DataParallel, ACheckpointOfTwoRanksResumesInOneProcessAndViceVersa) {
   }
   comm.barrier();
   if (comm.rank() == 0) {
-    fs::remove_all(from_ddp);
-    fs::remove_all(from_single);
+    baton::remove_tree(from_ddp);
+    baton::remove_tree(from_single);
   }
 }
 

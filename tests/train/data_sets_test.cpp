@@ -217,7 +217,7 @@ TEST(Recipe, TextDataAndTheGptModel) {
   EXPECT_THAT(build(data + "model: {name: gpt, width: 30, heads: 4}\n"),
               HasSubstr("model.width: model 'gpt': width 30 must be a multiple of heads 4"));
   EXPECT_THAT(build("model: {name: gpt}\n"), HasSubstr("needs windows of tokens (data.dataset: text or tokens)"));
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 // Two classes of 20x20 gray PNGs (bright left half or bright right half, with noise), in ImageNet's

@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include "baton/io/file.h"
 #include "baton/train/trainer.h"
 #include "mpi/comm.h"
 
@@ -47,7 +48,7 @@ inline std::filesystem::path shared_dir(const std::string& prefix, const std::st
   std::string dir;
   if (comm.rank() == 0) {
     dir = (std::filesystem::temp_directory_path() / (prefix + "_" + name + "_" + std::to_string(::getpid()))).string();
-    std::filesystem::remove_all(dir);
+    baton::remove_tree(dir);
   }
   return comm.broadcast(dir, 0);
 }

@@ -1,5 +1,6 @@
 // Recipe files (src/train/recipe_file.cpp): unknown keys, malformed YAML, folders, duplicate keys and
 // --set overrides said with file, line and column.
+#include "baton/io/file.h"
 #include "baton/train/recipe.h"
 
 #include <unistd.h>
@@ -47,7 +48,7 @@ TEST(Recipe, AFolderADuplicateKeyAndADeepSetAreErrorsThatSayWhere) {
   const std::filesystem::path dir = dir_tmp.path();
   std::filesystem::create_directories(dir);
   EXPECT_THAT(error_of([&] { Recipe::load(dir.string()); }), HasSubstr(": a folder, not a recipe file"));
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
   EXPECT_THAT(error_of([] { Recipe::parse("seed: 1\noptimizer:\n  lr: 0.1\n  lr: 0.5\n", "r.yaml"); }),
               StartsWith("r.yaml:4:3: key 'optimizer.lr' is given twice (first at line 3); keep one"));
   EXPECT_THAT(error_of([] { Recipe::parse("seed: 1\nseed: 2\n", "r.yaml"); }),

@@ -38,7 +38,7 @@ TEST(Recipe, AnErrorInASectionTheRecipeLacksNamesTheKey) {
   const std::string yaml = "data: {dataset: files, train_inputs: " + (dir / "x.npy").string() +
                            ", train_labels: " + (dir / "y.npy").string() + "}\n";
   EXPECT_THAT(error_of([&] { build_run(Recipe::parse(yaml, "r.yaml")); }), StartsWith("r.yaml: model.name: "));
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 TEST(Recipe, LabelsAndEmptyFilesAreErrorsThatNameTheKey) {
@@ -68,7 +68,7 @@ TEST(Recipe, LabelsAndEmptyFilesAreErrorsThatNameTheKey) {
               HasSubstr("data.train_inputs: holds 0 examples"));
   EXPECT_THAT(error_of([] { build_run(Recipe::parse("optimizer: {lr: .nan}\n", "r.yaml")); }),
               StartsWith("r.yaml:1:17: optimizer.lr: expected a finite number, got '.nan'"));
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 TEST(Recipe, BadValuesNameTheKeyAndTheValue) {
@@ -156,7 +156,7 @@ TEST(Recipe, DeviceKeys) {
   EXPECT_EQ(build_run(Recipe::parse("tf32: false\n" + data, "r.yaml")).options.tf32(), std::optional<bool>(false));
   EXPECT_THAT(testing::error_of([&] { build_run(Recipe::parse("tf32: sometimes\n" + data, "r.yaml")); }),
               HasSubstr("r.yaml:1:7: tf32: expected auto (PyTorch's defaults"));
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 TEST(Recipe, TheExampleSearchTunesTheLearningRateTheRecipeUses) {
@@ -180,7 +180,7 @@ TEST(Recipe, TheExampleSearchTunesTheLearningRateTheRecipeUses) {
   };
   EXPECT_NE(peak_lr("scheduler.max_lr=0.01"), peak_lr("scheduler.max_lr=0.3"));
   EXPECT_EQ(peak_lr("optimizer.lr=0.01"), peak_lr("optimizer.lr=0.3"));  // why it is not the key searched
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 TEST(Recipe, DistributedKeys) {

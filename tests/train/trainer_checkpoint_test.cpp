@@ -86,6 +86,7 @@ TEST_F(Resume, EveryAlgorithmResumesBitwise) {
         .save_folder(dir_ + "/" + folder);
   };
   for (const auto& name : algorithm_names()) {
+    if (name == "lora") continue;  // adapts a Hugging Face model's layers: tests/algorithms/lora_test.cpp resumes it
     SCOPED_TRACE(name);
     Trainer whole(options(name, name));
     whole.fit();

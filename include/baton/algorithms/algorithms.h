@@ -12,6 +12,7 @@
 #pragma once
 
 #include "baton/algorithms/augment.h"
+#include "baton/algorithms/lora.h"
 #include "baton/algorithms/one_shot.h"
 #include "baton/algorithms/surgery.h"
 #include "baton/algorithms/weights.h"

@@ -170,6 +170,8 @@ class OptionReader {
 
   // The mapping under `key` (null when absent), read with the same origin.
   OptionReader child(const std::string& key) const;
+  // The same, with `key` counted as read (a nested mapping among a component's options).
+  OptionReader read_child(const std::string& key);
 
   bool has(const std::string& key) const;
   const nlohmann::json& json() const;

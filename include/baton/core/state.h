@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -54,6 +55,10 @@ class State {
 
   // What is trained.
   std::shared_ptr<torch::nn::Module> model;
+  // Names of the model's tensors ("model.layers.0.mlp.up_proj.weight", as named_parameters gives
+  // them) that checkpoints leave out and loading does not ask for: a LoRA run's frozen base, which
+  // the model's own source (its Hugging Face folder) gives back. Empty: every tensor is saved.
+  std::set<std::string> unsaved_model_tensors;
   std::vector<std::shared_ptr<torch::optim::Optimizer>> optimizers;
   std::vector<std::shared_ptr<Scheduler>> schedulers;
 

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace baton {
 
@@ -94,6 +95,15 @@ class FileLock {
 // Removes `folder`'s temporary files and folders ".NAME.tmp.PID" whose process is gone (a write
 // that a kill cut short); those of live processes are left alone. Returns how many were removed.
 int remove_stale_temporaries(const std::string& folder);
+
+// Removes `path` and, when it is a folder, everything under it (links are removed, never followed),
+// as std::filesystem::remove_all does; returns how many entries went (0 when `path` was absent).
+// It never calls std::filesystem::remove_all: a PyTorch wheel's libtorch.so carries a copy of it that
+// jumps to address 0 when the dynamic linker finds it first (seen on a GPU machine's toolchain even
+// with libstdc++.so.6 linked first). On an error `ec` says what; what was removed stays removed.
+// Folders deeper than 512 levels are an error (ELOOP), never a stack overflow.
+std::uintmax_t remove_tree(const std::string& path, std::error_code& ec);
+std::uintmax_t remove_tree(const std::string& path);  // throws FileError
 
 // "4 MiB", "512 KiB", "12 bytes": sizes in messages.
 std::string human_bytes(std::uint64_t bytes);

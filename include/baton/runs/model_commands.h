@@ -69,12 +69,13 @@ Predictions predict_recipe(const PredictRequest& request);
 
 struct ExportRequest {
   std::string checkpoint{};            // a checkpoint (the model it holds), or weights with `recipe`
-  std::string format = "torchscript";  // or "safetensors", or "hf" (`out` a folder)
+  std::string format = "torchscript";  // or "safetensors", "hf" or "peft" (`out` a folder)
   std::string out{};
   std::string out_flag = "--out";  // the flag that named `out`, in messages
   std::string recipe{};            // builds the model from this recipe instead of the checkpoint's
   std::vector<std::string> sets{};
   std::string device = "cpu";  // where the exported module's tensors live
+  bool merge_lora = false;     // LoRA adapters folded into the weights first (--merge-lora)
 };
 struct Exported {
   std::size_t tensors = 0;           // safetensors: how many
