@@ -49,8 +49,7 @@ struct DataLoader::Staged {
 
   Batch finish() {
     if (!transfer) return std::move(batch);
-    std::vector<at::Tensor> t = transfer->take();
-    return {t[0], t[1]};
+    return Batch::of(transfer->take());
   }
 };
 
@@ -230,10 +229,10 @@ DataLoader::Staged DataLoader::make_batch(int64_t index) const {
   Batch& b = staged.batch;
   if (b.input.device() == impl_->device_) return staged;
   if (impl_->device_.is_cuda()) {
-    staged.transfer.emplace(std::vector<at::Tensor>{b.input, b.target}, impl_->device_.index());
+    staged.transfer.emplace(b.tensors(), impl_->device_.index());
     b = Batch{};
   } else {
-    b = {b.input.to(impl_->device_), b.target.defined() ? b.target.to(impl_->device_) : b.target};
+    b = b.to(impl_->device_);
   }
   return staged;
 }
@@ -297,12 +296,10 @@ std::optional<Batch> DataLoader::next() {
       if (made.input.defined() && made.input.is_cuda()) cuda::synchronize_stream(made.input.device().index());
       return made;
     });
-    for (const at::Tensor& t : {batch.input, batch.target}) {
+    for (const at::Tensor& t : batch.tensors()) {
       if (t.defined() && t.is_cuda()) cuda::use_on_current_stream(t);
     }
-    if (batch.input.defined() && batch.input.device() != impl_->device_) {
-      batch = {batch.input.to(impl_->device_), batch.target.defined() ? batch.target.to(impl_->device_) : batch.target};
-    }
+    if (batch.input.defined() && batch.input.device() != impl_->device_) batch = batch.to(impl_->device_);
     if (batch.input.defined()) batch.input = impl_->dataset_->finish_inputs(batch.input);
     return batch;
   }

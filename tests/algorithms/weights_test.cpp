@@ -1,5 +1,6 @@
 // The algorithms on weights and gradients (src/algorithms/weights.cpp): each one's effect.
 #include "baton/algorithms/algorithms.h"
+#include "baton/io/file.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -133,7 +134,7 @@ TEST(Ema, UpdatesPerEpochToo) {
 TEST(Ema, CheckpointsHoldTheAverageAndResumeBitwise) {
   const baton::testing::TempDir dir_tmp("ema");
   const std::filesystem::path dir = dir_tmp.path();
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
   auto run = [&](const std::string& duration, bool autoresume) {
     TrainerOptions o = image_options()
                            .max_duration(duration)
@@ -147,11 +148,11 @@ TEST(Ema, CheckpointsHoldTheAverageAndResumeBitwise) {
     return flat_weights(*o.model());
   };
   const at::Tensor straight = run("8ba", false);
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
   run("4ba", false);
   const at::Tensor resumed = run("8ba", true);
   EXPECT_TRUE(resumed.equal(straight));
-  std::filesystem::remove_all(dir);
+  baton::remove_tree(dir);
 }
 
 TEST(Swa, AveragesTheWeightsBetweenStartAndEnd) {
