@@ -35,7 +35,6 @@
 #include "baton/io/url.h"
 #include "baton/io/write.h"
 
-#include "baton/data/chat.h"
 #include "baton/data/dataloader.h"
 #include "baton/data/dataset.h"
 #include "baton/data/fashion_mnist.h"
@@ -54,7 +53,6 @@
 #include "baton/models/export.h"
 #include "baton/models/generate.h"
 #include "baton/models/hf.h"
-#include "baton/models/lora.h"
 #include "baton/models/loss.h"
 #include "baton/models/model.h"
 #include "baton/models/safetensors.h"
@@ -70,7 +68,6 @@
 
 #include "baton/algorithms/algorithms.h"
 #include "baton/algorithms/augment.h"
-#include "baton/algorithms/lora.h"
 #include "baton/algorithms/one_shot.h"
 #include "baton/algorithms/registry.h"
 #include "baton/algorithms/surgery.h"

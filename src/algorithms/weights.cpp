@@ -491,13 +491,16 @@ std::optional<int> Sam::apply(Event /*event*/, State& state, Logger& /*logger*/)
   // The gradient at the perturbed weights, for the whole batch, microbatch by microbatch.
   const int64_t n = state.batch.size();
   const int64_t mb = state.microbatch_size > 0 ? std::min(n, state.microbatch_size) : n;
-  for (const Batch& part : state.batch.split(mb)) {
+  const auto inputs = state.batch.input.split(mb);
+  const auto targets = state.batch.target.split(mb);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Batch part{inputs[i], targets[i]};
     at::Tensor loss;
     {
       AutocastGuard autocast(state.precision, state.device.type());
       loss = model.loss(model.forward(part), part);
     }
-    loss = loss * (static_cast<double>(part.size()) / static_cast<double>(n));
+    loss = loss * (static_cast<double>(inputs[i].size(0)) / static_cast<double>(n));
     if (state.grad_scaler) loss = state.grad_scaler->scale(loss);  // amp_fp16: as the trainer's backward
     loss.backward();
   }
@@ -563,11 +566,8 @@ std::optional<int> SelectiveBackprop::apply(Event /*event*/, State& state, Logge
         order.index_select(0, detail::on_device_of(order, torch::multinomial(weights, kept, /*replacement=*/false)));
   }
   chosen = std::get<0>(chosen.sort());
-  std::vector<at::Tensor> rows = state.batch.tensors();
-  for (at::Tensor& t : rows) {
-    if (t.defined()) t = t.index_select(0, chosen);
-  }
-  state.batch = Batch::of(rows);
+  state.batch.input = state.batch.input.index_select(0, chosen);
+  state.batch.target = state.batch.target.index_select(0, chosen);
   return std::nullopt;
 }
 

@@ -1,23 +1,17 @@
 #include "baton/callbacks/monitors.h"
 
-#include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <fstream>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include "baton/core/device.h"
 #include "baton/core/logger.h"
 #include "baton/core/state.h"
 #include "baton/models/export.h"
-#include "baton/models/hf.h"
 #include "baton/models/model.h"
 
 namespace baton {
@@ -44,95 +38,12 @@ double status_mb(const std::string& field) {
 
 // ---- SpeedMonitor ---------------------------------------------------------------------------
 
-namespace {
-
-// Published dense bf16/fp16 tensor-core peaks (FLOP/s), by a part of the GPU's name; the first that
-// matches wins (so "H100 NVL" and "H100 PCIe" before "H100").
-double gpu_peak_bf16(const std::string& name) {
-  static const std::vector<std::pair<const char*, double>> table = {
-      {"GB200", 2.5e15}, {"B200", 2.25e15},    {"H200", 989e12}, {"H100 NVL", 835e12}, {"H100 PCIe", 756e12},
-      {"H100", 989e12},  {"H800", 989e12},     {"A100", 312e12}, {"A800", 312e12},     {"L40S", 362e12},
-      {"L4", 121e12},    {"RTX 4090", 165e12}, {"A10G", 70e12},  {"A10", 125e12},      {"MI300X", 1307e12}};
-  for (const auto& [part, flops] : table) {
-    if (name.find(part) != std::string::npos) return flops;
-  }
-  return 0;
-}
-
-double measured_cpu_peak(at::ScalarType type) {
-  static std::mutex mutex;
-  static std::map<at::ScalarType, double> measured;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (const auto it = measured.find(type); it != measured.end()) return it->second;
-  torch::NoGradGuard no_grad;
-  constexpr int64_t n = 1024;
-  const at::Tensor a = torch::rand({n, n}).to(type), b = torch::rand({n, n}).to(type);
-  at::Tensor c = torch::mm(a, b);  // warm-up
-  double best = 0;
-  for (int i = 0; i < 5; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    c = torch::mm(a, b);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (s > 0) best = std::max(best, 2.0 * n * n * n / s);
-  }
-  return measured[type] = best;
-}
-
-}  // namespace
-
-PeakFlops peak_flops(c10::Device device, Precision precision) {
-  const bool low = precision != Precision::kFp32;
-  if (device.is_cuda()) {
-    const std::string name = describe(device);
-    const double bf16 = gpu_peak_bf16(name);
-    return {low ? bf16 : bf16 / 2, "table: " + name + (low ? "" : ", TF32 (half the bf16 figure)")};
-  }
-  const at::ScalarType type = precision == Precision::kAmpBf16 ? at::kBFloat16 : at::kFloat;
-  return {measured_cpu_peak(type), "measured: 1024^3 matmul, " + std::string(c10::toString(type)) + ", " +
-                                       std::to_string(at::get_num_threads()) + " threads"};
-}
-
-namespace {
-
-// torchtitan's FLOPs per token of a language model: 6 N + 12 L d T (N: the parameters but the token
-// embedding's). 0 for a model that is not a Hugging Face one.
-double hf_flops_per_token(Model& model, int64_t tokens) {
-  const HfConfig* c = hf_config_of(model);
-  if (c == nullptr) return 0;
-  double n = 0;
-  for (const auto& p : model.named_parameters()) {
-    const std::string& name = p.key();
-    const bool embedding = name.ends_with("wte.weight") || name.ends_with("embed_tokens.weight");
-    if (!embedding) n += static_cast<double>(p.value().numel());
-  }
-  if (c->tie_word_embeddings) n += static_cast<double>(c->vocab_size * c->hidden_size);  // the head uses it
-  return 6.0 * n + 12.0 * static_cast<double>(c->layers * c->heads * c->head_dim * tokens);
-}
-
-}  // namespace
-
-struct SpeedMonitor::InFlight {
-  DeviceMarker start;
-  std::optional<DeviceMarker> end;
-  int64_t samples = 0;
-  int64_t step = 0;
-  at::Tensor trained;        // the targets the loss counts (token windows), on the device
-  double trained_share = 1;  // the job's batch over this rank's
-};
-
 struct SpeedMonitor::Impl {
-  struct Measured {
-    double seconds = 0;
-    int64_t samples = 0;
-    double trained = 0;
-  };
   int64_t window_size_;
-  std::deque<Measured> window_;     // per batch
-  std::deque<InFlight> in_flight_;  // batches the device may not have done yet
+  std::deque<std::pair<double, int64_t>> window_;  // (seconds, samples) per batch
+  std::deque<InFlight> in_flight_;                 // batches the device may not have done yet
   Clock::time_point epoch_start_{};
   double macs_ = 0;
-  double flops_ = 0;               // training FLOPs of one example
-  double peak_ = 0;                // the device's, for the run's precision
   int64_t tokens_per_sample_ = 0;  // windows of token indices ([N, T] integers): T
   bool counted_ = false;
 };
@@ -140,7 +51,6 @@ struct SpeedMonitor::Impl {
 SpeedMonitor::~SpeedMonitor() = default;
 
 double SpeedMonitor::multiply_adds() const { return impl_->macs_; }
-double SpeedMonitor::flops_per_example() const { return impl_->flops_; }
 
 SpeedMonitor::SpeedMonitor(SpeedMonitorOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->window_size_ = options.window_size();
@@ -155,7 +65,7 @@ void SpeedMonitor::fit_start(State& /*state*/, Logger& /*logger*/) {
 void SpeedMonitor::epoch_start(State& /*state*/, Logger& /*logger*/) { impl_->epoch_start_ = Clock::now(); }
 
 void SpeedMonitor::batch_start(State& state, Logger& /*logger*/) {
-  impl_->in_flight_.push_back({DeviceMarker(state.device), std::nullopt, 0, 0, at::Tensor(), 1.0});
+  impl_->in_flight_.push_back({DeviceMarker(state.device), std::nullopt, 0, 0});
   if (impl_->counted_) return;
   impl_->counted_ = true;
   auto* model = dynamic_cast<Model*>(state.model.get());
@@ -168,14 +78,6 @@ void SpeedMonitor::batch_start(State& state, Logger& /*logger*/) {
   } catch (const std::exception& e) {
     spdlog::info("speed_monitor: no FLOP estimate ({})", e.what());
   }
-  const double per_token = impl_->tokens_per_sample_ > 0 ? hf_flops_per_token(*model, impl_->tokens_per_sample_) : 0;
-  impl_->flops_ = per_token > 0 ? per_token * static_cast<double>(impl_->tokens_per_sample_) : 6.0 * impl_->macs_;
-  if (impl_->flops_ > 0) {
-    const PeakFlops peak = peak_flops(state.device, state.precision);
-    impl_->peak_ = peak.flops;
-    spdlog::debug("speed_monitor: {:.4g} training FLOPs an example; the device's peak {:.4g} FLOP/s ({})",
-                  impl_->flops_, peak.flops, peak.source);
-  }
 }
 
 void SpeedMonitor::batch_end(State& state, Logger& logger) {
@@ -185,12 +87,6 @@ void SpeedMonitor::batch_end(State& state, Logger& logger) {
   // Every data-parallel rank's samples: the job's throughput.
   batch.samples = state.batch_samples > 0 ? state.batch_samples : state.batch.size();
   batch.step = state.timestamp.batch();
-  const at::Tensor& target = state.batch.target;
-  if (impl_->tokens_per_sample_ > 0 && target.defined() && !at::isFloatingType(target.scalar_type()) &&
-      state.batch.size() > 0) {
-    batch.trained = target.ne(kIgnoredTarget).sum();  // read once the device is done: no wait
-    batch.trained_share = static_cast<double>(batch.samples) / static_cast<double>(state.batch.size());
-  }
   // What the device has finished, in order; a device far behind loses its oldest measurements.
   while (!impl_->in_flight_.empty() && impl_->in_flight_.front().end &&
          (impl_->in_flight_.front().end->done() ||
@@ -201,30 +97,20 @@ void SpeedMonitor::batch_end(State& state, Logger& logger) {
 }
 
 void SpeedMonitor::measure(const InFlight& batch, Logger& logger) {
-  const double trained =
-      batch.trained.defined() ? static_cast<double>(batch.trained.item<int64_t>()) * batch.trained_share : -1;
-  impl_->window_.push_back({batch.end->seconds_since(batch.start), batch.samples, trained});
+  impl_->window_.emplace_back(batch.end->seconds_since(batch.start), batch.samples);
   while (static_cast<int64_t>(impl_->window_.size()) > impl_->window_size_) impl_->window_.pop_front();
-  double s = 0, trained_tokens = 0;
+  double s = 0;
   int64_t samples = 0;
-  bool all_counted = true;
-  for (const auto& w : impl_->window_) {
-    s += w.seconds;
-    samples += w.samples;
-    trained_tokens += w.trained;
-    all_counted = all_counted && w.trained >= 0;
+  for (const auto& [sec, n] : impl_->window_) {
+    s += sec;
+    samples += n;
   }
   if (s <= 0) return;
   Metrics m = {{"throughput/samples_per_sec", static_cast<double>(samples) / s},
                {"throughput/batches_per_sec", static_cast<double>(impl_->window_.size()) / s}};
-  if (impl_->flops_ > 0) {
-    const double flops = impl_->flops_ * static_cast<double>(samples) / s;
-    m["throughput/flops_per_sec"] = flops;
-    if (impl_->peak_ > 0) m["throughput/mfu"] = flops / impl_->peak_;
-  }
+  if (impl_->macs_ > 0) m["throughput/flops_per_sec"] = 2.0 * 3.0 * impl_->macs_ * static_cast<double>(samples) / s;
   if (impl_->tokens_per_sample_ > 0) {
     m["throughput/tokens_per_sec"] = static_cast<double>(impl_->tokens_per_sample_ * samples) / s;
-    if (all_counted) m["throughput/trained_tokens_per_sec"] = trained_tokens / s;
   }
   logger.log_metrics(m, batch.step);
 }

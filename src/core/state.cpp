@@ -1,6 +1,5 @@
 #include "baton/core/state.h"
 
-#include <algorithm>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -27,45 +26,9 @@ std::vector<std::string> unique_keys(const std::vector<std::shared_ptr<T>>& obje
 
 int64_t Batch::size() const { return input.defined() && input.dim() > 0 ? input.size(0) : 0; }
 
-std::vector<at::Tensor> Batch::tensors() const { return {input, target, positions}; }
-
-Batch Batch::of(const std::vector<at::Tensor>& tensors) {
-  Batch b;
-  if (!tensors.empty()) b.input = tensors[0];
-  if (tensors.size() > 1) b.target = tensors[1];
-  if (tensors.size() > 2) b.positions = tensors[2];
-  return b;
-}
-
-Batch Batch::to(c10::Device device) const {
-  std::vector<at::Tensor> moved = tensors();
-  for (at::Tensor& t : moved) {
-    if (t.defined() && t.device() != device) t = t.to(device);
-  }
-  return of(moved);
-}
-
-std::vector<Batch> Batch::split(int64_t rows) const {
-  std::vector<Batch> out;
-  for (int64_t begin = 0, n = size(); begin < n; begin += rows) {
-    const int64_t count = std::min(rows, n - begin);
-    std::vector<at::Tensor> part = tensors();
-    for (at::Tensor& t : part) {
-      if (t.defined()) t = t.narrow(0, begin, count);
-    }
-    out.push_back(of(part));
-  }
-  return out;
-}
-
 std::pair<at::Tensor, at::Tensor> positions_as_rows(const at::Tensor& outputs, const at::Tensor& targets) {
   if (outputs.dim() != 3) return {outputs, targets};
-  if (targets.dim() == 3) return {outputs.flatten(0, 1), targets.flatten(0, 1)};
-  const at::Tensor rows = outputs.flatten(0, 1), flat = targets.flatten();
-  const at::Tensor counted = flat.ne(kIgnoredTarget);
-  if (counted.all().item<bool>()) return {rows, flat};
-  const at::Tensor keep = counted.nonzero().squeeze(1);
-  return {rows.index_select(0, keep), flat.index_select(0, keep)};
+  return {outputs.flatten(0, 1), targets.dim() == 3 ? targets.flatten(0, 1) : targets.flatten()};
 }
 
 State::State() = default;

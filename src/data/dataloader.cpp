@@ -49,7 +49,8 @@ struct DataLoader::Staged {
 
   Batch finish() {
     if (!transfer) return std::move(batch);
-    return Batch::of(transfer->take());
+    std::vector<at::Tensor> t = transfer->take();
+    return {t[0], t[1]};
   }
 };
 
@@ -229,10 +230,10 @@ DataLoader::Staged DataLoader::make_batch(int64_t index) const {
   Batch& b = staged.batch;
   if (b.input.device() == impl_->device_) return staged;
   if (impl_->device_.is_cuda()) {
-    staged.transfer.emplace(b.tensors(), impl_->device_.index());
+    staged.transfer.emplace(std::vector<at::Tensor>{b.input, b.target}, impl_->device_.index());
     b = Batch{};
   } else {
-    b = b.to(impl_->device_);
+    b = {b.input.to(impl_->device_), b.target.defined() ? b.target.to(impl_->device_) : b.target};
   }
   return staged;
 }
@@ -296,10 +297,12 @@ std::optional<Batch> DataLoader::next() {
       if (made.input.defined() && made.input.is_cuda()) cuda::synchronize_stream(made.input.device().index());
       return made;
     });
-    for (const at::Tensor& t : batch.tensors()) {
+    for (const at::Tensor& t : {batch.input, batch.target}) {
       if (t.defined() && t.is_cuda()) cuda::use_on_current_stream(t);
     }
-    if (batch.input.defined() && batch.input.device() != impl_->device_) batch = batch.to(impl_->device_);
+    if (batch.input.defined() && batch.input.device() != impl_->device_) {
+      batch = {batch.input.to(impl_->device_), batch.target.defined() ? batch.target.to(impl_->device_) : batch.target};
+    }
     if (batch.input.defined()) batch.input = impl_->dataset_->finish_inputs(batch.input);
     return batch;
   }

@@ -11,7 +11,7 @@ namespace {
 
 int64_t bytes_of(const Batch& batch) {
   int64_t bytes = 0;
-  for (const at::Tensor& t : batch.tensors()) {
+  for (const at::Tensor& t : {batch.input, batch.target}) {
     if (t.defined()) bytes += static_cast<int64_t>(t.nbytes());
   }
   return bytes;

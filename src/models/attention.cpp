@@ -23,35 +23,25 @@ at::Tensor for_heads(const at::Tensor& kv, int64_t heads) {
 }  // namespace
 
 at::Tensor masked_attention(const at::Tensor& q, const at::Tensor& k_in, const at::Tensor& v_in,
-                            const at::Tensor& allowed, double dropout) {
+                            const at::Tensor& allowed) {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
   // The kernels serve grouped heads themselves (enable_gqa): no copy of the keys and values a step.
   const bool grouped = k_in.size(1) != q.size(1);
   if (!allowed.defined()) {
-    if (q.size(2) == 1) return at::scaled_dot_product_attention(q, k_in, v_in, {}, dropout, false, {}, grouped);
-    if (q.size(2) == k_in.size(2)) {
-      return at::scaled_dot_product_attention(q, k_in, v_in, {}, dropout, true, {}, grouped);
-    }
+    if (q.size(2) == 1) return at::scaled_dot_product_attention(q, k_in, v_in, {}, 0.0, false, {}, grouped);
+    if (q.size(2) == k_in.size(2)) return at::scaled_dot_product_attention(q, k_in, v_in, {}, 0.0, true, {}, grouped);
   }
 #endif
   const at::Tensor k = for_heads(k_in, q.size(1)), v = for_heads(v_in, q.size(1));
   const at::Tensor mask = allowed.defined() ? allowed : causal_mask(q.size(2), k.size(2), q.device());
 #if TORCH_VERSION_MAJOR >= 2
-  return at::scaled_dot_product_attention(q, k, v, mask, dropout);
+  return at::scaled_dot_product_attention(q, k, v, mask);
 #else
   const at::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
-  at::Tensor weights =
+  const at::Tensor weights =
       torch::softmax(scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity()), -1);
-  if (dropout > 0) weights = torch::dropout(weights, dropout, /*train=*/true);
   return torch::matmul(weights.to(v.scalar_type()), v);
 #endif
-}
-
-at::Tensor document_mask(const at::Tensor& positions) {
-  const at::Tensor document = positions.eq(0).cumsum(1);  // [N, T]: which sequence each token is in
-  const int64_t t = positions.size(1);
-  const at::Tensor same = document.unsqueeze(2).eq(document.unsqueeze(1));  // [N, T, T]
-  return same.logical_and(causal_mask(t, t, positions.device())).unsqueeze(1);
 }
 
 at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k_in, const at::Tensor& v_in, double dropout) {

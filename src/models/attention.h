@@ -11,13 +11,8 @@ namespace baton::detail {
 at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout);
 
 // The same with the mask given: `allowed` [N, 1, Tq, Tk] (bool) says which keys each query sees
-// (generation with a cache and padding, packed sequences); undefined, each of the last Tq of the Tk
-// tokens sees itself and those before it (generation without padding: no mask for the kernels to read).
-at::Tensor masked_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& allowed,
-                            double dropout = 0.0);
-
-// Which keys each query sees in windows that pack several sequences, from each token's position in
-// its sequence ([N, T], 0 where one starts): itself and those before it in its own sequence. [N, 1, T, T] bool.
-at::Tensor document_mask(const at::Tensor& positions);
+// (generation with a cache and padding); undefined, each of the last Tq of the Tk tokens sees itself
+// and those before it (generation without padding: no mask for the kernels to read).
+at::Tensor masked_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& allowed);
 
 }  // namespace baton::detail

@@ -185,15 +185,6 @@ const std::map<std::string, std::string>& architectures() {
 
 // ---- the modules ----
 
-// What a forward over packed windows (several sequences a window) tells every layer: each token's
-// position in its sequence, and which keys each query sees (detail::document_mask). Both undefined
-// for windows of one sequence each. Shared by a model's layers, set by each forward (and still set
-// when activation checkpointing recomputes a block in the backward).
-struct Packed {
-  at::Tensor positions, allowed;
-};
-using PackedRef = std::shared_ptr<const Packed>;
-
 // GPT-2's Conv1D: a linear layer whose weight is stored [in, out], which LoRA can adapt.
 AdaptableLinear conv1d(int64_t in, int64_t out) {
   AdaptableLinearOptions o(in, out);
@@ -250,8 +241,7 @@ void append(detail::LayerCache& cache, const at::Tensor& k, const at::Tensor& v)
 }
 
 struct Gpt2AttentionImpl : nn::Module {
-  Gpt2AttentionImpl(const HfConfig& c, PackedRef packed)
-      : heads(c.heads), width(c.hidden_size), packed(std::move(packed)) {
+  explicit Gpt2AttentionImpl(const HfConfig& c) : heads(c.heads), width(c.hidden_size) {
     c_attn = register_module("c_attn", conv1d(c.hidden_size, 3 * c.hidden_size));
     c_proj = register_module("c_proj", conv1d(c.hidden_size, c.hidden_size));
     attention_dropout = c.attention_dropout;
@@ -259,10 +249,8 @@ struct Gpt2AttentionImpl : nn::Module {
   }
   at::Tensor forward(const at::Tensor& x) {
     const auto qkv = c_attn(x).split(width, -1);
-    const double p = is_training() ? attention_dropout : 0.0;
-    const at::Tensor q = split_heads(qkv[0], heads), k = split_heads(qkv[1], heads), v = split_heads(qkv[2], heads);
-    const at::Tensor y = packed->allowed.defined() ? detail::masked_attention(q, k, v, packed->allowed, p)
-                                                   : detail::causal_attention(q, k, v, p);
+    const at::Tensor y = detail::causal_attention(split_heads(qkv[0], heads), split_heads(qkv[1], heads),
+                                                  split_heads(qkv[2], heads), is_training() ? attention_dropout : 0.0);
     return drop(c_proj(merge_heads(y)), dropout_p, is_training());
   }
   at::Tensor step(const at::Tensor& x, const at::Tensor& allowed, detail::LayerCache& cache) {
@@ -271,7 +259,6 @@ struct Gpt2AttentionImpl : nn::Module {
     return c_proj(merge_heads(detail::masked_attention(split_heads(qkv[0], heads), cache.k, cache.v, allowed)));
   }
   int64_t heads, width;
-  PackedRef packed;
   double attention_dropout = 0.0, dropout_p = 0.0;
   AdaptableLinear c_attn{nullptr}, c_proj{nullptr};
 };
@@ -292,9 +279,9 @@ struct Gpt2MlpImpl : nn::Module {
 TORCH_MODULE(Gpt2Mlp);
 
 struct Gpt2BlockImpl : nn::Module {
-  Gpt2BlockImpl(const HfConfig& c, const PackedRef& packed) {
+  explicit Gpt2BlockImpl(const HfConfig& c) {
     ln_1 = register_module("ln_1", nn::LayerNorm(nn::LayerNormOptions({c.hidden_size}).eps(c.norm_eps)));
-    attn = register_module("attn", Gpt2Attention(c, packed));
+    attn = register_module("attn", Gpt2Attention(c));
     ln_2 = register_module("ln_2", nn::LayerNorm(nn::LayerNormOptions({c.hidden_size}).eps(c.norm_eps)));
     mlp = register_module("mlp", Gpt2Mlp(c));
   }
@@ -313,11 +300,10 @@ struct Gpt2BlockImpl : nn::Module {
 TORCH_MODULE(Gpt2Block);
 
 struct Gpt2TransformerImpl : nn::Module {
-  Gpt2TransformerImpl(const HfConfig& c, PackedRef packed)
-      : embedding_dropout(c.embedding_dropout), context(c.context), packed(std::move(packed)) {
+  explicit Gpt2TransformerImpl(const HfConfig& c) : embedding_dropout(c.embedding_dropout), context(c.context) {
     wte = register_module("wte", nn::Embedding(c.vocab_size, c.hidden_size));
     wpe = register_module("wpe", nn::Embedding(c.context, c.hidden_size));
-    for (int64_t i = 0; i < c.layers; ++i) h->push_back(Gpt2Block(c, this->packed));
+    for (int64_t i = 0; i < c.layers; ++i) h->push_back(Gpt2Block(c));
     register_module("h", h);
     ln_f = register_module("ln_f", nn::LayerNorm(nn::LayerNormOptions({c.hidden_size}).eps(c.norm_eps)));
   }
@@ -327,14 +313,11 @@ struct Gpt2TransformerImpl : nn::Module {
       throw std::invalid_argument("GPT2LMHeadModel: a window of " + std::to_string(t) +
                                   " tokens is longer than its n_positions of " + std::to_string(context));
     }
-    const at::Tensor positions =
-        packed->positions.defined() ? packed->positions : torch::arange(t, ids.options().dtype(torch::kLong));
-    at::Tensor x = wte(ids) + wpe(positions);
+    at::Tensor x = wte(ids) + wpe(torch::arange(t, ids.options().dtype(torch::kLong)));
     return ln_f(h->forward(drop(x, embedding_dropout, is_training())));
   }
   double embedding_dropout;
   int64_t context;
-  PackedRef packed;
   nn::Embedding wte{nullptr}, wpe{nullptr};
   Stack h;
   nn::LayerNorm ln_f{nullptr};
@@ -399,7 +382,7 @@ at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
 }
 
 struct LlamaAttentionImpl : nn::Module {
-  LlamaAttentionImpl(const HfConfig& c, PackedRef packed) : config(c), packed(std::move(packed)) {
+  explicit LlamaAttentionImpl(const HfConfig& c) : config(c) {
     const bool qkv = c.attention_bias || c.qkv_bias;
     auto linear = [&](const char* name, int64_t in, int64_t out, bool bias) {
       AdaptableLinearOptions o(in, out);
@@ -423,15 +406,11 @@ struct LlamaAttentionImpl : nn::Module {
     return {a.cos().to(x.scalar_type()), a.sin().to(x.scalar_type())};
   }
   at::Tensor forward(const at::Tensor& x) {
-    const at::Tensor& positions = packed->positions;
-    const auto [cos, sin] =
-        angles(positions.defined() ? positions : torch::arange(x.size(1), x.options().dtype(at::kLong)), x);
+    const auto [cos, sin] = angles(torch::arange(x.size(1), x.options().dtype(at::kLong)), x);
     const at::Tensor q = rotate(split_heads(q_proj(x), config.heads), cos, sin);
     const at::Tensor k = rotate(split_heads(k_proj(x), config.kv_heads), cos, sin);
-    const at::Tensor v = split_heads(v_proj(x), config.kv_heads);
-    const double p = is_training() ? config.attention_dropout : 0;
-    const at::Tensor y = packed->allowed.defined() ? detail::masked_attention(q, k, v, packed->allowed, p)
-                                                   : detail::causal_attention(q, k, v, p);
+    const at::Tensor y = detail::causal_attention(q, k, split_heads(v_proj(x), config.kv_heads),
+                                                  is_training() ? config.attention_dropout : 0);
     return o_proj(merge_heads(y));
   }
   // Generation's step; cos and sin of the new tokens' angles (angles()), the same for every layer.
@@ -443,7 +422,6 @@ struct LlamaAttentionImpl : nn::Module {
     return step_linear(o_proj, merge_heads(detail::masked_attention(q, cache.k, cache.v, allowed)));
   }
   HfConfig config;
-  PackedRef packed;
   AdaptableLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   at::Tensor frequencies;  // the rotary embedding's inverse frequencies, not a parameter or a buffer (as HF's)
 };
@@ -470,9 +448,9 @@ struct LlamaMlpImpl : nn::Module {
 TORCH_MODULE(LlamaMlp);
 
 struct LlamaBlockImpl : nn::Module {
-  LlamaBlockImpl(const HfConfig& c, const PackedRef& packed) {
+  explicit LlamaBlockImpl(const HfConfig& c) {
     input_layernorm = register_module("input_layernorm", RmsNorm(c.hidden_size, c.norm_eps));
-    self_attn = register_module("self_attn", LlamaAttention(c, packed));
+    self_attn = register_module("self_attn", LlamaAttention(c));
     post_attention_layernorm = register_module("post_attention_layernorm", RmsNorm(c.hidden_size, c.norm_eps));
     mlp = register_module("mlp", LlamaMlp(c));
   }
@@ -492,9 +470,9 @@ struct LlamaBlockImpl : nn::Module {
 TORCH_MODULE(LlamaBlock);
 
 struct LlamaModelImpl : nn::Module {
-  LlamaModelImpl(const HfConfig& c, const PackedRef& packed) {
+  explicit LlamaModelImpl(const HfConfig& c) {
     embed_tokens = register_module("embed_tokens", nn::Embedding(c.vocab_size, c.hidden_size));
-    for (int64_t i = 0; i < c.layers; ++i) layers->push_back(LlamaBlock(c, packed));
+    for (int64_t i = 0; i < c.layers; ++i) layers->push_back(LlamaBlock(c));
     register_module("layers", layers);
     norm = register_module("norm", RmsNorm(c.hidden_size, c.norm_eps));
   }
@@ -510,9 +488,9 @@ TORCH_MODULE(LlamaModel);
 struct CausalLmImpl : nn::Module {
   explicit CausalLmImpl(const HfConfig& c) : nn::Module(c.architecture), config(c) {
     if (c.family == "gpt2") {
-      gpt2 = register_module("transformer", Gpt2Transformer(c, packed));
+      gpt2 = register_module("transformer", Gpt2Transformer(c));
     } else {
-      llama = register_module("model", LlamaModel(c, packed));
+      llama = register_module("model", LlamaModel(c));
     }
     if (!c.tie_word_embeddings) {
       lm_head = register_module("lm_head", nn::Linear(nn::LinearOptions(c.hidden_size, c.vocab_size).bias(false)));
@@ -520,17 +498,8 @@ struct CausalLmImpl : nn::Module {
     initialize();
   }
   const at::Tensor& embedding() const { return gpt2 ? gpt2->wte->weight : llama->embed_tokens->weight; }
-  at::Tensor forward(const at::Tensor& ids) { return forward_packed(ids, {}); }
-  // Over windows that pack several sequences: `positions` [N, T] as Batch::positions says
-  // (undefined: one sequence a window).
-  at::Tensor forward_packed(const at::Tensor& ids, const at::Tensor& positions) {
+  at::Tensor forward(const at::Tensor& ids) {
     const at::Tensor tokens = ids.scalar_type() == at::kLong ? ids : ids.to(at::kLong);
-    if (positions.defined() && positions.sizes() != tokens.sizes()) {
-      throw std::invalid_argument(config.architecture + ": positions of shape " + c10::str(positions.sizes()) +
-                                  " for tokens of shape " + c10::str(tokens.sizes()));
-    }
-    packed->positions = positions.defined() ? positions.to(at::kLong) : at::Tensor();
-    packed->allowed = positions.defined() ? detail::document_mask(packed->positions) : at::Tensor();
     const at::Tensor h = gpt2 ? gpt2->forward(tokens) : llama->forward(tokens);
     return head(h);
   }
@@ -574,23 +543,11 @@ struct CausalLmImpl : nn::Module {
     }
   }
   HfConfig config;
-  std::shared_ptr<Packed> packed = std::make_shared<Packed>();
   Gpt2Transformer gpt2{nullptr};
   LlamaModel llama{nullptr};
   nn::Linear lm_head{nullptr};
 };
 TORCH_MODULE(CausalLm);
-
-// The model a trainer trains: the causal language model, given a batch's positions when its
-// windows pack several sequences.
-class CausalLmModel : public Classifier {
- public:
-  explicit CausalLmModel(CausalLm lm) : Classifier(lm.ptr()), lm_(std::move(lm)) {}
-  at::Tensor forward(const Batch& batch) override { return lm_->forward_packed(batch.input, batch.positions); }
-
- private:
-  CausalLm lm_;
-};
 
 // ---- weights ----
 
@@ -709,7 +666,7 @@ std::shared_ptr<Model> make_hf_model(const HfConfig& config) {
                  config.architecture.c_str(), TORCH_VERSION);
   });
 #endif
-  return std::make_shared<CausalLmModel>(CausalLm(config));
+  return std::make_shared<Classifier>(CausalLm(config).ptr());
 }
 
 void load_hf_weights(Model& model, const std::string& folder) {

@@ -11,14 +11,7 @@ Classifier::Classifier(torch::nn::AnyModule module) : module_(std::move(module))
   register_module("module", module_.ptr());
 }
 
-at::Tensor Classifier::forward(const Batch& batch) {
-  if (batch.positions.defined()) {
-    throw std::invalid_argument(name() +
-                                ": windows that pack several sequences (data.packing) need a Hugging Face model "
-                                "(model: {name: hf}), which keeps each sequence's attention to itself");
-  }
-  return module_.forward(batch.input);
-}
+at::Tensor Classifier::forward(const Batch& batch) { return module_.forward(batch.input); }
 
 at::Tensor Classifier::loss(const at::Tensor& outputs, const Batch& batch) {
   return loss_function()(outputs, batch.target);
@@ -72,15 +65,9 @@ at::Tensor Classifier::loss_per_example(const at::Tensor& outputs, const Batch& 
 }
 
 at::Tensor soft_cross_entropy_per_example(const at::Tensor& sequence_logits, const at::Tensor& sequence_targets) {
-  if (sequence_logits.dim() == 3) {  // a sequence's loss is the mean of its counted positions'
-    const at::Tensor rows = sequence_logits.flatten(0, 1);
-    const int64_t n = sequence_logits.size(0);
-    if (sequence_targets.dim() == 3) {
-      return soft_cross_entropy_per_example(rows, sequence_targets.flatten(0, 1)).view({n, -1}).mean(1);
-    }
-    const at::Tensor each = soft_cross_entropy_per_example(rows, sequence_targets.flatten()).view({n, -1});
-    const at::Tensor counted = sequence_targets.ne(kIgnoredTarget).sum(1).clamp_min(1).to(each.scalar_type());
-    return each.sum(1) / counted;  // an ignored position's loss is 0
+  if (sequence_logits.dim() == 3) {  // a sequence's loss is the mean of its positions'
+    const auto [logits, targets] = positions_as_rows(sequence_logits, sequence_targets);
+    return soft_cross_entropy_per_example(logits, targets).view({sequence_logits.size(0), -1}).mean(1);
   }
   const at::Tensor& logits = sequence_logits;
   const at::Tensor& targets = sequence_targets;
@@ -92,13 +79,7 @@ at::Tensor soft_cross_entropy_per_example(const at::Tensor& sequence_logits, con
 }
 
 at::Tensor soft_cross_entropy(const at::Tensor& sequence_logits, const at::Tensor& sequence_targets) {
-  // Every position as a row; cross_entropy itself leaves kIgnoredTarget's out (its ignore_index),
-  // with no wait for the device as positions_as_rows's selection would.
-  at::Tensor logits = sequence_logits, targets = sequence_targets;
-  if (logits.dim() == 3) {
-    logits = logits.flatten(0, 1);
-    targets = targets.dim() == 3 ? targets.flatten(0, 1) : targets.flatten();
-  }
+  const auto [logits, targets] = positions_as_rows(sequence_logits, sequence_targets);
   if (targets.dim() == logits.dim() && at::isFloatingType(targets.scalar_type())) {
     return -(targets * torch::log_softmax(logits, 1)).sum(1).mean();
   }

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <sstream>
@@ -15,7 +14,6 @@
 #include "baton/core/device.h"
 #include "baton/core/options.h"
 #include "baton/core/precision.h"
-#include "baton/core/state.h"
 #include "baton/data/image_folder.h"
 #include "baton/data/readers.h"
 #include "baton/data/text.h"
@@ -308,8 +306,7 @@ namespace {
 
 // A language model's predictions (outputs [B, T, V] for targets [B, T]): at each position the top-k
 // next tokens and their log-probabilities in place of the logits (a vocabulary's worth a token), and
-// the log-probability of the actual next token (NaN where the target is not counted: a chat
-// example's prompt, padding).
+// the log-probability of the actual next token.
 class NextTokens : public Callback {
  public:
   explicit NextTokens(int64_t k) : k_(k) {}
@@ -319,9 +316,7 @@ class NextTokens : public Callback {
     auto [values, ids] = logprobs.topk(std::min(k_, logprobs.size(-1)), -1);
     ids_.push_back(ids.to(torch::kCPU));
     const at::Tensor target = state.batch.target.to(logprobs.device(), torch::kLong).unsqueeze(-1);
-    const at::Tensor counted = target.ne(kIgnoredTarget);
-    const at::Tensor picked = logprobs.gather(-1, target.clamp_min(0)).masked_fill(counted.logical_not(), NAN);
-    targets_.push_back(picked.squeeze(-1).to(torch::kCPU));
+    targets_.push_back(logprobs.gather(-1, target).squeeze(-1).to(torch::kCPU));
     state.outputs = values;
   }
   at::Tensor ids() const { return torch::cat(ids_); }

@@ -367,9 +367,6 @@ int train_recipe_linked(const TrainRequest& args, const RunLink& link) {
                  run.options.run_name().c_str(), run.model_name.c_str(), static_cast<long long>(run.train_data->size()),
                  std::string(to_string(run.options.precision())).c_str(), run.memory_format.c_str(),
                  dir.string().c_str());
-    if (const std::string data = run.train_data->summary(); !data.empty()) {
-      std::fprintf(link.out, "baton train: the training data: %s\n", data.c_str());
-    }
     std::fflush(link.out);
   }
   if (link.own_signals) on_stop_signals(on_stop_signal);

@@ -9,7 +9,6 @@
 #include <torch/torch.h>
 
 #include "baton/core/registry.h"
-#include "baton/data/chat.h"
 #include "baton/data/fashion_mnist.h"
 #include "baton/data/image_folder.h"
 #include "baton/data/readers.h"
@@ -327,33 +326,26 @@ DataSplit load_webdataset_data(OptionReader& data, const DataSetContext& context
 // data.dataset: tokens — windows of `context` tokens over token shards in llm.c's format
 // (train_files, eval_files: globs), their vocabulary from vocab_size, the tokenizer beside the
 // training shards (tokenizer.model or tokenizer.json), or the largest token.
-namespace {
-
-// The files that `key` names: a glob or a list of globs of `what`.
-std::vector<std::string> glob_files(OptionReader& r, const std::string& key, const std::string& what) {
-  const nlohmann::json& value = r.json()[key];
-  std::vector<std::string> patterns;
-  if (value.is_string()) patterns.push_back(value.get<std::string>());
-  if (value.is_array()) {
-    for (const auto& p : value) {
-      if (!p.is_string()) r.fail(key, "expected a glob or a list of globs of " + what);
-      patterns.push_back(p.get<std::string>());
-    }
-  }
-  if (patterns.empty()) r.fail(key, "expected a glob or a list of globs of " + what);
-  try {
-    return expand_globs(patterns, key);
-  } catch (const std::exception& e) {
-    r.fail(key, e.what());
-  }
-}
-
-}  // namespace
-
 DataSplit load_tokens_data(OptionReader& data, const DataSetContext& context) {
   if (!data.has("train_files"))
     data.fail("train_files", "required when data.dataset is tokens (a glob of .bin shards)");
-  auto files = [](OptionReader& r, const std::string& key) { return glob_files(r, key, "token shards"); };
+  auto files = [&](OptionReader& r, const std::string& key) {
+    const nlohmann::json& value = r.json()[key];
+    std::vector<std::string> patterns;
+    if (value.is_string()) patterns.push_back(value.get<std::string>());
+    if (value.is_array()) {
+      for (const auto& p : value) {
+        if (!p.is_string()) r.fail(key, "expected a glob or a list of globs of token shards");
+        patterns.push_back(p.get<std::string>());
+      }
+    }
+    if (patterns.empty()) r.fail(key, "expected a glob or a list of globs of token shards");
+    try {
+      return expand_globs(patterns, key);
+    } catch (const std::exception& e) {
+      r.fail(key, e.what());
+    }
+  };
   const std::vector<std::string> train_files = files(data, "train_files");
   TokenOptions o;
   o.seed(context.seed);
@@ -398,60 +390,6 @@ DataSplit load_tokens_data(OptionReader& data, const DataSetContext& context) {
                       ": set vocab_size");
     }
     return eval;
-  };
-  if (data.has("eval_files")) split.eval = eval_set(data, "eval_");
-  open_eval_sets(context, split, eval_set);
-  return split;
-}
-
-// data.dataset: chat — JSON lines of prompts and completions or of conversations (train_files,
-// eval_files: globs), tokenized with `tokenizer` through `template`, the loss on the answers.
-DataSplit load_chat_data(OptionReader& data, const DataSetContext& context) {
-  for (const char* key : {"train_files", "tokenizer"}) {
-    if (!data.has(key)) {
-      data.fail(key, std::string("required when data.dataset is chat (") +
-                         (key == std::string("tokenizer") ? "the model's folder, or its tokenizer.json"
-                                                          : "a glob of JSON lines files") +
-                         ")");
-    }
-  }
-  ChatOptions o;
-  data.read("context", o.context());
-  if (o.context() < 2 || o.context() > (int64_t{1} << 24)) data.fail("context", "expected 2 to 16777216 tokens");
-  data.read("template", o.chat_template());
-  data.read("train_on_prompt", o.train_on_prompt());
-  data.read("add_eos", o.add_eos());
-  data.read("overlong", o.overlong());
-  data.read("packing", o.packing());
-  if (o.overlong() != "truncate" && o.overlong() != "drop") {
-    data.fail("overlong", "expected truncate or drop, got '" + o.overlong() + "'");
-  }
-  try {
-    ChatDataset::check_template(o.chat_template());
-  } catch (const std::invalid_argument& e) {
-    data.fail("template", std::string(e.what()).substr(std::string("template: ").size()));
-  }
-  const std::string tokenizer_path = data.get<std::string>("tokenizer", "");
-  std::optional<TextTokenizer> tokenizer;
-  try {
-    tokenizer = TextTokenizer::load(tokenizer_path);
-  } catch (const std::exception& e) {
-    data.fail("tokenizer", e.what());
-  }
-  auto open = [&](OptionReader& r, const std::string& key) {
-    const std::vector<std::string> files = glob_files(r, key, "JSON lines files");
-    try {
-      auto set = ChatDataset::open(files, *tokenizer, o);
-      return set;
-    } catch (const std::exception& e) {
-      r.fail(key, e.what());
-    }
-  };
-  DataSplit split;
-  split.train = open(data, "train_files");
-  auto eval_set = [&](OptionReader& r, const std::string& prefix) -> std::shared_ptr<Dataset> {
-    if (!r.has(prefix + "files")) r.fail_self("expected " + prefix + "files: a glob or a list of globs of JSON lines");
-    return open(r, prefix + "files");
   };
   if (data.has("eval_files")) split.eval = eval_set(data, "eval_");
   open_eval_sets(context, split, eval_set);

@@ -56,8 +56,6 @@ DataSplit load_images_data(OptionReader& data, const DataSetContext& context);
 DataSplit load_webdataset_data(OptionReader& data, const DataSetContext& context);
 // tokens: windows over token shards in llm.c's format (docs/data.md).
 DataSplit load_tokens_data(OptionReader& data, const DataSetContext& context);
-// chat: JSON lines of prompts and completions or conversations, the loss on the answers (docs/data.md).
-DataSplit load_chat_data(OptionReader& data, const DataSetContext& context);
 
 // The data section's keys that every kind takes: the loaders'.
 std::vector<std::string> loader_keys();

@@ -22,7 +22,6 @@
 #include "baton/callbacks/registry.h"
 #include "baton/core/device.h"
 #include "baton/core/options.h"
-#include "baton/data/chat.h"
 #include "baton/data/text.h"
 #include "baton/io/file.h"
 #include "baton/loggers/registry.h"
@@ -640,11 +639,6 @@ void build_model(OptionReader& model, const Loss& loss, TrainingRun& run) {
     model.fail("name", "model '" + run.model_name + "' does not fit in memory with these options");
   }
   o.model()->set_loss_function(loss);
-  if (const auto* chat = dynamic_cast<const ChatDataset*>(run.train_data.get()); chat && chat->options().packing()) {
-    model.fail("name",
-               "data.packing puts several examples in a window, which only an hf model keeps apart "
-               "(model: {name: hf, path: FOLDER}); without packing, each example is a window of its own");
-  }
   // Starting weights (a torchvision ResNet's, say), before any surgery: the names are the network's.
   if (model.has("weights")) {
     const std::string path = model.get<std::string>("weights", "");

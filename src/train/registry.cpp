@@ -46,15 +46,8 @@ const DataSets& data_set_registry() {
               {"shards"},
               load_webdataset_data};
         }},
-       {"tokens",
-        [] {
+       {"tokens", [] {
           return DataSetKind{{"train_files", "eval_files", "context", "vocab_size"}, {"files"}, load_tokens_data};
-        }},
-       {"chat", [] {
-          return DataSetKind{{"train_files", "eval_files", "tokenizer", "context", "template", "train_on_prompt",
-                              "add_eos", "overlong", "packing"},
-                             {"files"},
-                             load_chat_data};
         }}});
   return data_sets;
 }

@@ -656,13 +656,15 @@ void Trainer::Impl::eager_step() {
   // Under data parallelism a rank's share of a short last batch can be empty.
   require(n > 0 || ddp_, "Trainer: an empty training batch");
   const int64_t mb = std::max<int64_t>(1, std::min(n, microbatch_size()));
-  std::vector<Batch> parts;
+  std::vector<at::Tensor> inputs, targets;
   if (n > mb) {
-    parts = whole.split(mb);
+    inputs = whole.input.split(mb);
+    targets = whole.target.split(mb);
   } else if (n > 0) {  // one microbatch: the batch itself, no views
-    parts = {whole};
+    inputs = {whole.input};
+    targets = {whole.target};
   }
-  state_.num_microbatches = static_cast<int64_t>(parts.size());
+  state_.num_microbatches = static_cast<int64_t>(inputs.size());
   state_.microbatch_size = mb;
   Backward how;
   for (const auto& a : state_.algorithms) {
@@ -677,23 +679,23 @@ void Trainer::Impl::eager_step() {
   if (ddp_) {
     if (!sharded_gradients()) ddp_->prepare(model);
     for (const auto& s : sharded_) s->set_gradient_weight(ddp_weight_);
-    if (parts.empty() && !full) reduce_gradients(0.0, how.find_unused);  // nothing here: this rank adds zeros
+    if (inputs.empty() && !full) reduce_gradients(0.0, how.find_unused);  // nothing here: this rank adds zeros
   }
-  const int64_t most = full ? most_microbatches(static_cast<int64_t>(parts.size())) : 0;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (parts.size() > 1) state_.batch = parts[i];
-    how.share = static_cast<double>(parts[i].size()) / static_cast<double>(n);
-    how.last = i + 1 == parts.size();
+  const int64_t most = full ? most_microbatches(static_cast<int64_t>(inputs.size())) : 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs.size() > 1) state_.batch = {inputs[i], targets[i]};
+    how.share = static_cast<double>(inputs[i].size(0)) / static_cast<double>(n);
+    how.last = i + 1 == inputs.size();
     train_microbatch(model, how);
-    if (parts.size() == 1) {
+    if (inputs.size() == 1) {
       batch_loss = state_.loss.detach();
     } else {
       if (i == 0) batch_loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(state_.device));
       batch_loss.add_(state_.loss.detach().to(at::kDouble), how.share);
     }
   }
-  if (full) finish_full_sharding(static_cast<int64_t>(parts.size()), most);
-  if (parts.size() > 1) state_.batch = whole;
+  if (full) finish_full_sharding(static_cast<int64_t>(inputs.size()), most);
+  if (inputs.size() > 1) state_.batch = whole;
   if (!batch_loss.defined()) batch_loss = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(state_.device));
   if (ddp_) batch_loss = ddp_->allreduce(batch_loss.to(at::kDouble) * ddp_weight_);  // the global batch's loss
   push_loss(batch_loss);

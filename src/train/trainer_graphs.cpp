@@ -24,10 +24,10 @@ using detail::TrainGraphs;
 // What a graph is specific to: the batch's shapes and element types.
 std::vector<int64_t> shape_key(const Batch& batch) {
   std::vector<int64_t> key;
-  for (const at::Tensor& t : batch.tensors()) {
-    key.push_back(t.defined() ? static_cast<int64_t>(t.scalar_type()) : -1);
-    key.push_back(t.defined() ? t.dim() : -1);
-    if (t.defined()) key.insert(key.end(), t.sizes().begin(), t.sizes().end());
+  for (const at::Tensor* t : {&batch.input, &batch.target}) {
+    key.push_back(static_cast<int64_t>(t->scalar_type()));
+    key.push_back(t->dim());
+    for (int64_t d : t->sizes()) key.push_back(d);
   }
   return key;
 }
@@ -168,11 +168,7 @@ bool Trainer::Impl::capturable_step(const std::shared_ptr<torch::optim::Optimize
 void Trainer::Impl::capture(ShapeGraph& shape, Model& model) {
   shape.steps.clear();
   for (const auto& optimizer : state_.optimizers) shape.steps.push_back(std::make_unique<CapturableStep>(optimizer));
-  std::vector<at::Tensor> copies = state_.batch.tensors();
-  for (at::Tensor& t : copies) {
-    if (t.defined()) t = t.clone();
-  }
-  shape.input = Batch::of(copies);
+  shape.input = {state_.batch.input.clone(), state_.batch.target.clone()};
   // Gradients made during the capture live in the graph's memory: each replay writes them there.
   for (auto& p : model.parameters()) p.mutable_grad() = at::Tensor();
   shape.graph = std::make_unique<cuda::Graph>();
@@ -193,10 +189,8 @@ void Trainer::Impl::capture(ShapeGraph& shape, Model& model) {
 // One step from the graph, then the events inside the step with its outputs, loss and gradients.
 void Trainer::Impl::replay(ShapeGraph& shape, Model& model) {
   const Batch batch = state_.batch;
-  const std::vector<at::Tensor> into = shape.input.tensors(), from = batch.tensors();
-  for (std::size_t i = 0; i < into.size(); ++i) {
-    if (into[i].defined()) into[i].copy_(from[i], /*non_blocking=*/true);
-  }
+  shape.input.input.copy_(batch.input, /*non_blocking=*/true);
+  shape.input.target.copy_(batch.target, /*non_blocking=*/true);
   for (const auto& step : shape.steps) step->prepare();
   shape.graph->replay();
   ++summary_.graph_steps;

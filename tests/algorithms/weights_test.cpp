@@ -1,6 +1,5 @@
 // The algorithms on weights and gradients (src/algorithms/weights.cpp): each one's effect.
 #include "baton/algorithms/algorithms.h"
-#include "baton/io/file.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -134,7 +133,7 @@ TEST(Ema, UpdatesPerEpochToo) {
 TEST(Ema, CheckpointsHoldTheAverageAndResumeBitwise) {
   const baton::testing::TempDir dir_tmp("ema");
   const std::filesystem::path dir = dir_tmp.path();
-  baton::remove_tree(dir);
+  std::filesystem::remove_all(dir);
   auto run = [&](const std::string& duration, bool autoresume) {
     TrainerOptions o = image_options()
                            .max_duration(duration)
@@ -148,11 +147,11 @@ TEST(Ema, CheckpointsHoldTheAverageAndResumeBitwise) {
     return flat_weights(*o.model());
   };
   const at::Tensor straight = run("8ba", false);
-  baton::remove_tree(dir);
+  std::filesystem::remove_all(dir);
   run("4ba", false);
   const at::Tensor resumed = run("8ba", true);
   EXPECT_TRUE(resumed.equal(straight));
-  baton::remove_tree(dir);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Swa, AveragesTheWeightsBetweenStartAndEnd) {

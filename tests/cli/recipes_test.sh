@@ -46,11 +46,6 @@ np.save("y_values.npy", x[:, :2].sum(1)); np.save("vy_values.npy", x[:64, :2].su
 words = "the quick brown fox jumps over a lazy dog and runs far away into the night".split()
 random.seed(0)
 open("corpus.txt", "w").write("\n".join(" ".join(random.choice(words) for _ in range(12)) for _ in range(6000)))
-import json
-with open("chat.jsonl", "w") as chat:  # instruction data (data.dataset: chat), with the token fixture's tokenizer
-    for i in range(64):
-        chat.write(json.dumps({"prompt": " ".join(random.choice(words) for _ in range(6)),
-                               "completion": " ".join(random.choice(words) for _ in range(4))}) + "\n")
 PY
 "$baton" tokenize corpus.txt --vocab-size 300 --out tokens >tokenize.log 2>&1 || fail "the token fixture: $(tail -1 tokenize.log)"
 # A TorchScript file of the default data's shape: a fashion_cnn trained for a batch, exported.
@@ -106,7 +101,6 @@ fixtures = {
     "images": {"train_dir": f"{here}/img/train", "eval_dir": f"{here}/img/val"},
     "webdataset": {"train_shards": f"{here}/shards/train-000000.tar", "eval_shards": f"{here}/shards/val-000000.tar"},
     "tokens": {"train_files": f"{here}/tokens/train_*.bin", "eval_files": f"{here}/tokens/val_*.bin"},
-    "chat": {"train_files": f"{here}/chat.jsonl", "eval_files": f"{here}/chat.jsonl", "tokenizer": f"{here}/tokens"},
 }
 values = {"mse", "l1", "smooth_l1", "huber", "binary_cross_entropy"}
 with open("origins.txt", "w") as origins:
@@ -122,7 +116,7 @@ with open("origins.txt", "w") as origins:
                 labels = "values" if (loss if isinstance(loss, str) else next(iter(loss or {}), "")) in values else "classes"
                 data.update({"train_inputs": f"{here}/x.npy", "train_labels": f"{here}/y_{labels}.npy",
                              "eval_inputs": f"{here}/vx.npy", "eval_labels": f"{here}/vy_{labels}.npy"})
-            if kind in ("images", "webdataset", "tokens", "chat"):
+            if kind in ("images", "webdataset", "tokens"):
                 data["batch_size"] = data["eval_batch_size"] = 2
         model = r.get("model")
         if isinstance(model, dict):

@@ -5,7 +5,6 @@
 #include "baton/models/hf.h"
 
 #include <fstream>
-#include <functional>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -212,89 +211,6 @@ TEST(HfModel, LogitsAreCausal) {
                 gpt2->forward(Batch{torch::zeros({1, 17}, torch::kLong), {}});
               }),
               HasSubstr("a window of 17 tokens is longer than its n_positions of 16"));
-}
-
-// Two sequences packed in one window (positions restarting at the second, targets kIgnoredTarget
-// where a sequence ends and on the padding) have the losses they have alone, each in its own window.
-TEST(HfModel, PackedSequencesHaveTheLossTheyHaveAlone) {
-  TempDir dir("hf");
-  for (const json& config : {llama_config(), gpt2_config()}) {
-    torch::manual_seed(1);
-    const auto model = make_hf_model(read_hf_config(write_config(dir, config)));
-    model->eval();
-    const at::Tensor a = torch::randint(0, 50, {5}), b = torch::randint(0, 50, {7});
-    auto targets_of = [](const at::Tensor& s) {
-      at::Tensor t = torch::full({s.size(0)}, kIgnoredTarget, torch::kLong);
-      t.narrow(0, 0, s.size(0) - 1).copy_(s.narrow(0, 1, s.size(0) - 1));
-      return t;
-    };
-    const int64_t window = 14;  // 5 + 7 and two of padding
-    Batch packed{torch::zeros({1, window}, torch::kLong), torch::full({1, window}, kIgnoredTarget, torch::kLong),
-                 torch::zeros({1, window}, torch::kLong)};
-    packed.input[0].narrow(0, 0, 5).copy_(a);
-    packed.input[0].narrow(0, 5, 7).copy_(b);
-    packed.target[0].narrow(0, 0, 5).copy_(targets_of(a));
-    packed.target[0].narrow(0, 5, 7).copy_(targets_of(b));
-    packed.positions[0].narrow(0, 0, 5).copy_(torch::arange(5));
-    packed.positions[0].narrow(0, 5, 7).copy_(torch::arange(7));
-    packed.positions[0].narrow(0, 12, 2).copy_(torch::arange(2));
-    const at::Tensor logits = model->forward(packed);
-    for (const auto& [sequence, start] : {std::pair{a, int64_t{0}}, std::pair{b, int64_t{5}}}) {
-      const Batch alone{sequence.unsqueeze(0), targets_of(sequence).unsqueeze(0)};
-      const double own = model->loss(model->forward(alone), alone).item<double>();
-      const int64_t n = sequence.size(0);
-      const Batch part{packed.input.narrow(1, start, n), packed.target.narrow(1, start, n)};
-      const double in_window = model->loss(logits.narrow(1, start, n), part).item<double>();
-      EXPECT_NEAR(in_window, own, 1e-5) << config["model_type"];
-    }
-    // Per example as well: the window's loss is the mean over its counted targets, not its positions.
-    const double whole = model->loss_per_example(logits, packed).item<double>();
-    const double by_hand = model->loss(logits, packed).item<double>();
-    EXPECT_NEAR(whole, by_hand, 1e-6);
-    // Without positions the second sequence sees the first: its loss moves.
-    const at::Tensor unpacked = model->forward(Batch{packed.input, packed.target});
-    EXPECT_FALSE(torch::allclose(unpacked.narrow(1, 5, 7), logits.narrow(1, 5, 7), 1e-4, 1e-4));
-  }
-}
-
-// The loss counts no target marked kIgnoredTarget (a chat example's prompt): the logits of those
-// positions get no gradient, and a different token there as target changes nothing.
-TEST(HfModel, IgnoredTargetsGetNoGradient) {
-  TempDir dir("hf");
-  torch::manual_seed(2);
-  const auto model = make_hf_model(read_hf_config(write_config(dir, llama_config())));
-  const at::Tensor ids = torch::randint(0, 50, {2, 10});
-  at::Tensor target = torch::randint(0, 50, {2, 10});
-  target.narrow(1, 0, 6).fill_(kIgnoredTarget);  // the prompt: positions 0 to 5
-  const at::Tensor logits = model->forward(Batch{ids, target}).detach().requires_grad_(true);
-  model->loss(logits, Batch{ids, target}).backward();
-  EXPECT_EQ(logits.grad().narrow(1, 0, 6).abs().max().item<float>(), 0.0F);
-  EXPECT_GT(logits.grad().narrow(1, 6, 4).abs().max().item<float>(), 0.0F);
-  // The parameters' gradient: the one of a loss over the answer's positions alone, and not the one
-  // that counts the prompt's next tokens too.
-  auto grads = [&](const std::function<at::Tensor()>& loss) {
-    model->zero_grad();
-    loss().backward();
-    std::vector<at::Tensor> out;
-    for (const auto& p : model->parameters()) out.push_back(p.grad().clone());
-    return out;
-  };
-  const auto masked = grads([&] { return model->loss(model->forward(Batch{ids, target}), Batch{ids, target}); });
-  const auto answer_only = grads([&] {
-    const at::Tensor answer = target.narrow(1, 6, 4);
-    return model->loss(model->forward(Batch{ids, target}).narrow(1, 6, 4), Batch{ids, answer});
-  });
-  at::Tensor all_counted = target.clone();
-  all_counted.narrow(1, 0, 6).copy_(ids.narrow(1, 1, 6));
-  const auto counted = grads([&] {
-    return model->loss(model->forward(Batch{ids, all_counted}), Batch{ids, all_counted});
-  });
-  bool differs = false;
-  for (std::size_t i = 0; i < masked.size(); ++i) {
-    EXPECT_TRUE(torch::allclose(masked[i], answer_only[i], 1e-6, 1e-7));
-    differs = differs || !torch::allclose(masked[i], counted[i]);
-  }
-  EXPECT_TRUE(differs) << "counting the prompt's targets should move the gradient";
 }
 
 }  // namespace

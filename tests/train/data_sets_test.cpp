@@ -1,6 +1,5 @@
 // The data sets a recipe names (src/train/data_sets.cpp): IDX, NPY, text, image folders and token
 // shards train; missing files and keys are named.
-#include "baton/io/file.h"
 #include "baton/train/recipe.h"
 
 #include <unistd.h>
@@ -12,7 +11,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-#include <nlohmann/json.hpp>
 
 #include "baton/data/images.h"
 #include "baton/data/readers.h"
@@ -20,7 +18,6 @@
 #include "baton/models/safetensors.h"
 #include "baton/models/zoo.h"
 #include "baton/train/trainer.h"
-#include "common/byte_tokenizer.h"
 #include "common/test_util.h"
 
 namespace baton {
@@ -279,9 +276,10 @@ TEST(Recipe, ImageFoldersTrainAndBadKeysAreNamed) {
               HasSubstr("data.train_shards: expected a shard pattern"));
   EXPECT_THAT(build("data: {dataset: webdataset, train_shards: x.tar, train_dir: y}\n"),
               HasSubstr("unknown key 'data.train_dir'"));
-  EXPECT_THAT(build("data: {dataset: imagez}\n"),
-              HasSubstr("data.dataset: unknown dataset 'imagez' (known: fashion_mnist, files, text, images, "
-                        "webdataset, tokens, chat)"));
+  EXPECT_THAT(
+      build("data: {dataset: imagez}\n"),
+      HasSubstr(
+          "data.dataset: unknown dataset 'imagez' (known: fashion_mnist, files, text, images, webdataset, tokens)"));
 }
 
 // model: {name: hf, pretrained: false}: a Llama from its config.json alone (transformers'
@@ -352,55 +350,6 @@ TEST(Recipe, TokenShardsTrainAGptForTokens) {
   EXPECT_THAT(build("max_duration: 1000tok\ndata: {dataset: files, train_inputs: " + (dir.path() / "x.npy").string() +
                     ", train_labels: " + (dir.path() / "y.npy").string() + "}\n"),
               HasSubstr("max_duration: '1000tok' counts tokens, but data.dataset files is not token windows"));
-}
-
-// data.dataset: chat — a Llama made from its config fine-tunes on JSON lines through a format
-// string, packed: the answers (a function of the prompt) are learned; bad keys and lines are named.
-TEST(Recipe, ChatDataTrainsAnHfModelOnTheAnswers) {
-  const baton::testing::TempDir dir("recipe_chat");
-  const std::filesystem::path model = dir.path() / "llama";
-  std::filesystem::create_directories(model);
-  std::ofstream(model / "config.json")
-      << R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 257, "hidden_size": 32,)"
-      << R"( "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 64})";
-  const nlohmann::json eot = {{{"id", 256}, {"content", "<|endoftext|>"}, {"special", true}}};
-  std::ofstream(model / "tokenizer.json") << testing::byte_tokenizer({}, {}, eot).dump();
-  {
-    std::ofstream lines(dir.path() / "train.jsonl");
-    for (int i = 0; i < 200; ++i) {
-      const char c = static_cast<char>('a' + i % 5);
-      lines << nlohmann::json{{"prompt", std::string(1 + i % 3, c)}, {"completion", std::string(2, c + 1)}}.dump()
-            << "\n";
-    }
-  }
-  const std::string data = "data: {dataset: chat, train_files: " + (dir.path() / "train.jsonl").string() +
-                           ", tokenizer: " + model.string() + ", context: 32";
-  const std::string format = ", template: '{prompt}={completion}'";
-  const std::string rest =
-      "max_duration: 10ep\nprogress_bar: false\noptimizer: {name: adamw, lr: 0.01}\n"
-      "model: {name: hf, path: " +
-      model.string() + ", pretrained: false}\n";
-  TrainingRun run = build_run(Recipe::parse(data + format + ", packing: true, batch_size: 4}\n" + rest, "r.yaml"));
-  EXPECT_EQ(run.train_data->num_classes(), 257);
-  EXPECT_LT(run.train_data->size(), 200 / 3) << "several examples a window";
-  Trainer trainer(run.options.console_log_interval("0ep"));
-  trainer.fit();
-  // Each answer is two letters then the end of text, the letter after the prompt's: learned, the loss
-  // is over the answer's three tokens only (ln 257 = 5.5 at first).
-  EXPECT_LT(trainer.state().loss.item<double>(), 0.3);
-  const auto build = [&](const std::string& yaml) {
-    return error_of([&] { build_run(Recipe::parse(yaml, "r.yaml")); });
-  };
-  EXPECT_THAT(build("data: {dataset: chat, train_files: " + (dir.path() / "train.jsonl").string() + "}\n" + rest),
-              HasSubstr("data.tokenizer: required when data.dataset is chat"));
-  EXPECT_THAT(build(data + ", template: '{prompt}'}\n" + rest), HasSubstr("has no {completion}"));
-  EXPECT_THAT(build(data + ", template: '{question}={completion}'}\n" + rest),
-              HasSubstr("data.train_files: " + (dir.path() / "train.jsonl").string() +
-                        ":1: no \"question\", which the template's {question} needs"));
-  EXPECT_THAT(build(data + format + ", overlong: cut}\n" + rest),
-              HasSubstr("data.overlong: expected truncate or drop"));
-  EXPECT_THAT(build(data + format + ", packing: true}\nmodel: {name: gpt, layers: 1, width: 32, heads: 2}\n"),
-              HasSubstr("data.packing"));
 }
 
 }  // namespace

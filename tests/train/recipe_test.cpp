@@ -1,7 +1,6 @@
 // Recipes (src/train/recipe.cpp): keys checked and named in errors, device and distributed keys,
 // the example search's learning rate.
 #include "baton/train/recipe.h"
-#include "baton/io/file.h"
 
 #include <unistd.h>
 #include <zlib.h>

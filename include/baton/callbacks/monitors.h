@@ -16,32 +16,14 @@
 #include "baton/core/callback.h"
 #include "baton/core/device.h"
 #include "baton/core/options.h"
-#include "baton/core/precision.h"
 
 namespace baton {
 
-// A device's peak dense matrix-multiply FLOP/s in `precision`'s type, MFU's denominator, and where
-// the figure comes from. A GPU's: its published bf16/fp16 tensor-core figure by name (H100 SXM and
-// H200 989 TFLOPS, A100 312, ...; fp32 counts TF32's, half of it), 0 for a GPU not in the table. The
-// CPU's: measured once per process and type, the best of 5 multiplies of two 1024 x 1024 matrices
-// on every thread.
-struct PeakFlops {
-  double flops = 0;
-  std::string source;  // "table: NVIDIA H200", "measured: 1024^3 matmul, float, 2 threads"
-};
-PeakFlops peak_flops(c10::Device device, Precision precision);
-
 // Logs throughput over the last `window_size` batches (throughput/samples_per_sec,
-// throughput/batches_per_sec, and when the inputs are windows of token indices
-// throughput/tokens_per_sec, every token of the windows, and throughput/trained_tokens_per_sec, the
-// targets the loss counts: not a chat example's prompt or a window's padding), the wall-clock time
-// of each epoch (wall_clock/epoch_s) and, from
-// the model's training FLOPs per example, throughput/flops_per_sec and throughput/mfu (model FLOPs
-// utilisation: flops_per_sec over the device's peak, peak_flops()). A Hugging Face language model's
-// FLOPs per token are torchtitan's: 6 N (N its parameters but the token embedding's) + 12 L d T (the
-// attention's scores and sums: L layers of width d over T tokens); any other model's are 6 times its
-// multiply-adds per example (counted once, on the first batch, by tracing it: forward and backward
-// ~ 3x forward). A LoRA run counts the model's FLOPs as torchtitan does, not the fewer it does.
+// throughput/batches_per_sec, and throughput/tokens_per_sec when the inputs are windows of token
+// indices), the wall-clock time of each epoch (wall_clock/epoch_s) and, from
+// the model's multiply-adds per example (counted once, on the first batch, by tracing the
+// model), throughput/flops_per_sec (2 FLOPs per multiply-add, forward and backward ~ 3x forward).
 // A batch's time is the device's (DeviceMarker): on a GPU, from when the device reached the
 // batch's start to when it finished its work, asked without waiting, so the figures come a few
 // batches late (each logged at the step of the batch it measures) and stay true while the host
@@ -61,12 +43,15 @@ class SpeedMonitor : public Callback {
   void epoch_end(State& state, Logger& logger) override;
   // Multiply-adds of one example's forward; 0 until counted (or when the model cannot be traced).
   double multiply_adds() const;
-  // Training FLOPs of one example (see above); 0 until counted.
-  double flops_per_example() const;
 
  private:
   using Clock = std::chrono::steady_clock;
-  struct InFlight;
+  struct InFlight {
+    DeviceMarker start;
+    std::optional<DeviceMarker> end;
+    int64_t samples = 0;
+    int64_t step = 0;
+  };
   void measure(const InFlight& batch, Logger& logger);
 
   struct Impl;

@@ -5,8 +5,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <utility>
-#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -16,27 +14,11 @@ namespace baton {
 // One batch of examples. Algorithms may replace either tensor (MixUp mixes inputs, label
 // smoothing turns class indices into soft targets).
 struct Batch {
-  Batch() = default;
-  Batch(at::Tensor input, at::Tensor target, at::Tensor positions = {})
-      : input(std::move(input)), target(std::move(target)), positions(std::move(positions)) {}
-
   at::Tensor input;
   at::Tensor target;
-  // Each token's position in its sequence, [N, T] int64, for windows that pack several sequences
-  // (chat data's packing): 0 where a sequence starts, and a token attends only to the tokens of its
-  // own sequence. Undefined (the usual): each window is one sequence, positions 0 to T - 1.
-  at::Tensor positions;
 
   // Examples in the batch: input.size(0), or 0 when input is undefined.
   int64_t size() const;
-  // The three tensors in that order (undefined ones too), and a batch of them: what a copy to a
-  // device or a split into microbatches goes through, so none of the three is left behind.
-  std::vector<at::Tensor> tensors() const;
-  static Batch of(const std::vector<at::Tensor>& tensors);
-  // The defined tensors on `device`.
-  Batch to(c10::Device device) const;
-  // Batches of `rows` examples (the last may be shorter): views of this one.
-  std::vector<Batch> split(int64_t rows) const;
 };
 
 class BatchSource {

@@ -41,14 +41,9 @@ class Optimizer;
 
 namespace baton {
 
-// The target of a position that no loss or metric counts (a chat example's prompt, a window's
-// padding): PyTorch's and Hugging Face's ignore_index.
-inline constexpr int64_t kIgnoredTarget = -100;
-
 // Sequence outputs (logits [N, T, classes], a language model's) and their targets ([N, T] class
 // indices or [N, T, classes] probabilities) as one row per position: [N*T, classes] and [N*T] or
-// [N*T, classes], the positions whose target is kIgnoredTarget left out. Metrics count each
-// position as an example. Other shapes unchanged.
+// [N*T, classes]. Losses and metrics count each position as an example. Other shapes unchanged.
 std::pair<at::Tensor, at::Tensor> positions_as_rows(const at::Tensor& outputs, const at::Tensor& targets);
 
 class State {

@@ -73,9 +73,6 @@ class Dataset {
   // its prefetch thread (the hand-off per batch costs more than the copy) unless the batch then
   // goes to another device. Default: false (decoding, augmenting, reading: worth a thread).
   virtual bool gather_is_cheap() const { return false; }
-  // One line on what the data set made of its files (chat data: its examples, windows, and those
-  // cut or left out), which `baton train` prints under the run's line; empty (the default): nothing to say.
-  virtual std::string summary() const { return {}; }
 };
 
 // How a data set's inputs were standardised from the values read (bytes already scaled to
