@@ -1,4 +1,4 @@
-// baton generate SOURCE [--load CKPT] (--prompt TEXT | --prompts FILE) [--max-new-tokens N]
+// baton generate SOURCE [--load CKPT | --adapter PEFT_DIR] (--prompt TEXT | --prompts FILE) [--max-new-tokens N]
 //                [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S]
 //                [--ignore-eos] [--no-special-tokens] [--json] [--device DEVICE] [--set key=value]...
 // (the library call: generate_text, include/baton/runs/generate_text.h)
@@ -75,7 +75,9 @@ void add_generate(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("generate", "continue text prompts with a Hugging Face language model");
   cmd->add_option("source", r.source, "a Hugging Face model's folder, or a recipe whose model is hf (with --load)")
       ->required();
-  cmd->add_option("--load", r.load, "with a recipe: the checkpoint whose weights generate");
+  cmd->add_option("--load", r.load, "with a recipe: the checkpoint whose weights generate (a LoRA run's too)");
+  cmd->add_option("--adapter", r.adapter,
+                  "with a model's folder: a PEFT LoRA adapter folder on it (baton export --format peft writes one)");
   cmd->add_option("--prompt", a->prompt, "the text to continue");
   cmd->add_option("--prompts", a->prompts_file, "a file of prompts, one a line (generated together)");
   cmd->add_option("--max-new-tokens", r.max_new_tokens, "tokens to generate (default: generation_config's, else 64)")

@@ -53,6 +53,7 @@
 #include "baton/models/export.h"
 #include "baton/models/generate.h"
 #include "baton/models/hf.h"
+#include "baton/models/lora.h"
 #include "baton/models/loss.h"
 #include "baton/models/model.h"
 #include "baton/models/safetensors.h"
@@ -68,6 +69,7 @@
 
 #include "baton/algorithms/algorithms.h"
 #include "baton/algorithms/augment.h"
+#include "baton/algorithms/lora.h"
 #include "baton/algorithms/one_shot.h"
 #include "baton/algorithms/registry.h"
 #include "baton/algorithms/surgery.h"

@@ -89,36 +89,6 @@ struct Lora::Impl {
     }
     return out;
   }
-
-  // The adapters of a PEFT folder, on the layers it names: each must be this model's, its shapes
-  // the layer's.
-  std::vector<std::pair<std::string, AdaptableLinear>> from_adapter(torch::nn::Module& model,
-                                                                    const PeftAdapter& a) const {
-    std::map<std::string, AdaptableLinear> by_name;
-    for (const auto& [name, layer] : adaptable_layers(model)) by_name.emplace(name, layer);
-    std::vector<std::pair<std::string, AdaptableLinear>> out;
-    const std::string from = "lora: init.from " + options_.init_from();
-    for (const auto& [name, pair] : a.layers) {
-      const auto it = by_name.find(name);
-      if (it == by_name.end()) {
-        throw std::invalid_argument(std::string(from)
-                                        .append(": layer '")
-                                        .append(name)
-                                        .append("' is not one of this model's; is it an adapter for another model?"));
-      }
-      const auto& o = it->second->options();
-      const std::vector<int64_t> want_a = {a.spec.r, o.in_features}, want_b = {o.out_features, a.spec.r};
-      if (pair.first.sizes().vec() != want_a || pair.second.sizes().vec() != want_b) {
-        std::string why = std::string(from).append(": layer '").append(name).append("' has lora_A ");
-        why.append(c10::str(pair.first.sizes())).append(" and lora_B ").append(c10::str(pair.second.sizes()));
-        why.append(", this model's take ").append(c10::str(at::IntArrayRef(want_a))).append(" and ");
-        why.append(c10::str(at::IntArrayRef(want_b))).append(" (r ").append(std::to_string(a.spec.r));
-        throw std::invalid_argument(why.append("); is it an adapter for another model?"));
-      }
-      out.emplace_back(name, it->second);
-    }
-    return out;
-  }
 };
 
 Lora::~Lora() = default;
@@ -143,22 +113,22 @@ std::optional<int> Lora::apply(Event /*event*/, State& state, Logger& logger) {
   if (!state.model) throw std::invalid_argument("lora: no model");
   torch::nn::Module& model = *state.model;
   const LoraOptions& o = impl_->options_;
-  std::optional<PeftAdapter> adapter;
-  if (!o.init_from().empty()) adapter = read_peft_adapter(o.init_from());
-  auto layers = adapter ? impl_->from_adapter(model, *adapter) : impl_->chosen(model);
-  LoraSpec spec{.r = o.r(), .alpha = o.alpha(), .dropout = o.dropout(), .rslora = o.rslora()};
-  if (adapter) spec = adapter->spec;
+  std::vector<std::pair<std::string, AdaptableLinear>> layers;
+  if (!o.init_from().empty()) {  // the adapter's rank, alpha, dropout, layers and tensors
+    layers = attach_peft_adapter(model, read_peft_adapter(o.init_from()), "lora: init.from " + o.init_from());
+  } else {
+    layers = impl_->chosen(model);
+    const LoraSpec spec{.r = o.r(), .alpha = o.alpha(), .dropout = o.dropout(), .rslora = o.rslora()};
+    for (auto& [name, layer] : layers) {
+      layer->add_adapter(spec);
+      torch::NoGradGuard no_grad;
+      if (o.init() == "gaussian") layer->lora_A->weight.normal_(0.0, 1.0 / static_cast<double>(spec.r));  // PEFT's
+    }
+  }
   for (auto& p : model.parameters()) p.set_requires_grad(false);  // PEFT's: the whole base frozen
   for (auto& [name, layer] : layers) {
-    layer->add_adapter(spec);
-    torch::NoGradGuard no_grad;
-    if (adapter) {
-      const auto& pair = adapter->layers.at(name);
-      layer->lora_A->weight.copy_(pair.first);
-      layer->lora_B->weight.copy_(pair.second);
-    } else if (o.init() == "gaussian") {  // PEFT's init_lora_weights="gaussian"
-      layer->lora_A->weight.normal_(0.0, 1.0 / static_cast<double>(spec.r));
-    }
+    layer->lora_A->weight.set_requires_grad(true);
+    layer->lora_B->weight.set_requires_grad(true);
   }
   for (const auto& optimizer : state.optimizers) keep_trainable(*optimizer, model);
   impl_->adapted_ = static_cast<int>(layers.size());

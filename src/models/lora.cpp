@@ -192,6 +192,39 @@ PeftAdapter read_peft_adapter(const std::string& folder) {
   return adapter;
 }
 
+std::vector<std::pair<std::string, AdaptableLinear>> attach_peft_adapter(torch::nn::Module& model,
+                                                                         const PeftAdapter& adapter,
+                                                                         const std::string& what) {
+  std::map<std::string, AdaptableLinear> by_name;
+  for (const auto& [name, layer] : adaptable_layers(model)) by_name.emplace(name, layer);
+  std::vector<std::pair<std::string, AdaptableLinear>> out;
+  for (const auto& [name, pair] : adapter.layers) {  // every layer checked before any changes
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      throw std::invalid_argument(what + ": layer '" + name +
+                                  "' is not one of this model's; is it an adapter for another model?");
+    }
+    const auto& o = it->second->options();
+    const std::vector<int64_t> want_a = {adapter.spec.r, o.in_features}, want_b = {o.out_features, adapter.spec.r};
+    if (pair.first.sizes().vec() != want_a || pair.second.sizes().vec() != want_b) {
+      std::string why = what + ": layer '" + name + "' has lora_A " + c10::str(pair.first.sizes()) + " and lora_B " +
+                        c10::str(pair.second.sizes()) + ", this model's take " + c10::str(at::IntArrayRef(want_a)) +
+                        " and " + c10::str(at::IntArrayRef(want_b)) + " (r " + std::to_string(adapter.spec.r);
+      throw std::invalid_argument(why + "); is it an adapter for another model?");
+    }
+    if (it->second->has_adapter()) throw std::invalid_argument(what + ": layer '" + name + "' has an adapter already");
+    out.emplace_back(name, it->second);
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [name, layer] : out) {
+    layer->add_adapter(adapter.spec);
+    const auto& pair = adapter.layers.at(name);
+    layer->lora_A->weight.copy_(pair.first);
+    layer->lora_B->weight.copy_(pair.second);
+  }
+  return out;
+}
+
 std::size_t save_peft_adapter(torch::nn::Module& model, const std::string& folder, const std::string& base_model) {
   NamedTensors tensors;
   std::set<std::string> targets;

@@ -13,6 +13,7 @@
 #include "baton/io/file.h"
 #include "baton/models/generate.h"
 #include "baton/models/hf.h"
+#include "baton/models/lora.h"
 #include "baton/runs/model_commands.h"
 #include "baton/train/recipe.h"
 #include "baton/train/recipe_file.h"
@@ -58,15 +59,27 @@ std::pair<std::shared_ptr<Model>, std::string> model_of(const GenerateRequest& r
   if (fs::is_directory(r.source, ec)) {
     if (!r.load.empty()) throw RecipeError("--load takes a recipe's checkpoint; " + r.source + " is a model's folder");
     try {
-      return {load_hf_model(r.source), r.source};
+      std::shared_ptr<Model> model = load_hf_model(r.source);
+      if (!r.adapter.empty()) {
+        attach_peft_adapter(*model, read_peft_adapter(r.adapter), "--adapter " + r.adapter);
+        merge_adapters(*model);
+      }
+      return {model, r.source};
     } catch (const std::exception& e) {
       throw RecipeError(e.what());
     }
+  }
+  if (!r.adapter.empty()) {
+    throw RecipeError(
+        "--adapter goes on a model's folder; with a recipe, name the adapter in it "
+        "(algorithms: {lora: {init: {from: " +
+        r.adapter + "}}}) or --load the LoRA run's checkpoint");
   }
   TrainingRun run = build_run(Recipe::load(r.source, sets_with_device(r.sets, r.device)));
   if (hf_config_of(*run.options.model()) == nullptr)
     throw RecipeError(r.source + ": model.name is not hf: generate takes a Hugging Face language model");
   if (!r.load.empty()) trainer_with_weights(run.options, r.load);  // the weights into the model
+  merge_adapters(*run.options.model());  // a LoRA run's: the merged model's tokens, and faster steps
   return {run.options.model(), run.model_path};
 }
 

@@ -155,7 +155,11 @@ void load_lora_base(BuiltModel& built, const std::string& checkpoint) {
     throw RecipeError(checkpoint + ": holds LoRA adapters without their frozen base, whose folder (model.path '" +
                       built.source + "') is not here; pass --recipe RECIPE.yaml naming it");
   }
-  load_hf_weights(*built.model, built.source);
+  if (read_hf_config(built.source).json != hf_config_of(*built.model)->json) {
+    throw RecipeError(checkpoint + ": its LoRA adapters were trained on " + built.source +
+                      ", whose config.json has changed since; load it onto the folder it was trained from");
+  }
+  load_hf_weights(*built.model, built.source);  // the weights: checked against the checkpoint's as it loads
 }
 
 // The model the checkpoint was trained with: from the request's recipe, else from what baton train

@@ -12,6 +12,7 @@
 
 #include "baton/algorithms/registry.h"
 #include "baton/core/grad_scaler.h"
+#include "baton/models/hf.h"
 #include "baton/optim/optimizers.h"
 #include "baton/train/checkpoint.h"
 #include "baton/train/trainer.h"
@@ -237,6 +238,40 @@ void Trainer::Impl::reapply_surgery(const std::string& path, const StateDict& sd
   }
 }
 
+const std::string& Trainer::Impl::frozen_base_identity() const {
+  if (!frozen_base_.empty() || state_.unsaved_model_tensors.empty() || !state_.model) return frozen_base_;
+  StateDict base;
+  for (const auto& item : state_.model->named_parameters()) {
+    if (state_.unsaved_model_tensors.count(item.key())) base.tensors["model/" + item.key()] = item.value();
+  }
+  for (const auto& item : state_.model->named_buffers()) {
+    if (state_.unsaved_model_tensors.count(item.key())) base.tensors["model/" + item.key()] = item.value();
+  }
+  nlohmann::json id = {{"tensors", base.tensors.size()}, {"weights_sha256", weights_sha256(base)}};
+  const auto* model = dynamic_cast<const Model*>(state_.model.get());
+  if (const HfConfig* config = model == nullptr ? nullptr : hf_config_of(*model)) {
+    id["config_sha256"] = sha256_hex(config->json);
+  }
+  frozen_base_ = id.dump();
+  return frozen_base_;
+}
+
+// Adapters trained on one base and loaded onto another would run, and mean nothing: a checkpoint
+// that names its frozen base (frozen_base) loads only onto a model whose base is that one.
+void Trainer::Impl::check_frozen_base(const std::string& path, const StateDict& sd) const {
+  const auto saved = sd.values.find("frozen_base");
+  if (saved == sd.values.end() || !saved->is_object() || frozen_base_identity().empty()) return;
+  const nlohmann::json now = nlohmann::json::parse(frozen_base_identity());
+  for (const auto& [key, what] :
+       {std::pair{"config_sha256", "config.json has"}, std::pair{"weights_sha256", "weights have"}}) {
+    const std::string was = saved->value(key, ""), is = now.value(key, "");
+    if (was.empty() || is.empty() || was == is) continue;
+    throw CheckpointError(path + ": its LoRA adapters were trained on another base: the frozen model's " + what +
+                          " changed since (SHA-256 " + was.substr(0, 12) + "..., now " + is.substr(0, 12) +
+                          "...); load it onto the Hugging Face folder it was trained from (its model.path)");
+  }
+}
+
 // The run's state for a checkpoint. `in_shards` (save_format: sharded): without the parameters the
 // shards hold, which each rank writes with its shards of the optimizer's state (nothing gathered).
 // Under sharding every rank calls it (the gathers are collective).
@@ -267,6 +302,7 @@ StateDict Trainer::Impl::snapshot(bool weights_only, bool in_shards) const {
     if (a->required_on_load() && a->recipe_spec().is_object()) surgery.push_back(a->recipe_spec());
   }
   if (!surgery.empty()) out.values["required_on_load"] = surgery;
+  if (!frozen_base_identity().empty()) out.values["frozen_base"] = nlohmann::json::parse(frozen_base_identity());
   if (weights_only) return out;
   for (const auto& [key, value] : values.items()) out.values[key] = value;
   nlohmann::json kinds = nlohmann::json::array();
@@ -327,6 +363,7 @@ void Trainer::Impl::load_checkpoint_file(const std::string& path, bool weights_o
   const CheckpointFile ckpt = detail::read_checkpoint(path, !in_shards, &shards);
   const StateDict& sd = ckpt.state;
   reapply_surgery(path, sd);
+  check_frozen_base(path, sd);
   state_.model->to(state_.device);
   Model& model = current_model();
   load_model_tensors(path, sd, model, strict, ignore_keys, state_.unsaved_model_tensors);

@@ -111,6 +111,12 @@ struct Trainer::Impl {
   double trained_seconds() const;  // this run's training time so far, this fit's included
   void set_learning_rates();
   void reapply_surgery(const std::string& path, const StateDict& sd);
+  // A LoRA run's frozen base, which its checkpoints leave out (State::unsaved_model_tensors): the
+  // SHA-256 of its tensors and of the Hugging Face config it was built from; null without one.
+  // Made once (the base is frozen) and written into every checkpoint; a checkpoint whose base is
+  // not the model's is refused (check_frozen_base).
+  const std::string& frozen_base_identity() const;
+  void check_frozen_base(const std::string& path, const StateDict& sd) const;
   void load_checkpoint_file(const std::string& path, bool weights_only, bool strict,
                             const std::vector<std::string>& ignore_keys);
   void setup_device();
@@ -127,6 +133,7 @@ struct Trainer::Impl {
   std::vector<std::vector<double>> initial_lrs_;      // per optimizer, per param group
   std::map<std::string, int64_t> last_eval_batches_;  // by evaluator label: the batch it last ran after
   std::string loaded_from_;
+  mutable std::string frozen_base_;  // frozen_base_identity's JSON, once made
   struct FitClock {
     std::chrono::steady_clock::time_point start;
     double eval_before;

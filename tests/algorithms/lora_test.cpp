@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -113,6 +114,66 @@ TEST(LoraAlgorithm, AResumedRunEndsAsOneThatNeverStopped) {
   const auto x = tensors_of(*a.state().model), y = tensors_of(*c.state().model);
   ASSERT_EQ(x.size(), y.size());
   for (const auto& [name, t] : x) EXPECT_TRUE(torch::equal(t, y.at(name))) << name;
+}
+
+// The checkpoint names its frozen base (the SHA-256 of its weights and of its config.json): resuming
+// onto a base folder whose weights or config have changed since is refused, naming which.
+TEST(LoraAlgorithm, ACheckpointLoadsOnlyOntoTheBaseItWasTrainedOn) {
+  LoraRun run;
+  const std::string ckpt = (run.dir.path() / "ckpt").string();
+  const std::string lora = "{r: 2, alpha: 4, targets: [q_proj, v_proj]}";
+  TrainingRun first = run.build(run.recipe(lora, "save_folder: " + ckpt + "\nsave_interval: 5ba\n"));
+  Trainer(first.options.console_log_interval("0ep").max_duration(Time::parse("5ba"))).fit();
+  const nlohmann::json base = read_checkpoint(ckpt + "/latest").state.values.at("frozen_base");
+  EXPECT_EQ(base.at("weights_sha256").get<std::string>().size(), 64u);
+  EXPECT_EQ(base.at("config_sha256").get<std::string>().size(), 64u);
+  const auto resume = [&] {
+    return error_of([&] {
+      TrainingRun r = run.build(run.recipe(lora, "load_path: " + ckpt + "/latest\n"));
+      Trainer(r.options.console_log_interval("0ep")).fit();
+    });
+  };
+  EXPECT_EQ(resume(), "no error");
+  const fs::path weights = run.dir.path() / "llama" / "model.safetensors", kept = run.dir.path() / "kept.safetensors";
+  fs::copy_file(weights, kept);
+  torch::manual_seed(1);  // another base of the same architecture
+  write_safetensors(weights.string(),
+                    model_tensors(*make_hf_model(read_hf_config((run.dir.path() / "llama").string()))));
+  EXPECT_THAT(resume(), HasSubstr(ckpt +
+                                  "/latest: its LoRA adapters were trained on another base: the frozen "
+                                  "model's weights have changed since (SHA-256 " +
+                                  base.at("weights_sha256").get<std::string>().substr(0, 12)));
+  fs::copy_file(kept, weights, fs::copy_options::overwrite_existing);
+  const fs::path config = run.dir.path() / "llama" / "config.json";
+  auto changed = nlohmann::json::parse(std::ifstream(config));
+  changed["rope_theta"] = 500000.0;
+  std::ofstream(config) << changed.dump();
+  EXPECT_THAT(resume(), HasSubstr("the frozen model's config.json has changed since"));
+}
+
+// A checkpoint holds the adapters with their optimizer state and the run's own, not the base: its
+// size within 1.1x of the adapters' and their AdamW moments' bytes.
+TEST(LoraAlgorithm, ACheckpointIsTheSizeOfTheAdaptersAndTheirOptimizerState) {
+  LoraRun run;
+  std::ofstream(run.dir.path() / "llama" / "config.json")
+      << R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 23, "hidden_size": 256, "intermediate_size": 512,)"
+      << R"( "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64})";
+  write_safetensors((run.dir.path() / "llama" / "model.safetensors").string(),
+                    model_tensors(*make_hf_model(read_hf_config((run.dir.path() / "llama").string()))));
+  const std::string ckpt = (run.dir.path() / "ckpt").string();
+  TrainingRun r = run.build(run.recipe("{r: 16, alpha: 32, targets: [q_proj, k_proj, v_proj, o_proj]}",
+                                       "save_folder: " + ckpt + "\nsave_interval: 2ba\n"));
+  Trainer trainer(r.options.console_log_interval("0ep").max_duration(Time::parse("2ba")));
+  trainer.fit();
+  const auto* lora = dynamic_cast<const Lora*>(r.options.algorithms().front().get());
+  ASSERT_NE(lora, nullptr);
+  const auto adapters_and_moments = static_cast<double>(lora->trainable_params() * 4 * 3);  // fp32: A, B, 2 moments
+  const auto bytes = static_cast<double>(fs::file_size(fs::canonical(ckpt + "/latest")));
+  EXPECT_LT(bytes, 1.1 * adapters_and_moments) << bytes << " bytes for " << adapters_and_moments;
+  std::cout << "LoRA checkpoint: " << bytes << " bytes, " << bytes / adapters_and_moments
+            << "x the adapters' and their moments' " << adapters_and_moments << "\n";
+  EXPECT_GT(bytes, adapters_and_moments);
+  EXPECT_LT(bytes * 5, static_cast<double>(fs::file_size(run.dir.path() / "llama" / "model.safetensors")));
 }
 
 // A Llama of 110M parameters (bench/llm_bench.sh's, from its config alone): PEFT's default targets

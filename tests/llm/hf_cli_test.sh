@@ -92,12 +92,16 @@ json.dump(t, open(sys.argv[2] + '/tokenizer.json', 'w'))" "$tmp/models/gpt2/toke
 REFUSED_ONE_LINE=1 refused "a tokenizer larger than the model's embeddings" "more than the model's embeddings (320)" \
   "$baton" generate "$tmp/big-tokenizer" --prompt x
 
-# LoRA: a fine-tuning of llama-tied-bias (float32 weights: the merged export is exact) on token
-# shards with adapters on three kinds of layer; the checkpoint holds the adapters, not the base;
-# kill -9 and --autoresume in the middle of the run end bitwise as an uninterrupted run; the PEFT
-# export loads in PEFT, and the merged export in transformers gives what PEFT's adapter gives.
+# LoRA: a fine-tuning of llama-tied-bias (float32 weights: the merged export is exact; GPT-2's
+# tokenizer beside it, for generation) on token shards with adapters on three kinds of layer; the
+# checkpoint holds the adapters, not the base; kill -9 and --autoresume in the middle of the run end
+# bitwise as an uninterrupted run; the PEFT export loads in PEFT, and the merged export in
+# transformers gives what PEFT's adapter gives; generating from the checkpoint, from the base with
+# the PEFT adapter and from the merged export gives the same tokens; a base changed since is refused.
+cp -r "$tmp/models/llama-tied-bias" "$tmp/lora-base"
+cp "$tmp/models/gpt2/tokenizer.json" "$tmp/lora-base/"
 cat >"$tmp/lora.yaml" <<YAML
-model: {name: hf, path: $tmp/models/llama-tied-bias}
+model: {name: hf, path: $tmp/lora-base}
 data: {dataset: tokens, train_files: "$tmp/train_*.bin", context: 32, vocab_size: 320, batch_size: 4}
 algorithms: {lora: {r: 8, alpha: 16, dropout: 0.05, targets: [q_proj, v_proj, up_proj]}}
 optimizer: {name: adamw, lr: 0.001}
@@ -109,12 +113,12 @@ RECIPE="$tmp/lora.yaml" STEPS=240 "$source_dir/tests/slow/kill_resume.sh" "$bato
 "$baton" train "$tmp/lora.yaml" --run-dir "$tmp/lora" --set progress_bar=false >"$tmp/train.log" 2>&1 ||
   fail_now "lora: training: $(tail -3 "$tmp/train.log")"
 ckpt_bytes=$(stat -L -c %s "$tmp/lora/checkpoints/latest")
-base_bytes=$(stat -c %s "$tmp/models/llama-tied-bias/model.safetensors")
+base_bytes=$(stat -c %s "$tmp/lora-base/model.safetensors")
 [ "$ckpt_bytes" -lt $((base_bytes / 2)) ] || fail "lora: the checkpoint is $ckpt_bytes bytes, the base $base_bytes: not the adapters' size"
 "$baton" export "$tmp/lora/checkpoints/latest" --format peft --out "$tmp/lora/adapter" >/dev/null || fail_now "lora: --format peft"
 "$baton" export "$tmp/lora/checkpoints/latest" --format hf --merge-lora --out "$tmp/lora/merged" >/dev/null ||
   fail_now "lora: --format hf --merge-lora"
-"$python" - "$tmp/models/llama-tied-bias" "$tmp/lora/adapter" "$tmp/lora/merged" <<'PY' 2>"$tmp/py.log" || fail "lora: PEFT and transformers on the exports: $(tail -2 "$tmp/py.log")"
+"$python" - "$tmp/lora-base" "$tmp/lora/adapter" "$tmp/lora/merged" <<'PY' 2>"$tmp/py.log" || fail "lora: PEFT and transformers on the exports: $(tail -2 "$tmp/py.log")"
 import sys, torch
 from peft import PeftModel
 from transformers import AutoModelForCausalLM
@@ -129,6 +133,18 @@ with torch.no_grad():
 assert (a - b).abs().max() < 1e-4, f"merged export against PEFT's adapter: {(a - b).abs().max()}"
 assert (a - c).abs().max() > 1e-3, "the adapters changed nothing"
 PY
+gen=(--prompt "ab cd ef" --max-new-tokens 12 --ignore-eos --json)
+"$baton" generate "$tmp/lora.yaml" --load "$tmp/lora/checkpoints/latest" "${gen[@]}" >"$tmp/gen-ckpt.jsonl" 2>"$tmp/gen.log" ||
+  fail "lora: generate RECIPE --load CKPT: $(tail -1 "$tmp/gen.log")"
+"$baton" generate "$tmp/lora-base" --adapter "$tmp/lora/adapter" "${gen[@]}" >"$tmp/gen-adapter.jsonl" 2>"$tmp/gen.log" ||
+  fail "lora: generate BASE --adapter: $(tail -1 "$tmp/gen.log")"
+"$baton" generate "$tmp/lora/merged" "${gen[@]}" >"$tmp/gen-merged.jsonl" 2>"$tmp/gen.log" ||
+  fail "lora: generate MERGED: $(tail -1 "$tmp/gen.log")"
+grep -q '"ids":\[[0-9]' "$tmp/gen-merged.jsonl" || fail "lora: the merged model generated no ids: $(cat "$tmp/gen-merged.jsonl")"
+cmp -s "$tmp/gen-ckpt.jsonl" "$tmp/gen-merged.jsonl" ||
+  fail "lora: the checkpoint's tokens are not the merged export's: $(cat "$tmp/gen-ckpt.jsonl" "$tmp/gen-merged.jsonl")"
+cmp -s "$tmp/gen-adapter.jsonl" "$tmp/gen-merged.jsonl" ||
+  fail "lora: the base with --adapter gives other tokens than the merged export: $(cat "$tmp/gen-adapter.jsonl")"
 # (The model is built first: the run's line precedes the refusal, and the run folder is given up.)
 refused "a LoRA target that matches no layer" "lora: targets: 'qkv' matches no linear layer" \
   "$baton" train "$tmp/lora.yaml" --run-dir "$tmp/bad-lora" --set 'algorithms.lora.targets=[qkv]'
@@ -141,6 +157,22 @@ REFUSED_ONE_LINE=1 refused "--format peft with --merge-lora" "leave out --merge-
   "$baton" export "$tmp/lora/checkpoints/latest" --format peft --merge-lora --out "$tmp/bad-peft"
 REFUSED_ONE_LINE=1 refused "a PEFT adapter given as a model" "a PEFT adapter, not a model" \
   "$baton" generate "$tmp/lora/adapter" --prompt x
+REFUSED_ONE_LINE=1 refused "--adapter of another model" "is not one of this model's" \
+  "$baton" generate "$tmp/models/gpt2" --adapter "$tmp/lora/adapter" --prompt x
+# The base changes: the checkpoint's adapters no longer go on it.
+"$python" - "$tmp/lora-base/model.safetensors" <<'PY' || fail_now "lora: changing the base"
+import sys
+from safetensors.torch import load_file, save_file
+t = load_file(sys.argv[1])
+name = sorted(k for k in t if "up_proj" in k)[0]
+t[name] = t[name] + 0.01
+save_file(t, sys.argv[1], metadata={"format": "pt"})
+PY
+refused "export onto a changed base" "its LoRA adapters were trained on another base: the frozen model's weights have changed" \
+  "$baton" export "$tmp/lora/checkpoints/latest" --format hf --merge-lora --out "$tmp/bad-merged"
+[ ! -e "$tmp/bad-merged" ] || fail "lora: a refused export left $tmp/bad-merged"
+refused "generate onto a changed base" "trained on another base" \
+  "$baton" generate "$tmp/lora.yaml" --load "$tmp/lora/checkpoints/latest" --prompt x
 
 # Bad folders: named, one line, exit 2.
 cp -r "$tmp/models/gpt2" "$tmp/t5"

@@ -84,6 +84,12 @@ struct PeftAdapter {
 // Throws std::invalid_argument naming the file and key for what baton cannot apply (DoRA, biases,
 // per-layer ranks, another PEFT method).
 PeftAdapter read_peft_adapter(const std::string& folder);
+// Puts the adapter's layers on `model` with its tensors as their values (the layers it names must be
+// the model's, their shapes the layer's; `what` names the adapter in messages). Returns the layers
+// adapted; throws std::invalid_argument naming the layer otherwise, leaving the model as it was.
+std::vector<std::pair<std::string, AdaptableLinear>> attach_peft_adapter(torch::nn::Module& model,
+                                                                         const PeftAdapter& adapter,
+                                                                         const std::string& what);
 // The model's adapters as PEFT saves them (PEFT's from_pretrained loads the folder onto the base).
 // Returns how many tensors were written; throws when the model has none.
 std::size_t save_peft_adapter(torch::nn::Module& model, const std::string& folder, const std::string& base_model);

@@ -1,7 +1,7 @@
 // What `baton generate` does, as a library call: a Hugging Face model (its folder, or a recipe's
-// model with a checkpoint's weights) continuing text prompts, tokenized with the folder's tokenizer
-// (tokenizer.json, or SentencePiece's tokenizer.model), its generation_config.json's sampling as
-// the defaults.
+// model with a checkpoint's weights, or a folder with a PEFT adapter on it) continuing text prompts, tokenized with the
+// folder's tokenizer (tokenizer.json, or SentencePiece's tokenizer.model), its generation_config.json's sampling as the
+// defaults.
 //
 //   baton::GenerateRequest request;
 //   request.source = "models/my-llama";
@@ -20,6 +20,7 @@ namespace baton {
 struct GenerateRequest {
   std::string source{};             // a Hugging Face folder, or a recipe whose model is `hf`
   std::string load{};               // with a recipe: the checkpoint (or model.pt) whose weights generate
+  std::string adapter{};            // with a folder: a PEFT LoRA adapter folder put on its model
   std::vector<std::string> sets{};  // with a recipe: overrides
   std::vector<std::string> prompts{};
   std::string device = "cpu";
@@ -40,7 +41,9 @@ struct Generated {
   int64_t truncated = 0;     // tokens dropped from the prompt's front (longer than the context allows)
 };
 
-// Each prompt's continuation. `on_text` (optional) gets (prompt, new text) as tokens come. Throws
+// Each prompt's continuation. LoRA adapters (a LoRA run's checkpoint, or `adapter`) are folded into
+// the weights first, as `baton export --format hf --merge-lora` does: the same tokens as the merged
+// model's. `on_text` (optional) gets (prompt, new text) as tokens come. Throws
 // RecipeError (bad input: a source that is neither, no tokenizer beside the model, a token outside
 // the model's vocabulary, max_new_tokens out of range) before anything is generated.
 std::vector<Generated> generate_text(const GenerateRequest& request,
