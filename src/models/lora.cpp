@@ -89,6 +89,7 @@ using json = nlohmann::json;
 
 constexpr const char* kPeftKeyPrefix = "base_model.model.";
 constexpr const char* kClassifierPrefix = "module.";
+constexpr int64_t kMaxRank = 65536;  // an adapter's rank: far above any published one, and no overflow
 
 [[noreturn]] void adapter_fail(const std::string& file, const std::string& key, const std::string& why) {
   throw std::invalid_argument(file + ": " + key + ": " + why);
@@ -107,11 +108,20 @@ LoraSpec read_adapter_config(const std::string& file, const json& c, std::string
   };
   auto flag = [&](const char* key) { return c.contains(key) && c[key].is_boolean() && c[key].get<bool>(); };
   LoraSpec spec;
-  spec.r = static_cast<int64_t>(number("r", 8));
+  const double r = number("r", 8);
+  if (!(r >= 1 && r <= kMaxRank && r == std::floor(r))) {
+    adapter_fail(file, "r", json(r).dump() + ": must be a whole number from 1 to " + std::to_string(kMaxRank));
+  }
+  spec.r = static_cast<int64_t>(r);
   spec.alpha = number("lora_alpha", 8);
+  if (!(spec.alpha > 0 && std::isfinite(spec.alpha))) {
+    adapter_fail(file, "lora_alpha", json(spec.alpha).dump() + ": must be a positive number");
+  }
   spec.dropout = number("lora_dropout", 0);
+  if (!(spec.dropout >= 0 && spec.dropout < 1)) {
+    adapter_fail(file, "lora_dropout", json(spec.dropout).dump() + ": must be from 0 to below 1");
+  }
   spec.rslora = flag("use_rslora");
-  if (spec.r < 1) adapter_fail(file, "r", std::to_string(spec.r) + ": must be 1 or more");
   if (flag("use_dora")) adapter_fail(file, "use_dora", "DoRA adapters are not implemented (plain LoRA only)");
   if (c.value("bias", std::string("none")) != "none") {
     adapter_fail(file, "bias",
@@ -127,6 +137,17 @@ LoraSpec read_adapter_config(const std::string& file, const json& c, std::string
                    ? c["base_model_name_or_path"].get<std::string>()
                    : "";
   return spec;
+}
+
+[[noreturn]] void layer_fail(const std::string& what, const std::string& layer, const std::string& why) {
+  throw std::invalid_argument(what + ": layer '" + layer + "' " + why);
+}
+
+std::string shape_mismatch(const at::Tensor& a, const at::Tensor& b, const std::vector<int64_t>& want_a,
+                           const std::vector<int64_t>& want_b, int64_t r) {
+  return "has lora_A " + c10::str(a.sizes()) + " and lora_B " + c10::str(b.sizes()) + ", this model's take " +
+         c10::str(at::IntArrayRef(want_a)) + " and " + c10::str(at::IntArrayRef(want_b)) + " (r " + std::to_string(r) +
+         "); is it an adapter for another model?";
 }
 
 }  // namespace
@@ -200,19 +221,13 @@ std::vector<std::pair<std::string, AdaptableLinear>> attach_peft_adapter(torch::
   std::vector<std::pair<std::string, AdaptableLinear>> out;
   for (const auto& [name, pair] : adapter.layers) {  // every layer checked before any changes
     const auto it = by_name.find(name);
-    if (it == by_name.end()) {
-      throw std::invalid_argument(what + ": layer '" + name +
-                                  "' is not one of this model's; is it an adapter for another model?");
-    }
+    if (it == by_name.end()) layer_fail(what, name, "is not one of this model's; is it an adapter for another model?");
     const auto& o = it->second->options();
     const std::vector<int64_t> want_a = {adapter.spec.r, o.in_features}, want_b = {o.out_features, adapter.spec.r};
     if (pair.first.sizes().vec() != want_a || pair.second.sizes().vec() != want_b) {
-      std::string why = what + ": layer '" + name + "' has lora_A " + c10::str(pair.first.sizes()) + " and lora_B " +
-                        c10::str(pair.second.sizes()) + ", this model's take " + c10::str(at::IntArrayRef(want_a)) +
-                        " and " + c10::str(at::IntArrayRef(want_b)) + " (r " + std::to_string(adapter.spec.r);
-      throw std::invalid_argument(why + "); is it an adapter for another model?");
+      layer_fail(what, name, shape_mismatch(pair.first, pair.second, want_a, want_b, adapter.spec.r));
     }
-    if (it->second->has_adapter()) throw std::invalid_argument(what + ": layer '" + name + "' has an adapter already");
+    if (it->second->has_adapter()) layer_fail(what, name, "has an adapter already");
     out.emplace_back(name, it->second);
   }
   torch::NoGradGuard no_grad;

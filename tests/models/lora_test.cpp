@@ -128,6 +128,16 @@ TEST(Lora, AnAdapterBatonCannotApplyIsRefusedByFileAndKey) {
               HasSubstr("adapter_config.json: use_dora: DoRA adapters are not implemented"));
   baton::testing::write_file(folder + "/adapter_config.json", R"({"peft_type": "IA3"})");
   EXPECT_THAT(error_of([&] { read_peft_adapter(folder); }), HasSubstr("peft_type: 'IA3'"));
+  for (const auto& [config, error] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"r": 1e30})", "r: 1e+30: must be a whole number from 1 to 65536"},
+           {R"({"r": 2.5})", "r: 2.5: must be a whole number from 1 to 65536"},
+           {R"({"r": 0})", "r: 0.0: must be a whole number"},
+           {R"({"r": "8"})", "r: expected a number"},
+           {R"({"r": 8, "lora_alpha": -1})", "lora_alpha: -1.0: must be a positive number"},
+           {R"({"r": 8, "lora_dropout": 1.5})", "lora_dropout: 1.5: must be from 0 to below 1"}}) {
+    baton::testing::write_file(folder + "/adapter_config.json", config);
+    EXPECT_THAT(error_of([&] { read_peft_adapter(folder); }), HasSubstr("adapter_config.json: " + error)) << config;
+  }
   baton::testing::write_file(folder + "/adapter_config.json", R"({"r": 2})");
   write_safetensors(folder + "/adapter_model.safetensors",
                     {{"base_model.model.x.lora_A.weight", torch::zeros({2, 3})}});
